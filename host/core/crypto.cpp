@@ -1,0 +1,84 @@
+#include "host/core/crypto.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "host/core/error.hpp"
+
+namespace ctx::core {
+
+struct Sha256::Ctx {
+  EVP_MD_CTX* md = nullptr;
+};
+
+Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
+  ctx_->md = EVP_MD_CTX_new();
+  if (ctx_->md == nullptr || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) {
+    EVP_MD_CTX_free(ctx_->md);
+    throw SystemError("sha256: openssl init failed");
+  }
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_->md); }
+
+void Sha256::update(const void* data, std::size_t size) {
+  if (size != 0 && EVP_DigestUpdate(ctx_->md, data, size) != 1) {
+    throw SystemError("sha256: openssl update failed");
+  }
+}
+
+Sha256Digest Sha256::finish() {
+  Sha256Digest out{};
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(ctx_->md, out.data(), &size) != 1 || size != out.size()) {
+    throw SystemError("sha256: openssl final failed");
+  }
+  return out;
+}
+
+std::string to_hex(const std::uint8_t* data, std::size_t size) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(size * 2, '0');
+  for (std::size_t i = 0; i < size; ++i) {
+    out[2 * i] = kHex[data[i] >> 4];
+    out[2 * i + 1] = kHex[data[i] & 0x0f];
+  }
+  return out;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  Sha256 hash;
+  hash.update(bytes);
+  return to_hex(hash.finish());
+}
+
+bool is_sha256_hex(std::string_view text) noexcept {
+  if (text.size() != 64) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+Sha256Digest hmac_sha256(std::string_view key, std::string_view message) {
+  Sha256Digest out{};
+  std::size_t size = 0;
+  if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(),
+                reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                out.data(), out.size(), &size) == nullptr ||
+      size != out.size()) {
+    throw SystemError("hmac-sha256: openssl failed");
+  }
+  return out;
+}
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
+  return to_hex(hmac_sha256(key, message));
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace ctx::core

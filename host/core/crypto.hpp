@@ -1,0 +1,52 @@
+// SHA-256, HMAC-SHA256 and constant-time comparison through OpenSSL EVP. Thread-safe.
+#ifndef CTX_HOST_CORE_CRYPTO_HPP_
+#define CTX_HOST_CORE_CRYPTO_HPP_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace ctx::core {
+
+using Sha256Digest = std::array<std::uint8_t, 32>;
+
+// Incremental SHA-256. Not copyable. Errors: SystemError when OpenSSL fails.
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
+  void update(const void* data, std::size_t size);
+  void update(std::string_view text) { update(text.data(), text.size()); }
+  // Returns the digest; the object may not be updated afterwards.
+  Sha256Digest finish();
+
+ private:
+  struct Ctx;
+  std::unique_ptr<Ctx> ctx_;
+};
+
+std::string to_hex(const std::uint8_t* data, std::size_t size);
+inline std::string to_hex(const Sha256Digest& d) { return to_hex(d.data(), d.size()); }
+
+// Lower-case 64-hex SHA-256 of `bytes`.
+std::string sha256_hex(std::string_view bytes);
+
+// True when `text` is 64 lower-case hex characters.
+bool is_sha256_hex(std::string_view text) noexcept;
+
+// HMAC-SHA256 of `message` under `key`, raw 32 bytes; hmac_sha256_hex is its hex.
+Sha256Digest hmac_sha256(std::string_view key, std::string_view message);
+std::string hmac_sha256_hex(std::string_view key, std::string_view message);
+
+// Compares in time that depends only on the sizes (CRYPTO_memcmp).
+bool constant_time_equal(std::string_view a, std::string_view b) noexcept;
+
+}  // namespace ctx::core
+
+#endif  // CTX_HOST_CORE_CRYPTO_HPP_

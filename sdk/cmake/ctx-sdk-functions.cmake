@@ -1,0 +1,16 @@
+# ctx_add_plugin(<name> SOURCES <src>... [LIBRARIES <lib>...])
+# Builds MODULE ctx_plugin_<name>: hidden visibility, no undefined symbols, links ctx::plugin_sdk.
+# The only exported symbol is ctx_plugin_entry.
+function(ctx_add_plugin name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBRARIES" ${ARGN})
+  set(target ctx_plugin_${name})
+  add_library(${target} MODULE ${ARG_SOURCES})
+  set_target_properties(${target} PROPERTIES
+    PREFIX ""
+    OUTPUT_NAME ${target}
+    CXX_VISIBILITY_PRESET hidden
+    C_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  target_link_options(${target} PRIVATE LINKER:--no-undefined)
+  target_link_libraries(${target} PRIVATE ctx::plugin_sdk ${ARG_LIBRARIES})
+endfunction()

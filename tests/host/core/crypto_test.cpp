@@ -1,0 +1,44 @@
+#include "host/core/crypto.hpp"
+
+#include <string>
+
+#include "tests/support/expect_throw.hpp"
+
+namespace ctx::core {
+namespace {
+
+TEST(Crypto, Sha256KnownAnswers) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Crypto, IncrementalEqualsOneShot) {
+  std::string data(100000, 'x');
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 31);
+  Sha256 hash;
+  for (std::size_t i = 0; i < data.size(); i += 4096) {
+    hash.update(data.data() + i, std::min<std::size_t>(4096, data.size() - i));
+  }
+  EXPECT_EQ(to_hex(hash.finish()), sha256_hex(data));
+}
+
+TEST(Crypto, HmacSha256Rfc4231Case2) {
+  EXPECT_EQ(hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+TEST(Crypto, ConstantTimeEqual) {
+  EXPECT_TRUE(constant_time_equal("abc", "abc"));
+  EXPECT_TRUE(constant_time_equal("", ""));
+  EXPECT_FALSE(constant_time_equal("abc", "abd"));
+  EXPECT_FALSE(constant_time_equal("abc", "ab"));
+}
+
+TEST(Crypto, IsSha256Hex) {
+  EXPECT_TRUE(is_sha256_hex(sha256_hex("x")));
+  EXPECT_FALSE(is_sha256_hex(std::string(64, 'A')));
+  EXPECT_FALSE(is_sha256_hex(std::string(63, 'a')));
+}
+
+}  // namespace
+}  // namespace ctx::core
