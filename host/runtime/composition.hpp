@@ -47,7 +47,7 @@ struct EngineCompositionOptions {
   std::filesystem::path journal_path;         // SQLite journal (created if absent)
   ObservationNormalizer observation_normalizer;            // required
   std::shared_ptr<BenefitFactsPort> benefit_facts_port;    // required
-  NetBenefitPolicy net_benefit_policy;
+  std::optional<NetBenefitPolicy> net_benefit_policy;     // required
   std::string catalog_namespace_digest;                    // sha256
   std::filesystem::path benefit_audit_path;                // SQLite benefit audit
   std::shared_ptr<MaterialPort> material_port;             // may be null: no load authority

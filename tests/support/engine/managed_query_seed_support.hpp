@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,9 +29,17 @@
 #include "host/core/time.hpp"
 #include "host/runtime/composition.hpp"
 #include "host/runtime/managed_query.hpp"
+#include "host/engine/identities.hpp"
+#include "host/engine/planning/benefit.hpp"
+#include "host/engine/planning/candidates.hpp"
+#include "host/engine/planning/ports.hpp"
+#include "host/engine/protocol.hpp"
+#include "host/store/graph_store.hpp"
 #include "tests/support/engine/composition_peer.hpp"
 
 namespace ctx::testing {
+
+namespace planning = ::ctx::engine::planning;
 
 inline constexpr std::string_view kSeedNow = "2026-08-02T12:00:00Z";
 
@@ -81,8 +90,9 @@ class ScopedClose {
 };
 
 inline engine::ScopeRef seed_scope(std::string_view suffix = "one") {
-  return make_scope("tenant-1", "workspace-1", "repository-1", "session-" + std::string(suffix),
-                    "exposure-" + std::string(suffix), "host-neutral");
+  return engine::ScopeRef::create("tenant-1", "workspace-1", "repository-1",
+                                  "session-" + std::string(suffix),
+                                  "exposure-" + std::string(suffix), "host-neutral");
 }
 
 inline std::string file_sha256(const std::filesystem::path& path) {
@@ -92,53 +102,76 @@ inline std::string file_sha256(const std::filesystem::path& path) {
 }
 
 // The seeds' _install_bundle: a v2 descriptor bound to a result material.
-inline runtime::InstallPlanningBundle install_bundle(const std::string& capability_id,
-                                                     const std::string& snapshot_digest) {
+inline engine::InstallPlanningBundle install_bundle(const std::string& capability_id,
+                                                    const std::string& snapshot_digest) {
   const std::string kind = capability_id.substr(0, capability_id.find(':'));
-  auto material = make_material_identity(capability_id, kind, digest("installed:" + capability_id),
-                                         64);
-  auto descriptor = make_install_plan_descriptor(
-      capability_id, kind, "ctx-" + kind + "-installer-v1", digest("install-plan:" + capability_id),
-      snapshot_digest, material.identity_digest());
-  return runtime::InstallPlanningBundle{std::move(descriptor), std::move(material)};
+  auto material = engine::MaterialIdentity::create(capability_id, kind,
+                                                   digest("installed:" + capability_id), 64);
+  engine::InstallPlanDescriptor::Fields fields;
+  fields.capability_id = capability_id;
+  fields.kind = kind;
+  fields.installer_id = "ctx-" + kind + "-installer-v1";
+  fields.plan_digest = digest("install-plan:" + capability_id);
+  fields.provenance_digest = snapshot_digest;
+  fields.result_material_identity_digest = material.identity_digest();
+  return engine::InstallPlanningBundle(engine::InstallPlanDescriptor::create(std::move(fields)),
+                                       std::move(material));
 }
 
 // The seeds' _candidate: a presentation row; the graph builder uses its id, kind and name.
-inline runtime::CapabilityCandidate candidate(
+inline planning::CapabilityCandidate candidate(
     const std::string& capability_id, const std::string& actionability,
     const std::optional<std::string>& installation_snapshot_digest = std::nullopt) {
   const auto colon = capability_id.find(':');
-  std::optional<std::string> descriptor_digest;
-  std::optional<std::string> plan_digest;
+  planning::CapabilityCandidate row;
+  row.capability_id = capability_id;
+  row.kind = capability_id.substr(0, colon);
+  row.name = capability_id.substr(colon + 1);
+  row.source_digest = digest("source:" + capability_id + ":" + actionability);
+  row.normalized_score_ppm = 900'000;
+  row.matching_signals = {"python"};
+  row.reason_codes = {"graph-match"};
+  row.actionability = actionability;
   if (installation_snapshot_digest) {
     auto bundle = install_bundle(capability_id, *installation_snapshot_digest);
-    descriptor_digest = bundle.descriptor.descriptor_digest();
-    plan_digest = bundle.descriptor.plan_digest();
+    row.install_descriptor_digest = bundle.descriptor().descriptor_digest();
+    row.install_plan_digest = bundle.descriptor().plan_digest();
   }
-  return make_candidate(capability_id, capability_id.substr(0, colon),
-                        capability_id.substr(colon + 1),
-                        digest("source:" + capability_id + ":" + actionability), 900'000,
-                        {"python"}, {"graph-match"}, actionability, descriptor_digest,
-                        plan_digest);
+  planning::validate_capability_candidate(row);
+  return row;
 }
 
 // The seeds' _Facts: every candidate is relevant, trusted and approved; records each call.
-class Facts final : public runtime::BenefitFactsPort {
+class Facts final : public planning::BenefitFactsPort {
  public:
   std::string benefit_facts_snapshot_digest() const override {
     return digest("managed-benefit-facts");
   }
-  runtime::BenefitCandidate benefit_candidate(const runtime::CapabilityCandidate& presentation,
-                                              const runtime::WorkObservation&) override {
+  std::optional<planning::BenefitCandidate> benefit_candidate(
+      const planning::CapabilityCandidate& presentation, const planning::WorkObservation&) override {
     {
       std::lock_guard lock(mutex_);
-      calls_.push_back(presentation.capability_id());
+      calls_.push_back(presentation.capability_id);
     }
-    return make_benefit_candidate(presentation,
-                                  presentation.actionability() == "manual" ? "advisory"
-                                                                           : "executable",
-                                  digest("profile:" + presentation.capability_id()),
-                                  digest("window:" + presentation.capability_id()));
+    planning::BenefitCandidate facts;
+    facts.capability_id = presentation.capability_id;
+    facts.source_digest = presentation.source_digest;
+    facts.resource_profile_digest = digest("profile:" + presentation.capability_id);
+    facts.availability = presentation.actionability == "manual" ? "advisory" : "executable";
+    facts.expected_task_benefit_ppm = 800'000;
+    facts.relevance_ppm = 900'000;
+    facts.trust_ppm = 1'000'000;
+    facts.costs = planning::ResourceCosts{};
+    facts.evidence.capability_id = presentation.capability_id;
+    facts.evidence.kind = presentation.kind;
+    facts.evidence.source_digest = presentation.source_digest;
+    facts.evidence.evidence_window_digest = digest("window:" + presentation.capability_id);
+    facts.evidence.opportunity_observable = false;
+    facts.source_trusted = true;
+    facts.security_approved = true;
+    facts.permissions_allowed = true;
+    facts.credentials_available = true;
+    return facts;
   }
   std::vector<std::string> calls() const {
     std::lock_guard lock(mutex_);
@@ -156,19 +189,23 @@ class Facts final : public runtime::BenefitFactsPort {
 
 // The seeds' _MaterialAuthority: "load" material for known ids, "manual" for the rest; planning
 // must never prepare material.
-class MaterialAuthority final : public runtime::MaterialPort {
+class MaterialAuthority final : public planning::MaterialPort {
  public:
   explicit MaterialAuthority(std::set<std::string> capability_ids)
       : capability_ids_(std::move(capability_ids)) {}
   std::string material_snapshot_digest() const override { return digest("material-snapshot"); }
-  runtime::MaterialDescriptor describe(const std::string& capability_id,
-                                       const std::string& kind) override {
+  engine::MaterialDescriptor describe(const std::string& capability_id,
+                                      const std::string& kind) override {
     if (!capability_ids_.contains(capability_id)) {
-      return make_manual_material_descriptor(capability_id, kind, material_snapshot_digest());
+      return engine::MaterialDescriptor::create(capability_id, kind, "manual", std::nullopt, 0, 0,
+                                                material_snapshot_digest(), std::nullopt);
     }
-    auto identity =
-        make_material_identity(capability_id, kind, digest("content:" + capability_id), 64);
-    return make_load_material_descriptor(identity, 16, material_snapshot_digest());
+    auto identity = engine::MaterialIdentity::create(capability_id, kind,
+                                                     digest("content:" + capability_id), 64);
+    return engine::MaterialDescriptor::create(capability_id, kind, "load",
+                                              identity.content_sha256(), identity.content_bytes(),
+                                              16, material_snapshot_digest(),
+                                              identity.identity_digest());
   }
 
  private:
@@ -176,17 +213,17 @@ class MaterialAuthority final : public runtime::MaterialPort {
 };
 
 // The seeds' _InstallAuthority: returns the configured bundle (or none) per capability id.
-class InstallAuthority final : public runtime::InstallBundlePort {
+class InstallAuthority final : public planning::InstallBundlePort {
  public:
   InstallAuthority(std::string installation_snapshot_digest,
-                   std::map<std::string, std::optional<runtime::InstallPlanningBundle>> bundles)
+                   std::map<std::string, std::optional<engine::InstallPlanningBundle>> bundles)
       : installation_snapshot_digest_(std::move(installation_snapshot_digest)),
         bundles_(std::move(bundles)) {}
   std::string installation_snapshot_digest() const override {
     return installation_snapshot_digest_;
   }
-  std::optional<runtime::InstallPlanningBundle> describe_bundle(const std::string& capability_id,
-                                                                const std::string&) override {
+  std::optional<engine::InstallPlanningBundle> describe_bundle(const std::string& capability_id,
+                                                               const std::string&) override {
     auto it = bundles_.find(capability_id);
     if (it == bundles_.end()) return std::nullopt;
     return it->second;
@@ -194,7 +231,7 @@ class InstallAuthority final : public runtime::InstallBundlePort {
 
  private:
   std::string installation_snapshot_digest_;
-  std::map<std::string, std::optional<runtime::InstallPlanningBundle>> bundles_;
+  std::map<std::string, std::optional<engine::InstallPlanningBundle>> bundles_;
 };
 
 // The seeds' _normalizer: one current-work surrogate with the "python" signal.
@@ -223,7 +260,7 @@ class FixedClock final : public core::Clock {
 
 // Arguments of the seeds' _composition helper.
 struct CompositionArgs {
-  std::vector<runtime::CapabilityCandidate> candidates;
+  std::vector<planning::CapabilityCandidate> candidates;
   int requested_limit = 5;
   std::shared_ptr<MaterialAuthority> material_authority;
   std::shared_ptr<InstallAuthority> install_authority;
@@ -240,12 +277,16 @@ inline std::unique_ptr<runtime::EngineComposition> open_composition(
     const std::filesystem::path& tmp, CompositionArgs args) {
   const auto graph_path = tmp / ("managed-" + args.suffix + "-graph.sqlite3");
   if (!std::filesystem::exists(graph_path)) {
-    std::vector<runtime::GraphNode> nodes;
+    std::vector<store::GraphNode> nodes;
     for (const auto& item : args.candidates) {
-      nodes.push_back(runtime::GraphNode{item.capability_id(), item.name(), item.kind(),
-                                         {"python"}});
+      store::GraphNode node;
+      node.id = item.capability_id;
+      node.type = item.kind;
+      node.label = item.name;
+      node.tags = {"python"};
+      nodes.push_back(std::move(node));
     }
-    runtime::build_graph_store(graph_path, nodes);
+    store::build_graph_store(graph_path, nodes);
     std::filesystem::permissions(graph_path,
                                  std::filesystem::perms::owner_read |
                                      std::filesystem::perms::group_read |
@@ -260,7 +301,10 @@ inline std::unique_ptr<runtime::EngineComposition> open_composition(
                                        ? args.observation_normalizer
                                        : normalizer(args.requested_limit);
   options.benefit_facts_port = args.facts ? args.facts : std::make_shared<Facts>();
-  options.net_benefit_policy = make_net_benefit_policy(digest("calibration"), 1);
+  planning::NetBenefitPolicyConfig policy;
+  policy.calibration_digest = digest("calibration");
+  policy.minimum_relevance_ppm = 1;
+  options.net_benefit_policy = planning::NetBenefitPolicy(policy);
   options.catalog_namespace_digest = catalog_namespace_digest();
   options.benefit_audit_path = tmp / ("managed-" + args.suffix + "-audit.sqlite3");
   options.material_port = args.material_authority;
@@ -289,10 +333,9 @@ inline engine::EngineEvent seed_event(const runtime::EngineComposition& composit
                                       const std::string& suffix, core::Json payload) {
   std::string lowered = kind;
   for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  engine::EventFields fields;
-  fields.event_id = "event-" + lowered + "-" + suffix;
-  fields.kind = kind;
-  fields.scope = seed_scope(suffix);
+  engine::EngineEvent::Fields fields{.event_id = "event-" + lowered + "-" + suffix,
+                                     .kind = kind,
+                                     .scope = seed_scope(suffix)};
   fields.expected_revision = revision;
   fields.occurred_at = std::string(kSeedNow);
   fields.payload = std::move(payload);
@@ -312,8 +355,8 @@ inline engine::EngineEvent seed_event(const runtime::EngineComposition& composit
 
 // dataclasses.replace for events: copies `event`'s fields, applies `edit`, re-validates.
 inline engine::EngineEvent replace_event(const engine::EngineEvent& event,
-                                         const std::function<void(engine::EventFields&)>& edit) {
-  engine::EventFields fields = event.fields();
+                                         const std::function<void(engine::EngineEvent::Fields&)>& edit) {
+  engine::EngineEvent::Fields fields = event.fields();
   edit(fields);
   return engine::EngineEvent::create(std::move(fields));
 }
@@ -336,7 +379,7 @@ inline runtime::PreparedManagedQuery seed_prepare(runtime::EngineComposition& co
 inline engine::EngineEvent development_event(const engine::EngineEvent& initial_intent,
                                              std::int64_t revision, const std::string& attempt,
                                              const std::optional<engine::ScopeRef>& scope = {}) {
-  return replace_event(initial_intent, [&](engine::EventFields& f) {
+  return replace_event(initial_intent, [&](engine::EngineEvent::Fields& f) {
     f.event_id = "event-developmentobserved-" + attempt;
     f.kind = "DevelopmentObserved";
     if (scope) f.scope = *scope;
