@@ -8,7 +8,7 @@
 #include <string>
 
 #include "host/core/error.hpp"
-#include "host/engine/engine.hpp"
+#include "host/engine/protocol.hpp"
 
 namespace ctx::runtime {
 

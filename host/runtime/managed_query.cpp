@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "host/engine/lexical.hpp"
-#include "host/runtime/composition.hpp"
 #include "host/runtime/detail/managed_query_projector.hpp"
 
 namespace ctx::runtime {
@@ -147,24 +146,6 @@ PreparedManagedQuery project_prepared_managed_query_snapshot(
     throw ManagedQueryError("journal_record_digest must be a lowercase sha-256 digest");
   }
   return ManagedQueryProjector::prepared(*committed, snapshot.revision, *snapshot.record_digest);
-}
-
-PreparedManagedQuery prepare_managed_query(EngineComposition& composition,
-                                           const engine::EngineEvent& session_started,
-                                           const engine::EngineEvent& intent_observed) {
-  return composition.prepare_managed_query(session_started, intent_observed);
-}
-
-ManagedAdvanceResult advance_managed_query(EngineComposition& composition,
-                                           const engine::EngineEvent& session_started,
-                                           const engine::EngineEvent& planning_observed) {
-  return composition.advance_managed_query(session_started, planning_observed);
-}
-
-PreparedManagedQuery reopen_managed_query(EngineComposition& composition,
-                                          const engine::ScopeRef& scope,
-                                          const std::optional<std::string>& expected_plan_id) {
-  return composition.reopen_managed_query(scope, expected_plan_id);
 }
 
 }  // namespace ctx::runtime

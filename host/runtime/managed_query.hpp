@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "host/core/error.hpp"
+#include "host/engine/protocol.hpp"
+#include "host/engine/state.hpp"
 #include "host/runtime/engine_snapshot.hpp"
 
 namespace ctx::runtime {

@@ -427,13 +427,23 @@ inline core::Json explanatory_fields(const runtime::PreparedManagedQuery& prepar
   return fields;
 }
 
+// dataclasses.replace for states: copies `state`'s fields, applies `edit`, re-validates.
+inline engine::EngineState edit_state(const engine::EngineState& state,
+                                      const std::function<void(engine::EngineState::Fields&)>& edit) {
+  engine::EngineState::Fields fields = state.fields();
+  edit(fields);
+  return engine::EngineState::create(std::move(fields));
+}
+
 // The seeds' _snapshot_at_revision: the same state re-labelled at a later head.
 inline runtime::EngineSnapshot snapshot_at_revision(
     const runtime::EngineSnapshot& snapshot, std::int64_t revision,
     const std::optional<std::string>& record_digest = std::nullopt,
     const std::optional<engine::CommittedPlanV3>& committed_plan = std::nullopt) {
-  engine::EngineState state = with_revision_and_plan(
-      *snapshot.state, revision, committed_plan ? *committed_plan : *snapshot.state->committed_plan);
+  engine::EngineState state = edit_state(*snapshot.state, [&](engine::EngineState::Fields& f) {
+    f.revision = revision;
+    if (committed_plan) f.committed_plan = *committed_plan;
+  });
   return runtime::EngineSnapshot{snapshot.stream_id, revision, std::move(state),
                                  record_digest ? *record_digest
                                                : digest("record:" + std::to_string(revision))};
