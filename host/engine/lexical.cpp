@@ -81,6 +81,14 @@ bool is_trimmed_string(std::string_view text) noexcept {
   return !is_python_space(last);
 }
 
+bool is_valid_unicode(std::string_view text) noexcept {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    if (!decode(text, pos)) return false;
+  }
+  return true;
+}
+
 bool is_opaque_token(std::string_view text) noexcept {
   return token_like(text, any_alnum, [](char c) { return any_alnum(c) || punct(c, true); });
 }

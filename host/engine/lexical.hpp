@@ -19,6 +19,9 @@ inline constexpr int kMaxPreparedContentTokens = 1500;
 // Non-empty valid UTF-8, equal to its own Python strip(), no surrogate code points.
 bool is_trimmed_string(std::string_view text) noexcept;
 
+// Valid UTF-8 without surrogate code points (may be empty).
+bool is_valid_unicode(std::string_view text) noexcept;
+
 // Opaque replay / machine token: ^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$.
 bool is_opaque_token(std::string_view text) noexcept;
 
