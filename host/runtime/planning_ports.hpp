@@ -7,6 +7,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/planning/benefit.hpp"
 #include "host/engine/planning/ports.hpp"
+#include "host/engine/replay.hpp"
 
 namespace ctx::runtime {
 
@@ -16,6 +17,10 @@ using planning::BenefitFactsPort;
 using planning::InstallBundlePort;
 using planning::MaterialPort;
 using planning::NetBenefitPolicy;
+using engine::InteractiveInstallDecisionGuard;
+using engine::ObservationNormalizer;
+using engine::ObservationReference;
+using engine::StructuredSurrogate;
 
 }  // namespace ctx::runtime
 

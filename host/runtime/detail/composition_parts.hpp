@@ -28,8 +28,6 @@ struct CompositionParts {
   std::shared_ptr<planning::MaterialPort> material;
   std::shared_ptr<planning::InstallBundlePort> install;
   std::shared_ptr<const core::Clock> clock;
-  ObservationNormalizer normalizer;
-  InteractiveInstallDecisionGuard interactive_guard;
   std::unique_ptr<store::GraphStore> graph;
   std::unique_ptr<store::SqliteBenefitAuditStore> audit;
   std::unique_ptr<planning::CapabilityPlanner> planner;

@@ -236,15 +236,15 @@ class InstallAuthority final : public planning::InstallBundlePort {
 
 // The seeds' _normalizer: one current-work surrogate with the "python" signal.
 inline runtime::ObservationNormalizer normalizer(int requested_limit) {
-  return [requested_limit](const runtime::ObservationReference&,
-                           const engine::EngineState*) -> runtime::StructuredSurrogate {
+  return [requested_limit](const engine::ObservationReference&,
+                           const engine::EngineState*) -> engine::StructuredSurrogate {
     core::Json value = {{"signals", {"python"}},
                         {"languages", {"python"}},
                         {"baseline_capability_ids", core::Json::array()},
                         {"active_capability_ids", core::Json::array()},
                         {"rejected_capability_ids", core::Json::array()},
                         {"requested_limit", requested_limit}};
-    return runtime::StructuredSurrogate::create("ctx.observation.current-work", 1, value);
+    return engine::StructuredSurrogate::create("ctx.observation.current-work", 1, value);
   };
 }
 
@@ -311,7 +311,9 @@ inline std::unique_ptr<runtime::EngineComposition> open_composition(
   options.install_bundle_port = args.install_authority;
   options.planner_version = "ctx-managed-query-planner-v3";
   if (args.interactive_install_decision_guard) {
-    options.interactive_install_decision_guard = permissive_interactive_guard();
+    // The seeds' `lambda _reservation: nullcontext()`: admit the decision, settle nothing.
+    options.interactive_install_decision_guard =
+        [](const engine::InteractiveInstallDecisionReservation&) { return std::function<void()>([] {}); };
   }
   if (args.trusted_clock) {
     options.trusted_clock = std::make_shared<FixedClock>("2026-08-02T12:01:00Z");
