@@ -337,10 +337,10 @@ inline engine::EngineEvent seed_event(const runtime::EngineComposition& composit
   for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   engine::EngineEvent::Fields fields{.event_id = "event-" + lowered + "-" + suffix,
                                      .kind = kind,
-                                     .scope = seed_scope(suffix)};
-  fields.expected_revision = revision;
-  fields.occurred_at = std::string(kSeedNow);
-  fields.payload = std::move(payload);
+                                     .scope = seed_scope(suffix),
+                                     .expected_revision = revision,
+                                     .occurred_at = std::string(kSeedNow),
+                                     .payload = std::move(payload)};
   fields.correlation_id = "plan-" + suffix;
   fields.causation_id = "cause-" + suffix;
   fields.engine_version = "ctx-engine-v1";

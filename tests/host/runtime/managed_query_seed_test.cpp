@@ -185,7 +185,7 @@ PendingActivation drive_to_pending_activation(EngineComposition& composition,
 // The seeds' _pending_activation_composition(tmp_path, suffix=...).
 std::unique_ptr<EngineComposition> pending_activation_composition(const fs::path& tmp,
                                                                   const std::string& suffix,
-                                                                  PendingActivation* out) {
+                                                                  std::optional<PendingActivation>* out) {
   const std::string capability_id = "skill:installed";
   const std::string installation_snapshot = digest(suffix + "-installation");
   auto bundle = install_bundle(capability_id, installation_snapshot);
@@ -200,7 +200,7 @@ std::unique_ptr<EngineComposition> pending_activation_composition(const fs::path
   args.trusted_clock = true;
   args.suffix = suffix;
   auto composition = open_composition(tmp, std::move(args));
-  *out = drive_to_pending_activation(*composition, suffix, bundle);
+  out->emplace(drive_to_pending_activation(*composition, suffix, bundle));
   return composition;
 }
 
@@ -446,7 +446,7 @@ TEST(ManagedQuerySeed, snapshot_projection_rejects_invalid_expected_plan_identit
   // Parametrized over "", "contains whitespace" and 7; the integer is a compile-time refusal.
   static_assert(!ProjectableWithPlanId<int>);
   static_assert(ProjectableWithPlanId<std::string>);
-  for (const std::string expected_plan_id : {std::string(""), std::string("contains whitespace")}) {
+  for (const char* expected_plan_id : {"", "contains whitespace"}) {
     SCOPED_TRACE(expected_plan_id);
     TempDir tmp;
     CompositionArgs args;
@@ -512,7 +512,7 @@ TEST(ManagedQuerySeed, snapshot_projection_rejects_absent_or_invalid_authoritati
                                                             f.revision = 5;
                                                           }),
                                digest("invalid-state")};
-  EngineSnapshot wrong_stream{engine::StreamId::from_scope(seed_scope("substituted-stream")),
+  EngineSnapshot wrong_stream{seed_scope("substituted-stream").stream_id(),
                               snapshot->revision, snapshot->state, snapshot->record_digest};
   const std::vector<std::pair<const EngineSnapshot*, std::string>> cases = {
       {&empty, "revision"},
@@ -1001,8 +1001,10 @@ TEST(ManagedQuerySeed, managed_development_preserves_exact_lifecycle_transition_
 
 TEST(ManagedQuerySeed, execute_activation_recovers_a_recorded_but_unsettled_outcome) {
   TempDir tmp;
-  PendingActivation pending;
-  auto composition = pending_activation_composition(tmp.path(), "rec-outcome", &pending);
+  std::optional<PendingActivation> pending_slot;
+  auto composition = pending_activation_composition(tmp.path(), "rec-outcome", &pending_slot);
+  ASSERT_TRUE(pending_slot.has_value());
+  const PendingActivation& pending = *pending_slot;
   ScopedClose scope(*composition);
   auto& engine = EngineCompositionPeer::engine(*composition);
   // Simulate a crash after the durable outcome but before the receipt.
@@ -1031,8 +1033,10 @@ TEST(ManagedQuerySeed, execute_activation_recovers_a_recorded_but_unsettled_outc
 
 TEST(ManagedQuerySeed, execute_activation_recovers_after_a_claim_without_outcome) {
   TempDir tmp;
-  PendingActivation pending;
-  auto composition = pending_activation_composition(tmp.path(), "rec-claim", &pending);
+  std::optional<PendingActivation> pending_slot;
+  auto composition = pending_activation_composition(tmp.path(), "rec-claim", &pending_slot);
+  ASSERT_TRUE(pending_slot.has_value());
+  const PendingActivation& pending = *pending_slot;
   ScopedClose scope(*composition);
   auto& engine = EngineCompositionPeer::engine(*composition);
   // Simulate a crash after the durable claim but before the outcome.
@@ -1053,8 +1057,10 @@ TEST(ManagedQuerySeed, execute_activation_recovers_after_a_claim_without_outcome
 
 TEST(ManagedQuerySeed, execute_activation_tolerates_a_lost_claim_race) {
   TempDir tmp;
-  PendingActivation pending;
-  auto composition = pending_activation_composition(tmp.path(), "race-claim", &pending);
+  std::optional<PendingActivation> pending_slot;
+  auto composition = pending_activation_composition(tmp.path(), "race-claim", &pending_slot);
+  ASSERT_TRUE(pending_slot.has_value());
+  const PendingActivation& pending = *pending_slot;
   ScopedClose scope(*composition);
   auto& engine = EngineCompositionPeer::engine(*composition);
   // A competing owner has already burned the exact one-use claim.
