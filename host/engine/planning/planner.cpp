@@ -63,18 +63,6 @@ core::Json PlanCapabilityRow::to_json() const {
   return row;
 }
 
-core::Json BenefitAuditReference::to_json() const {
-  return Json{{"calibration_digest", calibration_digest},
-              {"candidate_pool_count", candidate_pool_count},
-              {"policy_digest", policy_digest},
-              {"policy_schema_id", policy_schema_id},
-              {"requested_limit", requested_limit},
-              {"result_digest", result_digest},
-              {"result_schema_id", result_schema_id},
-              {"search_evaluation_count", search_evaluation_count},
-              {"selection_algorithm_id", selection_algorithm_id}};
-}
-
 CapabilityPlanV3 CapabilityPlanV3::degraded(std::string code) {
   if (code != "catalog-unavailable" && code != "planner-failed") {
     throw PlannerValidationError("degraded schema-v3 plan requires a degradation code");
