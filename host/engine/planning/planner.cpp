@@ -27,17 +27,6 @@ auto pool_key(const CapabilityCandidate& c) {
                          std::cref(c.reason_codes));
 }
 
-// Everything the end-of-plan revalidation compares, as canonical text.
-std::string fingerprint(const AuthenticatedCandidate& c) {
-  Json presentation = selection_mapping(c.presentation);
-  presentation["equivalence_key"] = optional_string(c.presentation.equivalence_key);
-  return core::canonical_json(Json{{"authority", c.authority.to_json()},
-                                   {"benefit", to_json(c.benefit_candidate)},
-                                   {"catalog_identity", c.catalog_identity.to_json()},
-                                   {"presentation", presentation}},
-                              core::Encoding::kAscii);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -352,11 +341,7 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
   assert_pins();
   const auto revalidated_pool = normalize_candidate_pool(source_.retrieve(work), work);
   const auto revalidated = authenticate(revalidated_pool, work);
-  bool same = revalidated_pool == pool && revalidated.size() == authenticated.size();
-  for (std::size_t i = 0; same && i < revalidated.size(); ++i) {
-    same = fingerprint(revalidated[i]) == fingerprint(authenticated[i]);
-  }
-  if (!same) throw PlannerValidationError("planning inputs drifted during end validation");
+  if (revalidated_pool != pool || revalidated != authenticated) throw PlannerValidationError("planning inputs drifted during end validation");
   assert_pins();
   return result;
 }

@@ -42,6 +42,7 @@ struct PlanningAuthority {
   std::optional<MaterialIdentity> result_material;       // install
   // {type:"load", material} | {type:"install", descriptor, result_material} | {type:"manual"}
   core::Json to_json() const;
+  friend bool operator==(const PlanningAuthority&, const PlanningAuthority&) = default;
 };
 
 // One retrieval presentation plus authenticated identity, facts and authority.
@@ -50,6 +51,7 @@ struct AuthenticatedCandidate {
   CatalogCapabilityIdentity catalog_identity;
   BenefitCandidate benefit_candidate;
   PlanningAuthority authority;
+  friend bool operator==(const AuthenticatedCandidate&, const AuthenticatedCandidate&) = default;
 };
 
 // One schema-v3 decision row (PlanCapabilityV3).
