@@ -372,6 +372,14 @@ std::string activation_settlement_digest(const StreamId& stream, const std::stri
                                      {"stream_key", stream.stream_key()}});
 }
 
+StreamId stream_from_key(const std::string& key) {
+  try {
+    return StreamId::from_stream_key(key);
+  } catch (const InvalidArgument&) {
+    throw JournalCorruption("stored row has an invalid stream key");
+  }
+}
+
 constexpr const char* kJournalColumns =
     "event_id, stream_key, revision, event_content_digest, replay_json, replay_digest, "
     "transition_json, transition_digest, result_state_json, result_state_digest, "
@@ -883,15 +891,8 @@ class SqliteJournalStore::Impl {
         auto stmt = db_.prepare(join({"SELECT stream_key, action_id FROM ", table}));
         while (stmt.step()) keys.emplace_back(stmt.text(0), stmt.text(1));
       }
-      for (const auto& [stream_key, action_id] : keys) {
-        StreamId stream = [&] {
-          try {
-            return StreamId::from_stream_key(stream_key);
-          } catch (const InvalidArgument&) {
-            throw JournalCorruption("claim row has an invalid stream key");
-          }
-        }();
-        authority(install, stream, action_id);
+      for (const auto& key : keys) {
+        authority(install, stream_from_key(key.first), key.second);
       }
     }
   }
@@ -1272,13 +1273,7 @@ class SqliteJournalStore::Impl {
       while (stmt.step()) keys.push_back(stmt.text(0));
     }
     for (const std::string& key : keys) {
-      StreamId stream = [&] {
-        try {
-          return StreamId::from_stream_key(key);
-        } catch (const InvalidArgument&) {
-          throw JournalCorruption("journal row has an invalid stream key");
-        }
-      }();
+      StreamId stream = stream_from_key(key);
       std::vector<JournalRecord> records = records_from(stream, 1);
       engine::verify_journal_chain(records, nullptr);
       auto projection = db_.cached(
