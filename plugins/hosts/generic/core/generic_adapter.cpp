@@ -194,7 +194,7 @@ Json GenericAdapter::parse_hook(std::string_view payload_json) const {
     }
   }
   if (const auto tool = pc::optional_string(payload, "tool_name", kWhat)) {
-    signals.add("tool:" + lowered(*tool));
+    signals.add("tool-" + lowered(*tool));
   }
   if (prompt) signals.add_prompt(*prompt);
 

@@ -29,7 +29,7 @@
 //      2. the language of each file extension in "files" and "tool_input.file_path",
 //      3. prompt words (split on anything but [A-Za-z0-9+#._-]) that are in the vocabulary
 //         (see signal_vocabulary) or end in a known file extension (mapped to the language),
-//      4. "tool:" + lower-cased tool_name when it is a valid token;
+//      4. "tool-" + lower-cased tool_name when that is a valid token;
 //    "work_ref": {"event", "session_id", "turn_id"?, "tool_use_id"?, "prompt_sha256"?,
 //                 "id": sha256 of the compact JSON of the other work_ref members}}
 // render_reply input: {"actions": [objects with a string "kind"], "challenge": object?}
