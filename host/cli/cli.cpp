@@ -1,0 +1,246 @@
+#include "host/cli/cli.hpp"
+
+#include <cstdlib>
+#include <exception>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/error.hpp"
+#include "host/plugins/errors.hpp"
+#include "host/plugins/lock_file.hpp"
+#include "host/plugins/plugin_loader.hpp"
+
+#ifndef CTX_VERSION
+#error "CTX_VERSION must be defined by the build (PROJECT_VERSION)"
+#endif
+
+namespace ctx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using plugins::LockEntry;
+using plugins::LockFile;
+using plugins::PluginLoader;
+
+// A command line that does not match any form; exit code 2.
+class UsageError : public InvalidArgument {
+ public:
+  explicit UsageError(const std::string& message) : InvalidArgument(message) {}
+};
+
+// Parsed options of one `ctx plugin <command>`.
+struct PluginOptions {
+  std::optional<fs::path> lock;
+  std::optional<fs::path> state;
+  bool json = false;
+  std::vector<fs::path> files;
+};
+
+// Keeps error output to one line whatever a message contains.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+PluginOptions parse_plugin_options(const std::string& command,
+                                   const std::vector<std::string>& args) {
+  const bool takes_state = command == "pin" || command == "verify";
+  const bool takes_json = command == "list";
+  const bool takes_files = command == "pin";
+  PluginOptions options;
+  bool only_files = false;
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (only_files || arg.empty() || arg.front() != '-') {
+      if (!takes_files) throw UsageError("ctx plugin " + command + " takes no file arguments");
+      options.files.emplace_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      only_files = true;
+      continue;
+    }
+    std::optional<std::string> inline_value;
+    if (const auto eq = arg.find('='); eq != std::string::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg.resize(eq);
+    }
+    const auto value = [&]() -> std::string {
+      if (inline_value) {
+        if (inline_value->empty()) throw UsageError(arg + " needs a value");
+        return *inline_value;
+      }
+      if (i + 1 >= args.size() || args[i + 1].empty()) throw UsageError(arg + " needs a value");
+      return args[++i];
+    };
+    if (arg == "--lock") {
+      options.lock = value();
+    } else if (arg == "--state" && takes_state) {
+      options.state = value();
+    } else if (arg == "--json" && takes_json && !inline_value) {
+      options.json = true;
+    } else {
+      throw UsageError("unknown option " + arg + " for ctx plugin " + command);
+    }
+  }
+  if (!options.lock) throw UsageError("ctx plugin " + command + " needs --lock FILE");
+  if (takes_files && options.files.empty()) {
+    throw UsageError("ctx plugin pin needs at least one PLUGIN.so");
+  }
+  return options;
+}
+
+fs::path state_dir(const PluginOptions& options, const Environment& env) {
+  return options.state ? *options.state : default_state_dir(env);
+}
+
+// Pins every file (trust on first use); writes the lock only when all of them loaded.
+int plugin_pin(const PluginOptions& options, const Environment& env, std::ostream& out,
+               std::ostream& err) {
+  LockFile lock = LockFile::load_or_empty(*options.lock);
+  const PluginLoader loader(state_dir(options, env));
+  std::vector<LockEntry> pinned;
+  int failures = 0;
+  for (const fs::path& file : options.files) {
+    try {
+      LockEntry entry = loader.inspect_for_pin(file);
+      for (const LockEntry& other : pinned) {
+        if (other.kind == entry.kind && other.id == entry.id) {
+          throw plugins::DuplicatePlugin("duplicate plugin " + entry.label() + ": both " +
+                                         other.path + " and " + entry.path + " declare it");
+        }
+      }
+      pinned.push_back(std::move(entry));
+    } catch (const std::exception& e) {
+      err << "ctx: cannot pin " << file.string() << ": " << one_line(e.what()) << "\n";
+      ++failures;
+    }
+  }
+  if (failures > 0) {
+    err << "ctx: lock file " << options.lock->string() << " left unchanged\n";
+    return kExitFailure;
+  }
+  for (const LockEntry& entry : pinned) lock.upsert(entry);
+  lock.save(*options.lock);
+  for (const LockEntry& entry : pinned) {
+    out << "pinned " << entry.label() << " " << entry.version << " sha256:" << entry.sha256
+        << " " << entry.path << "\n";
+  }
+  return kExitOk;
+}
+
+// Re-hashes and loads every pinned file; one line per entry.
+int plugin_verify(const PluginOptions& options, const Environment& env, std::ostream& out,
+                  std::ostream& err) {
+  const LockFile lock = LockFile::load(*options.lock);
+  const PluginLoader loader(state_dir(options, env));
+  int failures = 0;
+  for (const LockEntry& entry : lock.entries()) {
+    try {
+      const auto plugin = loader.load(entry);
+      out << "ok " << entry.label() << " " << entry.version << " identity "
+          << plugin->identity().digest() << "\n";
+    } catch (const std::exception& e) {
+      err << "ctx: verify failed for " << entry.label() << ": " << one_line(e.what()) << "\n";
+      ++failures;
+    }
+  }
+  return failures == 0 ? kExitOk : kExitFailure;
+}
+
+int plugin_list(const PluginOptions& options, std::ostream& out) {
+  const LockFile lock = LockFile::load(*options.lock);
+  if (options.json) {
+    out << core::canonical_json(lock.to_json()) << "\n";
+    return kExitOk;
+  }
+  for (const LockEntry& entry : lock.entries()) {
+    out << plugins::kind_name(entry.kind) << " " << entry.id << " " << entry.version << " abi "
+        << entry.abi_major << "." << entry.abi_minor << " " << entry.platform << " sha256:"
+        << entry.sha256 << " " << entry.path << "\n";
+  }
+  return kExitOk;
+}
+
+int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const Environment& env) {
+  if (args.empty()) throw UsageError("missing command");
+  const std::string& first = args[0];
+  if (first == "--help" || first == "-h" || first == "help") {
+    if (args.size() != 1) throw UsageError("--help takes no arguments");
+    out << usage();
+    return kExitOk;
+  }
+  if (first == "--version") {
+    if (args.size() != 1) throw UsageError("--version takes no arguments");
+    out << "ctx " << CTX_VERSION << "\n";
+    return kExitOk;
+  }
+  if (first != "plugin") throw UsageError("unknown command \"" + first + "\"");
+  if (args.size() < 2) throw UsageError("ctx plugin needs a command: pin, verify or list");
+  const std::string& command = args[1];
+  if (command != "pin" && command != "verify" && command != "list") {
+    throw UsageError("unknown plugin command \"" + command + "\"");
+  }
+  const PluginOptions options = parse_plugin_options(command, args);
+  if (command == "pin") return plugin_pin(options, env, out, err);
+  if (command == "verify") return plugin_verify(options, env, out, err);
+  return plugin_list(options, out);
+}
+
+}  // namespace
+
+Environment Environment::from_process() {
+  Environment env;
+  if (const char* value = std::getenv("XDG_STATE_HOME")) env.xdg_state_home = value;
+  if (const char* value = std::getenv("HOME")) env.home = value;
+  return env;
+}
+
+fs::path default_state_dir(const Environment& env) {
+  if (env.xdg_state_home && !env.xdg_state_home->empty() &&
+      fs::path(*env.xdg_state_home).is_absolute()) {
+    return fs::path(*env.xdg_state_home) / "ctx";
+  }
+  if (env.home && !env.home->empty() && fs::path(*env.home).is_absolute()) {
+    return fs::path(*env.home) / ".local" / "state" / "ctx";
+  }
+  throw InvalidArgument("no state directory: set --state, XDG_STATE_HOME or HOME");
+}
+
+std::string usage() {
+  return "usage:\n"
+         "  ctx --help                 show this help\n"
+         "  ctx --version              print the version\n"
+         "  ctx plugin pin --lock FILE [--state DIR] PLUGIN.so...\n"
+         "      trust on first use: hash and load each plugin, then write its lock entry\n"
+         "  ctx plugin verify --lock FILE [--state DIR]\n"
+         "      re-hash and load every pinned plugin; exit 1 if any differs from its pin\n"
+         "  ctx plugin list --lock FILE [--json]\n"
+         "      show the pinned plugins\n"
+         "\n"
+         "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"
+         "exit codes: 0 ok, 1 command failed, 2 usage error\n";
+}
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+        const Environment& env) {
+  try {
+    return dispatch(args, out, err, env);
+  } catch (const UsageError& e) {
+    err << "ctx: " << one_line(e.what()) << " (see ctx --help)\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    err << "ctx: error: " << one_line(e.what()) << "\n";
+    return kExitFailure;
+  } catch (...) {
+    err << "ctx: error: unknown failure\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace ctx::cli

@@ -1,0 +1,38 @@
+// HostAdapterPort: translation between one AI coding host's hook/reply JSON and the engine's
+// vocabulary (Claude Code, Codex, generic). Thread-safety: implementations serialise their calls.
+#ifndef CTX_HOST_ENGINE_PORTS_HOST_ADAPTER_PORT_HPP_
+#define CTX_HOST_ENGINE_PORTS_HOST_ADAPTER_PORT_HPP_
+
+#include <optional>
+#include <string>
+
+#include "host/core/canonical_json.hpp"
+
+namespace ctx::engine {
+
+class HostAdapterPort {
+ public:
+  virtual ~HostAdapterPort() = default;
+
+  // Host hook payload -> {"event","scope":{...},"signals":[...],"work_ref":{...}}.
+  // Errors: ctx::Error with the adapter's code (kInvalidArgument for a payload it cannot read).
+  virtual core::Json parse_hook(const core::Json& payload) = 0;
+
+  // {"actions":[...],"challenge":...} -> the host's native reply JSON.
+  // Errors: ctx::Error with the adapter's code.
+  virtual core::Json render_reply(const core::Json& actions) = 0;
+
+  // Where the host looks for installed capabilities ({"skills": "<dir>", ...}); std::nullopt when
+  // the adapter does not say. Errors: ctx::Error with the adapter's code.
+  virtual std::optional<core::Json> install_locations() = 0;
+
+  // Token naming the adapter implementation (a plugin id such as "generic").
+  virtual std::string id() const = 0;
+
+  // Digest that pins the exact adapter (a plugin's identity digest); recorded in events.
+  virtual std::string identity_digest() const = 0;
+};
+
+}  // namespace ctx::engine
+
+#endif  // CTX_HOST_ENGINE_PORTS_HOST_ADAPTER_PORT_HPP_

@@ -1,0 +1,983 @@
+#include "host/engine/protocol.hpp"
+
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "host/core/crypto.hpp"
+#include "host/core/time.hpp"
+#include "host/engine/errors.hpp"
+#include "host/engine/identities.hpp"
+#include "host/engine/json_fields.hpp"
+#include "host/engine/lexical.hpp"
+
+namespace ctx::engine {
+namespace {
+
+using Reader = detail::FieldReader<ProtocolValidationError>;
+
+const std::set<std::string_view> kEventKinds = {
+    "SessionStarted",      "WorkspaceObserved",     "IntentObserved",
+    "DevelopmentObserved", "TurnStarting",          "ProviderSubmissionObserved",
+    "ToolCallObserved",    "ValidationObserved",    "UserDecision",
+    "ActionApplied",       "ActionFailed",          "ActionExpired",
+    "InstallConsentExpired", "ReassessmentRequested", "TurnEnded",
+    "SessionEnded"};
+
+const std::set<std::string_view> kActionKinds = {
+    "PresentBundle",        "RequestConsent",       "InstallCapability",   "ActivateCapability",
+    "PrepareExposure",      "PreparePromptContext", "DeactivateCapability", "UninstallCapability",
+    "Notify",               "NoChange"};
+
+const std::set<std::string_view> kDecisionCausing = {
+    "WorkspaceObserved", "IntentObserved",     "DevelopmentObserved",
+    "TurnStarting",      "ValidationObserved", "ReassessmentRequested"};
+
+bool is_physical(std::string_view kind) {
+  return kind == "InstallCapability" || kind == "ActivateCapability" ||
+         kind == "PrepareExposure" || kind == "DeactivateCapability" ||
+         kind == "UninstallCapability";
+}
+bool is_lease_bounded(std::string_view kind) {
+  return kind == "ActivateCapability" || kind == "PrepareExposure" ||
+         kind == "DeactivateCapability";
+}
+const char* material_expected_state(std::string_view kind) {
+  if (kind == "ActivateCapability") return "active";
+  if (kind == "PrepareExposure") return "prepared";
+  if (kind == "DeactivateCapability") return "inactive";
+  return nullptr;
+}
+
+[[noreturn]] void fail(const std::string& message) { throw ProtocolValidationError(message); }
+
+void require_version(const Json& value) {
+  if (!value.is_number_integer() || value.get<std::int64_t>() != kProtocolVersion) {
+    throw UnsupportedProtocolVersionError("unsupported protocol version " + value.dump() +
+                                          "; expected 1");
+  }
+}
+
+void require_trimmed(const std::string& value, std::string_view field) {
+  if (!is_trimmed_string(value)) fail(std::string(field) + " must be a non-empty trimmed string");
+}
+void require_optional_trimmed(const std::optional<std::string>& value, std::string_view field) {
+  if (value) require_trimmed(*value, field);
+}
+void require_sha(const Json& value, std::string_view field) {
+  if (!value.is_string() || !is_digest(value.get_ref<const std::string&>())) {
+    fail(std::string(field) + " must be a lowercase SHA-256 digest");
+  }
+}
+void require_nonnegative(const Json& value, std::string_view field) {
+  if (!value.is_number_integer() ||
+      (!value.is_number_unsigned() && value.get<std::int64_t>() < 0)) {
+    fail(std::string(field) + " must be a non-negative integer");
+  }
+}
+void require_trimmed_json(const Json& value, std::string_view field) {
+  if (!value.is_string()) fail(std::string(field) + " must be a non-empty trimmed string");
+  require_trimmed(value.get_ref<const std::string&>(), field);
+}
+
+// Finite numbers, valid Unicode strings and keys, anywhere in `value`.
+void require_json_value(const Json& value, const std::string& field) {
+  switch (value.type()) {
+    case Json::value_t::string:
+      if (!is_valid_unicode(value.get_ref<const std::string&>())) {
+        fail(field + " must contain only valid Unicode scalar values");
+      }
+      return;
+    case Json::value_t::number_float:
+      if (!std::isfinite(value.get<double>())) fail(field + " numbers must be finite");
+      return;
+    case Json::value_t::object:
+      for (const auto& item : value.items()) {
+        if (!is_valid_unicode(item.key())) {
+          fail(field + " object key must contain only valid Unicode scalar values");
+        }
+        require_json_value(item.value(), field + "." + item.key());
+      }
+      return;
+    case Json::value_t::array: {
+      std::size_t index = 0;
+      for (const auto& item : value) {
+        require_json_value(item, field + "[" + std::to_string(index++) + "]");
+      }
+      return;
+    }
+    case Json::value_t::binary:
+    case Json::value_t::discarded:
+      fail(field + " must contain only JSON-compatible values");
+    default:
+      return;
+  }
+}
+
+// Requires exact key set `keys` on `value` named `name`.
+void exact_keys(const Json& value, std::initializer_list<std::string_view> keys,
+                const std::string& name) {
+  Reader(value, name).exact(keys);
+}
+
+Json opt(const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); }
+
+std::optional<std::string> optional_string(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) fail(std::string(key) + " must be a non-empty trimmed string");
+  return it->get<std::string>();
+}
+
+template <typename T, typename F>
+T typed(F&& parse, const std::string& object_name) {
+  try {
+    return parse();
+  } catch (const InvalidIdentityError& e) {
+    fail(object_name + " is invalid: " + e.what());
+  }
+}
+
+// ---- v3 typed payload checks ----
+
+struct Capability {
+  std::string id;
+  std::string kind;
+};
+
+Capability check_capability_binding(const Json& id, const Json& kind, const std::string& name) {
+  if (!id.is_string() || !kind.is_string() ||
+      !is_capability_identity(id.get_ref<const std::string&>(),
+                              kind.get_ref<const std::string&>())) {
+    fail(name + " capability_kind must exactly match capability_id or entity_id");
+  }
+  return {id.get<std::string>(), kind.get<std::string>()};
+}
+
+// catalog_identity + capability_kind; returns the capability.
+Capability check_catalog(const Json& payload, const std::string& name) {
+  if (!payload.at("catalog_identity").is_object()) fail(name + " catalog_identity must be a JSON object");
+  const auto catalog = typed<CatalogCapabilityIdentity>(
+      [&] { return CatalogCapabilityIdentity::from_json(payload.at("catalog_identity")); },
+      name + " catalog_identity");
+  check_capability_binding(Json(catalog.capability_id()), payload.at("capability_kind"), name);
+  if (payload.at("capability_kind") != catalog.kind()) {
+    fail(name + " capability_kind must exactly match capability_id or entity_id");
+  }
+  return {catalog.capability_id(), catalog.kind()};
+}
+
+// Install binding (install payload / consent request / install receipt). Returns installer id.
+std::string check_install_binding(const Json& payload, const std::string& name,
+                                  const char* material_key, Capability& out) {
+  out = check_catalog(payload, name);
+  const auto material = typed<MaterialIdentity>(
+      [&] { return MaterialIdentity::from_json(payload.at(material_key)); },
+      name + " " + material_key);
+  const auto descriptor = typed<InstallPlanDescriptor>(
+      [&] { return InstallPlanDescriptor::from_json(payload.at("install_plan_descriptor")); },
+      name + " install_plan_descriptor");
+  if (descriptor.schema_version() != 2 || !descriptor.matches_result_material(material)) {
+    fail(name + " install_plan_descriptor must be schema v2 and bind the result material");
+  }
+  require_sha(payload.at("installer_digest"), "installer_digest");
+  require_sha(payload.at("policy_snapshot_digest"), "policy_snapshot_digest");
+  if (material.capability_id() != out.id || material.kind() != out.kind ||
+      descriptor.capability_id() != out.id || descriptor.kind() != out.kind) {
+    fail(name + " typed identities do not match one capability");
+  }
+  return descriptor.installer_id();
+}
+
+Capability check_material_binding(const Json& payload, const std::string& name) {
+  Capability out = check_catalog(payload, name);
+  const auto catalog = CatalogCapabilityIdentity::from_json(payload.at("catalog_identity"));
+  const auto material = typed<MaterialIdentity>(
+      [&] { return MaterialIdentity::from_json(payload.at("material_identity")); },
+      name + " material_identity");
+  const auto authorized = typed<AuthorizedMaterial>(
+      [&] { return AuthorizedMaterial::from_json(payload.at("authorized_material")); },
+      name + " authorized_material");
+  if (material.capability_id() != out.id || material.kind() != out.kind ||
+      authorized.capability_id() != out.id || authorized.kind() != out.kind ||
+      authorized.catalog_identity_digest() != catalog.identity_digest() ||
+      authorized.material_identity_digest() != material.identity_digest()) {
+    fail(name + " typed identities do not match one capability");
+  }
+  return out;
+}
+
+void check_target(const HostAction::Fields& a, const Capability& capability,
+                  const std::string& name) {
+  if (!a.entity_id || *a.entity_id != capability.id) {
+    fail(name + " entity_id does not match the exact typed capability identity");
+  }
+  require_sha(opt(a.source_digest), name + " source_digest");
+  require_sha(opt(a.catalog_snapshot_id), name + " catalog_snapshot_id");
+}
+
+void check_v3_verification(const Json& verification, const char* expected_state,
+                           std::string_view receipt_schema) {
+  exact_keys(verification, {"expected_state", "receipt_required", "receipt_schema"},
+             "v3 action verification");
+  if (verification.at("receipt_required") != true) {
+    fail("v3 action verification must require a receipt");
+  }
+  if (verification.at("expected_state") != expected_state) {
+    fail(std::string("v3 action expected_state must be ") + expected_state);
+  }
+  if (verification.at("receipt_schema") != receipt_schema) {
+    fail("v3 action receipt_schema must be " + std::string(receipt_schema));
+  }
+}
+
+void check_v3_rollback(const HostAction::Fields& a, const std::string& installer_id) {
+  Json expected;
+  if (a.kind == "InstallCapability") {
+    expected = {{"installer_id", installer_id}, {"kind", "UninstallCapability"}};
+  } else if (a.kind == "ActivateCapability") {
+    expected = {{"kind", "DeactivateCapability"}};
+  } else if (a.kind == "PrepareExposure") {
+    expected = {{"exposure_id", a.scope.exposure_id()}, {"kind", "cleanup-prepared-exposure"}};
+  } else {
+    expected = {{"kind", "ActivateCapability"}, {"source_digest", opt(a.source_digest)}};
+  }
+  if (a.rollback != expected) fail("v3 " + a.kind + " rollback is invalid");
+}
+
+void check_requested_identity(const Json& payload, const std::string& name) {
+  for (const char* key : {"requested_action_id", "requested_action_kind",
+                          "requested_action_content_digest",
+                          "requested_action_precondition_revision"}) {
+    if (!payload.contains(key)) fail(name + " is missing " + key);
+  }
+  require_trimmed_json(payload.at("requested_action_id"), "requested_action_id");
+  const Json& kind = payload.at("requested_action_kind");
+  if (kind != "InstallCapability" && kind != "UninstallCapability") {
+    fail("requested_action_kind must be InstallCapability or UninstallCapability");
+  }
+  require_sha(payload.at("requested_action_content_digest"), "requested_action_content_digest");
+  require_nonnegative(payload.at("requested_action_precondition_revision"),
+                      "requested_action_precondition_revision");
+}
+
+void check_action_contract(const HostAction::Fields& a) {
+  const Json& payload = a.payload;
+  if (a.kind == "PreparePromptContext") {
+    // v4 prompt context: bounded authority fields (the v3 reducer never emits it).
+    if (a.entity_id || !a.plan_id || !a.catalog_snapshot_id || !a.lease_id || !a.expires_at ||
+        a.required_host_feature != std::optional<std::string>("prompt-context")) {
+      fail("PreparePromptContext lacks its bounded host authority");
+    }
+    check_v3_verification(a.verification, "prompt-context-prepared",
+                          kPromptContextReceiptSchemaV1);
+    return;
+  }
+  if (is_physical(a.kind)) {
+    const std::pair<const char*, const std::optional<std::string>*> required[] = {
+        {"entity_id", &a.entity_id},
+        {"source_digest", &a.source_digest},
+        {"plan_id", &a.plan_id},
+        {"catalog_snapshot_id", &a.catalog_snapshot_id},
+        {"required_host_feature", &a.required_host_feature}};
+    for (const auto& [name, value] : required) {
+      if (!*value) fail(std::string(name) + " is required for physical action " + a.kind);
+    }
+    if (a.verification.empty()) fail("verification must be a non-empty JSON object");
+    if (is_lease_bounded(a.kind)) {
+      if (!a.lease_id) fail("lease_id is required for " + a.kind);
+      if (!a.expires_at) fail("expires_at is required for " + a.kind);
+    }
+    if ((a.kind == "InstallCapability" || a.kind == "UninstallCapability") && !a.consent_id) {
+      fail("consent_id is required for " + a.kind);
+    }
+    if (a.rollback.empty()) fail("rollback must be a non-empty JSON object");
+    if (a.kind == "InstallCapability") {
+      if (!payload.contains("schema") || payload.at("schema") != kInstallActionPayloadSchemaV3) {
+        fail("InstallCapability payload schema is unsupported");
+      }
+      const std::string name = "v3 InstallCapability payload";
+      exact_keys(payload,
+                 {"capability_kind", "catalog_identity", "install_plan_descriptor",
+                  "installer_digest", "policy_snapshot_digest", "result_material", "schema"},
+                 name);
+      Capability capability;
+      const auto installer = check_install_binding(payload, name, "result_material", capability);
+      check_target(a, capability, name);
+      check_v3_verification(a.verification, "installed", kInstallReceiptSchemaV3);
+      check_v3_rollback(a, installer);
+    } else if (const char* state = material_expected_state(a.kind)) {
+      if (payload.contains("schema")) {
+        if (payload.at("schema") != kMaterialActionPayloadSchemaV3) {
+          fail(a.kind + " payload schema is unsupported");
+        }
+        const std::string name = "v3 " + a.kind + " payload";
+        exact_keys(payload,
+                   {"authorized_material", "capability_kind", "catalog_identity",
+                    "material_identity", "schema"},
+                   name);
+        const auto capability = check_material_binding(payload, name);
+        check_target(a, capability, name);
+        check_v3_verification(a.verification, state, kMaterialReceiptSchemaV3);
+        check_v3_rollback(a, "");
+      }
+    }
+    return;
+  }
+  if (a.kind == "RequestConsent") {
+    const std::pair<const char*, const std::optional<std::string>*> required[] = {
+        {"consent_id", &a.consent_id},
+        {"entity_id", &a.entity_id},
+        {"source_digest", &a.source_digest},
+        {"plan_id", &a.plan_id},
+        {"catalog_snapshot_id", &a.catalog_snapshot_id},
+        {"required_host_feature", &a.required_host_feature}};
+    for (const auto& [name, value] : required) {
+      if (!*value) fail(std::string(name) + " is required for RequestConsent");
+    }
+    if (!payload.contains("schema") || payload.at("schema") != kInstallConsentRequestSchemaV3) {
+      fail("RequestConsent payload schema is unsupported");
+    }
+    const std::string name = "v3 RequestConsent payload";
+    exact_keys(payload,
+               {"capability_kind", "catalog_identity", "install_plan_descriptor",
+                "installer_digest", "policy_snapshot_digest", "requested_action_content_digest",
+                "requested_action_id", "requested_action_kind",
+                "requested_action_precondition_revision", "result_material", "schema"},
+               name);
+    check_requested_identity(payload, name);
+    if (payload.at("requested_action_kind") != "InstallCapability") {
+      fail("v3 RequestConsent requested_action_kind must be InstallCapability");
+    }
+    Capability capability;
+    check_install_binding(payload, name, "result_material", capability);
+    check_target(a, capability, name);
+    if (payload.at("requested_action_precondition_revision") != a.precondition_revision + 1) {
+      fail("requested_action_precondition_revision must target the next committed revision");
+    }
+  } else if (a.kind == "PresentBundle") {
+    const auto it = payload.find("capabilities");
+    if (it == payload.end() || !it->is_array()) {
+      fail("PresentBundle payload.capabilities must be an array");
+    }
+    if (it->size() > kMaxSelectedCapabilities) {
+      fail("PresentBundle cannot contain more than five capabilities");
+    }
+  } else if (a.kind == "Notify") {
+    const auto it = payload.find("message");
+    if (it == payload.end()) fail("Notify payload.message must be a non-empty trimmed string");
+    require_trimmed_json(*it, "Notify payload.message");
+  }
+}
+
+// ---- event payload checks ----
+
+void check_receipt_payload(const std::string& kind, const Json& payload) {
+  const char* extra = kind == "ActionApplied" ? "verification"
+                      : kind == "ActionFailed" ? "error"
+                                               : "reason";
+  const std::string name = kind + " payload";
+  {
+    std::string unknown;
+    for (const auto& item : payload.items()) {
+      const auto& k = item.key();
+      if (k != "action_id" && k != "action_kind" && k != "action_content_digest" &&
+          k != "action_precondition_revision" && k != extra) {
+        unknown += (unknown.empty() ? "" : ", ") + k;
+      }
+    }
+    if (!unknown.empty()) fail(name + " has unknown field(s): " + unknown);
+  }
+  for (const char* key : {"action_id", "action_kind", "action_content_digest",
+                          "action_precondition_revision"}) {
+    if (!payload.contains(key)) fail(name + " is missing " + key);
+  }
+  require_trimmed_json(payload.at("action_id"), "action_id");
+  const Json& action_kind = payload.at("action_kind");
+  require_trimmed_json(action_kind, "action_kind");
+  if (!is_action_kind(action_kind.get_ref<const std::string&>())) {
+    fail("action_kind must be a declared action kind, got " + action_kind.dump());
+  }
+  require_sha(payload.at("action_content_digest"), "action_content_digest");
+  require_nonnegative(payload.at("action_precondition_revision"),
+                      "action_precondition_revision");
+  if (kind == "ActionApplied") {
+    const auto it = payload.find("verification");
+    if (it == payload.end() || !it->is_object()) {
+      fail("ActionApplied verification must be a JSON object");
+    }
+    const Json& v = *it;
+    if (!v.contains("schema")) {
+      exact_keys(v, {"host_state"}, "ActionApplied verification");
+      const Json& state = v.at("host_state");
+      if (state != "active" && state != "inactive" && state != "prepared" &&
+          state != "installed") {
+        fail("ActionApplied host_state is unsupported");
+      }
+    } else if (v.at("schema") == kInstallReceiptSchemaV3) {
+      if (action_kind != "InstallCapability") {
+        fail("install receipt schema does not match action_kind");
+      }
+      const std::string vname = "v3 install receipt verification";
+      exact_keys(v,
+                 {"capability_id", "capability_kind", "catalog_identity",
+                  "install_plan_descriptor", "installer_digest", "material_identity",
+                  "policy_snapshot_digest", "host_state", "schema"},
+                 vname);
+      if (v.at("host_state") != "installed") {
+        fail("v3 install receipt host_state must be installed");
+      }
+      check_capability_binding(v.at("capability_id"), v.at("capability_kind"),
+                               "v3 install receipt");
+      Capability capability;
+      check_install_binding(v, "v3 install receipt", "material_identity", capability);
+      if (v.at("capability_id") != capability.id) {
+        fail("v3 install receipt typed identities do not match one capability");
+      }
+    } else if (v.at("schema") == kMaterialReceiptSchemaV3) {
+      const char* state = material_expected_state(action_kind.get_ref<const std::string&>());
+      if (!state) fail("material receipt schema does not match action_kind");
+      exact_keys(v,
+                 {"authorized_material", "capability_id", "capability_kind", "catalog_identity",
+                  "host_state", "material_identity", "schema"},
+                 "v3 material receipt verification");
+      if (v.at("host_state") != state) {
+        fail(std::string("v3 material receipt host_state must be ") + state);
+      }
+      check_capability_binding(v.at("capability_id"), v.at("capability_kind"),
+                               "v3 material receipt");
+      const auto capability = check_material_binding(v, "v3 material receipt verification");
+      if (v.at("capability_id") != capability.id) {
+        fail("v3 material receipt capability_id does not match typed identities");
+      }
+    } else if (v.at("schema") == kPromptContextReceiptSchemaV1) {
+      if (action_kind != "PreparePromptContext") {
+        fail("prompt context receipt schema does not match action_kind");
+      }
+      exact_keys(v,
+                 {"capabilities", "host_state", "prompt_context_bytes", "prompt_context_sha256",
+                  "schema"},
+                 "prompt context receipt verification");
+    } else {
+      fail("ActionApplied verification schema is unsupported");
+    }
+  } else if (kind == "ActionFailed") {
+    const auto it = payload.find("error");
+    if (it == payload.end()) fail("ActionFailed payload is missing error");
+    exact_keys(*it, {"code"}, "ActionFailed error");
+    const Json& code = it->at("code");
+    if (!code.is_string() || !is_opaque_token(code.get_ref<const std::string&>())) {
+      fail("ActionFailed error code must be a machine token");
+    }
+  } else {
+    const auto it = payload.find("reason");
+    if (it == payload.end()) fail("ActionExpired payload is missing reason");
+    if (*it != "expired") fail("ActionExpired reason must be expired");
+  }
+}
+
+void check_user_decision(const Json& payload, std::int64_t expected_revision) {
+  const std::string name = "UserDecision payload";
+  std::string unknown;
+  for (const auto& item : payload.items()) {
+    static const std::set<std::string> allowed = {
+        "consent_id",          "decision",
+        "decision_basis",      "policy_snapshot_digest",
+        "requested_action_id", "requested_action_kind",
+        "requested_action_content_digest", "requested_action_precondition_revision"};
+    if (!allowed.count(item.key())) unknown += (unknown.empty() ? "" : ", ") + item.key();
+  }
+  if (!unknown.empty()) fail(name + " has unknown field(s): " + unknown);
+  for (const char* key : {"consent_id", "decision"}) {
+    if (!payload.contains(key)) fail(name + " is missing " + key);
+  }
+  require_trimmed_json(payload.at("consent_id"), "consent_id");
+  require_trimmed_json(payload.at("decision"), "decision");
+  if (payload.at("decision") != "granted" && payload.at("decision") != "denied") {
+    fail("decision must be granted or denied");
+  }
+  check_requested_identity(payload, name);
+  const bool basis = payload.contains("decision_basis");
+  const bool policy = payload.contains("policy_snapshot_digest");
+  if (basis != policy) {
+    fail(name + " is missing " + (basis ? "policy_snapshot_digest" : "decision_basis"));
+  }
+  if (basis) {
+    const Json& b = payload.at("decision_basis");
+    if (b != "interactive" && b != "preapproved-policy") {
+      fail("decision_basis must be interactive or preapproved-policy");
+    }
+    require_sha(payload.at("policy_snapshot_digest"), "policy_snapshot_digest");
+  }
+  if (payload.at("requested_action_precondition_revision") != expected_revision + 1) {
+    fail("requested_action_precondition_revision must target the next committed revision");
+  }
+}
+
+void check_consent_expired(const Json& payload) {
+  const std::string name = "InstallConsentExpired payload";
+  exact_keys(payload,
+             {"consent_id", "install_expires_at", "policy_snapshot_digest",
+              "requested_action_content_digest", "requested_action_id", "requested_action_kind",
+              "requested_action_precondition_revision"},
+             name);
+  require_trimmed_json(payload.at("consent_id"), "consent_id");
+  check_requested_identity(payload, name);
+  if (payload.at("requested_action_kind") != "InstallCapability") {
+    fail("InstallConsentExpired requested_action_kind must be InstallCapability");
+  }
+  require_sha(payload.at("policy_snapshot_digest"), "policy_snapshot_digest");
+  const Json& expires = payload.at("install_expires_at");
+  require_trimmed_json(expires, "install_expires_at");
+  const auto normalised =
+      normalize_rfc3339(expires.get_ref<const std::string&>(), "install_expires_at");
+  if (normalised != expires.get_ref<const std::string&>()) {
+    fail("install_expires_at must use canonical UTC RFC 3339");
+  }
+}
+
+}  // namespace
+
+bool is_event_kind(std::string_view kind) noexcept { return kEventKinds.count(kind) > 0; }
+bool is_action_kind(std::string_view kind) noexcept { return kActionKinds.count(kind) > 0; }
+bool is_planning_kind(std::string_view kind) noexcept {
+  return kind == "IntentObserved" || kind == "DevelopmentObserved";
+}
+bool is_receipt_kind(std::string_view kind) noexcept {
+  return kind == "ActionApplied" || kind == "ActionFailed" || kind == "ActionExpired";
+}
+
+std::string normalize_rfc3339(std::string_view text, std::string_view field) {
+  try {
+    return core::format_rfc3339(core::parse_rfc3339(text));
+  } catch (const InvalidArgument&) {
+    fail(std::string(field) + " must use strict RFC 3339 date-time syntax");
+  }
+}
+
+// ---- ScopeRef -------------------------------------------------------------------------------
+
+ScopeRef ScopeRef::create(std::string tenant_id, std::string workspace_id,
+                          std::string repository_id, std::string session_id,
+                          std::string exposure_id, std::string host_context_id,
+                          std::optional<std::string> parent_exposure_id) {
+  ScopeRef out;
+  out.tenant_id_ = std::move(tenant_id);
+  out.workspace_id_ = std::move(workspace_id);
+  out.repository_id_ = std::move(repository_id);
+  out.session_id_ = std::move(session_id);
+  out.exposure_id_ = std::move(exposure_id);
+  out.host_context_id_ = std::move(host_context_id);
+  out.parent_ = std::move(parent_exposure_id);
+  require_trimmed(out.tenant_id_, "tenant_id");
+  require_trimmed(out.workspace_id_, "workspace_id");
+  require_trimmed(out.repository_id_, "repository_id");
+  require_trimmed(out.session_id_, "session_id");
+  require_trimmed(out.exposure_id_, "exposure_id");
+  require_trimmed(out.host_context_id_, "host_context_id");
+  require_optional_trimmed(out.parent_, "parent_exposure_id");
+  return out;
+}
+
+ScopeRef ScopeRef::from_json(const Json& value) {
+  if (!value.is_object()) fail("scope must be a JSON object");
+  std::string unknown;
+  static const std::set<std::string> keys = {"tenant_id",   "workspace_id",    "repository_id",
+                                             "session_id",  "exposure_id",     "host_context_id",
+                                             "parent_exposure_id"};
+  for (const auto& item : value.items()) {
+    if (!keys.count(item.key())) unknown += (unknown.empty() ? "" : ", ") + item.key();
+  }
+  if (!unknown.empty()) fail("scope has unknown field(s): " + unknown);
+  auto field = [&](const char* key) {
+    const auto it = value.find(key);
+    if (it == value.end()) fail(std::string("scope is missing ") + key);
+    if (!it->is_string()) fail(std::string(key) + " must be a non-empty trimmed string");
+    return it->get<std::string>();
+  };
+  return create(field("tenant_id"), field("workspace_id"), field("repository_id"),
+                field("session_id"), field("exposure_id"), field("host_context_id"),
+                optional_string(value, "parent_exposure_id"));
+}
+
+Json ScopeRef::to_json() const {
+  return {{"exposure_id", exposure_id_},     {"host_context_id", host_context_id_},
+          {"parent_exposure_id", opt(parent_)}, {"repository_id", repository_id_},
+          {"session_id", session_id_},       {"tenant_id", tenant_id_},
+          {"workspace_id", workspace_id_}};
+}
+
+StreamId ScopeRef::stream_id() const {
+  return StreamId(tenant_id_, workspace_id_, repository_id_, session_id_);
+}
+
+bool ScopeRef::same_session(const ScopeRef& o) const noexcept {
+  return tenant_id_ == o.tenant_id_ && workspace_id_ == o.workspace_id_ &&
+         repository_id_ == o.repository_id_ && session_id_ == o.session_id_;
+}
+
+ScopeRef ScopeRef::with_exposure(std::string exposure_id, std::string host_context_id,
+                                 std::optional<std::string> parent_exposure_id) const {
+  return create(tenant_id_, workspace_id_, repository_id_, session_id_, std::move(exposure_id),
+                std::move(host_context_id), std::move(parent_exposure_id));
+}
+
+// ---- PrivacyLabel ---------------------------------------------------------------------------
+
+PrivacyLabel PrivacyLabel::create(std::string classification, std::string retention) {
+  static const std::set<std::string> classes = {"public", "internal", "private", "confidential",
+                                                "restricted"};
+  static const std::set<std::string> retentions = {"ephemeral", "session",    "workspace",
+                                                   "local",     "persistent", "aggregate"};
+  if (!classes.count(classification)) {
+    fail("unknown privacy classification '" + classification + "'");
+  }
+  if (!retentions.count(retention)) fail("unknown retention class '" + retention + "'");
+  PrivacyLabel out;
+  out.classification_ = std::move(classification);
+  out.retention_ = std::move(retention);
+  return out;
+}
+
+PrivacyLabel PrivacyLabel::from_json(const Json& value) {
+  if (!value.is_object()) fail("privacy must be a JSON object");
+  for (const auto& item : value.items()) {
+    if (item.key() != "classification" && item.key() != "retention") {
+      fail("privacy label has unknown field(s): " + item.key());
+    }
+  }
+  auto get = [&](const char* key, const char* fallback) {
+    const auto it = value.find(key);
+    if (it == value.end()) return std::string(fallback);
+    if (!it->is_string()) fail(std::string(key) + " must be a string");
+    return it->get<std::string>();
+  };
+  return create(get("classification", "private"), get("retention", "local"));
+}
+
+Json PrivacyLabel::to_json() const {
+  return {{"classification", classification_}, {"retention", retention_}};
+}
+
+// ---- EngineEvent ----------------------------------------------------------------------------
+
+EngineEvent EngineEvent::create(Fields f) {
+  if (f.protocol_version != kProtocolVersion) require_version(Json(f.protocol_version));
+  require_trimmed(f.event_id, "event_id");
+  if (!is_event_kind(f.kind)) fail("unknown event kind '" + f.kind + "'");
+  if (f.expected_revision < 0) fail("expected_revision must be a non-negative integer");
+  require_trimmed(f.occurred_at, "occurred_at");
+  f.occurred_at = normalize_rfc3339(f.occurred_at, "occurred_at");
+  if (!f.payload.is_object()) fail("payload must be a JSON object");
+  if (is_receipt_kind(f.kind)) check_receipt_payload(f.kind, f.payload);
+  if (f.kind == "UserDecision") check_user_decision(f.payload, f.expected_revision);
+  if (f.kind == "InstallConsentExpired") check_consent_expired(f.payload);
+  require_json_value(f.payload, "payload");
+  const std::pair<const char*, const std::optional<std::string>*> optional_fields[] = {
+      {"correlation_id", &f.correlation_id},
+      {"causation_id", &f.causation_id},
+      {"engine_version", &f.engine_version},
+      {"planner_version", &f.planner_version},
+      {"policy_version", &f.policy_version},
+      {"host_descriptor_digest", &f.host_descriptor_digest},
+      {"catalog_snapshot_digest", &f.catalog_snapshot_digest},
+      {"semantic_model_digest", &f.semantic_model_digest},
+      {"semantic_index_digest", &f.semantic_index_digest},
+      {"work_signature", &f.work_signature}};
+  for (const auto& [name, value] : optional_fields) require_optional_trimmed(*value, name);
+  if (!f.random_seed.is_null() && !f.random_seed.is_number_integer() &&
+      !f.random_seed.is_string()) {
+    fail("random_seed must be an integer, string, or null");
+  }
+  if (f.random_seed.is_string()) require_json_value(f.random_seed, "random_seed");
+  if (kDecisionCausing.count(f.kind)) {
+    for (const auto& [name, value] : optional_fields) {
+      if (std::string_view(name) == "correlation_id" ||
+          std::string_view(name) == "causation_id") {
+        continue;
+      }
+      if (!*value) fail(std::string(name) + " is required for decision-causing event " + f.kind);
+    }
+    if (f.random_seed.is_null()) {
+      fail("random_seed is required for decision-causing event " + f.kind);
+    }
+  }
+  EngineEvent out(std::move(f));
+  out.content_digest_ = core::sha256_hex(out.to_json_text());
+  return out;
+}
+
+EngineEvent EngineEvent::from_json(const Json& value) {
+  if (!value.is_object()) fail("event must be a JSON object");
+  static const std::set<std::string> keys = {
+      "catalog_snapshot_digest", "causation_id",   "correlation_id",
+      "engine_version",          "event_id",       "expected_revision",
+      "host_descriptor_digest",  "kind",           "occurred_at",
+      "payload",                 "planner_version", "policy_version",
+      "privacy",                 "protocol_version", "random_seed",
+      "scope",                   "semantic_index_digest", "semantic_model_digest",
+      "work_signature"};
+  std::string unknown;
+  for (const auto& item : value.items()) {
+    if (!keys.count(item.key())) unknown += (unknown.empty() ? "" : ", ") + item.key();
+  }
+  if (!unknown.empty()) fail("event has unknown field(s): " + unknown);
+  require_version(value.contains("protocol_version") ? value.at("protocol_version") : Json());
+  for (const char* key : {"event_id", "kind", "scope", "expected_revision", "occurred_at",
+                          "privacy"}) {
+    if (!value.contains(key)) fail(std::string("event is missing ") + key);
+  }
+  auto string_of = [&](const char* key) {
+    const Json& v = value.at(key);
+    if (!v.is_string()) fail(std::string(key) + " must be a non-empty trimmed string");
+    return v.get<std::string>();
+  };
+  const Json& revision = value.at("expected_revision");
+  require_nonnegative(revision, "expected_revision");
+  Fields f{.event_id = string_of("event_id"),
+           .kind = string_of("kind"),
+           .scope = ScopeRef::from_json(value.at("scope")),
+           .expected_revision = revision.get<std::int64_t>(),
+           .occurred_at = string_of("occurred_at"),
+           .payload = value.contains("payload") ? value.at("payload") : Json::object(),
+           .privacy = PrivacyLabel::from_json(value.at("privacy"))};
+  f.correlation_id = optional_string(value, "correlation_id");
+  f.causation_id = optional_string(value, "causation_id");
+  f.engine_version = optional_string(value, "engine_version");
+  f.planner_version = optional_string(value, "planner_version");
+  f.policy_version = optional_string(value, "policy_version");
+  f.host_descriptor_digest = optional_string(value, "host_descriptor_digest");
+  f.catalog_snapshot_digest = optional_string(value, "catalog_snapshot_digest");
+  f.semantic_model_digest = optional_string(value, "semantic_model_digest");
+  f.semantic_index_digest = optional_string(value, "semantic_index_digest");
+  f.work_signature = optional_string(value, "work_signature");
+  f.random_seed = value.contains("random_seed") ? value.at("random_seed") : Json(nullptr);
+  return create(std::move(f));
+}
+
+EngineEvent EngineEvent::from_json_text(std::string_view text) {
+  Json value;
+  try {
+    value = core::parse_json(text);
+  } catch (const InvalidArgument& e) {
+    const std::string message = e.what();
+    if (message.find("duplicate") != std::string::npos) fail("duplicate JSON key");
+    fail("message is not valid JSON");
+  }
+  return from_json(value);
+}
+
+Json EngineEvent::to_json() const {
+  return {{"catalog_snapshot_digest", opt(f_.catalog_snapshot_digest)},
+          {"causation_id", opt(f_.causation_id)},
+          {"correlation_id", opt(f_.correlation_id)},
+          {"engine_version", opt(f_.engine_version)},
+          {"event_id", f_.event_id},
+          {"expected_revision", f_.expected_revision},
+          {"host_descriptor_digest", opt(f_.host_descriptor_digest)},
+          {"kind", f_.kind},
+          {"occurred_at", f_.occurred_at},
+          {"payload", f_.payload},
+          {"planner_version", opt(f_.planner_version)},
+          {"policy_version", opt(f_.policy_version)},
+          {"privacy", f_.privacy.to_json()},
+          {"protocol_version", f_.protocol_version},
+          {"random_seed", f_.random_seed},
+          {"scope", f_.scope.to_json()},
+          {"semantic_index_digest", opt(f_.semantic_index_digest)},
+          {"semantic_model_digest", opt(f_.semantic_model_digest)},
+          {"work_signature", opt(f_.work_signature)}};
+}
+
+std::string EngineEvent::to_json_text() const { return core::canonical_json(to_json()); }
+
+std::string EngineEvent::identity_digest() const {
+  return core::sha256_hex("ctx-engine-event:1:" + f_.event_id);
+}
+
+// ---- HostAction -----------------------------------------------------------------------------
+
+HostAction HostAction::create(Fields f) {
+  if (f.protocol_version != kProtocolVersion) require_version(Json(f.protocol_version));
+  require_trimmed(f.action_id, "action_id");
+  if (!is_action_kind(f.kind)) fail("unknown action kind '" + f.kind + "'");
+  if (f.precondition_revision < 0) fail("precondition_revision must be a non-negative integer");
+  const std::pair<const char*, const std::optional<std::string>*> optional_fields[] = {
+      {"entity_id", &f.entity_id},
+      {"source_digest", &f.source_digest},
+      {"plan_id", &f.plan_id},
+      {"catalog_snapshot_id", &f.catalog_snapshot_id},
+      {"consent_id", &f.consent_id},
+      {"lease_id", &f.lease_id},
+      {"required_host_feature", &f.required_host_feature}};
+  for (const auto& [name, value] : optional_fields) require_optional_trimmed(*value, name);
+  if (f.expires_at) {
+    require_trimmed(*f.expires_at, "expires_at");
+    f.expires_at = normalize_rfc3339(*f.expires_at, "expires_at");
+  }
+  for (const auto& [name, value] : {std::pair{"payload", &f.payload},
+                                    std::pair{"verification", &f.verification},
+                                    std::pair{"rollback", &f.rollback}}) {
+    if (!value->is_object()) fail(std::string(name) + " must be a JSON object");
+    require_json_value(*value, name);
+  }
+  check_action_contract(f);
+  HostAction out(std::move(f));
+  out.content_digest_ = core::sha256_hex(out.to_json_text());
+  return out;
+}
+
+HostAction HostAction::from_json(const Json& value) {
+  if (!value.is_object()) fail("action must be a JSON object");
+  static const std::set<std::string> keys = {
+      "action_id", "catalog_snapshot_id", "consent_id",  "entity_id",
+      "expires_at", "kind",               "lease_id",    "payload",
+      "plan_id",   "precondition_revision", "privacy",   "protocol_version",
+      "required_host_feature", "rollback", "scope",      "source_digest",
+      "verification"};
+  std::string unknown;
+  for (const auto& item : value.items()) {
+    if (!keys.count(item.key())) unknown += (unknown.empty() ? "" : ", ") + item.key();
+  }
+  if (!unknown.empty()) fail("action has unknown field(s): " + unknown);
+  require_version(value.contains("protocol_version") ? value.at("protocol_version") : Json());
+  for (const char* key : {"action_id", "kind", "scope", "precondition_revision", "privacy"}) {
+    if (!value.contains(key)) fail(std::string("action is missing ") + key);
+  }
+  auto string_of = [&](const char* key) {
+    const Json& v = value.at(key);
+    if (!v.is_string()) fail(std::string(key) + " must be a non-empty trimmed string");
+    return v.get<std::string>();
+  };
+  require_nonnegative(value.at("precondition_revision"), "precondition_revision");
+  auto object_of = [&](const char* key) {
+    return value.contains(key) ? value.at(key) : Json::object();
+  };
+  Fields f{.action_id = string_of("action_id"),
+           .kind = string_of("kind"),
+           .scope = ScopeRef::from_json(value.at("scope")),
+           .precondition_revision = value.at("precondition_revision").get<std::int64_t>(),
+           .payload = object_of("payload"),
+           .privacy = PrivacyLabel::from_json(value.at("privacy"))};
+  f.entity_id = optional_string(value, "entity_id");
+  f.source_digest = optional_string(value, "source_digest");
+  f.plan_id = optional_string(value, "plan_id");
+  f.catalog_snapshot_id = optional_string(value, "catalog_snapshot_id");
+  f.consent_id = optional_string(value, "consent_id");
+  f.lease_id = optional_string(value, "lease_id");
+  f.expires_at = optional_string(value, "expires_at");
+  f.required_host_feature = optional_string(value, "required_host_feature");
+  f.verification = object_of("verification");
+  f.rollback = object_of("rollback");
+  return create(std::move(f));
+}
+
+HostAction HostAction::from_json_text(std::string_view text) {
+  Json value;
+  try {
+    value = core::parse_json(text);
+  } catch (const InvalidArgument&) {
+    fail("message is not valid JSON");
+  }
+  return from_json(value);
+}
+
+Json HostAction::to_json() const {
+  return {{"action_id", f_.action_id},
+          {"catalog_snapshot_id", opt(f_.catalog_snapshot_id)},
+          {"consent_id", opt(f_.consent_id)},
+          {"entity_id", opt(f_.entity_id)},
+          {"expires_at", opt(f_.expires_at)},
+          {"kind", f_.kind},
+          {"lease_id", opt(f_.lease_id)},
+          {"payload", f_.payload},
+          {"plan_id", opt(f_.plan_id)},
+          {"precondition_revision", f_.precondition_revision},
+          {"privacy", f_.privacy.to_json()},
+          {"protocol_version", f_.protocol_version},
+          {"required_host_feature", opt(f_.required_host_feature)},
+          {"rollback", f_.rollback},
+          {"scope", f_.scope.to_json()},
+          {"source_digest", opt(f_.source_digest)},
+          {"verification", f_.verification}};
+}
+
+std::string HostAction::to_json_text() const { return core::canonical_json(to_json()); }
+
+std::string HostAction::identity_digest() const {
+  return core::sha256_hex("ctx-engine-action:1:" + f_.action_id);
+}
+
+// ---- Transition -----------------------------------------------------------------------------
+
+Transition Transition::create(std::string event_id, ScopeRef scope, std::int64_t from_revision,
+                              std::int64_t to_revision, std::vector<HostAction> actions,
+                              std::vector<Json> diagnostics) {
+  require_trimmed(event_id, "event_id");
+  if (from_revision < 0) fail("from_revision must be a non-negative integer");
+  if (to_revision < 0) fail("to_revision must be a non-negative integer");
+  if (to_revision != from_revision + 1) {
+    fail("to_revision must advance exactly one revision from from_revision");
+  }
+  for (const auto& action : actions) {
+    if (action.precondition_revision() != to_revision) {
+      fail("action precondition_revision must equal committed transition to_revision");
+    }
+    if (!(action.scope() == scope)) fail("action scope must match transition scope");
+  }
+  std::size_t index = 0;
+  for (const auto& diagnostic : diagnostics) {
+    if (!diagnostic.is_object()) fail("diagnostics must contain JSON objects");
+    require_json_value(diagnostic, "diagnostics[" + std::to_string(index++) + "]");
+  }
+  Transition out(std::move(event_id), std::move(scope));
+  out.from_revision_ = from_revision;
+  out.to_revision_ = to_revision;
+  out.actions_ = std::move(actions);
+  out.diagnostics_ = std::move(diagnostics);
+  return out;
+}
+
+Transition Transition::from_json(const Json& value) {
+  Reader r(value, "transition");
+  r.exact({"actions", "diagnostics", "event_id", "from_revision", "protocol_version", "scope",
+           "to_revision"});
+  require_version(value.at("protocol_version"));
+  if (!value.at("actions").is_array()) fail("actions must be a JSON array");
+  if (!value.at("diagnostics").is_array()) fail("diagnostics must be a JSON array");
+  require_nonnegative(value.at("from_revision"), "from_revision");
+  require_nonnegative(value.at("to_revision"), "to_revision");
+  std::vector<HostAction> actions;
+  for (const auto& item : value.at("actions")) actions.push_back(HostAction::from_json(item));
+  std::vector<Json> diagnostics(value.at("diagnostics").begin(), value.at("diagnostics").end());
+  return create(r.string("event_id"), ScopeRef::from_json(value.at("scope")),
+                value.at("from_revision").get<std::int64_t>(),
+                value.at("to_revision").get<std::int64_t>(), std::move(actions),
+                std::move(diagnostics));
+}
+
+Transition Transition::from_json_text(std::string_view text) {
+  Json value;
+  try {
+    value = core::parse_json(text);
+  } catch (const InvalidArgument&) {
+    fail("message is not valid JSON");
+  }
+  return from_json(value);
+}
+
+Json Transition::to_json() const {
+  Json actions = Json::array();
+  for (const auto& action : actions_) actions.push_back(action.to_json());
+  return {{"actions", actions},
+          {"diagnostics", Json(diagnostics_)},
+          {"event_id", event_id_},
+          {"from_revision", from_revision_},
+          {"protocol_version", kProtocolVersion},
+          {"scope", scope_.to_json()},
+          {"to_revision", to_revision_}};
+}
+
+std::string Transition::to_json_text() const { return core::canonical_json(to_json()); }
+
+}  // namespace ctx::engine

@@ -1,0 +1,180 @@
+#include "host/plugins/abi_adapters.hpp"
+
+#include <ctx/sdk/error.hpp>
+
+#include "host/plugins/detail/ops_table.hpp"
+#include "host/plugins/errors.hpp"
+
+namespace ctx::plugins {
+namespace {
+
+ctx_bytes as_bytes(std::string_view text) noexcept {
+  return ctx_bytes{reinterpret_cast<const uint8_t*>(text.data()), text.size()};
+}
+
+// Requires `plugin` to be of `kind` and returns it unchanged.
+std::shared_ptr<const LoadedPlugin> require_kind(std::shared_ptr<const LoadedPlugin> plugin,
+                                                 PluginKind kind) {
+  if (plugin == nullptr) throw InvalidArgument("no plugin given");
+  if (plugin->kind() != kind) {
+    throw InvalidArgument("plugin " + plugin->identity().label() + " is not a " +
+                          std::string(kind_name(kind)));
+  }
+  return plugin;
+}
+
+// Parses a plugin's reply; it must be a JSON object.
+core::Json parse_reply(const std::string& text, const LoadedPlugin& plugin, const char* op) {
+  core::Json reply;
+  try {
+    reply = core::parse_json(text);
+  } catch (const Error& e) {
+    throw PluginProtocolError("plugin " + plugin.identity().id + " " + op +
+                              " returned invalid json: " + e.what());
+  }
+  if (!reply.is_object()) {
+    throw PluginProtocolError("plugin " + plugin.identity().id + " " + op +
+                              " returned invalid json: not an object");
+  }
+  return reply;
+}
+
+}  // namespace
+
+// ---- AbiVerifier ---------------------------------------------------------------------------
+
+AbiVerifier::AbiVerifier(std::shared_ptr<const LoadedPlugin> plugin, std::string_view config_json)
+    : instance_(require_kind(std::move(plugin), PluginKind::kVerifier), config_json),
+      ops_(instance_.plugin().verifier_ops()) {}
+
+engine::Verdict AbiVerifier::verify(std::string_view assertion_json,
+                                    std::string_view signing_bytes) {
+  ctx_error err{};
+  uint32_t verdict = CTX_VERDICT_REJECTED;
+  ctx_code code;
+  {
+    const auto lock = instance_.lock();
+    code = ops_->verify(instance_.handle(), as_bytes(assertion_json), as_bytes(signing_bytes),
+                        &verdict, &err);
+  }
+  throw_if_error(code, err, instance_.plugin().identity().id, "verify");
+  return verdict == CTX_VERDICT_ACCEPTED ? engine::Verdict::kAccepted : engine::Verdict::kRejected;
+}
+
+std::string AbiVerifier::id() const { return instance_.plugin().identity().id; }
+
+std::string AbiVerifier::identity_digest() const { return instance_.plugin().identity().digest(); }
+
+// ---- AbiInstaller --------------------------------------------------------------------------
+
+AbiInstaller::AbiInstaller(std::shared_ptr<const LoadedPlugin> plugin,
+                           std::string_view config_json)
+    : instance_(require_kind(std::move(plugin), PluginKind::kInstaller), config_json),
+      ops_(instance_.plugin().installer_ops()) {}
+
+engine::TargetIdentity AbiInstaller::target_identity() {
+  ctx_error err{};
+  StringSink out;
+  ctx_code code;
+  {
+    const auto lock = instance_.lock();
+    code = ops_->target_identity(instance_.handle(), out.sink(), &err);
+  }
+  throw_if_error(code, err, instance_.plugin().identity().id, "target_identity");
+  const core::Json reply = parse_reply(out.text(), instance_.plugin(), "target_identity");
+  try {
+    return engine::TargetIdentity::from_json(reply);
+  } catch (const InvalidArgument& e) {
+    throw PluginProtocolError("plugin " + instance_.plugin().identity().id +
+                              " target_identity returned invalid json: " + e.what());
+  }
+}
+
+core::Json AbiInstaller::call(Op op, const char* name, const core::Json& request) {
+  const std::string request_text = core::canonical_json(request);
+  ctx_error err{};
+  StringSink out;
+  ctx_code code;
+  {
+    const auto lock = instance_.lock();
+    code = op(instance_.handle(), as_bytes(request_text), out.sink(), &err);
+  }
+  throw_if_error(code, err, instance_.plugin().identity().id, name);
+  return parse_reply(out.text(), instance_.plugin(), name);
+}
+
+core::Json AbiInstaller::install(const core::Json& request) {
+  return call(ops_->install, "install", request);
+}
+core::Json AbiInstaller::activate(const core::Json& request) {
+  return call(ops_->activate, "activate", request);
+}
+core::Json AbiInstaller::deactivate(const core::Json& request) {
+  return call(ops_->deactivate, "deactivate", request);
+}
+core::Json AbiInstaller::reconcile(const core::Json& request) {
+  return call(ops_->reconcile, "reconcile", request);
+}
+
+std::string AbiInstaller::id() const { return instance_.plugin().identity().id; }
+
+std::string AbiInstaller::identity_digest() const {
+  return instance_.plugin().identity().digest();
+}
+
+// ---- AbiHostAdapter ------------------------------------------------------------------------
+
+AbiHostAdapter::AbiHostAdapter(std::shared_ptr<const LoadedPlugin> plugin,
+                               std::string_view config_json)
+    : instance_(require_kind(std::move(plugin), PluginKind::kHostAdapter), config_json),
+      ops_(instance_.plugin().host_adapter_ops()) {}
+
+core::Json AbiHostAdapter::parse_hook(const core::Json& payload) {
+  const std::string text = core::canonical_json(payload);
+  ctx_error err{};
+  StringSink out;
+  ctx_code code;
+  {
+    const auto lock = instance_.lock();
+    code = ops_->parse_hook(instance_.handle(), as_bytes(text), out.sink(), &err);
+  }
+  throw_if_error(code, err, instance_.plugin().identity().id, "parse_hook");
+  return parse_reply(out.text(), instance_.plugin(), "parse_hook");
+}
+
+core::Json AbiHostAdapter::render_reply(const core::Json& actions) {
+  const std::string text = core::canonical_json(actions);
+  ctx_error err{};
+  StringSink out;
+  ctx_code code;
+  {
+    const auto lock = instance_.lock();
+    code = ops_->render_reply(instance_.handle(), as_bytes(text), out.sink(), &err);
+  }
+  throw_if_error(code, err, instance_.plugin().identity().id, "render_reply");
+  return parse_reply(out.text(), instance_.plugin(), "render_reply");
+}
+
+std::optional<core::Json> AbiHostAdapter::install_locations() {
+  if (!CTX_TABLE_HAS(ops_, ctx_host_adapter_ops, install_locations) ||
+      ops_->install_locations == nullptr) {
+    return std::nullopt;
+  }
+  ctx_error err{};
+  StringSink out;
+  ctx_code code;
+  {
+    const auto lock = instance_.lock();
+    code = ops_->install_locations(instance_.handle(), out.sink(), &err);
+  }
+  throw_if_error(code, err, instance_.plugin().identity().id, "install_locations");
+  return parse_reply(out.text(), instance_.plugin(), "install_locations");
+}
+
+std::string AbiHostAdapter::id() const { return instance_.plugin().identity().id; }
+
+std::string AbiHostAdapter::identity_digest() const {
+  return instance_.plugin().identity().digest();
+}
+
+}  // namespace ctx::plugins

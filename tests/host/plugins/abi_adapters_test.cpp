@@ -1,0 +1,144 @@
+#include "host/plugins/abi_adapters.hpp"
+
+#include <cstring>
+
+#include "host/plugins/errors.hpp"
+#include "tests/host/plugins/plugin_test_support.hpp"
+#include "tests/support/expect_throw.hpp"
+
+namespace ctx::plugins {
+namespace {
+
+using ctx::testing::TempDir;
+
+class AbiAdaptersTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<const LoadedPlugin> load(const char* file) {
+    return loader_.load(loader_.inspect_for_pin(file));
+  }
+  TempDir state_;
+  PluginLoader loader_{state_.path()};
+};
+
+TEST_F(AbiAdaptersTest, VerifierAcceptsOnlyTheAcceptedVerdict) {
+  const auto plugin = load(CTX_FIXTURE_VALID_VERIFIER);
+  AbiVerifier verifier(plugin, "k3y");
+  EXPECT_EQ(verifier.verify(R"({"proof":"p"})", "k3y"), engine::Verdict::kAccepted);
+  EXPECT_EQ(verifier.verify(R"({"proof":"p"})", "k3y!"), engine::Verdict::kRejected);
+  EXPECT_EQ(verifier.id(), "fixture-verifier");
+  EXPECT_EQ(verifier.identity_digest(), plugin->identity().digest());
+  try {
+    verifier.verify("", "k3y");
+    ADD_FAILURE() << "an empty assertion was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("plugin fixture-verifier verify failed"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("empty assertion"));
+  }
+}
+
+TEST_F(AbiAdaptersTest, ThrowingOpBecomesAnInternalErrorNotAnAcceptance) {
+  AbiVerifier verifier(load(CTX_FIXTURE_THROWING_OP), "");
+  try {
+    verifier.verify(R"({"proof":"p"})", "bytes");
+    ADD_FAILURE() << "a throwing verify returned a verdict";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("fixture verify exploded"));
+  }
+}
+
+TEST_F(AbiAdaptersTest, ThrowingCreateFailsTheConstruction) {
+  const auto plugin = load(CTX_FIXTURE_THROWING_CREATE);
+  try {
+    AbiVerifier verifier(plugin, "");
+    ADD_FAILURE() << "create succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("plugin fixture-throwing-create create failed"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("fixture create exploded"));
+  }
+}
+
+TEST_F(AbiAdaptersTest, InstallerCarriesJsonBothWays) {
+  const auto plugin = load(CTX_FIXTURE_VALID_INSTALLER);
+  AbiInstaller installer(plugin, "{}");
+  const engine::TargetIdentity target = installer.target_identity();
+  EXPECT_EQ(target, (engine::TargetIdentity{7, 42, 0, 16832, "/fixture/root"}));
+  EXPECT_EQ(target.digest(), core::canonical_digest(core::Json::parse(
+                                 R"({"device":7,"inode":42,"mode":16832,"owner":0,"path":"/fixture/root"})")));
+  const core::Json request = {{"capability", "skill:x"}, {"n", 1}};
+  EXPECT_EQ(installer.install(request),
+            (core::Json{{"op", "install"}, {"outcome", "applied"}, {"request", request}}));
+  EXPECT_EQ(installer.activate(request)["op"], "activate");
+  EXPECT_EQ(installer.deactivate(request)["op"], "deactivate");
+  EXPECT_EQ(installer.reconcile(request)["op"], "reconcile");
+  EXPECT_EQ(installer.id(), "fixture-installer");
+  EXPECT_EQ(installer.identity_digest(), plugin->identity().digest());
+  try {
+    installer.install(core::Json{{"fail", true}});
+    ADD_FAILURE() << "the install did not fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("asked to fail"));
+  }
+}
+
+TEST_F(AbiAdaptersTest, HostAdapterCarriesJsonBothWays) {
+  const auto plugin = load(CTX_FIXTURE_VALID_HOST_ADAPTER);
+  AbiHostAdapter adapter(plugin, "");
+  const core::Json payload = {{"hook_event_name", "UserPromptSubmit"}};
+  EXPECT_EQ(adapter.parse_hook(payload),
+            (core::Json{{"event", "fixture"}, {"payload", payload}}));
+  EXPECT_EQ(adapter.render_reply(core::Json{{"actions", {1, 2}}}),
+            core::Json::parse(R"({"reply":{"actions":[1,2]}})"));
+  EXPECT_EQ(adapter.install_locations(), core::Json::parse(R"({"skills":"/fixture/skills"})"));
+  EXPECT_EQ(adapter.identity_digest(), plugin->identity().digest());
+}
+
+TEST_F(AbiAdaptersTest, AdapterOfTheWrongKindIsRefused) {
+  const auto verifier = load(CTX_FIXTURE_VALID_VERIFIER);
+  CTX_EXPECT_THROW(AbiInstaller(verifier, ""), InvalidArgument, "is not a installer");
+  CTX_EXPECT_THROW(AbiHostAdapter(verifier, ""), InvalidArgument, "is not a host-adapter");
+}
+
+TEST_F(AbiAdaptersTest, AdapterKeepsThePluginResident) {
+  std::unique_ptr<AbiVerifier> verifier;
+  {
+    auto plugin = load(CTX_FIXTURE_VALID_VERIFIER);
+    verifier = std::make_unique<AbiVerifier>(std::move(plugin), "k");
+  }
+  EXPECT_EQ(verifier->verify("{}", "k"), engine::Verdict::kAccepted);
+}
+
+TEST(ThrowIfError, RethrowsTheCodeWithTheBoundedText) {
+  ctx_error err{};
+  EXPECT_NO_THROW(throw_if_error(CTX_OK, err, "p", "op"));
+  std::memset(err.message, 'x', sizeof err.message);  // no NUL: must stay bounded
+  try {
+    throw_if_error(CTX_UNAVAILABLE, err, "p", "op");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("plugin p op failed (unavailable): xxx"));
+  }
+  try {
+    throw_if_error(99, ctx_error{}, "p", "op");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnknown);
+  }
+}
+
+TEST(StringSink, AppendsAndRefusesPastItsLimit) {
+  StringSink sink(8);
+  ctx_sink* s = sink.sink();
+  EXPECT_EQ(s->write(s->context, reinterpret_cast<const uint8_t*>("abcd"), 4), CTX_OK);
+  EXPECT_EQ(s->write(s->context, reinterpret_cast<const uint8_t*>("efgh"), 4), CTX_OK);
+  EXPECT_EQ(s->write(s->context, reinterpret_cast<const uint8_t*>("i"), 1),
+            CTX_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(sink.text(), "abcdefgh");
+}
+
+}  // namespace
+}  // namespace ctx::plugins
