@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 constexpr char kFill = 'X';
 constexpr char kTempDirToken[] = "@TEMP_DIR@";
 constexpr int kChildThrew = 3;
-constexpr std::size_t kMinSecretLength = 8;
+constexpr std::size_t kMinSecretLength = 16;
 
 // Kit host services: logging is dropped, nothing is ever cancelled, the clock is the system's.
 void host_log(void*, int32_t, const char*, size_t) noexcept {}

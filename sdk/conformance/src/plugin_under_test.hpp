@@ -95,7 +95,7 @@ class PluginUnderTest {
   void in_sandbox(const std::function<void()>& body) const;
 
   // The config text for a new instance: plugin_config with "@TEMP_DIR@" replaced by a fresh
-  // empty directory. Strings of it (>= 8 bytes) are remembered as secrets.
+  // empty directory. Strings of it (>= 16 bytes) are remembered as secrets.
   std::string fresh_config();
   // Strings no error message may contain: config strings, the input marker.
   const std::vector<std::string>& secrets() const { return secrets_; }

@@ -89,7 +89,7 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
         R"({"proof":{"scheme":")" + id + R"("}})",
         R"({"proof":{"scheme":")" + id + R"(","mac_hex":"","signature":""}})"};
     for (const std::string& assertion : assertions) {
-      for (const std::string signing : {std::string(kSigningBytes), std::string()}) {
+      for (const std::string& signing : {std::string(kSigningBytes), std::string()}) {
         expect_rejected(*plugin, verify(*plugin, instance.handle(), assertion, signing),
                         "verify of assertion '" + assertion + "' over " +
                             std::to_string(signing.size()) + " signing bytes");
