@@ -154,6 +154,26 @@ struct JournalHead {
   friend bool operator==(const JournalHead&, const JournalHead&) = default;
 };
 
+// ---- Helpers every implementation uses (so all agree byte for byte) ----
+
+// Validates `request` and builds the record it appends at expected_revision + 1 on top of
+// `previous_record_digest` (nullopt iff expected_revision == 0), computing every digest.
+// Errors: InvalidArgument naming the field ("event_id must be a non-empty trimmed string",
+//   "replay_json must be canonical json", "transition must name the record event id and
+//   revision", "transition scope must belong to the record stream", ...).
+JournalRecord build_journal_record(const JournalAppend& request,
+                                   const std::optional<std::string>& previous_record_digest);
+
+// Verifies one stored record on its own: canonical JSON columns, their digests, the
+// transition binding and the record digest. Errors: JournalCorruption naming what failed.
+void verify_journal_record(const JournalRecord& record);
+
+// Verifies `records` (oldest first) as a gap-free chain that continues `anchor` (the record at
+// records.front().revision - 1, or nullptr when the chain starts at revision 1), each record
+// verified with verify_journal_record. Errors: JournalCorruption ("journal revision gap",
+// "journal chain mismatch", ...).
+void verify_journal_chain(const std::vector<JournalRecord>& records, const JournalRecord* anchor);
+
 // ---- The port ----
 
 class JournalStore {

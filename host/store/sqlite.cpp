@@ -1,0 +1,167 @@
+#include "host/store/sqlite.hpp"
+
+#include <sqlite3.h>
+
+#include <string>
+
+#include "host/engine/journal_store.hpp"
+
+namespace ctx::store {
+
+void throw_sqlite_error(int rc, std::string_view what, sqlite3* db) {
+  std::string message = "sqlite ";
+  message += what;
+  message += " failed: ";
+  message += (db != nullptr && sqlite3_errcode(db) == rc) ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      throw engine::StoreBusy(message);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      throw engine::JournalCorruption(message);
+    default:
+      throw engine::EngineStoreError(message);
+  }
+}
+
+Database::Database(const std::filesystem::path& path, Mode mode, int busy_timeout_ms) {
+  int flags = SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW;
+  switch (mode) {
+    case Mode::kReadWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
+    case Mode::kReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
+    case Mode::kReadOnly: flags |= SQLITE_OPEN_READONLY; break;
+  }
+  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    if ((rc & 0xff) == SQLITE_BUSY) throw engine::StoreBusy("sqlite open failed: " + message);
+    if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT) {
+      throw engine::JournalCorruption("sqlite open failed: " + message);
+    }
+    throw engine::EngineStoreError("sqlite open failed: " + message);
+  }
+  sqlite3_extended_result_codes(db_, 0);
+  sqlite3_busy_timeout(db_, busy_timeout_ms);
+}
+
+Database::~Database() {
+  cache_.clear();
+  sqlite3_close_v2(db_);
+}
+
+CachedStatement Database::cached(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    it = cache_.emplace(sql, std::make_unique<Statement>(prepare(sql))).first;
+  }
+  return CachedStatement(*it->second);
+}
+
+CachedStatement::~CachedStatement() { statement_->reset(); }
+
+void Database::exec(std::string_view sql) {
+  std::string text(sql);
+  char* error = nullptr;
+  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error);
+  sqlite3_free(error);
+  if (rc != SQLITE_OK) throw_sqlite_error(rc, "exec", db_);
+}
+
+Statement Database::prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  if (rc != SQLITE_OK) throw_sqlite_error(rc, "prepare", db_);
+  return Statement(db_, stmt);
+}
+
+int Database::changes() const noexcept { return sqlite3_changes(db_); }
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+  other.stmt_ = nullptr;
+}
+
+Statement& Statement::bind(int index, std::string_view text) {
+  int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT,
+                               SQLITE_UTF8);
+  if (rc != SQLITE_OK) throw_sqlite_error(rc, "bind", db_);
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::int64_t value) {
+  int rc = sqlite3_bind_int64(stmt_, index, value);
+  if (rc != SQLITE_OK) throw_sqlite_error(rc, "bind", db_);
+  return *this;
+}
+
+Statement& Statement::bind_optional(int index, const std::optional<std::string>& text) {
+  return text ? bind(index, std::string_view(*text)) : bind_null(index);
+}
+
+Statement& Statement::bind_null(int index) {
+  int rc = sqlite3_bind_null(stmt_, index);
+  if (rc != SQLITE_OK) throw_sqlite_error(rc, "bind", db_);
+  return *this;
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  sqlite3_reset(stmt_);
+  throw_sqlite_error(rc, "step", db_);
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+}
+
+void Statement::reset() noexcept {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+bool Statement::is_null(int column) const noexcept {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+std::string Statement::text(int column) const {
+  const unsigned char* data = sqlite3_column_text(stmt_, column);
+  if (data == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(data),
+                     static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+std::optional<std::string> Statement::optional_text(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return text(column);
+}
+
+std::int64_t Statement::integer(int column) const noexcept {
+  return sqlite3_column_int64(stmt_, column);
+}
+
+bool Statement::is_integer(int column) const noexcept {
+  return sqlite3_column_type(stmt_, column) == SQLITE_INTEGER;
+}
+
+Transaction::Transaction(Database& db, Kind kind) : db_(db) {
+  db_.exec(kind == Kind::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
+  open_ = true;
+}
+
+Transaction::~Transaction() {
+  if (open_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+  db_.exec("COMMIT");
+  open_ = false;
+}
+
+}  // namespace ctx::store

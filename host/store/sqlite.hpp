@@ -1,0 +1,127 @@
+// A thin RAII layer over the SQLite C API: Database (one connection), Statement (one prepared
+// statement), Transaction (BEGIN IMMEDIATE / DEFERRED, rolled back unless committed).
+// Failures become typed errors with SQLite's message: SQLITE_BUSY/LOCKED → engine::StoreBusy,
+// SQLITE_CORRUPT/NOTADB → engine::JournalCorruption, anything else → engine::EngineStoreError.
+// A Database and its Statements are used by one thread at a time.
+#ifndef CTX_HOST_STORE_SQLITE_HPP_
+#define CTX_HOST_STORE_SQLITE_HPP_
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace ctx::store {
+
+// Throws the typed error for SQLite result `rc` (never returns). `what` names the operation.
+[[noreturn]] void throw_sqlite_error(int rc, std::string_view what, sqlite3* db);
+
+class Statement;
+class CachedStatement;
+
+class Database {
+ public:
+  enum class Mode { kReadWriteCreate, kReadWrite, kReadOnly };
+
+  // Opens (and for kReadWriteCreate creates) the file at `path`, sets busy_timeout first.
+  // Errors: StoreBusy, JournalCorruption (not a database), EngineStoreError.
+  Database(const std::filesystem::path& path, Mode mode, int busy_timeout_ms);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Runs one or more statements without results (pragmas, DDL).
+  void exec(std::string_view sql);
+
+  // Prepares one statement. REQUIRES: `sql` is a single statement.
+  Statement prepare(std::string_view sql);
+
+  // A statement prepared once per connection and reused; it is reset (bindings cleared) when
+  // the returned lease ends, so it never keeps an implicit transaction open.
+  CachedStatement cached(const std::string& sql);
+
+  // The number of rows the last INSERT/UPDATE/DELETE changed.
+  int changes() const noexcept;
+
+  sqlite3* handle() const noexcept { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::map<std::string, std::unique_ptr<Statement>> cache_;  // finalized before db_ closes
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) noexcept : db_(db), stmt_(stmt) {}
+  ~Statement();
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&&) = delete;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Binds by 1-based index. Text is copied by SQLite (SQLITE_TRANSIENT).
+  Statement& bind(int index, std::string_view text);
+  Statement& bind(int index, std::int64_t value);
+  Statement& bind_optional(int index, const std::optional<std::string>& text);  // nullopt: NULL
+  Statement& bind_null(int index);
+
+  // Steps once: true when a row is available, false when done. Errors: as the file comment.
+  bool step();
+  // Steps to completion, expecting no row.
+  void run();
+  // Resets to run again with new bindings (bindings are cleared).
+  void reset() noexcept;
+
+  bool is_null(int column) const noexcept;
+  std::string text(int column) const;                    // NULL reads as ""
+  std::optional<std::string> optional_text(int column) const;
+  std::int64_t integer(int column) const noexcept;
+  // True when the column holds exactly the INTEGER storage class.
+  bool is_integer(int column) const noexcept;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+// A lease on a cached statement; resets it on destruction.
+class CachedStatement {
+ public:
+  explicit CachedStatement(Statement& statement) noexcept : statement_(&statement) {}
+  ~CachedStatement();
+  CachedStatement(const CachedStatement&) = delete;
+  CachedStatement& operator=(const CachedStatement&) = delete;
+  Statement* operator->() const noexcept { return statement_; }
+  Statement& operator*() const noexcept { return *statement_; }
+
+ private:
+  Statement* statement_;
+};
+
+// A transaction on `db`: BEGIN IMMEDIATE (write, takes the write lock now, honouring
+// busy_timeout) or BEGIN DEFERRED (consistent read). Rolls back in the destructor unless
+// commit() succeeded.
+class Transaction {
+ public:
+  enum class Kind { kImmediate, kDeferred };
+  Transaction(Database& db, Kind kind);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  void commit();
+
+ private:
+  Database& db_;
+  bool open_ = false;
+};
+
+}  // namespace ctx::store
+
+#endif  // CTX_HOST_STORE_SQLITE_HPP_

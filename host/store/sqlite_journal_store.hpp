@@ -1,0 +1,92 @@
+// SqliteJournalStore: the durable JournalStore and ClaimStore (spec §6) in one SQLite file,
+// WAL, synchronous FULL, busy_timeout, every write in BEGIN IMMEDIATE. One connection per
+// object; the object serialises its own calls (a mutex), and any number of objects may share one
+// file across threads and processes — SQLite's write lock orders their commits.
+// Opening validates the file (private regular file, exact schema: the nine objects of §6.2, no
+// triggers) and every claim / outcome / settlement row against the journal.
+#ifndef CTX_HOST_STORE_SQLITE_JOURNAL_STORE_HPP_
+#define CTX_HOST_STORE_SQLITE_JOURNAL_STORE_HPP_
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/time.hpp"
+#include "host/engine/claim_store.hpp"
+#include "host/engine/journal_store.hpp"
+
+namespace ctx::store {
+
+class Database;
+
+struct SqliteJournalOptions {
+  int busy_timeout_ms = 30'000;
+  // PRAGMA synchronous: "FULL" (default, durable on power loss) or "NORMAL" (WAL: durable on
+  // process crash). Anything else is an InvalidArgument.
+  std::string synchronous = "FULL";
+};
+
+class SqliteJournalStore final : public engine::JournalStore, public engine::ClaimStore {
+ public:
+  // Opens or creates the journal at `path` (parent directory created 0700 if missing).
+  // `clock` is the trusted UTC clock for claims and outcomes; it must outlive the store.
+  // Errors: EngineStoreError (kPermissionDenied: symlink, not a regular file, not owned by
+  //   this user, file readable by others, parent writable by others), StoreBusy,
+  //   JournalCorruption (unexpected schema, broken rows, not a database), InvalidArgument.
+  SqliteJournalStore(const std::filesystem::path& path, const core::Clock& clock,
+                     SqliteJournalOptions options = {});
+  ~SqliteJournalStore() override;
+  SqliteJournalStore(const SqliteJournalStore&) = delete;
+  SqliteJournalStore& operator=(const SqliteJournalStore&) = delete;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+  // JournalStore
+  engine::JournalCommit append(const engine::JournalAppend& request) override;
+  engine::JournalHead head(const engine::StreamId& stream) const override;
+  std::vector<engine::JournalRecord> read(const engine::StreamId& stream,
+                                          engine::Revision after = 0) const override;
+  std::optional<engine::JournalRecord> find(const engine::StreamId& stream,
+                                            std::string_view event_id) const override;
+
+  // ClaimStore
+  engine::ActionClaim claim_install(const engine::ClaimRequest& request) override;
+  engine::ActionClaim claim_activation(const engine::ClaimRequest& request) override;
+  engine::ExecutionOutcome record_install_outcome(
+      const engine::InstallOutcomeRequest& request) override;
+  engine::ExecutionOutcome record_activation_outcome(
+      const engine::ActivationOutcomeRequest& request) override;
+  engine::InstallExecutionStatus install_execution_status(
+      const engine::StreamId& stream, std::string_view action_id) const override;
+  engine::ActivationExecutionStatus activation_execution_status(
+      const engine::StreamId& stream, std::string_view action_id) const override;
+  std::optional<engine::ActionClaim> find_install_claim(const engine::StreamId& stream,
+                                                        std::string_view action_id) const override;
+  std::optional<engine::ActionClaim> find_activation_claim(
+      const engine::StreamId& stream, std::string_view action_id) const override;
+  std::optional<engine::ExecutionOutcome> find_install_outcome(
+      const engine::StreamId& stream, std::string_view action_id) const override;
+  std::optional<engine::ExecutionOutcome> find_activation_outcome(
+      const engine::StreamId& stream, std::string_view action_id) const override;
+
+  // Re-validates the whole file: every stream's chain and every claim/outcome/settlement row.
+  // Errors: JournalCorruption, StoreBusy.
+  void verify() const;
+
+ private:
+  class Impl;
+  std::filesystem::path path_;
+  mutable std::mutex mutex_;
+  std::unique_ptr<Impl> impl_;  // GUARDED_BY(mutex_)
+};
+
+// The claim store is the same object (claims live in the journal's file and transactions).
+using SqliteClaimStore = SqliteJournalStore;
+
+}  // namespace ctx::store
+
+#endif  // CTX_HOST_STORE_SQLITE_JOURNAL_STORE_HPP_

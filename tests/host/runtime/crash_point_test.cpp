@@ -1,0 +1,85 @@
+// The crash-point seam: inert unless armed, throws SimulatedCrash (not a ctx::Error) once when
+// armed, honours a skip count, and is safe to hit from many threads.
+#include "host/runtime/crash_point.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "host/core/error.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+static_assert(!std::is_base_of_v<Error, SimulatedCrash>,
+              "a simulated crash must not be caught as a domain error");
+static_assert(std::is_base_of_v<std::exception, SimulatedCrash>);
+static_assert(!std::is_copy_constructible_v<CrashPointArmed>);
+
+TEST(CrashPoint, UnarmedPointsDoNothing) {
+  EXPECT_NO_THROW(crash_point("journal.after-claim"));
+  CrashPointArmed armed("some.other.point");
+  EXPECT_NO_THROW(crash_point("journal.after-claim"));
+  EXPECT_EQ(armed.hits(), 0);
+}
+
+TEST(CrashPoint, ArmedPointThrowsOnceThenDisarms) {
+  CrashPointArmed armed("executor.after-outcome");
+  try {
+    crash_point("executor.after-outcome");
+    FAIL() << "expected SimulatedCrash";
+  } catch (const SimulatedCrash& crash) {
+    EXPECT_EQ(crash.name(), "executor.after-outcome");
+    EXPECT_STREQ(crash.what(), "simulated crash at executor.after-outcome");
+  }
+  EXPECT_TRUE(armed.fired());
+  EXPECT_NO_THROW(crash_point("executor.after-outcome"));  // the recovering run passes
+  EXPECT_EQ(armed.hits(), 1);
+}
+
+TEST(CrashPoint, SkipLetsEarlierHitsPass) {
+  CrashPointArmed armed("loop.step", 2);
+  EXPECT_NO_THROW(crash_point("loop.step"));
+  EXPECT_NO_THROW(crash_point("loop.step"));
+  EXPECT_FALSE(armed.fired());
+  EXPECT_THROW(crash_point("loop.step"), SimulatedCrash);
+  EXPECT_TRUE(armed.fired());
+  EXPECT_EQ(armed.hits(), 3);
+}
+
+TEST(CrashPoint, DisarmedWhenTheGuardEnds) {
+  { CrashPointArmed armed("scoped.point"); }
+  EXPECT_NO_THROW(crash_point("scoped.point"));
+  CrashPointArmed again("scoped.point");  // a name can be armed again after disarming
+  EXPECT_THROW(crash_point("scoped.point"), SimulatedCrash);
+}
+
+TEST(CrashPoint, ExactlyOneOfManyConcurrentHitsCrashes) {
+  CrashPointArmed armed("shared.point");
+  constexpr int kThreads = 8;
+  std::barrier start(kThreads);
+  std::atomic<int> crashes{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      start.arrive_and_wait();
+      for (int n = 0; n < 100; ++n) {
+        try {
+          crash_point("shared.point");
+        } catch (const SimulatedCrash&) {
+          ++crashes;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(crashes.load(), 1);
+  EXPECT_EQ(armed.hits(), 1);
+}
+
+}  // namespace
+}  // namespace ctx::runtime

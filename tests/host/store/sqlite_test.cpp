@@ -1,0 +1,98 @@
+// The SQLite RAII wrapper: statements, NULLs, cached statements, transactions that roll back
+// unless committed, and error mapping (busy → StoreBusy, garbage → JournalCorruption, other →
+// EngineStoreError with SQLite's message).
+#include "host/store/sqlite.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "host/engine/journal_store.hpp"
+#include "tests/support/expect_throw.hpp"
+#include "tests/support/journal/journal_fixtures.hpp"
+
+namespace ctx::store {
+namespace {
+
+using ctx::testing::journal::TempDir;
+
+TEST(Sqlite, StatementsBindAndReadValues) {
+  Database db(":memory:", Database::Mode::kReadWriteCreate, 100);
+  db.exec("CREATE TABLE t (a TEXT, b INTEGER, c TEXT)");
+  auto insert = db.prepare("INSERT INTO t VALUES (?1, ?2, ?3)");
+  insert.bind(1, std::string_view("x\0y", 3)).bind(2, std::int64_t{1} << 40).bind_null(3);
+  insert.run();
+  EXPECT_EQ(db.changes(), 1);
+  auto select = db.prepare("SELECT a, b, c FROM t");
+  ASSERT_TRUE(select.step());
+  EXPECT_EQ(select.text(0), std::string("x\0y", 3));
+  EXPECT_TRUE(select.is_integer(1));
+  EXPECT_EQ(select.integer(1), std::int64_t{1} << 40);
+  EXPECT_TRUE(select.is_null(2));
+  EXPECT_EQ(select.optional_text(2), std::nullopt);
+  EXPECT_FALSE(select.step());
+}
+
+TEST(Sqlite, CachedStatementsResetBetweenUses) {
+  Database db(":memory:", Database::Mode::kReadWriteCreate, 100);
+  db.exec("CREATE TABLE t (v INTEGER)");
+  for (std::int64_t i = 0; i < 3; ++i) {
+    auto insert = db.cached("INSERT INTO t VALUES (?1)");
+    insert->bind(1, i);
+    insert->run();
+  }
+  {
+    auto count = db.cached("SELECT COUNT(*) FROM t");
+    ASSERT_TRUE(count->step());
+    EXPECT_EQ(count->integer(0), 3);
+  }  // lease ends mid-result: the statement is reset, so a transaction can begin
+  Transaction tx(db, Transaction::Kind::kImmediate);
+  tx.commit();
+}
+
+TEST(Sqlite, TransactionRollsBackUnlessCommitted) {
+  Database db(":memory:", Database::Mode::kReadWriteCreate, 100);
+  db.exec("CREATE TABLE t (v INTEGER)");
+  {
+    Transaction tx(db, Transaction::Kind::kImmediate);
+    db.exec("INSERT INTO t VALUES (1)");
+  }
+  {
+    Transaction tx(db, Transaction::Kind::kImmediate);
+    db.exec("INSERT INTO t VALUES (2)");
+    tx.commit();
+  }
+  auto select = db.prepare("SELECT group_concat(v) FROM t");
+  ASSERT_TRUE(select.step());
+  EXPECT_EQ(select.text(0), "2");
+}
+
+TEST(Sqlite, ErrorsAreTyped) {
+  TempDir dir;
+  auto path = dir.path() / "db.sqlite3";
+  Database a(path, Database::Mode::kReadWriteCreate, 20);
+  a.exec("CREATE TABLE t (v INTEGER)");
+  Database b(path, Database::Mode::kReadWrite, 20);
+  Transaction hold(a, Transaction::Kind::kImmediate);
+  try {
+    Transaction blocked(b, Transaction::Kind::kImmediate);
+    FAIL() << "expected StoreBusy";
+  } catch (const engine::StoreBusy& busy) {
+    EXPECT_NE(std::string(busy.what()).find("locked"), std::string::npos) << busy.what();
+  }
+  CTX_EXPECT_THROW(a.exec("SELECT * FROM missing"), engine::EngineStoreError, "no such table");
+  CTX_EXPECT_THROW(a.prepare("NOT SQL"), engine::EngineStoreError, "syntax error");
+
+  auto garbage = dir.path() / "garbage.sqlite3";
+  {
+    std::ofstream out(garbage);
+    out << std::string(4096, 'g');
+  }
+  Database g(garbage, Database::Mode::kReadWrite, 20);
+  EXPECT_THROW(g.exec("SELECT * FROM sqlite_master"), engine::JournalCorruption);
+  CTX_EXPECT_THROW(Database(dir.path() / "absent.sqlite3", Database::Mode::kReadWrite, 20),
+                   engine::EngineStoreError, "sqlite open failed");
+}
+
+}  // namespace
+}  // namespace ctx::store
