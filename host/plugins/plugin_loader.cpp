@@ -66,6 +66,19 @@ void ensure_private_dir(const fs::path& dir) {
   }
 }
 
+// Creates the state directory's missing parents (default mode), then the state directory, its
+// plugins/ and plugins/sha256/ as private directories.
+void ensure_cache_dirs(const fs::path& state_dir) {
+  std::error_code ec;
+  fs::create_directories(state_dir.parent_path(), ec);
+  if (ec) {
+    throw SystemError("cannot create " + state_dir.parent_path().string() + ": " + ec.message());
+  }
+  ensure_private_dir(state_dir);
+  ensure_private_dir(state_dir / "plugins");
+  ensure_private_dir(state_dir / "plugins" / "sha256");
+}
+
 // Opens `path` without following a final symlink and checks that it is safe to read.
 UniqueFd open_plugin_file(const fs::path& path, struct stat& st) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
@@ -356,9 +369,7 @@ std::shared_ptr<const LoadedPlugin> PluginLoader::load(const LockEntry& entry) c
     throw PluginIdentityMismatch("plugin " + label + " is pinned for platform " + entry.platform +
                                  "; this host is " + current_platform());
   }
-  ensure_private_dir(state_dir_);
-  ensure_private_dir(state_dir_ / "plugins");
-  ensure_private_dir(cache_dir());
+  ensure_cache_dirs(state_dir_);
   const CachedCopy copy = copy_into_cache(entry.path, cache_dir(), entry.sha256, label);
   auto plugin = open_cached(copy, label + " (" + entry.path + ")");
   const PluginIdentity& declared = plugin->identity();
@@ -374,9 +385,7 @@ std::shared_ptr<const LoadedPlugin> PluginLoader::load(const LockEntry& entry) c
 
 std::shared_ptr<const LoadedPlugin> PluginLoader::load_unpinned(
     const std::filesystem::path& file) const {
-  ensure_private_dir(state_dir_);
-  ensure_private_dir(state_dir_ / "plugins");
-  ensure_private_dir(cache_dir());
+  ensure_cache_dirs(state_dir_);
   const std::string label = file.string();
   const CachedCopy copy = copy_into_cache(file, cache_dir(), std::nullopt, label);
   return open_cached(copy, label);

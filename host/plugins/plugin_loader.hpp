@@ -71,8 +71,9 @@ class LoadedPlugin {
 
 class PluginLoader {
  public:
-  // `state_dir` is made absolute; the cache is <state_dir>/plugins/sha256/, created 0700 on
-  // first use (the directories are tightened to 0700 if they exist with looser modes).
+  // `state_dir` is made absolute; the cache is <state_dir>/plugins/sha256/. On first use the
+  // state directory's missing parents are created, and state_dir, plugins/ and sha256/ are
+  // created 0700 (tightened to 0700 if they exist with looser modes).
   explicit PluginLoader(std::filesystem::path state_dir);
 
   const std::filesystem::path& state_dir() const noexcept { return state_dir_; }

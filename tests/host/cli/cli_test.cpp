@@ -1,0 +1,254 @@
+#include "host/cli/cli.hpp"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/crypto.hpp"
+#include "host/core/error.hpp"
+#include "host/plugins/lock_file.hpp"
+#include "tests/host/plugins/plugin_test_support.hpp"
+#include "tests/support/expect_throw.hpp"
+
+namespace ctx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ctx::testing::copy_plugin;
+using ctx::testing::flip_byte;
+using ctx::testing::read_bytes;
+using ctx::testing::TempDir;
+using ctx::testing::write_bytes;
+using ::testing::HasSubstr;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Quotes `arg` for /bin/sh.
+std::string shell_quote(const std::string& arg) {
+  std::string quoted = "'";
+  for (const char c : arg) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  // Runs the real `ctx` binary with `args` (and `env_prefix`, e.g. "HOME=/x "), capturing output.
+  Result run_binary(const std::vector<std::string>& args, const std::string& env_prefix = "") {
+    std::string command = env_prefix + shell_quote(CTX_BINARY);
+    for (const std::string& arg : args) command += " " + shell_quote(arg);
+    const fs::path out = dir_ / "stdout";
+    const fs::path err = dir_ / "stderr";
+    command += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
+    const int status = std::system(command.c_str());
+    Result result;
+    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = read_bytes(out);
+    result.err = read_bytes(err);
+    return result;
+  }
+  // Runs the CLI library in process.
+  Result run_in_process(const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    Result result;
+    result.code = run(args, out, err, env_);
+    result.out = out.str();
+    result.err = err.str();
+    return result;
+  }
+  std::string lock() const { return (dir_ / "plugins.lock.json").string(); }
+  std::string state() const { return (dir_ / "state").string(); }
+
+  TempDir dir_;
+  Environment env_{std::nullopt, dir_.path().string()};
+};
+
+// Number of lines in `text`.
+std::size_t lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_F(CliTest, VersionAndHelp) {
+  for (const Result& r : {run_binary({"--version"}), run_in_process({"--version"})}) {
+    EXPECT_EQ(r.code, 0);
+    EXPECT_EQ(r.out, std::string("ctx ") + CTX_EXPECTED_VERSION + "\n");
+    EXPECT_EQ(r.err, "");
+  }
+  const Result help = run_binary({"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_THAT(help.out, HasSubstr("ctx plugin pin --lock FILE [--state DIR] PLUGIN.so..."));
+  EXPECT_THAT(help.out, HasSubstr("ctx plugin verify --lock FILE [--state DIR]"));
+  EXPECT_THAT(help.out, HasSubstr("ctx plugin list --lock FILE [--json]"));
+  EXPECT_EQ(help.out, usage());
+}
+
+TEST_F(CliTest, UsageErrorsExitTwoWithOneLine) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"frobnicate"},
+      {"plugin"},
+      {"plugin", "remove", "--lock", lock()},
+      {"plugin", "pin", CTX_FIXTURE_VALID_VERIFIER},
+      {"plugin", "pin", "--lock", lock()},
+      {"plugin", "pin", "--lock"},
+      {"plugin", "verify", "--lock", lock(), "extra.so"},
+      {"plugin", "list", "--lock", lock(), "--state", state()},
+      {"plugin", "verify", "--lock", lock(), "--json"},
+      {"plugin", "list", "--lock", lock(), "--bogus"},
+      {"--version", "extra"},
+  };
+  for (const auto& args : cases) {
+    const Result r = run_binary(args);
+    SCOPED_TRACE(r.err);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(lines(r.err), 1u);
+    EXPECT_THAT(r.err, HasSubstr("see ctx --help"));
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_FALSE(fs::exists(lock()));
+}
+
+TEST_F(CliTest, PinListVerifyRoundTrip) {
+  const Result pin = run_binary({"plugin", "pin", "--lock", lock(), "--state", state(),
+                                 CTX_FIXTURE_VALID_VERIFIER, CTX_FIXTURE_VALID_INSTALLER});
+  ASSERT_EQ(pin.code, 0) << pin.err;
+  EXPECT_THAT(pin.out, HasSubstr("pinned verifier:fixture-verifier 1.0.0 sha256:" +
+                                 core::sha256_hex(read_bytes(CTX_FIXTURE_VALID_VERIFIER))));
+  EXPECT_THAT(pin.out, HasSubstr("pinned installer:fixture-installer 2.1.0"));
+
+  const plugins::LockFile lock_file = plugins::LockFile::load(lock());
+  ASSERT_EQ(lock_file.entries().size(), 2u);
+  EXPECT_EQ(read_bytes(lock()), core::canonical_json(lock_file.to_json()) + "\n");
+  EXPECT_TRUE(fs::is_directory(fs::path(state()) / "plugins" / "sha256"));
+
+  const Result list = run_binary({"plugin", "list", "--lock", lock()});
+  EXPECT_EQ(list.code, 0);
+  EXPECT_EQ(lines(list.out), 2u);
+  EXPECT_THAT(list.out, HasSubstr("verifier fixture-verifier 1.0.0 abi 1.0"));
+  const Result json = run_binary({"plugin", "list", "--lock", lock(), "--json"});
+  EXPECT_EQ(json.code, 0);
+  EXPECT_EQ(json.out, read_bytes(lock()));
+
+  const Result verify = run_binary({"plugin", "verify", "--lock", lock(), "--state", state()});
+  EXPECT_EQ(verify.code, 0) << verify.err;
+  EXPECT_THAT(verify.out, HasSubstr("ok verifier:fixture-verifier 1.0.0 identity " +
+                                    lock_file.entries()[1].identity().digest()));
+  EXPECT_EQ(verify.err, "");
+}
+
+TEST_F(CliTest, RePinUpdatesTheEntry) {
+  ASSERT_EQ(run_in_process({"plugin", "pin", "--lock", lock(), "--state", state(),
+                            CTX_FIXTURE_VALID_VERIFIER})
+                .code,
+            0);
+  const fs::path moved = copy_plugin(CTX_FIXTURE_VALID_VERIFIER, dir_ / "moved.so");
+  const Result again =
+      run_in_process({"plugin", "pin", "--lock", lock(), "--state", state(), moved.string()});
+  ASSERT_EQ(again.code, 0) << again.err;
+  const plugins::LockFile lock_file = plugins::LockFile::load(lock());
+  ASSERT_EQ(lock_file.entries().size(), 1u);
+  EXPECT_EQ(lock_file.entries()[0].path, moved.string());
+}
+
+TEST_F(CliTest, VerifyReportsEachFailingEntryAndExitsOne) {
+  const fs::path verifier = copy_plugin(CTX_FIXTURE_VALID_VERIFIER, dir_ / "verifier.so");
+  const fs::path host = copy_plugin(CTX_FIXTURE_VALID_HOST_ADAPTER, dir_ / "host.so");
+  ASSERT_EQ(run_binary({"plugin", "pin", "--lock", lock(), "--state", state(),
+                        verifier.string(), host.string(), CTX_FIXTURE_VALID_INSTALLER})
+                .code,
+            0);
+  const std::string lock_before = read_bytes(lock());
+  flip_byte(verifier, 4096);
+  fs::remove(host);
+
+  const Result r = run_binary({"plugin", "verify", "--lock", lock(), "--state", state()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(lines(r.err), 2u) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("verify failed for verifier:fixture-verifier: digest mismatch"));
+  EXPECT_THAT(r.err, HasSubstr("verify failed for host-adapter:fixture-host: plugin file"));
+  EXPECT_THAT(r.err, HasSubstr("not found"));
+  EXPECT_THAT(r.out, HasSubstr("ok installer:fixture-installer"));
+  EXPECT_EQ(read_bytes(lock()), lock_before);
+}
+
+TEST_F(CliTest, PinIsAllOrNothing) {
+  const Result r = run_binary({"plugin", "pin", "--lock", lock(), "--state", state(),
+                               CTX_FIXTURE_VALID_VERIFIER, CTX_FIXTURE_WRONG_MAJOR,
+                               CTX_FIXTURE_NULL_OP});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("major"));
+  EXPECT_THAT(r.err, HasSubstr("required op activate is null"));
+  EXPECT_THAT(r.err, HasSubstr("left unchanged"));
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(fs::exists(lock()));
+}
+
+TEST_F(CliTest, BrokenFixturesCannotBePinned) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {CTX_FIXTURE_WRONG_MAJOR, "major"},
+      {CTX_FIXTURE_MINOR_TOO_NEW, "requires plugin ABI 1.1; this host provides 1.0"},
+      {CTX_FIXTURE_MISSING_ENTRY, "entry symbol"},
+      {CTX_FIXTURE_NULL_OP, "required op activate is null"},
+  };
+  for (const auto& [file, keyword] : cases) {
+    const Result r = run_in_process({"plugin", "pin", "--lock", lock(), "--state", state(), file});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_THAT(r.err, HasSubstr(keyword));
+  }
+  EXPECT_FALSE(fs::exists(lock()));
+}
+
+TEST_F(CliTest, MalformedLockFileIsReportedAndLeftAlone) {
+  const std::string truncated = R"({"entries":[{"abi":{"major":1,)";
+  write_bytes(lock(), truncated);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"plugin", "verify", "--lock", lock(), "--state", state()},
+           {"plugin", "list", "--lock", lock()},
+           {"plugin", "pin", "--lock", lock(), "--state", state(), CTX_FIXTURE_VALID_VERIFIER}}) {
+    const Result r = run_binary(args);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(lines(r.err), 1u);
+    EXPECT_THAT(r.err, HasSubstr("malformed lock file"));
+    EXPECT_EQ(read_bytes(lock()), truncated);
+  }
+}
+
+TEST_F(CliTest, MissingLockFileFailsForVerifyAndList) {
+  for (const char* command : {"verify", "list"}) {
+    const Result r = run_binary({"plugin", command, "--lock", lock()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_THAT(r.err, HasSubstr("not found"));
+  }
+}
+
+TEST_F(CliTest, DefaultStateDirFollowsXdgThenHome) {
+  EXPECT_EQ(default_state_dir({"/xdg", "/home/u"}), fs::path("/xdg/ctx"));
+  EXPECT_EQ(default_state_dir({std::nullopt, "/home/u"}), fs::path("/home/u/.local/state/ctx"));
+  EXPECT_EQ(default_state_dir({"relative", "/home/u"}), fs::path("/home/u/.local/state/ctx"));
+  CTX_EXPECT_THROW(default_state_dir({std::nullopt, std::nullopt}), InvalidArgument,
+                   "no state directory");
+
+  const fs::path xdg = dir_ / "xdg";
+  const Result r = run_binary({"plugin", "pin", "--lock", lock(), CTX_FIXTURE_VALID_VERIFIER},
+                              "XDG_STATE_HOME=" + shell_quote(xdg.string()) + " ");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(xdg / "ctx" / "plugins" / "sha256" /
+                         (core::sha256_hex(read_bytes(CTX_FIXTURE_VALID_VERIFIER)) + ".so")));
+}
+
+}  // namespace
+}  // namespace ctx::cli
