@@ -120,11 +120,13 @@ std::vector<CapabilityCandidate> normalize_candidate_pool(
     by_id[c.capability_id].push_back(&c);
   }
   std::vector<CapabilityCandidate> out;
-  for (const auto& [id, rows] : by_id) {
-    if (std::any_of(rows.begin() + 1, rows.end(), [&](const auto* r) { return !(*r == *rows[0]); })) {
+  for (const auto& entry : by_id) {
+    const auto& rows = entry.second;
+    const CapabilityCandidate& first = *rows.front();
+    if (std::any_of(rows.begin() + 1, rows.end(), [&first](const auto* r) { return !(*r == first); })) {
       continue;
     }
-    out.push_back(*rows[0]);
+    out.push_back(first);
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return pool_key(a) < pool_key(b); });
