@@ -12,8 +12,8 @@
 //      with this host's negotiation, apply the version rule and validate the descriptor;
 //   6. require the declared identity (kind, id, version, abi) to equal the lock entry.
 // The cache file is named by its digest, so glibc's reuse of an already-loaded library by name
-// can never hand back other bytes. A failed load leaves the disk as it was (its temp file and any
-// cache file it created are removed).
+// can never hand back other bytes. A failed load leaves the disk as it was: its temp file, and
+// any cache file or directory it created, are removed.
 //
 // Thread-safety: PluginLoader is immutable and may be used from several threads; a LoadedPlugin
 // is immutable and shared through shared_ptr<const LoadedPlugin>.

@@ -291,6 +291,25 @@ TEST_F(PluginLoaderTest, FailedFirstLoadLeavesNoCacheFile) {
   EXPECT_TRUE(cache_names().empty());
 }
 
+TEST_F(PluginLoaderTest, FailedLoadsCreateNoDirectories) {
+  const fs::path state = state_.path() / "a" / "b" / "state";
+  const PluginLoader loader(state);
+  LockEntry missing = entry_for(CTX_FIXTURE_VALID_VERIFIER, PluginKind::kVerifier,
+                                "fixture-verifier");
+  missing.path = (files_ / "absent.so").string();
+  CTX_EXPECT_THROW(loader.load(missing), PluginFileNotFound, "not found");
+  const fs::path file = copy_fixture(CTX_FIXTURE_VALID_VERIFIER, "flipped.so");
+  const LockEntry pinned = entry_for(file, PluginKind::kVerifier, "fixture-verifier");
+  flip_byte(file, 64);
+  CTX_EXPECT_THROW(loader.load(pinned), PluginDigestMismatch, "digest");
+  CTX_EXPECT_THROW(loader.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginAbiMismatch, "major");
+  EXPECT_TRUE(list_dir(state_.path()).empty());
+
+  // A successful load keeps what it created.
+  EXPECT_NO_THROW(loader.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER));
+  EXPECT_TRUE(fs::is_directory(loader.cache_dir()));
+}
+
 TEST_F(PluginLoaderTest, LoosePermissionsOnTheCacheAreTightened) {
   fs::create_directories(cache_dir());
   ASSERT_EQ(::chmod(cache_dir().c_str(), 0777), 0);
