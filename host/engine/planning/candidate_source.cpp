@@ -1,0 +1,249 @@
+#include "host/engine/planning/candidate_source.hpp"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "host/engine/errors.hpp"
+#include "host/engine/planning/errors.hpp"
+#include "host/engine/planning/lexical.hpp"
+
+namespace ctx::engine::planning {
+namespace {
+
+using core::Json;
+
+Json optional_string(const std::optional<std::string>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+std::vector<std::string> name_tokens(const std::string& name) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : name) {
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      current.push_back(c);
+    } else if (!current.empty()) {
+      out.push_back(std::move(current));
+      current.clear();
+    }
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+  return out;
+}
+
+// _safe_tags: at most 100 canonical tokens, unique; returned sorted.
+std::optional<std::vector<std::string>> safe_tags(const std::vector<std::string>& tags) {
+  if (tags.size() > 100) return std::nullopt;
+  for (const auto& tag : tags) {
+    if (!is_canonical_token(tag)) return std::nullopt;
+  }
+  std::set<std::string> unique(tags.begin(), tags.end());
+  if (unique.size() != tags.size()) return std::nullopt;
+  return std::vector<std::string>(unique.begin(), unique.end());
+}
+
+std::string source_digest(const std::string& capability_id, const std::string& kind,
+                          const std::string& name, const std::vector<std::string>& tags,
+                          const std::string& actionability,
+                          const std::optional<std::string>& install_descriptor_digest,
+                          const std::optional<std::string>& install_plan_digest,
+                          const std::optional<std::string>& material_descriptor_digest) {
+  Json value = Json::object();
+  value["actionability"] = actionability;
+  value["capability_id"] = capability_id;
+  value["install_descriptor_digest"] = optional_string(install_descriptor_digest);
+  value["install_plan_digest"] = optional_string(install_plan_digest);
+  value["kind"] = kind;
+  value["material_descriptor_digest"] = optional_string(material_descriptor_digest);
+  value["name"] = name;
+  value["schema"] = std::string(kCandidateProjectionVersion);
+  value["tags"] = tags;
+  return core::canonical_digest(value, core::Encoding::kAscii);
+}
+
+auto order_key(const CapabilityCandidate& c) {
+  return std::make_tuple(-c.normalized_score_ppm, std::cref(c.capability_id),
+                         std::cref(c.source_digest));
+}
+
+}  // namespace
+
+CatalogCandidateSource::CatalogCandidateSource(const GraphRetrievalPort& graph,
+                                               MaterialPort* material, InstallBundlePort* install,
+                                               std::int64_t candidate_limit)
+    : graph_(graph), material_(material), install_(install), candidate_limit_(candidate_limit) {
+  if (candidate_limit < 6 || candidate_limit > 512) {
+    throw PlannerValidationError("candidate_limit must be an integer from 6 through 512");
+  }
+  if (material_ != nullptr) {
+    material_snapshot_digest_ = material_->material_snapshot_digest();
+    if (!is_digest(*material_snapshot_digest_)) {
+      throw PlannerValidationError("material snapshot digest must be a lowercase SHA-256 digest");
+    }
+  }
+  if (install_ != nullptr) {
+    installation_snapshot_digest_ = install_->installation_snapshot_digest();
+    if (!is_digest(*installation_snapshot_digest_)) {
+      throw PlannerValidationError(
+          "installation snapshot digest must be a lowercase SHA-256 digest");
+    }
+  }
+  Json value = Json::object();
+  value["adapter_version"] = std::string(kIndexedAdapterVersion);
+  Json kinds = Json::array();
+  for (std::string_view kind : kCapabilityKinds) kinds.push_back(std::string(kind));
+  value["allowed_entity_types"] = kinds;
+  value["artifact_sha256"] = graph_.artifact_sha256();
+  value["graph_schema_version"] = graph_.graph_schema_version();
+  value["installation_snapshot_digest"] = optional_string(installation_snapshot_digest_);
+  value["material_snapshot_digest"] = optional_string(material_snapshot_digest_);
+  value["projection_version"] = std::string(kCandidateProjectionVersion);
+  catalog_snapshot_digest_ = core::canonical_digest(value, core::Encoding::kAscii);
+}
+
+std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
+    const WorkObservation& observation) const {
+  std::set<std::string> work_signals(observation.signals.begin(), observation.signals.end());
+  work_signals.insert(observation.languages.begin(), observation.languages.end());
+  if (work_signals.empty()) return {};
+  const std::vector<std::string> tags(work_signals.begin(), work_signals.end());
+  std::lock_guard lock(mutex_);
+  if (material_ != nullptr && material_->material_snapshot_digest() != *material_snapshot_digest_) {
+    throw CandidateSourceUnavailable("indexed material snapshot changed after construction");
+  }
+  if (install_ != nullptr &&
+      install_->installation_snapshot_digest() != *installation_snapshot_digest_) {
+    throw CandidateSourceUnavailable("indexed install snapshot changed after construction");
+  }
+  std::vector<RetrievedNode> rows = graph_.retrieve(tags, candidate_limit_);
+  if (static_cast<std::int64_t>(rows.size()) > candidate_limit_) {
+    throw CandidateSourceUnavailable("indexed graph candidate retrieval returned an invalid pool");
+  }
+  const std::set<std::string> languages(observation.languages.begin(), observation.languages.end());
+  const std::set<std::string> signals(observation.signals.begin(), observation.signals.end());
+  std::vector<CapabilityCandidate> candidates;
+  for (const auto& row : rows) {
+    if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) continue;
+    const std::string capability_id = row.kind + ":" + row.name;
+    std::optional<MaterialDescriptor> material;
+    if (material_ != nullptr) {
+      std::string fingerprint;
+      try {
+        material = material_->describe(capability_id, row.kind);
+        fingerprint = core::canonical_json(material->to_json(), core::Encoding::kAscii);
+      } catch (const CandidateAuthorityUnavailable&) {
+        material.reset();
+      } catch (const InvalidIdentityError&) {
+        material.reset();
+      } catch (const std::exception&) {
+        throw CandidateSourceUnavailable("indexed material descriptor retrieval failed");
+      }
+      const auto [it, inserted] = material_seen_.emplace(capability_id, fingerprint);
+      if (!inserted && it->second != fingerprint) {
+        throw CandidateSourceUnavailable("indexed material descriptor changed within a snapshot");
+      }
+      if (!material || material->capability_id() != capability_id || material->kind() != row.kind ||
+          material->provenance_digest() != *material_snapshot_digest_) {
+        continue;  // malformed authority is local to this row
+      }
+    }
+    const bool loadable = material && material->actionability() == "load";
+    std::optional<InstallPlanDescriptor> install;
+    if (install_ != nullptr && !loadable && is_installable_kind(row.kind)) {
+      std::string fingerprint;
+      std::optional<InstallPlanningBundle> bundle;
+      bool malformed = false;
+      try {
+        bundle = install_->describe_bundle(capability_id, row.kind);
+        fingerprint = bundle ? core::canonical_json(Json{{"descriptor", bundle->descriptor().to_json()},
+                                                         {"result_material",
+                                                          bundle->result_material().to_json()}},
+                                                    core::Encoding::kAscii)
+                             : "null";
+      } catch (const CandidateAuthorityUnavailable&) {
+        malformed = true;
+      } catch (const InvalidIdentityError&) {
+        malformed = true;
+      } catch (const std::exception&) {
+        throw CandidateSourceUnavailable("indexed install descriptor retrieval failed");
+      }
+      const auto [it, inserted] = install_seen_.emplace(capability_id, fingerprint);
+      if (!inserted && it->second != fingerprint) {
+        throw CandidateSourceUnavailable("indexed install descriptor changed within a snapshot");
+      }
+      if (malformed) continue;
+      if (bundle) {
+        const auto& d = bundle->descriptor();
+        if (d.capability_id() != capability_id || d.kind() != row.kind ||
+            d.provenance_digest() != *installation_snapshot_digest_) {
+          continue;
+        }
+        install = d;
+      }
+    }
+    const auto tags_safe = safe_tags(row.tags);
+    if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) continue;
+    std::set<std::string> tag_matches;
+    for (const auto& tag : *tags_safe) {
+      if (work_signals.count(tag)) tag_matches.insert(tag);
+    }
+    std::set<std::string> name_matches;
+    for (const auto& token : name_tokens(row.name)) {
+      if (work_signals.count(token)) name_matches.insert(token);
+    }
+    std::set<std::string> matching = tag_matches;
+    matching.insert(name_matches.begin(), name_matches.end());
+    std::set<std::string> reasons{"graph-match"};
+    if (!name_matches.empty()) reasons.insert("name-match");
+    if (!tag_matches.empty()) reasons.insert("tag-match");
+    for (const auto& m : matching) {
+      if (languages.count(m)) reasons.insert("language-match");
+      if (signals.count(m)) reasons.insert("signal-match");
+    }
+    CapabilityCandidate candidate;
+    candidate.capability_id = capability_id;
+    candidate.kind = row.kind;
+    candidate.name = row.name;
+    candidate.normalized_score_ppm = row.normalized_score_ppm;
+    candidate.matching_signals.assign(matching.begin(), matching.end());
+    candidate.reason_codes.assign(reasons.begin(), reasons.end());
+    if (loadable) {
+      candidate.actionability = "load";
+    } else if (install) {
+      candidate.actionability = "install";
+      candidate.install_descriptor_digest = install->descriptor_digest();
+      candidate.install_plan_digest = install->plan_digest();
+    } else {
+      candidate.actionability = "manual";
+    }
+    candidate.source_digest = source_digest(
+        capability_id, row.kind, row.name, *tags_safe, candidate.actionability,
+        install ? std::optional<std::string>(install->descriptor_digest()) : std::nullopt,
+        candidate.install_plan_digest,
+        material ? std::optional<std::string>(material->descriptor_digest()) : std::nullopt);
+    try {
+      validate_capability_candidate(candidate);
+    } catch (const PlannerValidationError&) {
+      continue;
+    }
+    candidates.push_back(std::move(candidate));
+  }
+  // One row per identity; identities seen with two source digests are dropped.
+  std::map<std::string, std::vector<const CapabilityCandidate*>> by_id;
+  for (const auto& c : candidates) by_id[c.capability_id].push_back(&c);
+  std::vector<CapabilityCandidate> out;
+  for (const auto& [id, group] : by_id) {
+    std::set<std::string> sources;
+    for (const auto* c : group) sources.insert(c->source_digest);
+    if (sources.size() != 1) continue;
+    out.push_back(**std::min_element(group.begin(), group.end(), [](const auto* a, const auto* b) {
+      return order_key(*a) < order_key(*b);
+    }));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
+  return out;
+}
+
+}  // namespace ctx::engine::planning

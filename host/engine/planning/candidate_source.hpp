@@ -1,0 +1,67 @@
+// Candidate projection (spec §8.3): scored graph rows + material and install ports -> typed
+// CapabilityCandidates with actionability load / install / manual and a source digest that binds
+// every authority fact. Thread-safe; the ports and the graph must outlive the source.
+#ifndef CTX_HOST_ENGINE_PLANNING_CANDIDATE_SOURCE_HPP_
+#define CTX_HOST_ENGINE_PLANNING_CANDIDATE_SOURCE_HPP_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/engine/planning/candidates.hpp"
+#include "host/engine/planning/ports.hpp"
+#include "host/engine/planning/retrieval.hpp"
+
+namespace ctx::engine::planning {
+
+inline constexpr std::int64_t kDefaultCandidateLimit = 50;
+inline constexpr std::string_view kIndexedAdapterVersion = "ctx.indexed-candidate-source-v4";
+inline constexpr std::string_view kCandidateProjectionVersion = "ctx.catalog-entry.graph-v4";
+
+class CatalogCandidateSource {
+ public:
+  // `material` and `install` may be null (every row is then manual / never install).
+  // candidate_limit: 6..512. Errors: PlannerValidationError for a bad limit or snapshot digest.
+  CatalogCandidateSource(const GraphRetrievalPort& graph, MaterialPort* material,
+                         InstallBundlePort* install,
+                         std::int64_t candidate_limit = kDefaultCandidateLimit);
+  CatalogCandidateSource(const CatalogCandidateSource&) = delete;
+  CatalogCandidateSource& operator=(const CatalogCandidateSource&) = delete;
+
+  // canon-A sha256 of {adapter_version, allowed_entity_types, artifact_sha256,
+  // graph_schema_version, installation_snapshot_digest, material_snapshot_digest,
+  // projection_version}.
+  const std::string& catalog_snapshot_digest() const noexcept { return catalog_snapshot_digest_; }
+  const std::optional<std::string>& material_snapshot_digest() const noexcept {
+    return material_snapshot_digest_;
+  }
+  const std::optional<std::string>& installation_snapshot_digest() const noexcept {
+    return installation_snapshot_digest_;
+  }
+
+  // One row per unambiguous identity, ordered by (-score, id, source); empty when the
+  // observation has no signals and no languages. A row whose authority is malformed is dropped.
+  // Errors: CandidateSourceUnavailable (retrieval failed, a port snapshot moved, or a port's
+  // answer changed within one snapshot).
+  std::vector<CapabilityCandidate> retrieve(const WorkObservation& observation) const;
+
+ private:
+  const GraphRetrievalPort& graph_;
+  MaterialPort* material_;
+  InstallBundlePort* install_;
+  std::int64_t candidate_limit_;
+  std::optional<std::string> material_snapshot_digest_;
+  std::optional<std::string> installation_snapshot_digest_;
+  std::string catalog_snapshot_digest_;
+  mutable std::mutex mutex_;
+  // Port answers seen in this snapshot ("" = malformed), to detect same-snapshot drift.
+  mutable std::map<std::string, std::string> material_seen_;
+  mutable std::map<std::string, std::string> install_seen_;
+};
+
+}  // namespace ctx::engine::planning
+
+#endif  // CTX_HOST_ENGINE_PLANNING_CANDIDATE_SOURCE_HPP_

@@ -1,0 +1,32 @@
+// Lexical checks the planner applies to its inputs (spec §1.1): canonical tokens, capability
+// names and ids, digests. Pure functions; thread-safe.
+#ifndef CTX_HOST_ENGINE_PLANNING_LEXICAL_HPP_
+#define CTX_HOST_ENGINE_PLANNING_LEXICAL_HPP_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ctx::engine::planning {
+
+// The recommendable capability kinds, in the planner's declared order.
+inline constexpr std::string_view kCapabilityKinds[] = {"skill", "agent", "mcp-server", "harness"};
+
+// `^[a-z0-9][a-z0-9._:@-]{0,127}$`.
+bool is_canonical_token(std::string_view text) noexcept;
+// `^[a-z0-9][a-z0-9._@-]{0,127}$` (no colon).
+bool is_capability_name(std::string_view text) noexcept;
+// One of kCapabilityKinds.
+bool is_capability_kind(std::string_view text) noexcept;
+// skill, agent or mcp-server (a harness is never installed).
+bool is_installable_kind(std::string_view text) noexcept;
+// `kind:name`, a canonical token with a declared kind and a capability name.
+bool is_capability_id(std::string_view text) noexcept;
+// 64 lower-case hex characters.
+bool is_digest(std::string_view text) noexcept;
+// True when `values` is strictly increasing (sorted and unique).
+bool is_sorted_unique(const std::vector<std::string>& values) noexcept;
+
+}  // namespace ctx::engine::planning
+
+#endif  // CTX_HOST_ENGINE_PLANNING_LEXICAL_HPP_

@@ -1,0 +1,397 @@
+#include "host/engine/planning/planner.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "host/engine/errors.hpp"
+#include "host/engine/lexical.hpp"
+#include "host/engine/planning/errors.hpp"
+#include "host/engine/planning/lexical.hpp"
+
+namespace ctx::engine::planning {
+namespace {
+
+using core::Json;
+
+Json optional_string(const std::optional<std::string>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+auto pool_key(const CapabilityCandidate& c) {
+  return std::make_tuple(std::cref(c.capability_id), std::cref(c.source_digest),
+                         std::cref(c.actionability), -c.normalized_score_ppm,
+                         c.equivalence_key.value_or(""), std::cref(c.matching_signals),
+                         std::cref(c.reason_codes));
+}
+
+// Everything the end-of-plan revalidation compares, as canonical text.
+std::string fingerprint(const AuthenticatedCandidate& c) {
+  Json presentation = selection_mapping(c.presentation);
+  presentation["equivalence_key"] = optional_string(c.presentation.equivalence_key);
+  return core::canonical_json(Json{{"authority", c.authority.to_json()},
+                                   {"benefit", to_json(c.benefit_candidate)},
+                                   {"catalog_identity", c.catalog_identity.to_json()},
+                                   {"presentation", presentation}},
+                              core::Encoding::kAscii);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+core::Json PlanningAuthority::to_json() const {
+  if (type == "load") return Json{{"type", "load"}, {"material", material->to_json()}};
+  if (type == "install") {
+    return Json{{"type", "install"},
+                {"descriptor", descriptor->to_json()},
+                {"result_material", result_material->to_json()}};
+  }
+  return Json{{"type", "manual"}};
+}
+
+core::Json PlanCapabilityRow::to_json() const {
+  Json row = selection_mapping(presentation);
+  row["catalog_identity"] = catalog_identity.to_json();
+  row["benefit"] = Json{{"individual_net_benefit_u", individual_net_benefit_u},
+                        {"marginal_net_benefit_u", marginal_net_benefit_u},
+                        {"tier", tier}};
+  row["authority"] = authority.to_json();
+  return row;
+}
+
+core::Json BenefitAuditReference::to_json() const {
+  return Json{{"calibration_digest", calibration_digest},
+              {"candidate_pool_count", candidate_pool_count},
+              {"policy_digest", policy_digest},
+              {"policy_schema_id", policy_schema_id},
+              {"requested_limit", requested_limit},
+              {"result_digest", result_digest},
+              {"result_schema_id", result_schema_id},
+              {"search_evaluation_count", search_evaluation_count},
+              {"selection_algorithm_id", selection_algorithm_id}};
+}
+
+CapabilityPlanV3 CapabilityPlanV3::degraded(std::string code) {
+  if (code != "catalog-unavailable" && code != "planner-failed") {
+    throw PlannerValidationError("degraded schema-v3 plan requires a degradation code");
+  }
+  CapabilityPlanV3 plan;
+  plan.status_ = "degraded";
+  plan.abstention_code_ = std::move(code);
+  return plan;
+}
+
+core::Json CapabilityPlanV3::decision_value() const {
+  Json rows = Json::array();
+  for (const auto& row : rows_) rows.push_back(row.to_json());
+  return Json{{"abstention_code", optional_string(abstention_code_)},
+              {"benefit_audit", audit_ ? audit_->to_json() : Json(nullptr)},
+              {"capabilities", std::move(rows)},
+              {"status", status_}};
+}
+
+core::Json CapabilityPlanV3::decision_surrogate() const {
+  return Json{{"schema_id", std::string(kDecisionSchemaId)},
+              {"schema_version", kDecisionSchemaVersion},
+              {"value", decision_value()}};
+}
+
+std::string CapabilityPlanV3::decision_digest() const {
+  return core::canonical_digest(decision_value(), core::Encoding::kUtf8);
+}
+
+std::vector<CapabilityCandidate> normalize_candidate_pool(
+    const std::vector<CapabilityCandidate>& candidates, const WorkObservation& observation) {
+  if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
+    throw PlannerValidationError("candidate source exceeded its candidate pool limit");
+  }
+  std::set<std::string> excluded(observation.baseline_capability_ids.begin(),
+                                 observation.baseline_capability_ids.end());
+  excluded.insert(observation.rejected_capability_ids.begin(),
+                  observation.rejected_capability_ids.end());
+  std::map<std::string, std::vector<const CapabilityCandidate*>> by_id;
+  for (const auto& c : candidates) {
+    validate_capability_candidate(c);
+    if (excluded.count(c.capability_id)) continue;
+    if (c.actionability != "load" && c.actionability != "install" && c.actionability != "manual") {
+      continue;
+    }
+    by_id[c.capability_id].push_back(&c);
+  }
+  std::vector<CapabilityCandidate> out;
+  for (const auto& [id, rows] : by_id) {
+    if (std::any_of(rows.begin() + 1, rows.end(), [&](const auto* r) { return !(*r == *rows[0]); })) {
+      continue;
+    }
+    out.push_back(*rows[0]);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return pool_key(a) < pool_key(b); });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CapabilityPlanner
+
+CapabilityPlanner::CapabilityPlanner(CapabilityPlannerConfig config, NetBenefitPolicy policy,
+                                     const GraphRetrievalPort& graph, BenefitFactsPort& facts,
+                                     MaterialPort* material, InstallBundlePort* install,
+                                     BenefitAuditStore& audit_store)
+    : config_(std::move(config)),
+      policy_(std::move(policy)),
+      facts_(facts),
+      material_(material),
+      install_(install),
+      audit_store_(audit_store),
+      source_(graph, material, install, config_.candidate_limit) {
+  if (!engine::is_opaque_token(config_.planner_version)) {
+    throw PlannerValidationError("planner_version must be an opaque safe token");
+  }
+  if (!is_digest(config_.catalog_namespace_digest)) {
+    throw PlannerValidationError("catalog_namespace_digest must be a lowercase SHA-256 digest");
+  }
+  facts_snapshot_digest_ = facts_.benefit_facts_snapshot_digest();
+  if (!is_digest(facts_snapshot_digest_)) {
+    throw PlannerValidationError("benefit facts snapshot digest must be a lowercase SHA-256 digest");
+  }
+  environment_digest_ = core::canonical_digest(
+      Json{{"benefit_facts_snapshot_digest", facts_snapshot_digest_},
+           {"calibration_digest", policy_.calibration_digest()},
+           {"catalog_namespace_digest", config_.catalog_namespace_digest},
+           {"catalog_retrieval_snapshot_digest", source_.catalog_snapshot_digest()},
+           {"installation_snapshot_digest", optional_string(source_.installation_snapshot_digest())},
+           {"material_snapshot_digest", optional_string(source_.material_snapshot_digest())},
+           {"planner_version", config_.planner_version},
+           {"policy_digest", policy_.policy_digest()},
+           {"schema", std::string(kPlanningEnvironmentSchema)}},
+      core::Encoding::kAscii);
+}
+
+void CapabilityPlanner::assert_pins() const {
+  if (facts_.benefit_facts_snapshot_digest() != facts_snapshot_digest_) {
+    throw PlannerValidationError("benefit facts snapshot drifted");
+  }
+  if (material_ != nullptr &&
+      material_->material_snapshot_digest() != *source_.material_snapshot_digest()) {
+    throw PlannerValidationError("material snapshot drifted");
+  }
+  if (install_ != nullptr &&
+      install_->installation_snapshot_digest() != *source_.installation_snapshot_digest()) {
+    throw PlannerValidationError("installation snapshot drifted");
+  }
+}
+
+AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandidate& p,
+                                                           const WorkObservation& work) const {
+  std::optional<BenefitCandidate> facts = facts_.benefit_candidate(p, work);
+  if (!facts) throw PlannerValidationError("candidate is missing authenticated benefit facts");
+  try {
+    validate_benefit_candidate(*facts);
+  } catch (const BenefitValidationError& e) {
+    throw PlannerValidationError(std::string("benefit facts are invalid: ") + e.what());
+  }
+  if (facts->capability_id != p.capability_id || facts->source_digest != p.source_digest) {
+    throw PlannerValidationError("benefit facts do not exactly match candidate identity");
+  }
+  std::optional<CatalogCapabilityIdentity> identity;
+  try {
+    identity = CatalogCapabilityIdentity::create(p.capability_id, p.kind,
+                                                 config_.catalog_namespace_digest);
+  } catch (const InvalidIdentityError&) {
+    throw PlannerValidationError("catalog capability identity is invalid");
+  }
+  PlanningAuthority authority;
+  authority.type = p.actionability;
+  if (p.actionability == "load") {
+    if (material_ == nullptr) {
+      throw CandidateAuthorityUnavailable("load candidate has no authenticated material port");
+    }
+    try {
+      const MaterialDescriptor descriptor = material_->describe(p.capability_id, p.kind);
+      if (descriptor.schema_version() != 2 || descriptor.capability_id() != p.capability_id ||
+          descriptor.kind() != p.kind || descriptor.actionability() != "load" ||
+          descriptor.provenance_digest() != *source_.material_snapshot_digest()) {
+        throw CandidateAuthorityUnavailable(
+            "load bundle does not match the exact retrieval presentation or pinned snapshots");
+      }
+      authority.material = AuthorizedMaterial::from_catalog(identity->identity_digest(), descriptor);
+    } catch (const InvalidIdentityError&) {
+      throw CandidateAuthorityUnavailable("load material authority is invalid");
+    }
+    if (facts->availability != "executable") {
+      throw PlannerValidationError("load authority requires executable benefit facts");
+    }
+  } else if (p.actionability == "install") {
+    if (install_ == nullptr) {
+      throw CandidateAuthorityUnavailable("install candidate has no authenticated install port");
+    }
+    try {
+      const std::optional<InstallPlanningBundle> bundle =
+          install_->describe_bundle(p.capability_id, p.kind);
+      if (!bundle) {
+        throw CandidateAuthorityUnavailable("install candidate is missing an exact install bundle");
+      }
+      const auto& d = bundle->descriptor();
+      const auto& result = bundle->result_material();
+      if (d.schema_version() != 2 || d.capability_id() != p.capability_id || d.kind() != p.kind ||
+          d.descriptor_digest() != p.install_descriptor_digest ||
+          d.plan_digest() != p.install_plan_digest ||
+          d.provenance_digest() != *source_.installation_snapshot_digest() ||
+          result.capability_id() != p.capability_id || result.kind() != p.kind ||
+          !d.matches_result_material(result)) {
+        throw CandidateAuthorityUnavailable(
+            "install bundle does not match presentation or installation snapshot");
+      }
+      authority.descriptor = d;
+      authority.result_material = result;
+    } catch (const InvalidIdentityError&) {
+      throw CandidateAuthorityUnavailable("install bundle authority is invalid");
+    }
+    if (facts->availability != "executable") {
+      throw PlannerValidationError("install authority requires executable benefit facts");
+    }
+  } else if (p.actionability == "manual") {
+    if (facts->availability != "advisory") {
+      throw PlannerValidationError("manual authority is advisory only");
+    }
+  } else {
+    throw PlannerValidationError(
+        "schema-v3 planning accepts only load, install, or manual presentation");
+  }
+  return AuthenticatedCandidate{p, *identity, *facts, std::move(authority)};
+}
+
+std::vector<AuthenticatedCandidate> CapabilityPlanner::authenticate(
+    const std::vector<CapabilityCandidate>& pool, const WorkObservation& work) const {
+  std::vector<AuthenticatedCandidate> out;
+  for (const auto& presentation : pool) {
+    try {
+      out.push_back(authenticate_one(presentation, work));
+    } catch (const CandidateAuthorityUnavailable&) {
+      // Authority failure is local to this candidate: never downgraded to manual.
+    }
+  }
+  return out;
+}
+
+CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandidate>& candidates,
+                                           std::int64_t requested_limit) const {
+  if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
+    throw PlannerValidationError("candidate pool exceeds its bounded limit");
+  }
+  if (requested_limit < 0 || requested_limit > kMaxSelectedCapabilities) {
+    throw PlannerValidationError("requested_limit must be an integer from zero through five");
+  }
+  std::map<std::string, const AuthenticatedCandidate*> by_id;
+  std::vector<BenefitCandidate> facts;
+  for (const auto& c : candidates) {
+    if (!by_id.emplace(c.presentation.capability_id, &c).second) {
+      throw PlannerValidationError("candidate pool contains duplicate identities");
+    }
+    facts.push_back(c.benefit_candidate);
+  }
+  std::optional<BenefitSelectionResult> result;
+  try {
+    result.emplace(policy_.select(facts, requested_limit));
+    policy_.validate_result(*result);
+  } catch (const BenefitValidationError&) {
+    throw PlannerValidationError("net-benefit policy rejected the authenticated candidate pool");
+  }
+  CapabilityPlanV3 plan;
+  for (const auto& s : result->selections()) {
+    const auto& c = *by_id.at(s.capability_id);
+    if (c.presentation.source_digest != s.source_digest) {
+      throw PlannerValidationError("selected benefit identity does not match authenticated candidate");
+    }
+    const bool executable = c.authority.type == "load" || c.authority.type == "install";
+    if (s.tier != (executable ? "executable" : "advisory") || s.marginal_net_benefit_u < 1) {
+      throw PlannerValidationError("selection tier does not match its planning authority");
+    }
+    plan.rows_.push_back(PlanCapabilityRow{c.presentation, c.catalog_identity, s.tier,
+                                           s.individual_net_benefit_u, s.marginal_net_benefit_u,
+                                           c.authority});
+  }
+  std::string stored;
+  try {
+    stored = audit_store_.store(*result);
+  } catch (const BenefitAuditStoreUnavailable&) {
+    return CapabilityPlanV3::degraded("planner-failed");
+  }
+  if (stored != result->result_digest()) {
+    throw PlannerValidationError("audit store acknowledged a different benefit result digest");
+  }
+  plan.audit_ = BenefitAuditReference{std::string(kResultSchemaId),
+                                      result->result_digest(),
+                                      std::string(kPolicySchemaId),
+                                      result->policy_digest(),
+                                      std::string(kSelectionAlgorithmId),
+                                      policy_.calibration_digest(),
+                                      result->requested_limit(),
+                                      result->candidate_pool_count(),
+                                      result->search_evaluation_count()};
+  if (plan.rows_.empty()) {
+    plan.status_ = "abstained";
+    plan.abstention_code_ = result->abstention_code();
+  } else {
+    plan.status_ = "ready";
+  }
+  return plan;
+}
+
+CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
+  validate_work_observation(work);
+  std::lock_guard lock(mutex_);
+  assert_pins();
+  std::vector<CapabilityCandidate> pool;
+  try {
+    pool = normalize_candidate_pool(source_.retrieve(work), work);
+  } catch (const CandidateSourceUnavailable&) {
+    // An unchanged snapshot cannot become available within one decision; the second attempt is
+    // the end validation of the degraded plan.
+    try {
+      source_.retrieve(work);
+    } catch (const CandidateSourceUnavailable&) {
+    }
+    return CapabilityPlanV3::degraded("catalog-unavailable");
+  }
+  const auto authenticated = authenticate(pool, work);
+  assert_pins();
+  CapabilityPlanV3 result = select(authenticated, work.requested_limit);
+  assert_pins();
+  const auto revalidated_pool = normalize_candidate_pool(source_.retrieve(work), work);
+  const auto revalidated = authenticate(revalidated_pool, work);
+  bool same = revalidated_pool == pool && revalidated.size() == authenticated.size();
+  for (std::size_t i = 0; same && i < revalidated.size(); ++i) {
+    same = fingerprint(revalidated[i]) == fingerprint(authenticated[i]);
+  }
+  if (!same) throw PlannerValidationError("planning inputs drifted during end validation");
+  assert_pins();
+  return result;
+}
+
+core::Json CapabilityPlanner::decide(const core::Json& observation,
+                                     const std::optional<std::vector<std::string>>& state_active_ids,
+                                     std::string_view context_planner_version,
+                                     std::string_view context_catalog_snapshot_digest) const {
+  if (context_planner_version != config_.planner_version) {
+    throw PlannerValidationError("planner version mismatch");
+  }
+  if (context_catalog_snapshot_digest != environment_digest_) {
+    throw PlannerValidationError("catalog snapshot does not match the pinned planning environment");
+  }
+  if (!observation.is_object() || !observation.contains("schema_id") ||
+      !observation.contains("schema_version") || !observation.contains("value") ||
+      observation["schema_id"] != std::string(kCurrentWorkSchemaId) ||
+      observation["schema_version"] != 1) {
+    throw PlannerValidationError("planner requires a current-work observation v1");
+  }
+  const WorkObservation work =
+      WorkObservation::from_current_work(observation["value"], state_active_ids);
+  return plan(work).decision_surrogate();
+}
+
+}  // namespace ctx::engine::planning

@@ -1,0 +1,680 @@
+#include "host/store/graph_store.hpp"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "host/core/crypto.hpp"
+#include "host/core/error.hpp"
+#include "host/engine/planning/errors.hpp"
+#include "host/engine/planning/lexical.hpp"
+
+namespace ctx::store {
+namespace {
+
+using engine::planning::CandidateSourceUnavailable;
+using engine::planning::GraphArtifactPinMismatch;
+using engine::planning::RetrievedNode;
+
+constexpr const char* kSchemaVersion = "1";
+constexpr const char* kUnavailable = "indexed graph candidate source is unavailable";
+
+// ---- small SQLite helpers (errors become the caller's typed error through `fail`) ----
+
+struct SqliteError {
+  std::string message;
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw SqliteError{sqlite3_errmsg(db)};
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int index, std::string_view text) {
+    check(sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()),
+                            SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind(int index, std::int64_t value) {
+    check(sqlite3_bind_int64(stmt_, index, value));
+    return *this;
+  }
+  Statement& bind(int index, double value) {
+    check(sqlite3_bind_double(stmt_, index, value));
+    return *this;
+  }
+  // True when a row is available.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw SqliteError{sqlite3_errmsg(db_)};
+  }
+  void run() {
+    while (step()) {
+    }
+    reset();
+  }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string text(int column) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    return p == nullptr ? std::string() : std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
+  }
+  std::int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) throw SqliteError{sqlite3_errmsg(db_)};
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void exec(sqlite3* db, const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string text = message == nullptr ? "sqlite error" : message;
+    sqlite3_free(message);
+    throw SqliteError{text};
+  }
+}
+
+struct DbCloser {
+  void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+};
+using DbHandle = std::unique_ptr<sqlite3, DbCloser>;
+
+// ---- tokenisation shared by build and retrieval ----
+
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+std::string strip(std::string_view text) {
+  std::size_t begin = 0;
+  std::size_t end = text.size();
+  while (begin < end && is_space(text[begin])) ++begin;
+  while (end > begin && is_space(text[end - 1])) --end;
+  return std::string(text.substr(begin, end - begin));
+}
+
+// Lower-cased label split on runs of '-', '_' and '/'.
+std::vector<std::string> slug_tokens(std::string_view label) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : ascii_lower(label)) {
+    if (c == '-' || c == '_' || c == '/') {
+      if (!current.empty()) out.push_back(std::move(current));
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+  return out;
+}
+
+// Runs of [a-z0-9] of the lower-cased text.
+std::vector<std::string> text_tokens(std::string_view text) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : ascii_lower(text)) {
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      current.push_back(c);
+    } else if (!current.empty()) {
+      out.push_back(std::move(current));
+      current.clear();
+    }
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out.append(separator);
+    out.append(parts[i]);
+  }
+  return out;
+}
+
+std::string node_name(std::string_view id) {
+  const auto colon = id.find(':');
+  return std::string(colon == std::string_view::npos ? id : id.substr(colon + 1));
+}
+
+bool retrievable_kind(std::string_view type) {
+  return engine::planning::is_capability_kind(type);
+}
+
+// Terms under which a node can be found: every way a signal can score against it (§8.2): label
+// slug and text tokens, lower-cased tags, and the alias slugs behind the explicit-name boost.
+std::set<std::string> retrieval_terms(const std::string& id, const std::string& label,
+                                      const std::vector<std::string>& tags) {
+  std::set<std::string> terms;
+  for (auto& t : slug_tokens(label)) terms.insert(std::move(t));
+  for (auto& t : text_tokens(label)) terms.insert(std::move(t));
+  for (const auto& tag : tags) {
+    std::string lowered = ascii_lower(tag);
+    if (!lowered.empty()) terms.insert(std::move(lowered));
+  }
+  for (const std::string& alias : {label, node_name(id)}) {
+    const auto tokens = text_tokens(alias);
+    if (!tokens.empty()) terms.insert(join(tokens, "-"));
+  }
+  return terms;
+}
+
+// Slug tokens (len >= 3) of the label and of every tag: the IDF document of one node.
+std::set<std::string> idf_terms(const std::string& label, const std::vector<std::string>& tags) {
+  std::set<std::string> terms;
+  for (auto& t : slug_tokens(label)) {
+    if (t.size() >= 3) terms.insert(std::move(t));
+  }
+  for (const auto& tag : tags) {
+    for (auto& t : slug_tokens(tag)) {
+      if (t.size() >= 3) terms.insert(std::move(t));
+    }
+  }
+  return terms;
+}
+
+std::string public_label(const std::string& label) {
+  const std::string prefix = "skills-sh-";
+  if (ascii_lower(label).rfind(prefix, 0) == 0) return label.substr(prefix.size());
+  return label;
+}
+
+// Python's round(x, 4) (correctly rounded, half-even on the exact binary value, as glibc's
+// printf) followed by Decimal half-up to ppm, i.e. the 4-decimal value times 10^6.
+std::int64_t normalized_ppm(double ratio) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.4f", ratio);
+  std::int64_t whole = 0;
+  std::int64_t fraction = 0;
+  const char* p = buffer;
+  while (*p >= '0' && *p <= '9') whole = whole * 10 + (*p++ - '0');
+  if (*p == '.') ++p;
+  for (int i = 0; i < 4; ++i) fraction = fraction * 10 + (p[i] - '0');
+  return whole * 1'000'000 + fraction * 100;
+}
+
+std::string uri_escape(const std::string& path) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+        c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// A private directory holding the authenticated copy; removed on destruction.
+class PrivateSnapshot {
+ public:
+  explicit PrivateSnapshot(const std::filesystem::path& artifact) {
+    std::vector<std::string> templates;
+    std::error_code ec;
+    const auto parent = std::filesystem::absolute(artifact, ec).parent_path();
+    if (!ec) templates.push_back((parent / ".ctx-graph-snapshot-XXXXXX").string());
+    const char* tmp = std::getenv("TMPDIR");
+    templates.push_back(std::string(tmp != nullptr && *tmp ? tmp : "/tmp") +
+                        "/ctx-graph-snapshot-XXXXXX");
+    for (auto& t : templates) {
+      std::vector<char> buffer(t.begin(), t.end());
+      buffer.push_back('\0');
+      if (::mkdtemp(buffer.data()) != nullptr) {
+        dir_ = buffer.data();
+        file_ = dir_ / "graph-store.sqlite3";
+        return;
+      }
+    }
+    throw CandidateSourceUnavailable(kUnavailable);
+  }
+  ~PrivateSnapshot() { remove(); }
+  PrivateSnapshot(const PrivateSnapshot&) = delete;
+  PrivateSnapshot& operator=(const PrivateSnapshot&) = delete;
+
+  const std::filesystem::path& file() const { return file_; }
+  void remove() noexcept {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    dir_.clear();
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::filesystem::path file_;
+};
+
+bool has_sidecar(const std::filesystem::path& path) {
+  struct stat st {};
+  return ::lstat((path.string() + "-wal").c_str(), &st) == 0 ||
+         ::lstat((path.string() + "-shm").c_str(), &st) == 0 ||
+         ::lstat((path.string() + "-journal").c_str(), &st) == 0;
+}
+
+// Copies the artifact into `snapshot` while hashing the same bytes; returns the hex digest.
+std::string copy_and_hash(const std::filesystem::path& artifact, const std::filesystem::path& snapshot) {
+  struct stat before {};
+  if (::lstat(artifact.c_str(), &before) != 0 || S_ISLNK(before.st_mode) ||
+      !S_ISREG(before.st_mode) || has_sidecar(artifact)) {
+    throw CandidateSourceUnavailable(kUnavailable);
+  }
+  const int in = ::open(artifact.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (in < 0) throw CandidateSourceUnavailable(kUnavailable);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() {
+      if (fd >= 0) ::close(fd);
+    }
+  } in_guard{in};
+  struct stat opened {};
+  if (::fstat(in, &opened) != 0 || !S_ISREG(opened.st_mode) ||
+      (opened.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0 || opened.st_dev != before.st_dev ||
+      opened.st_ino != before.st_ino || opened.st_size != before.st_size) {
+    throw CandidateSourceUnavailable(kUnavailable);
+  }
+  const int out = ::open(snapshot.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0) throw CandidateSourceUnavailable(kUnavailable);
+  FdCloser out_guard{out};
+  core::Sha256 hash;
+  std::vector<char> buffer(1 << 20);
+  while (true) {
+    const ssize_t n = ::read(in, buffer.data(), buffer.size());
+    if (n < 0) throw CandidateSourceUnavailable(kUnavailable);
+    if (n == 0) break;
+    hash.update(buffer.data(), static_cast<std::size_t>(n));
+    ssize_t written = 0;
+    while (written < n) {
+      const ssize_t w = ::write(out, buffer.data() + written, static_cast<std::size_t>(n - written));
+      if (w <= 0) throw CandidateSourceUnavailable(kUnavailable);
+      written += w;
+    }
+  }
+  ::fchmod(out, S_IRUSR);
+  return core::to_hex(hash.finish());
+}
+
+void require_schema(sqlite3* db) {
+  {
+    Statement check(db, "PRAGMA quick_check");
+    if (!check.step() || check.text(0) != "ok") throw SqliteError{"quick_check failed"};
+  }
+  const std::map<std::string, std::vector<std::string>> columns = {
+      {"metadata", {"key", "value"}},
+      {"nodes", {"id", "type", "label", "title", "tags_json", "attrs_json", "search_text", "degree",
+                 "never_load"}},
+      {"edges", {"source", "target", "weight", "attrs_json"}},
+      {"node_terms", {"term", "node_id"}},
+      {"term_stats", {"term", "df"}}};
+  for (const auto& [table, expected] : columns) {
+    std::set<std::string> present;
+    Statement info(db, ("PRAGMA table_info(" + table + ")").c_str());
+    while (info.step()) present.insert(info.text(1));
+    for (const auto& column : expected) {
+      if (!present.count(column)) throw SqliteError{"graph store columns are incomplete"};
+    }
+  }
+  std::set<std::string> indexes;
+  Statement list(db, "SELECT name FROM sqlite_master WHERE type = 'index'");
+  while (list.step()) indexes.insert(list.text(0));
+  for (const char* name : {"idx_nodes_type", "idx_nodes_search_text", "idx_edges_source",
+                           "idx_edges_target", "idx_node_terms_term"}) {
+    if (!indexes.count(name)) throw SqliteError{"graph store indexes are incomplete"};
+  }
+}
+
+std::int64_t parse_count(const std::string& text) {
+  if (text.empty() || text.size() > 18) throw SqliteError{"graph store count metadata is invalid"};
+  std::int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') throw SqliteError{"graph store count metadata is invalid"};
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+void build_graph_store(const std::filesystem::path& path, const std::vector<GraphNode>& nodes,
+                       const std::vector<GraphEdge>& edges) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) || ec) {
+    throw InvalidArgument("graph store path already exists");
+  }
+  std::map<std::string, const GraphNode*> by_id;
+  for (const auto& node : nodes) {
+    if (node.id.empty()) throw InvalidArgument("graph node id must be non-empty");
+    if (!by_id.emplace(node.id, &node).second) {
+      throw InvalidArgument("graph node id '" + node.id + "' is duplicated");
+    }
+  }
+  std::map<std::string, std::int64_t> degree;
+  std::map<std::pair<std::string, std::string>, const GraphEdge*> edge_rows;
+  for (const auto& edge : edges) {
+    if (!by_id.count(edge.source) || !by_id.count(edge.target)) {
+      throw InvalidArgument("graph edge names an unknown node");
+    }
+    auto key = std::minmax(edge.source, edge.target);
+    if (!edge_rows.emplace(std::make_pair(key.first, key.second), &edge).second) continue;
+    ++degree[edge.source];
+    ++degree[edge.target];
+  }
+
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                 nullptr);
+  DbHandle db(raw);
+  try {
+    if (rc != SQLITE_OK) throw SqliteError{raw ? sqlite3_errmsg(raw) : "cannot open"};
+    exec(db.get(),
+         "PRAGMA journal_mode=DELETE;"
+         "PRAGMA synchronous=FULL;"
+         "BEGIN IMMEDIATE;"
+         "CREATE TABLE metadata(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);"
+         "CREATE TABLE nodes(id TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, label TEXT NOT NULL,"
+         " title TEXT NOT NULL, tags_json TEXT NOT NULL, attrs_json TEXT NOT NULL,"
+         " search_text TEXT NOT NULL, degree INTEGER NOT NULL DEFAULT 0,"
+         " never_load INTEGER NOT NULL DEFAULT 0);"
+         "CREATE TABLE edges(source TEXT NOT NULL, target TEXT NOT NULL,"
+         " weight REAL NOT NULL DEFAULT 0, attrs_json TEXT NOT NULL DEFAULT '{}',"
+         " PRIMARY KEY(source, target));"
+         "CREATE TABLE node_terms(term TEXT NOT NULL, node_id TEXT NOT NULL);"
+         "CREATE TABLE term_stats(term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID;");
+    Statement insert_node(db.get(),
+                          "INSERT INTO nodes(id, type, label, title, tags_json, attrs_json,"
+                          " search_text, degree, never_load) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)");
+    Statement insert_term(db.get(), "INSERT INTO node_terms(term, node_id) VALUES(?1, ?2)");
+    std::map<std::string, std::int64_t> df;
+    for (const auto& node : nodes) {
+      const std::string label = node.label.value_or(node_name(node.id));
+      const std::string title = node.title.value_or(label);
+      core::Json tags = core::Json::array();
+      for (const auto& tag : node.tags) tags.push_back(tag);
+      const std::string search_text =
+          ascii_lower(node.id + " " + label + " " + title + " " + node.type + " " + join(node.tags, " "));
+      const auto d = degree.find(node.id);
+      insert_node.bind(1, node.id)
+          .bind(2, node.type)
+          .bind(3, label)
+          .bind(4, title)
+          .bind(5, core::canonical_json(tags, core::Encoding::kAscii))
+          .bind(6, core::canonical_json(node.attrs, core::Encoding::kAscii))
+          .bind(7, search_text)
+          .bind(8, d == degree.end() ? std::int64_t{0} : d->second)
+          .bind(9, std::int64_t{node.never_load ? 1 : 0});
+      insert_node.run();
+      for (const auto& term : idf_terms(label, node.tags)) ++df[term];
+      if (node.never_load || !retrievable_kind(node.type)) continue;
+      for (const auto& term : retrieval_terms(node.id, label, node.tags)) {
+        insert_term.bind(1, term).bind(2, node.id);
+        insert_term.run();
+      }
+    }
+    Statement insert_edge(db.get(),
+                          "INSERT INTO edges(source, target, weight, attrs_json) VALUES(?1,?2,?3,'{}')");
+    for (const auto& [key, edge] : edge_rows) {
+      insert_edge.bind(1, key.first).bind(2, key.second).bind(3, edge->weight);
+      insert_edge.run();
+    }
+    Statement insert_df(db.get(), "INSERT INTO term_stats(term, df) VALUES(?1, ?2)");
+    for (const auto& [term, count] : df) {
+      insert_df.bind(1, term).bind(2, count);
+      insert_df.run();
+    }
+    Statement insert_meta(db.get(), "INSERT INTO metadata(key, value) VALUES(?1, ?2)");
+    const std::pair<const char*, std::string> metadata[] = {
+        {"schema_version", kSchemaVersion},
+        {"node_count", std::to_string(nodes.size())},
+        {"edge_count", std::to_string(edge_rows.size())}};
+    for (const auto& [key, value] : metadata) {
+      insert_meta.bind(1, key).bind(2, value);
+      insert_meta.run();
+    }
+    exec(db.get(),
+         "CREATE INDEX idx_nodes_type ON nodes(type);"
+         "CREATE INDEX idx_nodes_search_text ON nodes(search_text);"
+         "CREATE INDEX idx_edges_source ON edges(source);"
+         "CREATE INDEX idx_edges_target ON edges(target);"
+         "CREATE INDEX idx_node_terms_term ON node_terms(term, node_id);"
+         "COMMIT;");
+  } catch (const SqliteError& e) {
+    db.reset();
+    std::filesystem::remove(path, ec);
+    throw SystemError("graph store build failed: " + e.message);
+  }
+  db.reset();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
+                                             std::string_view expected_sha256) {
+  if (!engine::planning::is_digest(expected_sha256)) throw CandidateSourceUnavailable(kUnavailable);
+  PrivateSnapshot snapshot(path);
+  const std::string actual = copy_and_hash(path, snapshot.file());
+  if (actual != expected_sha256) {
+    throw GraphArtifactPinMismatch(std::string(kUnavailable) +
+                                   ": artifact sha256 does not match its pin");
+  }
+  std::unique_ptr<GraphStore> store(new GraphStore());
+  store->artifact_sha256_ = actual;
+  const std::string uri = "file:" + uri_escape(snapshot.file().string()) + "?mode=ro&immutable=1";
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  store->db_ = raw;
+  try {
+    if (rc != SQLITE_OK) throw SqliteError{"cannot open snapshot"};
+    exec(raw, "PRAGMA query_only=ON; PRAGMA trusted_schema=OFF;");
+    require_schema(raw);
+    std::map<std::string, std::string> metadata;
+    Statement meta(raw, "SELECT key, value FROM metadata");
+    while (meta.step()) metadata[meta.text(0)] = meta.text(1);
+    if (metadata["schema_version"] != kSchemaVersion) throw SqliteError{"schema is unsupported"};
+    for (const auto& [key, table] : {std::pair{"node_count", "nodes"}, std::pair{"edge_count", "edges"}}) {
+      Statement count(raw, (std::string("SELECT COUNT(*) FROM ") + table).c_str());
+      if (!count.step() || count.integer(0) != parse_count(metadata[key])) {
+        throw SqliteError{"graph store count metadata is invalid"};
+      }
+    }
+    store->schema_version_ = kSchemaVersion;
+    store->node_count_ = parse_count(metadata["node_count"]);
+  } catch (const SqliteError&) {
+    throw CandidateSourceUnavailable(kUnavailable);
+  }
+  // SQLite keeps its descriptor of the immutable snapshot; no copy stays behind by name.
+  snapshot.remove();
+  return store;
+}
+
+GraphStore::~GraphStore() {
+  if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+bool GraphStore::read_only() const {
+  std::lock_guard lock(mutex_);
+  return sqlite3_db_readonly(db_, "main") == 1;
+}
+
+std::vector<std::string> GraphStore::candidate_lookup_plan() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> lines;
+  try {
+    Statement plan(db_, "EXPLAIN QUERY PLAN SELECT node_id FROM node_terms WHERE term = ?1");
+    plan.bind(1, std::string_view("python"));
+    while (plan.step()) lines.push_back(plan.text(3));
+  } catch (const SqliteError&) {
+    throw CandidateSourceUnavailable(kUnavailable);
+  }
+  return lines;
+}
+
+std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& query_tags,
+                                                std::int64_t top_n) const {
+  // Signals: stripped, lower-cased, first occurrence kept (recommend_by_tags' normalisation).
+  std::vector<std::string> signals;
+  for (const auto& tag : query_tags) {
+    std::string s = ascii_lower(strip(tag));
+    if (!s.empty() && std::find(signals.begin(), signals.end(), s) == signals.end()) {
+      signals.push_back(std::move(s));
+    }
+  }
+  if (signals.empty() || top_n < 1) return {};
+  const std::set<std::string> signal_set(signals.begin(), signals.end());
+  const std::string query_raw = ascii_lower(join(query_tags, " "));
+  const auto query_tokens = text_tokens(query_raw);
+  const std::string query_phrase = query_tokens.empty() ? "" : " " + join(query_tokens, " ") + " ";
+  std::set<std::string> signal_slugs;
+  for (const auto& s : signals) signal_slugs.insert(join(text_tokens(s), "-"));
+
+  struct Scored {
+    double score;
+    std::string type;
+    std::string label_lower;
+    std::string id;
+    std::string label;
+    std::vector<std::string> tags;
+  };
+  std::vector<Scored> scored;
+  std::lock_guard lock(mutex_);
+  try {
+    // Candidate ids through the term index: one indexed lookup per signal.
+    std::set<std::string> ids;
+    {
+      Statement lookup(db_, "SELECT node_id FROM node_terms WHERE term = ?1");
+      for (const auto& s : signals) {
+        lookup.bind(1, s);
+        while (lookup.step()) ids.insert(lookup.text(0));
+        lookup.reset();
+      }
+    }
+    std::unordered_map<std::string, double> idf_cache;
+    Statement df_query(db_, "SELECT df FROM term_stats WHERE term = ?1");
+    const auto idf = [&](const std::string& term) {
+      const auto it = idf_cache.find(term);
+      if (it != idf_cache.end()) return it->second;
+      double value = 0.0;
+      df_query.bind(1, term);
+      if (df_query.step() && node_count_ > 0) {
+        value = std::log(static_cast<double>(node_count_) /
+                         static_cast<double>(std::max<std::int64_t>(df_query.integer(0), 1)));
+      }
+      df_query.reset();
+      idf_cache.emplace(term, value);
+      return value;
+    };
+    Statement fetch(db_, "SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
+    for (const auto& id : ids) {
+      fetch.bind(1, id);
+      if (!fetch.step()) throw SqliteError{"index names a missing node"};
+      std::string type = fetch.text(0);
+      std::string label = fetch.text(1);
+      const std::string tags_json = fetch.text(2);
+      const std::int64_t degree = fetch.integer(3);
+      const bool never_load = fetch.integer(4) != 0;
+      fetch.reset();
+      if (never_load || !retrievable_kind(type)) continue;
+      std::set<std::string> node_tags;
+      const core::Json tags = core::parse_json(tags_json);
+      if (!tags.is_array()) throw SqliteError{"tags_json is not an array"};
+      for (const auto& tag : tags) {
+        if (!tag.is_string()) throw SqliteError{"tags_json holds a non-string"};
+        node_tags.insert(ascii_lower(tag.get<std::string>()));
+      }
+      const std::string label_lower = ascii_lower(label);
+      const auto slug = slug_tokens(label);
+      double score = 0.0;
+      for (const auto& s : signals) {
+        if (std::find(slug.begin(), slug.end(), s) != slug.end()) {
+          score += 50.0 * (1.0 + idf(s));
+        } else if (label_lower.find(s) != std::string::npos) {
+          score += 20.0;
+        }
+      }
+      for (const auto& tag : node_tags) {
+        if (signal_set.count(tag)) score += 10.0 * (1.0 + idf(tag));
+      }
+      double boost = 0.0;
+      for (const std::string& alias : {label, node_name(id)}) {
+        const auto alias_tokens = text_tokens(alias);
+        if (alias_tokens.empty()) continue;
+        const std::string alias_slug = join(alias_tokens, "-");
+        const std::string alias_phrase = join(alias_tokens, " ");
+        const bool single = alias_tokens.size() == 1;
+        const bool exact_single =
+            single && ((signals.size() == 1 && signals[0] == alias_slug) || query_tokens == alias_tokens);
+        const double weight = 25.0 * static_cast<double>(alias_tokens.size());
+        if (signal_slugs.count(alias_slug) && (!single || exact_single)) {
+          boost = std::max(boost, 2000.0 + weight);
+        }
+        if (!single && query_raw.find(alias_slug) != std::string::npos) {
+          boost = std::max(boost, 1000.0 + weight);
+        }
+        if (!single && alias_tokens.size() <= 2 && !query_phrase.empty() &&
+            query_phrase.find(" " + alias_phrase + " ") != std::string::npos) {
+          boost = std::max(boost, 1000.0 + weight);
+        }
+      }
+      score += boost;
+      if (score <= 0.0) continue;
+      score += std::log1p(static_cast<double>(degree));
+      scored.push_back(Scored{score, std::move(type), label_lower, id, std::move(label),
+                              std::vector<std::string>(node_tags.begin(), node_tags.end())});
+    }
+  } catch (const SqliteError&) {
+    throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");
+  } catch (const InvalidArgument&) {
+    throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");
+  }
+  std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+    return std::make_tuple(-a.score, std::cref(a.type), std::cref(a.label_lower), std::cref(a.id)) <
+           std::make_tuple(-b.score, std::cref(b.type), std::cref(b.label_lower), std::cref(b.id));
+  });
+  std::vector<RetrievedNode> rows;
+  if (scored.empty()) return rows;
+  const double top = scored.front().score;
+  for (auto& item : scored) {
+    if (static_cast<std::int64_t>(rows.size()) >= top_n) break;
+    rows.push_back(RetrievedNode{std::move(item.type), public_label(item.label),
+                                 std::move(item.tags), normalized_ppm(item.score / top)});
+  }
+  return rows;
+}
+
+}  // namespace ctx::store

@@ -1,0 +1,419 @@
+// Planner-level versions of the seed-000 planning scenarios, over in-memory ports shaped like the
+// seed's fakes (_Facts, _MaterialAuthority, _InstallAuthority). The SQLite graph/audit variants
+// live in tests/host/store/graph_store_test.cpp.
+#include "host/engine/planning/planner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "host/core/crypto.hpp"
+#include "host/engine/planning/errors.hpp"
+#include "tests/support/expect_throw.hpp"
+
+namespace ctx::engine::planning {
+namespace {
+
+std::string digest_of(const std::string& text) { return core::sha256_hex(text); }
+const std::string kNamespace = digest_of("managed-query-catalog");
+
+// Every node tagged "python", equally scored, in the order given.
+class MemoryGraph final : public GraphRetrievalPort {
+ public:
+  explicit MemoryGraph(std::vector<std::string> ids) : ids_(std::move(ids)) {}
+  std::vector<RetrievedNode> retrieve(const std::vector<std::string>& tags,
+                                      std::int64_t top_n) const override {
+    ++calls;
+    if (unavailable) throw CandidateSourceUnavailable("indexed graph candidate source is unavailable");
+    std::vector<RetrievedNode> rows;
+    if (std::find(tags.begin(), tags.end(), "python") == tags.end()) return rows;
+    for (const auto& id : ids_) {
+      if (static_cast<std::int64_t>(rows.size()) >= top_n) break;
+      const auto colon = id.find(':');
+      rows.push_back(RetrievedNode{id.substr(0, colon), id.substr(colon + 1), {"python"}, 1'000'000});
+    }
+    return rows;
+  }
+  const std::string& artifact_sha256() const noexcept override { return sha_; }
+  const std::string& graph_schema_version() const noexcept override { return version_; }
+  bool unavailable = false;
+  mutable int calls = 0;
+
+ private:
+  std::vector<std::string> ids_;
+  std::string sha_ = digest_of("graph-artifact");
+  std::string version_ = "1";
+};
+
+class SeedFacts final : public BenefitFactsPort {
+ public:
+  std::string benefit_facts_snapshot_digest() const override { return snapshot; }
+  std::optional<BenefitCandidate> benefit_candidate(const CapabilityCandidate& p,
+                                                    const WorkObservation&) override {
+    calls.push_back(p.capability_id);
+    BenefitCandidate c;
+    c.capability_id = p.capability_id;
+    c.source_digest = p.source_digest;
+    c.resource_profile_digest = digest_of("profile:" + p.capability_id);
+    c.availability = p.actionability == "manual" ? "advisory" : "executable";
+    c.expected_task_benefit_ppm = 800'000;
+    c.relevance_ppm = relevance_ppm;
+    c.trust_ppm = 1'000'000;
+    c.costs = ResourceCosts{};
+    c.evidence.capability_id = p.capability_id;
+    c.evidence.kind = p.kind;
+    c.evidence.source_digest = p.source_digest;
+    c.evidence.evidence_window_digest = digest_of("window:" + p.capability_id);
+    c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;
+    if (drift_after >= 0 && static_cast<int>(calls.size()) > drift_after) c.relevance_ppm -= 1;
+    return c;
+  }
+  std::string snapshot = digest_of("managed-benefit-facts");
+  std::int64_t relevance_ppm = 900'000;
+  int drift_after = -1;
+  std::vector<std::string> calls;
+};
+
+class SeedMaterial final : public MaterialPort {
+ public:
+  explicit SeedMaterial(std::set<std::string> ids) : ids_(std::move(ids)) {}
+  std::string material_snapshot_digest() const override { return snapshot_; }
+  MaterialDescriptor describe(const std::string& id, const std::string& kind) override {
+    if (!ids_.count(id)) {
+      return MaterialDescriptor::create(id, kind, "manual", std::nullopt, 0, 0, snapshot_,
+                                        std::nullopt);
+    }
+    const auto identity = MaterialIdentity::create(id, kind, digest_of("content:" + id), 64);
+    return MaterialDescriptor::create(id, kind, "load", identity.content_sha256(), 64, 16,
+                                      snapshot_, identity.identity_digest());
+  }
+
+ private:
+  std::set<std::string> ids_;
+  std::string snapshot_ = digest_of("material-snapshot");
+};
+
+InstallPlanningBundle install_bundle(const std::string& id, const std::string& snapshot) {
+  const std::string kind = id.substr(0, id.find(':'));
+  const auto material = MaterialIdentity::create(id, kind, digest_of("installed:" + id), 64);
+  InstallPlanDescriptor::Fields f;
+  f.capability_id = id;
+  f.kind = kind;
+  f.installer_id = "ctx-" + kind + "-installer-v1";
+  f.plan_digest = digest_of("install-plan:" + id);
+  f.provenance_digest = snapshot;
+  f.result_material_identity_digest = material.identity_digest();
+  return InstallPlanningBundle(InstallPlanDescriptor::create(f), material);
+}
+
+class SeedInstall final : public InstallBundlePort {
+ public:
+  SeedInstall(std::string snapshot, std::map<std::string, std::optional<InstallPlanningBundle>> b)
+      : snapshot_(std::move(snapshot)), bundles_(std::move(b)) {}
+  std::string installation_snapshot_digest() const override { return snapshot_; }
+  std::optional<InstallPlanningBundle> describe_bundle(const std::string& id,
+                                                       const std::string&) override {
+    const auto it = bundles_.find(id);
+    return it == bundles_.end() ? std::nullopt : it->second;
+  }
+
+ private:
+  std::string snapshot_;
+  std::map<std::string, std::optional<InstallPlanningBundle>> bundles_;
+};
+
+class MemoryAudit final : public BenefitAuditStore {
+ public:
+  std::string store(const BenefitSelectionResult& result) override {
+    if (unavailable) throw BenefitAuditStoreUnavailable("benefit audit store is unavailable");
+    rows.emplace(result.result_digest(), result.to_json());
+    return result.result_digest();
+  }
+  bool unavailable = false;
+  std::map<std::string, std::string> rows;
+};
+
+NetBenefitPolicy seed_policy() {
+  NetBenefitPolicyConfig c;
+  c.calibration_digest = digest_of("calibration");
+  c.minimum_relevance_ppm = 1;
+  return NetBenefitPolicy(c);
+}
+
+CapabilityPlannerConfig config(std::string ns = kNamespace) {
+  return CapabilityPlannerConfig{"ctx-managed-query-planner-v3", std::move(ns), 50};
+}
+
+WorkObservation python_work(std::int64_t limit = 5) {
+  WorkObservation w;
+  w.signals = {"python"};
+  w.languages = {"python"};
+  w.requested_limit = limit;
+  return w;
+}
+
+const std::vector<std::string> kSix = {"agent:reviewer", "harness:python-runner", "mcp-server:docs",
+                                       "skill:lint",     "skill:test",            "skill:types"};
+
+TEST(CapabilityPlanner, OneCommittedPlanGloballyBoundsFourCompetingTypes) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  const auto plan = planner.plan(python_work());
+  EXPECT_EQ(plan.status(), "ready");
+  EXPECT_FALSE(plan.abstention_code());
+  ASSERT_EQ(plan.capabilities().size(), 5u);
+  std::set<std::string> kinds;
+  for (const auto& row : plan.capabilities()) {
+    kinds.insert(row.presentation.kind);
+    EXPECT_FALSE(row.presentation.name.empty());
+    EXPECT_EQ(row.presentation.actionability, "manual");
+    EXPECT_EQ(row.tier, "advisory");
+    EXPECT_NE(std::find(row.presentation.matching_signals.begin(),
+                        row.presentation.matching_signals.end(), "python"),
+              row.presentation.matching_signals.end());
+    EXPECT_NE(std::find(row.presentation.reason_codes.begin(), row.presentation.reason_codes.end(),
+                        "graph-match"),
+              row.presentation.reason_codes.end());
+    EXPECT_GT(row.marginal_net_benefit_u, 0);
+    const auto json = row.to_json();
+    EXPECT_EQ(json.size(), 13u);
+    EXPECT_EQ(json["authority"], (core::Json{{"type", "manual"}}));
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"agent", "harness", "mcp-server", "skill"}));
+  ASSERT_TRUE(plan.benefit_audit());
+  EXPECT_EQ(plan.benefit_audit()->requested_limit, 5);
+  EXPECT_EQ(plan.benefit_audit()->candidate_pool_count, 6);
+  EXPECT_GT(plan.benefit_audit()->search_evaluation_count, 0);
+  EXPECT_EQ(audit.rows.count(plan.benefit_audit()->result_digest), 1u);
+  const auto value = plan.decision_value();
+  EXPECT_EQ(value.size(), 4u);
+  EXPECT_EQ(plan.decision_digest(), core::canonical_digest(value, core::Encoding::kUtf8));
+}
+
+TEST(CapabilityPlanner, ZeroLimitIsOneAuditedAbstention) {
+  MemoryGraph graph({"skill:test"});
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  const auto plan = planner.plan(python_work(0));
+  EXPECT_EQ(plan.status(), "abstained");
+  EXPECT_EQ(plan.abstention_code(), "limit-zero");
+  EXPECT_TRUE(plan.capabilities().empty());
+  ASSERT_TRUE(plan.benefit_audit());
+  EXPECT_EQ(plan.benefit_audit()->search_evaluation_count, 0);
+  EXPECT_EQ(plan.benefit_audit()->requested_limit, 0);
+  EXPECT_EQ(audit.rows.size(), 1u);
+}
+
+TEST(CapabilityPlanner, MixedProjectionUsesExistingTypedAuthorityWithoutReranking) {
+  const std::string installation = digest_of("mixed-installation");
+  MemoryGraph graph({"skill:loaded", "agent:installer", "mcp-server:manual-docs",
+                     "harness:manual-runner"});
+  SeedFacts facts;
+  SeedMaterial material({"skill:loaded"});
+  SeedInstall install(installation, {{"agent:installer", install_bundle("agent:installer", installation)}});
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, &material, &install, audit);
+  const auto plan = planner.plan(python_work());
+  std::vector<std::tuple<std::string, std::string, std::string>> rows;
+  for (const auto& row : plan.capabilities()) {
+    rows.emplace_back(row.presentation.capability_id, row.presentation.kind,
+                      row.presentation.actionability);
+  }
+  const std::vector<std::tuple<std::string, std::string, std::string>> expected = {
+      {"agent:installer", "agent", "install"},
+      {"skill:loaded", "skill", "load"},
+      {"harness:manual-runner", "harness", "manual"},
+      {"mcp-server:manual-docs", "mcp-server", "manual"}};
+  EXPECT_EQ(rows, expected);
+  const auto install_row = plan.capabilities()[0].to_json();
+  EXPECT_EQ(install_row["authority"]["type"], "install");
+  EXPECT_EQ(install_row["benefit"]["tier"], "executable");
+  EXPECT_EQ(install_row["install_descriptor_digest"],
+            install_bundle("agent:installer", installation).descriptor().descriptor_digest());
+  EXPECT_EQ(install_row["authority"]["result_material"],
+            install_bundle("agent:installer", installation).result_material().to_json());
+  const auto load_row = plan.capabilities()[1].to_json();
+  EXPECT_EQ(load_row["authority"]["type"], "load");
+  EXPECT_EQ(load_row["authority"]["material"]["origin"], "catalog");
+  EXPECT_EQ(load_row["install_descriptor_digest"], nullptr);
+  EXPECT_EQ(plan.capabilities()[2].to_json()["benefit"]["tier"], "advisory");
+}
+
+TEST(CapabilityPlanner, GraphUninstalledRowRequiresExactInstallAuthority) {
+  const std::string installation = digest_of("graph-installation");
+  MemoryGraph graph({"agent:reviewer", "mcp-server:docs"});
+  SeedFacts facts;
+  SeedInstall install(installation, {{"agent:reviewer", install_bundle("agent:reviewer", installation)},
+                                     {"mcp-server:docs", std::nullopt}});
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, &install, audit);
+  std::map<std::string, std::string> projected;
+  const auto plan = planner.plan(python_work());
+  for (const auto& row : plan.capabilities()) {
+    projected[row.presentation.capability_id] = row.presentation.actionability;
+  }
+  EXPECT_EQ(projected, (std::map<std::string, std::string>{{"agent:reviewer", "install"},
+                                                           {"mcp-server:docs", "manual"}}));
+}
+
+TEST(CapabilityPlanner, InstallBundleFromAnotherSnapshotDropsTheRowInsteadOfDowngrading) {
+  const std::string installation = digest_of("graph-installation");
+  MemoryGraph graph({"agent:reviewer", "mcp-server:docs"});
+  SeedFacts facts;
+  SeedInstall install(installation,
+                      {{"agent:reviewer", install_bundle("agent:reviewer", digest_of("other"))}});
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, &install, audit);
+  const auto plan = planner.plan(python_work());
+  ASSERT_EQ(plan.capabilities().size(), 1u);
+  EXPECT_EQ(plan.capabilities()[0].presentation.capability_id, "mcp-server:docs");
+}
+
+TEST(CapabilityPlanner, DecisionDigestIsDeterministicAndBindsTheCatalogNamespace) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner first(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  CapabilityPlanner second(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  CapabilityPlanner other(config(digest_of("other-namespace")), seed_policy(), graph, facts,
+                          nullptr, nullptr, audit);
+  const auto a = first.plan(python_work());
+  const auto b = second.plan(python_work());
+  EXPECT_EQ(a.decision_digest(), b.decision_digest());
+  EXPECT_EQ(core::canonical_json(a.decision_value()), core::canonical_json(b.decision_value()));
+  EXPECT_EQ(first.planning_environment_digest(), second.planning_environment_digest());
+  EXPECT_NE(other.plan(python_work()).decision_digest(), a.decision_digest());
+  EXPECT_NE(other.planning_environment_digest(), first.planning_environment_digest());
+  EXPECT_EQ(a.benefit_audit()->result_digest, b.benefit_audit()->result_digest);
+}
+
+TEST(CapabilityPlanner, BaselineAndRejectedCapabilitiesAreNotCandidates) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  auto work = python_work(3);
+  work.baseline_capability_ids = {"agent:reviewer"};
+  work.rejected_capability_ids = {"harness:python-runner"};
+  const auto plan = planner.plan(work);
+  ASSERT_EQ(plan.capabilities().size(), 3u);
+  EXPECT_EQ(plan.benefit_audit()->candidate_pool_count, 4);
+  for (const auto& row : plan.capabilities()) {
+    EXPECT_NE(row.presentation.capability_id, "agent:reviewer");
+    EXPECT_NE(row.presentation.capability_id, "harness:python-runner");
+  }
+}
+
+TEST(CapabilityPlanner, UnavailableCatalogOrAuditDegradesWithoutAudit) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  graph.unavailable = true;
+  const auto catalog = planner.plan(python_work());
+  EXPECT_EQ(catalog.status(), "degraded");
+  EXPECT_EQ(catalog.abstention_code(), "catalog-unavailable");
+  EXPECT_FALSE(catalog.benefit_audit());
+  EXPECT_EQ(catalog.decision_value()["benefit_audit"], nullptr);
+  graph.unavailable = false;
+  audit.unavailable = true;
+  const auto failed = planner.plan(python_work());
+  EXPECT_EQ(failed.status(), "degraded");
+  EXPECT_EQ(failed.abstention_code(), "planner-failed");
+  EXPECT_TRUE(failed.capabilities().empty());
+}
+
+TEST(CapabilityPlanner, NoRelevanceAbstainsAsNoFeasibleCapability) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  facts.relevance_ppm = 0;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  const auto plan = planner.plan(python_work());
+  EXPECT_EQ(plan.status(), "abstained");
+  EXPECT_EQ(plan.abstention_code(), "no-feasible-capability");
+}
+
+TEST(CapabilityPlanner, DriftingInputsFailTheDecision) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  facts.drift_after = 6;  // the end-of-plan revalidation sees other facts
+  CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError,
+                   "planning inputs drifted during end validation");
+  facts.drift_after = -1;
+  facts.snapshot = digest_of("moved-facts");
+  CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError, "benefit facts snapshot drifted");
+}
+
+TEST(CapabilityPlanner, DecideChecksTheObservationAndThePlanningContext) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  const core::Json observation = {
+      {"schema_id", "ctx.observation.current-work"},
+      {"schema_version", 1},
+      {"value",
+       {{"signals", {"python"}},
+        {"languages", {"python"}},
+        {"baseline_capability_ids", core::Json::array()},
+        {"active_capability_ids", core::Json::array()},
+        {"rejected_capability_ids", core::Json::array()},
+        {"requested_limit", 5}}}};
+  const auto decision = planner.decide(observation, std::nullopt, "ctx-managed-query-planner-v3",
+                                       planner.planning_environment_digest());
+  EXPECT_EQ(decision["schema_id"], "ctx.decision.capability-plan");
+  EXPECT_EQ(decision["schema_version"], 3);
+  EXPECT_EQ(decision["value"]["status"], "ready");
+  EXPECT_EQ(decision["value"]["capabilities"].size(), 5u);
+  CTX_EXPECT_THROW(planner.decide(observation, std::nullopt, "foreign-planner",
+                                  planner.planning_environment_digest()),
+                   PlannerValidationError, "planner version mismatch");
+  CTX_EXPECT_THROW(planner.decide(observation, std::nullopt, "ctx-managed-query-planner-v3",
+                                  digest_of("foreign-catalog")),
+                   PlannerValidationError, "planning environment");
+  auto extra = observation;
+  extra["value"]["prompt"] = "write me a poem";
+  CTX_EXPECT_THROW(planner.decide(extra, std::nullopt, "ctx-managed-query-planner-v3",
+                                  planner.planning_environment_digest()),
+                   PlannerValidationError, "missing or unknown fields");
+  auto unsorted = observation;
+  unsorted["value"]["signals"] = {"zeta", "alpha"};
+  CTX_EXPECT_THROW(planner.decide(unsorted, std::nullopt, "ctx-managed-query-planner-v3",
+                                  planner.planning_environment_digest()),
+                   PlannerValidationError, "signals");
+}
+
+TEST(CapabilityPlanner, NormalizedPoolDropsConflictingDuplicatesAndKeepsIdenticalOnes) {
+  CapabilityCandidate a;
+  a.capability_id = "skill:a";
+  a.kind = "skill";
+  a.name = "a";
+  a.source_digest = digest_of("a");
+  a.normalized_score_ppm = 1;
+  a.reason_codes = {"graph-match"};
+  a.actionability = "manual";
+  auto b = a;
+  b.capability_id = "skill:b";
+  b.name = "b";
+  auto b2 = b;
+  b2.source_digest = digest_of("b2");
+  auto blocked = a;
+  blocked.capability_id = "skill:c";
+  blocked.name = "c";
+  blocked.actionability = "blocked";
+  const auto pool = normalize_candidate_pool({b, a, a, b2, blocked}, python_work());
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(pool[0].capability_id, "skill:a");
+}
+
+}  // namespace
+}  // namespace ctx::engine::planning

@@ -1,0 +1,319 @@
+#include "host/store/graph_store.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "host/core/crypto.hpp"
+#include "host/engine/planning/errors.hpp"
+#include "host/engine/planning/planner.hpp"
+#include "host/store/benefit_audit_store.hpp"
+#include "tests/support/expect_throw.hpp"
+
+namespace ctx::store {
+namespace {
+
+namespace planning = engine::planning;
+namespace fs = std::filesystem;
+
+std::string digest_of(const std::string& text) { return core::sha256_hex(text); }
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string file_sha256(const fs::path& path) { return core::sha256_hex(file_bytes(path)); }
+
+class GraphStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "/ctx-graph-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::permissions(dir_, fs::perms::owner_all, ec);
+    fs::remove_all(dir_, ec);
+  }
+
+  // The seed's networkx graph: node id kind:name, label name, type kind, tags ["python"].
+  fs::path seed_graph(const std::vector<std::string>& ids, const std::string& name = "graph.sqlite3") {
+    std::vector<GraphNode> nodes;
+    for (const auto& id : ids) {
+      GraphNode node;
+      node.id = id;
+      node.type = id.substr(0, id.find(':'));
+      node.label = id.substr(id.find(':') + 1);
+      node.tags = {"python"};
+      nodes.push_back(node);
+    }
+    return pinned(nodes, {}, name);
+  }
+
+  fs::path pinned(const std::vector<GraphNode>& nodes, const std::vector<GraphEdge>& edges,
+                  const std::string& name = "graph.sqlite3") {
+    const fs::path path = dir_ / name;
+    build_graph_store(path, nodes, edges);
+    ::chmod(path.c_str(), 0444);
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+const std::vector<std::string> kSix = {"agent:reviewer", "harness:python-runner", "mcp-server:docs",
+                                       "skill:lint",     "skill:test",            "skill:types"};
+
+TEST_F(GraphStoreTest, RetrievesSeedGraphScoredAndRanked) {
+  const auto path = seed_graph(kSix);
+  const auto store = GraphStore::open(path, file_sha256(path));
+  EXPECT_EQ(store->node_count(), 6);
+  const auto rows = store->retrieve({"python"}, 50);
+  ASSERT_EQ(rows.size(), 6u);
+  // "python" is a slug token of python-runner's label: 50 + tag 10 = 60 (IDF 0: every node has
+  // it); every other node scores the tag's 10, i.e. round(10 / 60, 4) = 0.1667.
+  EXPECT_EQ(rows[0].kind, "harness");
+  EXPECT_EQ(rows[0].name, "python-runner");
+  EXPECT_EQ(rows[0].normalized_score_ppm, 1'000'000);
+  std::vector<std::string> rest;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    rest.push_back(rows[i].kind + ":" + rows[i].name);
+    EXPECT_EQ(rows[i].normalized_score_ppm, 166'700);
+    EXPECT_EQ(rows[i].tags, std::vector<std::string>{"python"});
+  }
+  EXPECT_EQ(rest, (std::vector<std::string>{"agent:reviewer", "mcp-server:docs", "skill:lint",
+                                            "skill:test", "skill:types"}));
+  EXPECT_TRUE(store->retrieve({}, 50).empty());
+  EXPECT_TRUE(store->retrieve({"rust"}, 50).empty());
+  EXPECT_EQ(store->retrieve({"python"}, 2).size(), 2u);
+}
+
+TEST_F(GraphStoreTest, RareTagsOutweighCommonOnesAndExplicitNamesWin) {
+  std::vector<GraphNode> nodes;
+  for (int i = 0; i < 8; ++i) {
+    GraphNode n;
+    n.id = "skill:generic-" + std::to_string(i);
+    n.type = "skill";
+    n.tags = {"python"};
+    nodes.push_back(n);
+  }
+  GraphNode rare;
+  rare.id = "skill:web";
+  rare.type = "skill";
+  rare.tags = {"fastapi", "python"};
+  nodes.push_back(rare);
+  GraphNode named;
+  named.id = "agent:code-reviewer";
+  named.type = "agent";
+  named.tags = {"review"};
+  nodes.push_back(named);
+  const auto path = pinned(nodes, {});
+  const auto store = GraphStore::open(path, file_sha256(path));
+  const auto rows = store->retrieve({"fastapi", "python"}, 50);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].name, "web");
+  const auto named_rows = store->retrieve({"code-reviewer"}, 50);
+  ASSERT_EQ(named_rows.size(), 1u);
+  EXPECT_EQ(named_rows[0].kind, "agent");
+  EXPECT_EQ(named_rows[0].normalized_score_ppm, 1'000'000);
+}
+
+TEST_F(GraphStoreTest, NeverLoadAndUnknownKindsAreNotRetrieved) {
+  GraphNode hidden;
+  hidden.id = "skill:hidden";
+  hidden.type = "skill";
+  hidden.tags = {"python"};
+  hidden.never_load = true;
+  GraphNode concept_node;
+  concept_node.id = "concept:python";
+  concept_node.type = "concept";
+  concept_node.tags = {"python"};
+  GraphNode visible;
+  visible.id = "skill:visible";
+  visible.type = "skill";
+  visible.tags = {"python"};
+  const auto path = pinned({hidden, concept_node, visible}, {{"skill:visible", "concept:python", 1.0}});
+  const auto store = GraphStore::open(path, file_sha256(path));
+  const auto rows = store->retrieve({"python"}, 50);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].name, "visible");
+}
+
+TEST_F(GraphStoreTest, PinMismatchIsATypedError) {
+  const auto path = seed_graph(kSix);
+  CTX_EXPECT_THROW(GraphStore::open(path, digest_of("other")), planning::GraphArtifactPinMismatch,
+                   "does not match its pin");
+  // A tampered artifact under the original pin is refused the same way.
+  const std::string pin = file_sha256(path);
+  ::chmod(path.c_str(), 0644);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x7f');
+  }
+  ::chmod(path.c_str(), 0444);
+  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::GraphArtifactPinMismatch, "pin");
+  // The mismatch is a CandidateSourceUnavailable, so planning degrades instead of trusting it.
+  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable,
+                   "indexed graph candidate source is unavailable");
+}
+
+TEST_F(GraphStoreTest, WritableSymlinkedOrSidecarArtifactsAreRefused) {
+  const auto path = seed_graph(kSix);
+  const std::string pin = file_sha256(path);
+  ::chmod(path.c_str(), 0644);
+  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable, "unavailable");
+  ::chmod(path.c_str(), 0444);
+  const auto link = dir_ / "link.sqlite3";
+  fs::create_symlink(path, link);
+  CTX_EXPECT_THROW(GraphStore::open(link, pin), planning::CandidateSourceUnavailable, "unavailable");
+  std::ofstream(path.string() + "-wal") << "x";
+  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable, "unavailable");
+  CTX_EXPECT_THROW(GraphStore::open(dir_ / "missing.sqlite3", pin),
+                   planning::CandidateSourceUnavailable, "unavailable");
+}
+
+TEST_F(GraphStoreTest, OpensReadOnlyAndLeavesTheArtifactUntouched) {
+  const auto path = seed_graph(kSix);
+  const std::string before = file_bytes(path);
+  {
+    const auto store = GraphStore::open(path, core::sha256_hex(before));
+    EXPECT_TRUE(store->read_only());
+    for (int i = 0; i < 3; ++i) store->retrieve({"python"}, 50);
+  }
+  EXPECT_EQ(file_bytes(path), before);
+  EXPECT_FALSE(fs::exists(path.string() + "-wal"));
+  EXPECT_FALSE(fs::exists(path.string() + "-journal"));
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().filename().string().rfind(".ctx-graph-snapshot-", 0), std::string::npos)
+        << "private snapshot left behind";
+  }
+}
+
+TEST_F(GraphStoreTest, CandidateLookupUsesTheTermIndex) {
+  const auto path = seed_graph(kSix);
+  const auto store = GraphStore::open(path, file_sha256(path));
+  const auto plan = store->candidate_lookup_plan();
+  ASSERT_FALSE(plan.empty());
+  bool indexed = false;
+  for (const auto& line : plan) {
+    EXPECT_EQ(line.find("SCAN"), std::string::npos) << line;
+    indexed = indexed || (line.find("SEARCH") != std::string::npos &&
+                          line.find("idx_node_terms_term") != std::string::npos);
+  }
+  EXPECT_TRUE(indexed);
+}
+
+TEST_F(GraphStoreTest, InconsistentMetadataMakesTheSourceUnavailable) {
+  const fs::path path = dir_ / "graph.sqlite3";
+  build_graph_store(path, {GraphNode{"skill:a", "skill", std::nullopt, std::nullopt, {"python"}}});
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE metadata SET value = '7' WHERE key = 'node_count'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  ::chmod(path.c_str(), 0444);
+  CTX_EXPECT_THROW(GraphStore::open(path, file_sha256(path)), planning::CandidateSourceUnavailable,
+                   "indexed graph candidate source is unavailable");
+}
+
+TEST_F(GraphStoreTest, BuildRejectsDuplicateNodesAndExistingFiles) {
+  GraphNode a{"skill:a", "skill", std::nullopt, std::nullopt, {"python"}};
+  CTX_EXPECT_THROW(build_graph_store(dir_ / "dup.sqlite3", {a, a}), InvalidArgument, "duplicated");
+  build_graph_store(dir_ / "one.sqlite3", {a});
+  CTX_EXPECT_THROW(build_graph_store(dir_ / "one.sqlite3", {a}), InvalidArgument, "exists");
+  CTX_EXPECT_THROW(build_graph_store(dir_ / "edge.sqlite3", {a}, {{"skill:a", "skill:zz", 0}}),
+                   InvalidArgument, "unknown node");
+}
+
+// ---- the seed's planning scenarios end to end: SQLite graph + SQLite audit ----
+
+class SeedFacts final : public planning::BenefitFactsPort {
+ public:
+  std::string benefit_facts_snapshot_digest() const override { return digest_of("managed-benefit-facts"); }
+  std::optional<planning::BenefitCandidate> benefit_candidate(
+      const planning::CapabilityCandidate& p, const planning::WorkObservation&) override {
+    planning::BenefitCandidate c;
+    c.capability_id = p.capability_id;
+    c.source_digest = p.source_digest;
+    c.resource_profile_digest = digest_of("profile:" + p.capability_id);
+    c.availability = p.actionability == "manual" ? "advisory" : "executable";
+    c.expected_task_benefit_ppm = 800'000;
+    c.relevance_ppm = 900'000;
+    c.trust_ppm = 1'000'000;
+    c.costs = planning::ResourceCosts{};
+    c.evidence.capability_id = p.capability_id;
+    c.evidence.kind = p.kind;
+    c.evidence.source_digest = p.source_digest;
+    c.evidence.evidence_window_digest = digest_of("window:" + p.capability_id);
+    c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;
+    return c;
+  }
+};
+
+planning::NetBenefitPolicy seed_policy() {
+  planning::NetBenefitPolicyConfig c;
+  c.calibration_digest = digest_of("calibration");
+  c.minimum_relevance_ppm = 1;
+  return planning::NetBenefitPolicy(c);
+}
+
+planning::WorkObservation python_work(std::int64_t limit) {
+  planning::WorkObservation w;
+  w.signals = {"python"};
+  w.languages = {"python"};
+  w.requested_limit = limit;
+  return w;
+}
+
+TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
+  const auto path = seed_graph(kSix);
+  const auto graph = GraphStore::open(path, file_sha256(path));
+  const auto audit = SqliteBenefitAuditStore::open(dir_ / "audit" / "audit.sqlite3");
+  SeedFacts facts;
+  planning::CapabilityPlanner planner({"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50},
+                                      seed_policy(), *graph, facts, nullptr, nullptr, *audit);
+  const auto plan = planner.plan(python_work(5));
+  EXPECT_EQ(plan.status(), "ready");
+  ASSERT_EQ(plan.capabilities().size(), 5u);
+  std::set<std::string> kinds;
+  for (const auto& row : plan.capabilities()) {
+    kinds.insert(row.presentation.kind);
+    EXPECT_EQ(row.presentation.matching_signals, std::vector<std::string>{"python"});
+    std::vector<std::string> reasons = {"graph-match", "language-match", "signal-match", "tag-match"};
+    if (row.presentation.name == "python-runner") reasons.insert(reasons.begin() + 2, "name-match");
+    EXPECT_EQ(row.presentation.reason_codes, reasons);
+    EXPECT_GT(row.marginal_net_benefit_u, 0);
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"agent", "harness", "mcp-server", "skill"}));
+  const auto stored = audit->load(plan.benefit_audit()->result_digest);
+  EXPECT_EQ(stored.selections().size(), 5u);
+
+  const auto zero = planner.plan(python_work(0));
+  EXPECT_EQ(zero.status(), "abstained");
+  EXPECT_EQ(zero.abstention_code(), "limit-zero");
+  EXPECT_TRUE(zero.capabilities().empty());
+  EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(), "limit-zero");
+
+  // Same inputs, same decision; a second planner over a fresh open agrees byte for byte.
+  const auto graph2 = GraphStore::open(path, file_sha256(path));
+  planning::CapabilityPlanner again({"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50},
+                                    seed_policy(), *graph2, facts, nullptr, nullptr, *audit);
+  EXPECT_EQ(again.plan(python_work(5)).decision_digest(), plan.decision_digest());
+  EXPECT_EQ(again.planning_environment_digest(), planner.planning_environment_digest());
+}
+
+}  // namespace
+}  // namespace ctx::store
