@@ -318,7 +318,8 @@ PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d,
 
 // dlopens the verified cache file, negotiates and validates. Removes a cache name this load
 // created when anything fails.
-std::shared_ptr<const LoadedPlugin> open_cached(const CachedCopy& copy, const std::string& file) {
+std::shared_ptr<const LoadedPlugin> open_cached(const CachedCopy& copy, const std::string& file,
+                                                const ctx_host_negotiation& host) {
   try {
     auto library = std::make_unique<LoadedPlugin::Library>();
     try {
@@ -334,7 +335,6 @@ std::shared_ptr<const LoadedPlugin> open_cached(const CachedCopy& copy, const st
     const auto entry =
         library->library.get<const ctx_plugin_descriptor*(const ctx_host_negotiation*)>(
             CTX_PLUGIN_ENTRY_SYMBOL);
-    const ctx_host_negotiation host = host_negotiation();
     const ctx_plugin_descriptor* descriptor = entry(&host);
     PluginIdentity identity = validate_descriptor(descriptor, host, file);
     identity.sha256 = copy.sha256;
@@ -382,7 +382,12 @@ const ctx_host_adapter_ops* LoadedPlugin::host_adapter_ops() const noexcept {
 }
 
 PluginLoader::PluginLoader(std::filesystem::path state_dir)
-    : state_dir_(std::filesystem::absolute(state_dir).lexically_normal()) {}
+    : PluginLoader(std::move(state_dir), host_negotiation()) {}
+
+PluginLoader::PluginLoader(std::filesystem::path state_dir, const ctx_host_negotiation& host)
+    : state_dir_(std::filesystem::absolute(state_dir).lexically_normal()), host_(host) {
+  CTX_CHECK(host_.abi_minor_min <= host_.abi_minor_max);
+}
 
 std::filesystem::path PluginLoader::cache_dir() const {
   return state_dir_ / "plugins" / "sha256";
@@ -397,7 +402,7 @@ std::shared_ptr<const LoadedPlugin> PluginLoader::load(const LockEntry& entry) c
   CreatedDirs created;
   ensure_cache_dirs(state_dir_, created);
   const CachedCopy copy = copy_into_cache(entry.path, cache_dir(), entry.sha256, label);
-  auto plugin = open_cached(copy, label + " (" + entry.path + ")");
+  auto plugin = open_cached(copy, label + " (" + entry.path + ")", host_);
   const PluginIdentity& declared = plugin->identity();
   if (declared != entry.identity()) {
     if (copy.created) ::unlink(copy.path.c_str());
@@ -416,7 +421,7 @@ std::shared_ptr<const LoadedPlugin> PluginLoader::load_unpinned(
   ensure_cache_dirs(state_dir_, created);
   const std::string label = file.string();
   const CachedCopy copy = copy_into_cache(file, cache_dir(), std::nullopt, label);
-  auto plugin = open_cached(copy, label);
+  auto plugin = open_cached(copy, label, host_);
   created.keep();
   return plugin;
 }

@@ -75,8 +75,12 @@ class PluginLoader {
   // state directory's missing parents are created, and state_dir, plugins/ and sha256/ are
   // created 0700 (tightened to 0700 if they exist with looser modes).
   explicit PluginLoader(std::filesystem::path state_dir);
+  // As above, offering `host` instead of host_negotiation() to plugins: lets a conformance kit
+  // play an older or newer host. REQUIRES: host.abi_minor_min <= host.abi_minor_max.
+  PluginLoader(std::filesystem::path state_dir, const ctx_host_negotiation& host);
 
   const std::filesystem::path& state_dir() const noexcept { return state_dir_; }
+  const ctx_host_negotiation& negotiation() const noexcept { return host_; }
   std::filesystem::path cache_dir() const;
 
   // Loads `entry` exactly as pinned (see the file comment).
@@ -95,6 +99,7 @@ class PluginLoader {
 
  private:
   std::filesystem::path state_dir_;
+  ctx_host_negotiation host_;
 };
 
 }  // namespace ctx::plugins
