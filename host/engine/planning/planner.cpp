@@ -27,17 +27,6 @@ auto pool_key(const CapabilityCandidate& c) {
                          std::cref(c.reason_codes));
 }
 
-// Everything the end-of-plan revalidation compares, as canonical text.
-std::string fingerprint(const AuthenticatedCandidate& c) {
-  Json presentation = selection_mapping(c.presentation);
-  presentation["equivalence_key"] = optional_string(c.presentation.equivalence_key);
-  return core::canonical_json(Json{{"authority", c.authority.to_json()},
-                                   {"benefit", to_json(c.benefit_candidate)},
-                                   {"catalog_identity", c.catalog_identity.to_json()},
-                                   {"presentation", presentation}},
-                              core::Encoding::kAscii);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -61,18 +50,6 @@ core::Json PlanCapabilityRow::to_json() const {
                         {"tier", tier}};
   row["authority"] = authority.to_json();
   return row;
-}
-
-core::Json BenefitAuditReference::to_json() const {
-  return Json{{"calibration_digest", calibration_digest},
-              {"candidate_pool_count", candidate_pool_count},
-              {"policy_digest", policy_digest},
-              {"policy_schema_id", policy_schema_id},
-              {"requested_limit", requested_limit},
-              {"result_digest", result_digest},
-              {"result_schema_id", result_schema_id},
-              {"search_evaluation_count", search_evaluation_count},
-              {"selection_algorithm_id", selection_algorithm_id}};
 }
 
 CapabilityPlanV3 CapabilityPlanV3::degraded(std::string code) {
@@ -364,11 +341,7 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
   assert_pins();
   const auto revalidated_pool = normalize_candidate_pool(source_.retrieve(work), work);
   const auto revalidated = authenticate(revalidated_pool, work);
-  bool same = revalidated_pool == pool && revalidated.size() == authenticated.size();
-  for (std::size_t i = 0; same && i < revalidated.size(); ++i) {
-    same = fingerprint(revalidated[i]) == fingerprint(authenticated[i]);
-  }
-  if (!same) throw PlannerValidationError("planning inputs drifted during end validation");
+  if (revalidated_pool != pool || revalidated != authenticated) throw PlannerValidationError("planning inputs drifted during end validation");
   assert_pins();
   return result;
 }

@@ -417,3 +417,36 @@ TEST(CapabilityPlanner, NormalizedPoolDropsConflictingDuplicatesAndKeepsIdentica
 
 }  // namespace
 }  // namespace ctx::engine::planning
+
+namespace ctx::engine::planning {
+namespace {
+
+// The reducer commits exactly what the planner decides: every decision value parses into a
+// CommittedPlanV3 whose rows and digest are the planner's own.
+TEST(CapabilityPlanner, DecisionValuesCommitAsCommittedPlanV3) {
+  const std::string installation = digest_of("mixed-installation");
+  MemoryGraph graph({"skill:loaded", "agent:installer", "mcp-server:manual-docs",
+                     "harness:manual-runner"});
+  SeedFacts facts;
+  SeedMaterial material({"skill:loaded"});
+  SeedInstall install(installation,
+                      {{"agent:installer", install_bundle("agent:installer", installation)}});
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, &material, &install, audit);
+  std::vector<CapabilityPlanV3> plans = {planner.plan(python_work(5)), planner.plan(python_work(0)),
+                                         CapabilityPlanV3::degraded("catalog-unavailable")};
+  for (const auto& plan : plans) {
+    const auto committed = CommittedPlanV3::from_decision(
+        "plan-mixed", planner.planning_environment_digest(), plan.decision_value());
+    EXPECT_EQ(committed.decision_digest(), plan.decision_digest());
+    EXPECT_EQ(committed.status(), plan.status());
+    EXPECT_EQ(committed.decision_value(), plan.decision_value());
+    ASSERT_EQ(committed.capabilities().size(), plan.capabilities().size());
+    for (std::size_t i = 0; i < plan.capabilities().size(); ++i) {
+      EXPECT_EQ(committed.capabilities()[i].to_json(), plan.capabilities()[i].to_json());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ctx::engine::planning
