@@ -140,8 +140,10 @@ class FunctionTest : public ::testing::Test {
 
 std::string Contained::describe() const {
   switch (ending) {
-    case Ending::kReturned: return "returned code " + std::to_string(result.code);
-    case Ending::kThrew: return "let a C++ exception cross the C ABI";
+    case Ending::kReturned:
+      return "returned code " + std::to_string(result.code);
+    case Ending::kThrew:
+      return "let a C++ exception cross the C ABI";
     case Ending::kCrashed:
       return detail > 0 ? "crashed with signal " + std::to_string(detail)
                         : "ended the process (exit status " + std::to_string(-detail) + ")";
@@ -218,8 +220,8 @@ Contained contain(const std::function<CallResult()>& call) {
 PluginUnderTest::PluginUnderTest(fs::path plugin, std::optional<fs::path> config_file,
                                  fs::path base)
     : plugin_(fs::absolute(plugin)), config_file_(std::move(config_file)), base_(std::move(base)) {
-  host_api_ = ctx_host_api{sizeof(ctx_host_api), this, &host_log, &host_progress,
-                           &host_cancelled, &host_now};
+  host_api_ = ctx_host_api{sizeof(ctx_host_api), this,     &host_log, &host_progress,
+                           &host_cancelled,      &host_now};
   fs::create_directories(base_ / "sandbox");
   fs::create_directories(base_ / "instances");
   sandbox_before_ = sandbox_now();
@@ -319,10 +321,9 @@ std::string PluginUnderTest::leaked_secret(const std::string& message) const {
 RawInstance::RawInstance(PluginUnderTest& plugin, const std::string& config)
     : descriptor_(plugin.descriptor()) {
   created_ = invoke([&](ctx_error* err) {
-    return descriptor_.create(plugin.host_api(),
-                              ctx_bytes{reinterpret_cast<const uint8_t*>(config.data()),
-                                        config.size()},
-                              &handle_, err);
+    return descriptor_.create(
+        plugin.host_api(),
+        ctx_bytes{reinterpret_cast<const uint8_t*>(config.data()), config.size()}, &handle_, err);
   });
   if (created_.code != CTX_OK) handle_ = nullptr;
 }
@@ -337,10 +338,9 @@ CallResult RawInstance::destroy() {
 }
 
 void add_test(const std::string& suite, const std::string& name, std::function<void()> body) {
-  ::testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                          [body = std::move(body)]() -> FunctionTest* {
-                            return new FunctionTest(body);
-                          });
+  ::testing::RegisterTest(
+      suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+      [body = std::move(body)]() -> FunctionTest* { return new FunctionTest(body); });
 }
 
 std::vector<std::string> garbage_inputs() {
@@ -368,8 +368,8 @@ void expect_contained_code(const PluginUnderTest& plugin, const Contained& call,
   EXPECT_TRUE(r.code >= CTX_OK && r.code <= CTX_UNAUTHENTICATED)
       << what << " returned a code outside the ABI table: " << r.code;
   EXPECT_NE(r.code, CTX_INTERNAL)
-      << what << " failed with CTX_INTERNAL, i.e. an unexpected exception inside the plugin: "
-      << r.message;
+      << what
+      << " failed with CTX_INTERNAL, i.e. an unexpected exception inside the plugin: " << r.message;
   EXPECT_NE(r.code, CTX_UNKNOWN) << what << " failed with CTX_UNKNOWN: " << r.message;
   if (r.code == CTX_OK) {
     EXPECT_TRUE(r.error_untouched) << what << " succeeded but wrote into the error buffer";
