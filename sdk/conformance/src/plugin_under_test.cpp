@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -222,7 +223,8 @@ PluginUnderTest::PluginUnderTest(fs::path plugin, std::optional<fs::path> config
     : plugin_(fs::absolute(plugin)), config_file_(std::move(config_file)), base_(std::move(base)) {
   host_api_ = ctx_host_api{sizeof(ctx_host_api), this,     &host_log, &host_progress,
                            &host_cancelled,      &host_now};
-  fs::create_directories(base_ / "sandbox");
+  fs::create_directories(base_ / "sandbox" / "home");
+  fs::create_directories(base_ / "sandbox" / "tmp");
   fs::create_directories(base_ / "instances");
   sandbox_before_ = sandbox_now();
   secrets_.push_back(kInputMarker);
@@ -289,15 +291,35 @@ std::set<std::string> PluginUnderTest::sandbox_now() const {
 }
 
 void PluginUnderTest::in_sandbox(const std::function<void()>& body) const {
+  // The working directory, HOME and TMPDIR all point into the sandbox while `body` runs, so
+  // files a plugin creates through any of them show up in sandbox_now().
+  const fs::path sandbox = base_ / "sandbox";
   const fs::path previous = fs::current_path();
-  fs::current_path(base_ / "sandbox");
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved;
+  for (const char* name : {"HOME", "TMPDIR"}) {
+    const char* value = std::getenv(name);
+    saved.emplace_back(name, value != nullptr ? std::optional<std::string>(value) : std::nullopt);
+  }
+  const auto restore = [&] {
+    fs::current_path(previous);
+    for (const auto& [name, value] : saved) {
+      if (value) {
+        ::setenv(name, value->c_str(), 1);
+      } else {
+        ::unsetenv(name);
+      }
+    }
+  };
+  fs::current_path(sandbox);
+  ::setenv("HOME", (sandbox / "home").c_str(), 1);
+  ::setenv("TMPDIR", (sandbox / "tmp").c_str(), 1);
   try {
     body();
   } catch (...) {
-    fs::current_path(previous);
+    restore();
     throw;
   }
-  fs::current_path(previous);
+  restore();
 }
 
 std::string PluginUnderTest::fresh_config() {
