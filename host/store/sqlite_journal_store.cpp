@@ -372,6 +372,30 @@ std::string activation_settlement_digest(const StreamId& stream, const std::stri
                                      {"stream_key", stream.stream_key()}});
 }
 
+// The cheap integrity check used on the append path: every stored digest recomputes from the
+// stored text (no JSON parsing). Full verification (canonical form, transition binding) runs on
+// every read.
+void verify_record_digests(const JournalRecord& record) {
+  if (record.replay_digest != core::sha256_hex(record.replay_json) ||
+      record.transition_digest != core::sha256_hex(record.transition_json) ||
+      record.result_state_digest != core::sha256_hex(record.result_state_json)) {
+    throw JournalCorruption("journal record " + std::to_string(record.revision) +
+                            ": a content digest does not match its text");
+  }
+  if (record.record_digest != engine::journal_record_digest(record)) {
+    throw JournalCorruption("journal record " + std::to_string(record.revision) +
+                            ": record_digest does not match record content");
+  }
+}
+
+StreamId stream_from_key(const std::string& key) {
+  try {
+    return StreamId::from_stream_key(key);
+  } catch (const InvalidArgument&) {
+    throw JournalCorruption("stored row has an invalid stream key");
+  }
+}
+
 constexpr const char* kJournalColumns =
     "event_id, stream_key, revision, event_content_digest, replay_json, replay_digest, "
     "transition_json, transition_digest, result_state_json, result_state_digest, "
@@ -478,15 +502,28 @@ class SqliteJournalStore::Impl {
     return record;
   }
 
-  std::optional<JournalRecord> head_record(const StreamId& stream) {
+  std::optional<JournalRecord> head_record(const StreamId& stream, bool full_verify = true) {
     auto stmt = db_.cached(join({"SELECT ", kJournalColumns,
                                  " FROM engine_journal WHERE stream_key = ?1 "
                                  "ORDER BY revision DESC LIMIT 1"}));
     stmt->bind(1, stream.stream_key());
     if (!stmt->step()) return std::nullopt;
     JournalRecord record = row_to_record(*stmt, &stream);
-    engine::verify_journal_record(record);
+    if (full_verify) {
+      engine::verify_journal_record(record);
+    } else {
+      verify_record_digests(record);
+    }
     return record;
+  }
+
+  // The stored row of `event_id` exactly as written (no verification): for read-back checks.
+  std::optional<JournalRecord> raw_record(const StreamId& stream, std::string_view event_id) {
+    auto stmt = db_.cached(join({"SELECT ", kJournalColumns,
+                                 " FROM engine_journal WHERE event_id = ?1"}));
+    stmt->bind(1, event_id);
+    if (!stmt->step()) return std::nullopt;
+    return row_to_record(*stmt, &stream);
   }
 
   std::vector<JournalRecord> records_from(const StreamId& stream, Revision from) {
@@ -576,7 +613,7 @@ class SqliteJournalStore::Impl {
       }
       return {std::move(*existing), true};
     }
-    std::optional<JournalRecord> head = head_record(request.stream);
+    std::optional<JournalRecord> head = head_record(request.stream, /*full_verify=*/false);
     Revision actual = head ? head->revision : 0;
     if (actual != request.expected_revision) {
       throw RevisionConflict(request.expected_revision, actual);
@@ -591,7 +628,7 @@ class SqliteJournalStore::Impl {
     insert_record(record);
     if (settlement) insert_settlement(*settlement, record);
 
-    std::optional<JournalRecord> stored = record_by_event_id(record.event_id);
+    std::optional<JournalRecord> stored = raw_record(record.stream, record.event_id);
     if (!stored || *stored != record) {
       throw JournalCorruption("journal row read back differs from the appended record");
     }
@@ -883,15 +920,8 @@ class SqliteJournalStore::Impl {
         auto stmt = db_.prepare(join({"SELECT stream_key, action_id FROM ", table}));
         while (stmt.step()) keys.emplace_back(stmt.text(0), stmt.text(1));
       }
-      for (const auto& [stream_key, action_id] : keys) {
-        StreamId stream = [&] {
-          try {
-            return StreamId::from_stream_key(stream_key);
-          } catch (const InvalidArgument&) {
-            throw JournalCorruption("claim row has an invalid stream key");
-          }
-        }();
-        authority(install, stream, action_id);
+      for (const auto& key : keys) {
+        authority(install, stream_from_key(key.first), key.second);
       }
     }
   }
@@ -1272,13 +1302,7 @@ class SqliteJournalStore::Impl {
       while (stmt.step()) keys.push_back(stmt.text(0));
     }
     for (const std::string& key : keys) {
-      StreamId stream = [&] {
-        try {
-          return StreamId::from_stream_key(key);
-        } catch (const InvalidArgument&) {
-          throw JournalCorruption("journal row has an invalid stream key");
-        }
-      }();
+      StreamId stream = stream_from_key(key);
       std::vector<JournalRecord> records = records_from(stream, 1);
       engine::verify_journal_chain(records, nullptr);
       auto projection = db_.cached(

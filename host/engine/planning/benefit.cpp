@@ -745,11 +745,11 @@ BenefitSelectionResult BenefitSelectionResult::create(
   r.requested_limit_ = requested_limit;
   r.search_evaluation_count_ = search_evaluation_count;
   r.result_digest_ = core::canonical_digest(r.digest_mapping(), core::Encoding::kAscii);
-  r.validate();
+  r.validate(false);
   return r;
 }
 
-void BenefitSelectionResult::validate() const {
+void BenefitSelectionResult::validate(bool check_digest_field) const {
   if (static_cast<std::int64_t>(selections_.size()) > kMaxSelectedCapabilities) {
     throw BenefitValidationError("selection cannot contain more than five capabilities");
   }
@@ -819,7 +819,8 @@ void BenefitSelectionResult::validate() const {
   }
   check_digest(policy_digest_, "policy_digest");
   check_digest(result_digest_, "result_digest");
-  if (result_digest_ != core::canonical_digest(digest_mapping(), core::Encoding::kAscii)) {
+  if (check_digest_field &&
+      result_digest_ != core::canonical_digest(digest_mapping(), core::Encoding::kAscii)) {
     throw BenefitValidationError("result_digest does not match canonical result fields");
   }
 }

@@ -148,7 +148,8 @@ class BenefitSelectionResult {
                                        std::string policy_digest, std::int64_t requested_limit,
                                        std::int64_t search_evaluation_count);
   core::Json digest_mapping() const;
-  void validate() const;
+  // Checks every invariant; the digest is recomputed only when `check_digest` (decoding).
+  void validate(bool check_digest = true) const;
 
   std::vector<BenefitSelection> selections_;
   std::vector<CandidateAssessment> assessments_;

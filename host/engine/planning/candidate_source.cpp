@@ -128,10 +128,8 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
     const std::string capability_id = row.kind + ":" + row.name;
     std::optional<MaterialDescriptor> material;
     if (material_ != nullptr) {
-      std::string fingerprint;
       try {
         material = material_->describe(capability_id, row.kind);
-        fingerprint = core::canonical_json(material->to_json(), core::Encoding::kAscii);
       } catch (const CandidateAuthorityUnavailable&) {
         material.reset();
       } catch (const InvalidIdentityError&) {
@@ -139,8 +137,8 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
       } catch (const std::exception&) {
         throw CandidateSourceUnavailable("indexed material descriptor retrieval failed");
       }
-      const auto [it, inserted] = material_seen_.emplace(capability_id, fingerprint);
-      if (!inserted && it->second != fingerprint) {
+      const auto [it, inserted] = material_seen_.emplace(capability_id, material);
+      if (!inserted && it->second != material) {
         throw CandidateSourceUnavailable("indexed material descriptor changed within a snapshot");
       }
       if (!material || material->capability_id() != capability_id || material->kind() != row.kind ||
@@ -151,16 +149,14 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
     const bool loadable = material && material->actionability() == "load";
     std::optional<InstallPlanDescriptor> install;
     if (install_ != nullptr && !loadable && is_installable_kind(row.kind)) {
-      std::string fingerprint;
+      std::optional<std::string> fingerprint;
       std::optional<InstallPlanningBundle> bundle;
       bool malformed = false;
       try {
         bundle = install_->describe_bundle(capability_id, row.kind);
-        fingerprint = bundle ? core::canonical_json(Json{{"descriptor", bundle->descriptor().to_json()},
-                                                         {"result_material",
-                                                          bundle->result_material().to_json()}},
-                                                    core::Encoding::kAscii)
-                             : "null";
+        fingerprint = bundle ? bundle->descriptor().descriptor_digest() + ":" +
+                                   bundle->result_material().identity_digest()
+                             : std::string();
       } catch (const CandidateAuthorityUnavailable&) {
         malformed = true;
       } catch (const InvalidIdentityError&) {
@@ -244,6 +240,13 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
   return out;
+}
+
+std::optional<MaterialDescriptor> CatalogCandidateSource::observed_material(
+    const std::string& capability_id) const {
+  std::lock_guard lock(mutex_);
+  const auto it = material_seen_.find(capability_id);
+  return it == material_seen_.end() ? std::nullopt : it->second;
 }
 
 }  // namespace ctx::engine::planning

@@ -48,6 +48,10 @@ class CatalogCandidateSource {
   // answer changed within one snapshot).
   std::vector<CapabilityCandidate> retrieve(const WorkObservation& observation) const;
 
+  // The material descriptor retrieval observed for `capability_id` in this snapshot (nullopt when
+  // none was observed or it was malformed): the one a load presentation's source digest binds.
+  std::optional<MaterialDescriptor> observed_material(const std::string& capability_id) const;
+
  private:
   const GraphRetrievalPort& graph_;
   MaterialPort* material_;
@@ -57,9 +61,10 @@ class CatalogCandidateSource {
   std::optional<std::string> installation_snapshot_digest_;
   std::string catalog_snapshot_digest_;
   mutable std::mutex mutex_;
-  // Port answers seen in this snapshot ("" = malformed), to detect same-snapshot drift.
-  mutable std::map<std::string, std::string> material_seen_;
-  mutable std::map<std::string, std::string> install_seen_;
+  // Port answers seen in this snapshot (nullopt = malformed), to detect same-snapshot drift.
+  // An install answer is "" (none) or descriptor digest + result material identity digest.
+  mutable std::map<std::string, std::optional<MaterialDescriptor>> material_seen_;
+  mutable std::map<std::string, std::optional<std::string>> install_seen_;
 };
 
 }  // namespace ctx::engine::planning

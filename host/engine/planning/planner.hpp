@@ -11,6 +11,7 @@
 #define CTX_HOST_ENGINE_PLANNING_PLANNER_HPP_
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/engine/identities.hpp"
+#include "host/engine/plan.hpp"
 #include "host/engine/planning/audit_store.hpp"
 #include "host/engine/planning/benefit.hpp"
 #include "host/engine/planning/candidate_source.hpp"
@@ -41,6 +43,7 @@ struct PlanningAuthority {
   std::optional<MaterialIdentity> result_material;       // install
   // {type:"load", material} | {type:"install", descriptor, result_material} | {type:"manual"}
   core::Json to_json() const;
+  friend bool operator==(const PlanningAuthority&, const PlanningAuthority&) = default;
 };
 
 // One retrieval presentation plus authenticated identity, facts and authority.
@@ -49,6 +52,7 @@ struct AuthenticatedCandidate {
   CatalogCapabilityIdentity catalog_identity;
   BenefitCandidate benefit_candidate;
   PlanningAuthority authority;
+  friend bool operator==(const AuthenticatedCandidate&, const AuthenticatedCandidate&) = default;
 };
 
 // One schema-v3 decision row (PlanCapabilityV3).
@@ -66,19 +70,8 @@ struct PlanCapabilityRow {
   core::Json to_json() const;
 };
 
-// The 9-field reference to the audited BenefitSelectionResult.
-struct BenefitAuditReference {
-  std::string result_schema_id;
-  std::string result_digest;
-  std::string policy_schema_id;
-  std::string policy_digest;
-  std::string selection_algorithm_id;
-  std::string calibration_digest;
-  std::int64_t requested_limit = 0;
-  std::int64_t candidate_pool_count = 0;
-  std::int64_t search_evaluation_count = 0;
-  core::Json to_json() const;
-};
+// The 9-field reference to the audited BenefitSelectionResult (the committed plan's own type).
+using BenefitAuditReference = engine::BenefitAuditReference;
 
 // ready (rows, no code, audit) | abstained (no rows; limit-zero, below-net-benefit,
 // no-feasible-capability; audit) | degraded (no rows; catalog-unavailable, planner-failed; no
@@ -178,6 +171,9 @@ class CapabilityPlanner {
   std::string facts_snapshot_digest_;
   std::string environment_digest_;
   mutable std::mutex mutex_;
+  // Facts answered per exact (presentation, observation) in this snapshot: a port may not change
+  // its answer without changing its snapshot digest (bounded; a full memory refuses new keys).
+  mutable std::map<std::string, BenefitCandidate> facts_seen_;
 };
 
 }  // namespace ctx::engine::planning

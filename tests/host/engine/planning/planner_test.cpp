@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "host/core/crypto.hpp"
@@ -32,6 +33,7 @@ class MemoryGraph final : public GraphRetrievalPort {
     if (std::find(tags.begin(), tags.end(), "python") == tags.end()) return rows;
     for (const auto& id : ids_) {
       if (static_cast<std::int64_t>(rows.size()) >= top_n) break;
+      if (drop_from_call > 0 && calls >= drop_from_call && rows.size() + 1 == ids_.size()) break;
       const auto colon = id.find(':');
       rows.push_back(RetrievedNode{id.substr(0, colon), id.substr(colon + 1), {"python"}, 1'000'000});
     }
@@ -40,6 +42,7 @@ class MemoryGraph final : public GraphRetrievalPort {
   const std::string& artifact_sha256() const noexcept override { return sha_; }
   const std::string& graph_schema_version() const noexcept override { return version_; }
   bool unavailable = false;
+  int drop_from_call = 0;  // from this call on, the last node is no longer returned
   mutable int calls = 0;
 
  private:
@@ -345,9 +348,13 @@ TEST(CapabilityPlanner, DriftingInputsFailTheDecision) {
   SeedFacts facts;
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
-  facts.drift_after = 6;  // the end-of-plan revalidation sees other facts
+  graph.drop_from_call = 2;  // the end-of-plan revalidation retrieves another pool
   CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError,
                    "planning inputs drifted during end validation");
+  graph.drop_from_call = 0;
+  facts.drift_after = 6;  // same snapshot digest, other answers for the same presentation
+  CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError,
+                   "benefit facts output drifted without a snapshot digest change");
   facts.drift_after = -1;
   facts.snapshot = digest_of("moved-facts");
   CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError, "benefit facts snapshot drifted");
@@ -413,6 +420,60 @@ TEST(CapabilityPlanner, NormalizedPoolDropsConflictingDuplicatesAndKeepsIdentica
   const auto pool = normalize_candidate_pool({b, a, a, b2, blocked}, python_work());
   ASSERT_EQ(pool.size(), 1u);
   EXPECT_EQ(pool[0].capability_id, "skill:a");
+}
+
+}  // namespace
+}  // namespace ctx::engine::planning
+
+namespace ctx::engine::planning {
+namespace {
+
+// The reducer commits exactly what the planner decides: every decision value parses into a
+// CommittedPlanV3 whose rows and digest are the planner's own.
+TEST(CapabilityPlanner, DecisionValuesCommitAsCommittedPlanV3) {
+  const std::string installation = digest_of("mixed-installation");
+  MemoryGraph graph({"skill:loaded", "agent:installer", "mcp-server:manual-docs",
+                     "harness:manual-runner"});
+  SeedFacts facts;
+  SeedMaterial material({"skill:loaded"});
+  SeedInstall install(installation,
+                      {{"agent:installer", install_bundle("agent:installer", installation)}});
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, &material, &install, audit);
+  std::vector<CapabilityPlanV3> plans = {planner.plan(python_work(5)), planner.plan(python_work(0)),
+                                         CapabilityPlanV3::degraded("catalog-unavailable")};
+  for (const auto& plan : plans) {
+    const auto committed = CommittedPlanV3::from_decision(
+        "plan-mixed", planner.planning_environment_digest(), plan.decision_value());
+    EXPECT_EQ(committed.decision_digest(), plan.decision_digest());
+    EXPECT_EQ(committed.status(), plan.status());
+    EXPECT_EQ(committed.decision_value(), plan.decision_value());
+    ASSERT_EQ(committed.capabilities().size(), plan.capabilities().size());
+    for (std::size_t i = 0; i < plan.capabilities().size(); ++i) {
+      EXPECT_EQ(committed.capabilities()[i].to_json(), plan.capabilities()[i].to_json());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ctx::engine::planning
+
+namespace ctx::engine::planning {
+namespace {
+
+TEST(CapabilityPlanner, ConcurrentPlansOnOnePlannerAgree) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  const std::string expected = planner.plan(python_work()).decision_digest();
+  std::vector<std::string> digests(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < digests.size(); ++i) {
+    threads.emplace_back([&, i] { digests[i] = planner.plan(python_work()).decision_digest(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& d : digests) EXPECT_EQ(d, expected);
 }
 
 }  // namespace

@@ -1,0 +1,327 @@
+// Journal throughput: events appended through store::SqliteJournalStore (validation, digest
+// chain, head verification, projection upsert, read-back check, durable commit) against raw
+// SQLite inserting a row of the same bytes into a table of the same shape and committing it, at
+// the same synchronous level, in the same run. The ratio store/raw is printed at the end
+// (target >= 0.5). Files go to $CTX_BENCH_DIR (default: the system temp directory).
+//
+// Second pair: events through engine::Engine::process (SessionStarted, then TurnEnded events:
+// preflight, replay boundary, reducer, commit) on the SQLite store, against raw insert+commit of
+// exactly the rows process() journaled (captured from a recording run), same synchronous level.
+#include <benchmark/benchmark.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/core/time.hpp"
+#include "host/engine/engine.hpp"
+#include "host/store/sqlite_journal_store.hpp"
+#include "tests/support/journal/journal_fixtures.hpp"
+#include "tests/support/journal/mem_journal_store.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace tj = ctx::testing::journal;
+
+const char* kSync[] = {"FULL", "NORMAL"};
+
+fs::path bench_dir() {
+  const char* env = std::getenv("CTX_BENCH_DIR");
+  fs::path base = env != nullptr ? fs::path(env) : fs::temp_directory_path();
+  std::string pattern = (base / "ctx-bench-journal-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+  return pattern;
+}
+
+// A realistic-size append: ~1.5 KiB of replay/transition/state JSON.
+ctx::engine::JournalAppend event_at(ctx::engine::Revision expected) {
+  tj::AppendSpec spec;
+  spec.expected = expected;
+  spec.event_id = "bench-event-" + std::to_string(expected);
+  spec.kind = "ToolCallObserved";
+  spec.payload = ctx::core::Json{{"capability_id", "skill:python-testing"},
+                                 {"outcome", "succeeded"},
+                                 {"source_digest", tj::digest_of("source")}};
+  spec.padding = std::string(600, 'p');
+  return tj::make_append(spec);
+}
+
+void BM_StoreAppend(benchmark::State& state) {
+  fs::path dir = bench_dir();
+  ctx::core::SystemClock clock;
+  std::vector<ctx::engine::JournalAppend> events;
+  for (int i = 0; i < 20000; ++i) events.push_back(event_at(i));
+  std::size_t bytes = 0;
+  {
+    ctx::store::SqliteJournalStore store(
+        dir / "journal.sqlite3", clock,
+        ctx::store::SqliteJournalOptions{.busy_timeout_ms = 30'000,
+                                         .synchronous = kSync[state.range(0)]});
+    std::size_t i = 0;
+    for (auto _ : state) {
+      if (i == events.size()) {
+        state.SkipWithError("ran out of prepared events");
+        break;
+      }
+      auto commit = store.append(events[i]);
+      benchmark::DoNotOptimize(commit.record.record_digest);
+      bytes += events[i].replay_json.size() + events[i].transition_json.size() +
+               events[i].result_state_json.size();
+      ++i;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["row_bytes"] =
+      state.iterations() > 0 ? static_cast<double>(bytes) / state.iterations() : 0;
+  fs::remove_all(dir);
+}
+
+
+// ---- Engine::process ----
+
+ctx::engine::EngineEvent engine_event(const std::string& kind, std::int64_t expected,
+                                      const std::string& id, ctx::core::Json payload) {
+  ctx::engine::EngineEvent::Fields f{
+      .event_id = id,
+      .kind = kind,
+      .scope = ctx::engine::ScopeRef::create("tenant-1", "workspace-1", "repository-1",
+                                             "session-bench", "exposure-1", "host-1"),
+      .expected_revision = expected,
+      .occurred_at = "2026-08-02T12:00:00Z",
+      .payload = std::move(payload)};
+  f.correlation_id = "plan-bench";
+  f.causation_id = "cause-bench";
+  f.engine_version = "ctx-engine-v1";
+  f.planner_version = "ctx-managed-query-planner-v3";
+  f.policy_version = "policy-v1";
+  f.host_descriptor_digest = tj::digest_of("host");
+  f.catalog_snapshot_digest = tj::digest_of("catalog");
+  f.semantic_model_digest = tj::digest_of("semantic-model");
+  f.semantic_index_digest = tj::digest_of("semantic-index");
+  f.work_signature = tj::digest_of("work");
+  f.random_seed = 0;
+  return ctx::engine::EngineEvent::create(std::move(f));
+}
+
+std::vector<ctx::engine::EngineEvent> engine_events(int n) {
+  std::vector<ctx::engine::EngineEvent> events;
+  events.push_back(engine_event("SessionStarted", 0, "bench-start", {{"host_level", "managing"}}));
+  for (int i = 1; i < n; ++i) {
+    events.push_back(engine_event("TurnEnded", i, "bench-turn-" + std::to_string(i),
+                                  ctx::core::Json::object()));
+  }
+  return events;
+}
+
+void BM_EngineProcess(benchmark::State& state) {
+  fs::path dir = bench_dir();
+  ctx::core::SystemClock clock;
+  std::vector<ctx::engine::EngineEvent> events = engine_events(20000);
+  {
+    ctx::store::SqliteJournalStore store(
+        dir / "journal.sqlite3", clock,
+        ctx::store::SqliteJournalOptions{.busy_timeout_ms = 30'000,
+                                         .synchronous = kSync[state.range(0)]});
+    ctx::engine::Engine engine(store, &store, clock, ctx::engine::EnginePorts{});
+    std::size_t i = 0;
+    for (auto _ : state) {
+      if (i == events.size()) {
+        state.SkipWithError("ran out of prepared events");
+        break;
+      }
+      auto transition = engine.process(events[i++]);
+      benchmark::DoNotOptimize(transition);
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  fs::remove_all(dir);
+}
+
+// Captures what the engine appends, forwarding to an in-memory journal.
+class RecordingJournal final : public ctx::engine::JournalStore {
+ public:
+  ctx::engine::JournalCommit append(const ctx::engine::JournalAppend& request) override {
+    appended.push_back(request);
+    return inner_.append(request);
+  }
+  ctx::engine::JournalHead head(const ctx::engine::StreamId& s) const override {
+    return inner_.head(s);
+  }
+  std::vector<ctx::engine::JournalRecord> read(const ctx::engine::StreamId& s,
+                                               ctx::engine::Revision after) const override {
+    return inner_.read(s, after);
+  }
+  std::optional<ctx::engine::JournalRecord> find(const ctx::engine::StreamId& s,
+                                                 std::string_view id) const override {
+    return inner_.find(s, id);
+  }
+  std::vector<ctx::engine::JournalAppend> appended;
+
+ private:
+  ctx::testing::MemJournalStore inner_;
+};
+
+std::vector<ctx::engine::JournalAppend> engine_rows() {
+  ctx::core::SystemClock clock;
+  RecordingJournal journal;
+  ctx::engine::Engine engine(journal, nullptr, clock, ctx::engine::EnginePorts{});
+  for (const auto& event : engine_events(1000)) engine.process(event);
+  return journal.appended;
+}
+
+void check(int rc, sqlite3* db) {
+  if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    std::fprintf(stderr, "sqlite: %s\n", sqlite3_errmsg(db));
+    std::abort();
+  }
+}
+
+// Raw SQLite: same table shape as engine_journal, same bytes per row, BEGIN IMMEDIATE + INSERT
+// + COMMIT per event, same pragmas.
+void raw_insert_commit(benchmark::State& state,
+                       const std::vector<ctx::engine::JournalAppend>& events) {
+  fs::path dir = bench_dir();
+  sqlite3* db = nullptr;
+  check(sqlite3_open((dir / "raw.sqlite3").c_str(), &db), db);
+  std::string pragmas = std::string("PRAGMA busy_timeout=30000; PRAGMA journal_mode=WAL; "
+                                    "PRAGMA synchronous=") + kSync[state.range(0)] + ";";
+  check(sqlite3_exec(db, pragmas.c_str(), nullptr, nullptr, nullptr), db);
+  check(sqlite3_exec(db,
+                     "CREATE TABLE raw (event_id TEXT PRIMARY KEY, stream_key TEXT NOT NULL, "
+                     "revision INTEGER NOT NULL, event_content_digest TEXT NOT NULL, "
+                     "replay_json TEXT NOT NULL, replay_digest TEXT NOT NULL, transition_json "
+                     "TEXT NOT NULL, transition_digest TEXT NOT NULL, result_state_json TEXT NOT "
+                     "NULL, result_state_digest TEXT NOT NULL, previous_record_digest TEXT, "
+                     "record_digest TEXT NOT NULL, privacy_classification TEXT NOT NULL, "
+                     "retention_class TEXT NOT NULL, reducer_version TEXT NOT NULL, "
+                     "UNIQUE (stream_key, revision))",
+                     nullptr, nullptr, nullptr),
+        db);
+  sqlite3_stmt* insert = nullptr;
+  check(sqlite3_prepare_v2(db,
+                           "INSERT INTO raw VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                           "?12, ?13, ?14, ?15)",
+                           -1, &insert, nullptr),
+        db);
+  // Rows cycle through the prepared payloads; the event id and revision stay unique.
+  const std::string digest(64, 'a');
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const auto& e = events[i % events.size()];
+    std::string event_id = "bench-event-" + std::to_string(i);
+    check(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), db);
+    auto text = [&](int index, const std::string& value) {
+      sqlite3_bind_text(insert, index, value.data(), static_cast<int>(value.size()),
+                        SQLITE_STATIC);
+    };
+    text(1, event_id);
+    text(2, e.stream.stream_key());
+    sqlite3_bind_int64(insert, 3, static_cast<std::int64_t>(i) + 1);
+    text(4, e.event_content_digest);
+    text(5, e.replay_json);
+    text(6, digest);
+    text(7, e.transition_json);
+    text(8, digest);
+    text(9, e.result_state_json);
+    text(10, digest);
+    text(11, digest);
+    text(12, digest);
+    text(13, e.privacy_classification);
+    text(14, e.retention_class);
+    text(15, e.reducer_version);
+    check(sqlite3_step(insert), db);
+    sqlite3_reset(insert);
+    check(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), db);
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+  sqlite3_finalize(insert);
+  sqlite3_close(db);
+  fs::remove_all(dir);
+}
+
+void BM_RawInsertCommit(benchmark::State& state) {
+  std::vector<ctx::engine::JournalAppend> events;
+  for (int i = 0; i < 1000; ++i) events.push_back(event_at(i));
+  raw_insert_commit(state, events);
+}
+
+void BM_RawInsertCommitEngineRows(benchmark::State& state) {
+  static const std::vector<ctx::engine::JournalAppend> rows = engine_rows();
+  raw_insert_commit(state, rows);
+}
+
+BENCHMARK(BM_StoreAppend)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("sync_full0_normal1")
+    ->MinTime(2.0)
+    ->UseRealTime();
+BENCHMARK(BM_RawInsertCommit)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("sync_full0_normal1")
+    ->MinTime(2.0)
+    ->UseRealTime();
+BENCHMARK(BM_EngineProcess)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("sync_full0_normal1")
+    ->MinTime(2.0)
+    ->UseRealTime();
+BENCHMARK(BM_RawInsertCommitEngineRows)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("sync_full0_normal1")
+    ->MinTime(2.0)
+    ->UseRealTime();
+
+// Remembers items/second per run and prints store/raw ratios after the normal console output.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      auto it = run.counters.find("items_per_second");
+      if (it != run.counters.end()) rates_[run.benchmark_name()] = it->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    const std::pair<const char*, const char*> pairs[] = {
+        {"BM_StoreAppend", "BM_RawInsertCommit"},
+        {"BM_EngineProcess", "BM_RawInsertCommitEngineRows"}};
+    for (const auto& [ours, raw_name] : pairs) {
+      for (const char* arg : {"0", "1"}) {
+        std::string suffix =
+            std::string("/sync_full0_normal1:") + arg + "/min_time:2.000/real_time";
+        auto mine = rates_.find(ours + suffix);
+        auto raw = rates_.find(raw_name + suffix);
+        if (mine == rates_.end() || raw == rates_.end() || raw->second <= 0) continue;
+        std::printf("ratio %s/raw at synchronous=%s: %.3f (%.0f/s vs raw %.0f/s)\n", ours,
+                    arg[0] == '0' ? "FULL" : "NORMAL", mine->second / raw->second, mine->second,
+                    raw->second);
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, double> rates_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,548 @@
+#include "host/engine/engine.hpp"
+
+#include <unistd.h>
+
+#include <utility>
+
+#include "host/core/crypto.hpp"
+#include "host/engine/errors.hpp"
+#include "host/engine/reducer.hpp"
+
+namespace ctx::engine {
+namespace {
+
+Transition stored_transition(const JournalRecord& record) {
+  return Transition::from_json_text(record.transition_json);
+}
+
+// Replays one stored record on top of `previous`, demanding byte-identical results.
+EngineState replay_record(const EngineState* previous, const JournalRecord& record) {
+  if (record.reducer_version != kReducerV3) {
+    throw UnsupportedReducerVersionError("no exact reducer is registered for the requested version");
+  }
+  std::optional<ReplayInput> input;
+  try {
+    input = ReplayInput::from_json_text(record.replay_json);
+  } catch (const InvalidArgument&) {
+    throw ReplayDivergenceError(record.revision, "record-binding");
+  }
+  const auto& event = input->reducer_event;
+  if (input->reducer_version != record.reducer_version ||
+      input->source_event_content_digest != record.event_content_digest ||
+      event.event_id() != record.event_id || event.expected_revision() != record.revision - 1 ||
+      !(event.scope().stream_id() == record.stream) ||
+      event.privacy().classification() != record.privacy_classification ||
+      event.privacy().retention() != record.retention_class) {
+    throw ReplayDivergenceError(record.revision, "record-binding");
+  }
+  std::optional<Json> decision;
+  if (input->decision_surrogate) decision = input->decision_surrogate->value();
+  std::optional<Reduction> reduction;
+  try {
+    reduction.emplace(reduce_v3(previous, ReducerEvent{event, std::move(decision)}));
+  } catch (const InvalidArgument&) {
+    throw ReplayDivergenceError(record.revision, "reducer");
+  }
+  if (reduction->transition.to_json_text() != record.transition_json) {
+    throw ReplayDivergenceError(record.revision, "transition");
+  }
+  if (reduction->state.to_json_text() != record.result_state_json) {
+    throw ReplayDivergenceError(record.revision, "state");
+  }
+  return std::move(reduction->state);
+}
+
+bool is_v3_material(const HostAction& action) {
+  return action.payload().value("schema", Json()) == kMaterialActionPayloadSchemaV3;
+}
+
+const PendingConsent* find_consent(const EngineState& state, const Json& consent_id) {
+  for (const auto& c : state.pending_consents()) {
+    if (consent_id == c.consent_id) return &c;
+  }
+  return nullptr;
+}
+
+bool consent_matches(const EngineEvent& event, const HostAction& install) {
+  const Json& p = event.payload();
+  return event.scope() == install.scope() &&
+         p.value("requested_action_id", Json()) == install.action_id() &&
+         p.value("requested_action_kind", Json()) == install.kind() &&
+         p.value("requested_action_content_digest", Json()) == install.content_digest() &&
+         p.value("requested_action_precondition_revision", Json()) ==
+             install.precondition_revision() &&
+         p.value("policy_snapshot_digest", Json()) ==
+             install.payload().at("policy_snapshot_digest");
+}
+
+core::Timestamp at(const std::optional<std::string>& text) {
+  return core::parse_rfc3339(text.value_or(""));
+}
+
+}  // namespace
+
+// ---- OutcomePermit --------------------------------------------------------------------------
+
+OutcomePermit::OutcomePermit(const void* engine, ExecutionAuthority authority,
+                             std::string action_content_digest, std::string binding_digest)
+    : engine_(engine),
+      authority_(authority),
+      action_content_digest_(std::move(action_content_digest)),
+      binding_digest_(std::move(binding_digest)),
+      pid_(static_cast<long>(::getpid())) {}
+
+OutcomePermit::OutcomePermit(OutcomePermit&& other) noexcept
+    : engine_(other.engine_),
+      authority_(other.authority_),
+      action_content_digest_(std::move(other.action_content_digest_)),
+      binding_digest_(std::move(other.binding_digest_)),
+      pid_(other.pid_),
+      consumed_(other.consumed_) {
+  other.consumed_ = true;
+}
+
+OutcomePermit::~OutcomePermit() = default;
+
+// ---- Engine ---------------------------------------------------------------------------------
+
+Engine::Engine(JournalStore& journal, ClaimStore* claims, const core::Clock& clock,
+               EnginePorts ports)
+    : journal_(journal), claims_(claims), clock_(clock), ports_(std::move(ports)) {}
+
+ClaimStore& Engine::claims() const {
+  if (!claims_) throw CtxEngineError("engine has no claim store for execution authority");
+  return *claims_;
+}
+
+EngineSnapshot Engine::snapshot(const StreamId& stream) {
+  std::lock_guard lock(mutex_);
+  return snapshot_locked(stream);
+}
+
+EngineSnapshot Engine::snapshot_locked(const StreamId& stream) {
+  const JournalHead head = journal_.head(stream);
+  EngineSnapshot out{stream, 0, std::nullopt, std::nullopt};
+  if (head.revision == 0) return out;
+  auto it = cache_.find(stream.stream_key());
+  if (it != cache_.end() && (it->second.revision > head.revision)) {
+    cache_.erase(it);
+    it = cache_.end();
+  }
+  if (it != cache_.end() && it->second.revision == head.revision &&
+      std::optional(it->second.record_digest) == head.record_digest) {
+    return EngineSnapshot{stream, it->second.revision, it->second.state, it->second.record_digest};
+  }
+  Revision after = 0;
+  std::optional<EngineState> state;
+  std::string previous;
+  if (it != cache_.end()) {
+    after = it->second.revision;
+    state = it->second.state;
+    previous = it->second.record_digest;
+  }
+  auto records = journal_.read(stream, after);
+  if (after > 0 && (records.empty() || records.front().previous_record_digest != previous)) {
+    after = 0;
+    state.reset();
+    records = journal_.read(stream, 0);
+  }
+  if (records.empty()) throw ReplayDivergenceError(head.revision, "head");
+  for (const auto& record : records) {
+    state = replay_record(state ? &*state : nullptr, record);
+  }
+  const auto& last = records.back();
+  cache_.insert_or_assign(stream.stream_key(), Cached{last.revision, last.record_digest, *state});
+  return EngineSnapshot{stream, last.revision, std::move(state), last.record_digest};
+}
+
+Transition Engine::process(const EngineEvent& event) {
+  std::lock_guard lock(mutex_);
+  return process_locked(event, std::nullopt);
+}
+
+Transition Engine::process_install_receipt(const EngineEvent& receipt,
+                                           const SettlementGuard& guard) {
+  if (guard.authority != ExecutionAuthority::kInstall) {
+    throw InvalidArgument("install receipt requires an install settlement guard");
+  }
+  std::lock_guard lock(mutex_);
+  return process_locked(receipt, guard);
+}
+
+Transition Engine::process_activation_receipt(const EngineEvent& receipt,
+                                              const SettlementGuard& guard) {
+  if (guard.authority != ExecutionAuthority::kActivation) {
+    throw InvalidArgument("activation receipt requires an activation settlement guard");
+  }
+  std::lock_guard lock(mutex_);
+  return process_locked(receipt, guard);
+}
+
+Transition Engine::process_locked(const EngineEvent& ingress,
+                                  const std::optional<SettlementGuard>& supplied) {
+  const PreflightedEvent pre = preflight_event(ingress);
+  const StreamId stream = ingress.scope().stream_id();
+  const auto& source_digest = pre.source_event_content_digest;
+
+  // Identical retry / collision, before any revision check or planning.
+  if (auto found = journal_.find(stream, ingress.event_id())) {
+    if (found->event_content_digest == source_digest) return stored_transition(*found);
+    throw EventIdCollision(ingress.event_id(), found->event_content_digest, source_digest);
+  }
+  const JournalHead head = journal_.head(stream);
+  if (head.revision != ingress.expected_revision()) {
+    throw RevisionConflict(ingress.expected_revision(), head.revision);
+  }
+  const EngineSnapshot snap = snapshot_locked(stream);
+  if (snap.revision != ingress.expected_revision()) {
+    throw RevisionConflict(ingress.expected_revision(), snap.revision);
+  }
+  const EngineState* state = snap.state ? &*snap.state : nullptr;
+  const EngineEvent& event = pre.reducer_event;
+  const Json& payload = event.payload();
+  const core::Timestamp now = clock_.now();
+
+  // Authority classification (§5 step 5–6).
+  std::optional<SettlementGuard> append_guard;
+  std::optional<InteractiveInstallDecisionReservation> reservation;
+  bool guard_used = false;
+  bool preapproved = false;
+  if (state && event.kind() == "UserDecision" && payload.contains("decision_basis")) {
+    const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
+    if (!consent || !consent_matches(event, consent->install_action)) {
+      throw CtxEngineError("install decision does not match an exact pending consent");
+    }
+    const HostAction& install = consent->install_action;
+    const std::string basis = payload.at("decision_basis");
+    if (now >= at(install.expires_at())) {
+      throw CtxEngineError("install decision has expired according to trusted clock");
+    }
+    if (basis == "preapproved-policy") {
+      if (payload.at("decision") != "granted") {
+        throw CtxEngineError("preapproved install policy decisions may only grant");
+      }
+      const auto& policy_guard = ports_.preapproved_install_policy_guard;
+      if (!policy_guard.hold || !policy_guard.assert_current) {
+        throw CtxEngineError("preapproved install requires an authoritative current-policy guard");
+      }
+      const std::string digest = payload.at("policy_snapshot_digest");
+      const auto policy = policy_guard.hold(digest);
+      const auto descriptor =
+          InstallPlanDescriptor::from_json(install.payload().at("install_plan_descriptor"));
+      if (!policy || policy->policy_digest() != digest ||
+          route_install_authorization(*policy, descriptor).decision_basis != "preapproved-policy") {
+        throw CtxEngineError("preapproved install is not authorized by current policy");
+      }
+      preapproved = true;
+    } else if (!ports_.interactive_install_decision_guard) {
+      throw CtxEngineError("interactive install decision requires a host-authenticated one-shot guard");
+    }
+    if (!preapproved) reservation = InteractiveInstallDecisionReservation{
+        event.scope(),
+        event.event_id(),
+        source_digest,
+        payload.at("consent_id"),
+        payload.at("decision"),
+        payload.at("policy_snapshot_digest"),
+        install.action_id(),
+        install.kind(),
+        install.content_digest(),
+        install.precondition_revision(),
+        *install.expires_at()};
+  } else if (state && event.kind() == "InstallConsentExpired") {
+    const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
+    if (!consent || !consent_matches(event, consent->install_action) ||
+        payload.at("install_expires_at") != *consent->install_action.expires_at()) {
+      throw CtxEngineError("install consent expiry does not match an exact pending consent");
+    }
+    if (now < at(consent->install_action.expires_at())) {
+      throw CtxEngineError("install consent has not expired according to trusted clock");
+    }
+  } else if (state && is_receipt_kind(event.kind())) {
+    const PendingEffect* pending = state->pending_effect(payload.at("action_id").get<std::string>());
+    const bool install = pending && pending->effect == "install";
+    const bool activation = pending && pending->action.kind() == "ActivateCapability" &&
+                            is_v3_material(pending->action);
+    if (pending && (install || activation)) {
+      const HostAction& action = pending->action;
+      if (event.kind() == "ActionExpired" &&
+          (install || (activation && pending->effect == "activate"))) {
+        const Json expected = {{"action_content_digest", action.content_digest()},
+                               {"action_id", action.action_id()},
+                               {"action_kind", action.kind()},
+                               {"action_precondition_revision", action.precondition_revision()},
+                               {"reason", "expired"}};
+        if (payload != expected) {
+          throw CtxEngineError("action expiry does not match the exact pending action");
+        }
+        if (now < at(action.expires_at())) {
+          throw CtxEngineError(install ? "install action has not expired according to trusted clock"
+                                       : "activation action has not expired according to trusted clock");
+        }
+        if (claims_) {
+          append_guard = SettlementGuard{install ? ExecutionAuthority::kInstall
+                                                 : ExecutionAuthority::kActivation,
+                                         action.action_id(), action.content_digest(),
+                                         GuardMode::kExpired, std::nullopt};
+        }
+      } else {
+        const auto authority = install ? ExecutionAuthority::kInstall : ExecutionAuthority::kActivation;
+        const auto mode = event.kind() == "ActionApplied" ? GuardMode::kApplied : GuardMode::kFailed;
+        const bool ok = supplied && supplied->authority == authority &&
+                        supplied->action_id == action.action_id() &&
+                        supplied->action_content_digest == action.content_digest() &&
+                        supplied->mode == mode && supplied->execution_outcome_digest &&
+                        (install || (mode == GuardMode::kApplied && pending->effect == "activate"));
+        if (!ok) {
+          if (install) {
+            throw InstallExecutionOutcomeRequired("install action " + action.action_id() +
+                                                  " has no verified execution outcome");
+          }
+          throw ActivationExecutionOutcomeRequired("activation action " + action.action_id() +
+                                                   " has no verified execution outcome");
+        }
+        append_guard = supplied;
+        guard_used = true;
+      }
+    }
+  }
+  if (supplied && !guard_used) {
+    throw CtxEngineError("execution guard does not match the pending action of this receipt");
+  }
+
+  // Prepare (normalise + plan), reduce, commit.
+  const ReplayInput input = prepare_replay_input(pre, state, &ports_.observation_normalizer,
+                                                 &ports_.decision_planner);
+  std::optional<Json> decision;
+  if (input.decision_surrogate) decision = input.decision_surrogate->value();
+  Reduction reduction = reduce_v3(state, ReducerEvent{input.reducer_event, std::move(decision)});
+
+  JournalAppend request{stream,
+                        ingress.expected_revision(),
+                        ingress.event_id(),
+                        source_digest,
+                        std::string(kReducerV3),
+                        input.to_json_text(),
+                        reduction.transition.to_json_text(),
+                        reduction.state.to_json_text(),
+                        event.privacy().classification(),
+                        event.privacy().retention(),
+                        append_guard};
+
+  std::function<void()> settle;
+  if (reservation) {
+    try {
+      settle = ports_.interactive_install_decision_guard(*reservation);
+    } catch (const std::exception&) {
+      throw CtxEngineError("interactive install decision guard is unavailable");
+    }
+  }
+  if (preapproved) {
+    try {
+      ports_.preapproved_install_policy_guard.assert_current();
+    } catch (const std::exception&) {
+      throw CtxEngineError("preapproved install policy is no longer authoritative");
+    }
+  }
+  std::optional<JournalCommit> appended;
+  try {
+    appended.emplace(journal_.append(request));
+  } catch (const RevisionConflict&) {
+    if (auto found = journal_.find(stream, ingress.event_id());
+        found && found->event_content_digest == source_digest) {
+      return stored_transition(*found);
+    }
+    throw;
+  }
+  const JournalCommit& commit = *appended;
+  if (commit.replayed) return stored_transition(commit.record);
+  if (commit.record.transition_json != request.transition_json ||
+      commit.record.result_state_json != request.result_state_json ||
+      commit.record.revision != ingress.expected_revision() + 1) {
+    throw ReplayDivergenceError(commit.record.revision, "commit-result");
+  }
+  cache_.insert_or_assign(stream.stream_key(), Cached{commit.record.revision,
+                                                      commit.record.record_digest,
+                                                      std::move(reduction.state)});
+  if (settle) {
+    try {
+      settle();
+    } catch (const std::exception&) {
+      throw CtxEngineError("interactive install decision guard settlement failed");
+    }
+  }
+  return std::move(reduction.transition);
+}
+
+// ---- host authority -------------------------------------------------------------------------
+
+const PendingEffect& Engine::exact_pending(const EngineSnapshot& snap, const HostAction& action,
+                                           const char* refusal) const {
+  if (!snap.state) throw CtxEngineError(refusal);
+  const PendingEffect* pending = snap.state->pending_effect(action.action_id());
+  if (!pending || pending->action.to_json_text() != action.to_json_text()) {
+    throw CtxEngineError(refusal);
+  }
+  return *pending;
+}
+
+ActionClaim Engine::authorize_install(const HostAction& action, const PlanCapabilityV3& selection,
+                                      const InstallPlanDescriptor& descriptor,
+                                      const std::string& expected_catalog_snapshot_digest,
+                                      const std::string& expected_policy_digest,
+                                      const InstallExecutionBinding& binding) {
+  static constexpr const char* kRefusal = "install action is not the exact pending journal authority";
+  std::lock_guard lock(mutex_);
+  const auto snap = snapshot_locked(action.scope().stream_id());
+  const PendingEffect& pending = exact_pending(snap, action, kRefusal);
+  if (pending.effect != "install" || action.kind() != "InstallCapability") throw CtxEngineError(kRefusal);
+  if (!selection.is_install()) {
+    throw CtxEngineError("legacy selections cannot authorize physical installation");
+  }
+  const CapabilityStateV3* capability = snap.state->capability(action.entity_id().value_or(""));
+  const Json& payload = action.payload();
+  if (!capability || !(capability->selection == selection) ||
+      !(descriptor == *selection.install_descriptor()) ||
+      action.catalog_snapshot_id() != expected_catalog_snapshot_digest ||
+      payload.at("policy_snapshot_digest") != expected_policy_digest ||
+      snap.state->install_policy_snapshot_digest() != expected_policy_digest) {
+    throw CtxEngineError(kRefusal);
+  }
+  if (binding.driver_id() != descriptor.installer_id() ||
+      payload.at("installer_digest") != binding.driver_digest()) {
+    throw InvalidArgument("execution binding does not name the install descriptor's driver");
+  }
+  const std::string action_json = action.to_json_text();
+  const std::string authorization = core::canonical_digest(
+      Json{{"action", {{"content_digest", action.content_digest()}, {"json", action_json}}},
+           {"catalog_snapshot_digest", expected_catalog_snapshot_digest},
+           {"descriptor", descriptor.to_json()},
+           {"policy_snapshot_digest", expected_policy_digest},
+           {"schema", "ctx.install-action-authorization-v1"},
+           {"selection", selection.to_json()}});
+  return claims().claim_install(ClaimRequest{snap.stream_id, snap.revision, *snap.record_digest,
+                                             action_json, authorization, binding.to_json_text(),
+                                             binding.binding_digest(), std::nullopt});
+}
+
+ActionClaim Engine::authorize_activation(const HostAction& action,
+                                         const InstallExecutionBinding& binding,
+                                         const std::string& expected_host_descriptor_digest) {
+  static constexpr const char* kRefusal = "activation action is not exact pending journal authority";
+  std::lock_guard lock(mutex_);
+  const auto snap = snapshot_locked(action.scope().stream_id());
+  const PendingEffect& pending = exact_pending(snap, action, kRefusal);
+  if (pending.effect != "activate" || !is_v3_material(action)) throw CtxEngineError(kRefusal);
+  const CapabilityStateV3* capability = snap.state->capability(action.entity_id().value_or(""));
+  if (!capability || capability->installation != "installed" || capability->active() ||
+      snap.state->host_descriptor_digest() != expected_host_descriptor_digest) {
+    throw CtxEngineError(kRefusal);
+  }
+  std::optional<std::string> installed_by;
+  if (const auto& current = capability->current_authorized_material;
+      current && current->installed_material_lineage()) {
+    installed_by = current->installed_material_lineage()->install_action_content_digest();
+  }
+  const std::string action_json = action.to_json_text();
+  const std::string authorization = identity_digest_of(
+      Json{{"action_content_digest", action.content_digest()},
+           {"action_json", action_json},
+           {"execution_binding_digest", binding.binding_digest()},
+           {"host_descriptor_digest", expected_host_descriptor_digest},
+           {"schema", "ctx.activation-action-authorization-v1"}});
+  return claims().claim_activation(ClaimRequest{snap.stream_id, snap.revision,
+                                                *snap.record_digest, action_json, authorization,
+                                                binding.to_json_text(), binding.binding_digest(),
+                                                installed_by});
+}
+
+OutcomePermit Engine::issue_install_outcome_permit(const HostAction& action,
+                                                   const InstallExecutionBinding& binding) {
+  return OutcomePermit(this, ExecutionAuthority::kInstall, action.content_digest(),
+                       binding.binding_digest());
+}
+
+OutcomePermit Engine::issue_activation_outcome_permit(const HostAction& action,
+                                                      const InstallExecutionBinding& binding) {
+  return OutcomePermit(this, ExecutionAuthority::kActivation, action.content_digest(),
+                       binding.binding_digest());
+}
+
+void Engine::consume(OutcomePermit& permit, ExecutionAuthority authority,
+                     const HostAction& action, const InstallExecutionBinding& binding) const {
+  const char* what = authority == ExecutionAuthority::kInstall ? "install" : "activation";
+  if (permit.consumed_) {
+    throw CtxEngineError(std::string(what) + " outcome authority has already been consumed");
+  }
+  if (permit.pid_ != static_cast<long>(::getpid())) {
+    throw CtxEngineError(std::string(what) + " outcome authority cannot cross a process boundary");
+  }
+  if (permit.engine_ != this || permit.authority_ != authority ||
+      permit.action_content_digest_ != action.content_digest() ||
+      permit.binding_digest_ != binding.binding_digest()) {
+    throw CtxEngineError(std::string(what) + " outcome authority does not match this action");
+  }
+  permit.consumed_ = true;
+}
+
+SettlementGuard Engine::record_install_outcome_with(const HostAction& action,
+                                                    const InstallExecutionBinding& binding,
+                                                    OutcomePermit permit, InstallOutcome outcome,
+                                                    std::optional<std::string> observed,
+                                                    const std::string& verification_digest) {
+  std::lock_guard lock(mutex_);
+  consume(permit, ExecutionAuthority::kInstall, action, binding);
+  std::optional<std::string> expected;
+  if (action.payload().contains("result_material")) {
+    expected = action.payload().at("result_material").at("identity_digest").get<std::string>();
+  }
+  return claims()
+      .record_install_outcome(InstallOutcomeRequest{action.scope().stream_id(),
+                                                    action.to_json_text(), binding.binding_digest(),
+                                                    outcome, std::move(observed),
+                                                    verification_digest, expected})
+      .settlement_guard();
+}
+
+SettlementGuard Engine::record_activation_outcome_with(const HostAction& action,
+                                                       const InstallExecutionBinding& binding,
+                                                       OutcomePermit permit,
+                                                       const std::string& observed,
+                                                       const std::string& verification_digest) {
+  std::lock_guard lock(mutex_);
+  consume(permit, ExecutionAuthority::kActivation, action, binding);
+  return claims()
+      .record_activation_outcome(ActivationOutcomeRequest{action.scope().stream_id(),
+                                                          action.to_json_text(),
+                                                          binding.binding_digest(), observed,
+                                                          verification_digest})
+      .settlement_guard();
+}
+
+SettlementGuard Engine::record_install_outcome(const HostAction& action,
+                                               const InstallExecutionBinding& binding,
+                                               InstallOutcome outcome,
+                                               std::optional<std::string> observed,
+                                               const std::string& verification_digest) {
+  return record_install_outcome_with(action, binding, issue_install_outcome_permit(action, binding),
+                                     outcome, std::move(observed), verification_digest);
+}
+
+SettlementGuard Engine::record_activation_outcome(const HostAction& action,
+                                                  const InstallExecutionBinding& binding,
+                                                  const std::string& observed,
+                                                  const std::string& verification_digest) {
+  return record_activation_outcome_with(action, binding,
+                                        issue_activation_outcome_permit(action, binding), observed,
+                                        verification_digest);
+}
+
+InstallExecutionStatus Engine::install_execution_status(const HostAction& action) const {
+  return claims().install_execution_status(action.scope().stream_id(), action.action_id());
+}
+
+ActivationExecutionStatus Engine::activation_execution_status(const HostAction& action) const {
+  return claims().activation_execution_status(action.scope().stream_id(), action.action_id());
+}
+
+}  // namespace ctx::engine

@@ -1,0 +1,194 @@
+// engine::Engine — the coordinator of spec §5 on the JournalStore and ClaimStore ports:
+// process() preflights an ingress event, returns the stored transition for an identical retry
+// (no planner call), refuses a reused event id (EventIdCollision) or a stale head
+// (RevisionConflict) before any planning, materialises the head by replaying the journal
+// (byte-identical, cached per stream), checks the event's authority (consents, trusted clock,
+// execution outcomes), plans, reduces and commits. The host-authority entry points claim
+// install / activation actions once and record their verified outcomes.
+// Thread-safety: one Engine may be used from several threads (an internal mutex serialises
+// calls); several Engines may share one journal (the journal orders their commits).
+#ifndef CTX_HOST_ENGINE_ENGINE_HPP_
+#define CTX_HOST_ENGINE_ENGINE_HPP_
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "host/core/time.hpp"
+#include "host/engine/claim_store.hpp"
+#include "host/engine/identities.hpp"
+#include "host/engine/journal_store.hpp"
+#include "host/engine/plan.hpp"
+#include "host/engine/protocol.hpp"
+#include "host/engine/replay.hpp"
+#include "host/engine/state.hpp"
+
+namespace ctx::engine {
+
+// One materialised stream head: revision 0 and no state / record for an empty stream.
+struct EngineSnapshot {
+  StreamId stream_id;
+  Revision revision = 0;
+  std::optional<EngineState> state;
+  std::optional<std::string> record_digest;
+  bool projection_repaired = false;
+  friend bool operator==(const EngineSnapshot&, const EngineSnapshot&) = default;
+};
+
+// The exact decision an interactive UserDecision asserts, handed to the host's guard.
+struct InteractiveInstallDecisionReservation {
+  ScopeRef scope;
+  std::string event_id;
+  std::string event_content_digest;
+  std::string consent_id;
+  std::string decision;
+  std::string policy_snapshot_digest;
+  std::string requested_action_id;
+  std::string requested_action_kind;
+  std::string requested_action_content_digest;
+  std::int64_t requested_action_precondition_revision = 0;
+  std::string install_expires_at;
+};
+
+// Host port for interactive decisions: called (entered) before the commit with the exact
+// reservation; throwing refuses the decision. The returned callable settles the reservation
+// once, after a clean commit (it is dropped unsettled when the commit fails).
+using InteractiveInstallDecisionGuard =
+    std::function<std::function<void()>(const InteractiveInstallDecisionReservation&)>;
+
+// Host port for preapproved (policy-granted) installs. `hold` returns the current consent policy
+// when `policy_snapshot_digest` names it (nullopt otherwise) and keeps it held for the
+// transition; `assert_current` re-checks, immediately before the commit, that it still is the
+// current policy (throwing when it is not).
+struct PreapprovedInstallPolicyGuard {
+  std::function<std::optional<InstallConsentPolicy>(const std::string& policy_snapshot_digest)> hold;
+  std::function<void()> assert_current;
+};
+
+struct EnginePorts {
+  ObservationNormalizer observation_normalizer;  // required for observation events
+  DecisionPlanner decision_planner;              // required for planning events
+  InteractiveInstallDecisionGuard interactive_install_decision_guard{};  // optional
+  PreapprovedInstallPolicyGuard preapproved_install_policy_guard{};      // optional
+};
+
+// A one-use, engine- and process-bound authority to record one action's outcome.
+class OutcomePermit {
+ public:
+  OutcomePermit(OutcomePermit&&) noexcept;
+  OutcomePermit& operator=(OutcomePermit&&) = delete;
+  OutcomePermit(const OutcomePermit&) = delete;
+  OutcomePermit& operator=(const OutcomePermit&) = delete;
+  ~OutcomePermit();
+
+ private:
+  friend class Engine;
+  OutcomePermit(const void* engine, ExecutionAuthority authority, std::string action_content_digest,
+                std::string binding_digest);
+  const void* engine_;
+  ExecutionAuthority authority_;
+  std::string action_content_digest_;
+  std::string binding_digest_;
+  long pid_;
+  bool consumed_ = false;
+};
+
+class Engine {
+ public:
+  // `journal`, `claims` (may be null: no execution authority) and `clock` (trusted UTC) must
+  // outlive the engine.
+  Engine(JournalStore& journal, ClaimStore* claims, const core::Clock& clock, EnginePorts ports);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Commits `event` and returns its transition (or the stored one for an identical retry).
+  // Errors: ProtocolValidationError / Replay*Error (preflight), EventIdCollision,
+  // RevisionConflict{expected, actual}, InvalidEventError / RevisionConflictError (reducer),
+  // CtxEngineError (authority refusals), InstallExecutionOutcomeRequired /
+  // ActivationExecutionOutcomeRequired (a receipt of a claimable action without its guard),
+  // ReplayDivergenceError, StoreBusy, JournalCorruption.
+  Transition process(const EngineEvent& event);
+  // A receipt for a pending v3 InstallCapability, settled with its recorded outcome's guard.
+  Transition process_install_receipt(const EngineEvent& receipt, const SettlementGuard& guard);
+  // A receipt for a pending v3 ActivateCapability (guard mode applied).
+  Transition process_activation_receipt(const EngineEvent& receipt, const SettlementGuard& guard);
+
+  // The verified head of `stream`. Errors: ReplayDivergenceError, StoreBusy, JournalCorruption.
+  EngineSnapshot snapshot(const StreamId& stream);
+
+  // Durably claims the exact pending journal install for `execution_binding`.
+  // Errors: CtxEngineError ("install action is not the exact pending journal authority",
+  // "legacy selections cannot authorize physical installation"), InvalidArgument (binding does
+  // not name the descriptor's installer), and the ClaimStore errors.
+  ActionClaim authorize_install(const HostAction& action, const PlanCapabilityV3& selection,
+                                const InstallPlanDescriptor& descriptor,
+                                const std::string& expected_catalog_snapshot_digest,
+                                const std::string& expected_policy_digest,
+                                const InstallExecutionBinding& execution_binding);
+  // Durably claims the exact pending journal activation.
+  // Errors: CtxEngineError ("activation action is not exact pending journal authority"), and
+  // the ClaimStore errors (ActivationActionAlreadyClaimed, ...).
+  ActionClaim authorize_activation(const HostAction& action,
+                                   const InstallExecutionBinding& execution_binding,
+                                   const std::string& expected_host_descriptor_digest);
+
+  // Records the verified outcome of a claimed action (for executors) and returns the guard that
+  // settles it through process_*_receipt. Errors: the ClaimStore outcome errors.
+  SettlementGuard record_install_outcome(const HostAction& action,
+                                         const InstallExecutionBinding& execution_binding,
+                                         InstallOutcome outcome,
+                                         std::optional<std::string> observed_material_identity_digest,
+                                         const std::string& verification_digest);
+  SettlementGuard record_activation_outcome(const HostAction& action,
+                                            const InstallExecutionBinding& execution_binding,
+                                            const std::string& observed_material_identity_digest,
+                                            const std::string& verification_digest);
+
+  InstallExecutionStatus install_execution_status(const HostAction& action) const;
+  ActivationExecutionStatus activation_execution_status(const HostAction& action) const;
+
+ private:
+  friend class EngineTestPeer;  // test-only seam (tests/host/engine/engine_test_peer.hpp)
+
+  struct Cached {
+    Revision revision = 0;
+    std::string record_digest;
+    EngineState state;
+  };
+
+  Transition process_locked(const EngineEvent& event, const std::optional<SettlementGuard>& guard);
+  EngineSnapshot snapshot_locked(const StreamId& stream);
+  ClaimStore& claims() const;
+  const PendingEffect& exact_pending(const EngineSnapshot& snapshot, const HostAction& action,
+                                     const char* refusal) const;
+
+  OutcomePermit issue_install_outcome_permit(const HostAction& action,
+                                             const InstallExecutionBinding& binding);
+  OutcomePermit issue_activation_outcome_permit(const HostAction& action,
+                                                const InstallExecutionBinding& binding);
+  SettlementGuard record_install_outcome_with(const HostAction& action,
+                                              const InstallExecutionBinding& binding,
+                                              OutcomePermit permit, InstallOutcome outcome,
+                                              std::optional<std::string> observed_material,
+                                              const std::string& verification_digest);
+  SettlementGuard record_activation_outcome_with(const HostAction& action,
+                                                 const InstallExecutionBinding& binding,
+                                                 OutcomePermit permit,
+                                                 const std::string& observed_material,
+                                                 const std::string& verification_digest);
+  void consume(OutcomePermit& permit, ExecutionAuthority authority, const HostAction& action,
+               const InstallExecutionBinding& binding) const;
+
+  JournalStore& journal_;
+  ClaimStore* claims_;
+  const core::Clock& clock_;
+  EnginePorts ports_;
+  std::recursive_mutex mutex_;
+  std::map<std::string, Cached> cache_;  // by stream_key
+};
+
+}  // namespace ctx::engine
+
+#endif  // CTX_HOST_ENGINE_ENGINE_HPP_
