@@ -41,13 +41,36 @@ constexpr std::size_t kMaxDescriptorText = 256;
 
 std::string errno_text(int error) { return std::strerror(error); }
 
+// Directories a load created; removed again (deepest first) unless keep() is called, so a
+// failed load leaves the disk as it found it.
+class CreatedDirs {
+ public:
+  CreatedDirs() = default;
+  CreatedDirs(const CreatedDirs&) = delete;
+  CreatedDirs& operator=(const CreatedDirs&) = delete;
+  ~CreatedDirs() {
+    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) ::rmdir(it->c_str());
+  }
+  void add(fs::path dir) { dirs_.push_back(std::move(dir)); }
+  void keep() noexcept { dirs_.clear(); }
+
+ private:
+  std::vector<fs::path> dirs_;
+};
+
+// Creates `dir` with `mode` if missing, recording it in `created`.
+void make_dir(const fs::path& dir, mode_t mode, CreatedDirs& created) {
+  if (::mkdir(dir.c_str(), mode) == 0) {
+    created.add(dir);
+  } else if (errno != EEXIST) {
+    throw SystemError("cannot create directory " + dir.string() + ": " + errno_text(errno));
+  }
+}
+
 // Creates `dir` with mode 0700 if missing; requires a directory (not a symlink) owned by us or
 // root, and removes group/other permission bits from it.
-void ensure_private_dir(const fs::path& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    throw SystemError("cannot create plugin cache directory " + dir.string() + ": " +
-                      errno_text(errno));
-  }
+void ensure_private_dir(const fs::path& dir, CreatedDirs& created) {
+  make_dir(dir, 0700, created);
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
     throw SystemError("cannot stat plugin cache directory " + dir.string() + ": " +
@@ -66,17 +89,19 @@ void ensure_private_dir(const fs::path& dir) {
   }
 }
 
-// Creates the state directory's missing parents (default mode), then the state directory, its
-// plugins/ and plugins/sha256/ as private directories.
-void ensure_cache_dirs(const fs::path& state_dir) {
-  std::error_code ec;
-  fs::create_directories(state_dir.parent_path(), ec);
-  if (ec) {
-    throw SystemError("cannot create " + state_dir.parent_path().string() + ": " + ec.message());
+// Creates the state directory's missing parents (0755 before umask), then the state directory,
+// its plugins/ and plugins/sha256/ as private directories.
+void ensure_cache_dirs(const fs::path& state_dir, CreatedDirs& created) {
+  std::vector<fs::path> missing;
+  for (fs::path dir = state_dir.parent_path(); !dir.empty() && !fs::exists(dir);
+       dir = dir.parent_path()) {
+    missing.push_back(dir);
+    if (dir == dir.root_path()) break;
   }
-  ensure_private_dir(state_dir);
-  ensure_private_dir(state_dir / "plugins");
-  ensure_private_dir(state_dir / "plugins" / "sha256");
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) make_dir(*it, 0755, created);
+  ensure_private_dir(state_dir, created);
+  ensure_private_dir(state_dir / "plugins", created);
+  ensure_private_dir(state_dir / "plugins" / "sha256", created);
 }
 
 // Opens `path` without following a final symlink and checks that it is safe to read.
@@ -293,7 +318,8 @@ PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d,
 
 // dlopens the verified cache file, negotiates and validates. Removes a cache name this load
 // created when anything fails.
-std::shared_ptr<const LoadedPlugin> open_cached(const CachedCopy& copy, const std::string& file) {
+std::shared_ptr<const LoadedPlugin> open_cached(const CachedCopy& copy, const std::string& file,
+                                                const ctx_host_negotiation& host) {
   try {
     auto library = std::make_unique<LoadedPlugin::Library>();
     try {
@@ -309,7 +335,6 @@ std::shared_ptr<const LoadedPlugin> open_cached(const CachedCopy& copy, const st
     const auto entry =
         library->library.get<const ctx_plugin_descriptor*(const ctx_host_negotiation*)>(
             CTX_PLUGIN_ENTRY_SYMBOL);
-    const ctx_host_negotiation host = host_negotiation();
     const ctx_plugin_descriptor* descriptor = entry(&host);
     PluginIdentity identity = validate_descriptor(descriptor, host, file);
     identity.sha256 = copy.sha256;
@@ -357,7 +382,12 @@ const ctx_host_adapter_ops* LoadedPlugin::host_adapter_ops() const noexcept {
 }
 
 PluginLoader::PluginLoader(std::filesystem::path state_dir)
-    : state_dir_(std::filesystem::absolute(state_dir).lexically_normal()) {}
+    : PluginLoader(std::move(state_dir), host_negotiation()) {}
+
+PluginLoader::PluginLoader(std::filesystem::path state_dir, const ctx_host_negotiation& host)
+    : state_dir_(std::filesystem::absolute(state_dir).lexically_normal()), host_(host) {
+  CTX_CHECK(host_.abi_minor_min <= host_.abi_minor_max);
+}
 
 std::filesystem::path PluginLoader::cache_dir() const {
   return state_dir_ / "plugins" / "sha256";
@@ -369,9 +399,10 @@ std::shared_ptr<const LoadedPlugin> PluginLoader::load(const LockEntry& entry) c
     throw PluginIdentityMismatch("plugin " + label + " is pinned for platform " + entry.platform +
                                  "; this host is " + current_platform());
   }
-  ensure_cache_dirs(state_dir_);
+  CreatedDirs created;
+  ensure_cache_dirs(state_dir_, created);
   const CachedCopy copy = copy_into_cache(entry.path, cache_dir(), entry.sha256, label);
-  auto plugin = open_cached(copy, label + " (" + entry.path + ")");
+  auto plugin = open_cached(copy, label + " (" + entry.path + ")", host_);
   const PluginIdentity& declared = plugin->identity();
   if (declared != entry.identity()) {
     if (copy.created) ::unlink(copy.path.c_str());
@@ -380,15 +411,19 @@ std::shared_ptr<const LoadedPlugin> PluginLoader::load(const LockEntry& entry) c
         abi_text(declared.abi_major, declared.abi_minor) + "); the lock pins " + label + " " +
         entry.version + " (abi " + abi_text(entry.abi_major, entry.abi_minor) + ")");
   }
+  created.keep();
   return plugin;
 }
 
 std::shared_ptr<const LoadedPlugin> PluginLoader::load_unpinned(
     const std::filesystem::path& file) const {
-  ensure_cache_dirs(state_dir_);
+  CreatedDirs created;
+  ensure_cache_dirs(state_dir_, created);
   const std::string label = file.string();
   const CachedCopy copy = copy_into_cache(file, cache_dir(), std::nullopt, label);
-  return open_cached(copy, label);
+  auto plugin = open_cached(copy, label, host_);
+  created.keep();
+  return plugin;
 }
 
 LockEntry PluginLoader::inspect_for_pin(const std::filesystem::path& file) const {

@@ -12,8 +12,8 @@
 //      with this host's negotiation, apply the version rule and validate the descriptor;
 //   6. require the declared identity (kind, id, version, abi) to equal the lock entry.
 // The cache file is named by its digest, so glibc's reuse of an already-loaded library by name
-// can never hand back other bytes. A failed load leaves the disk as it was (its temp file and any
-// cache file it created are removed).
+// can never hand back other bytes. A failed load leaves the disk as it was: its temp file, and
+// any cache file or directory it created, are removed.
 //
 // Thread-safety: PluginLoader is immutable and may be used from several threads; a LoadedPlugin
 // is immutable and shared through shared_ptr<const LoadedPlugin>.
@@ -75,8 +75,12 @@ class PluginLoader {
   // state directory's missing parents are created, and state_dir, plugins/ and sha256/ are
   // created 0700 (tightened to 0700 if they exist with looser modes).
   explicit PluginLoader(std::filesystem::path state_dir);
+  // As above, offering `host` instead of host_negotiation() to plugins: lets a conformance kit
+  // play an older or newer host. REQUIRES: host.abi_minor_min <= host.abi_minor_max.
+  PluginLoader(std::filesystem::path state_dir, const ctx_host_negotiation& host);
 
   const std::filesystem::path& state_dir() const noexcept { return state_dir_; }
+  const ctx_host_negotiation& negotiation() const noexcept { return host_; }
   std::filesystem::path cache_dir() const;
 
   // Loads `entry` exactly as pinned (see the file comment).
@@ -95,6 +99,7 @@ class PluginLoader {
 
  private:
   std::filesystem::path state_dir_;
+  ctx_host_negotiation host_;
 };
 
 }  // namespace ctx::plugins

@@ -239,6 +239,31 @@ TEST_F(PluginLoaderTest, TooNewMinorIsRefusedNamingBothVersions) {
   EXPECT_TRUE(cache_names().empty());
 }
 
+TEST_F(PluginLoaderTest, HostNegotiationDecidesTheVersionRule) {
+  ctx_host_negotiation newer = host_negotiation();
+  EXPECT_EQ(newer.struct_size, sizeof(ctx_host_negotiation));
+  EXPECT_EQ(newer.abi_major, CTX_ABI_MAJOR);
+  EXPECT_EQ(newer.abi_minor_min, 0u);
+  EXPECT_EQ(newer.abi_minor_max, CTX_ABI_MINOR);
+
+  // A host that no longer accepts plugins built against this minor.
+  newer.abi_minor_min = CTX_ABI_MINOR + 1;
+  newer.abi_minor_max = CTX_ABI_MINOR + 1;
+  const PluginLoader picky(state_.path(), newer);
+  CTX_EXPECT_THROW(picky.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER), PluginAbiMismatch,
+                   "plugin \"fixture-verifier\" was built against plugin ABI " +
+                       abi(CTX_ABI_MAJOR, CTX_ABI_MINOR) + "; this host requires at least " +
+                       abi(CTX_ABI_MAJOR, CTX_ABI_MINOR + 1));
+  // The same host accepts a plugin that requires the newer minor.
+  EXPECT_EQ(picky.inspect_for_pin(CTX_FIXTURE_MINOR_TOO_NEW).id, "fixture-minor-too-new");
+
+  ctx_host_negotiation next_major = host_negotiation();
+  next_major.abi_major = CTX_ABI_MAJOR + 1;
+  const PluginLoader next(state_.path(), next_major);
+  CTX_EXPECT_THROW(next.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER), PluginAbiMismatch, "major");
+  EXPECT_EQ(next.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR).id, "fixture-wrong-major");
+}
+
 TEST_F(PluginLoaderTest, MissingEntrySymbolIsRefusedWithoutLoading) {
   const LockEntry e = entry_for(CTX_FIXTURE_MISSING_ENTRY, PluginKind::kVerifier,
                                 "fixture-missing-entry");
@@ -289,6 +314,25 @@ TEST_F(PluginLoaderTest, FailedFirstLoadLeavesNoCacheFile) {
   e.version = "2.0.0";
   CTX_EXPECT_THROW(loader_.load(e), PluginIdentityMismatch, "declares");
   EXPECT_TRUE(cache_names().empty());
+}
+
+TEST_F(PluginLoaderTest, FailedLoadsCreateNoDirectories) {
+  const fs::path state = state_.path() / "a" / "b" / "state";
+  const PluginLoader loader(state);
+  LockEntry missing = entry_for(CTX_FIXTURE_VALID_VERIFIER, PluginKind::kVerifier,
+                                "fixture-verifier");
+  missing.path = (files_ / "absent.so").string();
+  CTX_EXPECT_THROW(loader.load(missing), PluginFileNotFound, "not found");
+  const fs::path file = copy_fixture(CTX_FIXTURE_VALID_VERIFIER, "flipped.so");
+  const LockEntry pinned = entry_for(file, PluginKind::kVerifier, "fixture-verifier");
+  flip_byte(file, 64);
+  CTX_EXPECT_THROW(loader.load(pinned), PluginDigestMismatch, "digest");
+  CTX_EXPECT_THROW(loader.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginAbiMismatch, "major");
+  EXPECT_TRUE(list_dir(state_.path()).empty());
+
+  // A successful load keeps what it created.
+  EXPECT_NO_THROW(loader.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER));
+  EXPECT_TRUE(fs::is_directory(loader.cache_dir()));
 }
 
 TEST_F(PluginLoaderTest, LoosePermissionsOnTheCacheAreTightened) {
