@@ -100,7 +100,9 @@ struct PendingActivation {
 PendingActivation drive_to_pending_activation(EngineComposition& composition,
                                               const std::string& suffix,
                                               const engine::InstallPlanningBundle& bundle) {
-  auto [session_started, intent_observed] = managed_events(composition, suffix);
+  auto events = managed_events(composition, suffix);
+  auto session_started = events.first;
+  auto intent_observed = events.second;
   composition.advance_managed_query(session_started, intent_observed);
   auto snapshot = composition.snapshot(intent_observed.scope());
   EXPECT_TRUE(snapshot.state.has_value());
@@ -520,7 +522,9 @@ TEST(ManagedQuerySeed, snapshot_projection_rejects_absent_or_invalid_authoritati
       {&invalid_digest, "journal_record_digest"},
       {&invalid_state, "state"},
       {&wrong_stream, "stream"}};
-  for (const auto& [candidate_snapshot, message] : cases) {
+  for (const auto& item : cases) {
+    const EngineSnapshot* candidate_snapshot = item.first;
+    const std::string& message = item.second;
     SCOPED_TRACE(message);
     CTX_EXPECT_THROW(project_prepared_managed_query_snapshot(*candidate_snapshot),
                      ManagedQueryError, message);
@@ -540,7 +544,9 @@ TEST(ManagedQuerySeed, managed_advance_commits_revision_zero_and_resumes_revisio
     args.suffix = "advance-zero";
     auto composition = open_composition(tmp.path(), std::move(args));
     ScopedClose scope(*composition);
-    auto [session_started, intent_observed] = managed_events(*composition, "advance-zero");
+    auto events = managed_events(*composition, "advance-zero");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     auto advanced = advance_managed_query(*composition, session_started, intent_observed);
     const auto& prepared = advanced.prepared();
     EXPECT_EQ(advanced.transition().event_id(), intent_observed.event_id());
@@ -553,7 +559,9 @@ TEST(ManagedQuerySeed, managed_advance_commits_revision_zero_and_resumes_revisio
     args.suffix = "advance-one";
     auto composition = open_composition(tmp.path(), std::move(args));
     ScopedClose scope(*composition);
-    auto [session_started, intent_observed] = managed_events(*composition, "advance-one");
+    auto events = managed_events(*composition, "advance-one");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     auto started = composition->process(session_started);
     EXPECT_EQ(started.to_revision(), 1);
     auto advanced = composition->advance_managed_query(session_started, intent_observed);
@@ -577,7 +585,9 @@ TEST(ManagedQuerySeed, managed_reopen_and_exact_advance_retry_are_planner_free) 
   std::optional<ManagedAdvanceResult> retry;
   {
     ScopedClose scope(*composition);
-    auto [session_started, intent_observed] = managed_events(*composition, "reopen");
+    auto events = managed_events(*composition, "reopen");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     advanced.emplace(composition->advance_managed_query(session_started, intent_observed));
     facts->clear_calls();
     reopened.emplace(reopen_managed_query(*composition, intent_observed.scope(),
@@ -603,7 +613,9 @@ TEST(ManagedQuerySeed, managed_development_commits_latest_plan_across_later_stre
   std::optional<ManagedAdvanceResult> retried;
   {
     ScopedClose scope(*composition);
-    auto [session_started, intent_observed] = managed_events(*composition, "development");
+    auto events = managed_events(*composition, "development");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     composition->advance_managed_query(session_started, intent_observed);
     auto child_scope = intent_observed.scope().with_exposure(
         "exposure-development-child", "child-agent", intent_observed.scope().exposure_id());
@@ -645,7 +657,9 @@ TEST(ManagedQuerySeed, managed_advance_result_is_factory_issued_immutable_and_no
   std::optional<ManagedAdvanceResult> result;
   {
     ScopedClose scope(*composition);
-    auto [session_started, intent_observed] = managed_events(*composition, "advance-sealed");
+    auto events = managed_events(*composition, "advance-sealed");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     result.emplace(composition->advance_managed_query(session_started, intent_observed));
   }
   // result.prepared = ... -> "immutable"; copy / deepcopy -> "copied"; pickle -> "serialized".
@@ -669,7 +683,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_changed_retry_and_stale_head_with
   std::optional<std::pair<std::int64_t, std::int64_t>> captured;
   {
     ScopedClose scope(*composition);
-    auto [session_started, intent_observed] = managed_events(*composition, "stale");
+    auto events = managed_events(*composition, "stale");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     composition->advance_managed_query(session_started, intent_observed);
     facts->clear_calls();
     const auto before_collision = composition->snapshot(intent_observed.scope());
@@ -724,7 +740,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_substituted_event_identity_before
       {"plan", "plan and work identity"},
       {"work", "plan and work identity"}};
   TempDir tmp;
-  for (const auto& [binding, message] : bindings) {
+  for (const auto& item : bindings) {
+    const std::string& binding = item.first;
+    const std::string& message = item.second;
     SCOPED_TRACE(binding);
     auto facts = std::make_shared<Facts>();
     CompositionArgs args;
@@ -734,7 +752,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_substituted_event_identity_before
     auto composition = open_composition(tmp.path(), std::move(args));
     {
       ScopedClose scope(*composition);
-      auto [session_started, intent_observed] = managed_events(*composition, "identity-" + binding);
+      auto events = managed_events(*composition, "identity-" + binding);
+      auto session_started = events.first;
+      auto intent_observed = events.second;
       intent_observed = replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
         if (binding == "kind") {
           f.kind = "DevelopmentObserved";
@@ -783,7 +803,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_pending_consent_and_effect_before
   auto composition = open_composition(tmp.path(), std::move(args));
   {
     ScopedClose scope(*composition);
-    auto [session_started, intent_observed] = managed_events(*composition, "pending");
+    auto events = managed_events(*composition, "pending");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     composition->advance_managed_query(session_started, intent_observed);
     auto snapshot = composition->snapshot(intent_observed.scope());
     ASSERT_TRUE(snapshot.state.has_value());
@@ -855,7 +877,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_ended_session_but_reopen_remains_
   std::optional<PreparedManagedQuery> reopened;
   {
     ScopedClose scope(*composition);
-    auto [session_started, intent_observed] = managed_events(*composition, "ended");
+    auto events = managed_events(*composition, "ended");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     initial.emplace(composition->advance_managed_query(session_started, intent_observed));
     composition->process(replace_event(intent_observed, [](engine::EngineEvent::Fields& f) {
       f.event_id = "event-sessionended-ended";
@@ -905,7 +929,9 @@ TEST(ManagedQuerySeed, concurrent_managed_development_attempts_commit_exactly_on
   {
     ScopedClose close_first(*first);
     ScopedClose close_second(*second);
-    auto [session_started, intent_observed] = managed_events(*first, "race");
+    auto events = managed_events(*first, "race");
+    auto session_started = events.first;
+    auto intent_observed = events.second;
     first->advance_managed_query(session_started, intent_observed);
     const std::array<engine::EngineEvent, 2> attempts = {
         development_event(intent_observed, 2, "race-first"),

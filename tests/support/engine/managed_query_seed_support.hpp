@@ -373,7 +373,9 @@ inline std::pair<engine::EngineEvent, engine::EngineEvent> managed_events(
 // The seeds' _prepare.
 inline runtime::PreparedManagedQuery seed_prepare(runtime::EngineComposition& composition,
                                                   const std::string& suffix) {
-  auto [session_started, intent_observed] = managed_events(composition, suffix);
+  auto events = managed_events(composition, suffix);
+  auto session_started = events.first;
+  auto intent_observed = events.second;
   return runtime::prepare_managed_query(composition, session_started, intent_observed);
 }
 
