@@ -4,9 +4,9 @@
 // the same synchronous level, in the same run. The ratio store/raw is printed at the end
 // (target >= 0.5). Files go to $CTX_BENCH_DIR (default: the system temp directory).
 //
-// Engine::process (the reducer helper's coordinator) is not benchmarked here: it was not
-// published when this bench was written; this measures the journal store append it commits
-// through.
+// Second pair: events through engine::Engine::process (SessionStarted, then TurnEnded events:
+// preflight, replay boundary, reducer, commit) on the SQLite store, against raw insert+commit of
+// exactly the rows process() journaled (captured from a recording run), same synchronous level.
 #include <benchmark/benchmark.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "host/core/time.hpp"
+#include "host/engine/engine.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 #include "tests/support/journal/journal_fixtures.hpp"
+#include "tests/support/journal/mem_journal_store.hpp"
 
 namespace {
 
@@ -80,6 +82,99 @@ void BM_StoreAppend(benchmark::State& state) {
   fs::remove_all(dir);
 }
 
+
+// ---- Engine::process ----
+
+ctx::engine::EngineEvent engine_event(const std::string& kind, std::int64_t expected,
+                                      const std::string& id, ctx::core::Json payload) {
+  ctx::engine::EngineEvent::Fields f{
+      .event_id = id,
+      .kind = kind,
+      .scope = ctx::engine::ScopeRef::create("tenant-1", "workspace-1", "repository-1",
+                                             "session-bench", "exposure-1", "host-1"),
+      .expected_revision = expected,
+      .occurred_at = "2026-08-02T12:00:00Z",
+      .payload = std::move(payload)};
+  f.correlation_id = "plan-bench";
+  f.causation_id = "cause-bench";
+  f.engine_version = "ctx-engine-v1";
+  f.planner_version = "ctx-managed-query-planner-v3";
+  f.policy_version = "policy-v1";
+  f.host_descriptor_digest = tj::digest_of("host");
+  f.catalog_snapshot_digest = tj::digest_of("catalog");
+  f.semantic_model_digest = tj::digest_of("semantic-model");
+  f.semantic_index_digest = tj::digest_of("semantic-index");
+  f.work_signature = tj::digest_of("work");
+  f.random_seed = 0;
+  return ctx::engine::EngineEvent::create(std::move(f));
+}
+
+std::vector<ctx::engine::EngineEvent> engine_events(int n) {
+  std::vector<ctx::engine::EngineEvent> events;
+  events.push_back(engine_event("SessionStarted", 0, "bench-start", {{"host_level", "managing"}}));
+  for (int i = 1; i < n; ++i) {
+    events.push_back(engine_event("TurnEnded", i, "bench-turn-" + std::to_string(i),
+                                  ctx::core::Json::object()));
+  }
+  return events;
+}
+
+void BM_EngineProcess(benchmark::State& state) {
+  fs::path dir = bench_dir();
+  ctx::core::SystemClock clock;
+  std::vector<ctx::engine::EngineEvent> events = engine_events(20000);
+  {
+    ctx::store::SqliteJournalStore store(
+        dir / "journal.sqlite3", clock,
+        ctx::store::SqliteJournalOptions{.busy_timeout_ms = 30'000,
+                                         .synchronous = kSync[state.range(0)]});
+    ctx::engine::Engine engine(store, &store, clock, ctx::engine::EnginePorts{});
+    std::size_t i = 0;
+    for (auto _ : state) {
+      if (i == events.size()) {
+        state.SkipWithError("ran out of prepared events");
+        break;
+      }
+      auto transition = engine.process(events[i++]);
+      benchmark::DoNotOptimize(transition);
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  fs::remove_all(dir);
+}
+
+// Captures what the engine appends, forwarding to an in-memory journal.
+class RecordingJournal final : public ctx::engine::JournalStore {
+ public:
+  ctx::engine::JournalCommit append(const ctx::engine::JournalAppend& request) override {
+    appended.push_back(request);
+    return inner_.append(request);
+  }
+  ctx::engine::JournalHead head(const ctx::engine::StreamId& s) const override {
+    return inner_.head(s);
+  }
+  std::vector<ctx::engine::JournalRecord> read(const ctx::engine::StreamId& s,
+                                               ctx::engine::Revision after) const override {
+    return inner_.read(s, after);
+  }
+  std::optional<ctx::engine::JournalRecord> find(const ctx::engine::StreamId& s,
+                                                 std::string_view id) const override {
+    return inner_.find(s, id);
+  }
+  std::vector<ctx::engine::JournalAppend> appended;
+
+ private:
+  ctx::testing::MemJournalStore inner_;
+};
+
+std::vector<ctx::engine::JournalAppend> engine_rows() {
+  ctx::core::SystemClock clock;
+  RecordingJournal journal;
+  ctx::engine::Engine engine(journal, nullptr, clock, ctx::engine::EnginePorts{});
+  for (const auto& event : engine_events(1000)) engine.process(event);
+  return journal.appended;
+}
+
 void check(int rc, sqlite3* db) {
   if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
     std::fprintf(stderr, "sqlite: %s\n", sqlite3_errmsg(db));
@@ -89,7 +184,8 @@ void check(int rc, sqlite3* db) {
 
 // Raw SQLite: same table shape as engine_journal, same bytes per row, BEGIN IMMEDIATE + INSERT
 // + COMMIT per event, same pragmas.
-void BM_RawInsertCommit(benchmark::State& state) {
+void raw_insert_commit(benchmark::State& state,
+                       const std::vector<ctx::engine::JournalAppend>& events) {
   fs::path dir = bench_dir();
   sqlite3* db = nullptr;
   check(sqlite3_open((dir / "raw.sqlite3").c_str(), &db), db);
@@ -113,9 +209,7 @@ void BM_RawInsertCommit(benchmark::State& state) {
                            "?12, ?13, ?14, ?15)",
                            -1, &insert, nullptr),
         db);
-  // Rows cycle through prepared payloads; the event id and revision stay unique.
-  std::vector<ctx::engine::JournalAppend> events;
-  for (int i = 0; i < 1000; ++i) events.push_back(event_at(i));
+  // Rows cycle through the prepared payloads; the event id and revision stay unique.
   const std::string digest(64, 'a');
   std::size_t i = 0;
   for (auto _ : state) {
@@ -152,6 +246,17 @@ void BM_RawInsertCommit(benchmark::State& state) {
   fs::remove_all(dir);
 }
 
+void BM_RawInsertCommit(benchmark::State& state) {
+  std::vector<ctx::engine::JournalAppend> events;
+  for (int i = 0; i < 1000; ++i) events.push_back(event_at(i));
+  raw_insert_commit(state, events);
+}
+
+void BM_RawInsertCommitEngineRows(benchmark::State& state) {
+  static const std::vector<ctx::engine::JournalAppend> rows = engine_rows();
+  raw_insert_commit(state, rows);
+}
+
 BENCHMARK(BM_StoreAppend)
     ->Arg(0)
     ->Arg(1)
@@ -159,6 +264,18 @@ BENCHMARK(BM_StoreAppend)
     ->MinTime(2.0)
     ->UseRealTime();
 BENCHMARK(BM_RawInsertCommit)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("sync_full0_normal1")
+    ->MinTime(2.0)
+    ->UseRealTime();
+BENCHMARK(BM_EngineProcess)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("sync_full0_normal1")
+    ->MinTime(2.0)
+    ->UseRealTime();
+BENCHMARK(BM_RawInsertCommitEngineRows)
     ->Arg(0)
     ->Arg(1)
     ->ArgName("sync_full0_normal1")
@@ -177,14 +294,20 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    for (const char* arg : {"0", "1"}) {
-      std::string suffix = std::string("/sync_full0_normal1:") + arg + "/min_time:2.000/real_time";
-      auto store = rates_.find("BM_StoreAppend" + suffix);
-      auto raw = rates_.find("BM_RawInsertCommit" + suffix);
-      if (store == rates_.end() || raw == rates_.end() || raw->second <= 0) continue;
-      std::printf("ratio store/raw at synchronous=%s: %.3f (store %.0f/s, raw %.0f/s)\n",
-                  arg[0] == '0' ? "FULL" : "NORMAL", store->second / raw->second, store->second,
-                  raw->second);
+    const std::pair<const char*, const char*> pairs[] = {
+        {"BM_StoreAppend", "BM_RawInsertCommit"},
+        {"BM_EngineProcess", "BM_RawInsertCommitEngineRows"}};
+    for (const auto& [ours, raw_name] : pairs) {
+      for (const char* arg : {"0", "1"}) {
+        std::string suffix =
+            std::string("/sync_full0_normal1:") + arg + "/min_time:2.000/real_time";
+        auto mine = rates_.find(ours + suffix);
+        auto raw = rates_.find(raw_name + suffix);
+        if (mine == rates_.end() || raw == rates_.end() || raw->second <= 0) continue;
+        std::printf("ratio %s/raw at synchronous=%s: %.3f (%.0f/s vs raw %.0f/s)\n", ours,
+                    arg[0] == '0' ? "FULL" : "NORMAL", mine->second / raw->second, mine->second,
+                    raw->second);
+      }
     }
   }
 

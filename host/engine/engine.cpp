@@ -206,6 +206,7 @@ Transition Engine::process_locked(const EngineEvent& ingress,
   std::optional<SettlementGuard> append_guard;
   std::optional<InteractiveInstallDecisionReservation> reservation;
   bool guard_used = false;
+  bool preapproved = false;
   if (state && event.kind() == "UserDecision" && payload.contains("decision_basis")) {
     const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
     if (!consent || !consent_matches(event, consent->install_action)) {
@@ -213,19 +214,30 @@ Transition Engine::process_locked(const EngineEvent& ingress,
     }
     const HostAction& install = consent->install_action;
     const std::string basis = payload.at("decision_basis");
+    if (now >= at(install.expires_at())) {
+      throw CtxEngineError("install decision has expired according to trusted clock");
+    }
     if (basis == "preapproved-policy") {
       if (payload.at("decision") != "granted") {
         throw CtxEngineError("preapproved install policy decisions may only grant");
       }
-      throw CtxEngineError("preapproved install requires an authoritative current-policy guard");
-    }
-    if (now >= at(install.expires_at())) {
-      throw CtxEngineError("install decision has expired according to trusted clock");
-    }
-    if (!ports_.interactive_install_decision_guard) {
+      const auto& policy_guard = ports_.preapproved_install_policy_guard;
+      if (!policy_guard.hold || !policy_guard.assert_current) {
+        throw CtxEngineError("preapproved install requires an authoritative current-policy guard");
+      }
+      const std::string digest = payload.at("policy_snapshot_digest");
+      const auto policy = policy_guard.hold(digest);
+      const auto descriptor =
+          InstallPlanDescriptor::from_json(install.payload().at("install_plan_descriptor"));
+      if (!policy || policy->policy_digest() != digest ||
+          route_install_authorization(*policy, descriptor).decision_basis != "preapproved-policy") {
+        throw CtxEngineError("preapproved install is not authorized by current policy");
+      }
+      preapproved = true;
+    } else if (!ports_.interactive_install_decision_guard) {
       throw CtxEngineError("interactive install decision requires a host-authenticated one-shot guard");
     }
-    reservation = InteractiveInstallDecisionReservation{
+    if (!preapproved) reservation = InteractiveInstallDecisionReservation{
         event.scope(),
         event.event_id(),
         source_digest,
@@ -323,6 +335,13 @@ Transition Engine::process_locked(const EngineEvent& ingress,
       settle = ports_.interactive_install_decision_guard(*reservation);
     } catch (const std::exception&) {
       throw CtxEngineError("interactive install decision guard is unavailable");
+    }
+  }
+  if (preapproved) {
+    try {
+      ports_.preapproved_install_policy_guard.assert_current();
+    } catch (const std::exception&) {
+      throw CtxEngineError("preapproved install policy is no longer authoritative");
     }
   }
   std::optional<JournalCommit> appended;

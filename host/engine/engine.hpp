@@ -58,10 +58,20 @@ struct InteractiveInstallDecisionReservation {
 using InteractiveInstallDecisionGuard =
     std::function<std::function<void()>(const InteractiveInstallDecisionReservation&)>;
 
+// Host port for preapproved (policy-granted) installs. `hold` returns the current consent policy
+// when `policy_snapshot_digest` names it (nullopt otherwise) and keeps it held for the
+// transition; `assert_current` re-checks, immediately before the commit, that it still is the
+// current policy (throwing when it is not).
+struct PreapprovedInstallPolicyGuard {
+  std::function<std::optional<InstallConsentPolicy>(const std::string& policy_snapshot_digest)> hold;
+  std::function<void()> assert_current;
+};
+
 struct EnginePorts {
   ObservationNormalizer observation_normalizer;  // required for observation events
   DecisionPlanner decision_planner;              // required for planning events
-  InteractiveInstallDecisionGuard interactive_install_decision_guard;  // optional
+  InteractiveInstallDecisionGuard interactive_install_decision_guard{};  // optional
+  PreapprovedInstallPolicyGuard preapproved_install_policy_guard{};      // optional
 };
 
 // A one-use, engine- and process-bound authority to record one action's outcome.

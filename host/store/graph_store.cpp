@@ -340,7 +340,8 @@ void require_schema(sqlite3* db) {
                  "never_load"}},
       {"edges", {"source", "target", "weight", "attrs_json"}},
       {"node_terms", {"term", "node_id"}},
-      {"term_stats", {"term", "df"}}};
+      {"term_stats", {"term", "df"}},
+      {"label_trigrams", {"label"}}};
   for (const auto& [table, expected] : columns) {
     std::set<std::string> present;
     Statement info(db, ("PRAGMA table_info(" + table + ")").c_str());
@@ -416,11 +417,14 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
          " weight REAL NOT NULL DEFAULT 0, attrs_json TEXT NOT NULL DEFAULT '{}',"
          " PRIMARY KEY(source, target));"
          "CREATE TABLE node_terms(term TEXT NOT NULL, node_id TEXT NOT NULL);"
-         "CREATE TABLE term_stats(term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID;");
+         "CREATE TABLE term_stats(term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID;"
+         "CREATE VIRTUAL TABLE label_trigrams USING fts5(label, tokenize='trigram');");
     Statement insert_node(db.get(),
                           "INSERT INTO nodes(id, type, label, title, tags_json, attrs_json,"
                           " search_text, degree, never_load) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)");
     Statement insert_term(db.get(), "INSERT INTO node_terms(term, node_id) VALUES(?1, ?2)");
+    Statement insert_trigrams(db.get(),
+                              "INSERT INTO label_trigrams(rowid, label) VALUES(?1, ?2)");
     std::map<std::string, std::int64_t> df;
     for (const auto& node : nodes) {
       const std::string label = node.label.value_or(node_name(node.id));
@@ -440,12 +444,16 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
           .bind(8, d == degree.end() ? std::int64_t{0} : d->second)
           .bind(9, std::int64_t{node.never_load ? 1 : 0});
       insert_node.run();
+      const std::int64_t node_rowid = sqlite3_last_insert_rowid(db.get());
       for (const auto& term : idf_terms(label, node.tags)) ++df[term];
       if (node.never_load || !retrievable_kind(node.type)) continue;
       for (const auto& term : retrieval_terms(node.id, label, node.tags)) {
         insert_term.bind(1, term).bind(2, node.id);
         insert_term.run();
       }
+      insert_trigrams.bind(1, node_rowid)
+          .bind(2, ascii_lower(label));
+      insert_trigrams.run();
     }
     Statement insert_edge(db.get(),
                           "INSERT INTO edges(source, target, weight, attrs_json) VALUES(?1,?2,?3,'{}')");
@@ -574,14 +582,28 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
   std::vector<Scored> scored;
   std::lock_guard lock(mutex_);
   try {
-    // Candidate ids through the term index: one indexed lookup per signal.
+    // Candidate ids through the term index (one indexed lookup per signal), plus the labels that
+    // contain a signal of 3+ characters through the trigram index (the substring-only score).
     std::set<std::string> ids;
     {
       Statement lookup(db_, "SELECT node_id FROM node_terms WHERE term = ?1");
+      Statement substring(db_,
+                          "SELECT id FROM nodes WHERE rowid IN"
+                          " (SELECT rowid FROM label_trigrams WHERE label_trigrams MATCH ?1)");
       for (const auto& s : signals) {
         lookup.bind(1, s);
         while (lookup.step()) ids.insert(lookup.text(0));
         lookup.reset();
+        if (s.size() < 3) continue;
+        std::string phrase = "\"";
+        for (char c : s) {
+          phrase.push_back(c);
+          if (c == '"') phrase.push_back('"');
+        }
+        phrase.push_back('"');
+        substring.bind(1, phrase);
+        while (substring.step()) ids.insert(substring.text(0));
+        substring.reset();
       }
     }
     std::unordered_map<std::string, double> idf_cache;

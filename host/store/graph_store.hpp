@@ -39,7 +39,8 @@ struct GraphEdge {
 };
 
 // Writes a new graph store at `path` (which must not exist): tables metadata, nodes, edges, the
-// retrieval index node_terms (+ idx_node_terms_term) and per-term document frequencies.
+// retrieval index node_terms (+ idx_node_terms_term: label slug/text tokens, tags, alias slugs),
+// an FTS5 trigram index of labels (substring matches) and per-term document frequencies.
 // The file is left writable; callers pin it with chmod 0444 and its sha256.
 // Errors: InvalidArgument (duplicate/empty node id, edge to an unknown node), SystemError (I/O).
 void build_graph_store(const std::filesystem::path& path, const std::vector<GraphNode>& nodes,

@@ -1,6 +1,7 @@
 # ctx_add_plugin(<name> SOURCES <src>... [LIBRARIES <lib>...])
 # Builds MODULE ctx_plugin_<name>: hidden visibility, no undefined symbols, links ctx::plugin_sdk.
-# The only exported symbol is ctx_plugin_entry.
+# The only exported symbol is ctx_plugin_entry: a linker version script makes every other symbol
+# local, including those of static libraries linked in through LIBRARIES.
 function(ctx_add_plugin name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBRARIES" ${ARGN})
   set(target ctx_plugin_${name})
@@ -11,6 +12,9 @@ function(ctx_add_plugin name)
     CXX_VISIBILITY_PRESET hidden
     C_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
-  target_link_options(${target} PRIVATE LINKER:--no-undefined)
+  set(exports ${CMAKE_CURRENT_BINARY_DIR}/${target}.exports)
+  file(CONFIGURE OUTPUT ${exports} CONTENT "{\n  global: ctx_plugin_entry;\n  local: *;\n};\n")
+  target_link_options(${target} PRIVATE LINKER:--no-undefined LINKER:--version-script=${exports})
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${exports})
   target_link_libraries(${target} PRIVATE ctx::plugin_sdk ${ARG_LIBRARIES})
 endfunction()

@@ -242,4 +242,11 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
   return out;
 }
 
+std::optional<MaterialDescriptor> CatalogCandidateSource::observed_material(
+    const std::string& capability_id) const {
+  std::lock_guard lock(mutex_);
+  const auto it = material_seen_.find(capability_id);
+  return it == material_seen_.end() ? std::nullopt : it->second;
+}
+
 }  // namespace ctx::engine::planning

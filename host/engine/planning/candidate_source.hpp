@@ -48,6 +48,10 @@ class CatalogCandidateSource {
   // answer changed within one snapshot).
   std::vector<CapabilityCandidate> retrieve(const WorkObservation& observation) const;
 
+  // The material descriptor retrieval observed for `capability_id` in this snapshot (nullopt when
+  // none was observed or it was malformed): the one a load presentation's source digest binds.
+  std::optional<MaterialDescriptor> observed_material(const std::string& capability_id) const;
+
  private:
   const GraphRetrievalPort& graph_;
   MaterialPort* material_;

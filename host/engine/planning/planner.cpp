@@ -27,6 +27,26 @@ auto pool_key(const CapabilityCandidate& c) {
                          std::cref(c.reason_codes));
 }
 
+constexpr std::size_t kMaxPinnedSnapshotOutputs = 65'536;
+
+std::string joined(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) out += v + ",";
+  return out;
+}
+
+// Canonical tokens and digests never contain '|' or ',', so this key is unambiguous.
+std::string facts_key(const CapabilityCandidate& p, const WorkObservation& w) {
+  return p.capability_id + "|" + p.kind + "|" + p.name + "|" + p.source_digest + "|" +
+         std::to_string(p.normalized_score_ppm) + "|" + joined(p.matching_signals) + "|" +
+         joined(p.reason_codes) + "|" + p.actionability + "|" +
+         p.install_descriptor_digest.value_or("-") + "|" + p.install_plan_digest.value_or("-") +
+         "|" + p.equivalence_key.value_or("-") + "||" + joined(w.signals) + "|" +
+         joined(w.languages) + "|" + joined(w.baseline_capability_ids) + "|" +
+         joined(w.active_capability_ids) + "|" + joined(w.rejected_capability_ids) + "|" +
+         std::to_string(w.requested_limit);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -100,11 +120,13 @@ std::vector<CapabilityCandidate> normalize_candidate_pool(
     by_id[c.capability_id].push_back(&c);
   }
   std::vector<CapabilityCandidate> out;
-  for (const auto& [id, rows] : by_id) {
-    if (std::any_of(rows.begin() + 1, rows.end(), [&](const auto* r) { return !(*r == *rows[0]); })) {
+  for (const auto& entry : by_id) {
+    const auto& rows = entry.second;
+    const CapabilityCandidate& first = *rows.front();
+    if (std::any_of(rows.begin() + 1, rows.end(), [&first](const auto* r) { return !(*r == first); })) {
       continue;
     }
-    out.push_back(*rows[0]);
+    out.push_back(first);
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return pool_key(a) < pool_key(b); });
@@ -174,6 +196,18 @@ AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandi
   if (facts->capability_id != p.capability_id || facts->source_digest != p.source_digest) {
     throw PlannerValidationError("benefit facts do not exactly match candidate identity");
   }
+  const std::string key = facts_key(p, work);
+  if (const auto seen = facts_seen_.find(key); seen != facts_seen_.end()) {
+    if (!(seen->second == *facts)) {
+      throw PlannerValidationError("benefit facts output drifted without a snapshot digest change");
+    }
+  } else {
+    if (facts_seen_.size() >= kMaxPinnedSnapshotOutputs) {
+      throw PlannerValidationError(
+          "pinned snapshot output bound is exhausted; a fresh planner is required");
+    }
+    facts_seen_.emplace(key, *facts);
+  }
   std::optional<CatalogCapabilityIdentity> identity;
   try {
     identity = CatalogCapabilityIdentity::create(p.capability_id, p.kind,
@@ -194,6 +228,10 @@ AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandi
           descriptor.provenance_digest() != *source_.material_snapshot_digest()) {
         throw CandidateAuthorityUnavailable(
             "load bundle does not match the exact retrieval presentation or pinned snapshots");
+      }
+      if (source_.observed_material(p.capability_id) != descriptor) {
+        throw PlannerValidationError(
+            "load authority output drifted without a snapshot digest change");
       }
       authority.material = AuthorizedMaterial::from_catalog(identity->identity_digest(), descriptor);
     } catch (const InvalidIdentityError&) {

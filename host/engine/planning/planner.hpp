@@ -11,6 +11,7 @@
 #define CTX_HOST_ENGINE_PLANNING_PLANNER_HPP_
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -170,6 +171,9 @@ class CapabilityPlanner {
   std::string facts_snapshot_digest_;
   std::string environment_digest_;
   mutable std::mutex mutex_;
+  // Facts answered per exact (presentation, observation) in this snapshot: a port may not change
+  // its answer without changing its snapshot digest (bounded; a full memory refuses new keys).
+  mutable std::map<std::string, BenefitCandidate> facts_seen_;
 };
 
 }  // namespace ctx::engine::planning

@@ -252,7 +252,8 @@ TEST_F(EngineTest, TwoEnginesRacingForOneHeadCommitExactlyOnce) {
 
 // ---- the authority path ----
 
-Json desired_payload(const std::string& id, const std::string& lease) {
+Json desired_payload(const std::string& id, const std::string& lease,
+                     const std::string& policy = InstallConsentPolicy::safe_default().policy_digest()) {
   const auto row = plan_row(id, "install");
   return {{"desired_capabilities",
            Json::array({{{"actionability", "install"},
@@ -263,7 +264,7 @@ Json desired_payload(const std::string& id, const std::string& lease) {
                          {"lease_id", lease},
                          {"source_digest", row["catalog_entry_digest"]}}})},
           {"owner_id", "owner-1"},
-          {"policy_snapshot_digest", InstallConsentPolicy::safe_default().policy_digest()}};
+          {"policy_snapshot_digest", policy}};
 }
 
 Json decision_payload(const HostAction& request, const std::string& basis = "interactive") {
@@ -454,6 +455,44 @@ TEST_F(EngineAuthority, ClaimedInstallCannotExpireAsUnclaimed) {
                         {"reason", "expired"}};
   EXPECT_THROW(engine.process(event("ActionExpired", 4, "event-expired", expired)), InstallActionAlreadyClaimed);
   EXPECT_EQ(journal_.head(scope().stream_id()).revision, 4);
+}
+
+TEST_F(EngineAuthority, PreapprovedGrantNeedsTheCurrentPolicyToRouteItAutomatically) {
+  const auto auto_policy = InstallConsentPolicy::create("preapproved-auto", "ask-each-time", "ask-each-time");
+  std::optional<InstallConsentPolicy> current = auto_policy;
+  bool still_current = true;
+  EnginePorts ports{normalizer(), planner_.port(), {}, {}};
+  ports.preapproved_install_policy_guard = {
+      [&](const std::string& digest) -> std::optional<InstallConsentPolicy> {
+        if (current && current->policy_digest() == digest) return current;
+        return std::nullopt;
+      },
+      [&] {
+        if (!still_current) throw std::runtime_error("policy changed");
+      }};
+  Engine engine(journal_, &journal_, clock_, std::move(ports));
+  planner_.rows = {plan_row(kId, "install")};
+  engine.process(start_event());
+  engine.process(intent_event());
+  const auto request = engine.process(event("ReassessmentRequested", 2, "event-desired",
+                                            desired_payload(kId, "lease-1", auto_policy.policy_digest())))
+                           .actions()
+                           .at(0);
+  auto denied = decision_payload(request, "preapproved-policy");
+  denied["decision"] = "denied";
+  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto-denied", denied)), CtxEngineError,
+                   "preapproved install policy decisions may only grant");
+  still_current = false;
+  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy"))),
+                   CtxEngineError, "no longer authoritative");
+  current = InstallConsentPolicy::safe_default();
+  still_current = true;
+  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy"))),
+                   CtxEngineError, "preapproved install is not authorized by current policy");
+  current = auto_policy;
+  const auto granted =
+      engine.process(event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy")));
+  EXPECT_EQ(granted.actions().at(0).kind(), "InstallCapability");
 }
 
 }  // namespace

@@ -462,3 +462,40 @@ TEST_F(ReducerLifecycle, ReductionIsDeterministic) {
 
 }  // namespace
 }  // namespace ctx::engine
+
+namespace ctx::engine {
+namespace {
+
+using namespace ctx::engine::testing;
+
+TEST_F(ReducerLifecycle, InstalledCapabilityPromotesToLoadKeepingItsActivation) {
+  const auto install = run_to_install();
+  const auto activate = step(install_receipt(install, 4)).transition.actions().at(0);
+  step(material_receipt(activate, 5, "event-activation-applied"));
+  const auto* installed = state_->capability(kInstalled);
+  // The catalog now offers the installed material as a load row with the same source.
+  const auto lineage = *installed->current_authorized_material->installed_material_lineage();
+  const auto identity = install_result(kInstalled);
+  const auto descriptor = MaterialDescriptor::create(kInstalled, "skill", "load", identity.content_sha256(),
+                                                     identity.content_bytes(), 16, sha("material-snapshot"),
+                                                     identity.identity_digest());
+  const auto material = AuthorizedMaterial::from_catalog(lineage.catalog_identity_digest(), descriptor);
+  auto row = plan_row(kInstalled, "install");
+  row["actionability"] = "load";
+  row["authority"] = {{"material", material.to_json()}, {"type", "load"}};
+  row["install_descriptor_digest"] = nullptr;
+  row["install_plan_digest"] = nullptr;
+  auto f = event_fields("DevelopmentObserved", 6, "event-dev-promote");
+  f.correlation_id = "plan-promote";
+  auto promoted = step(EngineEvent::create(f), ready_decision({row}));
+  const auto* cap = promoted.state.capability(kInstalled);
+  EXPECT_EQ(cap->activation, "active");
+  EXPECT_TRUE(cap->selection.is_load());
+  EXPECT_EQ(cap->current_authorized_material->origin(), "catalog");
+  // A changed selection is presented again (only identical active rows are "retained").
+  ASSERT_EQ(promoted.transition.actions().size(), 1u);
+  EXPECT_EQ(promoted.transition.actions()[0].kind(), "PresentBundle");
+}
+
+}  // namespace
+}  // namespace ctx::engine

@@ -129,6 +129,21 @@ TEST_F(GraphStoreTest, RareTagsOutweighCommonOnesAndExplicitNamesWin) {
   EXPECT_EQ(named_rows[0].normalized_score_ppm, 1'000'000);
 }
 
+TEST_F(GraphStoreTest, SubstringOnlyMatchesAreFoundThroughTheTrigramIndex) {
+  GraphNode fast{"skill:fastapi-tools", "skill", std::nullopt, std::nullopt, {"web"}};
+  GraphNode exact{"skill:api", "skill", std::nullopt, std::nullopt, {"web"}};
+  GraphNode other{"skill:rust-tools", "skill", std::nullopt, std::nullopt, {"web"}};
+  const auto path = pinned({fast, exact, other}, {});
+  const auto store = GraphStore::open(path, file_sha256(path));
+  const auto rows = store->retrieve({"api"}, 50);
+  ASSERT_EQ(rows.size(), 2u);
+  // skill:api: slug token (50 x (1 + ln 3/1)) + exact single-name boost 2025; fastapi-tools: 20.
+  EXPECT_EQ(rows[0].name, "api");
+  EXPECT_EQ(rows[1].name, "fastapi-tools");
+  EXPECT_LT(rows[1].normalized_score_ppm, 20'000);
+  EXPECT_GT(rows[1].normalized_score_ppm, 0);
+}
+
 TEST_F(GraphStoreTest, NeverLoadAndUnknownKindsAreNotRetrieved) {
   GraphNode hidden;
   hidden.id = "skill:hidden";

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "host/core/crypto.hpp"
@@ -32,6 +33,7 @@ class MemoryGraph final : public GraphRetrievalPort {
     if (std::find(tags.begin(), tags.end(), "python") == tags.end()) return rows;
     for (const auto& id : ids_) {
       if (static_cast<std::int64_t>(rows.size()) >= top_n) break;
+      if (drop_from_call > 0 && calls >= drop_from_call && rows.size() + 1 == ids_.size()) break;
       const auto colon = id.find(':');
       rows.push_back(RetrievedNode{id.substr(0, colon), id.substr(colon + 1), {"python"}, 1'000'000});
     }
@@ -40,6 +42,7 @@ class MemoryGraph final : public GraphRetrievalPort {
   const std::string& artifact_sha256() const noexcept override { return sha_; }
   const std::string& graph_schema_version() const noexcept override { return version_; }
   bool unavailable = false;
+  int drop_from_call = 0;  // from this call on, the last node is no longer returned
   mutable int calls = 0;
 
  private:
@@ -345,9 +348,13 @@ TEST(CapabilityPlanner, DriftingInputsFailTheDecision) {
   SeedFacts facts;
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
-  facts.drift_after = 6;  // the end-of-plan revalidation sees other facts
+  graph.drop_from_call = 2;  // the end-of-plan revalidation retrieves another pool
   CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError,
                    "planning inputs drifted during end validation");
+  graph.drop_from_call = 0;
+  facts.drift_after = 6;  // same snapshot digest, other answers for the same presentation
+  CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError,
+                   "benefit facts output drifted without a snapshot digest change");
   facts.drift_after = -1;
   facts.snapshot = digest_of("moved-facts");
   CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError, "benefit facts snapshot drifted");
@@ -446,6 +453,27 @@ TEST(CapabilityPlanner, DecisionValuesCommitAsCommittedPlanV3) {
       EXPECT_EQ(committed.capabilities()[i].to_json(), plan.capabilities()[i].to_json());
     }
   }
+}
+
+}  // namespace
+}  // namespace ctx::engine::planning
+
+namespace ctx::engine::planning {
+namespace {
+
+TEST(CapabilityPlanner, ConcurrentPlansOnOnePlannerAgree) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  const std::string expected = planner.plan(python_work()).decision_digest();
+  std::vector<std::string> digests(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < digests.size(); ++i) {
+    threads.emplace_back([&, i] { digests[i] = planner.plan(python_work()).decision_digest(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& d : digests) EXPECT_EQ(d, expected);
 }
 
 }  // namespace

@@ -1,0 +1,221 @@
+// Example out-of-tree installer plugin "example-installer": stores each capability's content as
+// <root>/objects/<sha256> and activates it by copying to <root>/active/<name>. It follows the
+// installer request contract of ctx/conformance/conformance.hpp:
+//   config     {"root": "<absolute directory>"} (created when missing)
+//   install    {"capability_id", "content" | "content_base64", "content_sha256"} -> {"outcome", ...}
+//   activate   {"capability_id", "content_sha256"};  deactivate {"capability_id"}
+//   reconcile  {"capabilities": [{"capability_id", "content_sha256"}]}
+// Capability ids are "<kind>:<name>" with name [a-z0-9][a-z0-9._-]{0,63}. (Base64 content is
+// not supported by this example: it answers CTX_UNIMPLEMENTED.)
+#include <ctx/abi/plugin_abi.h>
+#include <ctx/sdk/plugin.hpp>
+
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    throw ctx::Error("sha-256 failed", ctx::ErrorCode::kInternal);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xf];
+  }
+  return hex;
+}
+
+Json parse_request(ctx_bytes request) {
+  Json value = Json::parse(ctx::sdk::view(request), nullptr, /*allow_exceptions=*/false);
+  if (!value.is_object()) throw ctx::InvalidArgument("request is not a json object");
+  return value;
+}
+
+std::string string_field(const Json& request, const char* key) {
+  const auto it = request.find(key);
+  if (it == request.end() || !it->is_string()) {
+    throw ctx::InvalidArgument(std::string("request needs a string \"") + key + "\"");
+  }
+  return it->get<std::string>();
+}
+
+// The name part of "<kind>:<name>", validated so it can never escape the root.
+std::string capability_name(const Json& request) {
+  const std::string id = string_field(request, "capability_id");
+  const auto colon = id.find(':');
+  const std::string name = colon == std::string::npos ? "" : id.substr(colon + 1);
+  bool valid = !name.empty() && name.size() <= 64;
+  for (std::size_t i = 0; valid && i < name.size(); ++i) {
+    const char c = name[i];
+    valid = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            (i > 0 && (c == '.' || c == '_' || c == '-'));
+  }
+  if (!valid) throw ctx::InvalidArgument("capability_id has an invalid name");
+  return name;
+}
+
+std::string digest_field(const Json& request) {
+  const std::string digest = string_field(request, "content_sha256");
+  bool valid = digest.size() == 64;
+  for (const char c : digest) valid = valid && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!valid) throw ctx::InvalidArgument("content_sha256 is not a sha-256 hex digest");
+  return digest;
+}
+
+// Digest of the file's bytes, or empty when it cannot be read.
+std::string file_digest(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return sha256_hex(buffer.str());
+}
+
+// Writes `bytes` to `path` through a temporary file and a rename.
+void write_file(const fs::path& path, const std::string& bytes) {
+  const fs::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << bytes;
+    out.flush();
+    if (!out) throw ctx::Error("could not write a file", ctx::ErrorCode::kInternal);
+  }
+  fs::rename(temp, path);
+}
+
+class Store {
+ public:
+  explicit Store(ctx_bytes config) {
+    const Json parsed = parse_request(config);
+    root_ = string_field(parsed, "root");
+    if (!root_.is_absolute()) throw ctx::InvalidArgument("config root must be absolute");
+    fs::create_directories(root_ / "objects");
+    fs::create_directories(root_ / "active");
+  }
+
+  Json target_identity() const {
+    struct stat st {};
+    if (::lstat(root_.c_str(), &st) != 0) throw ctx::Error("cannot stat the root");
+    return {{"device", static_cast<std::uint64_t>(st.st_dev)},
+            {"inode", static_cast<std::uint64_t>(st.st_ino)},
+            {"owner", static_cast<std::uint64_t>(st.st_uid)},
+            {"mode", static_cast<std::uint64_t>(st.st_mode)},
+            {"path", root_.string()}};
+  }
+
+  Json install(const Json& request) const {
+    capability_name(request);
+    const std::string digest = digest_field(request);
+    if (request.contains("content_base64")) {
+      throw ctx::Error("base64 content is not supported", ctx::ErrorCode::kUnimplemented);
+    }
+    const std::string content = string_field(request, "content");
+    const std::string observed = sha256_hex(content);
+    Json reply = {{"capability_id", request["capability_id"]},
+                  {"observed_material_identity_digest", observed}};
+    if (observed != digest) {
+      reply["outcome"] = "failed";
+      return reply;
+    }
+    write_file(object(digest), content);
+    const bool verified = file_digest(object(digest)) == digest;
+    reply["outcome"] = verified ? "applied" : "indeterminate";
+    if (verified) reply["verification_digest"] = sha256_hex("example-installer:" + digest);
+    return reply;
+  }
+
+  Json activate(const Json& request) const {
+    const std::string name = capability_name(request);
+    const std::string digest = digest_field(request);
+    if (file_digest(object(digest)) != digest) {
+      return {{"capability_id", request["capability_id"]}, {"outcome", "failed"}};
+    }
+    std::ifstream in(object(digest), std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    write_file(root_ / "active" / name, buffer.str());
+    return {{"capability_id", request["capability_id"]}, {"outcome", "applied"}};
+  }
+
+  Json deactivate(const Json& request) const {
+    const std::string name = capability_name(request);
+    const bool removed = fs::remove(root_ / "active" / name);
+    return {{"capability_id", request["capability_id"]},
+            {"outcome", "applied"},
+            {"was_active", removed}};
+  }
+
+  Json reconcile(const Json& request) const {
+    const auto list = request.find("capabilities");
+    if (list == request.end() || !list->is_array()) {
+      throw ctx::InvalidArgument("request needs an array \"capabilities\"");
+    }
+    Json states = Json::array();
+    for (const Json& item : *list) {
+      if (!item.is_object()) throw ctx::InvalidArgument("capabilities must be objects");
+      const std::string name = capability_name(item);
+      const std::string digest = digest_field(item);
+      const bool installed = file_digest(object(digest)) == digest;
+      states.push_back({{"capability_id", item["capability_id"]},
+                        {"installed", installed},
+                        {"active", installed && file_digest(root_ / "active" / name) == digest}});
+    }
+    return {{"capabilities", states}};
+  }
+
+ private:
+  fs::path object(const std::string& digest) const { return root_ / "objects" / digest; }
+  fs::path root_;
+};
+
+Store& store(void* instance) {
+  if (instance == nullptr) throw ctx::InvalidArgument("instance is missing");
+  return *static_cast<Store*>(instance);
+}
+
+ctx_code create(const ctx_host_api*, ctx_bytes config, void** instance, ctx_error* err) noexcept {
+  return ctx::sdk::guard(err, [&] { *instance = new Store(config); });
+}
+
+ctx_code destroy(void* instance, ctx_error* err) noexcept {
+  return ctx::sdk::guard(err, [&] { delete static_cast<Store*>(instance); });
+}
+
+ctx_code target_identity(void* instance, ctx_sink* out, ctx_error* err) noexcept {
+  return ctx::sdk::guard(err, [&] { ctx::sdk::write(out, store(instance).target_identity().dump()); });
+}
+
+// One exported op per member function: parse the request, call, write the reply.
+template <Json (Store::*kOp)(const Json&) const>
+ctx_code request_op(void* instance, ctx_bytes request, ctx_sink* out, ctx_error* err) noexcept {
+  return ctx::sdk::guard(err, [&] {
+    const Json parsed = parse_request(request);
+    ctx::sdk::write(out, (store(instance).*kOp)(parsed).dump());
+  });
+}
+
+const ctx_installer_ops kOps = {sizeof(ctx_installer_ops), &target_identity,
+                                &request_op<&Store::install>, &request_op<&Store::activate>,
+                                &request_op<&Store::deactivate>, &request_op<&Store::reconcile>};
+
+const ctx_plugin_descriptor kDescriptor = {CTX_ABI_MAJOR, sizeof(ctx_plugin_descriptor), 0,
+                                           CTX_ABI_MINOR, CTX_KIND_INSTALLER, "example-installer",
+                                           "1.0.0", &create, &destroy, &kOps};
+
+}  // namespace
+
+CTX_DEFINE_PLUGIN_ENTRY(kDescriptor)

@@ -1,0 +1,88 @@
+#include "ctx/conformance/conformance.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <iostream>
+#include <string>
+#include <system_error>
+
+#include "host/core/error.hpp"
+#include "sdk/conformance/src/plugin_under_test.hpp"
+
+namespace ctx::conformance {
+
+namespace fs = std::filesystem;
+
+struct Session::State {
+  fs::path base;
+  ~State() {
+    std::error_code ignored;
+    fs::remove_all(base, ignored);
+  }
+};
+
+Session::Session(std::shared_ptr<State> state) : state_(std::move(state)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Options parse_arguments(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--config") {
+      if (i + 1 == argc) throw InvalidArgument("--config needs a file");
+      options.config_file = fs::absolute(argv[++i]);
+    } else if (!arg.empty() && arg.front() == '-') {
+      throw InvalidArgument("unknown option " + arg);
+    } else if (options.plugin.empty()) {
+      options.plugin = fs::absolute(arg);
+    } else {
+      throw InvalidArgument("only one plugin may be named");
+    }
+  }
+  if (options.plugin.empty()) throw InvalidArgument("name the plugin shared object to test");
+  return options;
+}
+
+Session register_suites(const Options& options) {
+  std::string pattern = (fs::temp_directory_path() / "ctx-conformance-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw SystemError("conformance kit could not create a temporary directory");
+  }
+  auto state = std::make_shared<Session::State>();
+  state->base = pattern;
+
+  auto plugin =
+      std::make_shared<detail::PluginUnderTest>(options.plugin, options.config_file, state->base);
+  if (!plugin->load()) {
+    const std::string reason = plugin->failure();
+    detail::add_test("Load", "PluginLoadsThroughThePinnedLoader",
+                     [reason] { FAIL() << "the plugin cannot be loaded as the host loads it: " << reason; });
+    return Session(std::move(state));
+  }
+  detail::register_abi_suite(plugin);
+  switch (plugin->kind()) {
+    case plugins::PluginKind::kVerifier: detail::register_verifier_suite(plugin); break;
+    case plugins::PluginKind::kInstaller: detail::register_installer_suite(plugin); break;
+    case plugins::PluginKind::kHostAdapter: detail::register_host_adapter_suite(plugin); break;
+  }
+  return Session(std::move(state));
+}
+
+int run_main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  Options options;
+  try {
+    options = parse_arguments(argc, argv);
+  } catch (const Error& e) {
+    std::cerr << "ctx-conformance: " << e.what() << "\n"
+              << "usage: ctx-conformance PLUGIN.so [--config FILE] [gtest flags]\n";
+    return 2;
+  }
+  const Session session = register_suites(options);
+  return RUN_ALL_TESTS() == 0 ? 0 : 1;
+}
+
+}  // namespace ctx::conformance

@@ -1,0 +1,398 @@
+#include "sdk/conformance/src/plugin_under_test.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "host/core/error.hpp"
+
+namespace ctx::conformance::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kFill = 'X';
+constexpr char kTempDirToken[] = "@TEMP_DIR@";
+constexpr int kChildThrew = 3;
+constexpr std::size_t kMinSecretLength = 16;
+
+// Kit host services: logging is dropped, nothing is ever cancelled, the clock is the system's.
+void host_log(void*, int32_t, const char*, size_t) noexcept {}
+void host_progress(void*, uint64_t, uint64_t) noexcept {}
+int32_t host_cancelled(void*) noexcept { return 0; }
+int64_t host_now(void*) noexcept {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Pipe framing between a contained child and the kit: fixed fields then two length-prefixed
+// byte strings.
+void append_bytes(std::string& out, const void* data, std::size_t size) {
+  out.append(static_cast<const char*>(data), size);
+}
+
+std::string serialize(const CallResult& r) {
+  std::string out;
+  const std::int32_t code = r.code;
+  const std::uint8_t flags = (r.message_terminated ? 1 : 0) | (r.error_untouched ? 2 : 0);
+  append_bytes(out, &code, sizeof code);
+  append_bytes(out, &r.verdict, sizeof r.verdict);
+  append_bytes(out, &flags, sizeof flags);
+  for (const std::string* text : {&r.message, &r.output}) {
+    const std::uint64_t size = text->size();
+    append_bytes(out, &size, sizeof size);
+    out += *text;
+  }
+  return out;
+}
+
+bool deserialize(const std::string& in, CallResult& r) {
+  std::size_t at = 0;
+  const auto take = [&](void* data, std::size_t size) {
+    if (in.size() - at < size) return false;
+    std::memcpy(data, in.data() + at, size);
+    at += size;
+    return true;
+  };
+  std::int32_t code = 0;
+  std::uint8_t flags = 0;
+  if (!take(&code, sizeof code) || !take(&r.verdict, sizeof r.verdict) ||
+      !take(&flags, sizeof flags)) {
+    return false;
+  }
+  r.code = code;
+  r.message_terminated = (flags & 1) != 0;
+  r.error_untouched = (flags & 2) != 0;
+  for (std::string* text : {&r.message, &r.output}) {
+    std::uint64_t size = 0;
+    if (!take(&size, sizeof size) || in.size() - at < size) return false;
+    text->assign(in, at, size);
+    at += size;
+  }
+  return at == in.size();
+}
+
+void write_all(int fd, const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+std::string read_all(int fd) {
+  std::string bytes;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return bytes;
+    bytes.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+// Replaces every "@TEMP_DIR@" inside strings of `value` with `dir`.
+void substitute(Json& value, const std::string& dir) {
+  if (value.is_string()) {
+    std::string text = value.get<std::string>();
+    for (auto at = text.find(kTempDirToken); at != std::string::npos;
+         at = text.find(kTempDirToken, at + dir.size())) {
+      text.replace(at, std::strlen(kTempDirToken), dir);
+    }
+    value = text;
+  } else if (value.is_structured()) {
+    for (auto& item : value) substitute(item, dir);
+  }
+}
+
+void collect_strings(const Json& value, std::vector<std::string>& out) {
+  if (value.is_string()) {
+    if (value.get_ref<const std::string&>().size() >= kMinSecretLength) {
+      out.push_back(value.get<std::string>());
+    }
+  } else if (value.is_structured()) {
+    for (const auto& item : value) collect_strings(item, out);
+  }
+}
+
+class FunctionTest : public ::testing::Test {
+ public:
+  explicit FunctionTest(std::function<void()> body) : body_(std::move(body)) {}
+  void TestBody() override { body_(); }
+
+ private:
+  std::function<void()> body_;
+};
+
+}  // namespace
+
+std::string Contained::describe() const {
+  switch (ending) {
+    case Ending::kReturned: return "returned code " + std::to_string(result.code);
+    case Ending::kThrew: return "let a C++ exception cross the C ABI";
+    case Ending::kCrashed:
+      return detail > 0 ? "crashed with signal " + std::to_string(detail)
+                        : "ended the process (exit status " + std::to_string(-detail) + ")";
+  }
+  return "ended unexpectedly";
+}
+
+Sink::Sink(ctx_code refusal) : refusal_(refusal), sink_{this, &Sink::write} {}
+
+ctx_code Sink::write(void* context, const uint8_t* data, size_t size) noexcept {
+  auto* self = static_cast<Sink*>(context);
+  if (self->refusal_ != CTX_OK) return self->refusal_;
+  if (size == 0) return CTX_OK;
+  if (data == nullptr) return CTX_INVALID_ARGUMENT;
+  try {
+    self->text_.append(reinterpret_cast<const char*>(data), size);
+  } catch (...) {
+    return CTX_RESOURCE_EXHAUSTED;
+  }
+  return CTX_OK;
+}
+
+CallResult invoke(const std::function<ctx_code(ctx_error*)>& call) {
+  ctx_error err;
+  std::memset(err.message, kFill, sizeof err.message);
+  CallResult result;
+  result.code = call(&err);
+  const auto* nul = static_cast<const char*>(std::memchr(err.message, '\0', sizeof err.message));
+  result.message_terminated = nul != nullptr;
+  result.message.assign(err.message, nul != nullptr ? static_cast<std::size_t>(nul - err.message)
+                                                    : sizeof err.message);
+  result.error_untouched = true;
+  for (const char c : err.message) result.error_untouched = result.error_untouched && c == kFill;
+  return result;
+}
+
+Contained contain(const std::function<CallResult()>& call) {
+  std::fflush(nullptr);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("conformance kit could not create a pipe");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("conformance kit could not fork");
+  if (pid == 0) {
+    ::close(fds[0]);
+    int status = 0;
+    std::string payload;
+    try {
+      payload = serialize(call());
+    } catch (...) {
+      status = kChildThrew;
+    }
+    write_all(fds[1], payload);
+    ::_exit(status);
+  }
+  ::close(fds[1]);
+  const std::string payload = read_all(fds[0]);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  Contained contained;
+  if (WIFSIGNALED(status)) {
+    contained.ending = Contained::Ending::kCrashed;
+    contained.detail = WTERMSIG(status);
+  } else if (WEXITSTATUS(status) == kChildThrew) {
+    contained.ending = Contained::Ending::kThrew;
+  } else if (WEXITSTATUS(status) != 0 || !deserialize(payload, contained.result)) {
+    contained.ending = Contained::Ending::kCrashed;
+    contained.detail = -WEXITSTATUS(status);
+  }
+  return contained;
+}
+
+PluginUnderTest::PluginUnderTest(fs::path plugin, std::optional<fs::path> config_file,
+                                 fs::path base)
+    : plugin_(fs::absolute(plugin)), config_file_(std::move(config_file)), base_(std::move(base)) {
+  host_api_ = ctx_host_api{sizeof(ctx_host_api), this, &host_log, &host_progress,
+                           &host_cancelled, &host_now};
+  fs::create_directories(base_ / "sandbox");
+  fs::create_directories(base_ / "instances");
+  sandbox_before_ = sandbox_now();
+  secrets_.push_back(kInputMarker);
+  if (!config_file_) return;
+  std::ifstream in(*config_file_, std::ios::binary);
+  if (!in) {
+    failure_ = "cannot read the kit config " + config_file_->string();
+    return;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    kit_config_ = core::parse_json(text.str());
+    if (!kit_config_.is_object()) throw InvalidArgument("the kit config is not a json object");
+  } catch (const std::exception& e) {
+    failure_ = "kit config " + config_file_->string() + ": " + e.what();
+    return;
+  }
+  // The test vector is secret material too: no message may repeat its proof or signing bytes.
+  if (const auto verifier = kit_config_.find("verifier"); verifier != kit_config_.end()) {
+    collect_strings(*verifier, secrets_);
+  }
+}
+
+bool PluginUnderTest::load() {
+  if (!failure_.empty()) return false;
+  try {
+    const plugins::PluginLoader loader(base_ / "state");
+    const fs::path lock_path = base_ / "plugins.lock.json";
+    in_sandbox([&] {
+      plugins::LockFile lock;
+      lock.upsert(loader.inspect_for_pin(plugin_));
+      lock.save(lock_path);
+      const plugins::LockFile pinned = plugins::LockFile::load(lock_path);
+      if (pinned.entries().size() != 1) throw Error("the temporary lock does not hold one entry");
+      entry_ = pinned.entries().front();
+      loaded_ = loader.load(entry_);
+    });
+  } catch (const std::exception& e) {
+    failure_ = e.what();
+    return false;
+  }
+  // RTLD_NOLOAD finds the object the loader already mapped; nothing is loaded a second time.
+  void* handle = ::dlopen(loaded_->cache_path().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (handle != nullptr) {
+    entry_function_ =
+        reinterpret_cast<ctx_plugin_entry_fn>(::dlsym(handle, CTX_PLUGIN_ENTRY_SYMBOL));
+    ::dlclose(handle);  // the loader's own handle keeps it resident
+  }
+  if (entry_function_ == nullptr) {
+    failure_ = "the loaded plugin's entry symbol cannot be resolved again";
+    return false;
+  }
+  return true;
+}
+
+std::set<std::string> PluginUnderTest::sandbox_now() const {
+  std::set<std::string> files;
+  const fs::path sandbox = base_ / "sandbox";
+  for (const auto& item : fs::recursive_directory_iterator(sandbox)) {
+    files.insert(fs::relative(item.path(), sandbox).string());
+  }
+  return files;
+}
+
+void PluginUnderTest::in_sandbox(const std::function<void()>& body) const {
+  const fs::path previous = fs::current_path();
+  fs::current_path(base_ / "sandbox");
+  try {
+    body();
+  } catch (...) {
+    fs::current_path(previous);
+    throw;
+  }
+  fs::current_path(previous);
+}
+
+std::string PluginUnderTest::fresh_config() {
+  const auto config = kit_config_.find("plugin_config");
+  if (config == kit_config_.end()) return {};
+  const fs::path dir = base_ / "instances" / std::to_string(instance_count_++);
+  fs::create_directories(dir);
+  Json value = *config;
+  substitute(value, dir.string());
+  collect_strings(value, secrets_);
+  return value.dump();
+}
+
+std::string PluginUnderTest::leaked_secret(const std::string& message) const {
+  for (const std::string& secret : secrets_) {
+    if (message.find(secret) != std::string::npos) return secret;
+  }
+  return {};
+}
+
+RawInstance::RawInstance(PluginUnderTest& plugin, const std::string& config)
+    : descriptor_(plugin.descriptor()) {
+  created_ = invoke([&](ctx_error* err) {
+    return descriptor_.create(plugin.host_api(),
+                              ctx_bytes{reinterpret_cast<const uint8_t*>(config.data()),
+                                        config.size()},
+                              &handle_, err);
+  });
+  if (created_.code != CTX_OK) handle_ = nullptr;
+}
+
+RawInstance::~RawInstance() {
+  if (handle_ != nullptr) destroy();
+}
+
+CallResult RawInstance::destroy() {
+  void* handle = std::exchange(handle_, nullptr);
+  return invoke([&](ctx_error* err) { return descriptor_.destroy(handle, err); });
+}
+
+void add_test(const std::string& suite, const std::string& name, std::function<void()> body) {
+  ::testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                          [body = std::move(body)]() -> FunctionTest* {
+                            return new FunctionTest(body);
+                          });
+}
+
+std::vector<std::string> garbage_inputs() {
+  const std::string marker = kInputMarker;
+  return {
+      "",
+      std::string("\xff\xfe\x00\x01 ", 5) + marker,
+      "{",
+      "[1,2,3]",
+      "null",
+      "\"" + marker + "\"",
+      "{\"" + marker + "\":\"" + marker + "\"}",
+      R"({"capability_id":7,"content":[],"content_sha256":{},"capabilities":{},"proof":")" +
+          marker + R"(","hook_event_name":{},"session_id":[],"actions":"x"})",
+      R"({"a":1,"a":2})",
+      "{\"a\":" + std::string(5000, '[') + std::string(5000, ']') + "}",
+      "{\"x\":\"" + std::string(1u << 20, 'a') + "\"}",
+  };
+}
+
+void expect_contained_code(const PluginUnderTest& plugin, const Contained& call,
+                           const std::string& what) {
+  ASSERT_EQ(call.ending, Contained::Ending::kReturned) << what << " " << call.describe();
+  const CallResult& r = call.result;
+  EXPECT_TRUE(r.code >= CTX_OK && r.code <= CTX_UNAUTHENTICATED)
+      << what << " returned a code outside the ABI table: " << r.code;
+  EXPECT_NE(r.code, CTX_INTERNAL)
+      << what << " failed with CTX_INTERNAL, i.e. an unexpected exception inside the plugin: "
+      << r.message;
+  EXPECT_NE(r.code, CTX_UNKNOWN) << what << " failed with CTX_UNKNOWN: " << r.message;
+  if (r.code == CTX_OK) {
+    EXPECT_TRUE(r.error_untouched) << what << " succeeded but wrote into the error buffer";
+  } else {
+    EXPECT_TRUE(r.message_terminated) << what << " left the error message without a NUL";
+    EXPECT_FALSE(r.message.empty()) << what << " failed without an error message";
+  }
+  EXPECT_EQ(plugin.leaked_secret(r.message), "")
+      << what << " put input or configuration text into its error message";
+}
+
+Json expect_ok_object(const CallResult& call, const std::string& what) {
+  EXPECT_EQ(call.code, CTX_OK) << what << " failed (code " << call.code << "): " << call.message;
+  if (call.code != CTX_OK) return Json();
+  EXPECT_TRUE(call.error_untouched) << what << " succeeded but wrote into the error buffer";
+  try {
+    Json value = core::parse_json(call.output);
+    EXPECT_TRUE(value.is_object()) << what << " wrote JSON that is not an object";
+    return value.is_object() ? value : Json();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << " wrote output that is not JSON: " << e.what();
+    return Json();
+  }
+}
+
+}  // namespace ctx::conformance::detail

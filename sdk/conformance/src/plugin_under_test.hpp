@@ -1,0 +1,166 @@
+// The plugin under test as the suites see it: how it was pinned and loaded, its kit config, and
+// helpers that call its C ABI directly (the suites check codes, error buffers and sinks, so they
+// go beneath ctx::plugins' adapters). Implementation detail of ctx::conformance; not thread-safe.
+#ifndef CTX_SDK_CONFORMANCE_SRC_PLUGIN_UNDER_TEST_HPP_
+#define CTX_SDK_CONFORMANCE_SRC_PLUGIN_UNDER_TEST_HPP_
+
+#include <ctx/abi/plugin_abi.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "host/core/canonical_json.hpp"
+#include "host/plugins/lock_file.hpp"
+#include "host/plugins/plugin_loader.hpp"
+
+namespace ctx::conformance::detail {
+
+using core::Json;
+
+// Written into *verdict before a verify call, so the suites see whether the plugin wrote it.
+inline constexpr std::uint32_t kVerdictUnset = 0xdeadbeefu;
+// Embedded in garbage inputs; no error message may repeat it.
+inline constexpr char kInputMarker[] = "ctx-conformance-marker-4711";
+
+// What one raw ABI call did.
+struct CallResult {
+  ctx_code code = CTX_OK;
+  std::string message;             // up to the first NUL of ctx_error.message
+  bool message_terminated = true;  // a NUL exists within the buffer
+  bool error_untouched = true;     // the buffer still holds the kit's fill pattern
+  std::string output;              // what the plugin wrote into the sink
+  std::uint32_t verdict = kVerdictUnset;
+};
+
+// How a contained call (run in a forked child) ended.
+struct Contained {
+  enum class Ending { kReturned, kThrew, kCrashed } ending = Ending::kReturned;
+  int detail = 0;  // signal number or exit status when not kReturned
+  CallResult result;
+  std::string describe() const;
+};
+
+// A sink for raw calls: collects everything, or refuses every write with `refusal`.
+class Sink {
+ public:
+  explicit Sink(ctx_code refusal = CTX_OK);
+  ctx_sink* get() { return &sink_; }
+  const std::string& text() const { return text_; }
+
+ private:
+  static ctx_code write(void* context, const uint8_t* data, size_t size) noexcept;
+  std::string text_;
+  ctx_code refusal_;
+  ctx_sink sink_;
+};
+
+// Runs `call` with a fresh error buffer (filled with a non-NUL pattern) and records the outcome.
+CallResult invoke(const std::function<ctx_code(ctx_error*)>& call);
+
+// Runs `call` in a forked child and reports how it ended; the child's effects on memory are lost,
+// its effects on disk are not.
+Contained contain(const std::function<CallResult()>& call);
+
+class PluginUnderTest {
+ public:
+  // Creates the temporary tree under `base` and reads the kit config (errors recorded, not
+  // thrown); load() does the rest.
+  PluginUnderTest(std::filesystem::path plugin, std::optional<std::filesystem::path> config_file,
+                  std::filesystem::path base);
+
+  // Pins the plugin into a temporary lock (inspect_for_pin + save) and loads it from that lock,
+  // inside the sandbox as working directory. Returns false and records why on failure.
+  bool load();
+
+  const std::string& failure() const { return failure_; }
+  const plugins::LoadedPlugin& loaded() const { return *loaded_; }
+  const plugins::LockEntry& entry() const { return entry_; }
+  const std::filesystem::path& plugin_path() const { return plugin_; }
+  const ctx_plugin_descriptor& descriptor() const { return loaded_->descriptor(); }
+  plugins::PluginKind kind() const { return loaded_->kind(); }
+
+  // The plugin's ctx_plugin_entry, resolved again from the already-loaded cache file.
+  ctx_plugin_entry_fn entry_function() const { return entry_function_; }
+
+  // Files under the sandbox (relative paths), before loading and now.
+  const std::set<std::string>& sandbox_before_load() const { return sandbox_before_; }
+  std::set<std::string> sandbox_now() const;
+  // Runs `body` with the sandbox as the working directory.
+  void in_sandbox(const std::function<void()>& body) const;
+
+  // The config text for a new instance: plugin_config with "@TEMP_DIR@" replaced by a fresh
+  // empty directory. Strings of it (>= 16 bytes) are remembered as secrets.
+  std::string fresh_config();
+  // Strings no error message may contain: config strings, the input marker.
+  const std::vector<std::string>& secrets() const { return secrets_; }
+  // The first secret `message` contains, or empty.
+  std::string leaked_secret(const std::string& message) const;
+
+  const Json& kit_config() const { return kit_config_; }
+  const ctx_host_api* host_api() const { return &host_api_; }
+
+ private:
+  std::filesystem::path plugin_;
+  std::optional<std::filesystem::path> config_file_;
+  std::filesystem::path base_;
+  std::string failure_;
+  Json kit_config_ = Json::object();
+  plugins::LockEntry entry_;
+  std::shared_ptr<const plugins::LoadedPlugin> loaded_;
+  ctx_plugin_entry_fn entry_function_ = nullptr;
+  std::set<std::string> sandbox_before_;
+  std::vector<std::string> secrets_;
+  int instance_count_ = 0;
+  ctx_host_api host_api_{};
+};
+
+// One live instance created through the raw descriptor; destroy() is checked by the suites, the
+// destructor only cleans up what a failed test left behind.
+class RawInstance {
+ public:
+  RawInstance(PluginUnderTest& plugin, const std::string& config);
+  ~RawInstance();
+  RawInstance(const RawInstance&) = delete;
+  RawInstance& operator=(const RawInstance&) = delete;
+
+  const CallResult& created() const { return created_; }
+  void* handle() const { return handle_; }
+  // Calls destroy once and returns what it did.
+  CallResult destroy();
+
+ private:
+  const ctx_plugin_descriptor& descriptor_;
+  CallResult created_;
+  void* handle_ = nullptr;
+};
+
+// Registers one test `suite.name` running `body` (gtest assertions allowed inside).
+void add_test(const std::string& suite, const std::string& name, std::function<void()> body);
+
+// Suite registration, one per kind plus the generic ABI suite.
+void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin);
+void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin);
+void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin);
+void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin);
+
+// Garbage payloads every JSON-taking op must survive with a code.
+std::vector<std::string> garbage_inputs();
+
+// gtest-friendly checks shared by the suites; they record failures, `what` names the call.
+// A contained call must return (no crash, no escaped exception), with a code from the table that
+// is not CTX_INTERNAL/CTX_UNKNOWN (those signal an unexpected exception), a NUL-terminated
+// non-empty message on failure, an untouched error buffer on success, and no secret in the text.
+void expect_contained_code(const PluginUnderTest& plugin, const Contained& call,
+                           const std::string& what);
+// A call that must succeed: CTX_OK, untouched error buffer, output a JSON object (returned).
+Json expect_ok_object(const CallResult& call, const std::string& what);
+
+}  // namespace ctx::conformance::detail
+
+#endif  // CTX_SDK_CONFORMANCE_SRC_PLUGIN_UNDER_TEST_HPP_

@@ -1,0 +1,151 @@
+// The verifier suite: nothing but the exact configured proof is ever accepted.
+#include <gtest/gtest.h>
+
+#include "host/core/error.hpp"
+#include "sdk/conformance/src/plugin_under_test.hpp"
+
+namespace ctx::conformance::detail {
+namespace {
+
+constexpr char kSigningBytes[] = "ctx-conformance signing bytes";
+
+struct Vector {
+  Json assertion;
+  std::string signing_bytes;
+};
+
+std::optional<Vector> test_vector(const PluginUnderTest& plugin) {
+  const Json& config = plugin.kit_config();
+  const auto verifier = config.find("verifier");
+  if (verifier == config.end() || !verifier->contains("vector")) return std::nullopt;
+  const Json& vector = verifier->at("vector");
+  if (!vector.is_object() || !vector.contains("assertion") || !vector["assertion"].is_object() ||
+      !vector.contains("signing_bytes") || !vector["signing_bytes"].is_string()) {
+    throw InvalidArgument(
+        "kit config verifier.vector needs an object \"assertion\" and a string \"signing_bytes\"");
+  }
+  return Vector{vector.at("assertion"), vector.at("signing_bytes").get<std::string>()};
+}
+
+// Runs verify in a forked child (a misbehaving verifier fails the test, not the run).
+Contained verify(const PluginUnderTest& plugin, void* instance, const std::string& assertion,
+                 const std::string& signing_bytes) {
+  const auto fn = plugin.loaded().verifier_ops()->verify;
+  return contain([&] {
+    std::uint32_t verdict = kVerdictUnset;
+    CallResult r = invoke([&](ctx_error* err) {
+      return fn(instance,
+                ctx_bytes{reinterpret_cast<const uint8_t*>(assertion.data()), assertion.size()},
+                ctx_bytes{reinterpret_cast<const uint8_t*>(signing_bytes.data()),
+                          signing_bytes.size()},
+                &verdict, err);
+    });
+    r.verdict = verdict;
+    return r;
+  });
+}
+
+void expect_rejected(const PluginUnderTest& plugin, const Contained& call, const std::string& what) {
+  expect_contained_code(plugin, call, what);
+  EXPECT_NE(call.result.verdict, CTX_VERDICT_ACCEPTED) << what << " was accepted";
+}
+
+// Every string under "proof", each changed in one character, one at a time.
+void mutate_proof_strings(const Json& node, const Json::json_pointer& at,
+                          std::vector<Json::json_pointer>& out) {
+  if (node.is_string()) {
+    out.push_back(at);
+  } else if (node.is_object()) {
+    for (const auto& [key, value] : node.items()) mutate_proof_strings(value, at / key, out);
+  } else if (node.is_array()) {
+    for (std::size_t i = 0; i < node.size(); ++i) mutate_proof_strings(node[i], at / i, out);
+  }
+}
+
+std::string flipped(std::string text) {
+  if (text.empty()) return "0";
+  char& last = text.back();
+  last = last == '0' ? '1' : '0';
+  return text;
+}
+
+}  // namespace
+
+void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
+  bool has_vector = false;
+  try {
+    has_vector = test_vector(*plugin).has_value();
+  } catch (const std::exception& e) {
+    const std::string reason = e.what();
+    add_test("KitConfig", "IsUsable", [reason] { FAIL() << reason; });
+    return;
+  }
+  add_test("Verifier", "RejectsEmptyAndMalformedAssertions", [plugin] {
+    RawInstance instance(*plugin, plugin->fresh_config());
+    ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
+    const std::string id = plugin->descriptor().id;
+    const std::vector<std::string> assertions = {
+        "", "{}", R"({"proof":{}})", R"({"proof":""})", R"({"proof":null})",
+        R"({"proof":{"scheme":")" + id + R"("}})",
+        R"({"proof":{"scheme":")" + id + R"(","mac_hex":"","signature":""}})"};
+    for (const std::string& assertion : assertions) {
+      for (const std::string& signing : {std::string(kSigningBytes), std::string()}) {
+        expect_rejected(*plugin, verify(*plugin, instance.handle(), assertion, signing),
+                        "verify of assertion '" + assertion + "' over " +
+                            std::to_string(signing.size()) + " signing bytes");
+      }
+    }
+  });
+
+  add_test("Verifier", "RejectsWrongProofs", [plugin] {
+    RawInstance instance(*plugin, plugin->fresh_config());
+    ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
+    const auto vector = test_vector(*plugin);
+    if (!vector) {
+      // Without a vector the kit can only offer proofs no key produced.
+      const std::string id = plugin->descriptor().id;
+      const Json forged = {{"proof", {{"scheme", id},
+                                      {"mac_hex", std::string(64, '0')},
+                                      {"signature", std::string(128, '0')}}}};
+      expect_rejected(*plugin, verify(*plugin, instance.handle(), forged.dump(), kSigningBytes),
+                      "verify of a forged proof");
+      return;
+    }
+    expect_rejected(*plugin,
+                    verify(*plugin, instance.handle(), vector->assertion.dump(),
+                           vector->signing_bytes + "!"),
+                    "verify of the test vector over other signing bytes");
+    expect_rejected(*plugin, verify(*plugin, instance.handle(), vector->assertion.dump(), ""),
+                    "verify of the test vector over empty signing bytes");
+    ASSERT_TRUE(vector->assertion.contains("proof")) << "the test vector has no \"proof\"";
+    std::vector<Json::json_pointer> strings;
+    mutate_proof_strings(vector->assertion.at("proof"), Json::json_pointer("/proof"), strings);
+    ASSERT_FALSE(strings.empty()) << "the test vector's proof has no strings to mutate";
+    for (const auto& at : strings) {
+      Json wrong = vector->assertion;
+      wrong[at] = flipped(wrong[at].get<std::string>());
+      expect_rejected(*plugin,
+                      verify(*plugin, instance.handle(), wrong.dump(), vector->signing_bytes),
+                      "verify with " + at.to_string() + " changed");
+    }
+  });
+
+  if (has_vector) {
+    add_test("Verifier", "AcceptsTheConfiguredTestVector", [plugin] {
+      RawInstance instance(*plugin, plugin->fresh_config());
+      ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
+      const auto vector = test_vector(*plugin);
+      for (int round = 0; round < 3; ++round) {
+        const Contained call =
+            verify(*plugin, instance.handle(), vector->assertion.dump(), vector->signing_bytes);
+        ASSERT_EQ(call.ending, Contained::Ending::kReturned) << call.describe();
+        EXPECT_EQ(call.result.code, CTX_OK) << call.result.message;
+        EXPECT_EQ(call.result.verdict, CTX_VERDICT_ACCEPTED)
+            << "the configured test vector was not accepted";
+        EXPECT_TRUE(call.result.error_untouched);
+      }
+    });
+  }
+}
+
+}  // namespace ctx::conformance::detail

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# out_of_tree_installer.sh BUILD_DIR EXAMPLE_DIR CLANGXX
+# Installs the ctx build into a temporary prefix, configures and builds the example with
+# CLANGXX against that prefix only, checks the module exports just the entry symbol, then runs
+# the installed ctx-conformance on it and the example's own ctest (the kit linked as a library).
+set -euo pipefail
+build_dir=$1
+example_dir=$2
+clangxx=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/ctx-example-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+log=$work/log
+
+step() { echo "== $*"; }
+run() { "$@" >"$log" 2>&1 || { cat "$log"; echo "failed: $*" >&2; exit 1; }; }
+
+step "install the SDK into $work/prefix"
+run cmake --install "$build_dir" --prefix "$work/prefix"
+for f in include/ctx/abi/plugin_abi.h include/ctx/sdk/plugin.hpp include/ctx/sdk/error.hpp \
+         include/ctx/conformance/conformance.hpp lib/cmake/ctx-sdk/ctx-sdk-config.cmake \
+         lib/cmake/ctx-sdk/ctx-sdk-functions.cmake bin/ctx-conformance; do
+  [ -e "$work/prefix/$f" ] || { echo "missing from the install: $f" >&2; exit 1; }
+done
+
+step "configure and build the example with $clangxx"
+run cmake -S "$example_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER="$clangxx" -DCMAKE_PREFIX_PATH="$work/prefix"
+grep -q "CMAKE_CXX_COMPILER_ID:.*Clang\|CMAKE_CXX_COMPILER:.*clang" "$work/build/CMakeCache.txt" || {
+  echo "the example was not configured with clang++" >&2; exit 1; }
+run cmake --build "$work/build"
+plugin=$work/build/ctx_plugin_example_installer.so
+
+step "the module exports only ctx_plugin_entry"
+exports=$(nm -D --defined-only "$plugin" | awk '{print $3}')
+[ "$exports" = "ctx_plugin_entry" ] || { echo "unexpected exports: $exports" >&2; exit 1; }
+
+step "installed ctx-conformance on the example"
+"$work/prefix/bin/ctx-conformance" "$plugin" --config "$example_dir/conformance.json"
+
+step "the example's own ctest (kit linked as a library)"
+(cd "$work/build" && ctest --output-on-failure)

@@ -1,0 +1,57 @@
+#include "plugins/common/json_input.hpp"
+
+#include <ctx/sdk/error.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/support/expect_throw.hpp"
+
+namespace ctx::plugin_common {
+namespace {
+
+TEST(PluginJsonInput, ParsesAnObject) {
+  const Json value = parse_object(R"({"a":"x","b":{"c":1}})", "payload");
+  EXPECT_EQ(require_string(value, "a", "payload"), "x");
+  EXPECT_EQ(require_object(value, "b", "payload").at("c"), 1);
+  EXPECT_EQ(optional_string(value, "missing", "payload"), std::nullopt);
+}
+
+TEST(PluginJsonInput, RejectsWhatIsNotOneObject) {
+  CTX_EXPECT_THROW(parse_object("", "payload"), InvalidArgument, "payload is not valid json");
+  CTX_EXPECT_THROW(parse_object("[1]", "payload"), InvalidArgument, "not a json object");
+  CTX_EXPECT_THROW(parse_object("{} {}", "payload"), InvalidArgument, "not valid json");
+  CTX_EXPECT_THROW(parse_object("{\"a\":\"\xff\"}", "payload"), InvalidArgument, "not valid json");
+}
+
+TEST(PluginJsonInput, RejectsDuplicateKeysAtAnyDepth) {
+  CTX_EXPECT_THROW(parse_object(R"({"a":1,"a":2})", "p"), InvalidArgument, "duplicate key");
+  CTX_EXPECT_THROW(parse_object(R"({"x":[{"a":1,"a":1}]})", "p"), InvalidArgument,
+                   "duplicate key");
+  EXPECT_NO_THROW(parse_object(R"({"x":[{"a":1},{"a":1}],"a":0})", "p"));
+}
+
+TEST(PluginJsonInput, RejectsDeepNesting) {
+  const std::string deep = "{\"a\":" + std::string(200, '[') + std::string(200, ']') + "}";
+  CTX_EXPECT_THROW(parse_object(deep, "p"), InvalidArgument, "nested too deeply");
+}
+
+TEST(PluginJsonInput, MessagesNeverQuoteTheInput) {
+  try {
+    parse_object(R"({"secret": "hunter2-secret" oops})", "payload");
+    FAIL() << "expected a parse error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::Not(::testing::HasSubstr("hunter2")));
+  }
+}
+
+TEST(PluginJsonInput, FieldAccessorsNameTheFieldOnly) {
+  const Json value = parse_object(R"({"n":1,"s":"hidden-value"})", "request");
+  CTX_EXPECT_THROW(require_string(value, "n", "request"), InvalidArgument,
+                   "request needs a string \"n\"");
+  CTX_EXPECT_THROW(optional_string(value, "n", "request"), InvalidArgument, "not a string");
+  CTX_EXPECT_THROW(require_object(value, "s", "request"), InvalidArgument,
+                   "request needs an object \"s\"");
+}
+
+}  // namespace
+}  // namespace ctx::plugin_common
