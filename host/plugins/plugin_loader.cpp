@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -169,10 +170,10 @@ CachedCopy copy_into_cache(const fs::path& source, const fs::path& cache_dir,
   TempFileGuard temp_guard(temp);
 
   core::Sha256 hasher;
-  std::vector<char> buffer(kCopyBufferBytes);
+  const auto buffer = std::make_unique_for_overwrite<char[]>(kCopyBufferBytes);
   std::uint64_t total = 0;
   for (;;) {
-    const ssize_t n = ::read(in.get(), buffer.data(), buffer.size());
+    const ssize_t n = ::read(in.get(), buffer.get(), kCopyBufferBytes);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw SystemError("cannot read plugin file " + source.string() + ": " + errno_text(errno));
@@ -182,8 +183,8 @@ CachedCopy copy_into_cache(const fs::path& source, const fs::path& cache_dir,
     if (total > kMaxPluginBytes) {
       throw UnsafePluginFile("plugin file " + source.string() + " is too large");
     }
-    hasher.update(buffer.data(), static_cast<std::size_t>(n));
-    write_all(out.get(), buffer.data(), static_cast<std::size_t>(n), "the plugin cache");
+    hasher.update(buffer.get(), static_cast<std::size_t>(n));
+    write_all(out.get(), buffer.get(), static_cast<std::size_t>(n), "the plugin cache");
   }
   const std::string actual = core::to_hex(hasher.finish());
   if (expected && *expected != actual) throw PluginDigestMismatch(label, *expected, actual);
