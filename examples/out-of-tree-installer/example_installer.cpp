@@ -2,20 +2,19 @@
 // <root>/objects/<sha256> and activates it by copying to <root>/active/<name>. It follows the
 // installer request contract of ctx/conformance/conformance.hpp:
 //   config     {"root": "<absolute directory>"} (created when missing)
-//   install    {"capability_id", "content" | "content_base64", "content_sha256"} -> {"outcome", ...}
-//   activate   {"capability_id", "content_sha256"};  deactivate {"capability_id"}
-//   reconcile  {"capabilities": [{"capability_id", "content_sha256"}]}
+//   install    {"capability_id", "content" | "content_base64", "content_sha256"} -> {"outcome",
+//   ...} activate   {"capability_id", "content_sha256"};  deactivate {"capability_id"} reconcile
+//   {"capabilities": [{"capability_id", "content_sha256"}]}
 // Capability ids are "<kind>:<name>" with name [a-z0-9][a-z0-9._-]{0,63}. (Base64 content is
 // not supported by this example: it answers CTX_UNIMPLEMENTED.)
 #include <ctx/abi/plugin_abi.h>
-#include <ctx/sdk/plugin.hpp>
-
-#include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
+#include <ctx/sdk/plugin.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -196,7 +195,8 @@ ctx_code destroy(void* instance, ctx_error* err) noexcept {
 }
 
 ctx_code target_identity(void* instance, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] { ctx::sdk::write(out, store(instance).target_identity().dump()); });
+  return ctx::sdk::guard(err,
+                         [&] { ctx::sdk::write(out, store(instance).target_identity().dump()); });
 }
 
 // One exported op per member function: parse the request, call, write the reply.
@@ -208,13 +208,20 @@ ctx_code request_op(void* instance, ctx_bytes request, ctx_sink* out, ctx_error*
   });
 }
 
-const ctx_installer_ops kOps = {sizeof(ctx_installer_ops), &target_identity,
-                                &request_op<&Store::install>, &request_op<&Store::activate>,
+const ctx_installer_ops kOps = {sizeof(ctx_installer_ops),       &target_identity,
+                                &request_op<&Store::install>,    &request_op<&Store::activate>,
                                 &request_op<&Store::deactivate>, &request_op<&Store::reconcile>};
 
-const ctx_plugin_descriptor kDescriptor = {CTX_ABI_MAJOR, sizeof(ctx_plugin_descriptor), 0,
-                                           CTX_ABI_MINOR, CTX_KIND_INSTALLER, "example-installer",
-                                           "1.0.0", &create, &destroy, &kOps};
+const ctx_plugin_descriptor kDescriptor = {CTX_ABI_MAJOR,
+                                           sizeof(ctx_plugin_descriptor),
+                                           0,
+                                           CTX_ABI_MINOR,
+                                           CTX_KIND_INSTALLER,
+                                           "example-installer",
+                                           "1.0.0",
+                                           &create,
+                                           &destroy,
+                                           &kOps};
 
 }  // namespace
 

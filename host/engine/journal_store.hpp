@@ -1,9 +1,9 @@
 // The journal port: an append-only, per-stream, digest-chained record of replay inputs,
 // transitions and result states — the engine's single source of truth. It speaks plain values
 // and canonical JSON text (canon-U), never reducer types. Implementations: store::
-// SqliteJournalStore (durable) and testing::MemJournalStore (tests). Each implementation states
-// its own thread-safety; SqliteJournalStore objects are used by one thread each, and any number
-// of them may share one file across threads and processes.
+// SqliteJournalStore (durable) and testing::MemJournalStore (tests). Both are thread-safe (they
+// serialise their own calls); any number of SqliteJournalStore objects may share one file across
+// threads and processes (SQLite's write lock orders their commits).
 #ifndef CTX_HOST_ENGINE_JOURNAL_STORE_HPP_
 #define CTX_HOST_ENGINE_JOURNAL_STORE_HPP_
 

@@ -1,12 +1,11 @@
 #include "plugins/common/bytes.hpp"
 
-#include <ctx/sdk/error.hpp>
-
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <array>
 #include <cstdint>
+#include <ctx/sdk/error.hpp>
 
 namespace ctx::plugin_common {
 namespace {
@@ -104,8 +103,8 @@ std::string hmac_sha256(std::string_view key, std::string_view message) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
   std::size_t size = 0;
   if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(),
-                reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-                mac.data(), mac.size(), &size) == nullptr ||
+                reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(),
+                mac.size(), &size) == nullptr ||
       size != 32) {
     throw Error("hmac-sha256 failed in openssl", ErrorCode::kInternal);
   }

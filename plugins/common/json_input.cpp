@@ -1,7 +1,6 @@
 #include "plugins/common/json_input.hpp"
 
 #include <ctx/sdk/error.hpp>
-
 #include <set>
 #include <vector>
 
@@ -64,8 +63,7 @@ Json parse_object(std::string_view text, std::string_view what) {
   return value;
 }
 
-const std::string& require_string(const Json& object, std::string_view key,
-                                  std::string_view what) {
+const std::string& require_string(const Json& object, std::string_view key, std::string_view what) {
   const auto it = object.find(key);
   if (it == object.end() || !it->is_string()) {
     throw InvalidArgument(describe(what, "needs a string \"" + std::string(key) + "\""));

@@ -4,9 +4,8 @@
 #ifndef CTX_PLUGINS_COMMON_JSON_INPUT_HPP_
 #define CTX_PLUGINS_COMMON_JSON_INPUT_HPP_
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -1,9 +1,10 @@
 // The "skill-installer" plugin: C ABI over SkillStore. Every export runs inside
 // ctx::sdk::guard, so no exception crosses the boundary.
-#include "plugins/skill-installer/core/skill_store.hpp"
-
 #include <ctx/abi/plugin_abi.h>
+
 #include <ctx/sdk/plugin.hpp>
+
+#include "plugins/skill-installer/core/skill_store.hpp"
 
 namespace {
 
@@ -32,15 +33,13 @@ ctx_code target_identity(void* instance, ctx_sink* out, ctx_error* err) noexcept
 }
 
 ctx_code install(void* instance, ctx_bytes request, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] {
-    ctx::sdk::write(out, store(instance).install(ctx::sdk::view(request)).dump());
-  });
+  return ctx::sdk::guard(
+      err, [&] { ctx::sdk::write(out, store(instance).install(ctx::sdk::view(request)).dump()); });
 }
 
 ctx_code activate(void* instance, ctx_bytes request, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] {
-    ctx::sdk::write(out, store(instance).activate(ctx::sdk::view(request)).dump());
-  });
+  return ctx::sdk::guard(
+      err, [&] { ctx::sdk::write(out, store(instance).activate(ctx::sdk::view(request)).dump()); });
 }
 
 ctx_code deactivate(void* instance, ctx_bytes request, ctx_sink* out, ctx_error* err) noexcept {

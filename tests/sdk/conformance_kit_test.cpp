@@ -1,9 +1,9 @@
 // The conformance kit's own machinery: contained calls, error-buffer checks, argument parsing.
-#include <ctx/sdk/error.hpp>
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <cstring>
+#include <ctx/sdk/error.hpp>
 #include <stdexcept>
 
 #include "ctx/conformance/conformance.hpp"

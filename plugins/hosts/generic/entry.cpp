@@ -1,9 +1,10 @@
 // The "generic" host-adapter plugin: C ABI over GenericAdapter. Every export runs inside
 // ctx::sdk::guard, so no exception crosses the boundary.
-#include "plugins/hosts/generic/core/generic_adapter.hpp"
-
 #include <ctx/abi/plugin_abi.h>
+
 #include <ctx/sdk/plugin.hpp>
+
+#include "plugins/hosts/generic/core/generic_adapter.hpp"
 
 namespace {
 
@@ -39,8 +40,8 @@ ctx_code render_reply(void* instance, ctx_bytes actions, ctx_sink* out, ctx_erro
 }
 
 ctx_code install_locations(void* instance, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err,
-                         [&] { ctx::sdk::write(out, adapter(instance).install_locations().dump()); });
+  return ctx::sdk::guard(
+      err, [&] { ctx::sdk::write(out, adapter(instance).install_locations().dump()); });
 }
 
 const ctx_host_adapter_ops kOps = {

@@ -1,10 +1,5 @@
 #include "plugins/skill-installer/core/skill_store.hpp"
 
-#include "plugins/common/bytes.hpp"
-#include "plugins/common/json_input.hpp"
-
-#include <ctx/sdk/error.hpp>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,7 +7,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <ctx/sdk/error.hpp>
 #include <optional>
+
+#include "plugins/common/bytes.hpp"
+#include "plugins/common/json_input.hpp"
 
 namespace ctx::skill_installer {
 namespace {

@@ -28,7 +28,6 @@
 #define CTX_PLUGINS_SKILL_INSTALLER_CORE_SKILL_STORE_HPP_
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <string_view>
 

@@ -1,9 +1,10 @@
 // The "hmac-sha256" verifier plugin: C ABI over HmacVerifier. Every export runs inside
 // ctx::sdk::guard, so no exception crosses the boundary.
-#include "plugins/verifiers/hmac-sha256/core/hmac_verifier.hpp"
-
 #include <ctx/abi/plugin_abi.h>
+
 #include <ctx/sdk/plugin.hpp>
+
+#include "plugins/verifiers/hmac-sha256/core/hmac_verifier.hpp"
 
 namespace {
 

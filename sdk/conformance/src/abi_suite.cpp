@@ -40,9 +40,12 @@ std::string descriptor_image(const ctx_plugin_descriptor& d) {
 // The 1.0 size of the ops table of `kind`.
 std::size_t ops_size(PluginKind kind) {
   switch (kind) {
-    case PluginKind::kInstaller: return sizeof(ctx_installer_ops);
-    case PluginKind::kVerifier: return sizeof(ctx_verifier_ops);
-    case PluginKind::kHostAdapter: return sizeof(ctx_host_adapter_ops);
+    case PluginKind::kInstaller:
+      return sizeof(ctx_installer_ops);
+    case PluginKind::kVerifier:
+      return sizeof(ctx_verifier_ops);
+    case PluginKind::kHostAdapter:
+      return sizeof(ctx_host_adapter_ops);
   }
   return 0;
 }
@@ -95,8 +98,7 @@ std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
                        std::uint32_t verdict = kVerdictUnset;
                        const std::string signing = "ctx-conformance signing bytes";
                        CallResult r = invoke([&](ctx_error* err) {
-                         return verify(instance, bytes_of(input), bytes_of(signing), &verdict,
-                                       err);
+                         return verify(instance, bytes_of(input), bytes_of(signing), &verdict, err);
                        });
                        r.verdict = verdict;
                        return r;
@@ -223,7 +225,8 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       for (auto& instance : instances) {
         const CallResult destroyed = instance->destroy();
         EXPECT_EQ(destroyed.code, CTX_OK) << "destroy failed: " << destroyed.message;
-        EXPECT_TRUE(destroyed.error_untouched) << "destroy succeeded but wrote into the error buffer";
+        EXPECT_TRUE(destroyed.error_untouched)
+            << "destroy succeeded but wrote into the error buffer";
       }
     }
   });
@@ -247,8 +250,8 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
         }
         return created;
       });
-      const std::string what = "create with a malformed config (" +
-                               std::to_string(config.size()) + " bytes)";
+      const std::string what =
+          "create with a malformed config (" + std::to_string(config.size()) + " bytes)";
       expect_contained_code(*plugin, call, what);
       EXPECT_EQ(call.result.output, "") << what;
     }
@@ -298,11 +301,13 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
           return t.render_reply(handle, bytes_of(reply), out, err);
         });
       }
-      for (const auto& [name, op] : calls) {
+      for (const auto& named : calls) {
+        const auto& op = named.second;
         const Contained call = contain([&] { return call_with_sink(op, CTX_RESOURCE_EXHAUSTED); });
-        ASSERT_EQ(call.ending, Contained::Ending::kReturned) << name << " " << call.describe();
+        ASSERT_EQ(call.ending, Contained::Ending::kReturned)
+            << named.first << " " << call.describe();
         EXPECT_EQ(call.result.code, CTX_RESOURCE_EXHAUSTED)
-            << name << " must return the sink's refusal code unchanged";
+            << named.first << " must return the sink's refusal code unchanged";
       }
     });
   }

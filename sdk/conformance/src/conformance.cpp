@@ -58,15 +58,22 @@ Session register_suites(const Options& options) {
       std::make_shared<detail::PluginUnderTest>(options.plugin, options.config_file, state->base);
   if (!plugin->load()) {
     const std::string reason = plugin->failure();
-    detail::add_test("Load", "PluginLoadsThroughThePinnedLoader",
-                     [reason] { FAIL() << "the plugin cannot be loaded as the host loads it: " << reason; });
+    detail::add_test("Load", "PluginLoadsThroughThePinnedLoader", [reason] {
+      FAIL() << "the plugin cannot be loaded as the host loads it: " << reason;
+    });
     return Session(std::move(state));
   }
   detail::register_abi_suite(plugin);
   switch (plugin->kind()) {
-    case plugins::PluginKind::kVerifier: detail::register_verifier_suite(plugin); break;
-    case plugins::PluginKind::kInstaller: detail::register_installer_suite(plugin); break;
-    case plugins::PluginKind::kHostAdapter: detail::register_host_adapter_suite(plugin); break;
+    case plugins::PluginKind::kVerifier:
+      detail::register_verifier_suite(plugin);
+      break;
+    case plugins::PluginKind::kInstaller:
+      detail::register_installer_suite(plugin);
+      break;
+    case plugins::PluginKind::kHostAdapter:
+      detail::register_host_adapter_suite(plugin);
+      break;
   }
   return Session(std::move(state));
 }

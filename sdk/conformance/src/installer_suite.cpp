@@ -138,7 +138,8 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_NE(reply.value("outcome", ""), "applied");
     const Json entry = {{"capability_id", kCapability}, {"content_sha256", wrong}};
     const Json state = state_of(installer.reconcile({{"capabilities", Json::array({entry})}}));
-    EXPECT_FALSE(flag(state, "installed")) << "material that failed its digest is reported installed";
+    EXPECT_FALSE(flag(state, "installed"))
+        << "material that failed its digest is reported installed";
   });
 }
 

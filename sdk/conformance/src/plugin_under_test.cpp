@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -140,8 +141,10 @@ class FunctionTest : public ::testing::Test {
 
 std::string Contained::describe() const {
   switch (ending) {
-    case Ending::kReturned: return "returned code " + std::to_string(result.code);
-    case Ending::kThrew: return "let a C++ exception cross the C ABI";
+    case Ending::kReturned:
+      return "returned code " + std::to_string(result.code);
+    case Ending::kThrew:
+      return "let a C++ exception cross the C ABI";
     case Ending::kCrashed:
       return detail > 0 ? "crashed with signal " + std::to_string(detail)
                         : "ended the process (exit status " + std::to_string(-detail) + ")";
@@ -218,9 +221,10 @@ Contained contain(const std::function<CallResult()>& call) {
 PluginUnderTest::PluginUnderTest(fs::path plugin, std::optional<fs::path> config_file,
                                  fs::path base)
     : plugin_(fs::absolute(plugin)), config_file_(std::move(config_file)), base_(std::move(base)) {
-  host_api_ = ctx_host_api{sizeof(ctx_host_api), this, &host_log, &host_progress,
-                           &host_cancelled, &host_now};
-  fs::create_directories(base_ / "sandbox");
+  host_api_ = ctx_host_api{sizeof(ctx_host_api), this,     &host_log, &host_progress,
+                           &host_cancelled,      &host_now};
+  fs::create_directories(base_ / "sandbox" / "home");
+  fs::create_directories(base_ / "sandbox" / "tmp");
   fs::create_directories(base_ / "instances");
   sandbox_before_ = sandbox_now();
   secrets_.push_back(kInputMarker);
@@ -287,15 +291,35 @@ std::set<std::string> PluginUnderTest::sandbox_now() const {
 }
 
 void PluginUnderTest::in_sandbox(const std::function<void()>& body) const {
+  // The working directory, HOME and TMPDIR all point into the sandbox while `body` runs, so
+  // files a plugin creates through any of them show up in sandbox_now().
+  const fs::path sandbox = base_ / "sandbox";
   const fs::path previous = fs::current_path();
-  fs::current_path(base_ / "sandbox");
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved;
+  for (const char* name : {"HOME", "TMPDIR"}) {
+    const char* value = std::getenv(name);
+    saved.emplace_back(name, value != nullptr ? std::optional<std::string>(value) : std::nullopt);
+  }
+  const auto restore = [&] {
+    fs::current_path(previous);
+    for (const auto& [name, value] : saved) {
+      if (value) {
+        ::setenv(name, value->c_str(), 1);
+      } else {
+        ::unsetenv(name);
+      }
+    }
+  };
+  fs::current_path(sandbox);
+  ::setenv("HOME", (sandbox / "home").c_str(), 1);
+  ::setenv("TMPDIR", (sandbox / "tmp").c_str(), 1);
   try {
     body();
   } catch (...) {
-    fs::current_path(previous);
+    restore();
     throw;
   }
-  fs::current_path(previous);
+  restore();
 }
 
 std::string PluginUnderTest::fresh_config() {
@@ -319,10 +343,9 @@ std::string PluginUnderTest::leaked_secret(const std::string& message) const {
 RawInstance::RawInstance(PluginUnderTest& plugin, const std::string& config)
     : descriptor_(plugin.descriptor()) {
   created_ = invoke([&](ctx_error* err) {
-    return descriptor_.create(plugin.host_api(),
-                              ctx_bytes{reinterpret_cast<const uint8_t*>(config.data()),
-                                        config.size()},
-                              &handle_, err);
+    return descriptor_.create(
+        plugin.host_api(),
+        ctx_bytes{reinterpret_cast<const uint8_t*>(config.data()), config.size()}, &handle_, err);
   });
   if (created_.code != CTX_OK) handle_ = nullptr;
 }
@@ -337,10 +360,9 @@ CallResult RawInstance::destroy() {
 }
 
 void add_test(const std::string& suite, const std::string& name, std::function<void()> body) {
-  ::testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                          [body = std::move(body)]() -> FunctionTest* {
-                            return new FunctionTest(body);
-                          });
+  ::testing::RegisterTest(
+      suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+      [body = std::move(body)]() -> FunctionTest* { return new FunctionTest(body); });
 }
 
 std::vector<std::string> garbage_inputs() {
@@ -368,8 +390,8 @@ void expect_contained_code(const PluginUnderTest& plugin, const Contained& call,
   EXPECT_TRUE(r.code >= CTX_OK && r.code <= CTX_UNAUTHENTICATED)
       << what << " returned a code outside the ABI table: " << r.code;
   EXPECT_NE(r.code, CTX_INTERNAL)
-      << what << " failed with CTX_INTERNAL, i.e. an unexpected exception inside the plugin: "
-      << r.message;
+      << what
+      << " failed with CTX_INTERNAL, i.e. an unexpected exception inside the plugin: " << r.message;
   EXPECT_NE(r.code, CTX_UNKNOWN) << what << " failed with CTX_UNKNOWN: " << r.message;
   if (r.code == CTX_OK) {
     EXPECT_TRUE(r.error_untouched) << what << " succeeded but wrote into the error buffer";

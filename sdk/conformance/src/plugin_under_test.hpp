@@ -91,7 +91,8 @@ class PluginUnderTest {
   // Files under the sandbox (relative paths), before loading and now.
   const std::set<std::string>& sandbox_before_load() const { return sandbox_before_; }
   std::set<std::string> sandbox_now() const;
-  // Runs `body` with the sandbox as the working directory.
+  // Runs `body` with the sandbox as working directory, HOME (sandbox/home) and TMPDIR
+  // (sandbox/tmp); restores all three afterwards.
   void in_sandbox(const std::function<void()>& body) const;
 
   // The config text for a new instance: plugin_config with "@TEMP_DIR@" replaced by a fresh

@@ -34,18 +34,18 @@ Contained verify(const PluginUnderTest& plugin, void* instance, const std::strin
   return contain([&] {
     std::uint32_t verdict = kVerdictUnset;
     CallResult r = invoke([&](ctx_error* err) {
-      return fn(instance,
-                ctx_bytes{reinterpret_cast<const uint8_t*>(assertion.data()), assertion.size()},
-                ctx_bytes{reinterpret_cast<const uint8_t*>(signing_bytes.data()),
-                          signing_bytes.size()},
-                &verdict, err);
+      return fn(
+          instance, ctx_bytes{reinterpret_cast<const uint8_t*>(assertion.data()), assertion.size()},
+          ctx_bytes{reinterpret_cast<const uint8_t*>(signing_bytes.data()), signing_bytes.size()},
+          &verdict, err);
     });
     r.verdict = verdict;
     return r;
   });
 }
 
-void expect_rejected(const PluginUnderTest& plugin, const Contained& call, const std::string& what) {
+void expect_rejected(const PluginUnderTest& plugin, const Contained& call,
+                     const std::string& what) {
   expect_contained_code(plugin, call, what);
   EXPECT_NE(call.result.verdict, CTX_VERDICT_ACCEPTED) << what << " was accepted";
 }
@@ -85,7 +85,11 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
     const std::string id = plugin->descriptor().id;
     const std::vector<std::string> assertions = {
-        "", "{}", R"({"proof":{}})", R"({"proof":""})", R"({"proof":null})",
+        "",
+        "{}",
+        R"({"proof":{}})",
+        R"({"proof":""})",
+        R"({"proof":null})",
         R"({"proof":{"scheme":")" + id + R"("}})",
         R"({"proof":{"scheme":")" + id + R"(","mac_hex":"","signature":""}})"};
     for (const std::string& assertion : assertions) {
@@ -104,17 +108,18 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     if (!vector) {
       // Without a vector the kit can only offer proofs no key produced.
       const std::string id = plugin->descriptor().id;
-      const Json forged = {{"proof", {{"scheme", id},
-                                      {"mac_hex", std::string(64, '0')},
-                                      {"signature", std::string(128, '0')}}}};
+      const Json forged = {{"proof",
+                            {{"scheme", id},
+                             {"mac_hex", std::string(64, '0')},
+                             {"signature", std::string(128, '0')}}}};
       expect_rejected(*plugin, verify(*plugin, instance.handle(), forged.dump(), kSigningBytes),
                       "verify of a forged proof");
       return;
     }
-    expect_rejected(*plugin,
-                    verify(*plugin, instance.handle(), vector->assertion.dump(),
-                           vector->signing_bytes + "!"),
-                    "verify of the test vector over other signing bytes");
+    expect_rejected(
+        *plugin,
+        verify(*plugin, instance.handle(), vector->assertion.dump(), vector->signing_bytes + "!"),
+        "verify of the test vector over other signing bytes");
     expect_rejected(*plugin, verify(*plugin, instance.handle(), vector->assertion.dump(), ""),
                     "verify of the test vector over empty signing bytes");
     ASSERT_TRUE(vector->assertion.contains("proof")) << "the test vector has no \"proof\"";

@@ -1,7 +1,8 @@
 #include "plugins/common/bytes.hpp"
 
-#include <ctx/sdk/error.hpp>
 #include <gtest/gtest.h>
+
+#include <ctx/sdk/error.hpp>
 
 #include "tests/support/expect_throw.hpp"
 
@@ -17,8 +18,7 @@ TEST(PluginBytes, HexRoundTripsAndRejectsNonHex) {
 }
 
 TEST(PluginBytes, Sha256MatchesKnownVector) {
-  EXPECT_EQ(sha256_hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_TRUE(is_sha256_hex(sha256_hex("")));
   EXPECT_FALSE(is_sha256_hex("BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD"));
   EXPECT_FALSE(is_sha256_hex("abc"));

@@ -1,8 +1,9 @@
 #include "plugins/common/json_input.hpp"
 
-#include <ctx/sdk/error.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <ctx/sdk/error.hpp>
 
 #include "tests/support/expect_throw.hpp"
 
@@ -25,8 +26,7 @@ TEST(PluginJsonInput, RejectsWhatIsNotOneObject) {
 
 TEST(PluginJsonInput, RejectsDuplicateKeysAtAnyDepth) {
   CTX_EXPECT_THROW(parse_object(R"({"a":1,"a":2})", "p"), InvalidArgument, "duplicate key");
-  CTX_EXPECT_THROW(parse_object(R"({"x":[{"a":1,"a":1}]})", "p"), InvalidArgument,
-                   "duplicate key");
+  CTX_EXPECT_THROW(parse_object(R"({"x":[{"a":1,"a":1}]})", "p"), InvalidArgument, "duplicate key");
   EXPECT_NO_THROW(parse_object(R"({"x":[{"a":1},{"a":1}],"a":0})", "p"));
 }
 

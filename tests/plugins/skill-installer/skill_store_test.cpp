@@ -1,18 +1,17 @@
 #include "plugins/skill-installer/core/skill_store.hpp"
 
-#include "plugins/common/bytes.hpp"
-
-#include <ctx/sdk/error.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctx/sdk/error.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "plugins/common/bytes.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::skill_installer {
@@ -83,32 +82,32 @@ TEST_F(SkillStoreTest, InstallWritesTheContentAddressedObject) {
   EXPECT_EQ(reply.at("verification_digest").get<std::string>().size(), 64u);
   const fs::path object = root_ / "sha256" / sha;
   EXPECT_EQ(read(object), kBody);
-  EXPECT_EQ(fs::status(object).permissions() & fs::perms::all, fs::perms::owner_read |
-                                                                   fs::perms::group_read |
-                                                                   fs::perms::others_read);
+  EXPECT_EQ(fs::status(object).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
   // Idempotent: the same install again yields the same digests.
-  EXPECT_EQ(store.install(Json{{"capability_id", "skill:pdf"}, {"content", kBody},
-                               {"content_sha256", sha}}
-                              .dump()),
-            reply);
+  EXPECT_EQ(
+      store.install(
+          Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump()),
+      reply);
 }
 
 TEST_F(SkillStoreTest, InstallAcceptsBase64Content) {
   SkillStore store(config());
-  const std::string sha = "252f10c83610ebca1a059c0bae8255eba2f95be4d1d7bcfa89d7248a82d9f111";  // "f"
-  const Json reply = store.install(
-      Json{{"capability_id", "skill:f"}, {"content_base64", "Zg=="}, {"content_sha256", sha}}
-          .dump());
+  const std::string sha =
+      "252f10c83610ebca1a059c0bae8255eba2f95be4d1d7bcfa89d7248a82d9f111";  // "f"
+  const Json reply = store.install(Json{
+      {"capability_id", "skill:f"},
+      {"content_base64", "Zg=="},
+      {"content_sha256", sha}}.dump());
   EXPECT_EQ(reply.at("outcome"), "applied");
   EXPECT_EQ(read(root_ / "sha256" / sha), "f");
 }
 
 TEST_F(SkillStoreTest, DigestMismatchFailsWithoutWriting) {
   SkillStore store(config());
-  const Json reply = store.install(Json{{"capability_id", "skill:pdf"},
-                                        {"content", kBody},
-                                        {"content_sha256", std::string(64, 'a')}}
+  const Json reply = store.install(Json{
+      {"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", std::string(64, 'a')}}
                                        .dump());
   EXPECT_EQ(reply.at("outcome"), "failed");
   EXPECT_EQ(reply.at("reason"), "content digest mismatch");
@@ -141,8 +140,8 @@ TEST_F(SkillStoreTest, ActivateDeactivateAndReconcileRoundTrip) {
   EXPECT_TRUE(state.at("active_sha256").is_null());
 
   EXPECT_EQ(store.activate(entry.dump()).at("outcome"), "failed");  // not installed yet
-  store.install(Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}
-                    .dump());
+  store.install(
+      Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump());
   state = store.reconcile(reconcile).at("capabilities").at(0);
   EXPECT_TRUE(state.at("installed"));
   EXPECT_FALSE(state.at("active"));
@@ -169,8 +168,8 @@ TEST_F(SkillStoreTest, ReconcileReportsDriftedActiveContent) {
   SkillStore store(config());
   const std::string& sha = kBodySha;
   const Json entry = {{"capability_id", "skill:pdf"}, {"content_sha256", sha}};
-  store.install(Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}
-                    .dump());
+  store.install(
+      Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump());
   store.activate(entry.dump());
   const fs::path skill = root_ / "active" / "pdf" / "SKILL.md";
   fs::remove(skill);
@@ -185,19 +184,20 @@ TEST_F(SkillStoreTest, FailsClosedWhenTheRootIsReplaced) {
   SkillStore store(config());
   fs::rename(root_, base_ / "moved");
   fs::create_directory(root_);
-  CTX_EXPECT_THROW(store.install(Json{{"capability_id", "skill:pdf"},
-                                      {"content", kBody},
-                                      {"content_sha256", kBodySha}}
-                                     .dump()),
-                   Error, "root changed");
+  CTX_EXPECT_THROW(
+      store.install(
+          Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", kBodySha}}
+              .dump()),
+      Error, "root changed");
 }
 
 TEST(SkillName, AcceptsOnlySafeNames) {
   EXPECT_EQ(skill_name("skill:pdf"), "pdf");
   EXPECT_EQ(skill_name("skill:a.b_c@d-e"), "a.b_c@d-e");
   EXPECT_EQ(skill_name("skill:" + std::string(128, 'a')), std::string(128, 'a'));
-  for (const std::string& bad : std::vector<std::string>{"pdf", "agent:pdf", "skill:", "skill:..", "skill:.hidden", "skill:a/b", "skill:../x",
-        "skill:Pdf", "skill:-x", "skill:a b", "skill:" + std::string(129, 'a')}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "pdf", "agent:pdf", "skill:", "skill:..", "skill:.hidden", "skill:a/b", "skill:../x",
+           "skill:Pdf", "skill:-x", "skill:a b", "skill:" + std::string(129, 'a')}) {
     CTX_EXPECT_THROW(skill_name(bad), InvalidArgument, "capability_id");
   }
 }
@@ -208,23 +208,25 @@ TEST_F(SkillStoreTest, RejectsMalformedRequestsWithoutEchoingContent) {
   CTX_EXPECT_THROW(store.install(R"({"capability_id":"skill:../etc","content":"x",)"
                                  R"("content_sha256":"00"})"),
                    InvalidArgument, "invalid skill name");
-  CTX_EXPECT_THROW(store.install(R"({"capability_id":"skill:a","content":"x","content_sha256":"00"})"),
-                   InvalidArgument, "content_sha256");
+  CTX_EXPECT_THROW(
+      store.install(R"({"capability_id":"skill:a","content":"x","content_sha256":"00"})"),
+      InvalidArgument, "content_sha256");
   const std::string zero(64, '0');
-  CTX_EXPECT_THROW(store.install(Json{{"capability_id", "skill:a"}, {"content_sha256", zero}}.dump()),
-                   InvalidArgument, "exactly one of content");
-  CTX_EXPECT_THROW(store.install(Json{{"capability_id", "skill:a"},
-                                      {"content", "secret-body"},
-                                      {"content_base64", "Zg=="},
-                                      {"content_sha256", zero}}
-                                     .dump()),
+  CTX_EXPECT_THROW(
+      store.install(Json{{"capability_id", "skill:a"}, {"content_sha256", zero}}.dump()),
+      InvalidArgument, "exactly one of content");
+  CTX_EXPECT_THROW(store.install(Json{
+                       {"capability_id", "skill:a"},
+                       {"content", "secret-body"},
+                       {"content_base64", "Zg=="},
+                       {"content_sha256",
+                        zero}}.dump()),
                    InvalidArgument, "exactly one of content");
   CTX_EXPECT_THROW(store.reconcile("{}"), InvalidArgument, "capabilities");
   CTX_EXPECT_THROW(store.reconcile(R"({"capabilities":[1]})"), InvalidArgument, "objects");
   try {
-    store.install(Json{{"capability_id", "skill:a"},
-                       {"content_base64", "secret-body!"},
-                       {"content_sha256", zero}}
+    store.install(Json{
+        {"capability_id", "skill:a"}, {"content_base64", "secret-body!"}, {"content_sha256", zero}}
                       .dump());
     FAIL() << "expected a base64 error";
   } catch (const InvalidArgument& e) {

@@ -1,13 +1,12 @@
 #include "plugins/hosts/generic/core/generic_adapter.hpp"
 
-#include "plugins/common/bytes.hpp"
-#include "plugins/common/json_input.hpp"
-
-#include <ctx/sdk/error.hpp>
-
 #include <array>
+#include <ctx/sdk/error.hpp>
 #include <map>
 #include <utility>
+
+#include "plugins/common/bytes.hpp"
+#include "plugins/common/json_input.hpp"
 
 namespace ctx::generic_host {
 namespace {
@@ -18,7 +17,9 @@ constexpr std::size_t kMaxIdLength = 256;
 constexpr std::size_t kMaxTokenLength = 64;
 constexpr std::string_view kWorkspaceDomain = "ctx.generic.workspace\n";
 
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+char lower(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 std::string lowered(std::string_view text) {
   std::string out(text);
@@ -107,31 +108,35 @@ class SignalSet {
 
 const std::set<std::string, std::less<>>& signal_vocabulary() {
   static const std::set<std::string, std::less<>> kVocabulary = {
-      "android", "angular", "ansible", "api", "aws", "azure", "bash", "c#", "c++", "cargo",
-      "cmake", "css", "csv", "django", "docker", "docx", "elixir", "fastapi", "flask", "gcp",
-      "git", "github", "golang", "gradle", "graphql", "grpc", "haskell", "html", "ios", "java",
-      "javascript", "jest", "json", "kotlin", "kubernetes", "latex", "linux", "markdown", "maven",
-      "mcp", "mysql", "nodejs", "npm", "pdf", "php", "postgres", "postgresql", "powershell",
-      "pptx", "pytest", "python", "react", "redis", "ruby", "rust", "scala", "security", "sql",
-      "sqlite", "svelte", "swift", "terraform", "testing", "toml", "typescript", "vue", "xlsx",
-      "yaml"};
+      "android",  "angular",    "ansible",    "api",      "aws",        "azure",      "bash",
+      "c#",       "c++",        "cargo",      "cmake",    "css",        "csv",        "django",
+      "docker",   "docx",       "elixir",     "fastapi",  "flask",      "gcp",        "git",
+      "github",   "golang",     "gradle",     "graphql",  "grpc",       "haskell",    "html",
+      "ios",      "java",       "javascript", "jest",     "json",       "kotlin",     "kubernetes",
+      "latex",    "linux",      "markdown",   "maven",    "mcp",        "mysql",      "nodejs",
+      "npm",      "pdf",        "php",        "postgres", "postgresql", "powershell", "pptx",
+      "pytest",   "python",     "react",      "redis",    "ruby",       "rust",       "scala",
+      "security", "sql",        "sqlite",     "svelte",   "swift",      "terraform",  "testing",
+      "toml",     "typescript", "vue",        "xlsx",     "yaml"};
   return kVocabulary;
 }
 
 std::string_view language_for_extension(std::string_view extension) {
+  // clang-format off
   static const std::map<std::string, std::string, std::less<>> kLanguages = {
-      {"c", "c"},          {"cc", "c++"},      {"cjs", "javascript"}, {"cpp", "c++"},
-      {"cs", "c#"},        {"css", "css"},     {"csv", "csv"},        {"cxx", "c++"},
-      {"docx", "docx"},    {"ex", "elixir"},   {"exs", "elixir"},     {"go", "golang"},
-      {"h", "c"},          {"hh", "c++"},      {"hpp", "c++"},        {"hs", "haskell"},
-      {"html", "html"},    {"java", "java"},   {"js", "javascript"},  {"json", "json"},
-      {"jsx", "javascript"}, {"kt", "kotlin"}, {"md", "markdown"},    {"mjs", "javascript"},
-      {"pdf", "pdf"},      {"php", "php"},     {"pptx", "pptx"},      {"ps1", "powershell"},
-      {"py", "python"},    {"rb", "ruby"},     {"rs", "rust"},        {"scala", "scala"},
-      {"sh", "bash"},      {"sql", "sql"},     {"svelte", "svelte"},  {"swift", "swift"},
-      {"tex", "latex"},    {"tf", "terraform"}, {"toml", "toml"},     {"ts", "typescript"},
-      {"tsx", "typescript"}, {"vue", "vue"},   {"xlsx", "xlsx"},      {"yaml", "yaml"},
+      {"c", "c"},           {"cc", "c++"},        {"cjs", "javascript"}, {"cpp", "c++"},
+      {"cs", "c#"},         {"css", "css"},       {"csv", "csv"},        {"cxx", "c++"},
+      {"docx", "docx"},     {"ex", "elixir"},     {"exs", "elixir"},     {"go", "golang"},
+      {"h", "c"},           {"hh", "c++"},        {"hpp", "c++"},        {"hs", "haskell"},
+      {"html", "html"},     {"java", "java"},     {"js", "javascript"},  {"json", "json"},
+      {"jsx", "javascript"}, {"kt", "kotlin"},    {"md", "markdown"},    {"mjs", "javascript"},
+      {"pdf", "pdf"},       {"php", "php"},       {"pptx", "pptx"},      {"ps1", "powershell"},
+      {"py", "python"},     {"rb", "ruby"},       {"rs", "rust"},        {"scala", "scala"},
+      {"sh", "bash"},       {"sql", "sql"},       {"svelte", "svelte"},  {"swift", "swift"},
+      {"tex", "latex"},     {"tf", "terraform"},  {"toml", "toml"},      {"ts", "typescript"},
+      {"tsx", "typescript"}, {"vue", "vue"},      {"xlsx", "xlsx"},      {"yaml", "yaml"},
       {"yml", "yaml"}};
+  // clang-format on
   const auto it = kLanguages.find(lowered(extension));
   return it == kLanguages.end() ? std::string_view{} : std::string_view(it->second);
 }
@@ -140,7 +145,7 @@ GenericAdapter::GenericAdapter(std::string_view config_json) {
   if (config_json.empty()) return;
   const pc::Json config = pc::parse_object(config_json, "generic adapter config");
   for (const auto& [key, value] : config.items()) {
-    std::string* member = key == "skills_dir" ? &skills_dir_
+    std::string* member = key == "skills_dir"  ? &skills_dir_
                           : key == "tenant_id" ? &tenant_id_
                                                : nullptr;
     if (member == nullptr) throw InvalidArgument("generic adapter config has an unknown member");
@@ -177,7 +182,8 @@ Json GenericAdapter::parse_hook(std::string_view payload_json) const {
 
   SignalSet signals;
   if (const auto explicit_signals = payload.find("signals"); explicit_signals != payload.end()) {
-    if (!explicit_signals->is_array()) throw InvalidArgument("hook payload signals must be an array");
+    if (!explicit_signals->is_array())
+      throw InvalidArgument("hook payload signals must be an array");
     for (const pc::Json& token : *explicit_signals) {
       if (token.is_string()) signals.add(lowered(token.get_ref<const std::string&>()));
     }
@@ -205,10 +211,8 @@ Json GenericAdapter::parse_hook(std::string_view payload_json) const {
   if (prompt) work_ref["prompt_sha256"] = pc::sha256_hex(*prompt);
   work_ref["id"] = pc::sha256_hex(pc::dump(work_ref));
 
-  return Json{{"event", event},
-              {"scope", scope},
-              {"signals", signals.to_json()},
-              {"work_ref", work_ref}};
+  return Json{
+      {"event", event}, {"scope", scope}, {"signals", signals.to_json()}, {"work_ref", work_ref}};
 }
 
 Json GenericAdapter::render_reply(std::string_view actions_json) const {
@@ -227,10 +231,8 @@ Json GenericAdapter::render_reply(std::string_view actions_json) const {
     }
     message += "\n";
   }
-  Json reply = {{"schema", kReplySchema},
-                {"continue", true},
-                {"actions", *actions},
-                {"message", message}};
+  Json reply = {
+      {"schema", kReplySchema}, {"continue", true}, {"actions", *actions}, {"message", message}};
   if (const auto challenge = request.find("challenge");
       challenge != request.end() && !challenge->is_null()) {
     if (!challenge->is_object()) throw InvalidArgument("reply request challenge must be an object");

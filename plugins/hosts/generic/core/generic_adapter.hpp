@@ -40,9 +40,8 @@
 #ifndef CTX_PLUGINS_HOSTS_GENERIC_CORE_GENERIC_ADAPTER_HPP_
 #define CTX_PLUGINS_HOSTS_GENERIC_CORE_GENERIC_ADAPTER_HPP_
 
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>

@@ -1,9 +1,9 @@
 #include "plugins/verifiers/hmac-sha256/core/hmac_verifier.hpp"
 
+#include <ctx/sdk/error.hpp>
+
 #include "plugins/common/bytes.hpp"
 #include "plugins/common/json_input.hpp"
-
-#include <ctx/sdk/error.hpp>
 
 namespace ctx::hmac_sha256 {
 

@@ -15,6 +15,8 @@
  *     host's minimum minor. Otherwise the host refuses the plugin and names both versions.
  *  6. `ctx_plugin_entry` has no side effects and returns the same static descriptor every call.
  *  7. Instances are not shared across threads by the host unless the plugin says otherwise.
+ *  8. On a non-OK return, out-parameters (`*instance`, `*verdict`) are left untouched or set to
+ *     their empty value (NULL, CTX_VERDICT_REJECTED); the host never reads them then.
  *
  * WARNING: fields are only ever appended. Never reorder, remove or retype a field.
  */
@@ -124,7 +126,8 @@ typedef struct ctx_verifier_ops {
 } ctx_verifier_ops;
 
 /* Installer driver. Required: target_identity, install, activate, deactivate, reconcile.
- * Every request and reply is a JSON object (the kit's installer suite documents the fields). */
+ * Every request and reply is a JSON object; the request/reply fields are specified in
+ * <ctx/conformance/conformance.hpp> and checked by the kit's installer suite. */
 typedef struct ctx_installer_ops {
   uint32_t struct_size;
   /* Writes {"device","inode","owner","mode","path"} of the install root into `out`. */
@@ -159,14 +162,17 @@ typedef struct ctx_plugin_descriptor {
   uint32_t kind;               /* CTX_KIND_* */
   const char* id;              /* static; token [a-z0-9][a-z0-9._-]{0,63}; journaled */
   const char* version;         /* static; semantic version MAJOR.MINOR.PATCH */
-  /* Creates an instance from `config` (JSON, may be empty); `host` outlives the instance. */
+  /* Creates an instance from `config` (JSON, may be empty); `host` outlives the instance.
+   * On failure `*instance` stays NULL. */
   ctx_code (*create)(const ctx_host_api* host, ctx_bytes config, void** instance,
                      ctx_error* err);
+  /* Destroys an instance from `create`; the host never passes NULL. */
   ctx_code (*destroy)(void* instance, ctx_error* err);
   const void* ops; /* ctx_installer_ops / ctx_verifier_ops / ctx_host_adapter_ops by kind */
 } ctx_plugin_descriptor;
 
-/* The one exported symbol. Returns a static descriptor, never NULL; no side effects. */
+/* The one exported symbol. Returns a static descriptor, never NULL; no side effects. `host` is
+ * never NULL and is borrowed for the call. */
 typedef const ctx_plugin_descriptor* (*ctx_plugin_entry_fn)(const ctx_host_negotiation* host);
 #define CTX_PLUGIN_ENTRY_SYMBOL "ctx_plugin_entry"
 

@@ -478,3 +478,55 @@ TEST(CapabilityPlanner, ConcurrentPlansOnOnePlannerAgree) {
 
 }  // namespace
 }  // namespace ctx::engine::planning
+
+namespace ctx::engine::planning {
+namespace {
+
+// Answers "load" for its ids until `flip_after` describe calls, then "manual" for them.
+class FlippingMaterial final : public MaterialPort {
+ public:
+  std::string material_snapshot_digest() const override { return digest_of("material-snapshot"); }
+  MaterialDescriptor describe(const std::string& id, const std::string& kind) override {
+    ++calls;
+    if (calls > flip_after) return inner_manual_.describe(id, kind);
+    return inner_load_.describe(id, kind);
+  }
+  int flip_after = 1'000;
+  int calls = 0;
+
+ private:
+  SeedMaterial inner_load_{{"skill:loaded"}};
+  SeedMaterial inner_manual_{{}};
+};
+
+class CountingInstall final : public InstallBundlePort {
+ public:
+  std::string installation_snapshot_digest() const override { return digest_of("installation"); }
+  std::optional<InstallPlanningBundle> describe_bundle(const std::string& id,
+                                                       const std::string&) override {
+    asked.push_back(id);
+    return std::nullopt;
+  }
+  std::vector<std::string> asked;
+};
+
+TEST(CapabilityPlanner, MaterialThatChangesWithinOneSnapshotMakesTheCatalogUnavailable) {
+  MemoryGraph graph({"skill:loaded", "harness:runner"});
+  SeedFacts facts;
+  FlippingMaterial material;
+  CountingInstall install;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, &material, &install, audit);
+  const auto plan = planner.plan(python_work());
+  ASSERT_EQ(plan.capabilities().size(), 2u);
+  EXPECT_EQ(plan.capabilities()[0].presentation.actionability, "load");
+  // A harness is never installable: the install port is not even asked about it.
+  EXPECT_TRUE(install.asked.empty());
+  material.flip_after = material.calls;
+  const auto degraded = planner.plan(python_work());
+  EXPECT_EQ(degraded.status(), "degraded");
+  EXPECT_EQ(degraded.abstention_code(), "catalog-unavailable");
+}
+
+}  // namespace
+}  // namespace ctx::engine::planning

@@ -1,11 +1,11 @@
 #include "plugins/hosts/generic/core/generic_adapter.hpp"
 
-#include "plugins/common/bytes.hpp"
-
-#include <ctx/sdk/error.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <ctx/sdk/error.hpp>
+
+#include "plugins/common/bytes.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::generic_host {
@@ -48,8 +48,9 @@ TEST(GenericAdapter, NeverCopiesThePromptOrThePath) {
   const GenericAdapter adapter("");
   const std::string output =
       adapter
-          .parse_hook(R"({"session_id":"s","cwd":"/home/alice/secret-project","hook_event_name":"x",)"
-                      R"("prompt":"zebra-unicorn python password=hunter2"})")
+          .parse_hook(
+              R"({"session_id":"s","cwd":"/home/alice/secret-project","hook_event_name":"x",)"
+              R"("prompt":"zebra-unicorn python password=hunter2"})")
           .dump();
   EXPECT_THAT(output, Not(HasSubstr("zebra")));
   EXPECT_THAT(output, Not(HasSubstr("hunter2")));
@@ -100,7 +101,8 @@ TEST(GenericAdapter, IsDeterministic) {
 
 TEST(GenericAdapter, RejectsMalformedPayloads) {
   const GenericAdapter adapter("");
-  CTX_EXPECT_THROW(adapter.parse_hook("not json"), InvalidArgument, "hook payload is not valid json");
+  CTX_EXPECT_THROW(adapter.parse_hook("not json"), InvalidArgument,
+                   "hook payload is not valid json");
   CTX_EXPECT_THROW(adapter.parse_hook(R"({"session_id":"s"})"), InvalidArgument, "hook_event_name");
   CTX_EXPECT_THROW(adapter.parse_hook(R"({"hook_event_name":"x"})"), InvalidArgument, "session_id");
   CTX_EXPECT_THROW(adapter.parse_hook(R"({"hook_event_name":"x","session_id":""})"),

@@ -1,8 +1,9 @@
 #include "plugins/verifiers/hmac-sha256/core/hmac_verifier.hpp"
 
-#include <ctx/sdk/error.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <ctx/sdk/error.hpp>
 
 #include "tests/support/expect_throw.hpp"
 
@@ -76,8 +77,8 @@ TEST(HmacVerifier, RejectsMalformedAssertionsWithoutEchoingThem) {
 TEST(HmacVerifier, RejectsDuplicateProofMembers) {
   const HmacVerifier verifier(kConfig);
   const std::string mac = HmacVerifier::sign_hex(kKey, "m");
-  const std::string doubled = R"({"proof":{"scheme":"hmac-sha256","mac_hex":")" + mac +
-                              R"(","mac_hex":")" + mac + R"("}})";
+  const std::string doubled =
+      R"({"proof":{"scheme":"hmac-sha256","mac_hex":")" + mac + R"(","mac_hex":")" + mac + R"("}})";
   CTX_EXPECT_THROW(verifier.verify(doubled, "m"), InvalidArgument, "duplicate key");
 }
 
@@ -85,8 +86,8 @@ TEST(HmacVerifier, RefusesMissingEmptyShortOrNonHexKeysWithoutEchoingThem) {
   CTX_EXPECT_THROW(HmacVerifier(""), InvalidArgument, "config is not valid json");
   CTX_EXPECT_THROW(HmacVerifier("{}"), InvalidArgument, "needs a string \"key_hex\"");
   CTX_EXPECT_THROW(HmacVerifier(R"({"key_hex":""})"), InvalidArgument, "too short");
-  CTX_EXPECT_THROW(HmacVerifier(R"({"key_hex":"00112233445566778899aabbccddee"})"),
-                   InvalidArgument, "need at least 16 bytes");
+  CTX_EXPECT_THROW(HmacVerifier(R"({"key_hex":"00112233445566778899aabbccddee"})"), InvalidArgument,
+                   "need at least 16 bytes");
   try {
     HmacVerifier(R"({"key_hex":"secretsecretsecretsecretsecretsecretXX"})");
     FAIL() << "expected a non-hex key error";

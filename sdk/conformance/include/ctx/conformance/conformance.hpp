@@ -39,7 +39,7 @@
 namespace ctx::conformance {
 
 struct Options {
-  std::filesystem::path plugin;                     // the shared object under test
+  std::filesystem::path plugin;                      // the shared object under test
   std::optional<std::filesystem::path> config_file;  // kit config, see above
 };
 

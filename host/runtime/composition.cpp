@@ -1,0 +1,425 @@
+#include "host/runtime/composition.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <utility>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/crypto.hpp"
+#include "host/engine/lexical.hpp"
+#include "host/runtime/detail/composition_parts.hpp"
+#include "host/runtime/detail/managed_query_projector.hpp"
+#include "host/runtime/file_lock.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+constexpr int kSettlementAttempts = 3;
+constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
+
+void require_digest(const std::string& value, const char* field) {
+  if (!engine::is_digest(value)) {
+    throw InvalidArgument(std::string(field) + " must be a lowercase sha-256 digest");
+  }
+}
+
+bool same_optional(const std::optional<std::string>& a, const std::optional<std::string>& b) {
+  return a == b;
+}
+
+// `<journal dir>/install-execution-locks/<sha(canon-U{action_id, schema, stream_key})>`: one
+// lock per action, shared by every composition and process on the same journal.
+std::filesystem::path execution_lock_path(const std::filesystem::path& journal_path,
+                                          const engine::HostAction& action) {
+  const core::Json key = {{"action_id", action.action_id()},
+                          {"schema", "ctx.install-execution-lock-v1"},
+                          {"stream_key", action.scope().stream_id().stream_key()}};
+  return journal_path.parent_path() / "install-execution-locks" / core::canonical_digest(key);
+}
+
+}  // namespace
+
+EngineComposition::EngineComposition(std::unique_ptr<detail::CompositionParts> parts)
+    : parts_(std::move(parts)), owner_pid_(::getpid()) {
+  catalog_snapshot_digest_ = parts_->planner->planning_environment_digest();
+  planner_version_ = parts_->planner->planner_version();
+}
+
+EngineComposition::~EngineComposition() {
+  if (owner_pid_ == ::getpid()) close();
+}
+
+void EngineComposition::assert_usable() const {
+  if (::getpid() != owner_pid_) {
+    throw FailedPrecondition("engine composition cannot be used from a forked process");
+  }
+  if (closed_) throw FailedPrecondition("engine composition is closed");
+}
+
+bool EngineComposition::closed() const {
+  if (::getpid() != owner_pid_) {
+    throw FailedPrecondition("engine composition cannot be used from a forked process");
+  }
+  std::lock_guard lock(mutex_);
+  return closed_;
+}
+
+void EngineComposition::close() {
+  if (::getpid() != owner_pid_) {
+    throw FailedPrecondition("engine composition cannot be used from a forked process");
+  }
+  std::lock_guard lock(mutex_);
+  if (closed_) return;
+  closed_ = true;
+  // Release in dependency order: the engine and planner reference the graph snapshot.
+  parts_->release();
+}
+
+engine::Transition EngineComposition::process(const engine::EngineEvent& event) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  return parts_->engine->process(event);
+}
+
+EngineSnapshot EngineComposition::snapshot(const engine::ScopeRef& scope) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  return parts_->engine->snapshot(scope.stream_id());
+}
+
+PreparedManagedQuery EngineComposition::prepare_managed_query(
+    const engine::EngineEvent& session_started, const engine::EngineEvent& intent_observed) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  if (session_started.kind() != "SessionStarted" || session_started.expected_revision() != 0) {
+    throw ManagedQueryError("managed query must begin with SessionStarted revision zero");
+  }
+  if (intent_observed.kind() != "IntentObserved" || intent_observed.expected_revision() != 1) {
+    throw ManagedQueryError("managed query must plan with IntentObserved revision one");
+  }
+  if (!(session_started.scope() == intent_observed.scope())) {
+    throw ManagedQueryError("managed query planning events must share one exact scope");
+  }
+  if (session_started.correlation_id() != intent_observed.correlation_id()) {
+    throw ManagedQueryError("managed query planning events must share one plan identity");
+  }
+  const std::pair<const char*, bool> agreements[] = {
+      {"catalog_snapshot_digest", same_optional(session_started.catalog_snapshot_digest(),
+                                                intent_observed.catalog_snapshot_digest())},
+      {"planner_version",
+       same_optional(session_started.planner_version(), intent_observed.planner_version())},
+      {"semantic_index_digest", same_optional(session_started.semantic_index_digest(),
+                                              intent_observed.semantic_index_digest())},
+      {"work_signature",
+       same_optional(session_started.work_signature(), intent_observed.work_signature())}};
+  for (const auto& [field, agrees] : agreements) {
+    if (!agrees) {
+      throw ManagedQueryError(std::string("managed query planning events disagree on ") + field);
+    }
+  }
+  auto& engine = *parts_->engine;
+  const auto initial = engine.snapshot(session_started.scope().stream_id());
+  if (initial.revision != 0 || initial.state.has_value()) {
+    throw ManagedQueryError("managed query scope already contains authoritative state");
+  }
+  const auto started = engine.process(session_started);
+  if (!(started.scope() == session_started.scope()) || started.to_revision() != 1) {
+    throw ManagedQueryError("managed query session did not commit exactly revision one");
+  }
+  const auto planned = engine.process(intent_observed);
+  const auto snapshot = engine.snapshot(intent_observed.scope().stream_id());
+  if (!(planned.scope() == intent_observed.scope()) || planned.to_revision() != 2 ||
+      snapshot.revision != 2 || !snapshot.record_digest || !snapshot.state ||
+      !snapshot.state->committed_plan()) {
+    throw ManagedQueryError("managed query did not commit one exact schema-v3 plan");
+  }
+  const auto& committed = *snapshot.state->committed_plan();
+  if (std::optional<std::string>(committed.plan_id()) != intent_observed.correlation_id() ||
+      std::optional<std::string>(committed.catalog_snapshot_id()) !=
+          intent_observed.catalog_snapshot_digest()) {
+    throw ManagedQueryError("committed managed plan lost its event identity");
+  }
+  return ManagedQueryProjector::prepared(committed, snapshot.revision, *snapshot.record_digest);
+}
+
+PreparedManagedQuery EngineComposition::reopen_managed_query(
+    const engine::ScopeRef& scope, const std::optional<std::string>& expected_plan_id) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  return project_managed_snapshot(parts_->engine->snapshot(scope.stream_id()), expected_plan_id);
+}
+
+PreparedManagedQuery EngineComposition::project_managed_snapshot(
+    const EngineSnapshot& snapshot, const std::optional<std::string>& expected) {
+  auto prepared = project_prepared_managed_query_snapshot(snapshot, expected);
+  if (prepared.planning_environment_digest() != catalog_snapshot_digest_) {
+    throw ManagedQueryError("committed managed plan does not match this planning environment");
+  }
+  return prepared;
+}
+
+void EngineComposition::validate_managed_advance_events(
+    const engine::EngineEvent& session_started,
+    const engine::EngineEvent& planning_observed) const {
+  if (session_started.kind() != "SessionStarted" || session_started.expected_revision() != 0) {
+    throw ManagedQueryError("managed advance requires SessionStarted revision zero");
+  }
+  const auto revision = planning_observed.expected_revision();
+  if (revision < 1 ||
+      planning_observed.kind() != (revision == 1 ? "IntentObserved" : "DevelopmentObserved")) {
+    throw ManagedQueryError(
+        "managed planning must use IntentObserved at revision one and DevelopmentObserved "
+        "afterward");
+  }
+  if (!(session_started.scope().stream_id() == planning_observed.scope().stream_id())) {
+    throw ManagedQueryError("managed planning events must share one stable stream");
+  }
+  for (const auto* event : {&session_started, &planning_observed}) {
+    if (event->catalog_snapshot_digest() != std::optional<std::string>(catalog_snapshot_digest_)) {
+      throw ManagedQueryError("managed planning event does not match the planning environment");
+    }
+    if (event->planner_version() != std::optional<std::string>(planner_version_)) {
+      throw ManagedQueryError("managed planning event does not match the planner");
+    }
+  }
+  const std::pair<const char*, bool> agreements[] = {
+      {"host_descriptor_digest", same_optional(session_started.host_descriptor_digest(),
+                                               planning_observed.host_descriptor_digest())},
+      {"semantic_model_digest", same_optional(session_started.semantic_model_digest(),
+                                              planning_observed.semantic_model_digest())},
+      {"semantic_index_digest", same_optional(session_started.semantic_index_digest(),
+                                              planning_observed.semantic_index_digest())}};
+  for (const auto& [field, agrees] : agreements) {
+    if (!agrees) {
+      throw ManagedQueryError(std::string("managed planning events disagree on ") + field);
+    }
+  }
+  if (revision == 1 &&
+      (session_started.correlation_id() != planning_observed.correlation_id() ||
+       session_started.work_signature() != planning_observed.work_signature())) {
+    throw ManagedQueryError("initial managed planning must preserve its plan and work identity");
+  }
+}
+
+ManagedAdvanceResult EngineComposition::advance_managed_query(
+    const engine::EngineEvent& session_started, const engine::EngineEvent& planning_observed) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  validate_managed_advance_events(session_started, planning_observed);
+  auto& engine = *parts_->engine;
+  const auto stream = session_started.scope().stream_id();
+  const auto initial = engine.snapshot(stream);
+  if (initial.revision <= 1 && planning_observed.expected_revision() != 1) {
+    throw ManagedQueryError("an unplanned managed session requires IntentObserved revision one");
+  }
+
+  const auto started = engine.process(session_started);
+  if (started.event_id() != session_started.event_id() ||
+      !(started.scope() == session_started.scope()) || started.from_revision() != 0 ||
+      started.to_revision() != 1 || !(started.scope().stream_id() == stream)) {
+    throw ManagedQueryError("managed query lost its exact session-start identity");
+  }
+
+  const auto current = engine.snapshot(stream);
+  if (current.revision < 1 || !current.state.has_value()) {
+    throw ManagedQueryError("managed query session start is not authoritative");
+  }
+  const auto& state = *current.state;
+  const bool is_new_replacement =
+      current.revision >= 2 && planning_observed.expected_revision() == current.revision;
+  if (is_new_replacement) {
+    if (!state.committed_plan().has_value()) {
+      throw ManagedQueryError("managed replacement requires an exact committed schema-v3 plan");
+    }
+    if (std::optional<std::string>(state.committed_plan()->plan_id()) ==
+        planning_observed.correlation_id()) {
+      throw ManagedQueryError(
+          "managed replacement plan identity is already committed; an exact retry must reuse "
+          "its original revision");
+    }
+    if (state.session_status() == "ended") {
+      throw ManagedQueryError("managed query session has ended");
+    }
+    if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
+      throw ManagedQueryError("managed query must settle pending authority before replacement");
+    }
+  }
+
+  auto planned = engine.process(planning_observed);
+  if (planned.event_id() != planning_observed.event_id() ||
+      !(planned.scope() == planning_observed.scope()) ||
+      planned.from_revision() != planning_observed.expected_revision() ||
+      planned.to_revision() != planning_observed.expected_revision() + 1 ||
+      !(planned.scope().stream_id() == stream)) {
+    throw ManagedQueryError("managed query lost its exact planning-event identity");
+  }
+  auto prepared = project_managed_snapshot(engine.snapshot(stream),
+                                           planning_observed.correlation_id());
+  return ManagedQueryProjector::advance(std::move(prepared), std::move(planned));
+}
+
+engine::ActivationExecutionStatus EngineComposition::activation_status(
+    const engine::HostAction& action) {
+  if (activation_status_override_) return activation_status_override_(action);
+  return parts_->engine->activation_execution_status(action);
+}
+
+ActivationExecutionReport EngineComposition::execute_activation(
+    const engine::HostAction& action, const engine::InstallExecutionBinding& binding,
+    std::string_view expected_host_descriptor_digest, std::string_view verification_digest) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  if (action.kind() != "ActivateCapability" || !action.payload().is_object() ||
+      action.payload().value("schema", "") != engine::kMaterialActionPayloadSchemaV3) {
+    throw ActivationExecutionError("execution requires an exact schema-v3 activation action");
+  }
+  const auto material = action.payload().find("material_identity");
+  if (material == action.payload().end() || !material->is_object() ||
+      !material->contains("identity_digest") || !(*material)["identity_digest"].is_string()) {
+    throw ActivationExecutionError("activation action has no material identity");
+  }
+  const std::string observed_material = (*material)["identity_digest"].get<std::string>();
+  if (!engine::is_digest(observed_material)) {
+    throw ActivationExecutionError(
+        "observed_material_identity_digest must be a lowercase sha-256 digest");
+  }
+  const std::string verification(verification_digest);
+  if (!engine::is_digest(verification)) {
+    throw ActivationExecutionError("verification_digest must be a lowercase sha-256 digest");
+  }
+  auto& engine = *parts_->engine;
+  ExclusiveFileLock execution_lock(execution_lock_path(parts_->journal_path, action),
+                                   kExecutionLockTimeout);
+
+  auto report = [&](bool claim_was_new, std::optional<engine::Transition> transition) {
+    return ActivationExecutionReport{"applied",
+                                     claim_was_new,
+                                     true,
+                                     binding.binding_digest(),
+                                     verification,
+                                     observed_material,
+                                     std::move(transition)};
+  };
+
+  auto status = activation_status(action);
+  if (status.claimed && status.execution_binding_digest != binding.binding_digest()) {
+    throw ActivationExecutionError("durable activation claim names a different target");
+  }
+  if (status.settled) {
+    if (!status.outcome_digest) {
+      throw ActivationExecutionError("settled activation has no durable outcome");
+    }
+    return report(false, std::nullopt);
+  }
+  bool claim_was_new = false;
+  if (!status.claimed) {
+    try {
+      engine.authorize_activation(action, binding, std::string(expected_host_descriptor_digest));
+      claim_was_new = true;
+    } catch (const engine::ActivationActionAlreadyClaimed&) {
+      claim_was_new = false;  // another owner claimed it first: continue from its claim
+    }
+    status = activation_status(action);
+    if (!status.claimed || status.execution_binding_digest != binding.binding_digest()) {
+      throw ActivationExecutionError("activation claim was not durably bound");
+    }
+  }
+
+  engine::SettlementGuard guard;
+  if (status.outcome_recorded) {
+    if (!status.outcome_digest) {
+      throw ActivationExecutionError("recorded activation outcome has no digest");
+    }
+    guard.authority = engine::ExecutionAuthority::kActivation;
+    guard.action_id = action.action_id();
+    guard.action_content_digest = action.content_digest();
+    guard.mode = engine::GuardMode::kApplied;
+    guard.execution_outcome_digest = status.outcome_digest;
+  } else {
+    guard = engine.record_activation_outcome(action, binding, observed_material, verification);
+  }
+  const auto observed_at = activation_status(action).observed_at;
+  if (!observed_at) {
+    throw ActivationExecutionError("durable activation outcome has no observation time");
+  }
+
+  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
+    const auto current = activation_status(action);
+    if (current.settled) return report(claim_was_new, std::nullopt);
+    const auto head = engine.snapshot(action.scope().stream_id());
+    const auto& expected_state = action.verification().at("expected_state");
+    engine::EngineEvent::Fields receipt{
+        .event_id = "ctx-activation-receipt-" + *guard.execution_outcome_digest,
+        .kind = "ActionApplied",
+        .scope = action.scope(),
+        .expected_revision = head.revision,
+        .occurred_at = *observed_at,
+        .payload = {{"action_id", action.action_id()},
+                    {"action_kind", action.kind()},
+                    {"action_content_digest", action.content_digest()},
+                    {"action_precondition_revision", action.precondition_revision()},
+                    {"verification",
+                     {{"schema", engine::kMaterialReceiptSchemaV3},
+                      {"host_state", expected_state},
+                      {"capability_id", action.entity_id().value_or("")},
+                      {"capability_kind", action.payload().at("capability_kind")},
+                      {"catalog_identity", action.payload().at("catalog_identity")},
+                      {"material_identity", action.payload().at("material_identity")},
+                      {"authorized_material", action.payload().at("authorized_material")}}}},
+        .privacy = action.privacy(),
+        .correlation_id = action.plan_id(),
+        .causation_id = action.action_id()};
+    try {
+      auto transition = engine.process_activation_receipt(
+          engine::EngineEvent::create(std::move(receipt)), guard);
+      return report(claim_was_new, std::move(transition));
+    } catch (const engine::RevisionConflict&) {
+      continue;  // the head moved under us: re-read and settle again
+    }
+  }
+  throw ActivationExecutionError("activation receipt settlement remained contended");
+}
+
+PreparedManagedQuery prepare_managed_query(EngineComposition& composition,
+                                           const engine::EngineEvent& session_started,
+                                           const engine::EngineEvent& intent_observed) {
+  return composition.prepare_managed_query(session_started, intent_observed);
+}
+
+ManagedAdvanceResult advance_managed_query(EngineComposition& composition,
+                                           const engine::EngineEvent& session_started,
+                                           const engine::EngineEvent& planning_observed) {
+  return composition.advance_managed_query(session_started, planning_observed);
+}
+
+PreparedManagedQuery reopen_managed_query(EngineComposition& composition,
+                                          const engine::ScopeRef& scope,
+                                          const std::optional<std::string>& expected_plan_id) {
+  return composition.reopen_managed_query(scope, expected_plan_id);
+}
+
+std::unique_ptr<EngineComposition> open_engine_composition(EngineCompositionOptions options) {
+  if (options.graph_artifact_path.empty()) {
+    throw InvalidArgument("graph_artifact_path must be a path");
+  }
+  if (options.journal_path.empty()) throw InvalidArgument("journal_path must be a path");
+  if (options.benefit_audit_path.empty()) {
+    throw InvalidArgument("benefit_audit_path must be a path");
+  }
+  if (!options.observation_normalizer) {
+    throw InvalidArgument("observation_normalizer must be callable");
+  }
+  if (!options.benefit_facts_port) {
+    throw InvalidArgument("benefit_facts_port must implement the authenticated facts contract");
+  }
+  require_digest(options.graph_artifact_sha256, "graph_artifact_sha256");
+  require_digest(options.catalog_namespace_digest, "catalog_namespace_digest");
+  if (!engine::is_opaque_token(options.planner_version)) {
+    throw InvalidArgument("planner_version must be an opaque token");
+  }
+  auto parts = detail::CompositionParts::open(std::move(options));
+  return std::unique_ptr<EngineComposition>(new EngineComposition(std::move(parts)));
+}
+
+}  // namespace ctx::runtime

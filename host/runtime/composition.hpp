@@ -1,0 +1,147 @@
+// EngineComposition: one schema-v3 engine over one SQLite journal plus one pinned, read-only
+// indexed graph artifact, wired to the caller's benefit-facts, material and install-bundle ports
+// (runtime spec §1). It owns construction and lifetime only: it does not observe a host, choose
+// consent or rank anything itself.
+//
+// Thread-safety: every public call holds one re-entrant lock, so a composition may be shared
+// between threads; two compositions on the same journal file race through the journal's
+// optimistic revisions (one wins, the other gets RevisionConflict). Process-bound: a composition
+// used from a forked child throws ("forked process").
+#ifndef CTX_HOST_RUNTIME_COMPOSITION_HPP_
+#define CTX_HOST_RUNTIME_COMPOSITION_HPP_
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "host/core/time.hpp"
+#include "host/runtime/activation_execution.hpp"
+#include "host/runtime/engine_snapshot.hpp"
+#include "host/runtime/managed_query.hpp"
+#include "host/runtime/planning_ports.hpp"
+
+namespace ctx::testing {
+class EngineCompositionPeer;
+}  // namespace ctx::testing
+
+namespace ctx::runtime {
+
+namespace detail {
+struct CompositionParts;
+}  // namespace detail
+
+// Default planner version of the production composition.
+inline constexpr std::string_view kDefaultRuntimePlannerVersion =
+    "ctx-authenticated-net-benefit-planner-v3";
+
+// Inputs of open_engine_composition. Ports are shared: the caller may keep its own reference.
+struct EngineCompositionOptions {
+  std::filesystem::path graph_artifact_path;  // read-only graph store (build_graph_store)
+  std::string graph_artifact_sha256;          // pin: sha256 of the artifact's exact bytes
+  std::filesystem::path journal_path;         // SQLite journal (created if absent)
+  ObservationNormalizer observation_normalizer;            // required
+  std::shared_ptr<BenefitFactsPort> benefit_facts_port;    // required
+  std::optional<NetBenefitPolicy> net_benefit_policy;     // required
+  std::string catalog_namespace_digest;                    // sha256
+  std::filesystem::path benefit_audit_path;                // SQLite benefit audit
+  std::shared_ptr<MaterialPort> material_port;             // may be null: no load authority
+  std::shared_ptr<InstallBundlePort> install_bundle_port;  // may be null: no install authority
+  std::string planner_version = std::string(kDefaultRuntimePlannerVersion);
+  // Host-authenticated one-shot guard for interactive install decisions; may be empty.
+  InteractiveInstallDecisionGuard interactive_install_decision_guard;
+  // Trusted clock for authority checks; null means the system clock.
+  std::shared_ptr<const core::Clock> trusted_clock;
+};
+
+class EngineComposition final {
+ public:
+  EngineComposition(const EngineComposition&) = delete;
+  EngineComposition& operator=(const EngineComposition&) = delete;
+  EngineComposition(EngineComposition&&) = delete;
+  EngineComposition& operator=(EngineComposition&&) = delete;
+  // Closes the composition if it is still open.
+  ~EngineComposition();
+
+  // The planning-environment digest every managed event must carry as catalog_snapshot_digest.
+  const std::string& catalog_snapshot_digest() const noexcept { return catalog_snapshot_digest_; }
+  const std::string& planner_version() const noexcept { return planner_version_; }
+
+  // Processes one event through the engine (idempotent for an identical committed event).
+  // Errors: RevisionConflict, EventIdCollision, the engine's validation errors,
+  // FailedPrecondition ("engine composition is closed").
+  engine::Transition process(const engine::EngineEvent& event);
+
+  // The authoritative head of the stream of `scope` (revision 0 and no state when empty).
+  EngineSnapshot snapshot(const engine::ScopeRef& scope);
+
+  // Legacy fresh-stream planning: SessionStarted at 0, IntentObserved at 1, same scope, plan id
+  // and environment; commits both and projects revision 2. Errors: ManagedQueryError.
+  PreparedManagedQuery prepare_managed_query(const engine::EngineEvent& session_started,
+                                             const engine::EngineEvent& intent_observed);
+
+  // Commits or exactly replays one managed plan on a stable session stream (§1.4): validates
+  // both events before any write ("IntentObserved", "stable stream", "planning environment",
+  // "planner", "<field>", "plan and work identity"), replays or commits SessionStarted, refuses
+  // a new replacement plan on an ended session ("session has ended") or with pending consent or
+  // effects ("settle pending authority"), then processes the planning event and projects the
+  // current head. Errors: ManagedQueryError, RevisionConflict, EventIdCollision.
+  ManagedAdvanceResult advance_managed_query(const engine::EngineEvent& session_started,
+                                             const engine::EngineEvent& planning_observed);
+
+  // Projects the latest committed plan of `scope` without planning; the plan must belong to
+  // this planning environment. Errors: ManagedQueryError.
+  PreparedManagedQuery reopen_managed_query(
+      const engine::ScopeRef& scope, const std::optional<std::string>& expected_plan_id = {});
+
+  // Claims, records the applied outcome of, and settles one exact pending ActivateCapability
+  // (runtime spec §6.4); idempotent and crash-recovering. Errors: ActivationExecutionError, the
+  // engine's claim/outcome errors.
+  ActivationExecutionReport execute_activation(const engine::HostAction& action,
+                                               const engine::InstallExecutionBinding& binding,
+                                               std::string_view expected_host_descriptor_digest,
+                                               std::string_view verification_digest);
+
+  // Releases the pinned graph snapshot; idempotent.
+  void close();
+  bool closed() const;
+
+ private:
+  friend std::unique_ptr<EngineComposition> open_engine_composition(EngineCompositionOptions);
+  friend class ::ctx::testing::EngineCompositionPeer;  // test-only engine seams
+
+  explicit EngineComposition(std::unique_ptr<detail::CompositionParts> parts);
+
+  void assert_usable() const;
+  PreparedManagedQuery project_managed_snapshot(const EngineSnapshot& snapshot,
+                                                const std::optional<std::string>& expected);
+  void validate_managed_advance_events(const engine::EngineEvent& session_started,
+                                       const engine::EngineEvent& planning_observed) const;
+  engine::ActivationExecutionStatus activation_status(const engine::HostAction& action);
+
+  mutable std::recursive_mutex mutex_;
+  std::unique_ptr<detail::CompositionParts> parts_;
+  std::string catalog_snapshot_digest_;
+  std::string planner_version_;
+  pid_t owner_pid_;
+  bool closed_ = false;
+  // Test seam (set only through ctx::testing::EngineCompositionPeer): replaces the activation
+  // status read used by execute_activation.
+  std::function<engine::ActivationExecutionStatus(const engine::HostAction&)>
+      activation_status_override_;
+};
+
+// Opens one composition (§1.2): checks the inputs, pins the material and install-bundle ports,
+// opens the graph artifact (verifying its sha256) before creating the journal, then builds the
+// planner, replay boundary and engine. A failure leaves no journal behind.
+// Errors: InvalidArgument naming the input, DataLoss for a graph that does not match its pin.
+std::unique_ptr<EngineComposition> open_engine_composition(EngineCompositionOptions options);
+
+}  // namespace ctx::runtime
+
+#endif  // CTX_HOST_RUNTIME_COMPOSITION_HPP_

@@ -1,0 +1,40 @@
+// Internal: everything one EngineComposition owns, built in the order runtime spec §1.2 fixes
+// (graph artifact before journal) and released in reverse. Not part of the public surface.
+#ifndef CTX_HOST_RUNTIME_DETAIL_COMPOSITION_PARTS_HPP_
+#define CTX_HOST_RUNTIME_DETAIL_COMPOSITION_PARTS_HPP_
+
+#include <filesystem>
+#include <memory>
+
+#include "host/engine/engine.hpp"
+#include "host/engine/planning/planner.hpp"
+#include "host/runtime/composition.hpp"
+#include "host/store/benefit_audit_store.hpp"
+#include "host/store/graph_store.hpp"
+#include "host/store/sqlite_journal_store.hpp"
+
+namespace ctx::runtime::detail {
+
+struct CompositionParts {
+  // Opens the graph artifact (pin checked), the audit store, the planner, then the journal and
+  // the engine. A failure before the journal is opened leaves no journal file behind.
+  static std::unique_ptr<CompositionParts> open(EngineCompositionOptions options);
+
+  // Releases the engine, journal, planner, audit store and graph snapshot (idempotent).
+  void release() noexcept;
+
+  std::filesystem::path journal_path;
+  std::shared_ptr<planning::BenefitFactsPort> facts;
+  std::shared_ptr<planning::MaterialPort> material;
+  std::shared_ptr<planning::InstallBundlePort> install;
+  std::shared_ptr<const core::Clock> clock;
+  std::unique_ptr<store::GraphStore> graph;
+  std::unique_ptr<store::SqliteBenefitAuditStore> audit;
+  std::unique_ptr<planning::CapabilityPlanner> planner;
+  std::unique_ptr<store::SqliteJournalStore> journal;
+  std::unique_ptr<engine::Engine> engine;
+};
+
+}  // namespace ctx::runtime::detail
+
+#endif  // CTX_HOST_RUNTIME_DETAIL_COMPOSITION_PARTS_HPP_
