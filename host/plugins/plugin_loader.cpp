@@ -1,6 +1,7 @@
 #include "host/plugins/plugin_loader.hpp"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_NOREPLACE, RENAME_EXCHANGE (glibc >= 2.28)
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,12 +199,22 @@ CachedCopy copy_into_cache(const fs::path& source, const fs::path& cache_dir,
   CachedCopy copy;
   copy.path = cache_dir / (actual + ".so");
   copy.sha256 = actual;
-  struct stat existing {};
-  copy.created = ::lstat(copy.path.c_str(), &existing) != 0;
-  if (::rename(temp.c_str(), copy.path.c_str()) != 0) {
+  // Publish atomically. A cache file of the same digest from an earlier load is swapped out
+  // (RENAME_EXCHANGE) rather than renamed over: the bytes loaded are always the bytes hashed by
+  // this load, and ext4 does not force the new file's blocks out as it does for rename-over.
+  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, copy.path.c_str(), RENAME_NOREPLACE) == 0) {
+    copy.created = true;
+    temp_guard.release();
+  } else if (errno == EEXIST &&
+             ::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, copy.path.c_str(), RENAME_EXCHANGE) ==
+                 0) {
+    // `temp` now names the previous cache file; temp_guard unlinks it.
+  } else if ((errno == EINVAL || errno == ENOSYS) &&
+             ::rename(temp.c_str(), copy.path.c_str()) == 0) {
+    temp_guard.release();  // a filesystem without renameat2 flags: plain atomic replace
+  } else {
     throw SystemError("cannot publish " + copy.path.string() + ": " + errno_text(errno));
   }
-  temp_guard.release();
   return copy;
 }
 

@@ -335,6 +335,27 @@ TEST_F(PluginLoaderTest, FailedLoadsCreateNoDirectories) {
   EXPECT_TRUE(fs::is_directory(loader.cache_dir()));
 }
 
+TEST_F(PluginLoaderTest, ReloadNeverTrustsAnEarlierCacheFile) {
+  const LockEntry pinned = loader_.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER);
+  const fs::path cached = cache_dir() / (pinned.sha256 + ".so");
+  struct stat before {};
+  ASSERT_EQ(::stat(cached.c_str(), &before), 0);
+  // Corrupt the cached copy in place (only our uid or root could): the next load swaps in the
+  // bytes it has just verified instead of loading what the cache holds.
+  ASSERT_EQ(::chmod(cached.c_str(), 0700), 0);
+  write_bytes(cached, "garbage");
+  const auto plugin = loader_.load(pinned);
+  EXPECT_EQ(plugin->cache_path(), cached);
+  EXPECT_EQ(read_bytes(cached), read_bytes(CTX_FIXTURE_VALID_VERIFIER));
+  struct stat after {};
+  ASSERT_EQ(::stat(cached.c_str(), &after), 0);
+  EXPECT_NE(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_mode & 07777, 0500u);
+  EXPECT_EQ(cache_names(), std::vector<std::string>{pinned.sha256 + ".so"});
+  AbiVerifier verifier(plugin, "k");
+  EXPECT_EQ(verifier.verify("{}", "k"), engine::Verdict::kAccepted);
+}
+
 TEST_F(PluginLoaderTest, LoosePermissionsOnTheCacheAreTightened) {
   fs::create_directories(cache_dir());
   ASSERT_EQ(::chmod(cache_dir().c_str(), 0777), 0);
