@@ -141,18 +141,7 @@ std::vector<std::string> slug_tokens(std::string_view label) {
 
 // Runs of [a-z0-9] of the lower-cased text.
 std::vector<std::string> text_tokens(std::string_view text) {
-  std::vector<std::string> out;
-  std::string current;
-  for (char c : ascii_lower(text)) {
-    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
-      current.push_back(c);
-    } else if (!current.empty()) {
-      out.push_back(std::move(current));
-      current.clear();
-    }
-  }
-  if (!current.empty()) out.push_back(std::move(current));
-  return out;
+  return engine::planning::ascii_tokens(ascii_lower(text));
 }
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {

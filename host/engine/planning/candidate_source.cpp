@@ -17,21 +17,6 @@ Json optional_string(const std::optional<std::string>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
-std::vector<std::string> name_tokens(const std::string& name) {
-  std::vector<std::string> out;
-  std::string current;
-  for (char c : name) {
-    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
-      current.push_back(c);
-    } else if (!current.empty()) {
-      out.push_back(std::move(current));
-      current.clear();
-    }
-  }
-  if (!current.empty()) out.push_back(std::move(current));
-  return out;
-}
-
 // _safe_tags: at most 100 canonical tokens, unique; returned sorted.
 std::optional<std::vector<std::string>> safe_tags(const std::vector<std::string>& tags) {
   if (tags.size() > 100) return std::nullopt;
@@ -185,7 +170,7 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
       if (work_signals.count(tag)) tag_matches.insert(tag);
     }
     std::set<std::string> name_matches;
-    for (const auto& token : name_tokens(row.name)) {
+    for (const auto& token : ascii_tokens(row.name)) {
       if (work_signals.count(token)) name_matches.insert(token);
     }
     std::set<std::string> matching = tag_matches;

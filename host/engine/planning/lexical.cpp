@@ -1,5 +1,7 @@
 #include "host/engine/planning/lexical.hpp"
 
+#include <utility>
+
 #include "host/engine/lexical.hpp"
 
 namespace ctx::engine::planning {
@@ -25,6 +27,21 @@ bool is_sorted_unique(const std::vector<std::string>& values) noexcept {
     if (!(values[i - 1] < values[i])) return false;
   }
   return true;
+}
+
+std::vector<std::string> ascii_tokens(std::string_view text) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : text) {
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      current.push_back(c);
+    } else if (!current.empty()) {
+      out.push_back(std::move(current));
+      current.clear();
+    }
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+  return out;
 }
 
 }  // namespace ctx::engine::planning
