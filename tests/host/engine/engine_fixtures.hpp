@@ -155,6 +155,54 @@ inline Json degraded(const std::string& code = "planner-failed") {
           {"status", "degraded"}};
 }
 
+// A granted UserDecision payload answering `request` (decision_basis `basis`).
+inline Json decision_payload(const HostAction& request, const std::string& basis = "interactive") {
+  const auto& p = request.payload();
+  return {{"consent_id", *request.consent_id()},
+          {"decision", "granted"},
+          {"decision_basis", basis},
+          {"policy_snapshot_digest", p["policy_snapshot_digest"]},
+          {"requested_action_content_digest", p["requested_action_content_digest"]},
+          {"requested_action_id", p["requested_action_id"]},
+          {"requested_action_kind", p["requested_action_kind"]},
+          {"requested_action_precondition_revision", p["requested_action_precondition_revision"]}};
+}
+
+// An ActionApplied receipt payload for `action` with its `verification`.
+inline Json receipt(const HostAction& action, Json verification) {
+  return {{"action_content_digest", action.content_digest()},
+          {"action_id", action.action_id()},
+          {"action_kind", action.kind()},
+          {"action_precondition_revision", action.precondition_revision()},
+          {"verification", std::move(verification)}};
+}
+
+// The schema-v3 install verification an honest installer reports for `install`.
+inline Json install_verification(const HostAction& install) {
+  const auto& p = install.payload();
+  return {{"capability_id", *install.entity_id()},
+          {"capability_kind", p["capability_kind"]},
+          {"catalog_identity", p["catalog_identity"]},
+          {"host_state", "installed"},
+          {"install_plan_descriptor", p["install_plan_descriptor"]},
+          {"installer_digest", p["installer_digest"]},
+          {"material_identity", p["result_material"]},
+          {"policy_snapshot_digest", p["policy_snapshot_digest"]},
+          {"schema", kInstallReceiptSchemaV3}};
+}
+
+// The schema-v3 material verification for an activation or deactivation `action`.
+inline Json material_verification(const HostAction& action) {
+  const auto& p = action.payload();
+  return {{"authorized_material", p["authorized_material"]},
+          {"capability_id", *action.entity_id()},
+          {"capability_kind", p["capability_kind"]},
+          {"catalog_identity", p["catalog_identity"]},
+          {"host_state", action.verification()["expected_state"]},
+          {"material_identity", p["material_identity"]},
+          {"schema", kMaterialReceiptSchemaV3}};
+}
+
 }  // namespace ctx::engine::testing
 
 #endif  // CTX_TESTS_HOST_ENGINE_ENGINE_FIXTURES_HPP_

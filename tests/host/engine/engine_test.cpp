@@ -267,50 +267,6 @@ Json desired_payload(const std::string& id, const std::string& lease,
           {"policy_snapshot_digest", policy}};
 }
 
-Json decision_payload(const HostAction& request, const std::string& basis = "interactive") {
-  const auto& p = request.payload();
-  return {{"consent_id", *request.consent_id()},
-          {"decision", "granted"},
-          {"decision_basis", basis},
-          {"policy_snapshot_digest", p["policy_snapshot_digest"]},
-          {"requested_action_content_digest", p["requested_action_content_digest"]},
-          {"requested_action_id", p["requested_action_id"]},
-          {"requested_action_kind", p["requested_action_kind"]},
-          {"requested_action_precondition_revision", p["requested_action_precondition_revision"]}};
-}
-
-Json receipt(const HostAction& action, Json verification) {
-  return {{"action_content_digest", action.content_digest()},
-          {"action_id", action.action_id()},
-          {"action_kind", action.kind()},
-          {"action_precondition_revision", action.precondition_revision()},
-          {"verification", std::move(verification)}};
-}
-
-Json install_verification(const HostAction& install) {
-  const auto& p = install.payload();
-  return {{"capability_id", *install.entity_id()},
-          {"capability_kind", p["capability_kind"]},
-          {"catalog_identity", p["catalog_identity"]},
-          {"host_state", "installed"},
-          {"install_plan_descriptor", p["install_plan_descriptor"]},
-          {"installer_digest", p["installer_digest"]},
-          {"material_identity", p["result_material"]},
-          {"policy_snapshot_digest", p["policy_snapshot_digest"]},
-          {"schema", kInstallReceiptSchemaV3}};
-}
-
-Json material_verification(const HostAction& action) {
-  const auto& p = action.payload();
-  return {{"authorized_material", p["authorized_material"]},
-          {"capability_id", *action.entity_id()},
-          {"capability_kind", p["capability_kind"]},
-          {"catalog_identity", p["catalog_identity"]},
-          {"host_state", action.verification()["expected_state"]},
-          {"material_identity", p["material_identity"]},
-          {"schema", kMaterialReceiptSchemaV3}};
-}
-
 class EngineAuthority : public EngineTest {
  protected:
   const std::string kId = "skill:installed";

@@ -13,6 +13,7 @@
 #include "host/store/sqlite_journal_store.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/journal/journal_fixtures.hpp"
+#include "tests/support/journal/raw_sqlite.hpp"
 
 namespace ctx::testing::journal {
 namespace {
@@ -22,26 +23,6 @@ using engine::ExecutionAuthority;
 using engine::GuardMode;
 using engine::InstallOutcome;
 using store::SqliteJournalStore;
-
-std::int64_t raw_count(const std::filesystem::path& path, const std::string& table) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  std::string sql = "SELECT COUNT(*) FROM " + table;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
-  EXPECT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  std::int64_t count = sqlite3_column_int64(stmt, 0);
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return count;
-}
-
-void raw_exec(const std::filesystem::path& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
-}
 
 const std::string kMaterial = digest_of("result-material");
 const std::string kBinding = digest_of("execution-binding");

@@ -20,6 +20,7 @@
 
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/journal/journal_fixtures.hpp"
+#include "tests/support/journal/raw_sqlite.hpp"
 
 namespace ctx::testing::journal {
 namespace {
@@ -27,30 +28,6 @@ namespace {
 using store::SqliteJournalStore;
 
 // Runs `sql` on `path` through a raw sqlite3 connection (the way an attacker or a bug would).
-void raw_exec(const std::filesystem::path& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
-  std::string message = error ? error : "";
-  sqlite3_free(error);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
-}
-
-std::int64_t raw_count(const std::filesystem::path& path, const std::string& table) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  std::string sql = "SELECT COUNT(*) FROM " + table;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
-  EXPECT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  std::int64_t count = sqlite3_column_int64(stmt, 0);
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return count;
-}
-
 class SqliteJournalStoreTest : public ::testing::Test {
  protected:
   std::filesystem::path path() const { return dir_.path() / "journal.sqlite3"; }

@@ -36,6 +36,7 @@
 #include "host/engine/protocol.hpp"
 #include "host/store/graph_store.hpp"
 #include "tests/support/engine/composition_peer.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace ctx::testing {
 
@@ -47,34 +48,6 @@ inline constexpr std::string_view kSeedNow = "2026-08-02T12:00:00Z";
 inline std::string digest(std::string_view value) { return core::sha256_hex(value); }
 
 inline std::string catalog_namespace_digest() { return digest("managed-query-catalog"); }
-
-// A private, removed-on-destruction directory (pytest's tmp_path).
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "ctx-runtime-seed-XXXXXX").string();
-    char* made = ::mkdtemp(pattern.data());
-    if (made == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = made;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    // Read-only graph files: make them writable again so the tree can be removed.
-    for (auto it = std::filesystem::recursive_directory_iterator(path_, ignored);
-         it != std::filesystem::recursive_directory_iterator(); it.increment(ignored)) {
-      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                   std::filesystem::perm_options::add, ignored);
-    }
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const noexcept { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Closes a composition when the enclosing block ends (the seeds' `with composition:`), while the
 // composition object itself stays inspectable afterwards (`composition.closed`).

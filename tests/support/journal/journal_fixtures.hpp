@@ -101,33 +101,12 @@ inline engine::JournalAppend make_append(const engine::StreamId& s, engine::Revi
 
 }  // namespace ctx::testing::journal
 
-#endif  // CTX_TESTS_SUPPORT_JOURNAL_JOURNAL_FIXTURES_HPP_
 
-#include <cstdlib>
-#include <filesystem>
+#include "tests/support/temp_dir.hpp"
 
 namespace ctx::testing::journal {
 
-// A private (0700) temporary directory removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ctx-journal-XXXXXX").string();
-    char* made = ::mkdtemp(pattern.data());
-    if (made == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const noexcept { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using ::ctx::testing::TempDir;
 
 }  // namespace ctx::testing::journal
 
@@ -156,3 +135,5 @@ class ManualClock final : public core::Clock {
 };
 
 }  // namespace ctx::testing::journal
+
+#endif  // CTX_TESTS_SUPPORT_JOURNAL_JOURNAL_FIXTURES_HPP_
