@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "host/core/crypto.hpp"
 #include "host/plugins/errors.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
@@ -67,12 +68,23 @@ TEST_F(AbiAdaptersTest, InstallerCarriesJsonBothWays) {
   EXPECT_EQ(target, (engine::TargetIdentity{7, 42, 0, 16832, "/fixture/root"}));
   EXPECT_EQ(target.digest(), core::canonical_digest(core::Json::parse(
                                  R"({"device":7,"inode":42,"mode":16832,"owner":0,"path":"/fixture/root"})")));
-  const core::Json request = {{"capability", "skill:x"}, {"n", 1}};
-  EXPECT_EQ(installer.install(request),
-            (core::Json{{"op", "install"}, {"outcome", "applied"}, {"request", request}}));
-  EXPECT_EQ(installer.activate(request)["op"], "activate");
-  EXPECT_EQ(installer.deactivate(request)["op"], "deactivate");
-  EXPECT_EQ(installer.reconcile(request)["op"], "reconcile");
+  const std::string digest = core::sha256_hex("fixture skill");
+  const core::Json request = {
+      {"capability_id", "skill:x"}, {"content", "fixture skill"}, {"content_sha256", digest}};
+  EXPECT_EQ(installer.install(request), (core::Json{{"capability_id", "skill:x"},
+                                                    {"observed_material_identity_digest", digest},
+                                                    {"op", "install"},
+                                                    {"outcome", "applied"},
+                                                    {"verification_digest", digest}}));
+  const core::Json entry = {{"capability_id", "skill:x"}, {"content_sha256", digest}};
+  EXPECT_EQ(installer.activate(entry),
+            (core::Json{{"capability_id", "skill:x"}, {"op", "activate"}, {"outcome", "applied"}}));
+  EXPECT_EQ(installer.reconcile(core::Json{{"capabilities", core::Json::array({entry})}}),
+            core::Json::parse(R"({"capabilities":[{"active":true,"capability_id":"skill:x",)"
+                              R"("installed":true}],"op":"reconcile"})"));
+  EXPECT_EQ(
+      installer.deactivate(core::Json{{"capability_id", "skill:x"}}),
+      (core::Json{{"capability_id", "skill:x"}, {"op", "deactivate"}, {"outcome", "applied"}}));
   EXPECT_EQ(installer.id(), "fixture-installer");
   EXPECT_EQ(installer.identity_digest(), plugin->identity().digest());
   try {
@@ -87,9 +99,14 @@ TEST_F(AbiAdaptersTest, InstallerCarriesJsonBothWays) {
 TEST_F(AbiAdaptersTest, HostAdapterCarriesJsonBothWays) {
   const auto plugin = load(CTX_FIXTURE_VALID_HOST_ADAPTER);
   AbiHostAdapter adapter(plugin, "");
-  const core::Json payload = {{"hook_event_name", "UserPromptSubmit"}};
-  EXPECT_EQ(adapter.parse_hook(payload),
-            (core::Json{{"event", "fixture"}, {"payload", payload}}));
+  const core::Json payload = {
+      {"hook_event_name", "UserPromptSubmit"}, {"prompt", "say hi"}, {"session_id", "s-1"}};
+  EXPECT_EQ(
+      adapter.parse_hook(payload),
+      core::Json::parse(R"({"event":"UserPromptSubmit","scope":{"exposure_id":"fixture-exposure",)"
+                        R"("host_context_id":"fixture-host-context","repository_id":)"
+                        R"("fixture-repository","session_id":"s-1","tenant_id":"fixture-tenant",)"
+                        R"("workspace_id":"fixture-workspace"},"signals":[],"work_ref":{}})"));
   EXPECT_EQ(adapter.render_reply(core::Json{{"actions", {1, 2}}}),
             core::Json::parse(R"({"reply":{"actions":[1,2]}})"));
   EXPECT_EQ(adapter.install_locations(), core::Json::parse(R"({"skills":"/fixture/skills"})"));
