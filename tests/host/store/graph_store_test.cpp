@@ -15,6 +15,7 @@
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/planner.hpp"
 #include "host/store/benefit_audit_store.hpp"
+#include "tests/support/engine/seed_benefit_facts.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::store {
@@ -260,21 +261,7 @@ class SeedFacts final : public planning::BenefitFactsPort {
   std::string benefit_facts_snapshot_digest() const override { return digest_of("managed-benefit-facts"); }
   std::optional<planning::BenefitCandidate> benefit_candidate(
       const planning::CapabilityCandidate& p, const planning::WorkObservation&) override {
-    planning::BenefitCandidate c;
-    c.capability_id = p.capability_id;
-    c.source_digest = p.source_digest;
-    c.resource_profile_digest = digest_of("profile:" + p.capability_id);
-    c.availability = p.actionability == "manual" ? "advisory" : "executable";
-    c.expected_task_benefit_ppm = 800'000;
-    c.relevance_ppm = 900'000;
-    c.trust_ppm = 1'000'000;
-    c.costs = planning::ResourceCosts{};
-    c.evidence.capability_id = p.capability_id;
-    c.evidence.kind = p.kind;
-    c.evidence.source_digest = p.source_digest;
-    c.evidence.evidence_window_digest = digest_of("window:" + p.capability_id);
-    c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;
-    return c;
+    return ctx::testing::seed_benefit_candidate(p);
   }
 };
 

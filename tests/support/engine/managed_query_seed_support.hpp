@@ -28,6 +28,7 @@
 #include "host/core/crypto.hpp"
 #include "host/core/time.hpp"
 #include "host/runtime/composition.hpp"
+#include "tests/support/engine/seed_benefit_facts.hpp"
 #include "host/runtime/managed_query.hpp"
 #include "host/engine/identities.hpp"
 #include "host/engine/planning/benefit.hpp"
@@ -126,25 +127,7 @@ class Facts final : public planning::BenefitFactsPort {
       std::lock_guard lock(mutex_);
       calls_.push_back(presentation.capability_id);
     }
-    planning::BenefitCandidate facts;
-    facts.capability_id = presentation.capability_id;
-    facts.source_digest = presentation.source_digest;
-    facts.resource_profile_digest = digest("profile:" + presentation.capability_id);
-    facts.availability = presentation.actionability == "manual" ? "advisory" : "executable";
-    facts.expected_task_benefit_ppm = 800'000;
-    facts.relevance_ppm = 900'000;
-    facts.trust_ppm = 1'000'000;
-    facts.costs = planning::ResourceCosts{};
-    facts.evidence.capability_id = presentation.capability_id;
-    facts.evidence.kind = presentation.kind;
-    facts.evidence.source_digest = presentation.source_digest;
-    facts.evidence.evidence_window_digest = digest("window:" + presentation.capability_id);
-    facts.evidence.opportunity_observable = false;
-    facts.source_trusted = true;
-    facts.security_approved = true;
-    facts.permissions_allowed = true;
-    facts.credentials_available = true;
-    return facts;
+    return seed_benefit_candidate(presentation);
   }
   std::vector<std::string> calls() const {
     std::lock_guard lock(mutex_);
