@@ -6,14 +6,12 @@
 #ifndef CTX_HOST_CORE_CANONICAL_JSON_HPP_
 #define CTX_HOST_CORE_CANONICAL_JSON_HPP_
 
-#include <nlohmann/json.hpp>
-
 #include <string>
 #include <string_view>
 
-namespace ctx::core {
+#include "host/core/json_reader.hpp"
 
-using Json = nlohmann::json;
+namespace ctx::core {
 
 enum class Encoding { kUtf8, kAscii };  // canon-U, canon-A
 
@@ -23,11 +21,8 @@ std::string canonical_json(const Json& value, Encoding encoding = Encoding::kUtf
 // sha256 hex of canonical_json(value, encoding).
 std::string canonical_digest(const Json& value, Encoding encoding = Encoding::kUtf8);
 
-// Parses `text`. Errors: InvalidArgument naming the reason, also for duplicate object keys.
-Json parse_json(std::string_view text);
-
 // Parses `text` and requires it to be byte-identical to its canonical re-encoding.
-// Errors: InvalidArgument ("not canonical" or the parse reason).
+// Errors: InvalidArgument "json is not canonical", or parse_json's JsonFieldError.
 Json parse_canonical_json(std::string_view text, Encoding encoding = Encoding::kUtf8);
 
 }  // namespace ctx::core

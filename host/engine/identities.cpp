@@ -3,13 +3,13 @@
 #include <utility>
 
 #include "host/engine/errors.hpp"
-#include "host/engine/json_fields.hpp"
 #include "host/engine/lexical.hpp"
 
 namespace ctx::engine {
 namespace {
 
-using Reader = detail::FieldReader<InvalidIdentityError>;
+using Reader = core::JsonObjectReader;
+constexpr core::JsonErrorRaiser kRaise = core::raise_as<InvalidIdentityError>;
 
 void require_identity(const std::string& capability_id, const std::string& kind) {
   if (!is_capability_identity(capability_id, kind)) {
@@ -76,12 +76,12 @@ CatalogCapabilityIdentity CatalogCapabilityIdentity::create(std::string capabili
 }
 
 CatalogCapabilityIdentity CatalogCapabilityIdentity::from_json(const Json& value) {
-  Reader r(value, "catalog capability identity");
+  Reader r(value, "catalog capability identity", kRaise);
   r.exact({"capability_id", "catalog_namespace_digest", "identity_digest", "kind", "schema"});
   r.literal("schema", kCatalogIdentitySchema, "catalog capability identity schema");
   auto out = create(r.string("capability_id"), r.string("kind"),
-                    r.digest("catalog_namespace_digest"));
-  require_match(r.digest("identity_digest"), out.identity_digest_,
+                    r.string("catalog_namespace_digest", kDigest));
+  require_match(r.string("identity_digest", kDigest), out.identity_digest_,
                 "identity_digest does not match catalog identity fields");
   return out;
 }
@@ -119,13 +119,13 @@ MaterialIdentity MaterialIdentity::create(std::string capability_id, std::string
 }
 
 MaterialIdentity MaterialIdentity::from_json(const Json& value) {
-  Reader r(value, "material identity");
+  Reader r(value, "material identity", kRaise);
   r.exact({"capability_id", "content_bytes", "content_sha256", "identity_digest", "kind",
            "schema"});
   r.literal("schema", kMaterialIdentitySchema, "material identity schema");
-  auto out = create(r.string("capability_id"), r.string("kind"), r.digest("content_sha256"),
+  auto out = create(r.string("capability_id"), r.string("kind"), r.string("content_sha256", kDigest),
                     r.integer("content_bytes", 0, kMaxPreparedContentBytes));
-  require_match(r.digest("identity_digest"), out.identity_digest_,
+  require_match(r.string("identity_digest", kDigest), out.identity_digest_,
                 "identity_digest does not match material identity fields");
   return out;
 }
@@ -201,7 +201,7 @@ MaterialDescriptor MaterialDescriptor::create(std::string capability_id, std::st
 }
 
 MaterialDescriptor MaterialDescriptor::from_json(const Json& value) {
-  Reader r(value, "material descriptor");
+  Reader r(value, "material descriptor", kRaise);
   const bool v2 = r.has("schema") && r.at("schema") == kMaterialDescriptorV2Schema;
   if (!v2) r.literal("schema", kMaterialDescriptorV1Schema, "material descriptor schema");
   if (v2) {
@@ -214,14 +214,14 @@ MaterialDescriptor MaterialDescriptor::from_json(const Json& value) {
              "schema"});
   }
   std::optional<std::string> content;
-  if (!r.at("content_sha256").is_null()) content = r.digest("content_sha256");
+  if (!r.at("content_sha256").is_null()) content = r.string("content_sha256", kDigest);
   std::optional<std::string> identity;
-  if (v2) identity = r.digest("material_identity_digest");
+  if (v2) identity = r.string("material_identity_digest", kDigest);
   auto out = create(r.string("capability_id"), r.string("kind"), r.string("actionability"),
                     std::move(content), r.integer("content_bytes", 0, kMaxPreparedContentBytes),
                     r.integer("estimated_tokens", 0, kMaxPreparedContentTokens),
-                    r.digest("material_snapshot_digest"), std::move(identity));
-  require_match(r.digest("descriptor_digest"), out.descriptor_digest_,
+                    r.string("material_snapshot_digest", kDigest), std::move(identity));
+  require_match(r.string("descriptor_digest", kDigest), out.descriptor_digest_,
                 "descriptor_digest does not match descriptor fields");
   return out;
 }
@@ -268,17 +268,17 @@ InstalledMaterialLineage InstalledMaterialLineage::create(
 }
 
 InstalledMaterialLineage InstalledMaterialLineage::from_json(const Json& value) {
-  Reader r(value, "installed material lineage");
+  Reader r(value, "installed material lineage", kRaise);
   r.exact({"capability_id", "catalog_identity_digest", "install_action_content_digest",
            "install_receipt_content_digest", "kind", "lineage_digest",
            "material_identity_digest", "origin_install_descriptor_digest", "schema"});
   r.literal("schema", kInstalledLineageSchema, "installed material lineage schema");
   auto out = create(r.string("capability_id"), r.string("kind"),
-                    r.digest("catalog_identity_digest"), r.digest("material_identity_digest"),
-                    r.digest("origin_install_descriptor_digest"),
-                    r.digest("install_action_content_digest"),
-                    r.digest("install_receipt_content_digest"));
-  require_match(r.digest("lineage_digest"), out.lineage_digest_,
+                    r.string("catalog_identity_digest", kDigest), r.string("material_identity_digest", kDigest),
+                    r.string("origin_install_descriptor_digest", kDigest),
+                    r.string("install_action_content_digest", kDigest),
+                    r.string("install_receipt_content_digest", kDigest));
+  require_match(r.string("lineage_digest", kDigest), out.lineage_digest_,
                 "lineage_digest does not match installed material lineage fields");
   return out;
 }
@@ -356,7 +356,7 @@ AuthorizedMaterial AuthorizedMaterial::from_installed(const InstalledMaterialLin
 }
 
 AuthorizedMaterial AuthorizedMaterial::from_json(const Json& value) {
-  Reader r(value, "authorized material");
+  Reader r(value, "authorized material", kRaise);
   r.exact({"capability_id", "catalog_identity_digest", "catalog_material_descriptor",
            "installed_material_lineage", "kind", "material_identity_digest", "origin",
            "schema"});
@@ -364,8 +364,8 @@ AuthorizedMaterial AuthorizedMaterial::from_json(const Json& value) {
   AuthorizedMaterial out;
   out.capability_id_ = r.string("capability_id");
   out.kind_ = r.string("kind");
-  out.catalog_identity_digest_ = r.digest("catalog_identity_digest");
-  out.material_identity_digest_ = r.digest("material_identity_digest");
+  out.catalog_identity_digest_ = r.string("catalog_identity_digest", kDigest);
+  out.material_identity_digest_ = r.string("material_identity_digest", kDigest);
   out.origin_ = r.string("origin");
   if (!r.at("catalog_material_descriptor").is_null()) {
     out.descriptor_ = MaterialDescriptor::from_json(r.at("catalog_material_descriptor"));
@@ -435,7 +435,7 @@ InstallPlanDescriptor InstallPlanDescriptor::create(Fields fields) {
 }
 
 InstallPlanDescriptor InstallPlanDescriptor::from_json(const Json& value) {
-  Reader r(value, "install plan descriptor");
+  Reader r(value, "install plan descriptor", kRaise);
   const bool v2 = r.has("schema") && r.at("schema") == kInstallDescriptorV2Schema;
   if (!v2) r.literal("schema", kInstallDescriptorV1Schema, "install plan descriptor schema");
   if (v2) {
@@ -450,16 +450,16 @@ InstallPlanDescriptor InstallPlanDescriptor::from_json(const Json& value) {
   Fields f;
   f.capability_id = r.string("capability_id");
   f.kind = r.string("kind");
-  f.installer_id = r.canonical_token("installer_id");
-  f.plan_digest = r.digest("plan_digest");
-  f.provenance_digest = r.digest("provenance_digest");
+  f.installer_id = r.string("installer_id", kCanonicalToken);
+  f.plan_digest = r.string("plan_digest", kDigest);
+  f.provenance_digest = r.string("provenance_digest", kDigest);
   f.target_scope = r.string("target_scope");
   f.rollback_strategy = r.string("rollback_strategy");
   f.permission_expansion = r.boolean("permission_expansion");
   f.credential_requirement = r.boolean("credential_requirement");
-  if (v2) f.result_material_identity_digest = r.digest("result_material_identity_digest");
+  if (v2) f.result_material_identity_digest = r.string("result_material_identity_digest", kDigest);
   auto out = create(std::move(f));
-  require_match(r.digest("descriptor_digest"), out.descriptor_digest_,
+  require_match(r.string("descriptor_digest", kDigest), out.descriptor_digest_,
                 "descriptor_digest does not match descriptor fields");
   return out;
 }
@@ -516,13 +516,13 @@ InstallExecutionBinding InstallExecutionBinding::create(std::string driver_id,
 }
 
 InstallExecutionBinding InstallExecutionBinding::from_json(const Json& value) {
-  Reader r(value, "install execution binding");
+  Reader r(value, "install execution binding", kRaise);
   r.exact({"binding_digest", "driver_digest", "driver_id", "host_identity_digest", "schema",
            "target_identity_digest"});
   r.literal("schema", kExecutionBindingSchema, "install execution binding schema");
-  auto out = create(r.canonical_token("driver_id"), r.digest("driver_digest"),
-                    r.digest("host_identity_digest"), r.digest("target_identity_digest"));
-  require_match(r.digest("binding_digest"), out.binding_digest_,
+  auto out = create(r.string("driver_id", kCanonicalToken), r.string("driver_digest", kDigest),
+                    r.string("host_identity_digest", kDigest), r.string("target_identity_digest", kDigest));
+  require_match(r.string("binding_digest", kDigest), out.binding_digest_,
                 "binding_digest does not match execution binding fields");
   return out;
 }
@@ -583,12 +583,12 @@ InstallConsentPolicy InstallConsentPolicy::safe_default() {
 }
 
 InstallConsentPolicy InstallConsentPolicy::from_json(const Json& value) {
-  Reader r(value, "install consent policy");
+  Reader r(value, "install consent policy", kRaise);
   r.exact({"agent_mode", "mcp_server_mode", "policy_digest", "schema", "skill_mode"});
   r.literal("schema", kConsentPolicySchema, "install consent policy schema");
   auto out =
       create(r.string("skill_mode"), r.string("agent_mode"), r.string("mcp_server_mode"));
-  require_match(r.digest("policy_digest"), out.policy_digest_,
+  require_match(r.string("policy_digest", kDigest), out.policy_digest_,
                 "policy_digest does not match policy fields");
   return out;
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "host/core/json_reader.hpp"
+
 namespace ctx::engine {
 
 inline constexpr std::size_t kMaxSelectedCapabilities = 5;
@@ -48,6 +50,12 @@ bool is_digest(std::string_view text) noexcept;
 
 // Schema id for audit values: ^ctx\.[a-z0-9][a-z0-9.-]{0,126}$.
 bool is_schema_id(std::string_view text) noexcept;
+
+// The same classes as rules for core::JsonObjectReader::string(key, rule).
+inline constexpr core::StringRule kTrimmed{is_trimmed_string, "a non-empty trimmed string"};
+inline constexpr core::StringRule kDigest{is_digest, "a lowercase SHA-256 digest"};
+inline constexpr core::StringRule kCanonicalToken{is_canonical_token, "a canonical token"};
+inline constexpr core::StringRule kOpaqueToken{is_opaque_token, "an opaque safe token"};
 
 }  // namespace ctx::engine
 

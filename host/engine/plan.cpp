@@ -8,13 +8,13 @@
 
 #include "host/core/crypto.hpp"
 #include "host/engine/errors.hpp"
-#include "host/engine/json_fields.hpp"
 #include "host/engine/lexical.hpp"
 
 namespace ctx::engine {
 namespace {
 
-using Reader = detail::FieldReader<StateValidationError>;
+using Reader = core::JsonObjectReader;
+constexpr core::JsonErrorRaiser kRaise = core::raise_as<StateValidationError>;
 
 [[noreturn]] void invalid(const std::string& message) { throw StateValidationError(message); }
 
@@ -62,7 +62,7 @@ std::string surrogate_value_digest(const Json& value) {
 // ---- PlanCapabilityV3 -----------------------------------------------------------------------
 
 PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
-  Reader r(value, "schema-v3 plan capability");
+  Reader r(value, "schema-v3 plan capability", kRaise);
   r.exact({"actionability", "authority", "benefit", "capability_id", "catalog_entry_digest",
            "catalog_identity", "install_descriptor_digest", "install_plan_digest", "kind",
            "matching_signals", "name", "normalized_score_ppm", "reason_codes"});
@@ -75,7 +75,7 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
       out.capability_id_ != out.kind_ + ":" + out.name_) {
     invalid("schema-v3 plan capability_id must be exactly kind:name");
   }
-  out.source_digest_ = r.digest("catalog_entry_digest");
+  out.source_digest_ = r.string("catalog_entry_digest", kDigest);
   out.score_ppm_ = r.integer("normalized_score_ppm", 0, 1'000'000);
   out.signals_ = sorted_tokens(r.at("matching_signals"), "matching_signals", 0, kMaxMatchingSignals);
   out.reasons_ = sorted_tokens(r.at("reason_codes"), "reason_codes", 1, kMaxReasonCodes);
@@ -84,8 +84,8 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
       out.actionability_ != "manual") {
     invalid("schema-v3 plan actionability is not presentable");
   }
-  out.install_descriptor_digest_ = r.optional_digest("install_descriptor_digest");
-  out.install_plan_digest_ = r.optional_digest("install_plan_digest");
+  out.install_descriptor_digest_ = r.optional_string("install_descriptor_digest", kDigest);
+  out.install_plan_digest_ = r.optional_string("install_plan_digest", kDigest);
   const bool install = out.actionability_ == "install";
   if (install != out.install_descriptor_digest_.has_value() ||
       install != out.install_plan_digest_.has_value()) {
@@ -97,7 +97,7 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
     invalid("schema-v3 catalog identity does not match the plan row");
   }
 
-  Reader benefit(r.at("benefit"), "schema-v3 benefit projection");
+  Reader benefit(r.at("benefit"), "schema-v3 benefit projection", kRaise);
   benefit.exact({"individual_net_benefit_u", "marginal_net_benefit_u", "tier"});
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   out.tier_ = benefit.string("tier");
@@ -113,7 +113,7 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
     invalid("schema-v3 planning authority type must equal actionability");
   }
   if (out.is_load()) {
-    Reader(authority, "schema-v3 load authority").exact({"material", "type"});
+    Reader(authority, "schema-v3 load authority", kRaise).exact({"material", "type"});
     out.material_ = typed([&] { return AuthorizedMaterial::from_json(authority.at("material")); },
                           "load material");
     if (out.material_->origin() != "catalog" ||
@@ -123,7 +123,7 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
       invalid("schema-v3 load authority does not match the plan row");
     }
   } else if (install) {
-    Reader(authority, "schema-v3 install authority").exact({"descriptor", "result_material", "type"});
+    Reader(authority, "schema-v3 install authority", kRaise).exact({"descriptor", "result_material", "type"});
     out.descriptor_ = typed(
         [&] { return InstallPlanDescriptor::from_json(authority.at("descriptor")); },
         "install descriptor");
@@ -137,7 +137,7 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
       invalid("schema-v3 install authority does not match the plan row");
     }
   } else {
-    Reader(authority, "schema-v3 manual authority").exact({"type"});
+    Reader(authority, "schema-v3 manual authority", kRaise).exact({"type"});
   }
   return out;
 }
@@ -157,7 +157,7 @@ MaterialIdentity PlanCapabilityV3::material_identity() const {
 // ---- BenefitAuditReference ------------------------------------------------------------------
 
 BenefitAuditReference BenefitAuditReference::from_json(const Json& value) {
-  Reader r(value, "benefit audit");
+  Reader r(value, "benefit audit", kRaise);
   r.exact({"calibration_digest", "candidate_pool_count", "policy_digest", "policy_schema_id",
            "requested_limit", "result_digest", "result_schema_id", "search_evaluation_count",
            "selection_algorithm_id"});
@@ -169,9 +169,9 @@ BenefitAuditReference BenefitAuditReference::from_json(const Json& value) {
   out.result_schema_id = r.string("result_schema_id");
   out.policy_schema_id = r.string("policy_schema_id");
   out.selection_algorithm_id = r.string("selection_algorithm_id");
-  out.result_digest = r.digest("result_digest");
-  out.policy_digest = r.digest("policy_digest");
-  out.calibration_digest = r.digest("calibration_digest");
+  out.result_digest = r.string("result_digest", kDigest);
+  out.policy_digest = r.string("policy_digest", kDigest);
+  out.calibration_digest = r.string("calibration_digest", kDigest);
   out.requested_limit = r.integer("requested_limit", 0, 5);
   out.candidate_pool_count = r.integer("candidate_pool_count", 0, 512);
   out.search_evaluation_count = r.integer("search_evaluation_count", 0, 1'000'000);
@@ -302,7 +302,7 @@ DecisionParts parse_decision(const Reader& r) {
 CommittedPlanV3 CommittedPlanV3::from_decision(std::string plan_id,
                                                std::string catalog_snapshot_id,
                                                const Json& decision) {
-  Reader r(decision, "decision");
+  Reader r(decision, "decision", kRaise);
   r.exact({"abstention_code", "benefit_audit", "capabilities", "status"});
   auto parts = parse_decision(r);
   return create(std::move(plan_id), std::move(catalog_snapshot_id),
@@ -311,7 +311,7 @@ CommittedPlanV3 CommittedPlanV3::from_decision(std::string plan_id,
 }
 
 CommittedPlanV3 CommittedPlanV3::from_json(const Json& value) {
-  Reader r(value, "schema-v3 committed plan");
+  Reader r(value, "schema-v3 committed plan", kRaise);
   r.exact({"abstention_code", "benefit_audit", "capabilities", "catalog_snapshot_id",
            "decision_digest", "plan_id", "status"});
   auto parts = parse_decision(r);

@@ -8,13 +8,13 @@
 #include "host/core/time.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/identities.hpp"
-#include "host/engine/json_fields.hpp"
 #include "host/engine/lexical.hpp"
 
 namespace ctx::engine {
 namespace {
 
-using Reader = detail::FieldReader<ProtocolValidationError>;
+using Reader = core::JsonObjectReader;
+constexpr core::JsonErrorRaiser kRaise = core::raise_as<ProtocolValidationError>;
 
 const std::set<std::string_view> kEventKinds = {
     "SessionStarted",      "WorkspaceObserved",     "IntentObserved",
@@ -117,7 +117,7 @@ void require_json_value(const Json& value, const std::string& field) {
 // Requires exact key set `keys` on `value` named `name`.
 void exact_keys(const Json& value, std::initializer_list<std::string_view> keys,
                 const std::string& name) {
-  Reader(value, name).exact(keys);
+  Reader(value, name, kRaise).exact(keys);
 }
 
 Json opt(const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); }
@@ -939,7 +939,7 @@ Transition Transition::create(std::string event_id, ScopeRef scope, std::int64_t
 }
 
 Transition Transition::from_json(const Json& value) {
-  Reader r(value, "transition");
+  Reader r(value, "transition", kRaise);
   r.exact({"actions", "diagnostics", "event_id", "from_revision", "protocol_version", "scope",
            "to_revision"});
   require_version(value.at("protocol_version"));

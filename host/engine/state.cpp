@@ -9,13 +9,13 @@
 
 #include "host/core/crypto.hpp"
 #include "host/engine/errors.hpp"
-#include "host/engine/json_fields.hpp"
 #include "host/engine/lexical.hpp"
 
 namespace ctx::engine {
 namespace {
 
-using Reader = detail::FieldReader<StateValidationError>;
+using Reader = core::JsonObjectReader;
+constexpr core::JsonErrorRaiser kRaise = core::raise_as<StateValidationError>;
 
 [[noreturn]] void invalid(const std::string& message) { throw StateValidationError(message); }
 
@@ -110,7 +110,7 @@ Json LeaseRef::to_json() const {
 }
 
 LeaseRef LeaseRef::from_json(const Json& value) {
-  Reader r(value, "lease");
+  Reader r(value, "lease", kRaise);
   r.exact({"exposure_id", "lease_id", "owner_id"});
   LeaseRef out{r.string("lease_id"), r.string("owner_id"), r.string("exposure_id")};
   require_text(out.lease_id, "lease_id");
@@ -200,7 +200,7 @@ Json CapabilityStateV3::to_json() const {
 }
 
 CapabilityStateV3 CapabilityStateV3::from_json(const Json& value) {
-  Reader r(value, "schema-v3 capability state");
+  Reader r(value, "schema-v3 capability state", kRaise);
   r.exact({"activation", "activation_lease_id", "catalog_snapshot_id",
            "current_authorized_material", "installation", "leases", "material_identity",
            "plan_id", "rollback_held", "rollback_owner_id", "selection"});
@@ -239,7 +239,7 @@ Json PendingEffect::to_json() const {
 }
 
 PendingEffect PendingEffect::from_json(const Json& value) {
-  Reader r(value, "pending effect");
+  Reader r(value, "pending effect", kRaise);
   r.exact({"action", "effect", "rollback_capability_id"});
   return PendingEffect{action_from(r.at("action"), "pending effect"), r.string("effect"),
                        r.at("rollback_capability_id").is_null()
@@ -252,7 +252,7 @@ Json PendingConsent::to_json() const {
 }
 
 PendingConsent PendingConsent::from_json(const Json& value) {
-  Reader r(value, "pending consent");
+  Reader r(value, "pending consent", kRaise);
   r.exact({"consent_id", "install_action"});
   return PendingConsent{r.string("consent_id"),
                         action_from(r.at("install_action"), "pending consent")};
@@ -267,7 +267,7 @@ Json CapabilityEvidence::to_json() const {
 }
 
 CapabilityEvidence CapabilityEvidence::from_json(const Json& value) {
-  Reader r(value, "evidence");
+  Reader r(value, "evidence", kRaise);
   r.exact({"capability_id", "exposure", "exposure_id", "invocation", "source_digest"});
   return CapabilityEvidence{r.string("exposure_id"), r.string("capability_id"),
                             r.string("source_digest"), r.string("exposure"),
@@ -575,7 +575,7 @@ EngineState EngineState::create(Fields fields) {
 }
 
 EngineState EngineState::from_json(const Json& value) {
-  Reader r(value, "engine state");
+  Reader r(value, "engine state", kRaise);
   r.exact({"blocked_capability_ids", "blocked_deactivation_ids",
            "blocked_install_descriptor_digests", "capabilities", "committed_plan", "evidence",
            "host_descriptor_digest", "host_level", "install_policy_snapshot_digest",
