@@ -97,6 +97,35 @@ struct EnumStrings {
   }
 };
 
+// Binds a persisted enum to its one EnumStrings table: specialise with
+// `static constexpr const auto& kStrings = kMyEnumStrings;` beside the enum.
+template <typename E>
+struct EnumTraits;
+
+template <typename E>
+concept PersistedEnum = requires { EnumTraits<E>::kStrings.to_string(E{}); };
+
+// The persisted spelling of `value`.
+template <PersistedEnum E>
+constexpr std::string_view to_string(E value) noexcept {
+  return EnumTraits<E>::kStrings.to_string(value);
+}
+
+// The enum spelled `text`. Errors: JsonFieldError kInvalidValue "unknown <what>" (the text itself
+// is not quoted: it may be untrusted).
+template <PersistedEnum E>
+E parse_enum(std::string_view text) {
+  if (const auto found = EnumTraits<E>::kStrings.find(text)) return *found;
+  throw JsonFieldError(JsonFieldError::Reason::kInvalidValue, "",
+                       "unknown " + std::string(EnumTraits<E>::kStrings.what));
+}
+
+// The enum spelled `text`, or nullopt.
+template <PersistedEnum E>
+constexpr std::optional<E> find_enum(std::string_view text) noexcept {
+  return EnumTraits<E>::kStrings.find(text);
+}
+
 // Reads the fields of one JSON object named `name` in messages. Every failure calls the raiser
 // (default: throw the JsonFieldError itself). The reader borrows `value`: it must outlive it.
 class JsonObjectReader {
@@ -157,6 +186,14 @@ class JsonObjectReader {
                                        const EnumStrings<E, N>& strings) const {
     if (absent_or_null(key)) return std::nullopt;
     return enumerated(key, strings);
+  }
+  template <PersistedEnum E>
+  E enumerated(std::string_view key) const {
+    return enumerated(key, EnumTraits<E>::kStrings);
+  }
+  template <PersistedEnum E>
+  std::optional<E> optional_enumerated(std::string_view key) const {
+    return optional_enumerated(key, EnumTraits<E>::kStrings);
   }
 
   // Requires string field `key` to equal `expected` (schema ids, fixed literals).
