@@ -1,7 +1,9 @@
 #include "host/engine/planning/candidate_source.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "host/engine/errors.hpp"
@@ -23,9 +25,10 @@ std::optional<std::vector<std::string>> safe_tags(const std::vector<std::string>
   for (const auto& tag : tags) {
     if (!is_canonical_token(tag)) return std::nullopt;
   }
-  std::set<std::string> unique(tags.begin(), tags.end());
-  if (unique.size() != tags.size()) return std::nullopt;
-  return std::vector<std::string>(unique.begin(), unique.end());
+  std::vector<std::string> sorted = tags;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return std::nullopt;
+  return sorted;
 }
 
 std::string source_digest(const std::string& capability_id, const std::string& kind,
@@ -47,6 +50,21 @@ std::string source_digest(const std::string& capability_id, const std::string& k
   return core::canonical_digest(value, core::Encoding::kAscii);
 }
 
+// Canonical tokens and digests never contain '|' or ',', so this key is unambiguous.
+std::string projection_inputs(const std::string& kind, const std::string& name,
+                              const std::vector<std::string>& tags,
+                              const std::string& actionability,
+                              const std::optional<std::string>& install_descriptor_digest,
+                              const std::optional<std::string>& install_plan_digest,
+                              const std::optional<std::string>& material_descriptor_digest) {
+  std::string out = kind + "|" + name + "|" + actionability + "|" +
+                    install_descriptor_digest.value_or("-") + "|" +
+                    install_plan_digest.value_or("-") + "|" +
+                    material_descriptor_digest.value_or("-") + "|";
+  for (const auto& tag : tags) out.append(tag).append(",");
+  return out;
+}
+
 auto order_key(const CapabilityCandidate& c) {
   return std::make_tuple(-c.normalized_score_ppm, std::cref(c.capability_id),
                          std::cref(c.source_digest));
@@ -56,8 +74,13 @@ auto order_key(const CapabilityCandidate& c) {
 
 CatalogCandidateSource::CatalogCandidateSource(const GraphRetrievalPort& graph,
                                                MaterialPort* material, InstallBundlePort* install,
-                                               std::int64_t candidate_limit)
-    : graph_(graph), material_(material), install_(install), candidate_limit_(candidate_limit) {
+                                               std::int64_t candidate_limit,
+                                               std::size_t memo_capacity)
+    : graph_(graph),
+      material_(material),
+      install_(install),
+      candidate_limit_(candidate_limit),
+      projections_(memo_capacity) {
   if (candidate_limit < 6 || candidate_limit > 512) {
     throw PlannerValidationError("candidate_limit must be an integer from 6 through 512");
   }
@@ -165,30 +188,40 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
     }
     const auto tags_safe = safe_tags(row.tags);
     if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) continue;
-    std::set<std::string> tag_matches;
+    // Sorted unique matches of the tags (already sorted unique) and of the name tokens.
+    std::vector<std::string> tag_matches;
     for (const auto& tag : *tags_safe) {
-      if (work_signals.count(tag)) tag_matches.insert(tag);
+      if (work_signals.count(tag)) tag_matches.push_back(tag);
     }
-    std::set<std::string> name_matches;
-    for (const auto& token : ascii_tokens(row.name)) {
-      if (work_signals.count(token)) name_matches.insert(token);
+    std::vector<std::string> name_matches;
+    for (auto& token : ascii_tokens(row.name)) {
+      if (work_signals.count(token)) name_matches.push_back(std::move(token));
     }
-    std::set<std::string> matching = tag_matches;
-    matching.insert(name_matches.begin(), name_matches.end());
-    std::set<std::string> reasons{"graph-match"};
-    if (!name_matches.empty()) reasons.insert("name-match");
-    if (!tag_matches.empty()) reasons.insert("tag-match");
+    std::sort(name_matches.begin(), name_matches.end());
+    name_matches.erase(std::unique(name_matches.begin(), name_matches.end()), name_matches.end());
+    std::vector<std::string> matching;
+    matching.reserve(tag_matches.size() + name_matches.size());
+    std::set_union(tag_matches.begin(), tag_matches.end(), name_matches.begin(),
+                   name_matches.end(), std::back_inserter(matching));
+    bool language_match = false;
+    bool signal_match = false;
     for (const auto& m : matching) {
-      if (languages.count(m)) reasons.insert("language-match");
-      if (signals.count(m)) reasons.insert("signal-match");
+      language_match = language_match || languages.count(m) != 0;
+      signal_match = signal_match || signals.count(m) != 0;
     }
+    // Sorted: graph-match < language-match < name-match < signal-match < tag-match.
+    std::vector<std::string> reasons{"graph-match"};
+    if (language_match) reasons.emplace_back("language-match");
+    if (!name_matches.empty()) reasons.emplace_back("name-match");
+    if (signal_match) reasons.emplace_back("signal-match");
+    if (!tag_matches.empty()) reasons.emplace_back("tag-match");
     CapabilityCandidate candidate;
     candidate.capability_id = capability_id;
     candidate.kind = row.kind;
     candidate.name = row.name;
     candidate.normalized_score_ppm = row.normalized_score_ppm;
-    candidate.matching_signals.assign(matching.begin(), matching.end());
-    candidate.reason_codes.assign(reasons.begin(), reasons.end());
+    candidate.matching_signals = std::move(matching);
+    candidate.reason_codes = std::move(reasons);
     if (loadable) {
       candidate.actionability = "load";
     } else if (install) {
@@ -198,11 +231,23 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
     } else {
       candidate.actionability = "manual";
     }
-    candidate.source_digest = source_digest(
-        capability_id, row.kind, row.name, *tags_safe, candidate.actionability,
-        install ? std::optional<std::string>(install->descriptor_digest()) : std::nullopt,
-        candidate.install_plan_digest,
-        material ? std::optional<std::string>(material->descriptor_digest()) : std::nullopt);
+    const auto install_digest =
+        install ? std::optional<std::string>(install->descriptor_digest()) : std::nullopt;
+    const auto material_digest =
+        material ? std::optional<std::string>(material->descriptor_digest()) : std::nullopt;
+    std::string inputs = projection_inputs(row.kind, row.name, *tags_safe, candidate.actionability,
+                                           install_digest, candidate.install_plan_digest,
+                                           material_digest);
+    const Projection* projected = projections_.find(capability_id);
+    if (projected == nullptr || projected->inputs != inputs) {
+      projected = &projections_.put(
+          capability_id,
+          Projection{std::move(inputs),
+                     source_digest(capability_id, row.kind, row.name, *tags_safe,
+                                   candidate.actionability, install_digest,
+                                   candidate.install_plan_digest, material_digest)});
+    }
+    candidate.source_digest = projected->source_digest;
     try {
       validate_capability_candidate(candidate);
     } catch (const PlannerValidationError&) {
@@ -211,16 +256,21 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
     candidates.push_back(std::move(candidate));
   }
   // One row per identity; identities seen with two source digests are dropped.
-  std::map<std::string, std::vector<const CapabilityCandidate*>> by_id;
-  for (const auto& c : candidates) by_id[c.capability_id].push_back(&c);
+  std::map<std::string_view, std::vector<std::size_t>> by_id;
+  for (std::size_t i = 0; i < candidates.size(); ++i) by_id[candidates[i].capability_id].push_back(i);
   std::vector<CapabilityCandidate> out;
+  out.reserve(by_id.size());
   for (const auto& [id, group] : by_id) {
-    std::set<std::string> sources;
-    for (const auto* c : group) sources.insert(c->source_digest);
-    if (sources.size() != 1) continue;
-    out.push_back(**std::min_element(group.begin(), group.end(), [](const auto* a, const auto* b) {
-      return order_key(*a) < order_key(*b);
-    }));
+    const auto& first_source = candidates[group.front()].source_digest;
+    if (std::any_of(group.begin() + 1, group.end(), [&](std::size_t i) {
+          return candidates[i].source_digest != first_source;
+        })) {
+      continue;
+    }
+    const std::size_t best = *std::min_element(group.begin(), group.end(), [&](auto a, auto b) {
+      return order_key(candidates[a]) < order_key(candidates[b]);
+    });
+    out.push_back(std::move(candidates[best]));
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });

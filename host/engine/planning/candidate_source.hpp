@@ -12,22 +12,25 @@
 #include <vector>
 
 #include "host/engine/planning/candidates.hpp"
+#include "host/engine/planning/lru_map.hpp"
 #include "host/engine/planning/ports.hpp"
 #include "host/engine/planning/retrieval.hpp"
 
 namespace ctx::engine::planning {
 
 inline constexpr std::int64_t kDefaultCandidateLimit = 50;
+inline constexpr std::size_t kDefaultProjectionMemoCapacity = 65'536;
 inline constexpr std::string_view kIndexedAdapterVersion = "ctx.indexed-candidate-source-v4";
 inline constexpr std::string_view kCandidateProjectionVersion = "ctx.catalog-entry.graph-v4";
 
 class CatalogCandidateSource {
  public:
   // `material` and `install` may be null (every row is then manual / never install).
-  // candidate_limit: 6..512. Errors: PlannerValidationError for a bad limit or snapshot digest.
+  // candidate_limit: 6..512; memo_capacity bounds the projection memo (LRU). Errors: PlannerValidationError for a bad limit or snapshot digest.
   CatalogCandidateSource(const GraphRetrievalPort& graph, MaterialPort* material,
                          InstallBundlePort* install,
-                         std::int64_t candidate_limit = kDefaultCandidateLimit);
+                         std::int64_t candidate_limit = kDefaultCandidateLimit,
+                         std::size_t memo_capacity = kDefaultProjectionMemoCapacity);
   CatalogCandidateSource(const CatalogCandidateSource&) = delete;
   CatalogCandidateSource& operator=(const CatalogCandidateSource&) = delete;
 
@@ -65,6 +68,13 @@ class CatalogCandidateSource {
   // An install answer is "" (none) or descriptor digest + result material identity digest.
   mutable std::map<std::string, std::optional<MaterialDescriptor>> material_seen_;
   mutable std::map<std::string, std::optional<std::string>> install_seen_;
+  // The source digest last projected per capability id, with the exact inputs it binds: the
+  // second retrieval of one plan (and every later one) reuses it instead of re-encoding.
+  struct Projection {
+    std::string inputs;
+    std::string source_digest;
+  };
+  mutable LruMap<std::string, Projection> projections_;
 };
 
 }  // namespace ctx::engine::planning

@@ -23,11 +23,11 @@ Json optional_string(const std::optional<std::string>& value) {
 auto pool_key(const CapabilityCandidate& c) {
   return std::make_tuple(std::cref(c.capability_id), std::cref(c.source_digest),
                          std::cref(c.actionability), -c.normalized_score_ppm,
-                         c.equivalence_key.value_or(""), std::cref(c.matching_signals),
-                         std::cref(c.reason_codes));
+                         c.equivalence_key ? std::string_view(*c.equivalence_key) : std::string_view(),
+                         std::cref(c.matching_signals), std::cref(c.reason_codes));
 }
 
-constexpr std::size_t kMaxPinnedSnapshotOutputs = 65'536;
+constexpr std::size_t kSelectionMemoEntries = 8;
 
 std::string joined(const std::vector<std::string>& values) {
   std::string out;
@@ -35,16 +35,55 @@ std::string joined(const std::vector<std::string>& values) {
   return out;
 }
 
-// Canonical tokens and digests never contain '|' or ',', so this key is unambiguous.
-std::string facts_key(const CapabilityCandidate& p, const WorkObservation& w) {
-  return p.capability_id + "|" + p.kind + "|" + p.name + "|" + p.source_digest + "|" +
-         std::to_string(p.normalized_score_ppm) + "|" + joined(p.matching_signals) + "|" +
-         joined(p.reason_codes) + "|" + p.actionability + "|" +
-         p.install_descriptor_digest.value_or("-") + "|" + p.install_plan_digest.value_or("-") +
-         "|" + p.equivalence_key.value_or("-") + "||" + joined(w.signals) + "|" +
-         joined(w.languages) + "|" + joined(w.baseline_capability_ids) + "|" +
-         joined(w.active_capability_ids) + "|" + joined(w.rejected_capability_ids) + "|" +
+// Canonical tokens and digests never contain '|' or ',', so these keys are unambiguous.
+std::string observation_key(const WorkObservation& w) {
+  return joined(w.signals) + "|" + joined(w.languages) + "|" + joined(w.baseline_capability_ids) +
+         "|" + joined(w.active_capability_ids) + "|" + joined(w.rejected_capability_ids) + "|" +
          std::to_string(w.requested_limit);
+}
+
+std::string facts_key(const CapabilityCandidate& p, std::string_view observation) {
+  std::string key = p.capability_id + "|" + p.kind + "|" + p.name + "|" + p.source_digest + "|" +
+                    std::to_string(p.normalized_score_ppm) + "|" + joined(p.matching_signals) +
+                    "|" + joined(p.reason_codes) + "|" + p.actionability + "|" +
+                    p.install_descriptor_digest.value_or("-") + "|" +
+                    p.install_plan_digest.value_or("-") + "|" + p.equivalence_key.value_or("-") +
+                    "||";
+  key.append(observation);
+  return key;
+}
+
+// normalize_candidate_pool over candidates already validated (the candidate source's own rows).
+std::vector<CapabilityCandidate> normalize_validated_pool(
+    const std::vector<CapabilityCandidate>& candidates, const WorkObservation& observation) {
+  if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
+    throw PlannerValidationError("candidate source exceeded its candidate pool limit");
+  }
+  std::set<std::string_view> excluded(observation.baseline_capability_ids.begin(),
+                                      observation.baseline_capability_ids.end());
+  excluded.insert(observation.rejected_capability_ids.begin(),
+                  observation.rejected_capability_ids.end());
+  std::map<std::string_view, std::vector<const CapabilityCandidate*>> by_id;
+  for (const auto& c : candidates) {
+    if (excluded.count(c.capability_id)) continue;
+    if (c.actionability != "load" && c.actionability != "install" && c.actionability != "manual") {
+      continue;
+    }
+    by_id[c.capability_id].push_back(&c);
+  }
+  std::vector<CapabilityCandidate> out;
+  out.reserve(by_id.size());
+  for (const auto& entry : by_id) {
+    const auto& rows = entry.second;
+    const CapabilityCandidate& first = *rows.front();
+    if (std::any_of(rows.begin() + 1, rows.end(), [&first](const auto* r) { return !(*r == first); })) {
+      continue;
+    }
+    out.push_back(first);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return pool_key(a) < pool_key(b); });
+  return out;
 }
 
 }  // namespace
@@ -106,31 +145,8 @@ std::vector<CapabilityCandidate> normalize_candidate_pool(
   if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
     throw PlannerValidationError("candidate source exceeded its candidate pool limit");
   }
-  std::set<std::string> excluded(observation.baseline_capability_ids.begin(),
-                                 observation.baseline_capability_ids.end());
-  excluded.insert(observation.rejected_capability_ids.begin(),
-                  observation.rejected_capability_ids.end());
-  std::map<std::string, std::vector<const CapabilityCandidate*>> by_id;
-  for (const auto& c : candidates) {
-    validate_capability_candidate(c);
-    if (excluded.count(c.capability_id)) continue;
-    if (c.actionability != "load" && c.actionability != "install" && c.actionability != "manual") {
-      continue;
-    }
-    by_id[c.capability_id].push_back(&c);
-  }
-  std::vector<CapabilityCandidate> out;
-  for (const auto& entry : by_id) {
-    const auto& rows = entry.second;
-    const CapabilityCandidate& first = *rows.front();
-    if (std::any_of(rows.begin() + 1, rows.end(), [&first](const auto* r) { return !(*r == first); })) {
-      continue;
-    }
-    out.push_back(first);
-  }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return pool_key(a) < pool_key(b); });
-  return out;
+  for (const auto& c : candidates) validate_capability_candidate(c);
+  return normalize_validated_pool(candidates, observation);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -146,7 +162,9 @@ CapabilityPlanner::CapabilityPlanner(CapabilityPlannerConfig config, NetBenefitP
       material_(material),
       install_(install),
       audit_store_(audit_store),
-      source_(graph, material, install, config_.candidate_limit) {
+      source_(graph, material, install, config_.candidate_limit),
+      facts_seen_(config_.memo_capacity),
+      identities_(config_.memo_capacity) {
   if (!engine::is_opaque_token(config_.planner_version)) {
     throw PlannerValidationError("planner_version must be an opaque safe token");
   }
@@ -185,35 +203,37 @@ void CapabilityPlanner::assert_pins() const {
 }
 
 AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandidate& p,
-                                                           const WorkObservation& work) const {
+                                                           const WorkObservation& work,
+                                                           std::string_view observation) const {
   std::optional<BenefitCandidate> facts = facts_.benefit_candidate(p, work);
   if (!facts) throw PlannerValidationError("candidate is missing authenticated benefit facts");
-  try {
-    validate_benefit_candidate(*facts);
-  } catch (const BenefitValidationError& e) {
-    throw PlannerValidationError(std::string("benefit facts are invalid: ") + e.what());
-  }
-  if (facts->capability_id != p.capability_id || facts->source_digest != p.source_digest) {
-    throw PlannerValidationError("benefit facts do not exactly match candidate identity");
-  }
-  const std::string key = facts_key(p, work);
-  if (const auto seen = facts_seen_.find(key); seen != facts_seen_.end()) {
-    if (!(seen->second == *facts)) {
+  const std::string key = facts_key(p, observation);
+  BenefitCandidate* const seen = facts_seen_.find(key);
+  if (seen == nullptr || !(*seen == *facts)) {
+    // A memo entry was validated when stored; only a new or different answer is checked.
+    try {
+      validate_benefit_candidate(*facts);
+    } catch (const BenefitValidationError& e) {
+      throw PlannerValidationError(std::string("benefit facts are invalid: ") + e.what());
+    }
+    if (facts->capability_id != p.capability_id || facts->source_digest != p.source_digest) {
+      throw PlannerValidationError("benefit facts do not exactly match candidate identity");
+    }
+    if (seen != nullptr) {
       throw PlannerValidationError("benefit facts output drifted without a snapshot digest change");
     }
-  } else {
-    if (facts_seen_.size() >= kMaxPinnedSnapshotOutputs) {
-      throw PlannerValidationError(
-          "pinned snapshot output bound is exhausted; a fresh planner is required");
-    }
-    facts_seen_.emplace(key, *facts);
+    facts_seen_.put(key, *facts);
   }
-  std::optional<CatalogCapabilityIdentity> identity;
-  try {
-    identity = CatalogCapabilityIdentity::create(p.capability_id, p.kind,
-                                                 config_.catalog_namespace_digest);
-  } catch (const InvalidIdentityError&) {
-    throw PlannerValidationError("catalog capability identity is invalid");
+  // A validated presentation's kind is the prefix of its capability id.
+  const CatalogCapabilityIdentity* identity = identities_.find(p.capability_id);
+  if (identity == nullptr) {
+    try {
+      identity = &identities_.put(p.capability_id,
+                                  CatalogCapabilityIdentity::create(
+                                      p.capability_id, p.kind, config_.catalog_namespace_digest));
+    } catch (const InvalidIdentityError&) {
+      throw PlannerValidationError("catalog capability identity is invalid");
+    }
   }
   PlanningAuthority authority;
   authority.type = p.actionability;
@@ -277,15 +297,17 @@ AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandi
     throw PlannerValidationError(
         "schema-v3 planning accepts only load, install, or manual presentation");
   }
-  return AuthenticatedCandidate{p, *identity, *facts, std::move(authority)};
+  return AuthenticatedCandidate{p, *identity, std::move(*facts), std::move(authority)};
 }
 
 std::vector<AuthenticatedCandidate> CapabilityPlanner::authenticate(
     const std::vector<CapabilityCandidate>& pool, const WorkObservation& work) const {
+  const std::string observation = observation_key(work);
   std::vector<AuthenticatedCandidate> out;
+  out.reserve(pool.size());
   for (const auto& presentation : pool) {
     try {
-      out.push_back(authenticate_one(presentation, work));
+      out.push_back(authenticate_one(presentation, work, observation));
     } catch (const CandidateAuthorityUnavailable&) {
       // Authority failure is local to this candidate: never downgraded to manual.
     }
@@ -309,12 +331,24 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
     }
     facts.push_back(c.benefit_candidate);
   }
-  std::optional<BenefitSelectionResult> result;
-  try {
-    result.emplace(policy_.select(facts, requested_limit));
-    policy_.validate_result(*result);
-  } catch (const BenefitValidationError&) {
-    throw PlannerValidationError("net-benefit policy rejected the authenticated candidate pool");
+  // The result is this process's own, fully validated selection: it is never re-run or re-parsed,
+  // and an identical pool reuses it (with its canonical text and digest) instead of re-encoding.
+  std::shared_ptr<const BenefitSelectionResult> result;
+  for (auto it = selections_.begin(); it != selections_.end(); ++it) {
+    if (it->requested_limit == requested_limit && it->facts == facts) {
+      result = it->result;
+      selections_.splice(selections_.begin(), selections_, it);
+      break;
+    }
+  }
+  if (!result) {
+    try {
+      result = std::make_shared<const BenefitSelectionResult>(policy_.select(facts, requested_limit));
+    } catch (const BenefitValidationError&) {
+      throw PlannerValidationError("net-benefit policy rejected the authenticated candidate pool");
+    }
+    if (selections_.size() >= kSelectionMemoEntries) selections_.pop_back();
+    selections_.push_front(SelectionMemo{requested_limit, std::move(facts), result});
   }
   CapabilityPlanV3 plan;
   for (const auto& s : result->selections()) {
@@ -363,7 +397,8 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
   assert_pins();
   std::vector<CapabilityCandidate> pool;
   try {
-    pool = normalize_candidate_pool(source_.retrieve(work), work);
+    // The source's rows are validated as they are built; they are not validated again here.
+    pool = normalize_validated_pool(source_.retrieve(work), work);
   } catch (const CandidateSourceUnavailable&) {
     // An unchanged snapshot cannot become available within one decision; the second attempt is
     // the end validation of the degraded plan.
@@ -377,7 +412,7 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
   assert_pins();
   CapabilityPlanV3 result = select(authenticated, work.requested_limit);
   assert_pins();
-  const auto revalidated_pool = normalize_candidate_pool(source_.retrieve(work), work);
+  const auto revalidated_pool = normalize_validated_pool(source_.retrieve(work), work);
   const auto revalidated = authenticate(revalidated_pool, work);
   if (revalidated_pool != pool || revalidated != authenticated) throw PlannerValidationError("planning inputs drifted during end validation");
   assert_pins();
