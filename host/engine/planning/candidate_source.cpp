@@ -110,13 +110,14 @@ CatalogCandidateSource::CatalogCandidateSource(const GraphRetrievalPort& graph,
   catalog_snapshot_digest_ = core::canonical_digest(value, core::Encoding::kAscii);
 }
 
-std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
-    const WorkObservation& observation) const {
+std::vector<std::string> CatalogCandidateSource::query_tags(const WorkObservation& observation) {
   std::set<std::string> work_signals(observation.signals.begin(), observation.signals.end());
   work_signals.insert(observation.languages.begin(), observation.languages.end());
-  if (work_signals.empty()) return {};
-  const std::vector<std::string> tags(work_signals.begin(), work_signals.end());
-  std::lock_guard lock(mutex_);
+  return std::vector<std::string>(work_signals.begin(), work_signals.end());
+}
+
+std::vector<RetrievedNode> CatalogCandidateSource::retrieve_rows(
+    const std::vector<std::string>& tags) const {
   if (material_ != nullptr && material_->material_snapshot_digest() != *material_snapshot_digest_) {
     throw CandidateSourceUnavailable("indexed material snapshot changed after construction");
   }
@@ -128,64 +129,91 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
   if (static_cast<std::int64_t>(rows.size()) > candidate_limit_) {
     throw CandidateSourceUnavailable("indexed graph candidate retrieval returned an invalid pool");
   }
+  return rows;
+}
+
+std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::observe_authority(
+    const RetrievedNode& row, const std::string& capability_id) const {
+  RowAuthority authority;
+  if (material_ != nullptr) {
+    try {
+      authority.material = material_->describe(capability_id, row.kind);
+    } catch (const CandidateAuthorityUnavailable&) {
+      authority.material.reset();
+    } catch (const InvalidIdentityError&) {
+      authority.material.reset();
+    } catch (const std::exception&) {
+      throw CandidateSourceUnavailable("indexed material descriptor retrieval failed");
+    }
+    const auto& material = authority.material;
+    const auto [it, inserted] = material_seen_.emplace(capability_id, material);
+    if (!inserted && it->second != material) {
+      throw CandidateSourceUnavailable("indexed material descriptor changed within a snapshot");
+    }
+    if (!material || material->capability_id() != capability_id || material->kind() != row.kind ||
+        material->provenance_digest() != *material_snapshot_digest_) {
+      return std::nullopt;  // malformed authority is local to this row
+    }
+  }
+  authority.loadable = authority.material && authority.material->actionability() == "load";
+  if (install_ != nullptr && !authority.loadable && is_installable_kind(row.kind)) {
+    std::optional<std::string> fingerprint;
+    std::optional<InstallPlanningBundle> bundle;
+    bool malformed = false;
+    try {
+      bundle = install_->describe_bundle(capability_id, row.kind);
+      fingerprint = bundle ? bundle->descriptor().descriptor_digest() + ":" +
+                                 bundle->result_material().identity_digest()
+                           : std::string();
+    } catch (const CandidateAuthorityUnavailable&) {
+      malformed = true;
+    } catch (const InvalidIdentityError&) {
+      malformed = true;
+    } catch (const std::exception&) {
+      throw CandidateSourceUnavailable("indexed install descriptor retrieval failed");
+    }
+    const auto [it, inserted] = install_seen_.emplace(capability_id, fingerprint);
+    if (!inserted && it->second != fingerprint) {
+      throw CandidateSourceUnavailable("indexed install descriptor changed within a snapshot");
+    }
+    if (malformed) return std::nullopt;
+    if (bundle) {
+      const auto& d = bundle->descriptor();
+      if (d.capability_id() != capability_id || d.kind() != row.kind ||
+          d.provenance_digest() != *installation_snapshot_digest_) {
+        return std::nullopt;
+      }
+      authority.install = d;
+    }
+  }
+  return authority;
+}
+
+std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
+    const WorkObservation& observation) const {
+  return retrieve_pinned(observation).candidates;
+}
+
+CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
+    const WorkObservation& observation) const {
+  const std::vector<std::string> tags = query_tags(observation);
+  if (tags.empty()) return {};
+  const std::set<std::string> work_signals(tags.begin(), tags.end());
+  std::lock_guard lock(mutex_);
+  CandidateRetrieval out;
+  out.rows = retrieve_rows(tags);
+  const std::vector<RetrievedNode>& rows = out.rows;
   const std::set<std::string> languages(observation.languages.begin(), observation.languages.end());
   const std::set<std::string> signals(observation.signals.begin(), observation.signals.end());
   std::vector<CapabilityCandidate> candidates;
   for (const auto& row : rows) {
     if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) continue;
     const std::string capability_id = row.kind + ":" + row.name;
-    std::optional<MaterialDescriptor> material;
-    if (material_ != nullptr) {
-      try {
-        material = material_->describe(capability_id, row.kind);
-      } catch (const CandidateAuthorityUnavailable&) {
-        material.reset();
-      } catch (const InvalidIdentityError&) {
-        material.reset();
-      } catch (const std::exception&) {
-        throw CandidateSourceUnavailable("indexed material descriptor retrieval failed");
-      }
-      const auto [it, inserted] = material_seen_.emplace(capability_id, material);
-      if (!inserted && it->second != material) {
-        throw CandidateSourceUnavailable("indexed material descriptor changed within a snapshot");
-      }
-      if (!material || material->capability_id() != capability_id || material->kind() != row.kind ||
-          material->provenance_digest() != *material_snapshot_digest_) {
-        continue;  // malformed authority is local to this row
-      }
-    }
-    const bool loadable = material && material->actionability() == "load";
-    std::optional<InstallPlanDescriptor> install;
-    if (install_ != nullptr && !loadable && is_installable_kind(row.kind)) {
-      std::optional<std::string> fingerprint;
-      std::optional<InstallPlanningBundle> bundle;
-      bool malformed = false;
-      try {
-        bundle = install_->describe_bundle(capability_id, row.kind);
-        fingerprint = bundle ? bundle->descriptor().descriptor_digest() + ":" +
-                                   bundle->result_material().identity_digest()
-                             : std::string();
-      } catch (const CandidateAuthorityUnavailable&) {
-        malformed = true;
-      } catch (const InvalidIdentityError&) {
-        malformed = true;
-      } catch (const std::exception&) {
-        throw CandidateSourceUnavailable("indexed install descriptor retrieval failed");
-      }
-      const auto [it, inserted] = install_seen_.emplace(capability_id, fingerprint);
-      if (!inserted && it->second != fingerprint) {
-        throw CandidateSourceUnavailable("indexed install descriptor changed within a snapshot");
-      }
-      if (malformed) continue;
-      if (bundle) {
-        const auto& d = bundle->descriptor();
-        if (d.capability_id() != capability_id || d.kind() != row.kind ||
-            d.provenance_digest() != *installation_snapshot_digest_) {
-          continue;
-        }
-        install = d;
-      }
-    }
+    const std::optional<RowAuthority> authority = observe_authority(row, capability_id);
+    if (!authority) continue;
+    const std::optional<MaterialDescriptor>& material = authority->material;
+    const bool loadable = authority->loadable;
+    const std::optional<InstallPlanDescriptor>& install = authority->install;
     const auto tags_safe = safe_tags(row.tags);
     if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) continue;
     // Sorted unique matches of the tags (already sorted unique) and of the name tokens.
@@ -258,9 +286,9 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
   // One row per identity; identities seen with two source digests are dropped.
   std::map<std::string_view, std::vector<std::size_t>> by_id;
   for (std::size_t i = 0; i < candidates.size(); ++i) by_id[candidates[i].capability_id].push_back(i);
-  std::vector<CapabilityCandidate> out;
-  out.reserve(by_id.size());
-  for (const auto& [id, group] : by_id) {
+  out.candidates.reserve(by_id.size());
+  for (const auto& entry : by_id) {
+    const auto& group = entry.second;
     const auto& first_source = candidates[group.front()].source_digest;
     if (std::any_of(group.begin() + 1, group.end(), [&](std::size_t i) {
           return candidates[i].source_digest != first_source;
@@ -270,11 +298,26 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
     const std::size_t best = *std::min_element(group.begin(), group.end(), [&](auto a, auto b) {
       return order_key(candidates[a]) < order_key(candidates[b]);
     });
-    out.push_back(std::move(candidates[best]));
+    out.candidates.push_back(std::move(candidates[best]));
   }
-  std::sort(out.begin(), out.end(),
+  std::sort(out.candidates.begin(), out.candidates.end(),
             [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
   return out;
+}
+
+bool CatalogCandidateSource::unchanged(const WorkObservation& observation,
+                                       const CandidateRetrieval& earlier) const {
+  const std::vector<std::string> tags = query_tags(observation);
+  if (tags.empty()) return earlier.rows.empty() && earlier.candidates.empty();
+  std::lock_guard lock(mutex_);
+  if (retrieve_rows(tags) != earlier.rows) return false;
+  // The same rows: ask every authority port again, as the projection did (a changed answer
+  // within the snapshot is CandidateSourceUnavailable); the projection itself is deterministic.
+  for (const auto& row : earlier.rows) {
+    if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) continue;
+    observe_authority(row, row.kind + ":" + row.name);
+  }
+  return true;
 }
 
 std::optional<MaterialDescriptor> CatalogCandidateSource::observed_material(

@@ -23,6 +23,12 @@ inline constexpr std::size_t kDefaultProjectionMemoCapacity = 65'536;
 inline constexpr std::string_view kIndexedAdapterVersion = "ctx.indexed-candidate-source-v4";
 inline constexpr std::string_view kCandidateProjectionVersion = "ctx.catalog-entry.graph-v4";
 
+// The graph rows of one retrieval and the candidates projected from them.
+struct CandidateRetrieval {
+  std::vector<RetrievedNode> rows;
+  std::vector<CapabilityCandidate> candidates;
+};
+
 class CatalogCandidateSource {
  public:
   // `material` and `install` may be null (every row is then manual / never install).
@@ -50,12 +56,33 @@ class CatalogCandidateSource {
   // Errors: CandidateSourceUnavailable (retrieval failed, a port snapshot moved, or a port's
   // answer changed within one snapshot).
   std::vector<CapabilityCandidate> retrieve(const WorkObservation& observation) const;
+  // retrieve() plus the graph rows the candidates were projected from. Errors: as retrieve().
+  CandidateRetrieval retrieve_pinned(const WorkObservation& observation) const;
+  // End validation of `earlier` (retrieve_pinned(observation) of this source): retrieves again and
+  // asks every authority port again; true when the graph rows are identical (the projection is a
+  // function of rows, observation and port answers). Errors: as retrieve().
+  bool unchanged(const WorkObservation& observation, const CandidateRetrieval& earlier) const;
 
   // The material descriptor retrieval observed for `capability_id` in this snapshot (nullopt when
   // none was observed or it was malformed): the one a load presentation's source digest binds.
   std::optional<MaterialDescriptor> observed_material(const std::string& capability_id) const;
 
  private:
+  // What the material and install ports say about one row (nullopt: malformed, row dropped).
+  struct RowAuthority {
+    std::optional<MaterialDescriptor> material;
+    bool loadable = false;
+    std::optional<InstallPlanDescriptor> install;
+  };
+  // Sorted unique union of the observation's signals and languages.
+  static std::vector<std::string> query_tags(const WorkObservation& observation);
+  // Checks the pinned port snapshots, then asks the graph. Caller holds mutex_.
+  std::vector<RetrievedNode> retrieve_rows(const std::vector<std::string>& tags) const;
+  // Asks the material and install ports about one row, detecting same-snapshot drift.
+  // Caller holds mutex_.
+  std::optional<RowAuthority> observe_authority(const RetrievedNode& row,
+                                                const std::string& capability_id) const;
+
   const GraphRetrievalPort& graph_;
   MaterialPort* material_;
   InstallBundlePort* install_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -29,26 +30,38 @@ auto pool_key(const CapabilityCandidate& c) {
 
 constexpr std::size_t kSelectionMemoEntries = 8;
 
-std::string joined(const std::vector<std::string>& values) {
-  std::string out;
-  for (const auto& v : values) out += v + ",";
-  return out;
+void append_joined(std::string& out, const std::vector<std::string>& values) {
+  for (const auto& v : values) out.append(v).push_back(',');
 }
 
 // Canonical tokens and digests never contain '|' or ',', so these keys are unambiguous.
 std::string observation_key(const WorkObservation& w) {
-  return joined(w.signals) + "|" + joined(w.languages) + "|" + joined(w.baseline_capability_ids) +
-         "|" + joined(w.active_capability_ids) + "|" + joined(w.rejected_capability_ids) + "|" +
-         std::to_string(w.requested_limit);
+  std::string key;
+  for (const auto* values : {&w.signals, &w.languages, &w.baseline_capability_ids,
+                             &w.active_capability_ids, &w.rejected_capability_ids}) {
+    append_joined(key, *values);
+    key.push_back('|');
+  }
+  key.append(std::to_string(w.requested_limit));
+  return key;
 }
 
 std::string facts_key(const CapabilityCandidate& p, std::string_view observation) {
-  std::string key = p.capability_id + "|" + p.kind + "|" + p.name + "|" + p.source_digest + "|" +
-                    std::to_string(p.normalized_score_ppm) + "|" + joined(p.matching_signals) +
-                    "|" + joined(p.reason_codes) + "|" + p.actionability + "|" +
-                    p.install_descriptor_digest.value_or("-") + "|" +
-                    p.install_plan_digest.value_or("-") + "|" + p.equivalence_key.value_or("-") +
-                    "||";
+  std::string key;
+  key.reserve(256 + observation.size());
+  for (const std::string* part : {&p.capability_id, &p.kind, &p.name, &p.source_digest}) {
+    key.append(*part).push_back('|');
+  }
+  key.append(std::to_string(p.normalized_score_ppm)).push_back('|');
+  append_joined(key, p.matching_signals);
+  key.push_back('|');
+  append_joined(key, p.reason_codes);
+  key.push_back('|');
+  key.append(p.actionability).push_back('|');
+  for (const auto* part : {&p.install_descriptor_digest, &p.install_plan_digest, &p.equivalence_key}) {
+    key.append(part->has_value() ? **part : std::string_view("-")).push_back('|');
+  }
+  key.push_back('|');
   key.append(observation);
   return key;
 }
@@ -323,25 +336,31 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
   if (requested_limit < 0 || requested_limit > kMaxSelectedCapabilities) {
     throw PlannerValidationError("requested_limit must be an integer from zero through five");
   }
-  std::map<std::string, const AuthenticatedCandidate*> by_id;
-  std::vector<BenefitCandidate> facts;
+  std::map<std::string_view, const AuthenticatedCandidate*> by_id;
   for (const auto& c : candidates) {
     if (!by_id.emplace(c.presentation.capability_id, &c).second) {
       throw PlannerValidationError("candidate pool contains duplicate identities");
     }
-    facts.push_back(c.benefit_candidate);
   }
   // The result is this process's own, fully validated selection: it is never re-run or re-parsed,
   // and an identical pool reuses it (with its canonical text and digest) instead of re-encoding.
+  const auto same_facts = [&candidates](const std::vector<BenefitCandidate>& facts) {
+    return facts.size() == candidates.size() &&
+           std::equal(facts.begin(), facts.end(), candidates.begin(),
+                      [](const auto& f, const auto& c) { return f == c.benefit_candidate; });
+  };
   std::shared_ptr<const BenefitSelectionResult> result;
   for (auto it = selections_.begin(); it != selections_.end(); ++it) {
-    if (it->requested_limit == requested_limit && it->facts == facts) {
+    if (it->requested_limit == requested_limit && same_facts(it->facts)) {
       result = it->result;
       selections_.splice(selections_.begin(), selections_, it);
       break;
     }
   }
   if (!result) {
+    std::vector<BenefitCandidate> facts;
+    facts.reserve(candidates.size());
+    for (const auto& c : candidates) facts.push_back(c.benefit_candidate);
     try {
       result = std::make_shared<const BenefitSelectionResult>(policy_.select(facts, requested_limit));
     } catch (const BenefitValidationError&) {
@@ -352,7 +371,7 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
   }
   CapabilityPlanV3 plan;
   for (const auto& s : result->selections()) {
-    const auto& c = *by_id.at(s.capability_id);
+    const auto& c = *by_id.at(std::string_view(s.capability_id));
     if (c.presentation.source_digest != s.source_digest) {
       throw PlannerValidationError("selected benefit identity does not match authenticated candidate");
     }
@@ -395,10 +414,9 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
   validate_work_observation(work);
   std::lock_guard lock(mutex_);
   assert_pins();
-  std::vector<CapabilityCandidate> pool;
+  CandidateRetrieval retrieval;
   try {
-    // The source's rows are validated as they are built; they are not validated again here.
-    pool = normalize_validated_pool(source_.retrieve(work), work);
+    retrieval = source_.retrieve_pinned(work);
   } catch (const CandidateSourceUnavailable&) {
     // An unchanged snapshot cannot become available within one decision; the second attempt is
     // the end validation of the degraded plan.
@@ -408,13 +426,17 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
     }
     return CapabilityPlanV3::degraded("catalog-unavailable");
   }
+  // The source's rows are validated as they are built; they are not validated again here.
+  const auto pool = normalize_validated_pool(retrieval.candidates, work);
   const auto authenticated = authenticate(pool, work);
   assert_pins();
   CapabilityPlanV3 result = select(authenticated, work.requested_limit);
   assert_pins();
-  const auto revalidated_pool = normalize_validated_pool(source_.retrieve(work), work);
-  const auto revalidated = authenticate(revalidated_pool, work);
-  if (revalidated_pool != pool || revalidated != authenticated) throw PlannerValidationError("planning inputs drifted during end validation");
+  // End validation: the same graph rows and port answers (hence the same pool), and the same
+  // authentication of that pool.
+  if (!source_.unchanged(work, retrieval) || authenticate(pool, work) != authenticated) {
+    throw PlannerValidationError("planning inputs drifted during end validation");
+  }
   assert_pins();
   return result;
 }
