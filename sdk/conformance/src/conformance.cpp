@@ -76,14 +76,14 @@ Session register_suites(const Options& options) {
   const detail::Probe probe = plugin->probe();
   if (!probe.loaded) {
     const std::string reason = probe.failure;
-    detail::add_test("Load", "PluginLoadsThroughThePinnedLoader", [reason] {
+    detail::add_kit_test("Load", "PluginLoadsThroughThePinnedLoader", [reason] {
       FAIL() << "the plugin cannot be loaded as the host loads it: " << reason;
     });
     return Session(std::move(state));
   }
   if (probe.needs_config) {
     const std::string reason = *probe.needs_config;
-    detail::add_test("KitConfig", "PluginNeedsAConfiguration", [reason] {
+    detail::add_kit_test("KitConfig", "PluginNeedsAConfiguration", [reason] {
       FAIL() << "this plugin needs a configuration: pass --config FILE with a \"plugin_config\" "
                 "(its create refused an empty configuration: "
              << reason << ")";

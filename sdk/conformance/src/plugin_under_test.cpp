@@ -260,6 +260,14 @@ bool PluginUnderTest::load() {
   return true;
 }
 
+const plugins::LoadedPlugin& PluginUnderTest::loaded() const {
+  if (loaded_ == nullptr) {
+    throw Error("the plugin is loaded only inside a supervised test (register it with "
+                "add_plugin_test)");
+  }
+  return *loaded_;
+}
+
 void PluginUnderTest::run_supervised(const std::function<void()>& body) {
   const Supervision supervision = supervise(
       [&] {
@@ -360,7 +368,7 @@ CallResult RawInstance::destroy() {
   return invoke("destroy", [&](ctx_error* err) { return descriptor_.destroy(handle, err); });
 }
 
-void add_test(const std::string& suite, const std::string& name, std::function<void()> body) {
+void add_kit_test(const std::string& suite, const std::string& name, std::function<void()> body) {
   ::testing::RegisterTest(
       suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
       [body = std::move(body)]() -> FunctionTest* { return new FunctionTest(body); });
@@ -368,7 +376,7 @@ void add_test(const std::string& suite, const std::string& name, std::function<v
 
 void add_plugin_test(const std::shared_ptr<PluginUnderTest>& plugin, const std::string& suite,
                      const std::string& name, std::function<void()> body) {
-  add_test(suite, name, [plugin, body = std::move(body)] { plugin->run_supervised(body); });
+  add_kit_test(suite, name, [plugin, body = std::move(body)] { plugin->run_supervised(body); });
 }
 
 std::vector<std::string> garbage_inputs() {

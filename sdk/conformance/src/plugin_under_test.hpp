@@ -107,10 +107,11 @@ class PluginUnderTest {
   void run_supervised(const std::function<void()>& body);
 
   const std::string& failure() const { return failure_; }
-  const plugins::LoadedPlugin& loaded() const { return *loaded_; }
+  // The loaded plugin, inside a supervised test. Errors: ctx::Error in the kit process itself.
+  const plugins::LoadedPlugin& loaded() const;
   const plugins::LockEntry& entry() const { return entry_; }
   const std::filesystem::path& plugin_path() const { return plugin_; }
-  const ctx_plugin_descriptor& descriptor() const { return loaded_->descriptor(); }
+  const ctx_plugin_descriptor& descriptor() const { return loaded().descriptor(); }
   plugins::PluginKind kind() const { return kind_; }
   bool has_install_locations() const { return has_install_locations_; }
   std::chrono::milliseconds call_deadline() const { return call_deadline_; }
@@ -178,8 +179,8 @@ class RawInstance {
 };
 
 // Registers one test `suite.name` running `body` in the kit process (gtest assertions allowed
-// inside). For tests that never touch the plugin.
-void add_test(const std::string& suite, const std::string& name, std::function<void()> body);
+// inside). Only for tests that never touch the plugin (they report a kit or load problem).
+void add_kit_test(const std::string& suite, const std::string& name, std::function<void()> body);
 
 // Registers one test `suite.name` whose `body` runs in a supervised child with the plugin loaded
 // (PluginUnderTest::run_supervised).

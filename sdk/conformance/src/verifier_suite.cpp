@@ -77,7 +77,7 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     has_vector = test_vector(*plugin).has_value();
   } catch (const std::exception& e) {
     const std::string reason = e.what();
-    add_test("KitConfig", "IsUsable", [reason] { FAIL() << reason; });
+    add_kit_test("KitConfig", "IsUsable", [reason] { FAIL() << reason; });
     return;
   }
   add_plugin_test(plugin, "Verifier", "RejectsEmptyAndMalformedAssertions", [plugin] {
@@ -174,7 +174,7 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     });
     const Json& verifier = plugin->kit_config().at("verifier");
     if (verifier.contains("other_plugin_config")) {
-      add_test("Verifier", "RejectsTheVectorUnderAnotherKey", [plugin] {
+      add_plugin_test(plugin, "Verifier", "RejectsTheVectorUnderAnotherKey", [plugin] {
         const std::string other = plugin->kit_config()["verifier"]["other_plugin_config"].dump();
         RawInstance instance(*plugin, other);
         ASSERT_EQ(instance.created().code, CTX_OK)
