@@ -364,7 +364,8 @@ HooksChange install_hooks(const HookTarget& target, const HookCommand& command) 
 
   if (target.host == HookHost::kCodex) {
     change.notice =
-        "Codex runs new hooks only after you review and trust them: open /hooks in Codex.";
+        "Codex runs new hooks only after you review and trust them: open /hooks in Codex "
+        "(Codex before 0.125 also needs [features] codex_hooks = true in config.toml).";
   } else {
     change.notice =
         "Claude Code runs them once the folder is trusted; /hooks in Claude Code lists them.";
