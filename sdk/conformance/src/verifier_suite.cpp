@@ -122,16 +122,38 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
         "verify of the test vector over other signing bytes");
     expect_rejected(*plugin, verify(*plugin, instance.handle(), vector->assertion.dump(), ""),
                     "verify of the test vector over empty signing bytes");
-    ASSERT_TRUE(vector->assertion.contains("proof")) << "the test vector has no \"proof\"";
+    // A signed-assertion wire payload (runtime spec §5.6) carries its proof as "proof_base64".
+    const std::string proof_key = vector->assertion.contains("proof_base64") ? "proof_base64"
+                                                                             : "proof";
+    ASSERT_TRUE(vector->assertion.contains(proof_key)) << "the test vector has no \"proof\"";
     std::vector<Json::json_pointer> strings;
-    mutate_proof_strings(vector->assertion.at("proof"), Json::json_pointer("/proof"), strings);
+    mutate_proof_strings(vector->assertion.at(proof_key), Json::json_pointer("/" + proof_key),
+                         strings);
     ASSERT_FALSE(strings.empty()) << "the test vector's proof has no strings to mutate";
     for (const auto& at : strings) {
-      Json wrong = vector->assertion;
-      wrong[at] = flipped(wrong[at].get<std::string>());
-      expect_rejected(*plugin,
-                      verify(*plugin, instance.handle(), wrong.dump(), vector->signing_bytes),
-                      "verify with " + at.to_string() + " changed");
+      const std::string original = vector->assertion[at].get<std::string>();
+      std::vector<std::pair<std::string, std::string>> wrongs = {{"changed", flipped(original)}};
+      if (!original.empty()) {
+        std::string first = original;  // an early character too: the last may be only padding
+        first.front() = first.front() == 'A' ? 'B' : 'A';
+        wrongs.emplace_back("changed at its start", first);
+      }
+      if (original.size() > 4) {
+        wrongs.emplace_back("truncated", original.substr(0, (original.size() - 1) / 4 * 4));
+      }
+      for (const auto& [how, text] : wrongs) {
+        Json wrong = vector->assertion;
+        wrong[at] = text;
+        expect_rejected(*plugin,
+                        verify(*plugin, instance.handle(), wrong.dump(), vector->signing_bytes),
+                        "verify with " + at.to_string() + " " + how);
+      }
+    }
+    std::string altered = vector->signing_bytes;
+    if (!altered.empty()) {
+      altered[altered.size() / 2] = static_cast<char>(altered[altered.size() / 2] ^ 0x01);
+      expect_rejected(*plugin, verify(*plugin, instance.handle(), vector->assertion.dump(), altered),
+                      "verify of the test vector with one signing byte altered");
     }
   });
 
