@@ -32,7 +32,6 @@
 #include "host/plugins/detail/trusted_path.hpp"
 #include "host/plugins/detail/unique_fd.hpp"
 #include "host/plugins/errors.hpp"
-#include "host/plugins/supervised_child.hpp"
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U  // Linux >= 6.3; older kernels reject it with EINVAL
@@ -63,12 +62,6 @@ using detail::UniqueFd;
 
 constexpr std::size_t kMaxDescriptorText = 256;
 constexpr std::string_view kLoaderVariables[] = {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH"};
-
-// TRANSITION (issue 9): plugins built before the SDK's CTX_PLUGIN macro carry no identity note.
-// Until every in-tree plugin does, a note-less file is pinned by asking its entry for the
-// descriptor in a supervised child (never in this process), and load() compares the
-// descriptor with the lock only. Flip to true once main's plugins all carry the note.
-constexpr bool kRequireIdentityNote = false;
 
 std::string errno_text(int error) { return std::strerror(error); }
 
@@ -112,7 +105,7 @@ struct SealedPlugin {
   std::uint64_t size = 0;
   std::string sha256;
   detail::ElfPluginView elf;
-  std::optional<PluginIdentity> note;  // sha256 filled in
+  std::optional<PluginIdentity> note;  // set by check_loadable (always, once checked)
 };
 
 UniqueFd make_memfd(const std::string& label) {
@@ -250,13 +243,29 @@ void check_loadable(SealedPlugin& plugin, const std::string& label) {
   }
   detail::DependencyResolver resolver;
   for (const std::string& soname : elf.needed) resolver.resolve(soname, label);
-  if (elf.identity_note) {
-    plugin.note = parse_note(*elf.identity_note, label);
-    plugin.note->sha256 = plugin.sha256;
-  } else if (kRequireIdentityNote) {
+  if (!elf.identity_note) {
     throw PluginNoteMismatch("plugin " + label + " has no identity note (section " +
                              std::string(detail::kIdentityNoteSection) +
                              ", note \"ctx\" type 1): build it with the SDK's CTX_PLUGIN macro");
+  }
+  plugin.note = parse_note(*elf.identity_note, label);
+  plugin.note->sha256 = plugin.sha256;
+}
+
+// The version rule applied to the note alone (no code runs): same major, required minor
+// within what `host` provides.
+void check_note_abi(const PluginIdentity& note, const ctx_host_negotiation& host,
+                    const std::string& label) {
+  if (note.abi_major != host.abi_major) {
+    throw PluginAbiMismatch("plugin \"" + note.id + "\" (" + label +
+                            ") is built for plugin ABI major " + std::to_string(note.abi_major) +
+                            "; this host provides major " + std::to_string(host.abi_major) +
+                            " (" + abi_text(host.abi_major, host.abi_minor_max) + ")");
+  }
+  if (note.abi_minor > host.abi_minor_max) {
+    throw PluginAbiMismatch("plugin \"" + note.id + "\" (" + label + ") requires plugin ABI " +
+                            abi_text(note.abi_major, note.abi_minor) + "; this host provides " +
+                            abi_text(host.abi_major, host.abi_minor_max));
   }
 }
 
@@ -267,7 +276,8 @@ std::string list_text(const std::vector<std::string>& names) {
 }
 
 // Everything check() and load() verify before mapping: returns the sealed copy.
-SealedPlugin check_against_entry(const LockEntry& entry, const fs::path& state_dir) {
+SealedPlugin check_against_entry(const LockEntry& entry, const fs::path& state_dir,
+                                 const ctx_host_negotiation& host) {
   const std::string label = entry.label();
   if (entry.platform != current_platform()) {
     throw PluginIdentityMismatch("plugin " + label + " is pinned for platform " + entry.platform +
@@ -285,11 +295,12 @@ SealedPlugin check_against_entry(const LockEntry& entry, const fs::path& state_d
   if (plugin.sha256 != entry.sha256) throw PluginDigestMismatch(label, entry.sha256, plugin.sha256);
   parse_sealed(plugin, label);
   check_loadable(plugin, label);
-  if (plugin.note && *plugin.note != entry.identity()) {
+  if (*plugin.note != entry.identity()) {
     throw PluginNoteMismatch("plugin " + label + ": its identity note declares " +
                              identity_text(*plugin.note) + "; the lock pins " +
                              identity_text(entry.identity()));
   }
+  check_note_abi(*plugin.note, host, label);
   if (plugin.elf.needed != entry.needed) {
     throw UnsafeDependency("plugin " + label + " needs " + list_text(plugin.elf.needed) +
                            "; the lock records " + list_text(entry.needed));
@@ -523,14 +534,14 @@ PluginLoader::PluginLoader(std::filesystem::path state_dir, const ctx_host_negot
 
 std::shared_ptr<const LoadedPlugin> PluginLoader::load(const LockEntry& entry) const {
   require_safe_loader_environment();
-  SealedPlugin plugin = check_against_entry(entry, state_dir_);
+  SealedPlugin plugin = check_against_entry(entry, state_dir_, host_);
   return map_sealed(std::move(plugin), entry.label() + " (" + entry.path + ")", host_,
                     entry.identity());
 }
 
 PluginIdentity PluginLoader::check(const LockEntry& entry) const {
-  const SealedPlugin plugin = check_against_entry(entry, state_dir_);
-  return plugin.note ? *plugin.note : entry.identity();
+  const SealedPlugin plugin = check_against_entry(entry, state_dir_, host_);
+  return *plugin.note;
 }
 
 LockEntry PluginLoader::inspect_for_pin(const std::filesystem::path& file) const {
@@ -541,24 +552,8 @@ LockEntry PluginLoader::inspect_for_pin(const std::filesystem::path& file) const
   }
   SealedPlugin plugin = read_sealed(path, std::nullopt, path);
   check_loadable(plugin, path);
-  PluginIdentity identity;
-  if (plugin.note) {
-    identity = *plugin.note;
-  } else {
-    // TRANSITION (issue 9): see kRequireIdentityNote. The entry runs in a supervised child.
-    require_safe_loader_environment();
-    const std::string answer = run_supervised(path, std::chrono::seconds(10), [&] {
-      const auto loaded = map_sealed(std::move(plugin), path, host_, std::nullopt);
-      return core::canonical_json(loaded->identity().to_json());
-    });
-    const core::Json declared = core::parse_json(answer);
-    identity.kind = parse_kind(declared.at("kind").get<std::string>());
-    identity.id = declared.at("id").get<std::string>();
-    identity.version = declared.at("version").get<std::string>();
-    identity.abi_major = declared.at("abi").at("major").get<std::uint32_t>();
-    identity.abi_minor = declared.at("abi").at("minor").get<std::uint32_t>();
-    identity.sha256 = plugin.sha256;
-  }
+  const PluginIdentity& identity = *plugin.note;
+  check_note_abi(identity, host_, path);
   LockEntry entry;
   entry.kind = identity.kind;
   entry.id = identity.id;

@@ -107,6 +107,19 @@ TEST_F(LoaderAttackTest, PinAndVerifyReadTheNoteAndExecuteNothing) {
   EXPECT_EQ(plugin->identity(), pinned.identity());
 }
 
+TEST_F(LoaderAttackTest, PluginWithoutANoteCannotBePinnedOrLoaded) {
+  const fs::path file = copy(CTX_ATTACK_NO_NOTE, "no-note.so");
+  CTX_EXPECT_THROW(loader_.inspect_for_pin(file), PluginNoteMismatch,
+                   "has no identity note (section .note.ctx.plugin, note \"ctx\" type 1)");
+  LockEntry e = raw_entry(file, "attack-no-note");
+  const std::string bytes = read_bytes(file);
+  e.needed = detail::read_elf_plugin(std::as_bytes(std::span(bytes.data(), bytes.size())),
+                                     "ctx_plugin_entry")
+                 .needed;
+  CTX_EXPECT_THROW(loader_.load(e), PluginNoteMismatch, "has no identity note");
+  EXPECT_EQ(marks(), "");
+}
+
 TEST_F(LoaderAttackTest, NoteThatDisagreesWithTheEntryIsRefusedAtLoad) {
   const LockEntry pinned = loader_.inspect_for_pin(copy(CTX_ATTACK_NOTE_LIES, "lies.so"));
   EXPECT_EQ(pinned.id, "attack-note-lies");

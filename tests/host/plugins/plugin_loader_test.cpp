@@ -219,21 +219,26 @@ TEST_F(PluginLoaderTest, FileOfAnotherOwnerIsRefused) {
 }
 
 TEST_F(PluginLoaderTest, WrongMajorIsRefused) {
-  const LockEntry e = entry_for(CTX_FIXTURE_WRONG_MAJOR, PluginKind::kVerifier,
-                                "fixture-wrong-major");
+  LockEntry e = entry_for(CTX_FIXTURE_WRONG_MAJOR, PluginKind::kVerifier, "fixture-wrong-major");
+  e.abi_major = CTX_ABI_MAJOR + 1;  // as its note says: refused from the note, before mapping
   CTX_EXPECT_THROW(loader_.load(e), PluginAbiMismatch,
-                   "plugin \"fixture-wrong-major\" is built for plugin ABI major " +
+                   "plugin \"fixture-wrong-major\" (verifier:fixture-wrong-major) is built for "
+                   "plugin ABI major " +
                        std::to_string(CTX_ABI_MAJOR + 1) + "; this host provides major " +
                        std::to_string(CTX_ABI_MAJOR));
-  CTX_EXPECT_THROW(loader_.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginError, "major");
+  CTX_EXPECT_THROW(loader_.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginAbiMismatch,
+                   "plugin \"fixture-wrong-major\" (" + fs::path(CTX_FIXTURE_WRONG_MAJOR).string() +
+                       ") is built for plugin ABI major " + std::to_string(CTX_ABI_MAJOR + 1));
   EXPECT_TRUE(cache_names().empty());
 }
 
 TEST_F(PluginLoaderTest, TooNewMinorIsRefusedNamingBothVersions) {
-  const LockEntry e = entry_for(CTX_FIXTURE_MINOR_TOO_NEW, PluginKind::kVerifier,
-                                "fixture-minor-too-new");
+  LockEntry e = entry_for(CTX_FIXTURE_MINOR_TOO_NEW, PluginKind::kVerifier,
+                          "fixture-minor-too-new");
+  e.abi_minor = CTX_ABI_MINOR + 1;
   CTX_EXPECT_THROW(loader_.load(e), PluginAbiMismatch,
-                   "plugin \"fixture-minor-too-new\" requires plugin ABI " +
+                   "plugin \"fixture-minor-too-new\" (verifier:fixture-minor-too-new) requires "
+                   "plugin ABI " +
                        abi(CTX_ABI_MAJOR, CTX_ABI_MINOR + 1) + "; this host provides " +
                        abi(CTX_ABI_MAJOR, CTX_ABI_MINOR));
   EXPECT_TRUE(cache_names().empty());
@@ -300,17 +305,17 @@ TEST_F(PluginLoaderTest, DeclaredIdentityMustEqualTheLockEntry) {
 
   LockEntry other_version = e;
   other_version.version = "9.9.9";
-  CTX_EXPECT_THROW(loader_.load(other_version), PluginIdentityMismatch,
+  CTX_EXPECT_THROW(loader_.load(other_version), PluginNoteMismatch,
                    "declares verifier:fixture-verifier 1.0.0");
   LockEntry other_id = e;
   other_id.id = "someone-else";
-  CTX_EXPECT_THROW(loader_.load(other_id), PluginIdentityMismatch, "the lock pins");
+  CTX_EXPECT_THROW(loader_.load(other_id), PluginNoteMismatch, "the lock pins");
   LockEntry other_kind = e;
   other_kind.kind = PluginKind::kInstaller;
-  CTX_EXPECT_THROW(loader_.load(other_kind), PluginIdentityMismatch, "declares verifier:");
+  CTX_EXPECT_THROW(loader_.load(other_kind), PluginNoteMismatch, "declares verifier:");
   LockEntry other_abi = e;
   other_abi.abi_minor = CTX_ABI_MINOR + 1;
-  CTX_EXPECT_THROW(loader_.load(other_abi), PluginIdentityMismatch, "abi");
+  CTX_EXPECT_THROW(loader_.load(other_abi), PluginNoteMismatch, "abi");
   LockEntry other_platform = e;
   other_platform.platform = "plan9-mips";
   CTX_EXPECT_THROW(loader_.load(other_platform), PluginIdentityMismatch, "platform");
@@ -320,7 +325,7 @@ TEST_F(PluginLoaderTest, DeclaredIdentityMustEqualTheLockEntry) {
 TEST_F(PluginLoaderTest, FailedFirstLoadLeavesNoCacheFile) {
   LockEntry e = entry_for(CTX_FIXTURE_VALID_VERIFIER, PluginKind::kVerifier, "fixture-verifier");
   e.version = "2.0.0";
-  CTX_EXPECT_THROW(loader_.load(e), PluginIdentityMismatch, "declares");
+  CTX_EXPECT_THROW(loader_.load(e), PluginNoteMismatch, "declares");
   EXPECT_TRUE(cache_names().empty());
 }
 
@@ -335,7 +340,7 @@ TEST_F(PluginLoaderTest, FailedLoadsCreateNoDirectories) {
   const LockEntry pinned = entry_for(file, PluginKind::kVerifier, "fixture-verifier");
   flip_byte(file, 64);
   CTX_EXPECT_THROW(loader.load(pinned), PluginDigestMismatch, "digest");
-  CTX_EXPECT_THROW(loader.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginError, "major");
+  CTX_EXPECT_THROW(loader.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginAbiMismatch, "major");
   EXPECT_TRUE(list_dir(state_.path()).empty());
 
   // Nor does a successful one: the loader keeps nothing on disk.
