@@ -353,3 +353,37 @@ TEST(ClaudeCodeAdapter, RejectsBadConfigs) {
 
 }  // namespace
 }  // namespace ctx::claude_code_host
+
+namespace ctx::claude_code_host {
+namespace {
+
+// Every prefix of every documented payload and every single-byte corruption of one: the adapter
+// either parses it or throws InvalidArgument — never another exception, never a crash.
+TEST(ClaudeCodeAdapter, TruncatedAndCorruptedPayloadsOnlyEverFailTyped) {
+  const ClaudeCodeAdapter adapter(kConfig);
+  std::size_t refused = 0;
+  const auto feed = [&](const std::string& bytes) {
+    try {
+      const Json parsed = adapter.parse_hook(bytes);
+      EXPECT_TRUE(parsed.at("work_ref").is_object());
+    } catch (const InvalidArgument&) {
+      ++refused;
+    }
+  };
+  for (const Json& payload : documented_payloads()) {
+    const std::string text = payload.dump();
+    for (std::size_t n = 0; n < text.size(); ++n) feed(text.substr(0, n));
+  }
+  const std::string text = documented_payloads()[3].dump();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    for (const char replacement : {'\0', '"', '{', ']', '\xC3', '\xFF', '9'}) {
+      std::string corrupted = text;
+      corrupted[i] = replacement;
+      feed(corrupted);
+    }
+  }
+  EXPECT_GT(refused, 0u);
+}
+
+}  // namespace
+}  // namespace ctx::claude_code_host
