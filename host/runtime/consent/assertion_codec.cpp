@@ -16,8 +16,8 @@ using Json = nlohmann::json;
 using R = AssertionRejection;
 
 constexpr std::array<std::string_view, 10> kWireKeys = {
-    "audience", "authenticator_id", "challenge_digest", "decision",     "expires_at",
-    "issued_at", "nonce",           "principal_digest", "proof_base64", "schema"};
+    "audience", "authenticator_id", "challenge_digest", "decision", "expires_at", "issued_at",
+    "nonce",    "principal_digest", "proof_base64",     "schema"};
 
 [[noreturn]] void reject(R rejection, const std::string& message) {
   throw AssertionCodecError(rejection, "signed human decision assertion " + message);
@@ -183,18 +183,30 @@ Json claims_object(const SignedAssertionClaims& c) {
 
 const char* assertion_rejection_name(AssertionRejection rejection) noexcept {
   switch (rejection) {
-    case R::kInvalidSize: return "invalid-size";
-    case R::kInvalidUtf8: return "invalid-utf8";
-    case R::kInvalidJson: return "invalid-json";
-    case R::kDuplicateKey: return "duplicate-key";
-    case R::kNonFiniteConstant: return "non-finite-constant";
-    case R::kNotObject: return "not-object";
-    case R::kWrongKeySet: return "wrong-key-set";
-    case R::kWrongSchema: return "wrong-schema";
-    case R::kNonCanonicalProof: return "non-canonical-proof";
-    case R::kInvalidField: return "invalid-field";
-    case R::kNotCanonical: return "not-canonical";
-    case R::kTooLarge: return "too-large";
+    case R::kInvalidSize:
+      return "invalid-size";
+    case R::kInvalidUtf8:
+      return "invalid-utf8";
+    case R::kInvalidJson:
+      return "invalid-json";
+    case R::kDuplicateKey:
+      return "duplicate-key";
+    case R::kNonFiniteConstant:
+      return "non-finite-constant";
+    case R::kNotObject:
+      return "not-object";
+    case R::kWrongKeySet:
+      return "wrong-key-set";
+    case R::kWrongSchema:
+      return "wrong-schema";
+    case R::kNonCanonicalProof:
+      return "non-canonical-proof";
+    case R::kInvalidField:
+      return "invalid-field";
+    case R::kNotCanonical:
+      return "not-canonical";
+    case R::kTooLarge:
+      return "too-large";
   }
   return "unknown";
 }

@@ -23,18 +23,18 @@ inline constexpr std::size_t kMaxAssertionNonceBytes = 256;
 
 // Why a payload or a set of claims was refused. Every rejection of spec §5.6 has its own value.
 enum class AssertionRejection {
-  kInvalidSize,          // payload size outside [1, kMaxSignedAssertionBytes]
-  kInvalidUtf8,          // payload bytes are not UTF-8
-  kInvalidJson,          // not one JSON text
-  kDuplicateKey,         // an object repeats a key
-  kNonFiniteConstant,    // NaN, Infinity or -Infinity
-  kNotObject,            // top-level value is not an object
-  kWrongKeySet,          // keys differ from the 8 claims + "proof_base64" + "schema"
-  kWrongSchema,          // "schema" is not kSignedAssertionSchema
-  kNonCanonicalProof,    // "proof_base64" is not standard padded base64 (or not a string)
-  kInvalidField,         // a claim or the proof violates its rule
-  kNotCanonical,         // the payload does not re-encode byte-identically
-  kTooLarge,             // encoding or signing bytes would exceed kMaxSignedAssertionBytes
+  kInvalidSize,        // payload size outside [1, kMaxSignedAssertionBytes]
+  kInvalidUtf8,        // payload bytes are not UTF-8
+  kInvalidJson,        // not one JSON text
+  kDuplicateKey,       // an object repeats a key
+  kNonFiniteConstant,  // NaN, Infinity or -Infinity
+  kNotObject,          // top-level value is not an object
+  kWrongKeySet,        // keys differ from the 8 claims + "proof_base64" + "schema"
+  kWrongSchema,        // "schema" is not kSignedAssertionSchema
+  kNonCanonicalProof,  // "proof_base64" is not standard padded base64 (or not a string)
+  kInvalidField,       // a claim or the proof violates its rule
+  kNotCanonical,       // the payload does not re-encode byte-identically
+  kTooLarge,           // encoding or signing bytes would exceed kMaxSignedAssertionBytes
 };
 
 // Stable lower-case name of `rejection` ("duplicate-key").

@@ -9,8 +9,7 @@ namespace ctx::verifiers {
 
 namespace pc = ctx::plugin_common;
 
-WireAssertion read_wire_assertion(std::string_view assertion_json,
-                                  std::string_view signing_bytes) {
+WireAssertion read_wire_assertion(std::string_view assertion_json, std::string_view signing_bytes) {
   pc::Json payload = pc::parse_object(assertion_json, "assertion");
   WireAssertion out;
   out.proof = pc::from_base64(pc::require_string(payload, "proof_base64", "assertion"),

@@ -15,8 +15,8 @@ namespace ctx::verifiers {
 inline constexpr std::size_t kMaxProofBytes = 8192;
 
 struct WireAssertion {
-  std::string proof;         // decoded proof bytes, 1..kMaxProofBytes
-  bool claims_match = false; // signing_bytes == canonical claims of the payload
+  std::string proof;          // decoded proof bytes, 1..kMaxProofBytes
+  bool claims_match = false;  // signing_bytes == canonical claims of the payload
 };
 
 // Errors: InvalidArgument "assertion is not valid json" | "is not a json object" | "has a

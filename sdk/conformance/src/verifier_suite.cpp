@@ -172,6 +172,20 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
         EXPECT_TRUE(call.result.error_untouched);
       }
     });
+    const Json& verifier = plugin->kit_config().at("verifier");
+    if (verifier.contains("other_plugin_config")) {
+      add_test("Verifier", "RejectsTheVectorUnderAnotherKey", [plugin] {
+        const std::string other = plugin->kit_config()["verifier"]["other_plugin_config"].dump();
+        RawInstance instance(*plugin, other);
+        ASSERT_EQ(instance.created().code, CTX_OK)
+            << "create with other_plugin_config failed: " << instance.created().message;
+        const auto vector = test_vector(*plugin);
+        expect_rejected(
+            *plugin,
+            verify(*plugin, instance.handle(), vector->assertion.dump(), vector->signing_bytes),
+            "verify of the test vector under another key");
+      });
+    }
   }
 }
 

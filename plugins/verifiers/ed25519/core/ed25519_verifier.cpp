@@ -49,7 +49,8 @@ Ed25519Verifier::Ed25519Verifier(std::string_view config_json) {
   // Exactly one key: whatever follows the PEM block must be blank.
   char* rest = nullptr;
   const long rest_size = BIO_get_mem_data(bio.get(), &rest);
-  if (rest_size > 0 && !only_whitespace(std::string_view(rest, static_cast<std::size_t>(rest_size)))) {
+  if (rest_size > 0 &&
+      !only_whitespace(std::string_view(rest, static_cast<std::size_t>(rest_size)))) {
     throw InvalidArgument("ed25519 config public_key_pem has text after the key");
   }
   if (EVP_PKEY_get_id(key_.get()) != EVP_PKEY_ED25519) {
@@ -61,7 +62,8 @@ Ed25519Verifier::~Ed25519Verifier() = default;
 
 bool Ed25519Verifier::verify(std::string_view assertion_json,
                              std::string_view signing_bytes) const {
-  const verifiers::WireAssertion wire = verifiers::read_wire_assertion(assertion_json, signing_bytes);
+  const verifiers::WireAssertion wire =
+      verifiers::read_wire_assertion(assertion_json, signing_bytes);
   if (wire.proof.size() != kSignatureBytes) {
     throw InvalidArgument("ed25519 proof is not a 64-byte signature");
   }

@@ -61,7 +61,9 @@ const unsigned char* u8(std::string_view bytes) noexcept {
   return reinterpret_cast<const unsigned char*>(bytes.data());
 }
 
-std::shared_ptr<EVP_PKEY> shared(EVP_PKEY* key) { return std::shared_ptr<EVP_PKEY>(key, PkeyFree()); }
+std::shared_ptr<EVP_PKEY> shared(EVP_PKEY* key) {
+  return std::shared_ptr<EVP_PKEY>(key, PkeyFree());
+}
 
 // Runs OpenSSL's public-key validation (curve membership, RSA modulus sanity).
 void check_public(EVP_PKEY* key) {
@@ -100,7 +102,8 @@ std::shared_ptr<EVP_PKEY> p256_key(std::string_view curve, std::string_view poin
   }
   std::unique_ptr<OSSL_PARAM_BLD, ParamBldFree> bld(OSSL_PARAM_BLD_new());
   if (!bld ||
-      OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) != 1 ||
+      OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) !=
+          1 ||
       OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(),
                                        point.size()) != 1) {
     openssl_failed("build p-256 parameters");
@@ -110,7 +113,8 @@ std::shared_ptr<EVP_PKEY> p256_key(std::string_view curve, std::string_view poin
 
 std::shared_ptr<EVP_PKEY> rsa_key(std::string_view e, std::string_view n) {
   if (n.empty() || e.empty()) invalid_key("has an empty rsa parameter");
-  if (n.size() * 8 > static_cast<std::size_t>(kMaxRsaBits) + 8) invalid_key("rsa modulus is too large");
+  if (n.size() * 8 > static_cast<std::size_t>(kMaxRsaBits) + 8)
+    invalid_key("rsa modulus is too large");
   std::unique_ptr<BIGNUM, BnFree> bn_n(BN_bin2bn(u8(n), static_cast<int>(n.size()), nullptr));
   std::unique_ptr<BIGNUM, BnFree> bn_e(BN_bin2bn(u8(e), static_cast<int>(e.size()), nullptr));
   if (!bn_n || !bn_e) openssl_failed("read rsa parameters");
@@ -130,7 +134,8 @@ bool digest_verify(EVP_PKEY* key, const EVP_MD* md, std::string_view signature,
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, md, nullptr, key) != 1) {
     openssl_failed("start a verification");
   }
-  const int rc = EVP_DigestVerify(ctx.get(), u8(signature), signature.size(), u8(data), data.size());
+  const int rc =
+      EVP_DigestVerify(ctx.get(), u8(signature), signature.size(), u8(data), data.size());
   ERR_clear_error();
   return rc == 1;
 }
@@ -174,11 +179,16 @@ bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
 
 std::string_view key_type_name(KeyType type) noexcept {
   switch (type) {
-    case KeyType::kEd25519: return "ssh-ed25519";
-    case KeyType::kEcdsaP256: return "ecdsa-sha2-nistp256";
-    case KeyType::kRsa: return "ssh-rsa";
-    case KeyType::kSkEd25519: return "sk-ssh-ed25519@openssh.com";
-    case KeyType::kSkEcdsaP256: return "sk-ecdsa-sha2-nistp256@openssh.com";
+    case KeyType::kEd25519:
+      return "ssh-ed25519";
+    case KeyType::kEcdsaP256:
+      return "ecdsa-sha2-nistp256";
+    case KeyType::kRsa:
+      return "ssh-rsa";
+    case KeyType::kSkEd25519:
+      return "sk-ssh-ed25519@openssh.com";
+    case KeyType::kSkEcdsaP256:
+      return "sk-ecdsa-sha2-nistp256@openssh.com";
   }
   return "";
 }

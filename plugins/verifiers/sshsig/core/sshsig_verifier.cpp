@@ -37,14 +37,22 @@ bool algorithm_fits(KeyType type, std::string_view algorithm) noexcept {
 
 const char* verdict_name(Verdict verdict) noexcept {
   switch (verdict) {
-    case Verdict::kAccepted: return "accepted";
-    case Verdict::kWrongKey: return "wrong-key";
-    case Verdict::kWrongNamespace: return "wrong-namespace";
-    case Verdict::kUnsupportedHash: return "unsupported-hash";
-    case Verdict::kWrongAlgorithm: return "wrong-algorithm";
-    case Verdict::kUserPresenceMissing: return "user-presence-missing";
-    case Verdict::kBadSignature: return "bad-signature";
-    case Verdict::kClaimsMismatch: return "claims-mismatch";
+    case Verdict::kAccepted:
+      return "accepted";
+    case Verdict::kWrongKey:
+      return "wrong-key";
+    case Verdict::kWrongNamespace:
+      return "wrong-namespace";
+    case Verdict::kUnsupportedHash:
+      return "unsupported-hash";
+    case Verdict::kWrongAlgorithm:
+      return "wrong-algorithm";
+    case Verdict::kUserPresenceMissing:
+      return "user-presence-missing";
+    case Verdict::kBadSignature:
+      return "bad-signature";
+    case Verdict::kClaimsMismatch:
+      return "claims-mismatch";
   }
   return "unknown";
 }
@@ -101,7 +109,8 @@ SshsigVerifier::SshsigVerifier(std::string_view config_json) {
 
 Verdict SshsigVerifier::check(std::string_view assertion_json,
                               std::string_view signing_bytes) const {
-  const verifiers::WireAssertion wire = verifiers::read_wire_assertion(assertion_json, signing_bytes);
+  const verifiers::WireAssertion wire =
+      verifiers::read_wire_assertion(assertion_json, signing_bytes);
   const std::string blob = dearmor(wire.proof);
   const SshsigBlob sig = parse_sshsig(blob);
   // The signature field: algorithm, algorithm-specific blob, and for security keys flags+counter.
@@ -133,7 +142,8 @@ Verdict SshsigVerifier::check(std::string_view assertion_json,
     sk.raw(digest("sha256", signed_data));
     signed_data = sk.bytes();
   }
-  if (!verify_signature(key_, algorithm, signature_blob, signed_data)) return Verdict::kBadSignature;
+  if (!verify_signature(key_, algorithm, signature_blob, signed_data))
+    return Verdict::kBadSignature;
   return wire.claims_match ? Verdict::kAccepted : Verdict::kClaimsMismatch;
 }
 

@@ -30,13 +30,13 @@ inline constexpr std::uint8_t kUserPresent = 0x01;
 // Why a well-formed proof was not accepted (checked in this order).
 enum class Verdict {
   kAccepted,
-  kWrongKey,                 // the signature's public key is not the configured one
-  kWrongNamespace,           // namespace is not "ctx-consent"
-  kUnsupportedHash,          // hash_algorithm is not sha256 or sha512
-  kWrongAlgorithm,           // signature algorithm does not belong to the key (or is ssh-rsa/SHA-1)
-  kUserPresenceMissing,      // security key signature without the user-presence flag
-  kBadSignature,             // the signature does not verify over the signing bytes
-  kClaimsMismatch,           // the signing bytes are not the payload's own claims
+  kWrongKey,             // the signature's public key is not the configured one
+  kWrongNamespace,       // namespace is not "ctx-consent"
+  kUnsupportedHash,      // hash_algorithm is not sha256 or sha512
+  kWrongAlgorithm,       // signature algorithm does not belong to the key (or is ssh-rsa/SHA-1)
+  kUserPresenceMissing,  // security key signature without the user-presence flag
+  kBadSignature,         // the signature does not verify over the signing bytes
+  kClaimsMismatch,       // the signing bytes are not the payload's own claims
 };
 
 const char* verdict_name(Verdict verdict) noexcept;

@@ -32,15 +32,23 @@ SignedAssertionClaims sample_claims() {
 // The exact texts json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=True) gives.
 const std::string kSigningBytes =
     R"({"audience":"ctx-managed-query","authenticator_id":"managed-test-authenticator",)"
-    R"("challenge_digest":")" + kChallenge + R"(","decision":"granted",)"
+    R"("challenge_digest":")" +
+    kChallenge +
+    R"(","decision":"granted",)"
     R"("expires_at":"2026-08-03T12:30:00Z","issued_at":"2026-08-03T12:00:00Z",)"
-    R"("nonce":"managed-consent-nonce-1","principal_digest":")" + kPrincipal + R"(",)"
+    R"("nonce":"managed-consent-nonce-1","principal_digest":")" +
+    kPrincipal +
+    R"(",)"
     R"("schema":"ctx.signed-human-install-decision-v1"})";
 const std::string kPayload =
     R"({"audience":"ctx-managed-query","authenticator_id":"managed-test-authenticator",)"
-    R"("challenge_digest":")" + kChallenge + R"(","decision":"granted",)"
+    R"("challenge_digest":")" +
+    kChallenge +
+    R"(","decision":"granted",)"
     R"("expires_at":"2026-08-03T12:30:00Z","issued_at":"2026-08-03T12:00:00Z",)"
-    R"("nonce":"managed-consent-nonce-1","principal_digest":")" + kPrincipal + R"(",)"
+    R"("nonce":"managed-consent-nonce-1","principal_digest":")" +
+    kPrincipal +
+    R"(",)"
     R"("proof_base64":"AP8QcHJvb2Y=","schema":"ctx.signed-human-install-decision-v1"})";
 
 // Replaces the first occurrence of `from` in `text` (which must contain it).
@@ -56,8 +64,8 @@ void expect_rejected(std::string_view payload, AssertionRejection want, const st
     (void)decode_signed_assertion(payload);
     ADD_FAILURE() << what << ": decoded";
   } catch (const AssertionCodecError& e) {
-    EXPECT_EQ(e.rejection(), want) << what << ": " << assertion_rejection_name(e.rejection())
-                                   << " (" << e.what() << ")";
+    EXPECT_EQ(e.rejection(), want)
+        << what << ": " << assertion_rejection_name(e.rejection()) << " (" << e.what() << ")";
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << what;
     EXPECT_THAT(e.what(), Not(HasSubstr("managed-consent-nonce-1"))) << what;
     EXPECT_THAT(e.what(), Not(HasSubstr("AP8QcHJvb2Y="))) << what;
@@ -125,7 +133,8 @@ TEST(AssertionCodec, RejectsPayloadSizesOutsideTheBound) {
   expect_rejected(padded, AssertionRejection::kInvalidSize, "over 16 KiB");
   // Exactly at the bound it is judged on its content (here: whitespace is not canonical).
   std::string at_bound = kPayload;
-  at_bound.insert(at_bound.size() - 1, std::string(kMaxSignedAssertionBytes - kPayload.size(), ' '));
+  at_bound.insert(at_bound.size() - 1,
+                  std::string(kMaxSignedAssertionBytes - kPayload.size(), ' '));
   ASSERT_EQ(at_bound.size(), kMaxSignedAssertionBytes);
   expect_rejected(at_bound, AssertionRejection::kNotCanonical, "at 16 KiB with spaces");
 }
@@ -162,9 +171,9 @@ TEST(AssertionCodec, RejectsNonFiniteConstants) {
   // Inside a string the same letters are just text.
   SignedAssertionClaims claims = sample_claims();
   claims.nonce = "NaN-Infinity";
-  EXPECT_EQ(decode_signed_assertion(encode_signed_assertion(SignedAssertion::create(claims)))
-                .nonce(),
-            "NaN-Infinity");
+  EXPECT_EQ(
+      decode_signed_assertion(encode_signed_assertion(SignedAssertion::create(claims))).nonce(),
+      "NaN-Infinity");
 }
 
 TEST(AssertionCodec, RejectsNonObjects) {
@@ -232,8 +241,8 @@ TEST(AssertionCodec, RejectsPayloadsThatDoNotReencodeIdentically) {
                   AssertionRejection::kNotCanonical, "needless escape");
   // Keys out of order.
   const std::string reordered =
-      replaced(replaced(kPayload, R"({"audience":"ctx-managed-query",)", "{"),
-               R"("schema")", R"("audience":"ctx-managed-query","schema")");
+      replaced(replaced(kPayload, R"({"audience":"ctx-managed-query",)", "{"), R"("schema")",
+               R"("audience":"ctx-managed-query","schema")");
   expect_rejected(reordered, AssertionRejection::kNotCanonical, "key order");
 }
 

@@ -14,8 +14,8 @@ namespace ctx::ed25519 {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::must_run;
+using ::testing::Not;
 using testing::payload_with;
 using testing::read_file;
 using testing::sample_claims;
@@ -127,8 +127,8 @@ TEST_F(Ed25519VerifierTest, RefusesConfigsThatAreNotOneEd25519PublicKey) {
                    "public key block");
   // Another algorithm's SubjectPublicKeyInfo.
   const std::string ec = (*dir_ / "p256.pem").string();
-  must_run({"openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-            "-out", ec});
+  must_run({"openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out",
+            ec});
   must_run({"openssl", "pkey", "-in", ec, "-pubout", "-out", ec + ".pub"});
   CTX_EXPECT_THROW(Ed25519Verifier(config_of(read_file(ec + ".pub"))), InvalidArgument,
                    "not an ed25519 key");

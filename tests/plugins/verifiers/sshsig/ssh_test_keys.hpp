@@ -78,9 +78,10 @@ inline Pkey read_private_pem(const std::string& pem) {
 inline std::string ed25519_raw_public(EVP_PKEY* key) {
   std::string raw(32, '\0');
   size_t size = raw.size();
-  require(EVP_PKEY_get_raw_public_key(key, reinterpret_cast<unsigned char*>(raw.data()), &size) ==
-                  1 && size == 32,
-          "ed25519 raw public key");
+  require(
+      EVP_PKEY_get_raw_public_key(key, reinterpret_cast<unsigned char*>(raw.data()), &size) == 1 &&
+          size == 32,
+      "ed25519 raw public key");
   return raw;
 }
 
@@ -89,7 +90,8 @@ inline std::string p256_point(EVP_PKEY* key) {
   size_t size = 0;
   require(EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY,
                                           reinterpret_cast<unsigned char*>(point.data()),
-                                          point.size(), &size) == 1 && size == 65,
+                                          point.size(), &size) == 1 &&
+              size == 65,
           "p-256 public point");
   return point;
 }
@@ -163,10 +165,10 @@ struct SigningOptions {
   std::string ns = std::string(kNamespace);
   std::string hash_algorithm = "sha512";
   std::string reserved;
-  std::string algorithm;           // empty: the key type's own (rsa: rsa-sha2-512)
-  std::uint8_t flags = 0x01;       // sk only
+  std::string algorithm;                     // empty: the key type's own (rsa: rsa-sha2-512)
+  std::uint8_t flags = 0x01;                 // sk only
   std::optional<std::uint8_t> signed_flags;  // sk only: flags the signature covers (default: flags)
-  std::uint32_t counter = 7;       // sk only
+  std::uint32_t counter = 7;                 // sk only
   std::string signed_application;  // sk only: application the signature covers (empty: "ssh:")
 };
 
@@ -178,8 +180,8 @@ inline const EVP_MD* md_named(std::string_view name) {
 inline std::string sshsig_blob(EVP_PKEY* key, KeyType type, std::string_view message,
                                const SigningOptions& o = {}) {
   const std::string blob = public_blob(key, type);
-  const std::string signed_data =
-      sshsig_signed_data(o.ns, o.reserved, o.hash_algorithm, hash(md_named(o.hash_algorithm), message));
+  const std::string signed_data = sshsig_signed_data(o.ns, o.reserved, o.hash_algorithm,
+                                                     hash(md_named(o.hash_algorithm), message));
   std::string algorithm = o.algorithm;
   if (algorithm.empty()) algorithm = type == KeyType::kRsa ? "rsa-sha2-512" : key_type_name(type);
   SshWriter field;
@@ -197,8 +199,13 @@ inline std::string sshsig_blob(EVP_PKEY* key, KeyType type, std::string_view mes
     field.string(sign_raw(key, signed_data, type == KeyType::kRsa ? md : nullptr));
   }
   SshWriter out;
-  out.raw(kMagic).uint32(kVersion).string(blob).string(o.ns).string(o.reserved)
-      .string(o.hash_algorithm).string(field.bytes());
+  out.raw(kMagic)
+      .uint32(kVersion)
+      .string(blob)
+      .string(o.ns)
+      .string(o.reserved)
+      .string(o.hash_algorithm)
+      .string(field.bytes());
   return out.bytes();
 }
 

@@ -16,8 +16,13 @@ namespace tk = testkeys;
 
 TEST(SshWire, WriterAndReaderRoundTrip) {
   SshWriter w;
-  w.byte(7).uint32(0x01020304).string("abc").string("").mpint_unsigned(std::string("\x00\x80", 2))
-      .mpint_unsigned("\x7f").raw("xy");
+  w.byte(7)
+      .uint32(0x01020304)
+      .string("abc")
+      .string("")
+      .mpint_unsigned(std::string("\x00\x80", 2))
+      .mpint_unsigned("\x7f")
+      .raw("xy");
   EXPECT_EQ(w.bytes(), std::string("\x07\x01\x02\x03\x04"
                                    "\x00\x00\x00\x03"
                                    "abc"
@@ -73,10 +78,11 @@ TEST(SshKey, ParsesEachKeyTypeFromItsBlob) {
   const tk::Pkey ed = tk::generate_ed25519();
   const tk::Pkey ec = tk::generate_p256();
   const tk::Pkey rsa = tk::generate_rsa(2048);
-  const std::vector<std::pair<EVP_PKEY*, KeyType>> cases = {
-      {ed.get(), KeyType::kEd25519},    {ec.get(), KeyType::kEcdsaP256},
-      {rsa.get(), KeyType::kRsa},       {ed.get(), KeyType::kSkEd25519},
-      {ec.get(), KeyType::kSkEcdsaP256}};
+  const std::vector<std::pair<EVP_PKEY*, KeyType>> cases = {{ed.get(), KeyType::kEd25519},
+                                                            {ec.get(), KeyType::kEcdsaP256},
+                                                            {rsa.get(), KeyType::kRsa},
+                                                            {ed.get(), KeyType::kSkEd25519},
+                                                            {ec.get(), KeyType::kSkEcdsaP256}};
   for (const auto& [pkey, type] : cases) {
     const std::string blob = tk::public_blob(pkey, type);
     const SshPublicKey key = parse_public_key(blob);

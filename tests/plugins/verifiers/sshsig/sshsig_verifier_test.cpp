@@ -18,8 +18,8 @@ namespace {
 
 namespace tk = testkeys;
 using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::must_run;
+using ::testing::Not;
 using testing::payload_with;
 using testing::read_file;
 using testing::run_tool;
@@ -47,8 +47,8 @@ class SshsigVerifierTest : public ::testing::Test {
         {"mallory-ed25519", "-t", "ed25519"},
     };
     for (const auto& spec : keys) {
-      std::vector<std::string> argv = {"ssh-keygen", "-q", "-N", "", "-C", spec[0] + "@test", "-f",
-                                       path(spec[0])};
+      std::vector<std::string> argv = {"ssh-keygen",      "-q", "-N",         "", "-C",
+                                       spec[0] + "@test", "-f", path(spec[0])};
       argv.insert(argv.end(), spec.begin() + 1, spec.end());
       must_run(argv);
     }
@@ -277,7 +277,9 @@ TEST_F(SshsigVerifierTest, MalformedArmorIsATypedRejection) {
   const std::string line = public_line("alice-ed25519");
   const std::string armored = keygen_sign("alice-ed25519", bytes);
   const SshsigVerifier verifier(config_of(line));
-  const auto payload = [](const std::string& proof) { return payload_with(sample_claims(), proof); };
+  const auto payload = [](const std::string& proof) {
+    return payload_with(sample_claims(), proof);
+  };
   const std::vector<std::string> broken = {
       "not armor",
       armored.substr(1),
@@ -319,8 +321,8 @@ TEST_F(SshsigVerifierTest, MalformedBlobsAreTypedRejectionsNeverCrashes) {
   CTX_EXPECT_THROW((void)verdict_of(version), InvalidArgument, "version");
   CTX_EXPECT_THROW((void)verdict_of(blob + '\0'), InvalidArgument, "trailing bytes");
   // Wild lengths in the public-key length field (offset 10).
-  for (const std::uint32_t wild : {0xffffffffu, 0x7fffffffu, 0x01000000u,
-                                   static_cast<std::uint32_t>(blob.size())}) {
+  for (const std::uint32_t wild :
+       {0xffffffffu, 0x7fffffffu, 0x01000000u, static_cast<std::uint32_t>(blob.size())}) {
     std::string b = blob;
     for (int i = 0; i < 4; ++i) b[10 + i] = static_cast<char>(wild >> (24 - 8 * i));
     CTX_EXPECT_THROW((void)verdict_of(b), InvalidArgument, "ssh signature") << wild;
@@ -350,8 +352,13 @@ TEST_F(SshsigVerifierTest, MalformedSignatureFieldsAreTypedRejections) {
   const std::string bytes = signing_bytes_of(sample_claims());
   const auto with_field = [&](const std::string& field) {
     SshWriter out;
-    out.raw(kMagic).uint32(kVersion).string(ec_blob).string(kNamespace).string("")
-        .string("sha512").string(field);
+    out.raw(kMagic)
+        .uint32(kVersion)
+        .string(ec_blob)
+        .string(kNamespace)
+        .string("")
+        .string("sha512")
+        .string(field);
     return verifier.check(payload_with(sample_claims(), tk::armor(out.bytes())), bytes);
   };
   const auto field = [](std::string_view alg, std::string_view sig) {
@@ -377,8 +384,8 @@ TEST_F(SshsigVerifierTest, MalformedSignatureFieldsAreTypedRejections) {
                    "out-of-range");
   CTX_EXPECT_THROW((void)with_field(field("ecdsa-sha2-nistp256", "") + "x"), InvalidArgument,
                    "trailing bytes");
-  CTX_EXPECT_THROW((void)with_field(std::string("\x00\x00\x00\x05", 4) + "ecdsa"),
-                   InvalidArgument, "truncated");
+  CTX_EXPECT_THROW((void)with_field(std::string("\x00\x00\x00\x05", 4) + "ecdsa"), InvalidArgument,
+                   "truncated");
   // A well-formed but wrong (r, s) verifies false.
   SshWriter ones;
   ones.mpint_unsigned("\x01").mpint_unsigned("\x01");

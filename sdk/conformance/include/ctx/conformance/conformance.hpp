@@ -13,7 +13,9 @@
 //                    or containing "@TEMP_DIR@" gets a fresh empty directory per instance.
 //   "verifier":      {"vector": {"assertion": <object>, "signing_bytes": "<utf-8 text>"}}
 //                    a proof the configured key accepts; enables the acceptance test, and its
-//                    "proof" strings are mutated to build wrong proofs.
+//                    "proof" (or wire "proof_base64") strings are changed and truncated to build
+//                    wrong proofs. Optional "other_plugin_config": <object>, the plugin's config
+//                    for another key, under which the vector must be rejected.
 //   "host_adapter":  {"hook_payload": <object>}  replaces the built-in sample hook payload.
 //
 // Installer request contract (what the installer suite sends and expects; ctx's runtime uses the
