@@ -262,6 +262,8 @@ SignedAssertion decode_signed_assertion(std::string_view payload) {
     reject(R::kInvalidSize, "payload has an invalid size");
   }
   if (!is_utf8(payload)) reject(R::kInvalidUtf8, "payload is not utf-8");
+  // nlohmann skips a leading byte-order mark; JSON texts (and Python's json) do not allow one.
+  if (payload.substr(0, 3) == "\xef\xbb\xbf") reject(R::kInvalidJson, "payload is not valid json");
   const Json wire = parse_payload(payload);
   if (!wire.is_object()) reject(R::kNotObject, "json must be an object");
   bool keys_match = wire.size() == kWireKeys.size();

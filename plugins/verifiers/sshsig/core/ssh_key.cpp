@@ -276,10 +276,14 @@ bool verify_signature(const SshPublicKey& key, std::string_view signature_algori
       return digest_verify(key.pkey.get(), EVP_sha256(), ecdsa_der(signature_blob), data);
     case KeyType::kRsa: {
       const EVP_MD* md = signature_algorithm == "rsa-sha2-512" ? EVP_sha512() : EVP_sha256();
-      if (signature_blob.size() != static_cast<std::size_t>(EVP_PKEY_get_size(key.pkey.get()))) {
-        throw InvalidArgument("rsa signature does not match the modulus size");
+      const auto modulus_bytes = static_cast<std::size_t>(EVP_PKEY_get_size(key.pkey.get()));
+      if (signature_blob.empty() || signature_blob.size() > modulus_bytes) {
+        throw InvalidArgument("rsa signature is longer than the modulus");
       }
-      return digest_verify(key.pkey.get(), md, signature_blob, data);
+      // As OpenSSH does, a signature with its leading zero bytes dropped is padded back.
+      std::string padded(modulus_bytes - signature_blob.size(), '\0');
+      padded.append(signature_blob);
+      return digest_verify(key.pkey.get(), md, padded, data);
     }
   }
   return false;

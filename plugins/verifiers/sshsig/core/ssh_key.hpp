@@ -42,7 +42,8 @@ SshPublicKey parse_authorized_key(std::string_view line);
 
 // True when `signature_blob` (the algorithm-specific part of an SSH signature) is a valid
 // `signature_algorithm` signature by `key` over `data`: Ed25519 over data; ECDSA P-256 with
-// SHA-256 over data (r, s as mpints); RSA PKCS#1 v1.5 with SHA-256/512 for rsa-sha2-256/512.
+// SHA-256 over data (r, s as mpints); RSA PKCS#1 v1.5 with SHA-256/512 for rsa-sha2-256/512
+// (a signature shorter than the modulus is left-padded with zeros, as OpenSSH does).
 // The caller has matched `signature_algorithm` to the key type.
 // Errors: InvalidArgument when the signature blob is malformed for its algorithm.
 bool verify_signature(const SshPublicKey& key, std::string_view signature_algorithm,

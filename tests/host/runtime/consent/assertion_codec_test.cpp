@@ -152,6 +152,8 @@ TEST(AssertionCodec, RejectsInvalidUtf8AndJson) {
   expect_rejected(replaced(kPayload, "nonce-1", "nonce-\\ud800"), AssertionRejection::kInvalidJson,
                   "lone surrogate escape");
   expect_rejected("{'a':1}", AssertionRejection::kInvalidJson, "single quotes");
+  expect_rejected("\xef\xbb\xbf" + kPayload, AssertionRejection::kInvalidJson, "byte-order mark");
+  expect_rejected(R"({"a":1} // comment)", AssertionRejection::kInvalidJson, "comment");
   expect_rejected(std::string(5000, '[') + std::string(5000, ']'), AssertionRejection::kNotObject,
                   "deep array");
 }

@@ -170,6 +170,42 @@ TEST_F(SshsigVerifierTest, RsaAcceptsSha2_256And512ButNotSha1Signatures) {
             Verdict::kWrongAlgorithm);
 }
 
+TEST_F(SshsigVerifierTest, RsaSignaturesWithoutTheirLeadingZeroAreAcceptedAsOpensshDoes) {
+  const tk::Pkey key = tk::read_private_pem(read_file(path("alice-rsa")));
+  const std::string line = public_line("alice-rsa");
+  const std::string blob = tk::public_blob(key.get(), KeyType::kRsa);
+  const auto armored = [&](const std::string& signature) {
+    SshWriter field;
+    field.string("rsa-sha2-512").string(signature);
+    SshWriter out;
+    out.raw(kMagic)
+        .uint32(kVersion)
+        .string(blob)
+        .string(kNamespace)
+        .string("")
+        .string("sha512")
+        .string(field.bytes());
+    return tk::armor(out.bytes());
+  };
+  // PKCS#1 v1.5 is deterministic: vary the claims until a signature starts with a zero byte.
+  for (int i = 0; i < 4096; ++i) {
+    const runtime::SignedAssertionClaims claims = sample_claims("nonce-" + std::to_string(i));
+    const std::string bytes = signing_bytes_of(claims);
+    const std::string data =
+        sshsig_signed_data(kNamespace, "", "sha512", tk::hash(EVP_sha512(), bytes));
+    const std::string signature = tk::sign_raw(key.get(), data, EVP_sha512());
+    if (signature[0] != '\0') continue;
+    const std::string stripped = armored(signature.substr(1));
+    EXPECT_EQ(keygen_verify(line, bytes, stripped), 0) << "ssh-keygen disagrees";
+    EXPECT_EQ(check(line, stripped, bytes, claims), Verdict::kAccepted);
+    EXPECT_EQ(check(line, armored(signature), bytes, claims), Verdict::kAccepted);
+    CTX_EXPECT_THROW(check(line, armored(std::string(1, '\0') + signature), bytes, claims),
+                     InvalidArgument, "longer than the modulus");
+    return;
+  }
+  FAIL() << "no signature with a leading zero byte in 4096 tries";
+}
+
 TEST_F(SshsigVerifierTest, RejectsUnsupportedHashesAndMismatchedAlgorithms) {
   const tk::Pkey key = tk::generate_ed25519();
   const std::string blob = tk::public_blob(key.get(), KeyType::kEd25519);
