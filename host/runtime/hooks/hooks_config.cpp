@@ -103,16 +103,18 @@ void fsync_directory(const fs::path& dir) {
   ::close(fd);
 }
 
-// Replaces `file` with `bytes` atomically, with permission bits `mode`.
-void write_atomically(const fs::path& file, const std::string& bytes, mode_t mode) {
+// Replaces `file` with `bytes` atomically, with permission bits `mode` (nullopt: 0644 less the
+// process umask, for a file that did not exist).
+void write_atomically(const fs::path& file, const std::string& bytes, std::optional<mode_t> mode) {
   const fs::path temp =
       file.parent_path() / (file.filename().string() + ".ctx-tmp-" + std::to_string(::getpid()));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                        mode.value_or(0644));
   if (fd < 0) {
     throw SystemError("cannot create " + temp.string() + ": " + std::strerror(errno));
   }
   std::size_t written = 0;
-  bool ok = ::fchmod(fd, mode) == 0;
+  bool ok = !mode || ::fchmod(fd, *mode) == 0;
   while (ok && written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
     if (n < 0 && errno == EINTR) continue;
@@ -130,9 +132,9 @@ void write_atomically(const fs::path& file, const std::string& bytes, mode_t mod
   fsync_directory(file.parent_path());
 }
 
-mode_t mode_of(const fs::path& file, mode_t fallback) {
+std::optional<mode_t> mode_of(const fs::path& file) {
   struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) return fallback;
+  if (::stat(file.c_str(), &st) != 0) return std::nullopt;
   return st.st_mode & 07777;
 }
 
@@ -284,7 +286,7 @@ std::vector<std::string> remove_ctx_handlers(Json& document, HookHost host,
 // Saves `previous` (empty: there was no file) as the backup, then writes `document`.
 void replace(const fs::path& file, const std::optional<std::string>& previous,
              const std::string& bytes, std::optional<fs::path>& backup) {
-  const mode_t mode = mode_of(file, 0644);
+  const std::optional<mode_t> mode = mode_of(file);
   const fs::path saved = backup_path(file);
   write_atomically(saved, previous.value_or(""), 0600);
   backup = saved;

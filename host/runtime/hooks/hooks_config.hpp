@@ -14,9 +14,9 @@
 // alone filled, and when the result equals the content saved before the last change it writes
 // back those exact bytes (or removes the file ctx created). Before every change the previous
 // bytes go to "<file>.ctx-backup" (0600; empty when there was no file). Writes are atomic
-// (temporary file, fsync, rename) and keep the file's mode; a symlinked file is updated at its
-// target. Not safe against a concurrent writer of the same file (the host's own editor included):
-// the last rename wins, the file is never torn.
+// (temporary file, fsync, rename) and keep the file's mode (a new file gets 0644 less the umask);
+// a symlinked file is updated at its target. Not safe against a concurrent writer of the same
+// file (the host's own editor included): the last rename wins, the file is never torn.
 #ifndef CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_
 #define CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_
 

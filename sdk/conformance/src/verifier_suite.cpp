@@ -27,13 +27,13 @@ std::optional<Vector> test_vector(const PluginUnderTest& plugin) {
   return Vector{vector.at("assertion"), vector.at("signing_bytes").get<std::string>()};
 }
 
-// Runs verify in a forked child (a misbehaving verifier fails the test, not the run).
+// Runs verify, recording an escaped exception (a crash or exit ends the supervised child).
 Contained verify(const PluginUnderTest& plugin, void* instance, const std::string& assertion,
                  const std::string& signing_bytes) {
   const auto fn = plugin.loaded().verifier_ops()->verify;
   return contain([&] {
     std::uint32_t verdict = kVerdictUnset;
-    CallResult r = invoke([&](ctx_error* err) {
+    CallResult r = invoke("verify", [&](ctx_error* err) {
       return fn(
           instance, ctx_bytes{reinterpret_cast<const uint8_t*>(assertion.data()), assertion.size()},
           ctx_bytes{reinterpret_cast<const uint8_t*>(signing_bytes.data()), signing_bytes.size()},
@@ -77,10 +77,10 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     has_vector = test_vector(*plugin).has_value();
   } catch (const std::exception& e) {
     const std::string reason = e.what();
-    add_test("KitConfig", "IsUsable", [reason] { FAIL() << reason; });
+    add_kit_test("KitConfig", "IsUsable", [reason] { FAIL() << reason; });
     return;
   }
-  add_test("Verifier", "RejectsEmptyAndMalformedAssertions", [plugin] {
+  add_plugin_test(plugin, "Verifier", "RejectsEmptyAndMalformedAssertions", [plugin] {
     RawInstance instance(*plugin, plugin->fresh_config());
     ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
     const std::string id = plugin->descriptor().id;
@@ -101,7 +101,7 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     }
   });
 
-  add_test("Verifier", "RejectsWrongProofs", [plugin] {
+  add_plugin_test(plugin, "Verifier", "RejectsWrongProofs", [plugin] {
     RawInstance instance(*plugin, plugin->fresh_config());
     ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
     const auto vector = test_vector(*plugin);
@@ -158,7 +158,7 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   });
 
   if (has_vector) {
-    add_test("Verifier", "AcceptsTheConfiguredTestVector", [plugin] {
+    add_plugin_test(plugin, "Verifier", "AcceptsTheConfiguredTestVector", [plugin] {
       RawInstance instance(*plugin, plugin->fresh_config());
       ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
       const auto vector = test_vector(*plugin);
@@ -174,7 +174,7 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     });
     const Json& verifier = plugin->kit_config().at("verifier");
     if (verifier.contains("other_plugin_config")) {
-      add_test("Verifier", "RejectsTheVectorUnderAnotherKey", [plugin] {
+      add_plugin_test(plugin, "Verifier", "RejectsTheVectorUnderAnotherKey", [plugin] {
         const std::string other = plugin->kit_config()["verifier"]["other_plugin_config"].dump();
         RawInstance instance(*plugin, other);
         ASSERT_EQ(instance.created().code, CTX_OK)

@@ -279,6 +279,16 @@ TEST_F(HooksConfigTest, AMalformedFileIsATypedErrorAndLeftUntouched) {
   CTX_EXPECT_THROW(install_hooks(claude(), kCommand), MalformedHooksConfig, "not a regular file");
 }
 
+TEST_F(HooksConfigTest, ANewFileFollowsTheUmaskAndAnExistingOneKeepsItsMode) {
+  const mode_t previous = ::umask(077);
+  install_hooks(codex_user(), kCommand);
+  ::umask(previous);
+  EXPECT_EQ(mode(codex_user().file), 0600u);
+  ::chmod(codex_user().file.c_str(), 0664);
+  install_hooks(codex_user(), {"/other/ctx", std::nullopt});
+  EXPECT_EQ(mode(codex_user().file), 0664u);
+}
+
 TEST_F(HooksConfigTest, DisabledHooksAreMentioned) {
   write(claude().file, R"({"disableAllHooks":true})");
   EXPECT_THAT(install_hooks(claude(), kCommand).notice, HasSubstr("disableAllHooks"));
