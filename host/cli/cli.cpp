@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "host/cli/hooks_command.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 #include "host/plugins/errors.hpp"
@@ -180,6 +181,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << "ctx " << CTX_VERSION << "\n";
     return kExitOk;
   }
+  if (first == "hooks") return run_hooks_command(args, out, err, env);
   if (first != "plugin") throw UsageError("unknown command \"" + first + "\"");
   if (args.size() < 2) throw UsageError("ctx plugin needs a command: pin, verify or list");
   const std::string& command = args[1];
@@ -222,6 +224,7 @@ std::string usage() {
          "      re-hash and load every pinned plugin; exit 1 if any differs from its pin\n"
          "  ctx plugin list --lock FILE [--json]\n"
          "      show the pinned plugins\n"
+         + hooks_usage() +
          "\n"
          "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"
          "exit codes: 0 ok, 1 command failed, 2 usage error\n";
