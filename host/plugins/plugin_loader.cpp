@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,13 +115,20 @@ UniqueFd make_memfd(const std::string& label) {
   return UniqueFd(fd);
 }
 
-// Copies exactly `size` bytes of `in` (from offset 0) into `out`.
-void copy_exactly(int in, int out, std::uint64_t size, const std::string& path) {
-  off_t offset = 0;
-  while (static_cast<std::uint64_t>(offset) < size) {
+constexpr std::size_t kCopyBufferBytes = 256 * 1024;  // stays in L2 between read, hash, write
+
+// Copies exactly `size` bytes of `in` (from offset 0) into the memfd `out`, hashing the very
+// buffers written. Only this process holds `out` (reaching it through /proc/<pid>/fd takes
+// ptrace rights over ctx, which pinning does not claim to stop), and it is sealed before
+// anything maps it, so the digest is the digest of what can ever be mapped.
+std::string copy_and_hash(int in, int out, std::uint64_t size, const std::string& path) {
+  core::Sha256 hasher;
+  const auto buffer = std::make_unique_for_overwrite<char[]>(kCopyBufferBytes);
+  std::uint64_t done = 0;
+  while (done < size) {
     const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(size - offset, 1u << 30));
-    const ssize_t n = ::sendfile(out, in, &offset, want);
+        static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kCopyBufferBytes));
+    const ssize_t n = ::pread(in, buffer.get(), want, static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw SystemError("cannot read plugin file " + path + ": " + errno_text(errno));
@@ -130,7 +136,18 @@ void copy_exactly(int in, int out, std::uint64_t size, const std::string& path) 
     if (n == 0) {
       throw UnsafePluginFile("plugin file " + path + " shrank while it was read (size)");
     }
+    hasher.update(buffer.get(), static_cast<std::size_t>(n));
+    for (ssize_t written = 0; written < n;) {
+      const ssize_t w = ::write(out, buffer.get() + written, static_cast<std::size_t>(n - written));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        throw SystemError("cannot fill the plugin memfd: " + errno_text(errno));
+      }
+      written += w;
+    }
+    done += static_cast<std::uint64_t>(n);
   }
+  return core::to_hex(hasher.finish());
 }
 
 // Parses a note descriptor: strictly canonical {"abi":{"major","minor"},"id","kind","version"}.
@@ -189,7 +206,7 @@ SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> p
   }
   if (out.size == 0) throw MalformedElf("plugin " + label + " is not a loadable elf plugin: empty");
   out.memfd = make_memfd(label);
-  copy_exactly(file.fd.get(), out.memfd.get(), out.size, path);
+  out.sha256 = copy_and_hash(file.fd.get(), out.memfd.get(), out.size, path);
   if (::fcntl(out.memfd.get(), F_ADD_SEALS,
               F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     throw SystemError("cannot seal the copy of plugin " + label + ": " + errno_text(errno));
@@ -198,11 +215,8 @@ SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> p
   if (::fstat(out.memfd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != out.size) {
     throw SystemError("the sealed copy of plugin " + label + " has the wrong size");
   }
-  const Mapping map(out.memfd.get(), out.size);
-  core::Sha256 hasher;
-  hasher.update(map.bytes().data(), map.bytes().size());
-  out.sha256 = core::to_hex(hasher.finish());
   if (pinned_size) return out;  // the caller compares the digest before parsing anything
+  const Mapping map(out.memfd.get(), out.size);
   try {
     out.elf = detail::read_elf_plugin(map.bytes(), CTX_PLUGIN_ENTRY_SYMBOL);
   } catch (const MalformedElf& e) {
