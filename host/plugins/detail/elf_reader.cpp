@@ -319,7 +319,7 @@ class Parser {
       const std::uint32_t bloom_shift = word_at(base, 3, "DT_GNU_HASH header");
       if (nbuckets == 0) return std::nullopt;
       if (!is_power_of_two(bloom_size)) bad("DT_GNU_HASH bloom size is not a power of 2");
-      if (bloom_shift >= 64) bad("DT_GNU_HASH bloom shift too large");
+      if (bloom_shift >= 32) bad("DT_GNU_HASH bloom shift is not below 32");
       const std::uint32_t h = gnu_hash(symbol_);
       const std::uint64_t bloom_base = base + 16;
       const std::uint64_t bloom_index = (h / 64) & (bloom_size - 1);
