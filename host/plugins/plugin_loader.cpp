@@ -88,9 +88,7 @@ class Mapping {
   }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
-  std::span<const std::byte> bytes() const {
-    return {static_cast<const std::byte*>(data_), size_};
-  }
+  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(data_), size_}; }
 
  private:
   void* data_ = nullptr;
@@ -111,7 +109,8 @@ UniqueFd make_memfd(const std::string& label) {
   const std::string name = "ctx-plugin:" + label.substr(0, 200);
   int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
   if (fd < 0 && errno == EINVAL) fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) throw SystemError("cannot create a memfd for plugin " + label + ": " + errno_text(errno));
+  if (fd < 0)
+    throw SystemError("cannot create a memfd for plugin " + label + ": " + errno_text(errno));
   return UniqueFd(fd);
 }
 
@@ -193,8 +192,8 @@ PluginIdentity parse_note(const std::string& text, const std::string& label) {
 // Steps 2-4 of the file comment, up to (not including) the dependency trust check.
 SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> pinned_size,
                          const std::string& label) {
-  detail::TrustedFile file = detail::open_trusted_file(path, detail::Owners::kRootOrUs,
-                                                       "plugin file");
+  detail::TrustedFile file =
+      detail::open_trusted_file(path, detail::Owners::kRootOrUs, "plugin file");
   SealedPlugin out;
   out.path = path;
   out.size = static_cast<std::uint64_t>(file.st.st_size);
@@ -273,8 +272,8 @@ void check_note_abi(const PluginIdentity& note, const ctx_host_negotiation& host
   if (note.abi_major != host.abi_major) {
     throw PluginAbiMismatch("plugin \"" + note.id + "\" (" + label +
                             ") is built for plugin ABI major " + std::to_string(note.abi_major) +
-                            "; this host provides major " + std::to_string(host.abi_major) +
-                            " (" + abi_text(host.abi_major, host.abi_minor_max) + ")");
+                            "; this host provides major " + std::to_string(host.abi_major) + " (" +
+                            abi_text(host.abi_major, host.abi_minor_max) + ")");
   }
   if (note.abi_minor > host.abi_minor_max) {
     throw PluginAbiMismatch("plugin \"" + note.id + "\" (" + label + ") requires plugin ABI " +
@@ -331,13 +330,12 @@ std::string descriptor_text(const char* text) {
 // Applies the version rule of plugin_abi.h and validates the descriptor and the ops table of its
 // kind. Returns the declared identity (sha256 left empty). `file` names the plugin until its id
 // is known to be valid.
-PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d,
-                                   const ctx_host_negotiation& host, const std::string& file) {
+PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d, const ctx_host_negotiation& host,
+                                   const std::string& file) {
   if (d == nullptr) throw BrokenPluginTable("plugin " + file + " returned a null descriptor");
-  const std::string declared_id = descriptor_text(
-      d->struct_size >= CTX_TABLE_END(ctx_plugin_descriptor, id) ? d->id : nullptr);
-  const std::string name =
-      is_valid_plugin_id(declared_id) ? "\"" + declared_id + "\"" : file;
+  const std::string declared_id =
+      descriptor_text(d->struct_size >= CTX_TABLE_END(ctx_plugin_descriptor, id) ? d->id : nullptr);
+  const std::string name = is_valid_plugin_id(declared_id) ? "\"" + declared_id + "\"" : file;
 
   if (d->abi_major != host.abi_major) {
     throw PluginAbiMismatch("plugin " + name + " is built for plugin ABI major " +
@@ -386,12 +384,12 @@ PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d,
     return BrokenPluginTable("plugin " + name + " ops table struct_size " + std::to_string(size) +
                              " does not cover required op " + op);
   };
-#define CTX_REQUIRE_OP(table, type, field)                                  \
-  do {                                                                      \
-    if ((table)->struct_size < CTX_TABLE_END(type, field)) {                \
-      throw too_small((table)->struct_size, #field);                        \
-    }                                                                       \
-    if ((table)->field == nullptr) throw null_op(#field);                   \
+#define CTX_REQUIRE_OP(table, type, field)                   \
+  do {                                                       \
+    if ((table)->struct_size < CTX_TABLE_END(type, field)) { \
+      throw too_small((table)->struct_size, #field);         \
+    }                                                        \
+    if ((table)->field == nullptr) throw null_op(#field);    \
   } while (false)
 
   const auto kind = static_cast<PluginKind>(d->kind);
@@ -474,8 +472,7 @@ std::shared_ptr<const LoadedPlugin> map_sealed(SealedPlugin&& plugin, const std:
     throw PluginIdentityMismatch("plugin " + file + " declares " + identity_text(identity) +
                                  "; the lock pins " + identity_text(*pinned));
   }
-  return std::make_shared<const LoadedPlugin>(std::move(library), descriptor,
-                                              std::move(identity));
+  return std::make_shared<const LoadedPlugin>(std::move(library), descriptor, std::move(identity));
 }
 
 }  // namespace
@@ -527,9 +524,8 @@ const ctx_verifier_ops* LoadedPlugin::verifier_ops() const noexcept {
 }
 
 const ctx_installer_ops* LoadedPlugin::installer_ops() const noexcept {
-  return kind() == PluginKind::kInstaller
-             ? static_cast<const ctx_installer_ops*>(descriptor_->ops)
-             : nullptr;
+  return kind() == PluginKind::kInstaller ? static_cast<const ctx_installer_ops*>(descriptor_->ops)
+                                          : nullptr;
 }
 
 const ctx_host_adapter_ops* LoadedPlugin::host_adapter_ops() const noexcept {
