@@ -167,12 +167,11 @@ Probe PluginUnderTest::probe() {
       [&] {
         const plugins::PluginLoader loader(base_ / "state");
         in_sandbox([&] {
-          plugins::LockFile lock;
-          {
-            const CallScope scope("pinning (reading its identity)");
-            lock.upsert(loader.inspect_for_pin(plugin_));
-          }
-          lock.save(lock_path);
+          // Pinning reads the note from the bytes and executes nothing: kit work, not a call. The
+          // temporary lock is written the way `ctx plugin pin` writes one (flock, atomic rename).
+          const plugins::LockEntry pinned = loader.inspect_for_pin(plugin_);
+          plugins::LockFile::update(lock_path,
+                                    [&](plugins::LockFile& lock) { lock.upsert(pinned); });
         });
         if (!load()) {
           send_report(Json{{"failure", failure_}}.dump());
@@ -247,7 +246,7 @@ bool PluginUnderTest::load() {
   }
   kind_ = loaded_->kind();
   // RTLD_NOLOAD finds the object the loader already mapped; nothing is loaded a second time.
-  void* handle = ::dlopen(loaded_->cache_path().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  void* handle = ::dlopen(loaded_->library_path().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (handle != nullptr) {
     entry_function_ =
         reinterpret_cast<ctx_plugin_entry_fn>(::dlsym(handle, CTX_PLUGIN_ENTRY_SYMBOL));
