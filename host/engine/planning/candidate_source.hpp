@@ -20,7 +20,8 @@ namespace ctx::engine::planning {
 
 inline constexpr std::int64_t kDefaultCandidateLimit = 50;
 inline constexpr std::int64_t kMaxCandidateLimit = 512;
-inline constexpr std::size_t kDefaultProjectionMemoCapacity = 65'536;
+// Entries per memo (a few KiB each at most): ample for 512-row retrievals of many observations.
+inline constexpr std::size_t kDefaultMemoCapacity = 16'384;
 inline constexpr std::string_view kIndexedAdapterVersion = "ctx.indexed-candidate-source-v4";
 inline constexpr std::string_view kCandidateProjectionVersion = "ctx.catalog-entry.graph-v4";
 
@@ -39,7 +40,7 @@ class CatalogCandidateSource {
   CatalogCandidateSource(const GraphRetrievalPort& graph, MaterialPort* material,
                          InstallBundlePort* install,
                          std::int64_t candidate_limit = kDefaultCandidateLimit,
-                         std::size_t memo_capacity = kDefaultProjectionMemoCapacity);
+                         std::size_t memo_capacity = kDefaultMemoCapacity);
   CatalogCandidateSource(const CatalogCandidateSource&) = delete;
   CatalogCandidateSource& operator=(const CatalogCandidateSource&) = delete;
 

@@ -111,8 +111,6 @@ class CapabilityPlanV3 {
 std::vector<CapabilityCandidate> normalize_candidate_pool(
     const std::vector<CapabilityCandidate>& candidates, const WorkObservation& observation);
 
-inline constexpr std::size_t kDefaultPlannerMemoCapacity = 65'536;
-
 struct CapabilityPlannerConfig {
   std::string planner_version;           // opaque token, e.g. "ctx-managed-query-planner-v3"
   std::string catalog_namespace_digest;  // digest
@@ -120,7 +118,7 @@ struct CapabilityPlannerConfig {
   // Entries of each per-snapshot memo (facts, material and install answers, catalog identities,
   // projections); least recently used entries are evicted, so drift is detected against the
   // most recent answers only.
-  std::size_t memo_capacity = kDefaultPlannerMemoCapacity;
+  std::size_t memo_capacity = kDefaultMemoCapacity;
 };
 
 class CapabilityPlanner {
