@@ -62,9 +62,10 @@ class CatalogCandidateSource {
   std::vector<CapabilityCandidate> retrieve(const WorkObservation& observation) const;
   // retrieve() plus the graph rows the candidates were projected from. Errors: as retrieve().
   CandidateRetrieval retrieve_pinned(const WorkObservation& observation) const;
-  // End validation of `earlier` (retrieve_pinned(observation) of this source): retrieves again and
-  // asks every authority port again; true when the graph rows are identical (the projection is a
-  // function of rows, observation and port answers). Errors: as retrieve().
+  // End validation of `earlier` (retrieve_pinned(observation) of this source; only its rows are
+  // read): retrieves again and asks every authority port again; true when the graph rows are
+  // identical (the projection is a function of rows, observation and port answers).
+  // Errors: as retrieve().
   bool unchanged(const WorkObservation& observation, const CandidateRetrieval& earlier) const;
 
   // The material descriptor retrieval observed for `capability_id` in this snapshot (nullopt when
