@@ -317,7 +317,7 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
 bool CatalogCandidateSource::unchanged(const WorkObservation& observation,
                                        const CandidateRetrieval& earlier) const {
   const std::vector<std::string> tags = query_tags(observation);
-  if (tags.empty()) return earlier.rows.empty() && earlier.candidates.empty();
+  if (tags.empty()) return earlier.rows.empty();
   std::lock_guard lock(mutex_);
   if (retrieve_rows(tags) != earlier.rows) return false;
   // The same rows: ask every authority port again, as the projection did (a changed answer
