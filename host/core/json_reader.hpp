@@ -174,12 +174,13 @@ class JsonObjectReader {
   JsonObjectReader object(std::string_view key) const;
 
   // The enum spelled by string field `key`. Errors: kWrongType; kInvalidValue
-  // "<field> must be one of a, b, c".
+  // "unknown <field>; must be one of a, b, c".
   template <typename E, std::size_t N>
   E enumerated(std::string_view key, const EnumStrings<E, N>& strings) const {
     const std::string& text = string_ref(key);
     if (const auto found = strings.find(text)) return *found;
-    fail(JsonFieldError::Reason::kInvalidValue, key, "must be one of " + strings.listing());
+    fail_message(JsonFieldError::Reason::kInvalidValue, key,
+                 "unknown " + field(key) + "; must be one of " + strings.listing());
   }
   template <typename E, std::size_t N>
   std::optional<E> optional_enumerated(std::string_view key,

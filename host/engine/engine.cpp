@@ -232,7 +232,8 @@ Transition Engine::process_locked(const EngineEvent& ingress,
   std::optional<InteractiveInstallDecisionReservation> reservation;
   bool guard_used = false;
   bool preapproved = false;
-  if (state && event.kind() == "UserDecision" && payload.contains("decision_basis")) {
+  if (state && event.event_kind() == EventKind::kUserDecision &&
+      payload.contains("decision_basis")) {
     const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
     if (!consent || !consent_matches(event, consent->install_action)) {
       throw CtxEngineError("install decision does not match an exact pending consent");
@@ -274,7 +275,7 @@ Transition Engine::process_locked(const EngineEvent& ingress,
         install.content_digest(),
         install.precondition_revision(),
         *install.expires_at()};
-  } else if (state && event.kind() == "InstallConsentExpired") {
+  } else if (state && event.event_kind() == EventKind::kInstallConsentExpired) {
     const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
     if (!consent || !consent_matches(event, consent->install_action) ||
         payload.at("install_expires_at") != *consent->install_action.expires_at()) {
@@ -283,15 +284,15 @@ Transition Engine::process_locked(const EngineEvent& ingress,
     if (now < at(consent->install_action.expires_at())) {
       throw CtxEngineError("install consent has not expired according to trusted clock");
     }
-  } else if (state && is_receipt_kind(event.kind())) {
+  } else if (state && is_receipt_kind(event.event_kind())) {
     const PendingEffect* pending = state->pending_effect(payload.at("action_id").get<std::string>());
-    const bool install = pending && pending->effect == "install";
-    const bool activation = pending && pending->action.kind() == "ActivateCapability" &&
+    const bool install = pending && pending->effect == Effect::kInstall;
+    const bool activation = pending && pending->action.action_kind() == ActionKind::kActivateCapability &&
                             is_v3_material(pending->action);
     if (pending && (install || activation)) {
       const HostAction& action = pending->action;
-      if (event.kind() == "ActionExpired" &&
-          (install || (activation && pending->effect == "activate"))) {
+      if (event.event_kind() == EventKind::kActionExpired &&
+          (install || (activation && pending->effect == Effect::kActivate))) {
         const Json expected = {{"action_content_digest", action.content_digest()},
                                {"action_id", action.action_id()},
                                {"action_kind", action.kind()},
@@ -312,12 +313,13 @@ Transition Engine::process_locked(const EngineEvent& ingress,
         }
       } else {
         const auto authority = install ? ExecutionAuthority::kInstall : ExecutionAuthority::kActivation;
-        const auto mode = event.kind() == "ActionApplied" ? GuardMode::kApplied : GuardMode::kFailed;
+        const auto mode = event.event_kind() == EventKind::kActionApplied ? GuardMode::kApplied
+                                                                          : GuardMode::kFailed;
         const bool ok = supplied && supplied->authority == authority &&
                         supplied->action_id == action.action_id() &&
                         supplied->action_content_digest == action.content_digest() &&
                         supplied->mode == mode && supplied->execution_outcome_digest &&
-                        (install || (mode == GuardMode::kApplied && pending->effect == "activate"));
+                        (install || (mode == GuardMode::kApplied && pending->effect == Effect::kActivate));
         if (!ok) {
           if (install) {
             throw InstallExecutionOutcomeRequired("install action " + action.action_id() +
@@ -422,7 +424,10 @@ ActionClaim Engine::authorize_install(const HostAction& action, const PlanCapabi
   std::lock_guard lock(mutex_);
   const auto snap = snapshot_locked(action.scope().stream_id());
   const PendingEffect& pending = exact_pending(snap, action, kRefusal);
-  if (pending.effect != "install" || action.kind() != "InstallCapability") throw CtxEngineError(kRefusal);
+  if (pending.effect != Effect::kInstall ||
+      action.action_kind() != ActionKind::kInstallCapability) {
+    throw CtxEngineError(kRefusal);
+  }
   if (!selection.is_install()) {
     throw CtxEngineError("legacy selections cannot authorize physical installation");
   }
@@ -459,9 +464,9 @@ ActionClaim Engine::authorize_activation(const HostAction& action,
   std::lock_guard lock(mutex_);
   const auto snap = snapshot_locked(action.scope().stream_id());
   const PendingEffect& pending = exact_pending(snap, action, kRefusal);
-  if (pending.effect != "activate" || !is_v3_material(action)) throw CtxEngineError(kRefusal);
+  if (pending.effect != Effect::kActivate || !is_v3_material(action)) throw CtxEngineError(kRefusal);
   const CapabilityStateV3* capability = snap.state->capability(action.entity_id().value_or(""));
-  if (!capability || capability->installation != "installed" || capability->active() ||
+  if (!capability || !capability->installed() || capability->active() ||
       snap.state->host_descriptor_digest() != expected_host_descriptor_digest) {
     throw CtxEngineError(kRefusal);
   }

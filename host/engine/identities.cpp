@@ -47,9 +47,7 @@ void require_match(const std::string& supplied, const std::string& recomputed,
   if (supplied != recomputed) throw InvalidIdentityError(message);
 }
 
-bool is_consent_mode(const std::string& mode) {
-  return mode == "preapproved-auto" || mode == "ask-each-time";
-}
+bool is_consent_mode(const std::string& mode) { return find_enum<ConsentMode>(mode).has_value(); }
 
 }  // namespace
 
@@ -139,7 +137,7 @@ Json MaterialIdentity::to_json() const {
 // ---- MaterialDescriptor ---------------------------------------------------------------------
 
 Json MaterialDescriptor::digest_mapping() const {
-  Json out = {{"actionability", actionability_},
+  Json out = {{"actionability", to_string(actionability_)},
               {"capability_id", capability_id_},
               {"content_bytes", content_bytes_},
               {"content_sha256", content_sha256_ ? Json(*content_sha256_) : Json(nullptr)},
@@ -154,14 +152,11 @@ Json MaterialDescriptor::digest_mapping() const {
 
 void MaterialDescriptor::validate() const {
   require_identity(capability_id_, kind_);
-  if (actionability_ != "load" && actionability_ != "manual") {
-    throw InvalidIdentityError("descriptor actionability is unsupported");
-  }
   if (content_sha256_) require_digest(*content_sha256_, "content_sha256");
-  if (actionability_ == "load" && !content_sha256_) {
+  if (actionability_ == Actionability::kLoad && !content_sha256_) {
     throw InvalidIdentityError("loadable material requires an exact content digest");
   }
-  if (actionability_ == "manual" && content_sha256_) {
+  if (actionability_ == Actionability::kManual && content_sha256_) {
     throw InvalidIdentityError("manual material cannot claim exposed content");
   }
   require_bounded(content_bytes_, "content_bytes", kMaxPreparedContentBytes);
@@ -169,7 +164,7 @@ void MaterialDescriptor::validate() const {
   require_digest(provenance_digest_, "provenance_digest");
   if (material_identity_digest_) {
     require_digest(*material_identity_digest_, "material_identity_digest");
-    if (actionability_ != "load") {
+    if (actionability_ != Actionability::kLoad) {
       throw InvalidIdentityError("v2 material descriptor must be loadable");
     }
     const auto expected =
@@ -180,7 +175,7 @@ void MaterialDescriptor::validate() const {
 }
 
 MaterialDescriptor MaterialDescriptor::create(std::string capability_id, std::string kind,
-                                              std::string actionability,
+                                              std::string_view actionability,
                                               std::optional<std::string> content_sha256,
                                               std::int64_t content_bytes,
                                               std::int64_t estimated_tokens,
@@ -189,7 +184,11 @@ MaterialDescriptor MaterialDescriptor::create(std::string capability_id, std::st
   MaterialDescriptor out;
   out.capability_id_ = std::move(capability_id);
   out.kind_ = std::move(kind);
-  out.actionability_ = std::move(actionability);
+  const auto typed = find_enum<Actionability>(actionability);
+  if (!typed || *typed == Actionability::kInstall) {
+    throw InvalidIdentityError("descriptor actionability is unsupported");
+  }
+  out.actionability_ = *typed;
   out.content_sha256_ = std::move(content_sha256);
   out.content_bytes_ = content_bytes;
   out.estimated_tokens_ = estimated_tokens;
@@ -295,7 +294,7 @@ void AuthorizedMaterial::validate() const {
   require_identity(capability_id_, kind_);
   require_digest(catalog_identity_digest_, "catalog_identity_digest");
   require_digest(material_identity_digest_, "material_identity_digest");
-  if (origin_ == "catalog") {
+  if (origin_ == MaterialOrigin::kCatalog) {
     if (!descriptor_) {
       throw InvalidIdentityError("catalog material requires an exact catalog descriptor");
     }
@@ -310,7 +309,7 @@ void AuthorizedMaterial::validate() const {
         material_identity_digest_ != *descriptor_->material_identity_digest()) {
       throw InvalidIdentityError("catalog descriptor identity does not match authorized material");
     }
-  } else if (origin_ == "installed") {
+  } else {
     if (descriptor_) {
       throw InvalidIdentityError("installed material forbids a catalog descriptor");
     }
@@ -322,8 +321,6 @@ void AuthorizedMaterial::validate() const {
         material_identity_digest_ != lineage_->material_identity_digest()) {
       throw InvalidIdentityError("installed material identity does not match installed lineage");
     }
-  } else {
-    throw InvalidIdentityError("material origin must be catalog or installed");
   }
 }
 
@@ -337,7 +334,7 @@ AuthorizedMaterial AuthorizedMaterial::from_catalog(std::string catalog_identity
   out.kind_ = descriptor.kind();
   out.catalog_identity_digest_ = std::move(catalog_identity_digest);
   out.material_identity_digest_ = *descriptor.material_identity_digest();
-  out.origin_ = "catalog";
+  out.origin_ = MaterialOrigin::kCatalog;
   out.descriptor_ = descriptor;
   out.validate();
   return out;
@@ -349,7 +346,7 @@ AuthorizedMaterial AuthorizedMaterial::from_installed(const InstalledMaterialLin
   out.kind_ = lineage.kind();
   out.catalog_identity_digest_ = lineage.catalog_identity_digest();
   out.material_identity_digest_ = lineage.material_identity_digest();
-  out.origin_ = "installed";
+  out.origin_ = MaterialOrigin::kInstalled;
   out.lineage_ = lineage;
   out.validate();
   return out;
@@ -366,7 +363,9 @@ AuthorizedMaterial AuthorizedMaterial::from_json(const Json& value) {
   out.kind_ = r.string("kind");
   out.catalog_identity_digest_ = r.string("catalog_identity_digest", kDigest);
   out.material_identity_digest_ = r.string("material_identity_digest", kDigest);
-  out.origin_ = r.string("origin");
+  const auto origin = find_enum<MaterialOrigin>(r.string("origin"));
+  if (!origin) throw InvalidIdentityError("material origin must be catalog or installed");
+  out.origin_ = *origin;
   if (!r.at("catalog_material_descriptor").is_null()) {
     out.descriptor_ = MaterialDescriptor::from_json(r.at("catalog_material_descriptor"));
   }
@@ -384,7 +383,7 @@ Json AuthorizedMaterial::to_json() const {
           {"installed_material_lineage", lineage_ ? lineage_->to_json() : Json(nullptr)},
           {"kind", kind_},
           {"material_identity_digest", material_identity_digest_},
-          {"origin", origin_},
+          {"origin", to_string(origin_)},
           {"schema", kAuthorizedMaterialSchema}};
 }
 
@@ -600,9 +599,16 @@ Json InstallConsentPolicy::to_json() const {
 }
 
 const std::string& InstallConsentPolicy::mode_for(std::string_view kind) const {
-  if (kind == "skill") return skill_mode_;
-  if (kind == "agent") return agent_mode_;
-  if (kind == "mcp-server") return mcp_server_mode_;
+  switch (find_enum<CapabilityKind>(kind).value_or(CapabilityKind::kHarness)) {
+    case CapabilityKind::kSkill:
+      return skill_mode_;
+    case CapabilityKind::kAgent:
+      return agent_mode_;
+    case CapabilityKind::kMcpServer:
+      return mcp_server_mode_;
+    case CapabilityKind::kHarness:
+      break;
+  }
   throw InvalidIdentityError("kind is not an installable capability kind");
 }
 
@@ -615,7 +621,7 @@ InstallAuthorizationRoute route_install_authorization(const InstallConsentPolicy
   if (descriptor.credential_requirement()) {
     return {"interactive", "credentials-require-consent", digest};
   }
-  if (policy.mode_for(descriptor.kind()) == "preapproved-auto") {
+  if (find_enum<ConsentMode>(policy.mode_for(descriptor.kind())) == ConsentMode::kPreapprovedAuto) {
     return {"preapproved-policy", "matching-preapproved-policy", digest};
   }
   return {"interactive", "per-install-consent-required", digest};

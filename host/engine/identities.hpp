@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "host/core/canonical_json.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine {
 
@@ -77,7 +78,7 @@ class MaterialDescriptor {
  public:
   // actionability: "load" (content_sha256 required) or "manual" (content_sha256 absent).
   static MaterialDescriptor create(std::string capability_id, std::string kind,
-                                   std::string actionability,
+                                   std::string_view actionability,
                                    std::optional<std::string> content_sha256,
                                    std::int64_t content_bytes, std::int64_t estimated_tokens,
                                    std::string provenance_digest,
@@ -89,7 +90,8 @@ class MaterialDescriptor {
 
   const std::string& capability_id() const noexcept { return capability_id_; }
   const std::string& kind() const noexcept { return kind_; }
-  const std::string& actionability() const noexcept { return actionability_; }
+  // kLoad or kManual.
+  Actionability actionability() const noexcept { return actionability_; }
   const std::optional<std::string>& content_sha256() const noexcept { return content_sha256_; }
   std::int64_t content_bytes() const noexcept { return content_bytes_; }
   std::int64_t estimated_tokens() const noexcept { return estimated_tokens_; }
@@ -105,7 +107,8 @@ class MaterialDescriptor {
   MaterialDescriptor() = default;
   Json digest_mapping() const;
   void validate() const;
-  std::string capability_id_, kind_, actionability_;
+  std::string capability_id_, kind_;
+  Actionability actionability_ = Actionability::kManual;
   std::optional<std::string> content_sha256_;
   std::int64_t content_bytes_ = 0, estimated_tokens_ = 0;
   std::string provenance_digest_;
@@ -170,7 +173,7 @@ class AuthorizedMaterial {
   const std::string& material_identity_digest() const noexcept {
     return material_identity_digest_;
   }
-  const std::string& origin() const noexcept { return origin_; }
+  MaterialOrigin origin() const noexcept { return origin_; }
   const std::optional<MaterialDescriptor>& catalog_material_descriptor() const noexcept {
     return descriptor_;
   }
@@ -184,8 +187,8 @@ class AuthorizedMaterial {
  private:
   AuthorizedMaterial() = default;
   void validate() const;
-  std::string capability_id_, kind_, catalog_identity_digest_, material_identity_digest_,
-      origin_;
+  std::string capability_id_, kind_, catalog_identity_digest_, material_identity_digest_;
+  MaterialOrigin origin_ = MaterialOrigin::kCatalog;
   std::optional<MaterialDescriptor> descriptor_;
   std::optional<InstalledMaterialLineage> lineage_;
 };
@@ -205,6 +208,7 @@ class InstallPlanDescriptor {
     bool permission_expansion = false;
     bool credential_requirement = false;
     std::optional<std::string> result_material_identity_digest;
+    friend bool operator==(const Fields&, const Fields&) = default;
   };
   static InstallPlanDescriptor create(Fields fields);
   static InstallPlanDescriptor from_json(const Json& value);
@@ -226,9 +230,7 @@ class InstallPlanDescriptor {
   int schema_version() const noexcept { return f_.result_material_identity_digest ? 2 : 1; }
   // v2, same capability and kind, and the result digest equals `material`'s identity digest.
   bool matches_result_material(const MaterialIdentity& material) const noexcept;
-  friend bool operator==(const InstallPlanDescriptor& a, const InstallPlanDescriptor& b) {
-    return a.to_json() == b.to_json();
-  }
+  friend bool operator==(const InstallPlanDescriptor&, const InstallPlanDescriptor&) = default;
 
  private:
   InstallPlanDescriptor() = default;

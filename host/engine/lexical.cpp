@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "host/core/crypto.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine {
 namespace {
@@ -102,11 +103,12 @@ bool is_capability_name(std::string_view text) noexcept {
 }
 
 bool is_capability_kind(std::string_view kind) noexcept {
-  return kind == "skill" || kind == "agent" || kind == "mcp-server" || kind == "harness";
+  return find_enum<CapabilityKind>(kind).has_value();
 }
 
 bool is_installable_kind(std::string_view kind) noexcept {
-  return kind == "skill" || kind == "agent" || kind == "mcp-server";
+  const auto typed = find_enum<CapabilityKind>(kind);
+  return typed && *typed != CapabilityKind::kHarness;
 }
 
 bool is_capability_identity(std::string_view capability_id, std::string_view kind) noexcept {

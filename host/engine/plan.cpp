@@ -46,7 +46,7 @@ std::vector<std::string> sorted_tokens(const Json& value, const char* field, std
 }
 
 std::tuple<int, std::string, std::string> order_key(const PlanCapabilityV3& row) {
-  return {row.benefit_tier() == "executable" ? 0 : 1, row.capability_id(), row.source_digest()};
+  return {row.tier() == BenefitTier::kExecutable ? 0 : 1, row.capability_id(), row.source_digest()};
 }
 
 const std::set<std::string> kAbstentionCodes = {"below-net-benefit", "limit-zero",
@@ -79,14 +79,12 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
   out.score_ppm_ = r.integer("normalized_score_ppm", 0, 1'000'000);
   out.signals_ = sorted_tokens(r.at("matching_signals"), "matching_signals", 0, kMaxMatchingSignals);
   out.reasons_ = sorted_tokens(r.at("reason_codes"), "reason_codes", 1, kMaxReasonCodes);
-  out.actionability_ = r.string("actionability");
-  if (out.actionability_ != "load" && out.actionability_ != "install" &&
-      out.actionability_ != "manual") {
-    invalid("schema-v3 plan actionability is not presentable");
-  }
+  const auto actionability = find_enum<Actionability>(r.string("actionability"));
+  if (!actionability) invalid("schema-v3 plan actionability is not presentable");
+  out.actionability_ = *actionability;
   out.install_descriptor_digest_ = r.optional_string("install_descriptor_digest", kDigest);
   out.install_plan_digest_ = r.optional_string("install_plan_digest", kDigest);
-  const bool install = out.actionability_ == "install";
+  const bool install = out.is_install();
   if (install != out.install_descriptor_digest_.has_value() ||
       install != out.install_plan_digest_.has_value()) {
     invalid("install digests are required for install rows and forbidden otherwise");
@@ -100,23 +98,25 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
   Reader benefit(r.at("benefit"), "schema-v3 benefit projection", kRaise);
   benefit.exact({"individual_net_benefit_u", "marginal_net_benefit_u", "tier"});
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-  out.tier_ = benefit.string("tier");
+  const auto tier = find_enum<BenefitTier>(benefit.string("tier"));
   out.individual_ = benefit.integer("individual_net_benefit_u", -kMax, kMax);
   out.marginal_ = benefit.integer("marginal_net_benefit_u", 1, kMax);
-  if (out.tier_ != (out.is_manual() ? "advisory" : "executable")) {
+  if (tier != (out.is_manual() ? BenefitTier::kAdvisory : BenefitTier::kExecutable)) {
     invalid("schema-v3 benefit tier does not match actionability");
   }
+  out.tier_ = *tier;
 
   const Json& authority = r.at("authority");
-  if (!authority.is_object() || !authority.contains("type") ||
-      authority.at("type") != out.actionability_) {
+  if (!authority.is_object() || !authority.contains("type") || !authority.at("type").is_string() ||
+      find_enum<Actionability>(authority.at("type").get_ref<const std::string&>()) !=
+          out.actionability_) {
     invalid("schema-v3 planning authority type must equal actionability");
   }
   if (out.is_load()) {
     Reader(authority, "schema-v3 load authority", kRaise).exact({"material", "type"});
     out.material_ = typed([&] { return AuthorizedMaterial::from_json(authority.at("material")); },
                           "load material");
-    if (out.material_->origin() != "catalog" ||
+    if (out.material_->origin() != MaterialOrigin::kCatalog ||
         out.material_->capability_id() != out.capability_id_ ||
         out.material_->kind() != out.kind_ ||
         out.material_->catalog_identity_digest() != out.catalog_->identity_digest()) {
@@ -212,23 +212,21 @@ void CommittedPlanV3::validate() const {
       invalid("schema-v3 committed plan capabilities are not in canonical order");
     }
   }
-  if (status_ == "ready") {
+  if (status_ == PlanStatus::kReady) {
     if (capabilities_.empty() || abstention_code_) {
       invalid("ready schema-v3 plan requires rows and no abstention code");
     }
     if (!audit_) invalid("ready schema-v3 plan requires the exact benefit audit");
-  } else if (status_ == "abstained") {
+  } else if (status_ == PlanStatus::kAbstained) {
     if (!capabilities_.empty() || !abstention_code_ || !kAbstentionCodes.count(*abstention_code_)) {
       invalid("abstained schema-v3 plan requires no rows and a declared code");
     }
     if (!audit_) invalid("abstained schema-v3 plan requires the exact benefit audit");
-  } else if (status_ == "degraded") {
+  } else {
     if (!capabilities_.empty() || !abstention_code_ ||
         !kDegradationCodes.count(*abstention_code_) || audit_) {
       invalid("degraded schema-v3 plan requires no rows or benefit audit");
     }
-  } else {
-    invalid("schema-v3 committed plan status is unsupported");
   }
   if (audit_) {
     const auto rows = static_cast<std::int64_t>(capabilities_.size());
@@ -238,7 +236,7 @@ void CommittedPlanV3::validate() const {
     if (audit_->candidate_pool_count < rows) {
       invalid("benefit audit candidate_pool_count is smaller than persisted rows");
     }
-    if (status_ == "ready" && audit_->search_evaluation_count == 0) {
+    if (status_ == PlanStatus::kReady && audit_->search_evaluation_count == 0) {
       invalid("ready benefit audit requires positive search evaluations");
     }
     const std::string code = abstention_code_.value_or("");
@@ -259,7 +257,7 @@ void CommittedPlanV3::validate() const {
 }
 
 CommittedPlanV3 CommittedPlanV3::create(std::string plan_id, std::string catalog_snapshot_id,
-                                        std::string decision_digest, std::string status,
+                                        std::string decision_digest, PlanStatus status,
                                         std::optional<std::string> abstention_code,
                                         std::optional<BenefitAuditReference> benefit_audit,
                                         std::vector<PlanCapabilityV3> capabilities) {
@@ -267,7 +265,7 @@ CommittedPlanV3 CommittedPlanV3::create(std::string plan_id, std::string catalog
   out.plan_id_ = std::move(plan_id);
   out.catalog_snapshot_id_ = std::move(catalog_snapshot_id);
   out.decision_digest_ = std::move(decision_digest);
-  out.status_ = std::move(status);
+  out.status_ = status;
   out.abstention_code_ = std::move(abstention_code);
   out.audit_ = std::move(benefit_audit);
   out.capabilities_ = std::move(capabilities);
@@ -275,10 +273,22 @@ CommittedPlanV3 CommittedPlanV3::create(std::string plan_id, std::string catalog
   return out;
 }
 
+CommittedPlanV3 CommittedPlanV3::create(std::string plan_id, std::string catalog_snapshot_id,
+                                        std::string decision_digest, std::string_view status,
+                                        std::optional<std::string> abstention_code,
+                                        std::optional<BenefitAuditReference> benefit_audit,
+                                        std::vector<PlanCapabilityV3> capabilities) {
+  const auto typed_status = find_enum<PlanStatus>(status);
+  if (!typed_status) invalid("schema-v3 committed plan status is unsupported");
+  return create(std::move(plan_id), std::move(catalog_snapshot_id), std::move(decision_digest),
+                *typed_status, std::move(abstention_code), std::move(benefit_audit),
+                std::move(capabilities));
+}
+
 namespace {
 
 struct DecisionParts {
-  std::string status;
+  PlanStatus status = PlanStatus::kDegraded;
   std::optional<std::string> code;
   std::optional<BenefitAuditReference> audit;
   std::vector<PlanCapabilityV3> rows;
@@ -286,7 +296,9 @@ struct DecisionParts {
 
 DecisionParts parse_decision(const Reader& r) {
   DecisionParts out;
-  out.status = r.string("status");
+  const auto status = find_enum<PlanStatus>(r.string("status"));
+  if (!status) invalid("schema-v3 committed plan status is unsupported");
+  out.status = *status;
   if (!r.at("abstention_code").is_null()) out.code = r.string("abstention_code");
   if (!r.at("benefit_audit").is_null()) {
     out.audit = BenefitAuditReference::from_json(r.at("benefit_audit"));
@@ -306,7 +318,7 @@ CommittedPlanV3 CommittedPlanV3::from_decision(std::string plan_id,
   r.exact({"abstention_code", "benefit_audit", "capabilities", "status"});
   auto parts = parse_decision(r);
   return create(std::move(plan_id), std::move(catalog_snapshot_id),
-                surrogate_value_digest(decision), std::move(parts.status), std::move(parts.code),
+                surrogate_value_digest(decision), parts.status, std::move(parts.code),
                 std::move(parts.audit), std::move(parts.rows));
 }
 
@@ -316,7 +328,7 @@ CommittedPlanV3 CommittedPlanV3::from_json(const Json& value) {
            "decision_digest", "plan_id", "status"});
   auto parts = parse_decision(r);
   return create(r.string("plan_id"), r.string("catalog_snapshot_id"), r.string("decision_digest"),
-                std::move(parts.status), std::move(parts.code), std::move(parts.audit),
+                parts.status, std::move(parts.code), std::move(parts.audit),
                 std::move(parts.rows));
 }
 
@@ -326,7 +338,7 @@ Json CommittedPlanV3::decision_value() const {
   return {{"abstention_code", abstention_code_ ? Json(*abstention_code_) : Json(nullptr)},
           {"benefit_audit", audit_ ? audit_->to_json() : Json(nullptr)},
           {"capabilities", rows},
-          {"status", status_}};
+          {"status", to_string(status_)}};
 }
 
 Json CommittedPlanV3::to_json() const {

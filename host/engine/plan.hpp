@@ -12,6 +12,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/engine/identities.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine {
 
@@ -30,7 +31,7 @@ class PlanCapabilityV3 {
   const std::string& name() const noexcept { return name_; }
   // = catalog_entry_digest.
   const std::string& source_digest() const noexcept { return source_digest_; }
-  const std::string& actionability() const noexcept { return actionability_; }
+  Actionability actionability() const noexcept { return actionability_; }
   std::int64_t normalized_score_ppm() const noexcept { return score_ppm_; }
   const std::vector<std::string>& matching_signals() const noexcept { return signals_; }
   const std::vector<std::string>& reason_codes() const noexcept { return reasons_; }
@@ -41,14 +42,15 @@ class PlanCapabilityV3 {
     return install_plan_digest_;
   }
   const CatalogCapabilityIdentity& catalog_identity() const noexcept { return *catalog_; }
-  // "executable" (load/install) or "advisory" (manual).
-  const std::string& benefit_tier() const noexcept { return tier_; }
+  // kExecutable (load/install) or kAdvisory (manual); benefit_tier() is its persisted spelling.
+  BenefitTier tier() const noexcept { return tier_; }
+  std::string_view benefit_tier() const noexcept { return to_string(tier_); }
   std::int64_t individual_net_benefit_u() const noexcept { return individual_; }
   std::int64_t marginal_net_benefit_u() const noexcept { return marginal_; }
 
-  bool is_manual() const noexcept { return actionability_ == "manual"; }
-  bool is_load() const noexcept { return actionability_ == "load"; }
-  bool is_install() const noexcept { return actionability_ == "install"; }
+  bool is_manual() const noexcept { return actionability_ == Actionability::kManual; }
+  bool is_load() const noexcept { return actionability_ == Actionability::kLoad; }
+  bool is_install() const noexcept { return actionability_ == Actionability::kInstall; }
   // authority.material (load rows only).
   const std::optional<AuthorizedMaterial>& load_material() const noexcept { return material_; }
   // authority.descriptor / authority.result_material (install rows only).
@@ -61,19 +63,18 @@ class PlanCapabilityV3 {
   // The row's material identity: the load material's catalog content or the install result.
   MaterialIdentity material_identity() const;
 
-  friend bool operator==(const PlanCapabilityV3& a, const PlanCapabilityV3& b) {
-    return a.json_ == b.json_;
-  }
+  friend bool operator==(const PlanCapabilityV3&, const PlanCapabilityV3&) = default;
 
  private:
   PlanCapabilityV3() = default;
   Json json_;
-  std::string capability_id_, kind_, name_, source_digest_, actionability_;
+  std::string capability_id_, kind_, name_, source_digest_;
+  Actionability actionability_ = Actionability::kManual;
   std::int64_t score_ppm_ = 0;
   std::vector<std::string> signals_, reasons_;
   std::optional<std::string> install_descriptor_digest_, install_plan_digest_;
   std::optional<CatalogCapabilityIdentity> catalog_;
-  std::string tier_;
+  BenefitTier tier_ = BenefitTier::kAdvisory;
   std::int64_t individual_ = 0, marginal_ = 0;
   std::optional<AuthorizedMaterial> material_;
   std::optional<InstallPlanDescriptor> descriptor_;
@@ -107,7 +108,14 @@ class CommittedPlanV3 {
                                        const Json& decision);
   // Builds from explicit fields (decision_digest given).
   static CommittedPlanV3 create(std::string plan_id, std::string catalog_snapshot_id,
-                                std::string decision_digest, std::string status,
+                                std::string decision_digest, PlanStatus status,
+                                std::optional<std::string> abstention_code,
+                                std::optional<BenefitAuditReference> benefit_audit,
+                                std::vector<PlanCapabilityV3> capabilities);
+  // As above with the status's persisted spelling. Errors: StateValidationError for an unknown
+  // status.
+  static CommittedPlanV3 create(std::string plan_id, std::string catalog_snapshot_id,
+                                std::string decision_digest, std::string_view status,
                                 std::optional<std::string> abstention_code,
                                 std::optional<BenefitAuditReference> benefit_audit,
                                 std::vector<PlanCapabilityV3> capabilities);
@@ -121,20 +129,19 @@ class CommittedPlanV3 {
   const std::string& plan_id() const noexcept { return plan_id_; }
   const std::string& catalog_snapshot_id() const noexcept { return catalog_snapshot_id_; }
   const std::string& decision_digest() const noexcept { return decision_digest_; }
-  const std::string& status() const noexcept { return status_; }
+  PlanStatus status() const noexcept { return status_; }
   const std::optional<std::string>& abstention_code() const noexcept { return abstention_code_; }
   const std::optional<BenefitAuditReference>& benefit_audit() const noexcept { return audit_; }
   const std::vector<PlanCapabilityV3>& capabilities() const noexcept { return capabilities_; }
   const PlanCapabilityV3* find(const std::string& capability_id) const noexcept;
 
-  friend bool operator==(const CommittedPlanV3& a, const CommittedPlanV3& b) {
-    return a.to_json() == b.to_json();
-  }
+  friend bool operator==(const CommittedPlanV3&, const CommittedPlanV3&) = default;
 
  private:
   CommittedPlanV3() = default;
   void validate() const;
-  std::string plan_id_, catalog_snapshot_id_, decision_digest_, status_;
+  std::string plan_id_, catalog_snapshot_id_, decision_digest_;
+  PlanStatus status_ = PlanStatus::kDegraded;
   std::optional<std::string> abstention_code_;
   std::optional<BenefitAuditReference> audit_;
   std::vector<PlanCapabilityV3> capabilities_;

@@ -16,38 +16,36 @@ namespace {
 using Reader = core::JsonObjectReader;
 constexpr core::JsonErrorRaiser kRaise = core::raise_as<ProtocolValidationError>;
 
-const std::set<std::string_view> kEventKinds = {
-    "SessionStarted",      "WorkspaceObserved",     "IntentObserved",
-    "DevelopmentObserved", "TurnStarting",          "ProviderSubmissionObserved",
-    "ToolCallObserved",    "ValidationObserved",    "UserDecision",
-    "ActionApplied",       "ActionFailed",          "ActionExpired",
-    "InstallConsentExpired", "ReassessmentRequested", "TurnEnded",
-    "SessionEnded"};
-
-const std::set<std::string_view> kActionKinds = {
-    "PresentBundle",        "RequestConsent",       "InstallCapability",   "ActivateCapability",
-    "PrepareExposure",      "PreparePromptContext", "DeactivateCapability", "UninstallCapability",
-    "Notify",               "NoChange"};
-
-const std::set<std::string_view> kDecisionCausing = {
-    "WorkspaceObserved", "IntentObserved",     "DevelopmentObserved",
-    "TurnStarting",      "ValidationObserved", "ReassessmentRequested"};
-
-bool is_physical(std::string_view kind) {
-  return kind == "InstallCapability" || kind == "ActivateCapability" ||
-         kind == "PrepareExposure" || kind == "DeactivateCapability" ||
-         kind == "UninstallCapability";
+bool is_decision_causing(EventKind kind) noexcept {
+  return kind == EventKind::kWorkspaceObserved || kind == EventKind::kIntentObserved ||
+         kind == EventKind::kDevelopmentObserved || kind == EventKind::kTurnStarting ||
+         kind == EventKind::kValidationObserved || kind == EventKind::kReassessmentRequested;
 }
-bool is_lease_bounded(std::string_view kind) {
-  return kind == "ActivateCapability" || kind == "PrepareExposure" ||
-         kind == "DeactivateCapability";
+
+bool is_physical(ActionKind kind) noexcept {
+  return kind == ActionKind::kInstallCapability || kind == ActionKind::kActivateCapability ||
+         kind == ActionKind::kPrepareExposure || kind == ActionKind::kDeactivateCapability ||
+         kind == ActionKind::kUninstallCapability;
 }
-const char* material_expected_state(std::string_view kind) {
-  if (kind == "ActivateCapability") return "active";
-  if (kind == "PrepareExposure") return "prepared";
-  if (kind == "DeactivateCapability") return "inactive";
+bool is_lease_bounded(ActionKind kind) noexcept {
+  return kind == ActionKind::kActivateCapability || kind == ActionKind::kPrepareExposure ||
+         kind == ActionKind::kDeactivateCapability;
+}
+const char* material_expected_state(ActionKind kind) noexcept {
+  if (kind == ActionKind::kActivateCapability) return "active";
+  if (kind == ActionKind::kPrepareExposure) return "prepared";
+  if (kind == ActionKind::kDeactivateCapability) return "inactive";
   return nullptr;
 }
+
+// The action kind a JSON value spells, or nullopt when it is not a declared kind's string.
+std::optional<ActionKind> action_kind_of(const Json& value) noexcept {
+  if (!value.is_string()) return std::nullopt;
+  return find_enum<ActionKind>(value.get_ref<const std::string&>());
+}
+
+// REQUIRES: `a.kind` was checked by HostAction::create.
+ActionKind kind_of(const HostAction::Fields& a) noexcept { return *find_enum<ActionKind>(a.kind); }
 
 [[noreturn]] void fail(const std::string& message) { throw ProtocolValidationError(message); }
 
@@ -121,13 +119,6 @@ void exact_keys(const Json& value, std::initializer_list<std::string_view> keys,
 }
 
 Json opt(const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); }
-
-std::optional<std::string> optional_string(const Json& object, const char* key) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) fail(std::string(key) + " must be a non-empty trimmed string");
-  return it->get<std::string>();
-}
 
 template <typename T, typename F>
 T typed(F&& parse, const std::string& object_name) {
@@ -232,12 +223,13 @@ void check_v3_verification(const Json& verification, const char* expected_state,
 }
 
 void check_v3_rollback(const HostAction::Fields& a, const std::string& installer_id) {
+  const ActionKind kind = kind_of(a);
   Json expected;
-  if (a.kind == "InstallCapability") {
+  if (kind == ActionKind::kInstallCapability) {
     expected = {{"installer_id", installer_id}, {"kind", "UninstallCapability"}};
-  } else if (a.kind == "ActivateCapability") {
+  } else if (kind == ActionKind::kActivateCapability) {
     expected = {{"kind", "DeactivateCapability"}};
-  } else if (a.kind == "PrepareExposure") {
+  } else if (kind == ActionKind::kPrepareExposure) {
     expected = {{"exposure_id", a.scope.exposure_id()}, {"kind", "cleanup-prepared-exposure"}};
   } else {
     expected = {{"kind", "ActivateCapability"}, {"source_digest", opt(a.source_digest)}};
@@ -252,8 +244,8 @@ void check_requested_identity(const Json& payload, const std::string& name) {
     if (!payload.contains(key)) fail(name + " is missing " + key);
   }
   require_trimmed_json(payload.at("requested_action_id"), "requested_action_id");
-  const Json& kind = payload.at("requested_action_kind");
-  if (kind != "InstallCapability" && kind != "UninstallCapability") {
+  const auto kind = action_kind_of(payload.at("requested_action_kind"));
+  if (kind != ActionKind::kInstallCapability && kind != ActionKind::kUninstallCapability) {
     fail("requested_action_kind must be InstallCapability or UninstallCapability");
   }
   require_sha(payload.at("requested_action_content_digest"), "requested_action_content_digest");
@@ -263,7 +255,8 @@ void check_requested_identity(const Json& payload, const std::string& name) {
 
 void check_action_contract(const HostAction::Fields& a) {
   const Json& payload = a.payload;
-  if (a.kind == "PreparePromptContext") {
+  const ActionKind kind = kind_of(a);
+  if (kind == ActionKind::kPreparePromptContext) {
     // v4 prompt context: bounded authority fields (the v3 reducer never emits it).
     if (a.entity_id || !a.plan_id || !a.catalog_snapshot_id || !a.lease_id || !a.expires_at ||
         a.required_host_feature != std::optional<std::string>("prompt-context")) {
@@ -273,7 +266,7 @@ void check_action_contract(const HostAction::Fields& a) {
                           kPromptContextReceiptSchemaV1);
     return;
   }
-  if (is_physical(a.kind)) {
+  if (is_physical(kind)) {
     const std::pair<const char*, const std::optional<std::string>*> required[] = {
         {"entity_id", &a.entity_id},
         {"source_digest", &a.source_digest},
@@ -284,15 +277,16 @@ void check_action_contract(const HostAction::Fields& a) {
       if (!*value) fail(std::string(name) + " is required for physical action " + a.kind);
     }
     if (a.verification.empty()) fail("verification must be a non-empty JSON object");
-    if (is_lease_bounded(a.kind)) {
+    if (is_lease_bounded(kind)) {
       if (!a.lease_id) fail("lease_id is required for " + a.kind);
       if (!a.expires_at) fail("expires_at is required for " + a.kind);
     }
-    if ((a.kind == "InstallCapability" || a.kind == "UninstallCapability") && !a.consent_id) {
+    if ((kind == ActionKind::kInstallCapability || kind == ActionKind::kUninstallCapability) &&
+        !a.consent_id) {
       fail("consent_id is required for " + a.kind);
     }
     if (a.rollback.empty()) fail("rollback must be a non-empty JSON object");
-    if (a.kind == "InstallCapability") {
+    if (kind == ActionKind::kInstallCapability) {
       if (!payload.contains("schema") || payload.at("schema") != kInstallActionPayloadSchemaV3) {
         fail("InstallCapability payload schema is unsupported");
       }
@@ -306,7 +300,7 @@ void check_action_contract(const HostAction::Fields& a) {
       check_target(a, capability, name);
       check_v3_verification(a.verification, "installed", kInstallReceiptSchemaV3);
       check_v3_rollback(a, installer);
-    } else if (const char* state = material_expected_state(a.kind)) {
+    } else if (const char* state = material_expected_state(kind)) {
       if (payload.contains("schema")) {
         if (payload.at("schema") != kMaterialActionPayloadSchemaV3) {
           fail(a.kind + " payload schema is unsupported");
@@ -324,7 +318,7 @@ void check_action_contract(const HostAction::Fields& a) {
     }
     return;
   }
-  if (a.kind == "RequestConsent") {
+  if (kind == ActionKind::kRequestConsent) {
     const std::pair<const char*, const std::optional<std::string>*> required[] = {
         {"consent_id", &a.consent_id},
         {"entity_id", &a.entity_id},
@@ -346,7 +340,7 @@ void check_action_contract(const HostAction::Fields& a) {
                 "requested_action_precondition_revision", "result_material", "schema"},
                name);
     check_requested_identity(payload, name);
-    if (payload.at("requested_action_kind") != "InstallCapability") {
+    if (action_kind_of(payload.at("requested_action_kind")) != ActionKind::kInstallCapability) {
       fail("v3 RequestConsent requested_action_kind must be InstallCapability");
     }
     Capability capability;
@@ -355,7 +349,7 @@ void check_action_contract(const HostAction::Fields& a) {
     if (payload.at("requested_action_precondition_revision") != a.precondition_revision + 1) {
       fail("requested_action_precondition_revision must target the next committed revision");
     }
-  } else if (a.kind == "PresentBundle") {
+  } else if (kind == ActionKind::kPresentBundle) {
     const auto it = payload.find("capabilities");
     if (it == payload.end() || !it->is_array()) {
       fail("PresentBundle payload.capabilities must be an array");
@@ -363,7 +357,7 @@ void check_action_contract(const HostAction::Fields& a) {
     if (it->size() > kMaxSelectedCapabilities) {
       fail("PresentBundle cannot contain more than five capabilities");
     }
-  } else if (a.kind == "Notify") {
+  } else if (kind == ActionKind::kNotify) {
     const auto it = payload.find("message");
     if (it == payload.end()) fail("Notify payload.message must be a non-empty trimmed string");
     require_trimmed_json(*it, "Notify payload.message");
@@ -372,11 +366,11 @@ void check_action_contract(const HostAction::Fields& a) {
 
 // ---- event payload checks ----
 
-void check_receipt_payload(const std::string& kind, const Json& payload) {
-  const char* extra = kind == "ActionApplied" ? "verification"
-                      : kind == "ActionFailed" ? "error"
-                                               : "reason";
-  const std::string name = kind + " payload";
+void check_receipt_payload(EventKind kind, const Json& payload) {
+  const char* extra = kind == EventKind::kActionApplied  ? "verification"
+                      : kind == EventKind::kActionFailed ? "error"
+                                                         : "reason";
+  const std::string name = std::string(to_string(kind)) + " payload";
   {
     std::string unknown;
     for (const auto& item : payload.items()) {
@@ -395,13 +389,14 @@ void check_receipt_payload(const std::string& kind, const Json& payload) {
   require_trimmed_json(payload.at("action_id"), "action_id");
   const Json& action_kind = payload.at("action_kind");
   require_trimmed_json(action_kind, "action_kind");
-  if (!is_action_kind(action_kind.get_ref<const std::string&>())) {
+  const auto receipt_action_kind = action_kind_of(action_kind);
+  if (!receipt_action_kind) {
     fail("action_kind must be a declared action kind, got " + action_kind.dump());
   }
   require_sha(payload.at("action_content_digest"), "action_content_digest");
   require_nonnegative(payload.at("action_precondition_revision"),
                       "action_precondition_revision");
-  if (kind == "ActionApplied") {
+  if (kind == EventKind::kActionApplied) {
     const auto it = payload.find("verification");
     if (it == payload.end() || !it->is_object()) {
       fail("ActionApplied verification must be a JSON object");
@@ -435,7 +430,7 @@ void check_receipt_payload(const std::string& kind, const Json& payload) {
         fail("v3 install receipt typed identities do not match one capability");
       }
     } else if (v.at("schema") == kMaterialReceiptSchemaV3) {
-      const char* state = material_expected_state(action_kind.get_ref<const std::string&>());
+      const char* state = material_expected_state(*receipt_action_kind);
       if (!state) fail("material receipt schema does not match action_kind");
       exact_keys(v,
                  {"authorized_material", "capability_id", "capability_kind", "catalog_identity",
@@ -451,7 +446,7 @@ void check_receipt_payload(const std::string& kind, const Json& payload) {
         fail("v3 material receipt capability_id does not match typed identities");
       }
     } else if (v.at("schema") == kPromptContextReceiptSchemaV1) {
-      if (action_kind != "PreparePromptContext") {
+      if (*receipt_action_kind != ActionKind::kPreparePromptContext) {
         fail("prompt context receipt schema does not match action_kind");
       }
       exact_keys(v,
@@ -461,7 +456,7 @@ void check_receipt_payload(const std::string& kind, const Json& payload) {
     } else {
       fail("ActionApplied verification schema is unsupported");
     }
-  } else if (kind == "ActionFailed") {
+  } else if (kind == EventKind::kActionFailed) {
     const auto it = payload.find("error");
     if (it == payload.end()) fail("ActionFailed payload is missing error");
     exact_keys(*it, {"code"}, "ActionFailed error");
@@ -538,13 +533,16 @@ void check_consent_expired(const Json& payload) {
 
 }  // namespace
 
-bool is_event_kind(std::string_view kind) noexcept { return kEventKinds.count(kind) > 0; }
-bool is_action_kind(std::string_view kind) noexcept { return kActionKinds.count(kind) > 0; }
-bool is_planning_kind(std::string_view kind) noexcept {
-  return kind == "IntentObserved" || kind == "DevelopmentObserved";
+bool is_event_kind(std::string_view kind) noexcept { return find_enum<EventKind>(kind).has_value(); }
+bool is_action_kind(std::string_view kind) noexcept {
+  return find_enum<ActionKind>(kind).has_value();
 }
-bool is_receipt_kind(std::string_view kind) noexcept {
-  return kind == "ActionApplied" || kind == "ActionFailed" || kind == "ActionExpired";
+bool is_planning_kind(EventKind kind) noexcept {
+  return kind == EventKind::kIntentObserved || kind == EventKind::kDevelopmentObserved;
+}
+bool is_receipt_kind(EventKind kind) noexcept {
+  return kind == EventKind::kActionApplied || kind == EventKind::kActionFailed ||
+         kind == EventKind::kActionExpired;
 }
 
 std::string normalize_rfc3339(std::string_view text, std::string_view field) {
@@ -580,24 +578,14 @@ ScopeRef ScopeRef::create(std::string tenant_id, std::string workspace_id,
 }
 
 ScopeRef ScopeRef::from_json(const Json& value) {
-  if (!value.is_object()) fail("scope must be a JSON object");
-  std::string unknown;
-  static const std::set<std::string> keys = {"tenant_id",   "workspace_id",    "repository_id",
-                                             "session_id",  "exposure_id",     "host_context_id",
-                                             "parent_exposure_id"};
-  for (const auto& item : value.items()) {
-    if (!keys.count(item.key())) unknown += (unknown.empty() ? "" : ", ") + item.key();
-  }
-  if (!unknown.empty()) fail("scope has unknown field(s): " + unknown);
-  auto field = [&](const char* key) {
-    const auto it = value.find(key);
-    if (it == value.end()) fail(std::string("scope is missing ") + key);
-    if (!it->is_string()) fail(std::string(key) + " must be a non-empty trimmed string");
-    return it->get<std::string>();
-  };
-  return create(field("tenant_id"), field("workspace_id"), field("repository_id"),
-                field("session_id"), field("exposure_id"), field("host_context_id"),
-                optional_string(value, "parent_exposure_id"));
+  const Reader r(value, "scope", kRaise);
+  r.expect({"tenant_id", "workspace_id", "repository_id", "session_id", "exposure_id",
+            "host_context_id"},
+           {"parent_exposure_id"});
+  return create(r.string("tenant_id", kTrimmed), r.string("workspace_id", kTrimmed),
+                r.string("repository_id", kTrimmed), r.string("session_id", kTrimmed),
+                r.string("exposure_id", kTrimmed), r.string("host_context_id", kTrimmed),
+                r.optional_string("parent_exposure_id", kTrimmed));
 }
 
 Json ScopeRef::to_json() const {
@@ -640,19 +628,10 @@ PrivacyLabel PrivacyLabel::create(std::string classification, std::string retent
 }
 
 PrivacyLabel PrivacyLabel::from_json(const Json& value) {
-  if (!value.is_object()) fail("privacy must be a JSON object");
-  for (const auto& item : value.items()) {
-    if (item.key() != "classification" && item.key() != "retention") {
-      fail("privacy label has unknown field(s): " + item.key());
-    }
-  }
-  auto get = [&](const char* key, const char* fallback) {
-    const auto it = value.find(key);
-    if (it == value.end()) return std::string(fallback);
-    if (!it->is_string()) fail(std::string(key) + " must be a string");
-    return it->get<std::string>();
-  };
-  return create(get("classification", "private"), get("retention", "local"));
+  const Reader r(value, "privacy label", kRaise);
+  r.expect({}, {"classification", "retention"});
+  return create(r.has("classification") ? r.string("classification") : "private",
+                r.has("retention") ? r.string("retention") : "local");
 }
 
 Json PrivacyLabel::to_json() const {
@@ -664,14 +643,15 @@ Json PrivacyLabel::to_json() const {
 EngineEvent EngineEvent::create(Fields f) {
   if (f.protocol_version != kProtocolVersion) require_version(Json(f.protocol_version));
   require_trimmed(f.event_id, "event_id");
-  if (!is_event_kind(f.kind)) fail("unknown event kind '" + f.kind + "'");
+  const auto kind = find_enum<EventKind>(f.kind);
+  if (!kind) fail("unknown event kind '" + f.kind + "'");
   if (f.expected_revision < 0) fail("expected_revision must be a non-negative integer");
   require_trimmed(f.occurred_at, "occurred_at");
   f.occurred_at = normalize_rfc3339(f.occurred_at, "occurred_at");
   if (!f.payload.is_object()) fail("payload must be a JSON object");
-  if (is_receipt_kind(f.kind)) check_receipt_payload(f.kind, f.payload);
-  if (f.kind == "UserDecision") check_user_decision(f.payload, f.expected_revision);
-  if (f.kind == "InstallConsentExpired") check_consent_expired(f.payload);
+  if (is_receipt_kind(*kind)) check_receipt_payload(*kind, f.payload);
+  if (kind == EventKind::kUserDecision) check_user_decision(f.payload, f.expected_revision);
+  if (kind == EventKind::kInstallConsentExpired) check_consent_expired(f.payload);
   require_json_value(f.payload, "payload");
   const std::pair<const char*, const std::optional<std::string>*> optional_fields[] = {
       {"correlation_id", &f.correlation_id},
@@ -690,7 +670,7 @@ EngineEvent EngineEvent::create(Fields f) {
     fail("random_seed must be an integer, string, or null");
   }
   if (f.random_seed.is_string()) require_json_value(f.random_seed, "random_seed");
-  if (kDecisionCausing.count(f.kind)) {
+  if (is_decision_causing(*kind)) {
     for (const auto& [name, value] : optional_fields) {
       if (std::string_view(name) == "correlation_id" ||
           std::string_view(name) == "causation_id") {
@@ -703,56 +683,44 @@ EngineEvent EngineEvent::create(Fields f) {
     }
   }
   EngineEvent out(std::move(f));
+  out.kind_ = *kind;
   out.text_ = core::canonical_json(out.to_json());
   out.content_digest_ = core::sha256_hex(out.text_);
   return out;
 }
 
 EngineEvent EngineEvent::from_json(const Json& value) {
-  if (!value.is_object()) fail("event must be a JSON object");
-  static const std::set<std::string> keys = {
-      "catalog_snapshot_digest", "causation_id",   "correlation_id",
-      "engine_version",          "event_id",       "expected_revision",
-      "host_descriptor_digest",  "kind",           "occurred_at",
-      "payload",                 "planner_version", "policy_version",
-      "privacy",                 "protocol_version", "random_seed",
-      "scope",                   "semantic_index_digest", "semantic_model_digest",
-      "work_signature"};
-  std::string unknown;
-  for (const auto& item : value.items()) {
-    if (!keys.count(item.key())) unknown += (unknown.empty() ? "" : ", ") + item.key();
-  }
-  if (!unknown.empty()) fail("event has unknown field(s): " + unknown);
-  require_version(value.contains("protocol_version") ? value.at("protocol_version") : Json());
-  for (const char* key : {"event_id", "kind", "scope", "expected_revision", "occurred_at",
-                          "privacy"}) {
-    if (!value.contains(key)) fail(std::string("event is missing ") + key);
-  }
-  auto string_of = [&](const char* key) {
-    const Json& v = value.at(key);
-    if (!v.is_string()) fail(std::string(key) + " must be a non-empty trimmed string");
-    return v.get<std::string>();
-  };
-  const Json& revision = value.at("expected_revision");
-  require_nonnegative(revision, "expected_revision");
-  Fields f{.event_id = string_of("event_id"),
-           .kind = string_of("kind"),
-           .scope = ScopeRef::from_json(value.at("scope")),
-           .expected_revision = revision.get<std::int64_t>(),
-           .occurred_at = string_of("occurred_at"),
-           .payload = value.contains("payload") ? value.at("payload") : Json::object(),
-           .privacy = PrivacyLabel::from_json(value.at("privacy"))};
-  f.correlation_id = optional_string(value, "correlation_id");
-  f.causation_id = optional_string(value, "causation_id");
-  f.engine_version = optional_string(value, "engine_version");
-  f.planner_version = optional_string(value, "planner_version");
-  f.policy_version = optional_string(value, "policy_version");
-  f.host_descriptor_digest = optional_string(value, "host_descriptor_digest");
-  f.catalog_snapshot_digest = optional_string(value, "catalog_snapshot_digest");
-  f.semantic_model_digest = optional_string(value, "semantic_model_digest");
-  f.semantic_index_digest = optional_string(value, "semantic_index_digest");
-  f.work_signature = optional_string(value, "work_signature");
-  f.random_seed = value.contains("random_seed") ? value.at("random_seed") : Json(nullptr);
+  const Reader r(value, "event", kRaise);
+  r.expect({}, {"catalog_snapshot_digest", "causation_id", "correlation_id", "engine_version",
+                "event_id", "expected_revision", "host_descriptor_digest", "kind", "occurred_at",
+                "payload", "planner_version", "policy_version", "privacy", "protocol_version",
+                "random_seed", "scope", "semantic_index_digest", "semantic_model_digest",
+                "work_signature"});
+  require_version(r.has("protocol_version") ? r.at("protocol_version") : Json());
+  r.expect({"event_id", "kind", "scope", "expected_revision", "occurred_at", "privacy"},
+           {"catalog_snapshot_digest", "causation_id", "correlation_id", "engine_version",
+            "host_descriptor_digest", "payload", "planner_version", "policy_version",
+            "protocol_version", "random_seed", "semantic_index_digest", "semantic_model_digest",
+            "work_signature"});
+  require_nonnegative(r.at("expected_revision"), "expected_revision");
+  Fields f{.event_id = r.string("event_id", kTrimmed),
+           .kind = r.string("kind", kTrimmed),
+           .scope = ScopeRef::from_json(r.at("scope")),
+           .expected_revision = r.at("expected_revision").get<std::int64_t>(),
+           .occurred_at = r.string("occurred_at", kTrimmed),
+           .payload = r.has("payload") ? r.at("payload") : Json::object(),
+           .privacy = PrivacyLabel::from_json(r.at("privacy"))};
+  f.correlation_id = r.optional_string("correlation_id", kTrimmed);
+  f.causation_id = r.optional_string("causation_id", kTrimmed);
+  f.engine_version = r.optional_string("engine_version", kTrimmed);
+  f.planner_version = r.optional_string("planner_version", kTrimmed);
+  f.policy_version = r.optional_string("policy_version", kTrimmed);
+  f.host_descriptor_digest = r.optional_string("host_descriptor_digest", kTrimmed);
+  f.catalog_snapshot_digest = r.optional_string("catalog_snapshot_digest", kTrimmed);
+  f.semantic_model_digest = r.optional_string("semantic_model_digest", kTrimmed);
+  f.semantic_index_digest = r.optional_string("semantic_index_digest", kTrimmed);
+  f.work_signature = r.optional_string("work_signature", kTrimmed);
+  f.random_seed = r.has("random_seed") ? r.at("random_seed") : Json(nullptr);
   return create(std::move(f));
 }
 
@@ -799,7 +767,8 @@ std::string EngineEvent::identity_digest() const {
 HostAction HostAction::create(Fields f) {
   if (f.protocol_version != kProtocolVersion) require_version(Json(f.protocol_version));
   require_trimmed(f.action_id, "action_id");
-  if (!is_action_kind(f.kind)) fail("unknown action kind '" + f.kind + "'");
+  const auto kind = find_enum<ActionKind>(f.kind);
+  if (!kind) fail("unknown action kind '" + f.kind + "'");
   if (f.precondition_revision < 0) fail("precondition_revision must be a non-negative integer");
   const std::pair<const char*, const std::optional<std::string>*> optional_fields[] = {
       {"entity_id", &f.entity_id},
@@ -822,50 +791,38 @@ HostAction HostAction::create(Fields f) {
   }
   check_action_contract(f);
   HostAction out(std::move(f));
+  out.kind_ = *kind;
   out.content_digest_ = core::sha256_hex(out.to_json_text());
   return out;
 }
 
 HostAction HostAction::from_json(const Json& value) {
-  if (!value.is_object()) fail("action must be a JSON object");
-  static const std::set<std::string> keys = {
-      "action_id", "catalog_snapshot_id", "consent_id",  "entity_id",
-      "expires_at", "kind",               "lease_id",    "payload",
-      "plan_id",   "precondition_revision", "privacy",   "protocol_version",
-      "required_host_feature", "rollback", "scope",      "source_digest",
-      "verification"};
-  std::string unknown;
-  for (const auto& item : value.items()) {
-    if (!keys.count(item.key())) unknown += (unknown.empty() ? "" : ", ") + item.key();
-  }
-  if (!unknown.empty()) fail("action has unknown field(s): " + unknown);
-  require_version(value.contains("protocol_version") ? value.at("protocol_version") : Json());
-  for (const char* key : {"action_id", "kind", "scope", "precondition_revision", "privacy"}) {
-    if (!value.contains(key)) fail(std::string("action is missing ") + key);
-  }
-  auto string_of = [&](const char* key) {
-    const Json& v = value.at(key);
-    if (!v.is_string()) fail(std::string(key) + " must be a non-empty trimmed string");
-    return v.get<std::string>();
-  };
-  require_nonnegative(value.at("precondition_revision"), "precondition_revision");
-  auto object_of = [&](const char* key) {
-    return value.contains(key) ? value.at(key) : Json::object();
-  };
-  Fields f{.action_id = string_of("action_id"),
-           .kind = string_of("kind"),
-           .scope = ScopeRef::from_json(value.at("scope")),
-           .precondition_revision = value.at("precondition_revision").get<std::int64_t>(),
+  const Reader r(value, "action", kRaise);
+  r.expect({}, {"action_id", "catalog_snapshot_id", "consent_id", "entity_id", "expires_at",
+                "kind", "lease_id", "payload", "plan_id", "precondition_revision", "privacy",
+                "protocol_version", "required_host_feature", "rollback", "scope",
+                "source_digest", "verification"});
+  require_version(r.has("protocol_version") ? r.at("protocol_version") : Json());
+  r.expect({"action_id", "kind", "scope", "precondition_revision", "privacy"},
+           {"catalog_snapshot_id", "consent_id", "entity_id", "expires_at", "lease_id", "payload",
+            "plan_id", "protocol_version", "required_host_feature", "rollback", "source_digest",
+            "verification"});
+  require_nonnegative(r.at("precondition_revision"), "precondition_revision");
+  auto object_of = [&](const char* key) { return r.has(key) ? r.at(key) : Json::object(); };
+  Fields f{.action_id = r.string("action_id", kTrimmed),
+           .kind = r.string("kind", kTrimmed),
+           .scope = ScopeRef::from_json(r.at("scope")),
+           .precondition_revision = r.at("precondition_revision").get<std::int64_t>(),
            .payload = object_of("payload"),
-           .privacy = PrivacyLabel::from_json(value.at("privacy"))};
-  f.entity_id = optional_string(value, "entity_id");
-  f.source_digest = optional_string(value, "source_digest");
-  f.plan_id = optional_string(value, "plan_id");
-  f.catalog_snapshot_id = optional_string(value, "catalog_snapshot_id");
-  f.consent_id = optional_string(value, "consent_id");
-  f.lease_id = optional_string(value, "lease_id");
-  f.expires_at = optional_string(value, "expires_at");
-  f.required_host_feature = optional_string(value, "required_host_feature");
+           .privacy = PrivacyLabel::from_json(r.at("privacy"))};
+  f.entity_id = r.optional_string("entity_id", kTrimmed);
+  f.source_digest = r.optional_string("source_digest", kTrimmed);
+  f.plan_id = r.optional_string("plan_id", kTrimmed);
+  f.catalog_snapshot_id = r.optional_string("catalog_snapshot_id", kTrimmed);
+  f.consent_id = r.optional_string("consent_id", kTrimmed);
+  f.lease_id = r.optional_string("lease_id", kTrimmed);
+  f.expires_at = r.optional_string("expires_at", kTrimmed);
+  f.required_host_feature = r.optional_string("required_host_feature", kTrimmed);
   f.verification = object_of("verification");
   f.rollback = object_of("rollback");
   return create(std::move(f));

@@ -14,6 +14,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/engine/stream_id.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine {
 
@@ -36,9 +37,9 @@ bool is_event_kind(std::string_view kind) noexcept;
 // One of the 10 action kinds of §1.5.
 bool is_action_kind(std::string_view kind) noexcept;
 // Planning kinds carry a decision: IntentObserved, DevelopmentObserved.
-bool is_planning_kind(std::string_view kind) noexcept;
+bool is_planning_kind(EventKind kind) noexcept;
 // ActionApplied, ActionFailed, ActionExpired.
-bool is_receipt_kind(std::string_view kind) noexcept;
+bool is_receipt_kind(EventKind kind) noexcept;
 
 // Normalises strict RFC 3339 text to UTC "YYYY-MM-DDTHH:MM:SS[.f]Z".
 // Errors: ProtocolValidationError "<field> must use strict RFC 3339 date-time syntax".
@@ -139,7 +140,9 @@ class EngineEvent {
   // A copy of the fields, for building a modified event through create().
   const Fields& fields() const noexcept { return f_; }
   const std::string& event_id() const noexcept { return f_.event_id; }
+  // The persisted spelling of event_kind().
   const std::string& kind() const noexcept { return f_.kind; }
+  EventKind event_kind() const noexcept { return kind_; }
   const ScopeRef& scope() const noexcept { return f_.scope; }
   std::int64_t expected_revision() const noexcept { return f_.expected_revision; }
   const std::string& occurred_at() const noexcept { return f_.occurred_at; }
@@ -174,7 +177,8 @@ class EngineEvent {
  private:
   explicit EngineEvent(Fields fields) : f_(std::move(fields)) {}
   Fields f_;
-  std::string text_;  // canon-U of to_json()
+  EventKind kind_ = EventKind::kSessionStarted;  // parsed from f_.kind by create()
+  std::string text_;                             // canon-U of to_json()
   std::string content_digest_;
 };
 
@@ -216,7 +220,9 @@ class HostAction {
 
   const Fields& fields() const noexcept { return f_; }
   const std::string& action_id() const noexcept { return f_.action_id; }
+  // The persisted spelling of action_kind().
   const std::string& kind() const noexcept { return f_.kind; }
+  ActionKind action_kind() const noexcept { return kind_; }
   const ScopeRef& scope() const noexcept { return f_.scope; }
   std::int64_t precondition_revision() const noexcept { return f_.precondition_revision; }
   const Json& payload() const noexcept { return f_.payload; }
@@ -243,6 +249,7 @@ class HostAction {
  private:
   explicit HostAction(Fields fields) : f_(std::move(fields)) {}
   Fields f_;
+  ActionKind kind_ = ActionKind::kNoChange;  // parsed from f_.kind by create()
   std::string content_digest_;
 };
 
@@ -264,9 +271,7 @@ class Transition {
   std::int64_t to_revision() const noexcept { return to_revision_; }
   const std::vector<HostAction>& actions() const noexcept { return actions_; }
   const std::vector<Json>& diagnostics() const noexcept { return diagnostics_; }
-  friend bool operator==(const Transition& a, const Transition& b) {
-    return a.to_json() == b.to_json();
-  }
+  friend bool operator==(const Transition&, const Transition&) = default;
 
  private:
   Transition(std::string event_id, ScopeRef scope)

@@ -84,7 +84,13 @@ const CapabilityStateV3* find_cap(const W& w, const std::string& id) {
   return nullptr;
 }
 
-bool pending_for(const W& w, const std::string& id, std::initializer_list<std::string_view> effects) {
+// True when `value` spells `action`'s kind.
+bool same_action_kind(const Json& value, const HostAction& action) {
+  return value.is_string() &&
+         find_enum<ActionKind>(value.get_ref<const std::string&>()) == action.action_kind();
+}
+
+bool pending_for(const W& w, const std::string& id, std::initializer_list<Effect> effects) {
   for (const auto& p : w.pending_effects) {
     if (p.action.entity_id() != id) continue;
     for (const auto effect : effects) {
@@ -94,9 +100,9 @@ bool pending_for(const W& w, const std::string& id, std::initializer_list<std::s
   return false;
 }
 
-void with_pending(W& w, const HostAction& action, std::string effect,
+void with_pending(W& w, const HostAction& action, Effect effect,
                   std::optional<std::string> rollback = std::nullopt) {
-  w.pending_effects.push_back(PendingEffect{action, std::move(effect), std::move(rollback)});
+  w.pending_effects.push_back(PendingEffect{action, effect, std::move(rollback)});
 }
 
 void remove_pending(W& w, const std::string& action_id) {
@@ -114,7 +120,7 @@ std::size_t active_count(const W& w) {
 
 bool can_prune(const W& w, const CapabilityStateV3& c) {
   const auto& plan = w.committed_plan;
-  if (!plan || (plan->status() != "ready" && plan->status() != "abstained")) return false;
+  if (!plan || plan->status() == PlanStatus::kDegraded) return false;
   const auto& id = c.capability_id();
   if (plan->find(id) || c.active() || c.desired() || c.rollback_held ||
       contains(w.rollback_requested_capability_ids, id)) {
@@ -195,18 +201,19 @@ class Builder {
         .privacy = event_.privacy()});
   }
 
-  HostAction material(const std::string& kind, const CapabilityStateV3& c, std::int64_t ordinal,
+  HostAction material(ActionKind action_kind, const CapabilityStateV3& c, std::int64_t ordinal,
                       const std::string& lease_id) const {
-    if (!c.current_authorized_material || c.installation != "installed") {
+    if (!c.current_authorized_material || !c.installed()) {
       invalid("schema-v3 material action requires installed authorized material");
     }
-    const char* state = kind == "ActivateCapability" ? "active"
-                        : kind == "PrepareExposure"  ? "prepared"
-                                                     : "inactive";
+    const std::string kind(to_string(action_kind));
+    const char* state = action_kind == ActionKind::kActivateCapability ? "active"
+                        : action_kind == ActionKind::kPrepareExposure  ? "prepared"
+                                                                       : "inactive";
     Json rollback;
-    if (kind == "ActivateCapability") {
+    if (action_kind == ActionKind::kActivateCapability) {
       rollback = {{"kind", "DeactivateCapability"}};
-    } else if (kind == "PrepareExposure") {
+    } else if (action_kind == ActionKind::kPrepareExposure) {
       rollback = {{"exposure_id", event_.scope().exposure_id()},
                   {"kind", "cleanup-prepared-exposure"}};
     } else {
@@ -297,30 +304,31 @@ class Builder {
 
 Out reconcile(W& w, const Builder& b) {
   Out out;
-  if (w.session_status == "ended") {
+  if (w.session_status == SessionStatus::kEnded) {
     for (const auto& c : w.capabilities) {
       if (c.active() && !contains(w.blocked_deactivation_ids, c.capability_id()) &&
-          !pending_for(w, c.capability_id(), {"deactivate", "prepare"})) {
-        auto action = b.material("DeactivateCapability", c, 0,
+          !pending_for(w, c.capability_id(), {Effect::kDeactivate, Effect::kPrepare})) {
+        auto action = b.material(ActionKind::kDeactivateCapability, c, 0,
                                  c.activation_lease_id.value_or("session-end:" + c.capability_id()));
-        with_pending(w, action, "deactivate");
+        with_pending(w, action, Effect::kDeactivate);
         out.actions.push_back(std::move(action));
         return out;
       }
     }
     return out;
   }
-  if (w.host_level != "activating" && w.host_level != "managing") {
-    out.diagnostics.push_back({{"code", "host_activation_unsupported"}, {"host_level", w.host_level}});
+  if (w.host_level != HostLevel::kActivating && w.host_level != HostLevel::kManaging) {
+    out.diagnostics.push_back(
+        {{"code", "host_activation_unsupported"}, {"host_level", to_string(w.host_level)}});
     return out;
   }
   if (!w.pending_consents.empty()) return out;
 
   for (const auto& c : w.capabilities) {
-    if (c.desired() && c.installation == "absent" && c.selection.is_install() &&
+    if (c.desired() && !c.installed() && c.selection.is_install() &&
         !contains(w.blocked_install_descriptor_digests,
                   c.selection.install_descriptor()->descriptor_digest()) &&
-        !pending_for(w, c.capability_id(), {"install"})) {
+        !pending_for(w, c.capability_id(), {Effect::kInstall})) {
       if (!w.install_policy_snapshot_digest) {
         invalid("install consent requires a committed policy snapshot");
       }
@@ -333,28 +341,28 @@ Out reconcile(W& w, const Builder& b) {
 
   for (const auto& id : w.rollback_requested_capability_ids) {
     const auto* c = find_cap(w, id);
-    if (!c || c->active() || pending_for(w, id, {"activate", "rollback-activate"})) continue;
-    auto action = b.material("ActivateCapability", *c, 0, "rollback:" + id);
-    with_pending(w, action, "rollback-activate");
+    if (!c || c->active() || pending_for(w, id, {Effect::kActivate, Effect::kRollbackActivate})) continue;
+    auto action = b.material(ActionKind::kActivateCapability, *c, 0, "rollback:" + id);
+    with_pending(w, action, Effect::kRollbackActivate);
     out.actions.push_back(std::move(action));
     break;
   }
   const bool rollback_pending =
       std::any_of(w.pending_effects.begin(), w.pending_effects.end(),
-                  [](const PendingEffect& p) { return p.effect == "rollback-activate"; });
+                  [](const PendingEffect& p) { return p.effect == Effect::kRollbackActivate; });
   if (!w.rollback_requested_capability_ids.empty() || rollback_pending) return out;
 
   std::vector<std::string> inactive_desired, active_undesired;
   bool replacement_in_progress = false;
   for (const auto& c : w.capabilities) {
     const auto& id = c.capability_id();
-    if (c.desired() && c.installation == "installed" && !c.active() &&
-        !contains(w.blocked_capability_ids, id) && !pending_for(w, id, {"activate"})) {
+    if (c.desired() && c.installed() && !c.active() &&
+        !contains(w.blocked_capability_ids, id) && !pending_for(w, id, {Effect::kActivate})) {
       inactive_desired.push_back(id);
     }
     if (c.active() && !c.desired() && !c.rollback_held &&
         !contains(w.blocked_deactivation_ids, id) &&
-        !pending_for(w, id, {"deactivate", "prepare"})) {
+        !pending_for(w, id, {Effect::kDeactivate, Effect::kPrepare})) {
       active_undesired.push_back(id);
     }
     if (c.rollback_held && !c.active()) replacement_in_progress = true;
@@ -368,23 +376,23 @@ Out reconcile(W& w, const Builder& b) {
       c->rollback_held = false;
       c->rollback_owner_id.reset();
     }
-    auto action = b.material("DeactivateCapability", *c, 0,
+    auto action = b.material(ActionKind::kDeactivateCapability, *c, 0,
                              c->activation_lease_id.value_or("release:" + c->capability_id()));
-    with_pending(w, action, "deactivate");
+    with_pending(w, action, Effect::kDeactivate);
     out.actions.push_back(std::move(action));
     return out;
   }
 
   const auto reserved = static_cast<std::size_t>(
       std::count_if(w.pending_effects.begin(), w.pending_effects.end(), [](const PendingEffect& p) {
-        return p.effect == "activate" || p.effect == "rollback-activate";
+        return p.effect == Effect::kActivate || p.effect == Effect::kRollbackActivate;
       }));
   const auto used = active_count(w) + reserved;
   const std::size_t capacity = used >= kMaxActiveCapabilities ? 0 : kMaxActiveCapabilities - used;
   for (std::size_t i = 0; i < inactive_desired.size() && i < capacity; ++i) {
     std::set<std::string> assigned;
     for (const auto& p : w.pending_effects) {
-      if (p.effect == "activate" && p.rollback_capability_id) assigned.insert(*p.rollback_capability_id);
+      if (p.effect == Effect::kActivate && p.rollback_capability_id) assigned.insert(*p.rollback_capability_id);
     }
     std::optional<std::string> rollback;
     for (const auto& candidate : w.capabilities) {
@@ -395,9 +403,9 @@ Out reconcile(W& w, const Builder& b) {
       }
     }
     const auto* c = find_cap(w, inactive_desired[i]);
-    auto action = b.material("ActivateCapability", *c, static_cast<std::int64_t>(out.actions.size()),
+    auto action = b.material(ActionKind::kActivateCapability, *c, static_cast<std::int64_t>(out.actions.size()),
                              c->leases.front().lease_id);
-    with_pending(w, action, "activate", rollback);
+    with_pending(w, action, Effect::kActivate, rollback);
     out.actions.push_back(std::move(action));
   }
   if (inactive_desired.size() > capacity) {
@@ -413,7 +421,7 @@ Out reconcile(W& w, const Builder& b) {
 void update_desired(W& w, const EngineEvent& event) {
   const auto& plan = w.committed_plan;
   if (!plan) invalid("v3 reassessment requires a committed capability plan");
-  if (plan->status() != "ready") invalid("v3 reassessment requires a ready committed capability plan");
+  if (plan->status() != PlanStatus::kReady) invalid("v3 reassessment requires a ready committed capability plan");
   if (event.correlation_id() != plan->plan_id()) {
     invalid("reassessment plan_id does not match the committed plan");
   }
@@ -428,7 +436,7 @@ void update_desired(W& w, const EngineEvent& event) {
   std::string policy = sha_text(payload, "policy_snapshot_digest", "policy_snapshot_digest");
   const bool pending_install =
       std::any_of(w.pending_effects.begin(), w.pending_effects.end(),
-                  [](const PendingEffect& p) { return p.effect == "install"; });
+                  [](const PendingEffect& p) { return p.effect == Effect::kInstall; });
   if (pending_install) {
     CTX_CHECK(w.install_policy_snapshot_digest.has_value());
     policy = *w.install_policy_snapshot_digest;
@@ -568,18 +576,18 @@ std::optional<CapabilityStateV3> new_capability(const PlanCapabilityV3& row,
   CapabilityStateV3 out{.selection = row,
                         .material_identity = row.material_identity(),
                         .current_authorized_material = std::nullopt,
-                        .installation = "absent",
+                        .installation = Installation::kAbsent,
                         .plan_id = plan.plan_id(),
                         .catalog_snapshot_id = plan.catalog_snapshot_id()};
   if (row.is_load()) {
     out.current_authorized_material = row.load_material();
-    out.installation = "installed";
+    out.installation = Installation::kInstalled;
   }
   return out;
 }
 
 void commit_plan(W& w, const CommittedPlanV3& plan) {
-  if (plan.status() == "degraded") {
+  if (plan.status() == PlanStatus::kDegraded) {
     w.committed_plan = plan;
     w.last_manual_bundle.clear();
     return;
@@ -603,7 +611,7 @@ void commit_plan(W& w, const CommittedPlanV3& plan) {
         next.push_back(std::move(*promoted));
         continue;
       }
-      const bool safe_rebind = current->installation == "absent" && !current->active() &&
+      const bool safe_rebind = !current->installed() && !current->active() &&
                                !current->desired() && !current->rollback_held;
       if (!safe_rebind) {
         invalid("schema-v3 selection changed while prior same-ID runtime authority exists");
@@ -667,7 +675,9 @@ PendingEffect receipt_pending(const W& w, const EngineEvent& event) {
   if (!found) invalid("receipt references unknown or completed action '" + action_id + "'");
   const HostAction& action = found->action;
   if (!(event.scope() == action.scope())) invalid("receipt scope does not match pending action scope");
-  if (payload.at("action_kind") != action.kind()) {
+  if (!payload.at("action_kind").is_string() ||
+      find_enum<ActionKind>(payload.at("action_kind").get_ref<const std::string&>()) !=
+          action.action_kind()) {
     invalid("receipt action_kind does not match pending action");
   }
   if (payload.at("action_content_digest") != action.content_digest()) {
@@ -676,14 +686,15 @@ PendingEffect receipt_pending(const W& w, const EngineEvent& event) {
   if (payload.at("action_precondition_revision") != action.precondition_revision()) {
     invalid("receipt action_precondition_revision does not match pending action");
   }
-  if (event.kind() != "ActionApplied") return *found;
+  if (event.event_kind() != EventKind::kActionApplied) return *found;
   const Json& verification = payload.at("verification");
   if (verification.value("host_state", Json()) != action.verification().value("expected_state", Json())) {
     invalid("receipt verification contradicts the requested physical state");
   }
   Json expected;
   const Json& ap = action.payload();
-  if (action.kind() == "InstallCapability") {
+  const ActionKind kind = action.action_kind();
+  if (kind == ActionKind::kInstallCapability) {
     expected = {{"capability_id", *action.entity_id()},
                 {"capability_kind", ap.at("capability_kind")},
                 {"catalog_identity", ap.at("catalog_identity")},
@@ -693,8 +704,8 @@ PendingEffect receipt_pending(const W& w, const EngineEvent& event) {
                 {"material_identity", ap.at("result_material")},
                 {"policy_snapshot_digest", ap.at("policy_snapshot_digest")},
                 {"schema", kInstallReceiptSchemaV3}};
-  } else if (action.kind() == "ActivateCapability" || action.kind() == "PrepareExposure" ||
-             action.kind() == "DeactivateCapability") {
+  } else if (kind == ActionKind::kActivateCapability || kind == ActionKind::kPrepareExposure ||
+             kind == ActionKind::kDeactivateCapability) {
     expected = {{"authorized_material", ap.at("authorized_material")},
                 {"capability_id", *action.entity_id()},
                 {"capability_kind", ap.at("capability_kind")},
@@ -716,19 +727,19 @@ void apply_receipt(W& w, const PendingEffect& pending, const EngineEvent& event)
   const std::string id = pending.action.entity_id().value_or("");
   auto* c = find_cap(w, id);
   if (!c) invalid("schema-v3 receipt references missing runtime capability");
-  if (pending.effect == "install") {
+  if (pending.effect == Effect::kInstall) {
     if (!c->selection.is_install()) invalid("schema-v3 install receipt lacks committed install authority");
     const auto lineage = InstalledMaterialLineage::create(
         c->capability_id(), c->kind(), c->selection.catalog_identity().identity_digest(),
         c->material_identity.identity_digest(),
         c->selection.install_descriptor()->descriptor_digest(), pending.action.content_digest(),
         event.content_digest());
-    c->installation = "installed";
+    c->installation = Installation::kInstalled;
     c->current_authorized_material = AuthorizedMaterial::from_installed(lineage);
     return;
   }
-  if (pending.effect == "activate" || pending.effect == "rollback-activate") {
-    c->activation = "active";
+  if (pending.effect == Effect::kActivate || pending.effect == Effect::kRollbackActivate) {
+    c->activation = Activation::kActive;
     c->activation_lease_id = pending.action.lease_id();
     if (pending.rollback_capability_id) {
       if (auto* rollback = find_cap(w, *pending.rollback_capability_id)) {
@@ -738,21 +749,21 @@ void apply_receipt(W& w, const PendingEffect& pending, const EngineEvent& event)
         replace_or_prune(w, cleared);
       }
     }
-    if (pending.effect == "rollback-activate") erase_value(w.rollback_requested_capability_ids, id);
+    if (pending.effect == Effect::kRollbackActivate) erase_value(w.rollback_requested_capability_ids, id);
     return;
   }
-  if (pending.effect == "deactivate") {
+  if (pending.effect == Effect::kDeactivate) {
     CapabilityStateV3 deactivated = *c;
-    deactivated.activation = "inactive";
+    deactivated.activation = Activation::kInactive;
     deactivated.activation_lease_id.reset();
     replace_or_prune(w, deactivated);
     return;
   }
-  if (pending.effect == "prepare") {
+  if (pending.effect == Effect::kPrepare) {
     auto evidence = evidence_for(w, pending.action.scope().exposure_id(), id);
-    if (evidence.exposure == "unexposed") {
+    if (evidence.exposure == Exposure::kUnexposed) {
       evidence.source_digest = c->source_digest();
-      evidence.exposure = "prepared";
+      evidence.exposure = Exposure::kPrepared;
       replace_evidence(w, evidence);
     }
     return;
@@ -762,23 +773,23 @@ void apply_receipt(W& w, const PendingEffect& pending, const EngineEvent& event)
 
 void fail_receipt(W& w, const PendingEffect& pending) {
   remove_pending(w, pending.action.action_id());
-  if (pending.effect == "prompt-context") return;
+  if (pending.effect == Effect::kPromptContext) return;
   const std::string id = pending.action.entity_id().value_or("");
-  if (pending.effect == "install") {
+  if (pending.effect == Effect::kInstall) {
     insert_sorted(w.blocked_install_descriptor_digests,
                   pending.action.payload().at("install_plan_descriptor").at("descriptor_digest"));
-  } else if (pending.effect == "activate") {
+  } else if (pending.effect == Effect::kActivate) {
     insert_sorted(w.blocked_capability_ids, id);
-    if (pending.rollback_capability_id && w.session_status != "ended") {
+    if (pending.rollback_capability_id && w.session_status != SessionStatus::kEnded) {
       insert_sorted(w.rollback_requested_capability_ids, *pending.rollback_capability_id);
     }
-  } else if (pending.effect == "deactivate") {
+  } else if (pending.effect == Effect::kDeactivate) {
     if (auto* c = find_cap(w, id)) {
       c->rollback_held = false;
       c->rollback_owner_id.reset();
     }
     insert_sorted(w.blocked_deactivation_ids, id);
-  } else if (pending.effect == "rollback-activate") {
+  } else if (pending.effect == Effect::kRollbackActivate) {
     erase_value(w.rollback_requested_capability_ids, id);
   }
 }
@@ -802,7 +813,7 @@ Out handle_decision(W& w, const Builder& b) {
   const HostAction install = it->install_action;
   if (!(event.scope() == install.scope())) invalid("UserDecision scope does not match pending consent");
   if (payload.at("requested_action_id") != install.action_id() ||
-      payload.at("requested_action_kind") != install.kind() ||
+      !same_action_kind(payload.at("requested_action_kind"), install) ||
       payload.at("requested_action_content_digest") != install.content_digest() ||
       payload.at("requested_action_precondition_revision") != install.precondition_revision()) {
     invalid("UserDecision does not match the exact requested install");
@@ -825,7 +836,7 @@ Out handle_decision(W& w, const Builder& b) {
                                 {"code", expired ? "install_consent_expired" : "install_consent_denied"}});
     return out;
   }
-  with_pending(w, install, "install");
+  with_pending(w, install, Effect::kInstall);
   return Out{{install}, {}};
 }
 
@@ -842,7 +853,7 @@ Out handle_consent_expiry(W& w, const Builder& b) {
   if (!(event.scope() == install.scope()) ||
       payload.at("policy_snapshot_digest") != install.payload().at("policy_snapshot_digest") ||
       payload.at("requested_action_id") != install.action_id() ||
-      payload.at("requested_action_kind") != install.kind() ||
+      !same_action_kind(payload.at("requested_action_kind"), install) ||
       payload.at("requested_action_content_digest") != install.content_digest() ||
       payload.at("requested_action_precondition_revision") != install.precondition_revision() ||
       payload.at("install_expires_at") != *install.expires_at()) {
@@ -861,8 +872,9 @@ Out handle_consent_expiry(W& w, const Builder& b) {
 Out prepare_exposure(W& w, const Builder& b) {
   Out out;
   const auto& exposure = b.event().scope().exposure_id();
-  if (w.host_level != "activating" && w.host_level != "managing") {
-    out.diagnostics.push_back({{"code", "host_activation_unsupported"}, {"host_level", w.host_level}});
+  if (w.host_level != HostLevel::kActivating && w.host_level != HostLevel::kManaging) {
+    out.diagnostics.push_back(
+        {{"code", "host_activation_unsupported"}, {"host_level", to_string(w.host_level)}});
     return out;
   }
   for (std::size_t i = 0; i < w.capabilities.size(); ++i) {
@@ -872,14 +884,13 @@ Out prepare_exposure(W& w, const Builder& b) {
     const bool pending = std::any_of(
         w.pending_effects.begin(), w.pending_effects.end(),
         [&](const PendingEffect& p) { return p.action.entity_id() == c.capability_id(); });
-    if (!c.active() || !leased || evidence_for(w, exposure, c.capability_id()).exposure != "unexposed" ||
+    if (!c.active() || !leased || evidence_for(w, exposure, c.capability_id()).exposure != Exposure::kUnexposed ||
         pending) {
       continue;
     }
-    auto action = b.material(
-        "PrepareExposure", c, static_cast<std::int64_t>(out.actions.size()),
+    auto action = b.material(ActionKind::kPrepareExposure, c, static_cast<std::int64_t>(out.actions.size()),
         c.activation_lease_id.value_or("exposure:" + exposure + ":" + c.capability_id()));
-    with_pending(w, action, "prepare");
+    with_pending(w, action, Effect::kPrepare);
     out.actions.push_back(std::move(action));
   }
   return out;
@@ -901,7 +912,7 @@ Out observe_submission(W& w, const EngineEvent& event) {
     }
     auto evidence = evidence_for(w, event.scope().exposure_id(), id);
     evidence.source_digest = source;
-    evidence.exposure = "submitted";
+    evidence.exposure = Exposure::kSubmitted;
     replace_evidence(w, evidence);
   }
   return out;
@@ -912,14 +923,18 @@ Out observe_invocation(W& w, const EngineEvent& event) {
   const std::string id = text(payload, "capability_id", "capability_id");
   const std::string source = text(payload, "source_digest", "source_digest");
   const Json outcome = payload.value("outcome", Json());
-  if (outcome != "failed" && outcome != "succeeded") invalid("outcome must be 'failed' or 'succeeded'");
+  const std::optional<Invocation> invocation =
+      outcome == "failed"      ? std::optional(Invocation::kInvokedFailed)
+      : outcome == "succeeded" ? std::optional(Invocation::kInvokedSucceeded)
+                               : std::nullopt;
+  if (!invocation) invalid("outcome must be 'failed' or 'succeeded'");
   const auto* c = find_cap(w, id);
   if (!c || c->source_digest() != source) {
     return Out{{}, {Json{{"capability_id", id}, {"code", "source_digest_mismatch"}}}};
   }
   auto evidence = evidence_for(w, event.scope().exposure_id(), id);
   evidence.source_digest = source;
-  evidence.invocation = "invoked-" + outcome.get<std::string>();
+  evidence.invocation = *invocation;
   replace_evidence(w, evidence);
   return {};
 }
@@ -958,7 +973,7 @@ Out retry_terminal_cleanup(W& w, const Builder& b) {
 }
 
 Out refresh_stale_consent(W& w, const Builder& b, bool had_consent, Out out) {
-  if (!had_consent || w.session_status == "ended" || !w.pending_consents.empty()) return out;
+  if (!had_consent || w.session_status == SessionStatus::kEnded || !w.pending_consents.empty()) return out;
   Out more = reconcile(w, b);
   out.actions.insert(out.actions.end(), more.actions.begin(), more.actions.end());
   out.diagnostics.insert(out.diagnostics.end(), more.diagnostics.begin(), more.diagnostics.end());
@@ -967,13 +982,13 @@ Out refresh_stale_consent(W& w, const Builder& b, bool had_consent, Out out) {
 
 Out handle_event(W& w, const Builder& b) {
   const EngineEvent& event = b.event();
-  const std::string& kind = event.kind();
-  if (kind == "UserDecision") return handle_decision(w, b);
-  if (kind == "InstallConsentExpired") return handle_consent_expiry(w, b);
+  const EventKind kind = event.event_kind();
+  if (kind == EventKind::kUserDecision) return handle_decision(w, b);
+  if (kind == EventKind::kInstallConsentExpired) return handle_consent_expiry(w, b);
   const bool had_consent = !w.pending_consents.empty();
   if (had_consent && !is_planning_kind(kind)) w.pending_consents.clear();
-  if (kind == "ReassessmentRequested") {
-    if (w.session_status != "ended") {
+  if (kind == EventKind::kReassessmentRequested) {
+    if (w.session_status != SessionStatus::kEnded) {
       update_desired(w, event);
       return reconcile(w, b);
     }
@@ -981,35 +996,35 @@ Out handle_event(W& w, const Builder& b) {
   }
   if (is_receipt_kind(kind)) {
     const PendingEffect pending = receipt_pending(w, event);
-    if (kind == "ActionApplied") {
+    if (kind == EventKind::kActionApplied) {
       apply_receipt(w, pending, event);
-    } else if (kind == "ActionExpired" &&
-               (pending.effect == "install" ||
-                (pending.effect == "activate" &&
+    } else if (kind == EventKind::kActionExpired &&
+               (pending.effect == Effect::kInstall ||
+                (pending.effect == Effect::kActivate &&
                  pending.action.payload().value("schema", Json()) == kMaterialActionPayloadSchemaV3))) {
       remove_pending(w, pending.action.action_id());
-      if (pending.effect == "activate" && pending.rollback_capability_id &&
-          w.session_status != "ended") {
+      if (pending.effect == Effect::kActivate && pending.rollback_capability_id &&
+          w.session_status != SessionStatus::kEnded) {
         insert_sorted(w.rollback_requested_capability_ids, *pending.rollback_capability_id);
       }
       return {};
     } else {
       fail_receipt(w, pending);
     }
-    if (pending.effect == "prompt-context") return refresh_stale_consent(w, b, had_consent, {});
+    if (pending.effect == Effect::kPromptContext) return refresh_stale_consent(w, b, had_consent, {});
     return reconcile(w, b);
   }
-  if (kind == "ProviderSubmissionObserved") {
+  if (kind == EventKind::kProviderSubmissionObserved) {
     return refresh_stale_consent(w, b, had_consent, observe_submission(w, event));
   }
-  if (kind == "ToolCallObserved") {
+  if (kind == EventKind::kToolCallObserved) {
     return refresh_stale_consent(w, b, had_consent, observe_invocation(w, event));
   }
-  if (kind == "TurnStarting") return refresh_stale_consent(w, b, had_consent, prepare_exposure(w, b));
-  if (kind == "SessionEnded") {
+  if (kind == EventKind::kTurnStarting) return refresh_stale_consent(w, b, had_consent, prepare_exposure(w, b));
+  if (kind == EventKind::kSessionEnded) {
     std::set<std::string> retained;
     for (const auto& p : w.pending_effects) {
-      if (p.effect == "activate" && p.rollback_capability_id) retained.insert(*p.rollback_capability_id);
+      if (p.effect == Effect::kActivate && p.rollback_capability_id) retained.insert(*p.rollback_capability_id);
     }
     for (auto& c : w.capabilities) {
       c.leases.clear();
@@ -1018,12 +1033,12 @@ Out handle_event(W& w, const Builder& b) {
         c.rollback_owner_id.reset();
       }
     }
-    w.session_status = "ended";
+    w.session_status = SessionStatus::kEnded;
     w.blocked_deactivation_ids.clear();
     w.rollback_requested_capability_ids.clear();
     return reconcile(w, b);
   }
-  if (!had_consent || is_planning_kind(kind) || w.session_status == "ended" ||
+  if (!had_consent || is_planning_kind(kind) || w.session_status == SessionStatus::kEnded ||
       !w.pending_consents.empty()) {
     return {};
   }
@@ -1049,25 +1064,28 @@ std::string reducer_consent_id(std::string_view digest, std::string_view capabil
 
 Reduction reduce_v3(const EngineState* state, const ReducerEvent& input) {
   const EngineEvent& event = input.event;
-  const bool planning = is_planning_kind(event.kind());
+  const bool planning = is_planning_kind(event.event_kind());
   if (input.decision && !planning) invalid("decision is not valid for this event kind");
   if (planning && !input.decision) invalid("planning event is missing its durable decision");
 
   if (!state) {
-    if (event.kind() != "SessionStarted") invalid("SessionStarted must be the first event");
+    if (event.event_kind() != EventKind::kSessionStarted) {
+      invalid("SessionStarted must be the first event");
+    }
     if (event.expected_revision() != 0) throw RevisionConflictError(0, event.expected_revision());
     if (!event.host_descriptor_digest()) invalid("SessionStarted requires host_descriptor_digest");
     const Json level = event.payload().value("host_level", Json("query-only"));
-    if (!level.is_string() || !is_host_level(level.get_ref<const std::string&>())) {
-      invalid("unknown host_level " + level.dump());
-    }
+    const auto host_level =
+        level.is_string() ? find_enum<HostLevel>(level.get_ref<const std::string&>()) : std::nullopt;
+    if (!host_level) invalid("unknown host_level " + level.dump());
     if (!is_digest(*event.host_descriptor_digest())) {
       invalid("host_descriptor_digest must be a lowercase SHA-256 digest");
     }
-    auto next = EngineState::create(W{.revision = 1,
-                                      .scope = event.scope(),
-                                      .host_level = level.get<std::string>(),
-                                      .host_descriptor_digest = *event.host_descriptor_digest()});
+    auto next = EngineStateInternal::from_reducer(
+        W{.revision = 1,
+          .scope = event.scope(),
+          .host_level = *host_level,
+          .host_descriptor_digest = *event.host_descriptor_digest()});
     return Reduction{std::move(next), Transition::create(event.event_id(), event.scope(), 0, 1, {}, {})};
   }
 
@@ -1081,9 +1099,9 @@ Reduction reduce_v3(const EngineState* state, const ReducerEvent& input) {
       *event.host_descriptor_digest() != state->host_descriptor_digest()) {
     invalid("host descriptor changed within a current-work session");
   }
-  if (event.kind() == "SessionStarted") invalid("session is already started");
-  if (state->session_status() == "ended" && !is_receipt_kind(event.kind()) &&
-      event.kind() != "ReassessmentRequested") {
+  if (event.event_kind() == EventKind::kSessionStarted) invalid("session is already started");
+  if (state->session_status() == SessionStatus::kEnded && !is_receipt_kind(event.event_kind()) &&
+      event.event_kind() != EventKind::kReassessmentRequested) {
     invalid("session has ended; only pending receipts or explicit cleanup recovery are accepted");
   }
 
@@ -1105,7 +1123,7 @@ Reduction reduce_v3(const EngineState* state, const ReducerEvent& input) {
       const auto* c = state->capability(row.capability_id());
       if (c && c->active() && c->selection == row) retained_active.insert(row.capability_id());
     }
-    if (plan.status() == "degraded") {
+    if (plan.status() == PlanStatus::kDegraded) {
       const W before = w;
       commit_plan(w, plan);
       CTX_CHECK(w.capabilities == before.capabilities &&
@@ -1121,7 +1139,7 @@ Reduction reduce_v3(const EngineState* state, const ReducerEvent& input) {
       out.actions.insert(out.actions.end(), lifecycle.actions.begin(), lifecycle.actions.end());
       out.diagnostics.insert(out.diagnostics.end(), lifecycle.diagnostics.begin(),
                              lifecycle.diagnostics.end());
-      if (plan.status() == "ready") {
+      if (plan.status() == PlanStatus::kReady) {
         Json rows = Json::array();
         for (const auto& row : plan.capabilities()) {
           if (!retained_active.count(row.capability_id())) rows.push_back(row.to_json());
@@ -1139,7 +1157,7 @@ Reduction reduce_v3(const EngineState* state, const ReducerEvent& input) {
 
   w.revision = revision;
   CTX_CHECK(active_count(w) <= kMaxActiveCapabilities);
-  auto next = EngineState::create(std::move(w));
+  auto next = EngineStateInternal::from_reducer(std::move(w));
   auto transition = Transition::create(event.event_id(), event.scope(), state->revision(), revision,
                                        std::move(out.actions), std::move(out.diagnostics));
   return Reduction{std::move(next), std::move(transition)};

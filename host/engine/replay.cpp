@@ -1,5 +1,6 @@
 #include "host/engine/replay.hpp"
 
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -22,6 +23,8 @@ constexpr std::size_t kMaxReplayBytes = 64 * 1024;
 
 [[noreturn]] void privacy(const std::string& m) { throw ReplayPrivacyError(m); }
 [[noreturn]] void invalid(const std::string& m) { throw ReplayValidationError(m); }
+using Reader = core::JsonObjectReader;
+constexpr core::JsonErrorRaiser kRaise = core::raise_as<ReplayValidationError>;
 
 void bounds(const Json& value, std::size_t depth, std::size_t& total, const char* what) {
   if (depth > kMaxDepth) invalid(std::string(what) + " exceeds the maximum nesting depth");
@@ -88,12 +91,9 @@ void approve_observation(const StructuredSurrogate& s) {
     return;
   }
   if (s.schema_id() == "ctx.observation.current-work" && s.schema_version() == 1) {
-    const std::set<std::string> keys = {"active_capability_ids", "baseline_capability_ids",
-                                        "languages", "rejected_capability_ids",
-                                        "requested_limit", "signals"};
-    std::set<std::string> present;
-    for (const auto& item : v.items()) present.insert(item.key());
-    if (present != keys) invalid("current-work observation surrogate has missing or unknown fields");
+    const Reader r(v, "current-work observation surrogate", kRaise);
+    r.exact({"active_capability_ids", "baseline_capability_ids", "languages",
+             "rejected_capability_ids", "requested_limit", "signals"});
     if (!sorted_unique_tokens(v.at("signals"), 32) || !sorted_unique_tokens(v.at("languages"), 10) ||
         !sorted_unique_tokens(v.at("baseline_capability_ids"), 100) ||
         !sorted_unique_tokens(v.at("rejected_capability_ids"), 100) ||
@@ -101,7 +101,8 @@ void approve_observation(const StructuredSurrogate& s) {
       invalid("current-work observation lists must be sorted unique lower-case tokens");
     }
     const Json& limit = v.at("requested_limit");
-    if (!limit.is_number_integer() || limit.get<std::int64_t>() < 0 || limit.get<std::int64_t>() > 5) {
+    if (!limit.is_number_integer() || (!limit.is_number_unsigned() && limit.get<std::int64_t>() < 0) ||
+        (limit.is_number_unsigned() && limit.get<std::uint64_t>() > 5)) {
       invalid("current-work requested_limit must be between 0 and 5");
     }
     return;
@@ -113,11 +114,8 @@ void approve_decision(const StructuredSurrogate& s) {
   if (s.schema_id() != kDecisionPlanSchema || s.schema_version() != 3) {
     privacy("surrogate schema is not approved for authoritative replay");
   }
-  const Json& v = s.value();
-  if (!v.is_object() || v.size() != 4 || !v.contains("status") || !v.contains("abstention_code") ||
-      !v.contains("benefit_audit") || !v.contains("capabilities")) {
-    invalid("decision surrogate must hold exactly status, abstention_code, benefit_audit, capabilities");
-  }
+  Reader(s.value(), "decision surrogate", kRaise)
+      .exact({"abstention_code", "benefit_audit", "capabilities", "status"});
 }
 
 Json surrogate_json(const std::optional<StructuredSurrogate>& s) {
@@ -147,17 +145,13 @@ StructuredSurrogate StructuredSurrogate::create(std::string schema_id, std::int6
 }
 
 StructuredSurrogate StructuredSurrogate::from_json(const Json& value) {
-  if (!value.is_object() || value.size() != 4 || !value.contains("schema_id") ||
-      !value.contains("schema_version") || !value.contains("value") ||
-      !value.contains("value_digest")) {
-    invalid("structured surrogate must hold exactly schema_id, schema_version, value, value_digest");
-  }
-  if (!value.at("schema_id").is_string() || !value.at("schema_version").is_number_integer()) {
-    invalid("structured surrogate schema fields are malformed");
-  }
-  auto out = create(value.at("schema_id").get<std::string>(),
-                    value.at("schema_version").get<std::int64_t>(), value.at("value"));
-  if (value.at("value_digest") != out.value_digest_) {
+  const Reader r(value, "structured surrogate", kRaise);
+  r.exact({"schema_id", "schema_version", "value", "value_digest"});
+  auto out = create(r.string("schema_id"),
+                    r.integer("schema_version", std::numeric_limits<std::int64_t>::min(),
+                              std::numeric_limits<std::int64_t>::max()),
+                    r.at("value"));
+  if (r.string_ref("value_digest") != out.value_digest_) {
     throw ReplayBindingError("structured surrogate value_digest does not match its value");
   }
   return out;
@@ -270,29 +264,19 @@ ReplayInput ReplayInput::from_json_text(std::string_view text) {
   } catch (const InvalidArgument& e) {
     invalid(std::string("replay input must be canonical json: ") + e.what());
   }
-  const std::set<std::string> keys = {"decision_surrogate", "normalizer_version",
-                                      "observation_surrogate", "reducer_event", "reducer_version",
-                                      "schema", "schema_version", "source_event_content_digest"};
-  std::set<std::string> present;
-  if (value.is_object()) {
-    for (const auto& item : value.items()) present.insert(item.key());
+  const Reader r(value, "replay input", kRaise);
+  r.exact({"decision_surrogate", "normalizer_version", "observation_surrogate", "reducer_event",
+           "reducer_version", "schema", "schema_version", "source_event_content_digest"});
+  r.literal("schema", kReplayInputSchema, "replay input schema");
+  if (r.integer("schema_version", 1, 1) != 1) invalid("replay input schema is unsupported");
+  ReplayInput out{EngineEvent::from_json(r.at("reducer_event")), r.string("reducer_version"),
+                  r.string("source_event_content_digest")};
+  out.normalizer_version = r.string("normalizer_version");
+  if (const Json* observation = r.find("observation_surrogate")) {
+    out.observation_surrogate = StructuredSurrogate::from_json(*observation);
   }
-  if (present != keys || value.at("schema") != kReplayInputSchema || value.at("schema_version") != 1) {
-    invalid("replay input schema is unsupported");
-  }
-  if (!value.at("reducer_version").is_string() || !value.at("normalizer_version").is_string() ||
-      !value.at("source_event_content_digest").is_string()) {
-    invalid("replay input fields are malformed");
-  }
-  ReplayInput out{EngineEvent::from_json(value.at("reducer_event")),
-                  value.at("reducer_version").get<std::string>(),
-                  value.at("source_event_content_digest").get<std::string>()};
-  out.normalizer_version = value.at("normalizer_version").get<std::string>();
-  if (!value.at("observation_surrogate").is_null()) {
-    out.observation_surrogate = StructuredSurrogate::from_json(value.at("observation_surrogate"));
-  }
-  if (!value.at("decision_surrogate").is_null()) {
-    out.decision_surrogate = StructuredSurrogate::from_json(value.at("decision_surrogate"));
+  if (const Json* decision = r.find("decision_surrogate")) {
+    out.decision_surrogate = StructuredSurrogate::from_json(*decision);
   }
   return out;
 }
@@ -320,7 +304,7 @@ ReplayInput prepare_replay_input(const PreflightedEvent& preflighted, const Engi
     }();
     approve_observation(observation);
     out.observation_surrogate = observation;
-    if (is_planning_kind(event.kind())) {
+    if (is_planning_kind(event.event_kind())) {
       if (!planner || !*planner) {
         throw UnsupportedReplayEvent("planning event requires a typed decision planner");
       }

@@ -73,12 +73,6 @@ bool contains(const std::vector<std::string>& values, const std::string& v) {
 
 }  // namespace
 
-bool is_host_level(std::string_view level) noexcept {
-  return level == "query-only" || level == "observing" || level == "activating" ||
-         level == "managing" || level == "prompt-context-activate" ||
-         level == "prompt-context-experiment";
-}
-
 const std::string& installer_digest() {
   static const std::string digest =
       core::sha256_hex("ctx-install-plan-executor-v1:typed-plan-only:no-raw-command");
@@ -125,9 +119,6 @@ void CapabilityStateV3::validate() const {
   if (!is_digest(catalog_snapshot_id)) {
     invalid("catalog_snapshot_id must be a lowercase SHA-256 digest");
   }
-  if (installation != "absent" && installation != "installed") {
-    invalid("unknown installation state '" + installation + "'");
-  }
   for (std::size_t i = 0; i < leases.size(); ++i) {
     require_text(leases[i].lease_id, "lease_id");
     require_text(leases[i].owner_id, "owner_id");
@@ -136,14 +127,11 @@ void CapabilityStateV3::validate() const {
       invalid("schema-v3 capability leases must be sorted by lease_id and unique");
     }
   }
-  if (activation != "active" && activation != "inactive") {
-    invalid("unknown activation state '" + activation + "'");
-  }
   if (activation_lease_id) require_text(*activation_lease_id, "activation_lease_id");
   if (active() != activation_lease_id.has_value()) {
     invalid("activation_lease_id must be set exactly when the capability is active");
   }
-  if (active() && installation != "installed") invalid("active capability must be installed");
+  if (active() && !installed()) invalid("active capability must be installed");
   if (rollback_owner_id) require_text(*rollback_owner_id, "rollback_owner_id");
   if (rollback_held != rollback_owner_id.has_value()) {
     invalid("rollback_held and rollback_owner_id must be set together");
@@ -152,7 +140,7 @@ void CapabilityStateV3::validate() const {
     invalid("material_identity does not match schema-v3 selection");
   }
   if (selection.is_load()) {
-    if (installation != "installed") invalid("load selection must have installed lifecycle material");
+    if (!installed()) invalid("load selection must have installed lifecycle material");
     if (current_authorized_material != selection.load_material()) {
       invalid("current_authorized_material does not match load authority");
     }
@@ -160,14 +148,14 @@ void CapabilityStateV3::validate() const {
     if (!(material_identity == *selection.install_result_material())) {
       invalid("material_identity does not match install result authority");
     }
-    if (installation == "absent") {
+    if (!installed()) {
       if (current_authorized_material) {
         invalid("absent install selection cannot have authorized material");
       }
       if (active()) invalid("absent install selection must be inactive");
       return;
     }
-    if (!current_authorized_material || current_authorized_material->origin() != "installed") {
+    if (!current_authorized_material || current_authorized_material->origin() != MaterialOrigin::kInstalled) {
       invalid("promoted install requires installed current_authorized_material");
     }
     const auto& lineage = current_authorized_material->installed_material_lineage();
@@ -216,11 +204,11 @@ CapabilityStateV3 CapabilityStateV3::from_json(const Json& value) {
           [&] { return MaterialIdentity::from_json(r.at("material_identity")); },
           "material_identity"),
       .current_authorized_material = std::move(current),
-      .installation = r.string("installation"),
+      .installation = r.enumerated<Installation>("installation"),
       .plan_id = r.string("plan_id"),
       .catalog_snapshot_id = r.string("catalog_snapshot_id"),
       .leases = object_list<LeaseRef>(r.at("leases"), "leases"),
-      .activation = r.string("activation"),
+      .activation = r.enumerated<Activation>("activation"),
       .activation_lease_id = r.at("activation_lease_id").is_null()
                                  ? std::nullopt
                                  : std::optional(r.string("activation_lease_id")),
@@ -241,7 +229,7 @@ Json PendingEffect::to_json() const {
 PendingEffect PendingEffect::from_json(const Json& value) {
   Reader r(value, "pending effect", kRaise);
   r.exact({"action", "effect", "rollback_capability_id"});
-  return PendingEffect{action_from(r.at("action"), "pending effect"), r.string("effect"),
+  return PendingEffect{action_from(r.at("action"), "pending effect"), r.enumerated<Effect>("effect"),
                        r.at("rollback_capability_id").is_null()
                            ? std::nullopt
                            : std::optional(r.string("rollback_capability_id"))};
@@ -270,21 +258,29 @@ CapabilityEvidence CapabilityEvidence::from_json(const Json& value) {
   Reader r(value, "evidence", kRaise);
   r.exact({"capability_id", "exposure", "exposure_id", "invocation", "source_digest"});
   return CapabilityEvidence{r.string("exposure_id"), r.string("capability_id"),
-                            r.string("source_digest"), r.string("exposure"),
-                            r.string("invocation")};
+                            r.string("source_digest"), r.enumerated<Exposure>("exposure"),
+                            r.enumerated<Invocation>("invocation")};
 }
 
 // ---- EngineState ----------------------------------------------------------------------------
 
 namespace {
 
-const char* effect_kind(const std::string& effect) {
-  if (effect == "install") return "InstallCapability";
-  if (effect == "activate" || effect == "rollback-activate") return "ActivateCapability";
-  if (effect == "deactivate") return "DeactivateCapability";
-  if (effect == "prepare") return "PrepareExposure";
-  if (effect == "prompt-context") return "PreparePromptContext";
-  return nullptr;
+ActionKind effect_kind(Effect effect) noexcept {
+  switch (effect) {
+    case Effect::kInstall:
+      return ActionKind::kInstallCapability;
+    case Effect::kActivate:
+    case Effect::kRollbackActivate:
+      return ActionKind::kActivateCapability;
+    case Effect::kDeactivate:
+      return ActionKind::kDeactivateCapability;
+    case Effect::kPrepare:
+      return ActionKind::kPrepareExposure;
+    case Effect::kPromptContext:
+      return ActionKind::kPreparePromptContext;
+  }
+  core::detail::check_failed("unhandled Effect", __FILE__, __LINE__);
 }
 
 void validate_id_list(const std::vector<std::string>& values, const char* field, bool digests) {
@@ -319,12 +315,8 @@ void validate_install_action(const HostAction& action, const CapabilityStateV3& 
 
 void validate(const EngineState::Fields& f) {
   if (f.revision < 1) invalid("revision must be an integer >= 1");
-  if (!is_host_level(f.host_level)) invalid("unknown host_level '" + f.host_level + "'");
   if (!is_digest(f.host_descriptor_digest)) {
     invalid("host_descriptor_digest must be a lowercase SHA-256 digest");
-  }
-  if (f.session_status != "active" && f.session_status != "ended") {
-    invalid("unknown session_status '" + f.session_status + "'");
   }
   if (f.install_policy_snapshot_digest && !is_digest(*f.install_policy_snapshot_digest)) {
     invalid("install_policy_snapshot_digest must be a lowercase SHA-256 digest");
@@ -350,13 +342,6 @@ void validate(const EngineState::Fields& f) {
   }
   for (std::size_t i = 0; i < f.evidence.size(); ++i) {
     const auto& e = f.evidence[i];
-    if (e.exposure != "unexposed" && e.exposure != "prepared" && e.exposure != "submitted") {
-      invalid("unknown evidence exposure '" + e.exposure + "'");
-    }
-    if (e.invocation != "not-invoked" && e.invocation != "invoked-failed" &&
-        e.invocation != "invoked-succeeded") {
-      invalid("unknown evidence invocation '" + e.invocation + "'");
-    }
     if (i > 0 && !(std::tie(f.evidence[i - 1].exposure_id, f.evidence[i - 1].capability_id) <
                    std::tie(e.exposure_id, e.capability_id))) {
       invalid("evidence must be sorted by exposure and capability without duplicates");
@@ -369,10 +354,8 @@ void validate(const EngineState::Fields& f) {
   }
   std::set<std::string> action_ids, entities, consent_ids, consent_entities;
   for (const auto& p : f.pending_effects) {
-    const char* kind = effect_kind(p.effect);
-    if (!kind) invalid("unknown pending effect '" + p.effect + "'");
-    if (p.action.kind() != kind) invalid("pending effect does not match its action kind");
-    if (p.rollback_capability_id && p.effect != "activate") {
+    if (p.action.action_kind() != effect_kind(p.effect)) invalid("pending effect does not match its action kind");
+    if (p.rollback_capability_id && p.effect != Effect::kActivate) {
       invalid("only a pending activation may name a rollback capability");
     }
     if (!action_ids.insert(p.action.action_id()).second) {
@@ -383,7 +366,7 @@ void validate(const EngineState::Fields& f) {
     }
   }
   for (const auto& c : f.pending_consents) {
-    if (c.install_action.kind() != "InstallCapability" ||
+    if (c.install_action.action_kind() != ActionKind::kInstallCapability ||
         c.install_action.consent_id() != c.consent_id) {
       invalid("pending consent must hold the InstallCapability bound to its consent_id");
     }
@@ -426,13 +409,14 @@ void validate(const EngineState::Fields& f) {
       }
     } else if (plan) {
       if (c->plan_id == plan->plan_id()) invalid("omitted runtime cannot mint current-plan authority");
-      if ((plan->status() == "ready" || plan->status() == "abstained") && c->desired()) {
+      if ((plan->status() == PlanStatus::kReady || plan->status() == PlanStatus::kAbstained) &&
+          c->desired()) {
         invalid("unselected runtime capability cannot retain current leases");
       }
     }
   }
   std::vector<std::string> expected_manual;
-  if (plan && plan->status() == "ready") {
+  if (plan && plan->status() == PlanStatus::kReady) {
     for (const auto& row : plan->capabilities()) {
       if (row.is_manual()) expected_manual.push_back(row.capability_id());
     }
@@ -446,46 +430,46 @@ void validate(const EngineState::Fields& f) {
       invalid("persisted pending action exceeds state revision");
     }
     if (!a.scope().same_session(f.scope)) invalid("pending action scope belongs to another session");
-    if (p.effect == "prompt-context") continue;
+    if (p.effect == Effect::kPromptContext) continue;
     const auto it = caps.find(a.entity_id().value_or(""));
     if (it == caps.end()) invalid("pending action references unknown capability");
     const auto& c = *it->second;
     validate_action_identity(a, c);
-    if (p.effect == "install") {
-      if (c.installation != "absent" || c.active()) {
+    if (p.effect == Effect::kInstall) {
+      if (c.installed() || c.active()) {
         invalid("pending install must target an absent inactive capability");
       }
       validate_install_action(a, c, f.install_policy_snapshot_digest);
     } else {
-      if (!c.current_authorized_material || c.installation != "installed") {
+      if (!c.current_authorized_material || !c.installed()) {
         invalid("pending material action requires installed authorized material");
       }
       if (a.payload() != material_payload_v3(c)) {
         invalid("pending action authorized material does not match runtime capability");
       }
-      const bool activating = p.effect == "activate" || p.effect == "rollback-activate";
+      const bool activating = p.effect == Effect::kActivate || p.effect == Effect::kRollbackActivate;
       if (activating && c.active()) invalid("pending activation targets an already active capability");
-      if (!activating && !c.active()) invalid("pending " + p.effect + " targets an inactive capability");
-      if (p.effect == "activate") {
+      if (!activating && !c.active()) invalid("pending " + std::string(to_string(p.effect)) + " targets an inactive capability");
+      if (p.effect == Effect::kActivate) {
         const auto lease = std::find_if(c.leases.begin(), c.leases.end(), [&](const LeaseRef& l) {
           return std::optional(l.lease_id) == a.lease_id();
         });
         if (lease == c.leases.end() || lease->exposure_id != a.scope().exposure_id()) {
           invalid("pending activation is not authorized by the exact current lease");
         }
-      } else if (p.effect == "rollback-activate") {
+      } else if (p.effect == Effect::kRollbackActivate) {
         if (!c.rollback_held || !contains(f.rollback_requested_capability_ids, c.capability_id()) ||
             a.lease_id() != "rollback:" + c.capability_id()) {
           invalid("pending rollback activation lacks exact held rollback authority");
         }
-      } else if (p.effect == "prepare") {
+      } else if (p.effect == Effect::kPrepare) {
         const bool leased = std::any_of(c.leases.begin(), c.leases.end(), [&](const LeaseRef& l) {
           return l.exposure_id == a.scope().exposure_id();
         });
         if (a.lease_id() != c.activation_lease_id || !leased) {
           invalid("pending exposure preparation lacks a lease for the exact exposure");
         }
-      } else if (p.effect == "deactivate" && a.lease_id() != c.activation_lease_id) {
+      } else if (p.effect == Effect::kDeactivate && a.lease_id() != c.activation_lease_id) {
         invalid("pending deactivation lease does not match activation_lease_id");
       }
     }
@@ -502,7 +486,7 @@ void validate(const EngineState::Fields& f) {
     const auto it = caps.find(a.entity_id().value_or(""));
     if (it == caps.end()) invalid("pending consent references unknown capability");
     const auto& c = *it->second;
-    if (c.installation != "absent" || c.active()) {
+    if (c.installed() || c.active()) {
       invalid("pending consent must target an absent inactive capability");
     }
     validate_action_identity(a, c);
@@ -539,7 +523,7 @@ void validate(const EngineState::Fields& f) {
   // Persisted projection.
   std::set<std::string> pending_deactivations, rollback_refs, pending_entities;
   for (const auto& p : f.pending_effects) {
-    if (p.effect == "deactivate" && p.action.entity_id()) {
+    if (p.effect == Effect::kDeactivate && p.action.entity_id()) {
       pending_deactivations.insert(*p.action.entity_id());
     }
     if (p.rollback_capability_id) rollback_refs.insert(*p.rollback_capability_id);
@@ -558,8 +542,8 @@ void validate(const EngineState::Fields& f) {
         !contains(f.blocked_deactivation_ids, id)) {
       invalid("unleased active capability requires cleanup or rollback state");
     }
-    const bool selected = plan && plan->status() == "ready" && plan->find(id);
-    if (selected || (plan && plan->status() == "degraded")) continue;
+    const bool selected = plan && plan->status() == PlanStatus::kReady && plan->find(id);
+    if (selected || (plan && plan->status() == PlanStatus::kDegraded)) continue;
     if (!c->active() && !c->rollback_held && !contains(f.rollback_requested_capability_ids, id) &&
         !rollback_refs.count(id) && !pending_entities.count(id)) {
       invalid("inactive unselected capability cannot survive persisted state");
@@ -571,6 +555,17 @@ void validate(const EngineState::Fields& f) {
 
 EngineState EngineState::create(Fields fields) {
   validate(fields);
+  return EngineState(std::move(fields));
+}
+
+EngineState EngineStateInternal::from_reducer(EngineState::Fields fields) {
+#ifndef NDEBUG
+  try {
+    validate(fields);
+  } catch (const StateValidationError& e) {
+    core::detail::check_failed(e.what(), __FILE__, __LINE__);
+  }
+#endif
   return EngineState(std::move(fields));
 }
 
@@ -592,9 +587,9 @@ EngineState EngineState::from_json(const Json& value) {
   }();
   Fields f{.revision = r.integer("revision", 1, std::numeric_limits<std::int64_t>::max()),
            .scope = std::move(scope),
-           .host_level = r.string("host_level"),
+           .host_level = r.enumerated<HostLevel>("host_level"),
            .host_descriptor_digest = r.string("host_descriptor_digest"),
-           .session_status = r.string("session_status"),
+           .session_status = r.enumerated<SessionStatus>("session_status"),
            .capabilities = object_list<CapabilityStateV3>(r.at("capabilities"), "capabilities"),
            .pending_effects = object_list<PendingEffect>(r.at("pending_effects"), "pending_effects"),
            .pending_consents =

@@ -16,6 +16,7 @@
 #include "host/engine/identities.hpp"
 #include "host/engine/plan.hpp"
 #include "host/engine/protocol.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine {
 
@@ -23,9 +24,6 @@ using core::Json;
 
 inline constexpr std::string_view kStateSchemaV3 = "ctx.engine-state-v3";
 inline constexpr std::size_t kMaxActiveCapabilities = 5;
-
-// query-only, observing, activating, managing, prompt-context-activate/-experiment.
-bool is_host_level(std::string_view level) noexcept;
 
 // One owner's claim on a capability activation.
 struct LeaseRef {
@@ -42,11 +40,11 @@ struct CapabilityStateV3 {
   PlanCapabilityV3 selection;
   MaterialIdentity material_identity;
   std::optional<AuthorizedMaterial> current_authorized_material;
-  std::string installation;  // "absent" | "installed"
+  Installation installation = Installation::kAbsent;
   std::string plan_id;
   std::string catalog_snapshot_id;
   std::vector<LeaseRef> leases{};  // sorted by lease_id, unique
-  std::string activation = "inactive";
+  Activation activation = Activation::kInactive;
   std::optional<std::string> activation_lease_id{};
   bool rollback_held = false;
   std::optional<std::string> rollback_owner_id{};
@@ -55,27 +53,23 @@ struct CapabilityStateV3 {
   const std::string& source_digest() const noexcept { return selection.source_digest(); }
   const std::string& kind() const noexcept { return selection.kind(); }
   bool desired() const noexcept { return !leases.empty(); }
-  bool active() const noexcept { return activation == "active"; }
+  bool active() const noexcept { return activation == Activation::kActive; }
+  bool installed() const noexcept { return installation == Installation::kInstalled; }
   // Errors: StateValidationError.
   void validate() const;
   Json to_json() const;
   static CapabilityStateV3 from_json(const Json& value);
-  friend bool operator==(const CapabilityStateV3& a, const CapabilityStateV3& b) {
-    return a.to_json() == b.to_json();
-  }
+  friend bool operator==(const CapabilityStateV3&, const CapabilityStateV3&) = default;
 };
 
-// An emitted action awaiting its receipt. effect: install | activate | rollback-activate |
-// deactivate | prepare | prompt-context.
+// An emitted action awaiting its receipt.
 struct PendingEffect {
   HostAction action;
-  std::string effect;
-  std::optional<std::string> rollback_capability_id{};  // only for "activate"
+  Effect effect = Effect::kInstall;
+  std::optional<std::string> rollback_capability_id{};  // only for Effect::kActivate
   Json to_json() const;
   static PendingEffect from_json(const Json& value);
-  friend bool operator==(const PendingEffect& a, const PendingEffect& b) {
-    return a.to_json() == b.to_json();
-  }
+  friend bool operator==(const PendingEffect&, const PendingEffect&) = default;
 };
 
 // An offered RequestConsent with the pre-computed InstallCapability it would release.
@@ -84,17 +78,15 @@ struct PendingConsent {
   HostAction install_action;
   Json to_json() const;
   static PendingConsent from_json(const Json& value);
-  friend bool operator==(const PendingConsent& a, const PendingConsent& b) {
-    return a.to_json() == b.to_json();
-  }
+  friend bool operator==(const PendingConsent&, const PendingConsent&) = default;
 };
 
 struct CapabilityEvidence {
   std::string exposure_id;
   std::string capability_id;
   std::string source_digest;
-  std::string exposure = "unexposed";     // unexposed | prepared | submitted
-  std::string invocation = "not-invoked";  // not-invoked | invoked-failed | invoked-succeeded
+  Exposure exposure = Exposure::kUnexposed;
+  Invocation invocation = Invocation::kNotInvoked;
   Json to_json() const;
   static CapabilityEvidence from_json(const Json& value);
   friend bool operator==(const CapabilityEvidence&, const CapabilityEvidence&) = default;
@@ -105,9 +97,9 @@ class EngineState {
   struct Fields {
     std::int64_t revision = 1;
     ScopeRef scope;
-    std::string host_level = "query-only";
+    HostLevel host_level = HostLevel::kQueryOnly;
     std::string host_descriptor_digest;
-    std::string session_status = "active";
+    SessionStatus session_status = SessionStatus::kActive;
     std::vector<CapabilityStateV3> capabilities{};
     std::vector<PendingEffect> pending_effects{};
     std::vector<PendingConsent> pending_consents{};
@@ -120,6 +112,7 @@ class EngineState {
     std::optional<std::string> install_policy_snapshot_digest{};
     std::vector<std::string> rollback_requested_capability_ids{};
     std::vector<std::string> terminal_cleanup_notified_ids{};
+    friend bool operator==(const Fields&, const Fields&) = default;
   };
 
   // Validates every field, cross-reference and persisted-projection invariant (§1.9).
@@ -136,9 +129,9 @@ class EngineState {
   const Fields& fields() const noexcept { return f_; }
   std::int64_t revision() const noexcept { return f_.revision; }
   const ScopeRef& scope() const noexcept { return f_.scope; }
-  const std::string& host_level() const noexcept { return f_.host_level; }
+  HostLevel host_level() const noexcept { return f_.host_level; }
   const std::string& host_descriptor_digest() const noexcept { return f_.host_descriptor_digest; }
-  const std::string& session_status() const noexcept { return f_.session_status; }
+  SessionStatus session_status() const noexcept { return f_.session_status; }
   const std::vector<CapabilityStateV3>& capabilities() const noexcept { return f_.capabilities; }
   const std::vector<PendingEffect>& pending_effects() const noexcept { return f_.pending_effects; }
   const std::vector<PendingConsent>& pending_consents() const noexcept {
@@ -158,13 +151,21 @@ class EngineState {
   const PendingEffect* pending_effect(std::string_view action_id) const noexcept;
   std::vector<std::string> active_capability_ids() const;
 
-  friend bool operator==(const EngineState& a, const EngineState& b) {
-    return a.to_json() == b.to_json();
-  }
+  friend bool operator==(const EngineState&, const EngineState&) = default;
 
  private:
+  friend class EngineStateInternal;
   explicit EngineState(Fields fields) : f_(std::move(fields)) {}
   Fields f_;
+};
+
+// What EngineState must not offer to every caller (leveldb's XxxInternal pattern).
+class EngineStateInternal {
+ public:
+  // The reducer's constructor: its states are valid by construction, so the §1.9 validation
+  // runs only in debug builds, where a violation is a bug (aborts like CTX_CHECK). Untrusted
+  // bytes go through EngineState::from_json_text / create, which always validate.
+  static EngineState from_reducer(EngineState::Fields fields);
 };
 
 // The v3 InstallCapability payload for `capability` under `policy_snapshot_digest`.

@@ -92,10 +92,12 @@ PreparedManagedQuery EngineComposition::prepare_managed_query(
     const engine::EngineEvent& session_started, const engine::EngineEvent& intent_observed) {
   std::lock_guard lock(mutex_);
   assert_usable();
-  if (session_started.kind() != "SessionStarted" || session_started.expected_revision() != 0) {
+  if (session_started.event_kind() != engine::EventKind::kSessionStarted ||
+      session_started.expected_revision() != 0) {
     throw ManagedQueryError("managed query must begin with SessionStarted revision zero");
   }
-  if (intent_observed.kind() != "IntentObserved" || intent_observed.expected_revision() != 1) {
+  if (intent_observed.event_kind() != engine::EventKind::kIntentObserved ||
+      intent_observed.expected_revision() != 1) {
     throw ManagedQueryError("managed query must plan with IntentObserved revision one");
   }
   if (!(session_started.scope() == intent_observed.scope())) {
@@ -162,7 +164,8 @@ PreparedManagedQuery EngineComposition::project_managed_snapshot(
 void EngineComposition::validate_managed_advance_events(
     const engine::EngineEvent& session_started,
     const engine::EngineEvent& planning_observed) const {
-  if (session_started.kind() != "SessionStarted" || session_started.expected_revision() != 0) {
+  if (session_started.event_kind() != engine::EventKind::kSessionStarted ||
+      session_started.expected_revision() != 0) {
     throw ManagedQueryError("managed advance requires SessionStarted revision zero");
   }
   const auto revision = planning_observed.expected_revision();
@@ -238,7 +241,7 @@ ManagedAdvanceResult EngineComposition::advance_managed_query(
           "managed replacement plan identity is already committed; an exact retry must reuse "
           "its original revision");
     }
-    if (state.session_status() == "ended") {
+    if (state.session_status() == engine::SessionStatus::kEnded) {
       throw ManagedQueryError("managed query session has ended");
     }
     if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
@@ -270,7 +273,8 @@ ActivationExecutionReport EngineComposition::execute_activation(
     std::string_view expected_host_descriptor_digest, std::string_view verification_digest) {
   std::lock_guard lock(mutex_);
   assert_usable();
-  if (action.kind() != "ActivateCapability" || !action.payload().is_object() ||
+  if (action.action_kind() != engine::ActionKind::kActivateCapability ||
+      !action.payload().is_object() ||
       action.payload().value("schema", "") != engine::kMaterialActionPayloadSchemaV3) {
     throw ActivationExecutionError("execution requires an exact schema-v3 activation action");
   }

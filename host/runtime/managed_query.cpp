@@ -29,14 +29,14 @@ std::optional<std::string> require_optional_digest(const std::optional<std::stri
 ManagedCapabilitySelection ManagedQueryProjector::selection(const engine::PlanCapabilityV3& row) {
   // The actionability is re-derived from the typed authority the row carries, never trusted
   // from its label alone.
-  std::string derived;
+  engine::Actionability derived;
   if (row.load_material().has_value() && !row.install_descriptor().has_value()) {
-    derived = "load";
+    derived = engine::Actionability::kLoad;
   } else if (row.install_descriptor().has_value() && row.install_result_material().has_value() &&
              !row.load_material().has_value()) {
-    derived = "install";
+    derived = engine::Actionability::kInstall;
   } else if (!row.load_material() && !row.install_descriptor() && !row.install_result_material()) {
-    derived = "manual";
+    derived = engine::Actionability::kManual;
   } else {
     throw ManagedQueryError("committed capability has unsupported planning authority");
   }
@@ -50,10 +50,10 @@ ManagedCapabilitySelection ManagedQueryProjector::selection(const engine::PlanCa
   out.capability_id_ = row.capability_id();
   out.kind_ = row.kind();
   out.name_ = row.name();
-  out.actionability_ = std::move(derived);
+  out.actionability_ = engine::to_string(derived);
   out.matching_signals_ = row.matching_signals();
   out.reason_codes_ = row.reason_codes();
-  out.benefit_tier_ = row.benefit_tier();
+  out.benefit_tier_ = engine::to_string(row.tier());
   out.individual_net_benefit_u_ = row.individual_net_benefit_u();
   out.marginal_net_benefit_u_ = row.marginal_net_benefit_u();
   out.source_digest_ = require_digest(row.source_digest(), "source_digest");
@@ -78,7 +78,7 @@ PreparedManagedQuery ManagedQueryProjector::prepared(const engine::CommittedPlan
   PreparedManagedQuery out;
   out.selections_.reserve(committed.capabilities().size());
   for (const auto& row : committed.capabilities()) out.selections_.push_back(selection(row));
-  out.status_ = committed.status();
+  out.status_ = engine::to_string(committed.status());
   out.abstention_code_ = committed.abstention_code();
   out.plan_id_ = committed.plan_id();
   out.planning_environment_digest_ =

@@ -161,7 +161,7 @@ std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::obse
       return std::nullopt;  // malformed authority is local to this row
     }
   }
-  authority.loadable = authority.material && authority.material->actionability() == "load";
+  authority.loadable = authority.material && authority.material->actionability() == Actionability::kLoad;
   if (install_ != nullptr && !authority.loadable && is_installable_kind(row.kind)) {
     std::optional<std::string> fingerprint;
     std::optional<InstallPlanningBundle> bundle;

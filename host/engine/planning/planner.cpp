@@ -272,7 +272,7 @@ PlanningAuthority CapabilityPlanner::authority_of(const CapabilityCandidate& p,
     try {
       const MaterialDescriptor descriptor = material_->describe(p.capability_id, p.kind);
       if (descriptor.schema_version() != 2 || descriptor.capability_id() != p.capability_id ||
-          descriptor.kind() != p.kind || descriptor.actionability() != "load" ||
+          descriptor.kind() != p.kind || descriptor.actionability() != Actionability::kLoad ||
           descriptor.provenance_digest() != *source_.material_snapshot_digest()) {
         throw CandidateAuthorityUnavailable(
             "load bundle does not match the exact retrieval presentation or pinned snapshots");

@@ -176,7 +176,9 @@ engine::MaterialDescriptor CatalogMaterialPort::describe(const std::string& capa
 std::optional<engine::MaterialIdentity> CatalogMaterialPort::material_identity(
     const std::string& capability_id) const {
   const auto it = descriptors_.find(capability_id);
-  if (it == descriptors_.end() || it->second.actionability() != "load") return std::nullopt;
+  if (it == descriptors_.end() || it->second.actionability() != engine::Actionability::kLoad) {
+    return std::nullopt;
+  }
   const auto& d = it->second;
   return engine::MaterialIdentity::create(d.capability_id(), d.kind(), *d.content_sha256(),
                                           d.content_bytes());
@@ -184,7 +186,7 @@ std::optional<engine::MaterialIdentity> CatalogMaterialPort::material_identity(
 
 std::string CatalogMaterialPort::material_content(const std::string& capability_id) const {
   const auto it = descriptors_.find(capability_id);
-  if (it == descriptors_.end() || it->second.actionability() != "load") {
+  if (it == descriptors_.end() || it->second.actionability() != engine::Actionability::kLoad) {
     throw NotFound("capability has no loadable catalog material");
   }
   return catalog_->read_object(*it->second.content_sha256());

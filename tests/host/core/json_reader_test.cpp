@@ -182,7 +182,7 @@ TEST(JsonReader, EnumStringsRoundTripAndRejectUnknownSpellings) {
   EXPECT_EQ(r.optional_enumerated("x", kColourStrings), std::nullopt);
   const auto unknown = caught([&] { r.enumerated("d", kColourStrings); });
   EXPECT_EQ(unknown.reason(), Reason::kInvalidValue);
-  EXPECT_THAT(unknown.what(), ::testing::HasSubstr("d must be one of red, green"));
+  EXPECT_THAT(unknown.what(), ::testing::HasSubstr("unknown d; must be one of red, green"));
   EXPECT_EQ(caught([&] { r.enumerated("e", kColourStrings); }).reason(), Reason::kWrongType);
 }
 

@@ -408,7 +408,7 @@ TEST_F(EngineAuthority, ConsentInstallActivationAndRePlanLifecycle) {
       activation_guard);
   EXPECT_TRUE(activated.actions().empty());
   EXPECT_TRUE(engine.activation_execution_status(activation).settled);
-  EXPECT_EQ(engine.snapshot(scope().stream_id()).state->capability(kId)->activation, "active");
+  EXPECT_EQ(engine.snapshot(scope().stream_id()).state->capability(kId)->activation, Activation::kActive);
 
   auto later = event_fields("DevelopmentObserved", 6, "event-development-later", observation_ref("observation-later"));
   later.correlation_id = "plan-later";

@@ -162,7 +162,7 @@ TEST(Identities, FieldValidationNamesTheField) {
 TEST(Identities, AuthorizedMaterialOriginsAreExclusive) {
   const auto descriptor = lint_descriptor();
   const auto catalog = AuthorizedMaterial::from_catalog(sha("cat"), descriptor);
-  EXPECT_EQ(catalog.origin(), "catalog");
+  EXPECT_EQ(catalog.origin(), MaterialOrigin::kCatalog);
   EXPECT_EQ(catalog.origin_proof_digest(), descriptor.descriptor_digest());
   EXPECT_EQ(AuthorizedMaterial::from_json(catalog.to_json()), catalog);
   EXPECT_EQ(catalog.to_json().size(), 8u);

@@ -137,7 +137,7 @@ TEST_F(ReducerLifecycle, SessionStartedCreatesRevisionOne) {
       RevisionConflictError, "expected revision 0, received 2");
   const auto out = reduce_v3(nullptr, ReducerEvent{event("SessionStarted", 0, "e")});
   EXPECT_EQ(out.state.revision(), 1);
-  EXPECT_EQ(out.state.host_level(), "query-only");
+  EXPECT_EQ(out.state.host_level(), HostLevel::kQueryOnly);
   EXPECT_EQ(out.transition.from_revision(), 0);
   EXPECT_EQ(out.transition.to_revision(), 1);
   EXPECT_TRUE(out.transition.actions().empty());
@@ -179,8 +179,8 @@ TEST_F(ReducerLifecycle, ReadyPlanPresentsRowsInCanonicalOrder) {
   EXPECT_EQ(out.state.capabilities().size(), 2u);
   EXPECT_EQ(out.state.last_manual_bundle(),
             (std::vector<std::string>{"harness:manual-runner", "mcp-server:manual-docs"}));
-  EXPECT_EQ(out.state.capability("skill:loaded")->installation, "installed");
-  EXPECT_EQ(out.state.capability("agent:installer")->installation, "absent");
+  EXPECT_EQ(out.state.capability("skill:loaded")->installation, Installation::kInstalled);
+  EXPECT_EQ(out.state.capability("agent:installer")->installation, Installation::kAbsent);
   // §2.3: PresentBundle ordinal = actions already in the transition (0), "session".
   EXPECT_EQ(present.action_id(),
             "action-" + sha("ctx-engine-action-v1:" + event("IntentObserved", 1, "event-intent").content_digest() +
@@ -207,12 +207,12 @@ TEST_F(ReducerLifecycle, AbstainedAndDegradedPlans) {
   auto abstained = step(event("IntentObserved", 1, "event-intent"), abstained_limit_zero());
   EXPECT_TRUE(abstained.transition.actions().empty());
   EXPECT_EQ(abstained.transition.diagnostics(), (std::vector<Json>{{{"code", "limit-zero"}}}));
-  EXPECT_EQ(abstained.state.committed_plan()->status(), "abstained");
+  EXPECT_EQ(abstained.state.committed_plan()->status(), PlanStatus::kAbstained);
   auto f = event_fields("DevelopmentObserved", 2, "event-dev");
   f.correlation_id = "plan-degraded";
   auto degraded_out = step(EngineEvent::create(f), degraded());
   EXPECT_EQ(degraded_out.transition.diagnostics(), (std::vector<Json>{{{"code", "planner-failed"}}}));
-  EXPECT_EQ(degraded_out.state.committed_plan()->status(), "degraded");
+  EXPECT_EQ(degraded_out.state.committed_plan()->status(), PlanStatus::kDegraded);
 }
 
 TEST_F(ReducerLifecycle, FullInstallActivateDeactivateLifecycle) {
@@ -230,7 +230,7 @@ TEST_F(ReducerLifecycle, FullInstallActivateDeactivateLifecycle) {
   EXPECT_EQ(activate.kind(), "ActivateCapability");
   EXPECT_EQ(*activate.lease_id(), "lease-1");
   const auto* cap = installed.state.capability(kInstalled);
-  EXPECT_EQ(cap->installation, "installed");
+  EXPECT_EQ(cap->installation, Installation::kInstalled);
   const auto& lineage = *cap->current_authorized_material->installed_material_lineage();
   EXPECT_EQ(lineage.install_action_content_digest(), install.content_digest());
   EXPECT_EQ(lineage.install_receipt_content_digest(),
@@ -238,7 +238,7 @@ TEST_F(ReducerLifecycle, FullInstallActivateDeactivateLifecycle) {
 
   auto activated = step(material_receipt(activate, 5, "event-activation-applied"));
   EXPECT_TRUE(activated.transition.actions().empty());
-  EXPECT_EQ(activated.state.capability(kInstalled)->activation, "active");
+  EXPECT_EQ(activated.state.capability(kInstalled)->activation, Activation::kActive);
   EXPECT_EQ(activated.state.active_capability_ids(), std::vector<std::string>{kInstalled});
 
   auto f = event_fields("DevelopmentObserved", 6, "event-dev-later");
@@ -402,7 +402,7 @@ TEST_F(ReducerLifecycle, LoadRowsActivateDirectlyAndTurnStartingPrepares) {
   ASSERT_EQ(turn.transition.actions().size(), 2u);
   EXPECT_EQ(turn.transition.actions()[0].kind(), "PrepareExposure");
   auto prepared = step(material_receipt(turn.transition.actions()[0], 6, "event-a-prepared"));
-  EXPECT_EQ(prepared.state.evidence().at(0).exposure, "prepared");
+  EXPECT_EQ(prepared.state.evidence().at(0).exposure, Exposure::kPrepared);
 }
 
 TEST_F(ReducerLifecycle, SessionEndDeactivatesOnePerTransition) {
@@ -414,7 +414,7 @@ TEST_F(ReducerLifecycle, SessionEndDeactivatesOnePerTransition) {
   auto ended = step(event("SessionEnded", 5, "event-end"));
   ASSERT_EQ(ended.transition.actions().size(), 1u);
   EXPECT_EQ(ended.transition.actions()[0].kind(), "DeactivateCapability");
-  EXPECT_EQ(ended.state.session_status(), "ended");
+  EXPECT_EQ(ended.state.session_status(), SessionStatus::kEnded);
   CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{event("TurnEnded", 6, "e")}), InvalidEventError,
                    "session has ended");
   auto next = step(material_receipt(ended.transition.actions()[0], 6, "event-a-inactive"));
@@ -489,9 +489,9 @@ TEST_F(ReducerLifecycle, InstalledCapabilityPromotesToLoadKeepingItsActivation) 
   f.correlation_id = "plan-promote";
   auto promoted = step(EngineEvent::create(f), ready_decision({row}));
   const auto* cap = promoted.state.capability(kInstalled);
-  EXPECT_EQ(cap->activation, "active");
+  EXPECT_EQ(cap->activation, Activation::kActive);
   EXPECT_TRUE(cap->selection.is_load());
-  EXPECT_EQ(cap->current_authorized_material->origin(), "catalog");
+  EXPECT_EQ(cap->current_authorized_material->origin(), MaterialOrigin::kCatalog);
   // A changed selection is presented again (only identical active rows are "retained").
   ASSERT_EQ(promoted.transition.actions().size(), 1u);
   EXPECT_EQ(promoted.transition.actions()[0].kind(), "PresentBundle");

@@ -17,7 +17,7 @@ using namespace ctx::engine::testing;
 EngineState started() {
   return EngineState::create(EngineState::Fields{.revision = 1,
                                                  .scope = scope(),
-                                                 .host_level = "managing",
+                                                 .host_level = HostLevel::kManaging,
                                                  .host_descriptor_digest = host_digest()});
 }
 
@@ -44,6 +44,46 @@ TEST(State, PersistedFormIsCanonicalWithEighteenKeys) {
   CTX_EXPECT_THROW(EngineState::from_json(schema), StateValidationError, "discriminator is unsupported");
 }
 
+TEST(State, DecodedEnumeratedFieldsMustBeKnownSpellings) {
+  const auto state = planned({plan_row("skill:a", "load")});
+  const auto json = state.to_json();
+  EXPECT_EQ(json["host_level"], "managing");
+  EXPECT_EQ(json["session_status"], "active");
+  EXPECT_EQ(json["capabilities"][0]["installation"], "installed");
+  EXPECT_EQ(json["capabilities"][0]["activation"], "inactive");
+  const std::pair<core::Json::json_pointer, const char*> cases[] = {
+      {core::Json::json_pointer("/host_level"), "unknown host_level"},
+      {core::Json::json_pointer("/session_status"), "unknown session_status"},
+      {core::Json::json_pointer("/capabilities/0/installation"), "unknown installation"},
+      {core::Json::json_pointer("/capabilities/0/activation"), "unknown activation"},
+      {core::Json::json_pointer("/committed_plan/status"), "status is unsupported"},
+      {core::Json::json_pointer("/committed_plan/capabilities/0/actionability"),
+       "actionability is not presentable"}};
+  for (const auto& [pointer, keyword] : cases) {
+    SCOPED_TRACE(pointer.to_string());
+    auto bad = json;
+    bad[pointer] = "Installed";
+    CTX_EXPECT_THROW(EngineState::from_json(bad), StateValidationError, keyword);
+    CTX_EXPECT_THROW(EngineState::from_json_text(core::canonical_json(bad)), StateValidationError,
+                     keyword);
+    bad[pointer] = 3;
+    CTX_EXPECT_THROW(EngineState::from_json(bad), StateValidationError, "must be a string");
+  }
+}
+
+TEST(State, EqualityIsMemberwise) {
+  const auto a = planned({plan_row("skill:a", "load")});
+  const auto b = EngineState::from_json_text(a.to_json_text());
+  EXPECT_EQ(a, b);
+  auto f = a.fields();
+  f.capabilities[0].rollback_held = true;
+  EXPECT_NE(f.capabilities[0], a.fields().capabilities[0]);
+  EXPECT_FALSE(f == a.fields());
+  f = a.fields();
+  f.session_status = SessionStatus::kEnded;
+  EXPECT_FALSE(f == a.fields());
+}
+
 TEST(State, CrossReferenceInvariants) {
   const auto state = planned({plan_row("skill:a", "load"), plan_row("skill:b", "load")});
   auto f = state.fields();
@@ -59,7 +99,7 @@ TEST(State, CrossReferenceInvariants) {
   f.blocked_capability_ids = {"skill:zzz"};
   CTX_EXPECT_THROW(EngineState::create(f), StateValidationError, "unknown capability");
   f = state.fields();
-  f.capabilities[0].activation = "active";
+  f.capabilities[0].activation = Activation::kActive;
   CTX_EXPECT_THROW(EngineState::create(f), StateValidationError, "activation_lease_id");
   f = state.fields();
   f.committed_plan.reset();
@@ -67,15 +107,15 @@ TEST(State, CrossReferenceInvariants) {
   f = state.fields();
   f.host_descriptor_digest = "host";
   CTX_EXPECT_THROW(EngineState::create(f), StateValidationError, "host_descriptor_digest");
-  f = state.fields();
-  f.host_level = "root";
-  CTX_EXPECT_THROW(EngineState::create(f), StateValidationError, "unknown host_level");
+  auto level = state.to_json();
+  level["host_level"] = "root";
+  CTX_EXPECT_THROW(EngineState::from_json(level), StateValidationError, "unknown host_level");
 }
 
 TEST(State, UnleasedActiveCapabilityNeedsCleanupState) {
   const auto state = planned({plan_row("skill:a", "load")});
   auto f = state.fields();
-  f.capabilities[0].activation = "active";
+  f.capabilities[0].activation = Activation::kActive;
   f.capabilities[0].activation_lease_id = "lease-a";
   CTX_EXPECT_THROW(EngineState::create(f), StateValidationError,
                    "unleased active capability requires cleanup or rollback state");

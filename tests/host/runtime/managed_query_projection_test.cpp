@@ -77,10 +77,10 @@ engine::EngineState state_at(std::int64_t revision, const engine::ScopeRef& at,
                              std::optional<engine::CommittedPlanV3> plan) {
   engine::EngineState::Fields fields{.revision = revision,
                                      .scope = at,
-                                     .host_level = "managing",
+                                     .host_level = engine::HostLevel::kManaging,
                                      .host_descriptor_digest = digest("host")};
   if (plan) {
-    if (plan->status() == "ready") {
+    if (plan->status() == engine::PlanStatus::kReady) {
       for (const auto& row : plan->capabilities()) {
         fields.last_manual_bundle.push_back(row.capability_id());
       }

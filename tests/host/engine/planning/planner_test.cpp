@@ -488,7 +488,7 @@ TEST(CapabilityPlanner, DecisionValuesCommitAsCommittedPlanV3) {
     const auto committed = CommittedPlanV3::from_decision(
         "plan-mixed", planner.planning_environment_digest(), plan.decision_value());
     EXPECT_EQ(committed.decision_digest(), plan.decision_digest());
-    EXPECT_EQ(committed.status(), plan.status());
+    EXPECT_EQ(to_string(committed.status()), plan.status());
     EXPECT_EQ(committed.decision_value(), plan.decision_value());
     ASSERT_EQ(committed.capabilities().size(), plan.capabilities().size());
     for (std::size_t i = 0; i < plan.capabilities().size(); ++i) {

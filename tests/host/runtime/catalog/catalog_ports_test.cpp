@@ -100,7 +100,7 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
   CatalogMaterialPort material(imported.catalog);
   const std::string bytes = read(kExamples / "skills/pdf-export/SKILL.md");
   const auto descriptor = material.describe("skill:pdf-export", "skill");
-  EXPECT_EQ(descriptor.actionability(), "load");
+  EXPECT_EQ(descriptor.actionability(), engine::Actionability::kLoad);
   EXPECT_EQ(descriptor.schema_version(), 2);
   EXPECT_EQ(*descriptor.content_sha256(), core::sha256_hex(bytes));
   EXPECT_EQ(descriptor.content_bytes(), static_cast<std::int64_t>(bytes.size()));
@@ -117,7 +117,7 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
            {"mcp-server:github", "mcp-server"},
            {"harness:python-runner", "harness"}}) {
     const auto d = material.describe(id, kind);
-    EXPECT_EQ(d.actionability(), "manual") << id;
+    EXPECT_EQ(d.actionability(), engine::Actionability::kManual) << id;
     EXPECT_FALSE(material.material_identity(id)) << id;
   }
   CTX_EXPECT_THROW(material.material_content("agent:code-reviewer"), NotFound, "loadable");

@@ -1,0 +1,75 @@
+#include "host/engine/vocabulary.hpp"
+
+#include <set>
+#include <string>
+
+#include "tests/support/expect_throw.hpp"
+
+namespace ctx::engine {
+namespace {
+
+// Every value spells a distinct string that parses back to it; unknown spellings are typed errors.
+template <typename E, std::size_t N>
+void expect_round_trip(const core::EnumStrings<E, N>& strings) {
+  std::set<std::string_view> seen;
+  for (std::size_t i = 0; i < N; ++i) {
+    const E value = strings.values[i];
+    const std::string_view text = to_string(value);
+    EXPECT_FALSE(text.empty());
+    EXPECT_TRUE(seen.insert(text).second) << text;
+    EXPECT_EQ(parse_enum<E>(text), value) << text;
+    EXPECT_EQ(find_enum<E>(text), value) << text;
+    const core::Json json = value;
+    EXPECT_EQ(json, core::Json(std::string(text)));
+    EXPECT_EQ(json.get<E>(), value);
+  }
+  EXPECT_EQ(find_enum<E>(""), std::nullopt);
+  EXPECT_EQ(find_enum<E>("no-such-value"), std::nullopt);
+  CTX_EXPECT_THROW(parse_enum<E>("no-such-value"), core::JsonFieldError,
+                   "unknown " + std::string(strings.what));
+  CTX_EXPECT_THROW(core::Json(7).get<E>(), core::JsonFieldError, "must be a string");
+  CTX_EXPECT_THROW(core::Json("NO-SUCH").get<E>(), core::JsonFieldError, "unknown");
+}
+
+TEST(Vocabulary, EveryEnumRoundTripsThroughItsOneTable) {
+  expect_round_trip(kInstallationStrings);
+  expect_round_trip(kActivationStrings);
+  expect_round_trip(kEffectStrings);
+  expect_round_trip(kSessionStatusStrings);
+  expect_round_trip(kHostLevelStrings);
+  expect_round_trip(kExposureStrings);
+  expect_round_trip(kInvocationStrings);
+  expect_round_trip(kActionabilityStrings);
+  expect_round_trip(kPlanStatusStrings);
+  expect_round_trip(kBenefitTierStrings);
+  expect_round_trip(kCapabilityKindStrings);
+  expect_round_trip(kMaterialOriginStrings);
+  expect_round_trip(kConsentModeStrings);
+  expect_round_trip(kOutcomeStrings);
+  expect_round_trip(kEventKindStrings);
+  expect_round_trip(kActionKindStrings);
+}
+
+TEST(Vocabulary, PersistedSpellingsAreFrozen) {
+  EXPECT_EQ(to_string(Effect::kRollbackActivate), "rollback-activate");
+  EXPECT_EQ(to_string(HostLevel::kPromptContextExperiment), "prompt-context-experiment");
+  EXPECT_EQ(to_string(Invocation::kInvokedSucceeded), "invoked-succeeded");
+  EXPECT_EQ(to_string(CapabilityKind::kMcpServer), "mcp-server");
+  EXPECT_EQ(to_string(EventKind::kProviderSubmissionObserved), "ProviderSubmissionObserved");
+  EXPECT_EQ(to_string(ActionKind::kNoChange), "NoChange");
+  // Spellings are case-sensitive.
+  EXPECT_EQ(find_enum<PlanStatus>("Ready"), std::nullopt);
+  EXPECT_EQ(find_enum<Installation>(" installed"), std::nullopt);
+}
+
+TEST(Vocabulary, ReaderReadsEnumsByTheirTraits) {
+  const core::Json value = {{"effect", "prepare"}, {"status", "exploded"}};
+  const core::JsonObjectReader r(value, "thing");
+  EXPECT_EQ(r.enumerated<Effect>("effect"), Effect::kPrepare);
+  EXPECT_EQ(r.optional_enumerated<Effect>("missing"), std::nullopt);
+  CTX_EXPECT_THROW(r.enumerated<PlanStatus>("status"), core::JsonFieldError,
+                   "unknown status; must be one of ready, abstained, degraded");
+}
+
+}  // namespace
+}  // namespace ctx::engine
