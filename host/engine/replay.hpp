@@ -37,9 +37,7 @@ class StructuredSurrogate {
   std::int64_t schema_version() const noexcept { return schema_version_; }
   const Json& value() const noexcept { return value_; }
   const std::string& value_digest() const noexcept { return value_digest_; }
-  friend bool operator==(const StructuredSurrogate& a, const StructuredSurrogate& b) {
-    return a.to_json() == b.to_json();
-  }
+  friend bool operator==(const StructuredSurrogate&, const StructuredSurrogate&) = default;
 
  private:
   StructuredSurrogate() = default;
