@@ -80,8 +80,11 @@ CatalogCandidateSource::CatalogCandidateSource(const GraphRetrievalPort& graph,
       material_(material),
       install_(install),
       candidate_limit_(candidate_limit),
+      // At least one retrieval's rows, so a plan never loses an answer it is still checking.
+      material_seen_(std::max(memo_capacity, static_cast<std::size_t>(kMaxCandidateLimit))),
+      install_seen_(std::max(memo_capacity, static_cast<std::size_t>(kMaxCandidateLimit))),
       projections_(memo_capacity) {
-  if (candidate_limit < 6 || candidate_limit > 512) {
+  if (candidate_limit < 6 || candidate_limit > kMaxCandidateLimit) {
     throw PlannerValidationError("candidate_limit must be an integer from 6 through 512");
   }
   if (material_ != nullptr) {
@@ -146,9 +149,12 @@ std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::obse
       throw CandidateSourceUnavailable("indexed material descriptor retrieval failed");
     }
     const auto& material = authority.material;
-    const auto [it, inserted] = material_seen_.emplace(capability_id, material);
-    if (!inserted && it->second != material) {
-      throw CandidateSourceUnavailable("indexed material descriptor changed within a snapshot");
+    if (const auto* seen = material_seen_.find(capability_id)) {
+      if (*seen != material) {
+        throw CandidateSourceUnavailable("indexed material descriptor changed within a snapshot");
+      }
+    } else {
+      material_seen_.put(capability_id, material);
     }
     if (!material || material->capability_id() != capability_id || material->kind() != row.kind ||
         material->provenance_digest() != *material_snapshot_digest_) {
@@ -172,9 +178,12 @@ std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::obse
     } catch (const std::exception&) {
       throw CandidateSourceUnavailable("indexed install descriptor retrieval failed");
     }
-    const auto [it, inserted] = install_seen_.emplace(capability_id, fingerprint);
-    if (!inserted && it->second != fingerprint) {
-      throw CandidateSourceUnavailable("indexed install descriptor changed within a snapshot");
+    if (const auto* seen = install_seen_.find(capability_id)) {
+      if (*seen != fingerprint) {
+        throw CandidateSourceUnavailable("indexed install descriptor changed within a snapshot");
+      }
+    } else {
+      install_seen_.put(capability_id, fingerprint);
     }
     if (malformed) return std::nullopt;
     if (bundle) {
@@ -323,8 +332,8 @@ bool CatalogCandidateSource::unchanged(const WorkObservation& observation,
 std::optional<MaterialDescriptor> CatalogCandidateSource::observed_material(
     const std::string& capability_id) const {
   std::lock_guard lock(mutex_);
-  const auto it = material_seen_.find(capability_id);
-  return it == material_seen_.end() ? std::nullopt : it->second;
+  const auto* seen = material_seen_.find(capability_id);
+  return seen == nullptr ? std::nullopt : *seen;
 }
 
 }  // namespace ctx::engine::planning

@@ -19,6 +19,7 @@
 namespace ctx::engine::planning {
 
 inline constexpr std::int64_t kDefaultCandidateLimit = 50;
+inline constexpr std::int64_t kMaxCandidateLimit = 512;
 inline constexpr std::size_t kDefaultProjectionMemoCapacity = 65'536;
 inline constexpr std::string_view kIndexedAdapterVersion = "ctx.indexed-candidate-source-v4";
 inline constexpr std::string_view kCandidateProjectionVersion = "ctx.catalog-entry.graph-v4";
@@ -32,7 +33,9 @@ struct CandidateRetrieval {
 class CatalogCandidateSource {
  public:
   // `material` and `install` may be null (every row is then manual / never install).
-  // candidate_limit: 6..512; memo_capacity bounds the projection memo (LRU). Errors: PlannerValidationError for a bad limit or snapshot digest.
+  // candidate_limit: 6..512; memo_capacity bounds the drift and projection memos (LRU; the
+  // drift memos keep at least 512 ids).
+  // Errors: PlannerValidationError for a bad limit or snapshot digest.
   CatalogCandidateSource(const GraphRetrievalPort& graph, MaterialPort* material,
                          InstallBundlePort* install,
                          std::int64_t candidate_limit = kDefaultCandidateLimit,
@@ -91,10 +94,11 @@ class CatalogCandidateSource {
   std::optional<std::string> installation_snapshot_digest_;
   std::string catalog_snapshot_digest_;
   mutable std::mutex mutex_;
-  // Port answers seen in this snapshot (nullopt = malformed), to detect same-snapshot drift.
-  // An install answer is "" (none) or descriptor digest + result material identity digest.
-  mutable std::map<std::string, std::optional<MaterialDescriptor>> material_seen_;
-  mutable std::map<std::string, std::optional<std::string>> install_seen_;
+  // Port answers seen in this snapshot (nullopt = malformed), to detect same-snapshot drift;
+  // least recently used ids are evicted. An install answer is "" (none) or descriptor digest +
+  // result material identity digest.
+  mutable LruMap<std::string, std::optional<MaterialDescriptor>> material_seen_;
+  mutable LruMap<std::string, std::optional<std::string>> install_seen_;
   // The source digest last projected per capability id, with the exact inputs it binds: the
   // second retrieval of one plan (and every later one) reuses it instead of re-encoding.
   struct Projection {

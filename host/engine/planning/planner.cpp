@@ -175,7 +175,7 @@ CapabilityPlanner::CapabilityPlanner(CapabilityPlannerConfig config, NetBenefitP
       material_(material),
       install_(install),
       audit_store_(audit_store),
-      source_(graph, material, install, config_.candidate_limit),
+      source_(graph, material, install, config_.candidate_limit, config_.memo_capacity),
       facts_seen_(config_.memo_capacity),
       identities_(config_.memo_capacity) {
   if (!engine::is_opaque_token(config_.planner_version)) {

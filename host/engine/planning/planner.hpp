@@ -117,8 +117,9 @@ struct CapabilityPlannerConfig {
   std::string planner_version;           // opaque token, e.g. "ctx-managed-query-planner-v3"
   std::string catalog_namespace_digest;  // digest
   std::int64_t candidate_limit = kDefaultCandidateLimit;
-  // Entries of each per-snapshot memo (facts answers, catalog identities); least recently used
-  // entries are evicted, so drift is detected against the most recent answers only.
+  // Entries of each per-snapshot memo (facts, material and install answers, catalog identities,
+  // projections); least recently used entries are evicted, so drift is detected against the
+  // most recent answers only.
   std::size_t memo_capacity = kDefaultPlannerMemoCapacity;
 };
 

@@ -50,7 +50,8 @@ std::size_t ops_size(PluginKind kind) {
   return 0;
 }
 
-// Every JSON-taking op of the plugin's kind, callable on an instance with one payload.
+// Every JSON-taking op of the plugin's kind, callable on an instance with one payload. The call
+// is named with the payload's size, so a plugin that dies on one input is told which.
 struct JsonOp {
   std::string name;
   std::function<CallResult(void* instance, const std::string& input)> call;
@@ -69,11 +70,15 @@ CallResult call_with_sink(const std::string& name,
   return result;
 }
 
+std::string sized(const std::string& op, const std::string& input) {
+  return op + " of a malformed input of " + std::to_string(input.size()) + " bytes";
+}
+
 std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
   std::vector<JsonOp> ops;
   const auto add_sink_op = [&](const char* name, auto fn) {
     ops.push_back({name, [name, fn](void* instance, const std::string& input) {
-                     return call_with_sink(name, [&](ctx_sink* out, ctx_error* err) {
+                     return call_with_sink(sized(name, input), [&](ctx_sink* out, ctx_error* err) {
                        return fn(instance, bytes_of(input), out, err);
                      });
                    }});
@@ -98,7 +103,7 @@ std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
       ops.push_back({"verify", [verify](void* instance, const std::string& input) {
                        std::uint32_t verdict = kVerdictUnset;
                        const std::string signing = "ctx-conformance signing bytes";
-                       CallResult r = invoke("verify", [&](ctx_error* err) {
+                       CallResult r = invoke(sized("verify", input), [&](ctx_error* err) {
                          return verify(instance, bytes_of(input), bytes_of(signing), &verdict, err);
                        });
                        r.verdict = verdict;

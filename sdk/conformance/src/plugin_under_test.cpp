@@ -247,7 +247,7 @@ bool PluginUnderTest::load() {
   }
   kind_ = loaded_->kind();
   // RTLD_NOLOAD finds the object the loader already mapped; nothing is loaded a second time.
-  void* handle = ::dlopen(loaded_->cache_path().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  void* handle = ::dlopen(loaded_->library_path().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (handle != nullptr) {
     entry_function_ =
         reinterpret_cast<ctx_plugin_entry_fn>(::dlsym(handle, CTX_PLUGIN_ENTRY_SYMBOL));

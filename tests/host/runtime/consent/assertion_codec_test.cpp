@@ -277,6 +277,29 @@ TEST(AssertionCodec, ValidatesEveryClaim) {
   EXPECT_EQ(decode_signed_assertion(payload).proof(), edge.proof);
 }
 
+TEST(AssertionCodec, EveryByteMutationDecodesCanonicallyOrIsATypedRejection) {
+  // Whatever decodes must re-encode to exactly the bytes given; anything else is refused with
+  // AssertionCodecError (no other exception type escapes).
+  int decoded = 0;
+  int rejected = 0;
+  for (std::size_t i = 0; i < kPayload.size(); ++i) {
+    for (const unsigned char value : {0x00, 0x22, 0x2c, 0x30, 0x41, 0x5c, 0x7f, 0x80, 0xff}) {
+      std::string mutated = kPayload;
+      if (static_cast<unsigned char>(mutated[i]) == value) continue;
+      mutated[i] = static_cast<char>(value);
+      try {
+        const SignedAssertion assertion = decode_signed_assertion(mutated);
+        EXPECT_EQ(encode_signed_assertion(assertion), mutated) << "byte " << i;
+        ++decoded;
+      } catch (const AssertionCodecError&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(decoded, 0);  // e.g. another hex digit in a digest
+  EXPECT_GT(rejected, 1000);
+}
+
 TEST(AssertionCodec, TheLargestAssertionStillFitsTheWireBound) {
   // Largest proof, longest tokens and a nonce of 64 four-byte characters (12 escaped bytes each):
   // the 16 KiB payload bound is never the binding limit for valid claims.

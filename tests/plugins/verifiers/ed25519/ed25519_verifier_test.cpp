@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <ctx/sdk/error.hpp>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/plugins/verifiers/support/wire_fixture.hpp"
 #include "tests/support/expect_throw.hpp"
@@ -111,6 +113,27 @@ TEST_F(Ed25519VerifierTest, RejectsFlippedAndTruncatedSignatures) {
                    InvalidArgument, "not a 64-byte signature");
   CTX_EXPECT_THROW(verifier.verify("{}", bytes), InvalidArgument, "proof_base64");
   CTX_EXPECT_THROW(verifier.verify("[1]", bytes), InvalidArgument, "not a json object");
+}
+
+TEST_F(Ed25519VerifierTest, OneInstanceVerifiesFromManyThreadsAtOnce) {
+  const Ed25519Verifier verifier(config_of(public_pem("alice")));
+  const std::string bytes = signing_bytes_of(sample_claims());
+  const std::string payload = payload_with(sample_claims(), sign("alice", bytes));
+  const std::string other = bytes.substr(0, bytes.size() - 2) + "x}";
+  constexpr int kThreads = 8;
+  std::barrier start(kThreads);
+  std::vector<int> right(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < 100; ++i) {
+        right[t] += verifier.verify(payload, bytes) && !verifier.verify(payload, other) ? 1 : 0;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(right[t], 100) << t;
 }
 
 TEST_F(Ed25519VerifierTest, RefusesConfigsThatAreNotOneEd25519PublicKey) {

@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <ctx/sdk/error.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "plugins/verifiers/sshsig/core/ssh_wire.hpp"
 #include "tests/plugins/verifiers/sshsig/ssh_test_keys.hpp"
@@ -426,6 +428,34 @@ TEST_F(SshsigVerifierTest, MalformedSignatureFieldsAreTypedRejections) {
   SshWriter ones;
   ones.mpint_unsigned("\x01").mpint_unsigned("\x01");
   EXPECT_EQ(with_field(field("ecdsa-sha2-nistp256", ones.bytes())), Verdict::kBadSignature);
+}
+
+TEST_F(SshsigVerifierTest, OneInstanceVerifiesFromManyThreadsAtOnce) {
+  const SkCase c = std::move(sk_cases()[1]);
+  const SshsigVerifier verifier(config_of(c.line));
+  const std::string bytes = signing_bytes_of(sample_claims());
+  const std::string good =
+      payload_with(sample_claims(), tk::armor(tk::sshsig_blob(c.key.get(), c.type, bytes)));
+  const std::string other = altered_byte(bytes, 5);
+  constexpr int kThreads = 8;
+  std::barrier start(kThreads);
+  std::vector<int> accepted(kThreads, 0);
+  std::vector<int> rejected(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < 50; ++i) {
+        accepted[t] += verifier.verify(good, bytes) ? 1 : 0;
+        rejected[t] += verifier.check(good, other) == Verdict::kBadSignature ? 1 : 0;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(accepted[t], 50) << t;
+    EXPECT_EQ(rejected[t], 50) << t;
+  }
 }
 
 TEST_F(SshsigVerifierTest, PayloadErrorsAreTypedAndDoNotEchoInput) {
