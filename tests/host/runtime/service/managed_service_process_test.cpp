@@ -33,7 +33,7 @@ std::shared_ptr<ManagedQueryService> open_process_service(const ServiceSetup& se
   options.registry = registry;
   options.query_store = open_managed_query_store(setup.store_path, store_key());
   options.benefit_facts_port = std::make_shared<Facts>();
-  options.material_port = std::make_shared<MaterialPort>();
+  options.material_port = std::make_shared<::ctx::testing::service::MaterialPort>();
   options.install_bundle_port = std::make_shared<InstallPort>();
   options.input_authority = inputs;
   options.trusted_clock = std::make_shared<FixedClock>(kNow);
