@@ -130,230 +130,185 @@ std::string settlement_digest(const char* outcome_key, const ActionClaim& claim,
 
 // ---- Traits ----
 
+// The error types one authority raises, by situation.
+template <typename AlreadyClaimedT, typename ExpiredT, typename SettledT, typename OutcomeRequiredT,
+          typename ClaimRequiredT, typename ConflictT>
+struct AuthorityErrors {
+  using AlreadyClaimed = AlreadyClaimedT;    // a second claim; a claimed action "expiring"
+  using Expired = ExpiredT;                  // trusted now at/after expires_at
+  using Settled = SettledT;                  // the claim already has its settlement
+  using OutcomeRequired = OutcomeRequiredT;  // no claim for an outcome; no outcome for a receipt
+  using ClaimRequired = ClaimRequiredT;      // a receipt for an unclaimed action
+  using Conflict = ConflictT;                // binding, outcome or receipt disagree
+};
+
+// Everything else that tells the two authorities apart: names, wording (each message follows
+// "<name> action '<id>"), behaviour flags and the digests of their rows.
+struct AuthorityWords {
+  const char* name;
+  const char* action_kind;
+  const char* settlement_outcome_key;  // the settlement digest's outcome field
+  bool accepts_installed_by;           // a claim may name the installing action
+  bool observation_must_precede_expiry;
+  bool receipt_occurs_at_observation;  // the receipt's occurred_at is the outcome's observed_at
+  const char* already_claimed;
+  const char* claim_expired;
+  const char* observation_expired;
+  const char* settled;
+  const char* outcome_without_claim;
+  const char* receipt_without_claim;
+  const char* receipt_without_outcome;
+  std::string (*claim_digest)(const ActionClaim&);
+  std::string (*outcome_digest)(const ExecutionOutcome&);
+  std::string (*outcome_field)(const ExecutionOutcome&);  // the settlement's outcome column
+};
+
+// The seven statements of one authority's tables. Claim rows read as 16 columns (the kind at
+// 3) and outcome rows as 9 (the install outcome name at 4) for both authorities; an insert
+// leaves the parameters of columns its table does not have unused.
+#define CTX_AUTHORITY_STATEMENTS(prefix, kind, kind_column, kind_value, outcome, outcome_column,  \
+                                 outcome_value, settlement_outcome)                              \
+  static constexpr StaticSql kSelectClaim{                                                       \
+      "SELECT stream_key, action_id, action_content_digest, " kind ", " CTX_CLAIM_TAIL           \
+      " FROM engine_" prefix "_claims WHERE stream_key = ?1 AND action_id = ?2"};                \
+  static constexpr StaticSql kInsertClaim{                                                       \
+      "INSERT INTO engine_" prefix "_claims (stream_key, action_id, action_content_digest, "     \
+      kind_column CTX_CLAIM_TAIL ") VALUES (?1, ?2, ?3, " kind_value CTX_CLAIM_VALUES};          \
+  static constexpr StaticSql kSelectOutcome{                                                     \
+      "SELECT action_id, action_content_digest, claim_digest, execution_binding_digest, "        \
+      outcome ", " CTX_OUTCOME_TAIL " FROM engine_" prefix "_outcomes "                         \
+      "WHERE stream_key = ?1 AND action_id = ?2"};                                               \
+  static constexpr StaticSql kInsertOutcome{                                                     \
+      "INSERT INTO engine_" prefix "_outcomes (stream_key, action_id, action_content_digest, "   \
+      "claim_digest, execution_binding_digest, " outcome_column CTX_OUTCOME_TAIL                 \
+      ") VALUES (?1, ?2, ?3, ?4, ?5, " outcome_value "?7, ?8, ?9, ?10)"};                        \
+  static constexpr StaticSql kSelectSettlement{                                                  \
+      "SELECT action_content_digest, claim_digest, " settlement_outcome CTX_SETTLEMENT_TAIL      \
+      " FROM engine_" prefix "_claim_settlements WHERE stream_key = ?1 AND action_id = ?2"};     \
+  static constexpr StaticSql kInsertSettlement{                                                  \
+      "INSERT INTO engine_" prefix "_claim_settlements (stream_key, action_id, "                 \
+      "action_content_digest, claim_digest, " settlement_outcome CTX_SETTLEMENT_TAIL             \
+      ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"};                                          \
+  static constexpr StaticSql kAllKeys{                                                           \
+      "SELECT stream_key, action_id FROM engine_" prefix "_claims UNION SELECT stream_key, "     \
+      "action_id FROM engine_" prefix "_outcomes UNION SELECT stream_key, action_id FROM "       \
+      "engine_" prefix "_claim_settlements"}
+
 #define CTX_CLAIM_TAIL                                                                         \
   "precondition_revision, action_json, issuing_record_digest, claimed_head_revision, "         \
   "claimed_head_record_digest, claimed_head_state_digest, action_expires_at, claimed_at, "     \
   "authorization_digest, execution_binding_json, execution_binding_digest, claim_digest"
 #define CTX_CLAIM_VALUES "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+#define CTX_OUTCOME_TAIL \
+  "observed_material_identity_digest, verification_digest, observed_at, outcome_digest"
 #define CTX_SETTLEMENT_TAIL \
   ", receipt_event_id, receipt_event_content_digest, receipt_record_digest, settlement_digest"
 
 struct InstallAuthority {
-  static constexpr const char* kName = "install";
-  static constexpr const char* kActionKind = "InstallCapability";
-  static constexpr const char* kSettlementOutcomeKey = "outcome";
-  static constexpr bool kAcceptsInstalledBy = false;
-  static constexpr bool kObservationMustPrecedeExpiry = false;
-  static constexpr bool kReceiptOccursAtObservation = false;
-
-  // Columns 0..15: stream_key, action_id, action_content_digest, action_kind, then the tail.
-  static constexpr StaticSql kSelectClaim{
-      "SELECT stream_key, action_id, action_content_digest, action_kind, " CTX_CLAIM_TAIL
-      " FROM engine_install_claims WHERE stream_key = ?1 AND action_id = ?2"};
-  static constexpr StaticSql kInsertClaim{
-      "INSERT INTO engine_install_claims (stream_key, action_id, action_content_digest, "
-      "action_kind, " CTX_CLAIM_TAIL ") VALUES (?1, ?2, ?3, ?4, " CTX_CLAIM_VALUES};
-  // Columns 0..8: action_id .. outcome_digest with the outcome name at 4.
-  static constexpr StaticSql kSelectOutcome{
-      "SELECT action_id, action_content_digest, claim_digest, execution_binding_digest, "
-      "outcome, observed_material_identity_digest, verification_digest, observed_at, "
-      "outcome_digest FROM engine_install_outcomes WHERE stream_key = ?1 AND action_id = ?2"};
-  static constexpr StaticSql kInsertOutcome{
-      "INSERT INTO engine_install_outcomes (stream_key, action_id, action_content_digest, "
-      "claim_digest, execution_binding_digest, outcome, observed_material_identity_digest, "
-      "verification_digest, observed_at, outcome_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-      "?8, ?9, ?10)"};
-  static constexpr StaticSql kSelectSettlement{
-      "SELECT action_content_digest, claim_digest, outcome" CTX_SETTLEMENT_TAIL
-      " FROM engine_install_claim_settlements WHERE stream_key = ?1 AND action_id = ?2"};
-  static constexpr StaticSql kInsertSettlement{
-      "INSERT INTO engine_install_claim_settlements (stream_key, action_id, "
-      "action_content_digest, claim_digest, outcome" CTX_SETTLEMENT_TAIL
-      ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"};
-  static constexpr StaticSql kAllKeys{
-      "SELECT stream_key, action_id FROM engine_install_claims UNION "
-      "SELECT stream_key, action_id FROM engine_install_outcomes UNION "
-      "SELECT stream_key, action_id FROM engine_install_claim_settlements"};
-
-  static std::string claim_digest(const ActionClaim& c) { return engine::install_claim_digest(c); }
-  static std::string outcome_digest(const ExecutionOutcome& o) {
-    return engine::install_outcome_digest(o);
-  }
-  static std::string outcome_field(const ExecutionOutcome& o) {
-    return engine::install_outcome_name(*o.outcome);
-  }
-
-  [[noreturn]] static void already_claimed(const std::string& id) {
-    throw engine::InstallActionAlreadyClaimed("install action '" + id +
-                                              "' has already been claimed");
-  }
-  [[noreturn]] static void claimed_cannot_expire(const std::string& id) {
-    throw engine::InstallActionAlreadyClaimed("claimed install action '" + id +
-                                              "' cannot expire as unclaimed");
-  }
-  [[noreturn]] static void claim_expired(const std::string& id) {
-    throw engine::InstallActionClaimExpired("install action '" + id +
-                                            "' expired before it was claimed");
-  }
-  [[noreturn]] static void observation_expired(const std::string& id) {
-    throw engine::InstallActionClaimExpired("install action '" + id + "' expired");
-  }
-  [[noreturn]] static void settled(const std::string& id) {
-    throw engine::InstallActionClaimSettled("install action '" + id +
-                                            "' already has a terminal settlement");
-  }
-  [[noreturn]] static void outcome_without_claim(const std::string& id) {
-    throw engine::InstallExecutionOutcomeRequired("install action '" + id +
-                                                  "' has no durable execution claim");
-  }
-  [[noreturn]] static void receipt_without_claim(const std::string& id) {
-    throw engine::InstallActionClaimRequired("install action '" + id +
-                                             "' must be claimed before receipt commit");
-  }
-  [[noreturn]] static void receipt_without_outcome(const std::string& id) {
-    throw engine::InstallExecutionOutcomeRequired("install action '" + id +
-                                                  "' has no verified execution outcome");
-  }
-  [[noreturn]] static void conflict(const std::string& message) {
-    throw engine::InstallExecutionOutcomeConflict("install " + message);
-  }
+  CTX_AUTHORITY_STATEMENTS("install", "action_kind", "action_kind, ", "?4, ", "outcome",
+                           "outcome, ", "?6, ", "outcome");
+  using Errors =
+      AuthorityErrors<engine::InstallActionAlreadyClaimed, engine::InstallActionClaimExpired,
+                      engine::InstallActionClaimSettled, engine::InstallExecutionOutcomeRequired,
+                      engine::InstallActionClaimRequired, engine::InstallExecutionOutcomeConflict>;
+  static constexpr AuthorityWords kWords{
+      .name = "install", .action_kind = "InstallCapability", .settlement_outcome_key = "outcome",
+      .accepts_installed_by = false, .observation_must_precede_expiry = false,
+      .receipt_occurs_at_observation = false, .already_claimed = "' has already been claimed",
+      .claim_expired = "' expired before it was claimed", .observation_expired = "' expired",
+      .settled = "' already has a terminal settlement",
+      .outcome_without_claim = "' has no durable execution claim",
+      .receipt_without_claim = "' must be claimed before receipt commit",
+      .receipt_without_outcome = "' has no verified execution outcome",
+      .claim_digest = &engine::install_claim_digest,
+      .outcome_digest = &engine::install_outcome_digest,
+      .outcome_field = [](const ExecutionOutcome& o) {
+        return std::string(engine::install_outcome_name(*o.outcome));
+      }};
 };
 
 struct ActivationAuthority {
-  static constexpr const char* kName = "activation";
-  static constexpr const char* kActionKind = "ActivateCapability";
-  static constexpr const char* kSettlementOutcomeKey = "outcome_digest";
-  static constexpr bool kAcceptsInstalledBy = true;
-  static constexpr bool kObservationMustPrecedeExpiry = true;
-  static constexpr bool kReceiptOccursAtObservation = true;
-
-  // Same column positions as InstallAuthority (the kind is a constant, the outcome NULL; the
-  // insert leaves ?4 / ?6 unused).
-  static constexpr StaticSql kSelectClaim{
-      "SELECT stream_key, action_id, action_content_digest, 'ActivateCapability', " CTX_CLAIM_TAIL
-      " FROM engine_activation_claims WHERE stream_key = ?1 AND action_id = ?2"};
-  static constexpr StaticSql kInsertClaim{
-      "INSERT INTO engine_activation_claims (stream_key, action_id, action_content_digest, "
-      CTX_CLAIM_TAIL ") VALUES (?1, ?2, ?3, " CTX_CLAIM_VALUES};
-  static constexpr StaticSql kSelectOutcome{
-      "SELECT action_id, action_content_digest, claim_digest, execution_binding_digest, "
-      "NULL, observed_material_identity_digest, verification_digest, observed_at, "
-      "outcome_digest FROM engine_activation_outcomes WHERE stream_key = ?1 AND action_id = ?2"};
-  static constexpr StaticSql kInsertOutcome{
-      "INSERT INTO engine_activation_outcomes (stream_key, action_id, action_content_digest, "
-      "claim_digest, execution_binding_digest, observed_material_identity_digest, "
-      "verification_digest, observed_at, outcome_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?7, ?8, "
-      "?9, ?10)"};
-  static constexpr StaticSql kSelectSettlement{
-      "SELECT action_content_digest, claim_digest, outcome_digest" CTX_SETTLEMENT_TAIL
-      " FROM engine_activation_claim_settlements WHERE stream_key = ?1 AND action_id = ?2"};
-  static constexpr StaticSql kInsertSettlement{
-      "INSERT INTO engine_activation_claim_settlements (stream_key, action_id, "
-      "action_content_digest, claim_digest, outcome_digest" CTX_SETTLEMENT_TAIL
-      ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"};
-  static constexpr StaticSql kAllKeys{
-      "SELECT stream_key, action_id FROM engine_activation_claims UNION "
-      "SELECT stream_key, action_id FROM engine_activation_outcomes UNION "
-      "SELECT stream_key, action_id FROM engine_activation_claim_settlements"};
-
-  static std::string claim_digest(const ActionClaim& c) {
-    return engine::activation_claim_digest(c);
-  }
-  static std::string outcome_digest(const ExecutionOutcome& o) {
-    return engine::activation_outcome_digest(o);
-  }
-  static std::string outcome_field(const ExecutionOutcome& o) { return o.outcome_digest; }
-
-  [[noreturn]] static void already_claimed(const std::string& id) {
-    throw engine::ActivationActionAlreadyClaimed("activation action '" + id +
-                                                 "' is already claimed");
-  }
-  [[noreturn]] static void claimed_cannot_expire(const std::string& id) {
-    throw engine::ActivationActionAlreadyClaimed("claimed activation action '" + id +
-                                                 "' cannot expire as unclaimed");
-  }
-  [[noreturn]] static void claim_expired(const std::string& id) {
-    throw engine::ActivationActionClaimExpired("activation action '" + id +
-                                               "' expired before claim");
-  }
-  [[noreturn]] static void observation_expired(const std::string& id) {
-    throw engine::ActivationActionClaimExpired("activation action '" + id +
-                                               "' expired before observation");
-  }
-  [[noreturn]] static void settled(const std::string& id) {
-    throw engine::ActivationActionClaimSettled("activation action '" + id +
-                                               "' is already settled");
-  }
-  [[noreturn]] static void outcome_without_claim(const std::string& id) {
-    throw engine::ActivationExecutionOutcomeRequired("activation action '" + id +
-                                                     "' has no durable claim");
-  }
-  [[noreturn]] static void receipt_without_claim(const std::string& id) {
-    throw engine::ActivationExecutionOutcomeRequired("activation action '" + id +
-                                                     "' has no durable claim");
-  }
-  [[noreturn]] static void receipt_without_outcome(const std::string& id) {
-    throw engine::ActivationExecutionOutcomeRequired("activation action '" + id +
-                                                     "' has no verified outcome");
-  }
-  [[noreturn]] static void conflict(const std::string& message) {
-    throw engine::ActivationExecutionOutcomeConflict("activation " + message);
-  }
+  CTX_AUTHORITY_STATEMENTS("activation", "'ActivateCapability'", "", "", "NULL", "", "",
+                           "outcome_digest");
+  using Errors = AuthorityErrors<engine::ActivationActionAlreadyClaimed,
+                                 engine::ActivationActionClaimExpired,
+                                 engine::ActivationActionClaimSettled,
+                                 engine::ActivationExecutionOutcomeRequired,
+                                 engine::ActivationExecutionOutcomeRequired,
+                                 engine::ActivationExecutionOutcomeConflict>;
+  static constexpr AuthorityWords kWords{
+      .name = "activation", .action_kind = "ActivateCapability",
+      .settlement_outcome_key = "outcome_digest", .accepts_installed_by = true,
+      .observation_must_precede_expiry = true, .receipt_occurs_at_observation = true,
+      .already_claimed = "' is already claimed", .claim_expired = "' expired before claim",
+      .observation_expired = "' expired before observation", .settled = "' is already settled",
+      .outcome_without_claim = "' has no durable claim",
+      .receipt_without_claim = "' has no durable claim",
+      .receipt_without_outcome = "' has no verified outcome",
+      .claim_digest = &engine::activation_claim_digest,
+      .outcome_digest = &engine::activation_outcome_digest,
+      .outcome_field = [](const ExecutionOutcome& o) { return o.outcome_digest; }};
 };
 
+#undef CTX_AUTHORITY_STATEMENTS
 #undef CTX_CLAIM_TAIL
 #undef CTX_CLAIM_VALUES
+#undef CTX_OUTCOME_TAIL
 #undef CTX_SETTLEMENT_TAIL
+
+// Raises `Error` with "<name> action '<id><words>".
+template <typename Error, typename Traits>
+[[noreturn]] void raise(const std::string& id, const char* words) {
+  throw Error(std::string(Traits::kWords.name) + " action '" + id + words);
+}
+
+// Raises the authority's Conflict error: "<name> <what>".
+template <typename Traits>
+[[noreturn]] void conflict(const std::string& what) {
+  throw typename Traits::Errors::Conflict(std::string(Traits::kWords.name) + " " + what);
+}
 
 // ---- Rows ----
 
-template <typename Traits>
-std::optional<ActionClaim> AuthorityTable<Traits>::claim_row(const StreamId& stream,
-                                                             std::string_view action_id) {
-  auto row = db_.cached(Traits::kSelectClaim);
+// Claim rows: 0 (stream key), 4 and 7 (revisions) are read apart.
+using C = ActionClaim;
+constexpr TextColumns<C, 16> kClaimText = {
+    nullptr, &C::action_id, &C::action_content_digest, &C::action_kind, nullptr, &C::action_json,
+    &C::issuing_record_digest, nullptr, &C::claimed_head_record_digest,
+    &C::claimed_head_state_digest, &C::action_expires_at, &C::claimed_at,
+    &C::authorization_digest, &C::execution_binding_json, &C::execution_binding_digest,
+    &C::claim_digest};
+
+// Outcome rows: 4 (install outcome) and 5 (nullable observed material) are read apart.
+using O = ExecutionOutcome;
+constexpr TextColumns<O, 9> kOutcomeText = {
+    &O::action_id, &O::action_content_digest, &O::claim_digest, &O::execution_binding_digest,
+    nullptr, nullptr, &O::verification_digest, &O::observed_at, &O::outcome_digest};
+
+// The row `select` (keyed by ?1 stream_key, ?2 action_id) finds for the action, decoded.
+template <typename Row>
+std::optional<Row> find_row(Database& db, StaticSql select, const StreamId& stream,
+                            std::string_view action_id,
+                            Row (*decode)(const Statement&, const StreamId&)) {
+  auto row = db.cached(select);
   row->bind(1, stream.stream_key()).bind(2, action_id);
   if (!row->step()) return std::nullopt;
-  if (row->text(0) != stream.stream_key()) throw JournalCorruption("claim row has another stream");
-  return ActionClaim{
-      .stream = stream,
-      .action_id = row->text(1),
-      .action_content_digest = row->text(2),
-      .action_kind = row->text(3),
-      .precondition_revision = row->integer(4),
-      .action_json = row->text(5),
-      .issuing_record_digest = row->text(6),
-      .claimed_head_revision = row->integer(7),
-      .claimed_head_record_digest = row->text(8),
-      .claimed_head_state_digest = row->text(9),
-      .action_expires_at = row->text(10),
-      .claimed_at = row->text(11),
-      .authorization_digest = row->text(12),
-      .execution_binding_json = row->text(13),
-      .execution_binding_digest = row->text(14),
-      .claim_digest = row->text(15),
-  };
+  return decode(*row, stream);
 }
 
-template <typename Traits>
-std::optional<ExecutionOutcome> AuthorityTable<Traits>::outcome_row(const StreamId& stream,
-                                                                    std::string_view action_id) {
-  auto row = db_.cached(Traits::kSelectOutcome);
-  row->bind(1, stream.stream_key()).bind(2, action_id);
-  if (!row->step()) return std::nullopt;
-  ExecutionOutcome outcome{
-      .stream = stream,
-      .action_id = row->text(0),
-      .action_content_digest = row->text(1),
-      .claim_digest = row->text(2),
-      .execution_binding_digest = row->text(3),
-      .outcome = std::nullopt,
-      .observed_material_identity_digest = row->optional_text(5),
-      .verification_digest = row->text(6),
-      .observed_at = row->text(7),
-      .outcome_digest = row->text(8),
-  };
-  if (!row->is_null(4)) {
-    const std::string name = row->text(4);
+ActionClaim decode_claim(const Statement& row, const StreamId& stream) {
+  if (row.text(0) != stream.stream_key()) throw JournalCorruption("claim row has another stream");
+  ActionClaim claim{stream, {}, {}, {}, row.integer(4), {}, {}, row.integer(7), {}, {}, {}, {}, {},
+                    {}, {}, {}};
+  read_text_columns(row, kClaimText, claim);
+  return claim;
+}
+
+ExecutionOutcome decode_outcome(const Statement& row, const StreamId& stream) {
+  ExecutionOutcome outcome{stream, {}, {}, {}, {}, std::nullopt, row.optional_text(5), {}, {}, {}};
+  read_text_columns(row, kOutcomeText, outcome);
+  if (!row.is_null(4)) {
+    const std::string name = row.text(4);
     if (name == engine::install_outcome_name(InstallOutcome::kApplied)) {
       outcome.outcome = InstallOutcome::kApplied;
     } else if (name == engine::install_outcome_name(InstallOutcome::kFailed)) {
@@ -365,14 +320,9 @@ std::optional<ExecutionOutcome> AuthorityTable<Traits>::outcome_row(const Stream
   return outcome;
 }
 
-template <typename Traits>
-std::optional<SettlementRow> AuthorityTable<Traits>::settlement_row(const StreamId& stream,
-                                                                    std::string_view action_id) {
-  auto row = db_.cached(Traits::kSelectSettlement);
-  row->bind(1, stream.stream_key()).bind(2, action_id);
-  if (!row->step()) return std::nullopt;
-  return SettlementRow{row->text(0), row->text(1), row->text(2), row->text(3),
-                       row->text(4), row->text(5), row->text(6)};
+SettlementRow decode_settlement(const Statement& row, const StreamId&) {
+  return SettlementRow{row.text(0), row.text(1), row.text(2), row.text(3),
+                       row.text(4), row.text(5), row.text(6)};
 }
 
 // ---- Verification ----
@@ -380,10 +330,10 @@ std::optional<SettlementRow> AuthorityTable<Traits>::settlement_row(const Stream
 template <typename Traits>
 void AuthorityTable<Traits>::verify_claim(const ActionClaim& claim) {
   auto fail = [&](const std::string& what) {
-    throw JournalCorruption(std::string(Traits::kName) + " claim of '" + claim.action_id +
+    throw JournalCorruption(std::string(Traits::kWords.name) + " claim of '" + claim.action_id +
                             "': " + what);
   };
-  if (claim.claim_digest != Traits::claim_digest(claim)) {
+  if (claim.claim_digest != Traits::kWords.claim_digest(claim)) {
     fail("claim_digest does not match claim content");
   }
   ParsedAction action;
@@ -395,8 +345,8 @@ void AuthorityTable<Traits>::verify_claim(const ActionClaim& claim) {
   if (action.action_id != claim.action_id ||
       action.content_digest != claim.action_content_digest ||
       action.precondition_revision != claim.precondition_revision ||
-      action.expires_at != claim.action_expires_at || action.kind != Traits::kActionKind ||
-      claim.action_kind != Traits::kActionKind) {
+      action.expires_at != claim.action_expires_at || action.kind != Traits::kWords.action_kind ||
+      claim.action_kind != Traits::kWords.action_kind) {
     fail("claim does not match its action");
   }
   if (!core::is_sha256_hex(claim.execution_binding_digest) ||
@@ -424,7 +374,7 @@ template <typename Traits>
 void AuthorityTable<Traits>::verify_outcome(const ExecutionOutcome& outcome,
                                             const ActionClaim& claim) {
   auto fail = [&](const std::string& what) {
-    throw JournalCorruption(std::string(Traits::kName) + " outcome of '" + outcome.action_id +
+    throw JournalCorruption(std::string(Traits::kWords.name) + " outcome of '" + outcome.action_id +
                             "': " + what);
   };
   if (outcome.action_content_digest != claim.action_content_digest ||
@@ -432,7 +382,7 @@ void AuthorityTable<Traits>::verify_outcome(const ExecutionOutcome& outcome,
       outcome.execution_binding_digest != claim.execution_binding_digest) {
     fail("outcome does not match its claim");
   }
-  if (outcome.outcome_digest != Traits::outcome_digest(outcome)) {
+  if (outcome.outcome_digest != Traits::kWords.outcome_digest(outcome)) {
     fail("outcome_digest does not match outcome content");
   }
   const bool applied = outcome.outcome.value_or(InstallOutcome::kApplied) == InstallOutcome::kApplied;
@@ -452,7 +402,7 @@ template <typename Traits>
 void AuthorityTable<Traits>::verify_settlement(const SettlementRow& row, const ActionClaim& claim,
                                                const std::optional<ExecutionOutcome>& outcome) {
   auto fail = [&](const std::string& what) {
-    throw JournalCorruption(std::string(Traits::kName) + " settlement of '" + claim.action_id +
+    throw JournalCorruption(std::string(Traits::kWords.name) + " settlement of '" + claim.action_id +
                             "': " + what);
   };
   if (!outcome) fail("settlement has no outcome");
@@ -460,7 +410,7 @@ void AuthorityTable<Traits>::verify_settlement(const SettlementRow& row, const A
       row.claim_digest != claim.claim_digest) {
     fail("settlement does not match its claim");
   }
-  if (row.outcome != Traits::outcome_field(*outcome)) fail("settlement does not match its outcome");
+  if (row.outcome != Traits::kWords.outcome_field(*outcome)) fail("settlement does not match its outcome");
   std::optional<JournalRecord> receipt = journal_.by_event_id(row.receipt_event_id);
   if (!receipt || receipt->stream != claim.stream ||
       receipt->record_digest != row.receipt_record_digest ||
@@ -468,7 +418,7 @@ void AuthorityTable<Traits>::verify_settlement(const SettlementRow& row, const A
     fail("receipt record anchor is broken");
   }
   if (row.settlement_digest !=
-      settlement_digest(Traits::kSettlementOutcomeKey, claim, row.outcome, *receipt)) {
+      settlement_digest(Traits::kWords.settlement_outcome_key, claim, row.outcome, *receipt)) {
     fail("settlement_digest does not match content");
   }
 }
@@ -476,12 +426,12 @@ void AuthorityTable<Traits>::verify_settlement(const SettlementRow& row, const A
 template <typename Traits>
 Authority AuthorityTable<Traits>::load(const StreamId& stream, std::string_view action_id) {
   Authority a;
-  a.claim = claim_row(stream, action_id);
-  a.outcome = outcome_row(stream, action_id);
-  a.settlement = settlement_row(stream, action_id);
+  a.claim = find_row(db_, Traits::kSelectClaim, stream, action_id, &decode_claim);
+  a.outcome = find_row(db_, Traits::kSelectOutcome, stream, action_id, &decode_outcome);
+  a.settlement = find_row(db_, Traits::kSelectSettlement, stream, action_id, &decode_settlement);
   if (!a.claim) {
     if (a.outcome || a.settlement) {
-      throw JournalCorruption(std::string(Traits::kName) +
+      throw JournalCorruption(std::string(Traits::kWords.name) +
                               " outcome or settlement without a claim");
     }
     return a;
@@ -508,13 +458,13 @@ template <typename Traits>
 ActionClaim AuthorityTable<Traits>::claim(
     const ClaimRequest& request, const std::function<core::Timestamp()>& trusted_now,
     const std::function<void(core::Timestamp)>& before_insert) {
-  const std::string what = Traits::kName;
+  const std::string what = Traits::kWords.name;
   if (request.expected_revision < 1) throw InvalidArgument("expected_revision must be >= 1");
   require_digest(request.expected_head_record_digest, "expected_head_record_digest");
   require_digest(request.authorization_digest, "authorization_digest");
   require_digest(request.execution_binding_digest, "execution_binding_digest");
   require_digest(request.installed_by_action_content_digest, "installed_by_action_content_digest");
-  if (!Traits::kAcceptsInstalledBy && request.installed_by_action_content_digest) {
+  if (!Traits::kWords.accepts_installed_by && request.installed_by_action_content_digest) {
     throw InvalidArgument("installed_by_action_content_digest is for activation claims only");
   }
   try {
@@ -526,8 +476,8 @@ ActionClaim AuthorityTable<Traits>::claim(
     throw InvalidArgument("execution_binding_json must be canonical json");
   }
   ParsedAction action = parse_action(request.action_json);
-  if (action.kind != Traits::kActionKind) {
-    throw InvalidArgument(what + " claim requires an exact " + Traits::kActionKind + " action");
+  if (action.kind != Traits::kWords.action_kind) {
+    throw InvalidArgument(what + " claim requires an exact " + Traits::kWords.action_kind + " action");
   }
 
   Authority existing = load(request.stream, action.action_id);
@@ -536,7 +486,7 @@ ActionClaim AuthorityTable<Traits>::claim(
       throw JournalCorruption(what + " action '" + action.action_id +
                               "' is bound to different claimed content");
     }
-    Traits::already_claimed(action.action_id);
+    raise<typename Traits::Errors::AlreadyClaimed, Traits>(action.action_id, Traits::kWords.already_claimed);
   }
   const engine::JournalHead head = journal_.head(request.stream);
   if (head.revision != request.expected_revision ||
@@ -561,13 +511,13 @@ ActionClaim AuthorityTable<Traits>::claim(
                           "not emit it exactly once");
   }
   const core::Timestamp now = trusted_now();
-  if (now >= action.expires) Traits::claim_expired(action.action_id);
+  if (now >= action.expires) raise<typename Traits::Errors::Expired, Traits>(action.action_id, Traits::kWords.claim_expired);
   if (before_insert) before_insert(now);
   ActionClaim claim{
       .stream = request.stream,
       .action_id = action.action_id,
       .action_content_digest = action.content_digest,
-      .action_kind = Traits::kActionKind,
+      .action_kind = Traits::kWords.action_kind,
       .precondition_revision = action.precondition_revision,
       .action_json = request.action_json,
       .issuing_record_digest = issuing->record_digest,
@@ -581,16 +531,11 @@ ActionClaim AuthorityTable<Traits>::claim(
       .execution_binding_digest = request.execution_binding_digest,
       .claim_digest = {},
   };
-  claim.claim_digest = Traits::claim_digest(claim);
+  claim.claim_digest = Traits::kWords.claim_digest(claim);
   auto insert = db_.cached(Traits::kInsertClaim);
-  insert->bind(1, claim.stream.stream_key()).bind(2, claim.action_id);
-  insert->bind(3, claim.action_content_digest).bind(4, claim.action_kind);
-  insert->bind(5, claim.precondition_revision).bind(6, claim.action_json);
-  insert->bind(7, claim.issuing_record_digest).bind(8, claim.claimed_head_revision);
-  insert->bind(9, claim.claimed_head_record_digest).bind(10, claim.claimed_head_state_digest);
-  insert->bind(11, claim.action_expires_at).bind(12, claim.claimed_at);
-  insert->bind(13, claim.authorization_digest).bind(14, claim.execution_binding_json);
-  insert->bind(15, claim.execution_binding_digest).bind(16, claim.claim_digest);
+  insert->bind(1, claim.stream.stream_key()).bind(5, claim.precondition_revision);
+  insert->bind(8, claim.claimed_head_revision);
+  bind_text_columns(*insert, kClaimText, claim);
   insert->run();
   return claim;
 }
@@ -617,15 +562,15 @@ ExecutionOutcome AuthorityTable<Traits>::record_outcome(
 
   Authority a = load(facts.stream, action.action_id);
   if (!a.claim || a.claim->action_content_digest != action.content_digest) {
-    Traits::outcome_without_claim(action.action_id);
+    raise<typename Traits::Errors::OutcomeRequired, Traits>(action.action_id, Traits::kWords.outcome_without_claim);
   }
   if (a.claim->execution_binding_digest != facts.execution_binding_digest) {
-    Traits::conflict("outcome execution binding does not match the claim");
+    conflict<Traits>("outcome execution binding does not match the claim");
   }
-  if (a.settlement) Traits::settled(action.action_id);
+  if (a.settlement) raise<typename Traits::Errors::Settled, Traits>(action.action_id, Traits::kWords.settled);
   const auto& expected = facts.expected_result_material_identity_digest;
   if (applied && expected && *observed != *expected) {
-    Traits::conflict("outcome does not match authorized result material");
+    conflict<Traits>("outcome does not match authorized result material");
   }
   if (a.outcome) {
     if (a.outcome->outcome == facts.outcome &&
@@ -633,15 +578,15 @@ ExecutionOutcome AuthorityTable<Traits>::record_outcome(
         a.outcome->verification_digest == facts.verification_digest) {
       return *a.outcome;  // identical retry
     }
-    Traits::conflict("action '" + action.action_id + "' already has a different outcome");
+    conflict<Traits>("action '" + action.action_id + "' already has a different outcome");
   }
   const core::Timestamp now = trusted_now();
   if (now < core::parse_rfc3339(a.claim->claimed_at)) {
-    throw EngineStoreError("trusted utc clock moved before the " + std::string(Traits::kName) +
+    throw EngineStoreError("trusted utc clock moved before the " + std::string(Traits::kWords.name) +
                            " claim");
   }
-  if (Traits::kObservationMustPrecedeExpiry && now >= action.expires) {
-    Traits::observation_expired(action.action_id);
+  if (Traits::kWords.observation_must_precede_expiry && now >= action.expires) {
+    raise<typename Traits::Errors::Expired, Traits>(action.action_id, Traits::kWords.observation_expired);
   }
   ExecutionOutcome outcome{
       .stream = facts.stream,
@@ -655,7 +600,7 @@ ExecutionOutcome AuthorityTable<Traits>::record_outcome(
       .observed_at = core::format_rfc3339(now),
       .outcome_digest = {},
   };
-  outcome.outcome_digest = Traits::outcome_digest(outcome);
+  outcome.outcome_digest = Traits::kWords.outcome_digest(outcome);
   auto insert = db_.cached(Traits::kInsertOutcome);
   insert->bind(1, facts.stream.stream_key()).bind(2, outcome.action_id);
   insert->bind(3, outcome.action_content_digest).bind(4, outcome.claim_digest);
@@ -676,12 +621,12 @@ std::optional<PendingSettlement> AuthorityTable<Traits>::check_settlement(
   const std::string& id = guard.action_id;
   Authority a = load(stream, id);
   if (guard.mode == GuardMode::kExpired) {
-    if (a.claim) Traits::claimed_cannot_expire(id);
+    if (a.claim) raise<typename Traits::Errors::AlreadyClaimed, Traits>(id, "' cannot expire as unclaimed");
     return std::nullopt;
   }
-  if (a.settlement) Traits::settled(id);
-  if (!a.claim) Traits::receipt_without_claim(id);
-  if (!a.outcome) Traits::receipt_without_outcome(id);
+  if (a.settlement) raise<typename Traits::Errors::Settled, Traits>(id, Traits::kWords.settled);
+  if (!a.claim) raise<typename Traits::Errors::ClaimRequired, Traits>(id, Traits::kWords.receipt_without_claim);
+  if (!a.outcome) raise<typename Traits::Errors::OutcomeRequired, Traits>(id, Traits::kWords.receipt_without_outcome);
   const bool applied_outcome =
       a.outcome->outcome.value_or(InstallOutcome::kApplied) == InstallOutcome::kApplied;
   const bool mode_matches = (guard.mode == GuardMode::kApplied) == applied_outcome;
@@ -690,19 +635,19 @@ std::optional<PendingSettlement> AuthorityTable<Traits>::check_settlement(
   const bool receipt_matches =
       event && event->kind == receipt_kind && event->action_id == id &&
       event->action_content_digest == guard.action_content_digest &&
-      (!Traits::kReceiptOccursAtObservation || event->occurred_at == a.outcome->observed_at);
+      (!Traits::kWords.receipt_occurs_at_observation || event->occurred_at == a.outcome->observed_at);
   if (a.claim->action_content_digest != guard.action_content_digest || !mode_matches ||
       a.outcome->outcome_digest != *guard.execution_outcome_digest || !receipt_matches) {
-    Traits::conflict("receipt does not match its verified execution outcome");
+    conflict<Traits>("receipt does not match its verified execution outcome");
   }
-  return PendingSettlement{*a.claim, Traits::outcome_field(*a.outcome)};
+  return PendingSettlement{*a.claim, Traits::kWords.outcome_field(*a.outcome)};
 }
 
 template <typename Traits>
 void AuthorityTable<Traits>::settle(const PendingSettlement& s, const JournalRecord& receipt) {
   const ActionClaim& c = s.claim;
   const std::string digest =
-      settlement_digest(Traits::kSettlementOutcomeKey, c, s.outcome_field, receipt);
+      settlement_digest(Traits::kWords.settlement_outcome_key, c, s.outcome_field, receipt);
   auto insert = db_.cached(Traits::kInsertSettlement);
   insert->bind(1, c.stream.stream_key()).bind(2, c.action_id).bind(3, c.action_content_digest);
   insert->bind(4, c.claim_digest).bind(5, s.outcome_field).bind(6, receipt.event_id);

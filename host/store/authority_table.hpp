@@ -39,14 +39,15 @@ struct Authority {
   std::optional<SettlementRow> settlement;
 };
 
-// What an outcome records (install: outcome kind and expected material; activation: neither).
+// What an outcome records: a view of the caller's request (which outlives the call) plus the
+// install-only parts (outcome kind, expected material), which activation leaves empty.
 struct OutcomeFacts {
-  engine::StreamId stream;
-  std::string action_json;
-  std::string execution_binding_digest;
-  std::optional<engine::InstallOutcome> outcome;
+  const engine::StreamId& stream;
+  const std::string& action_json;
+  const std::string& execution_binding_digest;
+  const std::string& verification_digest;
   std::optional<std::string> observed_material_identity_digest;
-  std::string verification_digest;
+  std::optional<engine::InstallOutcome> outcome;
   std::optional<std::string> expected_result_material_identity_digest;
 };
 
@@ -86,12 +87,6 @@ class AuthorityTable {
   void verify_all();
 
  private:
-  std::optional<engine::ActionClaim> claim_row(const engine::StreamId& stream,
-                                               std::string_view action_id);
-  std::optional<engine::ExecutionOutcome> outcome_row(const engine::StreamId& stream,
-                                                      std::string_view action_id);
-  std::optional<SettlementRow> settlement_row(const engine::StreamId& stream,
-                                              std::string_view action_id);
   void verify_claim(const engine::ActionClaim& claim);
   void verify_outcome(const engine::ExecutionOutcome& outcome, const engine::ActionClaim& claim);
   void verify_settlement(const SettlementRow& row, const engine::ActionClaim& claim,

@@ -25,100 +25,50 @@ namespace {
   "record_digest TEXT NOT NULL, privacy_classification TEXT NOT NULL, "                        \
   "retention_class TEXT NOT NULL, reducer_version TEXT NOT NULL, UNIQUE (stream_key, revision))"
 
+// The authority tables (install claims have the action kind column, activation claims not).
+#define CTX_ACTION_KEY_COLUMNS                                                                 \
+  "stream_key TEXT NOT NULL, action_id TEXT NOT NULL, action_content_digest TEXT NOT NULL, "
+#define CTX_OUTCOME_TAIL_COLUMNS                                                               \
+  "verification_digest TEXT NOT NULL, observed_at TEXT NOT NULL, "                             \
+  "outcome_digest TEXT NOT NULL, PRIMARY KEY (stream_key, action_id))"
+#define CTX_SETTLEMENT_TAIL_COLUMNS                                                            \
+  "receipt_event_id TEXT NOT NULL, receipt_event_content_digest TEXT NOT NULL, "               \
+  "receipt_record_digest TEXT NOT NULL, settlement_digest TEXT NOT NULL, "                     \
+  "PRIMARY KEY (stream_key, action_id))"
+#define CTX_CLAIM_TAIL_COLUMNS                                                                 \
+  "precondition_revision INTEGER NOT NULL CHECK (precondition_revision >= 1), "               \
+  "action_json TEXT NOT NULL, issuing_record_digest TEXT NOT NULL, "                           \
+  "claimed_head_revision INTEGER NOT NULL CHECK (claimed_head_revision >= 1), "               \
+  "claimed_head_record_digest TEXT NOT NULL, claimed_head_state_digest TEXT NOT NULL, "        \
+  "action_expires_at TEXT NOT NULL, claimed_at TEXT NOT NULL, "                                \
+  "authorization_digest TEXT NOT NULL, execution_binding_json TEXT NOT NULL, "                 \
+  "execution_binding_digest TEXT NOT NULL, claim_digest TEXT NOT NULL, "                       \
+  "PRIMARY KEY (stream_key, action_id))"
+
 // Version 1: the schema as first released.
 constexpr std::string_view kVersion1[] = {
     "CREATE TABLE IF NOT EXISTS engine_streams (" CTX_STREAM_KEY_COLUMNS
     "state_json TEXT NOT NULL, state_digest TEXT NOT NULL, head_record_digest TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS engine_journal (" CTX_RECORD_HEAD_COLUMNS
     "result_state_json TEXT NOT NULL, " CTX_RECORD_TAIL_COLUMNS,
-    R"(CREATE INDEX IF NOT EXISTS idx_engine_journal_stream_revision
-    ON engine_journal(stream_key, revision))",
-    R"(CREATE TABLE IF NOT EXISTS engine_install_claims (
-    stream_key                  TEXT NOT NULL,
-    action_id                   TEXT NOT NULL,
-    action_content_digest       TEXT NOT NULL,
-    action_kind                 TEXT NOT NULL,
-    precondition_revision       INTEGER NOT NULL CHECK (precondition_revision >= 1),
-    action_json                 TEXT NOT NULL,
-    issuing_record_digest       TEXT NOT NULL,
-    claimed_head_revision       INTEGER NOT NULL CHECK (claimed_head_revision >= 1),
-    claimed_head_record_digest  TEXT NOT NULL,
-    claimed_head_state_digest   TEXT NOT NULL,
-    action_expires_at           TEXT NOT NULL,
-    claimed_at                  TEXT NOT NULL,
-    authorization_digest        TEXT NOT NULL,
-    execution_binding_json      TEXT NOT NULL,
-    execution_binding_digest    TEXT NOT NULL,
-    claim_digest                TEXT NOT NULL,
-    PRIMARY KEY (stream_key, action_id)
-))",
-    R"(CREATE TABLE IF NOT EXISTS engine_install_outcomes (
-    stream_key                         TEXT NOT NULL,
-    action_id                          TEXT NOT NULL,
-    action_content_digest              TEXT NOT NULL,
-    claim_digest                       TEXT NOT NULL,
-    execution_binding_digest           TEXT NOT NULL,
-    outcome                            TEXT NOT NULL CHECK (outcome IN ('applied', 'failed')),
-    observed_material_identity_digest  TEXT,
-    verification_digest                TEXT NOT NULL,
-    observed_at                        TEXT NOT NULL,
-    outcome_digest                     TEXT NOT NULL,
-    PRIMARY KEY (stream_key, action_id)
-))",
-    R"(CREATE TABLE IF NOT EXISTS engine_install_claim_settlements (
-    stream_key                    TEXT NOT NULL,
-    action_id                     TEXT NOT NULL,
-    action_content_digest         TEXT NOT NULL,
-    claim_digest                  TEXT NOT NULL,
-    outcome                       TEXT NOT NULL CHECK (outcome IN ('applied', 'failed')),
-    receipt_event_id              TEXT NOT NULL,
-    receipt_event_content_digest  TEXT NOT NULL,
-    receipt_record_digest         TEXT NOT NULL,
-    settlement_digest             TEXT NOT NULL,
-    PRIMARY KEY (stream_key, action_id)
-))",
-    R"(CREATE TABLE IF NOT EXISTS engine_activation_claims (
-    stream_key                  TEXT NOT NULL,
-    action_id                   TEXT NOT NULL,
-    action_content_digest       TEXT NOT NULL,
-    precondition_revision       INTEGER NOT NULL CHECK (precondition_revision >= 1),
-    action_json                 TEXT NOT NULL,
-    issuing_record_digest       TEXT NOT NULL,
-    claimed_head_revision       INTEGER NOT NULL CHECK (claimed_head_revision >= 1),
-    claimed_head_record_digest  TEXT NOT NULL,
-    claimed_head_state_digest   TEXT NOT NULL,
-    action_expires_at           TEXT NOT NULL,
-    claimed_at                  TEXT NOT NULL,
-    authorization_digest        TEXT NOT NULL,
-    execution_binding_json      TEXT NOT NULL,
-    execution_binding_digest    TEXT NOT NULL,
-    claim_digest                TEXT NOT NULL,
-    PRIMARY KEY (stream_key, action_id)
-))",
-    R"(CREATE TABLE IF NOT EXISTS engine_activation_outcomes (
-    stream_key                         TEXT NOT NULL,
-    action_id                          TEXT NOT NULL,
-    action_content_digest              TEXT NOT NULL,
-    claim_digest                       TEXT NOT NULL,
-    execution_binding_digest           TEXT NOT NULL,
-    observed_material_identity_digest  TEXT NOT NULL,
-    verification_digest                TEXT NOT NULL,
-    observed_at                        TEXT NOT NULL,
-    outcome_digest                     TEXT NOT NULL,
-    PRIMARY KEY (stream_key, action_id)
-))",
-    R"(CREATE TABLE IF NOT EXISTS engine_activation_claim_settlements (
-    stream_key                    TEXT NOT NULL,
-    action_id                     TEXT NOT NULL,
-    action_content_digest         TEXT NOT NULL,
-    claim_digest                  TEXT NOT NULL,
-    outcome_digest                TEXT NOT NULL,
-    receipt_event_id              TEXT NOT NULL,
-    receipt_event_content_digest  TEXT NOT NULL,
-    receipt_record_digest         TEXT NOT NULL,
-    settlement_digest             TEXT NOT NULL,
-    PRIMARY KEY (stream_key, action_id)
-))",
+    "CREATE INDEX IF NOT EXISTS idx_engine_journal_stream_revision "
+    "ON engine_journal(stream_key, revision)",
+    "CREATE TABLE IF NOT EXISTS engine_install_claims (" CTX_ACTION_KEY_COLUMNS
+    "action_kind TEXT NOT NULL, " CTX_CLAIM_TAIL_COLUMNS,
+    "CREATE TABLE IF NOT EXISTS engine_install_outcomes (" CTX_ACTION_KEY_COLUMNS
+    "claim_digest TEXT NOT NULL, execution_binding_digest TEXT NOT NULL, "
+    "outcome TEXT NOT NULL CHECK (outcome IN ('applied', 'failed')), "
+    "observed_material_identity_digest TEXT, " CTX_OUTCOME_TAIL_COLUMNS,
+    "CREATE TABLE IF NOT EXISTS engine_install_claim_settlements (" CTX_ACTION_KEY_COLUMNS
+    "claim_digest TEXT NOT NULL, outcome TEXT NOT NULL CHECK (outcome IN ('applied', 'failed')), "
+    CTX_SETTLEMENT_TAIL_COLUMNS,
+    "CREATE TABLE IF NOT EXISTS engine_activation_claims (" CTX_ACTION_KEY_COLUMNS
+    CTX_CLAIM_TAIL_COLUMNS,
+    "CREATE TABLE IF NOT EXISTS engine_activation_outcomes (" CTX_ACTION_KEY_COLUMNS
+    "claim_digest TEXT NOT NULL, execution_binding_digest TEXT NOT NULL, "
+    "observed_material_identity_digest TEXT NOT NULL, " CTX_OUTCOME_TAIL_COLUMNS,
+    "CREATE TABLE IF NOT EXISTS engine_activation_claim_settlements (" CTX_ACTION_KEY_COLUMNS
+    "claim_digest TEXT NOT NULL, outcome_digest TEXT NOT NULL, " CTX_SETTLEMENT_TAIL_COLUMNS,
 };
 
 // Version 2: rebuild engine_journal without result_state_json and engine_streams with the head
@@ -141,13 +91,20 @@ constexpr std::string_view kVersion2[] = {
     "DROP TABLE engine_streams_v1",
 };
 
+#undef CTX_ACTION_KEY_COLUMNS
+#undef CTX_OUTCOME_TAIL_COLUMNS
+#undef CTX_SETTLEMENT_TAIL_COLUMNS
+#undef CTX_CLAIM_TAIL_COLUMNS
 #undef CTX_STREAM_KEY_COLUMNS
 #undef CTX_RECORD_HEAD_COLUMNS
 #undef CTX_RECORD_TAIL_COLUMNS
 
 constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}};
 
-std::string collapse_whitespace(const std::string& text) {
+// The statement text without layout: whitespace runs become one space, and none is kept next
+// to a parenthesis or comma (so "(\n    a TEXT,\n    b)" and "(a TEXT, b)" compare equal).
+std::string normalize_sql(const std::string& text) {
+  auto tight = [](char c) { return c == '(' || c == ')' || c == ','; };
   std::string out;
   bool space = false;
   for (char c : text) {
@@ -155,7 +112,7 @@ std::string collapse_whitespace(const std::string& text) {
       space = true;
       continue;
     }
-    if (space && !out.empty()) out += ' ';
+    if (space && !out.empty() && !tight(out.back()) && !tight(c)) out += ' ';
     space = false;
     out += c;
   }
@@ -171,7 +128,7 @@ SchemaObjects read_schema_objects(Database& db) {
       "ORDER BY type, name");
   while (stmt.step()) {
     objects[stmt.text(0) + " " + stmt.text(1) + " " + stmt.text(2)] =
-        collapse_whitespace(stmt.text(3));
+        normalize_sql(stmt.text(3));
   }
   return objects;
 }

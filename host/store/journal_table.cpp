@@ -45,28 +45,24 @@ constexpr StaticSql kUpsertHead{
     "revision = excluded.revision, head_record_digest = excluded.head_record_digest, "
     "state_digest = excluded.state_digest, state_json = excluded.state_json"};
 
+// CTX_JOURNAL_COLUMNS: 1 (stream key), 2 (revision) and 9 (nullable link) are read apart.
+using R = JournalRecord;
+constexpr TextColumns<R, 14> kTextColumns = {
+    &R::event_id, nullptr, nullptr, &R::event_content_digest, &R::replay_json, &R::replay_digest,
+    &R::transition_json, &R::transition_digest, &R::result_state_digest, nullptr,
+    &R::record_digest, &R::privacy_classification, &R::retention_class, &R::reducer_version};
+
 // The row as stored (not yet verified). `known` spares re-parsing the stream key.
 JournalRecord row_to_record(Statement& row, const StreamId* known) {
   std::string stream_key = row.text(1);
   std::optional<StreamId> parsed;
   if (known == nullptr || known->stream_key() != stream_key) parsed = stream_from_key(stream_key);
   if (!row.is_integer(2)) throw JournalCorruption("journal revision is not an integer");
-  return JournalRecord{
-      .stream = parsed ? *parsed : *known,
-      .revision = row.integer(2),
-      .event_id = row.text(0),
-      .event_content_digest = row.text(3),
-      .replay_json = row.text(4),
-      .replay_digest = row.text(5),
-      .transition_json = row.text(6),
-      .transition_digest = row.text(7),
-      .result_state_digest = row.text(8),
-      .previous_record_digest = row.optional_text(9),
-      .record_digest = row.text(10),
-      .privacy_classification = row.text(11),
-      .retention_class = row.text(12),
-      .reducer_version = row.text(13),
-  };
+  JournalRecord record{parsed ? *parsed : *known, row.integer(2), {}, {}, {}, {}, {}, {}, {},
+                       {}, {}, {}, {}, {}};
+  read_text_columns(row, kTextColumns, record);
+  record.previous_record_digest = row.optional_text(9);
+  return record;
 }
 
 [[noreturn]] void head_corrupt(const StreamId& stream, const std::string& what) {
@@ -174,20 +170,9 @@ void JournalTable::insert(const JournalRecord& record, const engine::CanonicalTe
   CTX_CHECK(state.digest() == record.result_state_digest);
   {
     auto insert = db_.cached(kInsertRecord);
-    insert->bind(1, record.event_id)
-        .bind(2, record.stream.stream_key())
-        .bind(3, record.revision)
-        .bind(4, record.event_content_digest)
-        .bind(5, record.replay_json)
-        .bind(6, record.replay_digest)
-        .bind(7, record.transition_json)
-        .bind(8, record.transition_digest)
-        .bind(9, record.result_state_digest)
-        .bind_optional(10, record.previous_record_digest)
-        .bind(11, record.record_digest)
-        .bind(12, record.privacy_classification)
-        .bind(13, record.retention_class)
-        .bind(14, record.reducer_version);
+    bind_text_columns(*insert, kTextColumns, record);
+    insert->bind(2, record.stream.stream_key()).bind(3, record.revision);
+    insert->bind_optional(10, record.previous_record_digest);
     insert->run();
   }
   auto head = db_.cached(kUpsertHead);

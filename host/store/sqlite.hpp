@@ -149,6 +149,25 @@ class Transaction {
   bool open_ = false;
 };
 
+// A row layout: for each column of a result row (0-based; its insert parameter is index + 1),
+// the struct field holding its text, or nullptr for a column read some other way.
+template <typename Row, std::size_t N>
+using TextColumns = std::string Row::* const[N];
+
+template <typename Row, std::size_t N>
+void read_text_columns(const Statement& row, const TextColumns<Row, N>& columns, Row& out) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (columns[i] != nullptr) out.*columns[i] = row.text(static_cast<int>(i));
+  }
+}
+
+template <typename Row, std::size_t N>
+void bind_text_columns(Statement& insert, const TextColumns<Row, N>& columns, const Row& in) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (columns[i] != nullptr) insert.bind(static_cast<int>(i) + 1, in.*columns[i]);
+  }
+}
+
 // One step of a schema's history: the statements that bring version `version - 1` to `version`.
 struct Migration {
   int version;

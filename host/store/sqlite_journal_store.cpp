@@ -238,9 +238,8 @@ ExecutionOutcome SqliteJournalStore::record_install_outcome(
   return impl_->record_with(
       impl_->install(),
       OutcomeFacts{request.stream, request.action_json, request.execution_binding_digest,
-                   request.outcome, request.observed_material_identity_digest,
-                   request.verification_digest,
-                   request.expected_result_material_identity_digest});
+                   request.verification_digest, request.observed_material_identity_digest,
+                   request.outcome, request.expected_result_material_identity_digest});
 }
 
 ExecutionOutcome SqliteJournalStore::record_activation_outcome(
@@ -249,8 +248,8 @@ ExecutionOutcome SqliteJournalStore::record_activation_outcome(
   return impl_->record_with(
       impl_->activation(),
       OutcomeFacts{request.stream, request.action_json, request.execution_binding_digest,
-                   std::nullopt, request.observed_material_identity_digest,
-                   request.verification_digest, std::nullopt});
+                   request.verification_digest, request.observed_material_identity_digest,
+                   std::nullopt, std::nullopt});
 }
 
 engine::InstallExecutionStatus SqliteJournalStore::install_execution_status(

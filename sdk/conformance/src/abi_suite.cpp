@@ -120,7 +120,9 @@ std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
 void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   add_plugin_test(plugin, "Pinning", "LockEntryPinsTheExactFileAndDeclaredIdentity", [plugin] {
     const plugins::LockEntry& entry = plugin->entry();
-    EXPECT_EQ(entry.sha256, core::sha256_hex(file_bytes(plugin->plugin_path())));
+    const std::string bytes = file_bytes(plugin->plugin_path());
+    EXPECT_EQ(entry.sha256, core::sha256_hex(bytes));
+    EXPECT_EQ(entry.size, bytes.size());
     EXPECT_EQ(plugin->loaded().identity(), entry.identity());
     EXPECT_EQ(fs::weakly_canonical(entry.path), fs::weakly_canonical(plugin->plugin_path()));
     const ctx_plugin_descriptor& d = plugin->descriptor();
@@ -128,7 +130,7 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(entry.version, d.version);
     EXPECT_EQ(static_cast<std::uint32_t>(entry.kind), d.kind);
     EXPECT_EQ(entry.abi_major, d.abi_major);
-    EXPECT_EQ(entry.abi_minor, d.abi_minor_built);
+    EXPECT_EQ(entry.abi_minor, d.abi_minor_required) << "the lock pins the minor the note requires";
   });
 
   add_plugin_test(plugin, "Descriptor", "IsWellFormed", [plugin] {

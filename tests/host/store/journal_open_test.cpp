@@ -161,6 +161,22 @@ TEST_F(JournalOpen, AnUnversionedVersionOneFileMigratesAndResumes) {
            "repository_id, session_id, revision, state_json, state_digest, head_record_digest "
            "FROM s2;"
            "DROP TABLE s2; PRAGMA user_version = 0;");
+  // One authority table exactly as the first release laid its text out.
+  raw_exec(path(), "DROP TABLE engine_install_outcomes;\n"
+           "CREATE TABLE IF NOT EXISTS engine_install_outcomes (\n"
+           "    stream_key                         TEXT NOT NULL,\n"
+           "    action_id                          TEXT NOT NULL,\n"
+           "    action_content_digest              TEXT NOT NULL,\n"
+           "    claim_digest                       TEXT NOT NULL,\n"
+           "    execution_binding_digest           TEXT NOT NULL,\n"
+           "    outcome                            TEXT NOT NULL "
+           "CHECK (outcome IN ('applied', 'failed')),\n"
+           "    observed_material_identity_digest  TEXT,\n"
+           "    verification_digest                TEXT NOT NULL,\n"
+           "    observed_at                        TEXT NOT NULL,\n"
+           "    outcome_digest                     TEXT NOT NULL,\n"
+           "    PRIMARY KEY (stream_key, action_id)\n"
+           ")\n");
   open_and_process(4);
   verify_with_replay();
   store::Database db(path(), store::Database::Mode::kReadOnly, 100);
