@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "host/cli/catalog_command.hpp"
 #include "host/cli/hooks_command.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
@@ -253,6 +254,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitOk;
   }
   if (first == "hooks") return run_hooks_command(args, out, err, env);
+  if (first == "init") return run_init_command(args, out, err, env);
+  if (first == "catalog") return run_catalog_command(args, out, err, env);
   if (first != "plugin") throw UsageError("unknown command \"" + first + "\"");
   if (args.size() < 2) throw UsageError("ctx plugin needs a command: pin, verify or list");
   const std::string& command = args[1];
@@ -298,7 +301,7 @@ std::string usage() {
          "      deadline (default 10 s). Exit 1 if any entry fails\n"
          "  ctx plugin list --lock FILE [--json]\n"
          "      show the pinned plugins\n" +
-         hooks_usage() +
+         hooks_usage() + catalog_usage() +
          "\n"
          "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"
          "exit codes: 0 ok, 1 command failed, 2 usage error\n";
