@@ -13,6 +13,7 @@
 #include "host/core/crypto.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/runtime/catalog/catalog.hpp"
+#include "host/runtime/crash_point.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/store/graph_store.hpp"
 
@@ -53,8 +54,9 @@ void fsync_path(const fs::path& path, bool directory) {
   if (rc != 0) throw SystemError("catalog store: fsync failed");
 }
 
-// Writes `bytes` to `path` (which must not exist) with `mode`, durably.
-void write_new_file(const fs::path& path, std::string_view bytes, mode_t mode) {
+// Writes `bytes` to `path` (which must not exist) with `mode`; fsyncs it when `sync` (callers
+// that write many files pass false and syncfs once).
+void write_new_file(const fs::path& path, std::string_view bytes, mode_t mode, bool sync = true) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw SystemError("catalog store: cannot create a file");
   std::size_t done = 0;
@@ -67,7 +69,7 @@ void write_new_file(const fs::path& path, std::string_view bytes, mode_t mode) {
     }
     done += static_cast<std::size_t>(n);
   }
-  const bool ok = ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
+  const bool ok = ::fchmod(fd, mode) == 0 && (!sync || ::fsync(fd) == 0);
   ::close(fd);
   if (!ok) throw SystemError("catalog store: cannot finish a file");
 }
@@ -124,6 +126,15 @@ void remove_staging(const fs::path& dir) {
   fs::remove_all(dir, ec);
 }
 
+// Removes what an interrupted import left behind: entries of `dir` whose names start with
+// `prefix` (staged snapshots, object and CURRENT temporaries). Caller holds the import lock.
+void sweep(const fs::path& dir, std::string_view prefix) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind(prefix, 0) == 0) remove_staging(it->path());
+  }
+}
+
 }  // namespace
 
 Json catalog_content_json(const std::vector<CatalogEntry>& entries) {
@@ -173,6 +184,9 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
   ensure_private_dir(objects);
   ensure_private_dir(snapshots);
   const fs::path snapshot = snapshots / result.catalog_digest;
+  sweep(root, ".CURRENT-");
+  sweep(objects, ".tmp-");
+  sweep(snapshots, ".staging-");
 
   // Objects first: each is verified in place (rewritten when missing or altered), so a
   // re-import also repairs the object store; writing an object that is intact is a no-op.
@@ -197,14 +211,23 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
     }
     const fs::path temp = objects / (".tmp-" + sha + "-" + std::to_string(::getpid()));
     fs::remove(temp, ec);
-    write_new_file(temp, bytes, 0444);
+    write_new_file(temp, bytes, 0444, /*sync=*/false);
     if (::rename(temp.c_str(), object.c_str()) != 0) {
       throw SystemError("catalog store: cannot place an object");
     }
     wrote_object = true;
     report("objects", ++done, contents.blobs.size());
   }
-  if (wrote_object) fsync_path(objects, true);
+  if (wrote_object) {
+    // One filesystem sync makes every object durable before anything can name it.
+    const int fd = ::open(objects.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw SystemError("catalog store: cannot open the object store");
+    const int rc = ::syncfs(fd);
+    ::close(fd);
+    if (rc != 0) throw SystemError("catalog store: syncfs failed");
+    fsync_path(objects, true);
+  }
+  crash_point("catalog.import.objects-written");
 
   // Already current: nothing else changes.
   if (fs::exists(root / "CURRENT", ec)) {
@@ -255,11 +278,14 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
                      core::canonical_json(manifest, core::Encoding::kAscii), 0444);
       fsync_path(staging, true);
       ::chmod(staging.c_str(), 0500);
+      crash_point("catalog.import.snapshot-staged");
       if (::rename(staging.c_str(), snapshot.c_str()) != 0) {
         throw SystemError("catalog store: cannot place the snapshot");
       }
       fsync_path(snapshots, true);
       report("graph", 1, 1);
+    } catch (const SimulatedCrash&) {
+      throw;  // a dead process cleans nothing; the next import sweeps the staging dir
     } catch (...) {
       remove_staging(staging);
       throw;
@@ -268,7 +294,9 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
 
   const fs::path current_temp = root / (".CURRENT-" + std::to_string(::getpid()));
   fs::remove(current_temp, ec);
+  crash_point("catalog.import.snapshot-placed");
   write_new_file(current_temp, result.catalog_digest + "\n", 0444);
+  crash_point("catalog.import.current-staged");
   if (::rename(current_temp.c_str(), (root / "CURRENT").c_str()) != 0) {
     throw SystemError("catalog store: cannot switch CURRENT");
   }
@@ -279,7 +307,8 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
   return result;
 }
 
-std::shared_ptr<const ImportedCatalog> ImportedCatalog::open(const std::filesystem::path& state_dir) {
+std::shared_ptr<const ImportedCatalog> ImportedCatalog::open(
+    const std::filesystem::path& state_dir) {
   const fs::path root = state_dir / "catalog";
   std::string current = read_small(root / "CURRENT", 128);
   if (!current.empty() && current.back() == '\n') current.pop_back();
