@@ -818,10 +818,10 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
   std::vector<std::string> install_missing;
   for (const auto& id : marked.capability_ids()) {
     const auto* row = plan.find(id);
-    if (row->actionability() == "manual") manual.push_back(id);
-    if (row->actionability() != "install") continue;
+    if (row->actionability() == engine::Actionability::kManual) manual.push_back(id);
+    if (row->actionability() != engine::Actionability::kInstall) continue;
     const auto* capability = state.capability(id);
-    const bool absent = capability == nullptr || capability->installation == "absent";
+    const bool absent = capability == nullptr || capability->installation == engine::Installation::kAbsent;
     const auto& blocked = state.fields().blocked_install_descriptor_digests;
     const bool descriptor_blocked = row->install_descriptor_digest() &&
                                     std::find(blocked.begin(), blocked.end(),
