@@ -22,10 +22,13 @@
 //   install  {"capability_id", "content" (utf-8) | "content_base64", "content_sha256"}
 //         -> {"outcome": "applied"|"failed"|"indeterminate", "observed_material_identity_digest",
 //             "verification_digest" (when applied), ...}; a digest mismatch is never "applied"
-//   activate {"capability_id", "content_sha256"} -> {"outcome", ...}
+//   activate {"capability_id", "content_sha256"} -> {"outcome", and when applied
+//             "observed_material_identity_digest", "verification_digest", ...}
 //   deactivate {"capability_id"} -> {"outcome", ...}
 //   reconcile {"capabilities": [{"capability_id", "content_sha256"}]}
-//         -> {"capabilities": [{"capability_id", "installed": bool, "active": bool, ...}]}
+//         -> {"capabilities": [{"capability_id", "installed": bool, "active": bool, and when
+//             active "active_material_identity_digest", "verification_digest", ...}]}
+//   Every material identity digest is the MaterialIdentity digest stated in plugin_abi.h.
 //
 // Calls that are meant to misbehave (garbage input, refusing sinks) run in a forked child, so a
 // crashing plugin fails its test instead of the runner. Not thread-safe.
