@@ -1,16 +1,18 @@
-// Cost of a digest-pinned plugin load against the floor it cannot beat.
+// Cost of a digest-pinned plugin load, and of `ctx plugin verify`, against the floors they
+// cannot beat, measured in the same run.
 //
-//   BM_PinnedLoad/<MiB>        PluginLoader::load of a pinned entry into a fresh, empty cache
-//                              (check the cache dirs, open + fstat, copy into the cache while
-//                              hashing, compare, ELF check, rename, dlopen RTLD_NOW|RTLD_LOCAL,
-//                              negotiate, validate), then release (dlclose).
+//   BM_PinnedLoad/<MiB>         PluginLoader::load of a pinned entry: trusted directory walk,
+//                               open + fstat, copy into a memfd, seal, SHA-256 of the sealed
+//                               bytes, compare, program-header/dynamic/note/dependency checks,
+//                               dlopen("/proc/self/fd/N") RTLD_NOW|RTLD_LOCAL, negotiate,
+//                               validate; then release (dlclose, memfd closed).
 //   BM_RawSha256AndDlopen/<MiB> read the file + OpenSSL SHA-256 of the same bytes + one plain
-//                              dlopen/dlsym/dlclose of the original path.
-//   BM_Sha256InMemory/<MiB>    OpenSSL SHA-256 of bytes already in memory (for reference).
-// After the run, prints pinned/raw per size (real and CPU time, fastest repetition when run with
-// --benchmark_repetitions); the target is <= 1.5x.
-// Each timed load really loads: every iteration uses a new cache path, and the library is
-// unloaded between iterations (checked with RTLD_NOLOAD before the run).
+//                               dlopen/dlsym/dlclose of the original path.
+//   BM_Verify100                `ctx plugin verify` (in process, without --load) of a lock with
+//                               100 pinned 1 MiB plugins.
+//   BM_Hash100                  read + SHA-256 of those 100 files.
+// Prints `ratio plugin_load/raw 1MiB: X`, `ratio plugin_load/raw 16MiB: X` (targets <= 1.25)
+// and `ratio verify100/hash: X` (target <= 2), from the fastest repetition's real time.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -25,10 +27,13 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "host/cli/cli.hpp"
+#include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
 
 namespace {
@@ -63,42 +68,97 @@ void sha256(const void* data, std::size_t size, unsigned char* out, EVP_MD_CTX* 
 void BM_PinnedLoad(benchmark::State& state) {
   const char* file = plugin_file(state.range(0));
   const fs::path root = make_temp_dir();
-  const LockEntry entry = PluginLoader(root / "pin").inspect_for_pin(file);
+  const PluginLoader loader(root / "state");
+  const LockEntry entry = loader.inspect_for_pin(file);
   {  // The library must be gone once released, or later iterations would not really load.
-    auto plugin = PluginLoader(root / "probe").load(entry);
-    const fs::path cache = plugin->cache_path();
+    auto plugin = loader.load(entry);
+    const std::string name = plugin->library_path();
     plugin.reset();
-    if (void* handle = ::dlopen(cache.c_str(), RTLD_NOLOAD | RTLD_LAZY)) {
+    if (void* handle = ::dlopen(name.c_str(), RTLD_NOLOAD | RTLD_LAZY)) {
       ::dlclose(handle);
       state.SkipWithError("released plugin stayed loaded");
     }
   }
-  // Each iteration gets a fresh state directory whose (empty) cache directories exist already,
-  // as they do for every load but the first in a real host; creating and removing them is
-  // filesystem bookkeeping outside the timed region.
-  const auto fresh_state = [&root](std::int64_t i) {
-    const fs::path dir = root / ("s" + std::to_string(i));
-    fs::create_directories(dir / "plugins" / "sha256");
-    for (const fs::path& d : {dir, dir / "plugins", dir / "plugins" / "sha256"}) {
-      fs::permissions(d, fs::perms::owner_all);
-    }
-    return dir;
-  };
-  std::int64_t i = 0;
-  fs::path state_dir = fresh_state(i);
   for (auto _ : state) {
-    const PluginLoader loader(state_dir);
     auto plugin = loader.load(entry);
     benchmark::DoNotOptimize(plugin->descriptor().id);
-    plugin.reset();  // dlclose
-    state.PauseTiming();
-    fs::remove_all(state_dir);  // keep the disk footprint flat
-    state_dir = fresh_state(++i);
-    state.ResumeTiming();
+    plugin.reset();  // dlclose, close the memfd
   }
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(fs::file_size(file)));
   std::error_code ignored;
   fs::remove_all(root, ignored);
+}
+
+// 100 copies of the 1 MiB plugin whose notes (and descriptors) name distinct ids, pinned into
+// one lock. Built once; the files stay until the process ends.
+struct Hundred {
+  fs::path root, lock;
+  std::vector<fs::path> files;
+};
+
+const Hundred& hundred() {
+  static const Hundred h = [] {
+    Hundred out;
+    out.root = make_temp_dir();
+    out.lock = out.root / "plugins.lock.json";
+    const std::string original = read_file(CTX_BENCH_PLUGIN_1M);
+    const std::string id = "bench-padded-1m";
+    const PluginLoader loader(out.root / "state");
+    ctx::plugins::LockFile lock;
+    for (int i = 0; i < 100; ++i) {
+      char other[16];
+      std::snprintf(other, sizeof other, "bench-pad-%05d", i);  // as long as `id`
+      std::string bytes = original;
+      for (std::size_t at = bytes.find(id); at != std::string::npos; at = bytes.find(id, at)) {
+        bytes.replace(at, id.size(), other);
+      }
+      const fs::path file = out.root / (std::string(other) + ".so");
+      std::ofstream(file, std::ios::binary).write(bytes.data(),
+                                                  static_cast<std::streamsize>(bytes.size()));
+      fs::permissions(file, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+      lock.upsert(loader.inspect_for_pin(file));
+      out.files.push_back(file);
+    }
+    lock.save(out.lock);
+    return out;
+  }();
+  return h;
+}
+
+void BM_Verify100(benchmark::State& state) {
+  const Hundred& h = hundred();
+  const std::vector<std::string> args = {"plugin", "verify", "--lock", h.lock.string(),
+                                         "--state", (h.root / "state").string()};
+  for (auto _ : state) {
+    std::ostringstream out, err;
+    const int code = ctx::cli::run(args, out, err, ctx::cli::Environment{});
+    if (code != 0) {
+      state.SkipWithError(err.str().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(out.str().size());
+  }
+}
+
+void BM_Hash100(benchmark::State& state) {
+  const Hundred& h = hundred();
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  std::vector<char> buffer(256 * 1024);
+  unsigned char digest[32];
+  for (auto _ : state) {
+    for (const fs::path& file : h.files) {
+      const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+      for (ssize_t n; (n = ::read(fd, buffer.data(), buffer.size())) > 0;) {
+        EVP_DigestUpdate(ctx, buffer.data(), static_cast<std::size_t>(n));
+      }
+      unsigned int len = 0;
+      EVP_DigestFinal_ex(ctx, digest, &len);
+      ::close(fd);
+      benchmark::DoNotOptimize(digest);
+    }
+  }
+  EVP_MD_CTX_free(ctx);
 }
 
 void BM_RawSha256AndDlopen(benchmark::State& state) {
@@ -143,6 +203,8 @@ void BM_Sha256InMemory(benchmark::State& state) {
 BENCHMARK(BM_PinnedLoad)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RawSha256AndDlopen)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Sha256InMemory)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Verify100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Hash100)->Unit(benchmark::kMillisecond);
 
 // Console output plus, per benchmark, the fastest repetition's mean real and CPU time (ns):
 // the least disturbed estimate on a shared machine. Feeds the ratio lines.
@@ -179,19 +241,19 @@ int main(int argc, char** argv) {
   RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const auto& best = reporter.best();
+  const auto ratio = [&](const std::string& a, const std::string& b) -> double {
+    const auto x = best.find(a);
+    const auto y = best.find(b);
+    if (x == best.end() || y == best.end() || y->second.real_ns <= 0) return -1;
+    return x->second.real_ns / y->second.real_ns;
+  };
   for (const char* mib : {"1", "16"}) {
-    const auto pinned = best.find(std::string("BM_PinnedLoad/") + mib);
-    const auto raw = best.find(std::string("BM_RawSha256AndDlopen/") + mib);
-    if (pinned == best.end() || raw == best.end() || raw->second.real_ns <= 0 ||
-        raw->second.cpu_ns <= 0) {
-      continue;
-    }
-    const auto& p = pinned->second;
-    const auto& r = raw->second;
-    std::printf("ratio pinned/raw %2s MiB: real %.2fx (%.3f / %.3f ms), cpu %.2fx "
-                "(%.3f / %.3f ms); target <= 1.5x\n",
-                mib, p.real_ns / r.real_ns, p.real_ns / 1e6, r.real_ns / 1e6, p.cpu_ns / r.cpu_ns,
-                p.cpu_ns / 1e6, r.cpu_ns / 1e6);
+    const double r = ratio(std::string("BM_PinnedLoad/") + mib,
+                           std::string("BM_RawSha256AndDlopen/") + mib);
+    if (r > 0) std::printf("ratio plugin_load/raw %sMiB: %.3f\n", mib, r);
+  }
+  if (const double r = ratio("BM_Verify100", "BM_Hash100"); r > 0) {
+    std::printf("ratio verify100/hash: %.3f\n", r);
   }
   benchmark::Shutdown();
   return 0;

@@ -2,12 +2,13 @@
 // <root>/objects/<sha256> and activates it by copying to <root>/active/<name>. It follows the
 // installer request contract of ctx/conformance/conformance.hpp:
 //   config     {"root": "<absolute directory>"} (created when missing)
-//   install    {"capability_id", "content" | "content_base64", "content_sha256"} -> {"outcome",
-//   ...} activate   {"capability_id", "content_sha256"};  deactivate {"capability_id"} reconcile
-//   {"capabilities": [{"capability_id", "content_sha256"}]}
+//   install    {"capability_id", "content" | "content_base64", "content_sha256"} -> {"outcome", ...}
+//   activate   {"capability_id", "content_sha256"}
+//   deactivate {"capability_id"}
+//   reconcile  {"capabilities": [{"capability_id", "content_sha256"}]}
+// The whole plugin is the class Store and the CTX_PLUGIN line at the end.
 // Capability ids are "<kind>:<name>" with name [a-z0-9][a-z0-9._-]{0,63}. (Base64 content is
 // not supported by this example: it answers CTX_UNIMPLEMENTED.)
-#include <ctx/abi/plugin_abi.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -38,8 +40,8 @@ std::string sha256_hex(const std::string& bytes) {
   return hex;
 }
 
-Json parse_request(ctx_bytes request) {
-  Json value = Json::parse(ctx::sdk::view(request), nullptr, /*allow_exceptions=*/false);
+Json parse_request(std::string_view request) {
+  Json value = Json::parse(request, nullptr, /*allow_exceptions=*/false);
   if (!value.is_object()) throw ctx::InvalidArgument("request is not a json object");
   return value;
 }
@@ -105,9 +107,9 @@ std::string material_identity(const std::string& id, const std::string& sha, std
   return sha256_hex(identity.dump(-1, ' ', true));
 }
 
-class Store {
+class Store final : public ctx::sdk::Installer {
  public:
-  explicit Store(ctx_bytes config) {
+  explicit Store(std::string_view config) {
     const Json parsed = parse_request(config);
     root_ = string_field(parsed, "root");
     if (!root_.is_absolute()) throw ctx::InvalidArgument("config root must be absolute");
@@ -115,17 +117,33 @@ class Store {
     fs::create_directories(root_ / "active");
   }
 
-  Json target_identity() const {
+  std::string target_identity() override {
     struct stat st {};
     if (::lstat(root_.c_str(), &st) != 0) throw ctx::Error("cannot stat the root");
-    return {{"device", static_cast<std::uint64_t>(st.st_dev)},
-            {"inode", static_cast<std::uint64_t>(st.st_ino)},
-            {"owner", static_cast<std::uint64_t>(st.st_uid)},
-            {"mode", static_cast<std::uint64_t>(st.st_mode)},
-            {"path", root_.string()}};
+    return Json{{"device", static_cast<std::uint64_t>(st.st_dev)},
+                {"inode", static_cast<std::uint64_t>(st.st_ino)},
+                {"owner", static_cast<std::uint64_t>(st.st_uid)},
+                {"mode", static_cast<std::uint64_t>(st.st_mode)},
+                {"path", root_.string()}}
+        .dump();
   }
 
-  Json install(const Json& request) const {
+  // Each op parses its request and answers the reply object.
+  std::string install(std::string_view request) override {
+    return install_reply(parse_request(request)).dump();
+  }
+  std::string activate(std::string_view request) override {
+    return activate_reply(parse_request(request)).dump();
+  }
+  std::string deactivate(std::string_view request) override {
+    return deactivate_reply(parse_request(request)).dump();
+  }
+  std::string reconcile(std::string_view request) override {
+    return reconcile_reply(parse_request(request)).dump();
+  }
+
+ private:
+  Json install_reply(const Json& request) const {
     capability_name(request);
     const std::string digest = digest_field(request);
     if (request.contains("content_base64")) {
@@ -147,7 +165,7 @@ class Store {
     return reply;
   }
 
-  Json activate(const Json& request) const {
+  Json activate_reply(const Json& request) const {
     const std::string name = capability_name(request);
     const std::string digest = digest_field(request);
     if (file_digest(object(digest)) != digest) {
@@ -164,7 +182,7 @@ class Store {
             {"verification_digest", sha256_hex("example-installer-active:" + digest)}};
   }
 
-  Json deactivate(const Json& request) const {
+  Json deactivate_reply(const Json& request) const {
     const std::string name = capability_name(request);
     const bool removed = fs::remove(root_ / "active" / name);
     return {{"capability_id", request["capability_id"]},
@@ -172,7 +190,7 @@ class Store {
             {"was_active", removed}};
   }
 
-  Json reconcile(const Json& request) const {
+  Json reconcile_reply(const Json& request) const {
     const auto list = request.find("capabilities");
     if (list == request.end() || !list->is_array()) {
       throw ctx::InvalidArgument("request needs an array \"capabilities\"");
@@ -197,53 +215,10 @@ class Store {
     return {{"capabilities", states}};
   }
 
- private:
   fs::path object(const std::string& digest) const { return root_ / "objects" / digest; }
   fs::path root_;
 };
 
-Store& store(void* instance) {
-  if (instance == nullptr) throw ctx::InvalidArgument("instance is missing");
-  return *static_cast<Store*>(instance);
-}
-
-ctx_code create(const ctx_host_api*, ctx_bytes config, void** instance, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] { *instance = new Store(config); });
-}
-
-ctx_code destroy(void* instance, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] { delete static_cast<Store*>(instance); });
-}
-
-ctx_code target_identity(void* instance, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err,
-                         [&] { ctx::sdk::write(out, store(instance).target_identity().dump()); });
-}
-
-// One exported op per member function: parse the request, call, write the reply.
-template <Json (Store::*kOp)(const Json&) const>
-ctx_code request_op(void* instance, ctx_bytes request, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] {
-    const Json parsed = parse_request(request);
-    ctx::sdk::write(out, (store(instance).*kOp)(parsed).dump());
-  });
-}
-
-const ctx_installer_ops kOps = {sizeof(ctx_installer_ops),       &target_identity,
-                                &request_op<&Store::install>,    &request_op<&Store::activate>,
-                                &request_op<&Store::deactivate>, &request_op<&Store::reconcile>};
-
-const ctx_plugin_descriptor kDescriptor = {CTX_ABI_MAJOR,
-                                           sizeof(ctx_plugin_descriptor),
-                                           0,
-                                           CTX_ABI_MINOR,
-                                           CTX_KIND_INSTALLER,
-                                           "example-installer",
-                                           "1.0.0",
-                                           &create,
-                                           &destroy,
-                                           &kOps};
-
 }  // namespace
 
-CTX_DEFINE_PLUGIN_ENTRY(kDescriptor)
+CTX_PLUGIN(Store, installer, "example-installer", "1.0.0");

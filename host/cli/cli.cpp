@@ -1,16 +1,19 @@
 #include "host/cli/cli.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <set>
 #include <string_view>
 #include <utility>
 
+#include "host/cli/hooks_command.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 #include "host/plugins/errors.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
+#include "host/plugins/supervised_child.hpp"
 
 #ifndef CTX_VERSION
 #error "CTX_VERSION must be defined by the build (PROJECT_VERSION)"
@@ -35,8 +38,21 @@ struct PluginOptions {
   std::optional<fs::path> lock;
   std::optional<fs::path> state;
   bool json = false;
+  bool replace = false;                        // pin
+  bool load = false;                           // verify
+  std::chrono::milliseconds timeout{10'000};   // verify --load
   std::vector<fs::path> files;
 };
+
+// Seconds for --timeout: a positive integer up to a day.
+std::chrono::milliseconds parse_timeout(const std::string& text) {
+  if (text.empty() || text.size() > 5 ||
+      text.find_first_not_of("0123456789") != std::string::npos || std::stoul(text) == 0 ||
+      std::stoul(text) > 86400) {
+    throw UsageError("--timeout needs a whole number of seconds between 1 and 86400");
+  }
+  return std::chrono::seconds(std::stoul(text));
+}
 
 // Keeps error output to one line whatever a message contains.
 std::string one_line(std::string text) {
@@ -51,6 +67,9 @@ PluginOptions parse_plugin_options(const std::string& command,
   const bool takes_state = command == "pin" || command == "verify";
   const bool takes_json = command == "list";
   const bool takes_files = command == "pin";
+  const bool is_pin = command == "pin";
+  const bool is_verify = command == "verify";
+  bool timeout_given = false;
   PluginOptions options;
   bool only_files = false;
   for (std::size_t i = 2; i < args.size(); ++i) {
@@ -83,11 +102,19 @@ PluginOptions parse_plugin_options(const std::string& command,
       options.state = value();
     } else if (arg == "--json" && takes_json && !inline_value) {
       options.json = true;
+    } else if (arg == "--replace" && is_pin && !inline_value) {
+      options.replace = true;
+    } else if (arg == "--load" && is_verify && !inline_value) {
+      options.load = true;
+    } else if (arg == "--timeout" && is_verify) {
+      options.timeout = parse_timeout(value());
+      timeout_given = true;
     } else {
       throw UsageError("unknown option " + arg + " for ctx plugin " + command);
     }
   }
   if (!options.lock) throw UsageError("ctx plugin " + command + " needs --lock FILE");
+  if (timeout_given && !options.load) throw UsageError("--timeout needs --load");
   if (takes_files && options.files.empty()) {
     throw UsageError("ctx plugin pin needs at least one PLUGIN.so");
   }
@@ -98,11 +125,19 @@ fs::path state_dir(const PluginOptions& options, const Environment& env) {
   return options.state ? *options.state : default_state_dir(env);
 }
 
-// Pins every file (trust on first use); writes the lock only when all of them loaded.
+// The state directory, when it exists, must be as trusted as the lock (nothing of it is loaded,
+// but the engine's durable state lives there).
+void check_state_dir(const fs::path& dir) {
+  plugins::require_trusted_directory(dir, "state directory", /*missing_ok=*/true);
+}
+
+// Pins every file from its bytes (nothing is executed); writes the lock, under its flock, only
+// when all of them could be pinned. Re-pinning other bytes needs --replace.
 int plugin_pin(const PluginOptions& options, const Environment& env, std::ostream& out,
                std::ostream& err) {
-  LockFile lock = LockFile::load_or_empty(*options.lock);
-  const PluginLoader loader(state_dir(options, env));
+  const fs::path state = state_dir(options, env);
+  check_state_dir(state);
+  const PluginLoader loader(state);
   std::vector<LockEntry> pinned;
   int failures = 0;
   for (const fs::path& file : options.files) {
@@ -124,8 +159,31 @@ int plugin_pin(const PluginOptions& options, const Environment& env, std::ostrea
     err << "ctx: lock file " << options.lock->string() << " left unchanged\n";
     return kExitFailure;
   }
-  for (const LockEntry& entry : pinned) lock.upsert(entry);
-  lock.save(*options.lock);
+  std::vector<std::string> replaced;
+  try {
+    LockFile::update(*options.lock, [&](LockFile& lock) {
+      replaced.clear();
+      for (const LockEntry& entry : pinned) {
+        const LockEntry* old = lock.find(entry.kind, entry.id);
+        if (old != nullptr && old->sha256 != entry.sha256) {
+          if (!options.replace) {
+            throw plugins::PinConflict("plugin " + entry.label() + " is already pinned to sha256:" +
+                                       old->sha256 + " (" + old->path + "); " + entry.path +
+                                       " has sha256:" + entry.sha256 +
+                                       "; pass --replace to re-pin it");
+          }
+          replaced.push_back("replaced " + entry.label() + " sha256:" + old->sha256 +
+                             " \u2192 sha256:" + entry.sha256);
+        }
+        lock.upsert(entry);
+      }
+    });
+  } catch (const plugins::PinConflict& e) {
+    err << "ctx: " << one_line(e.what()) << "\n";
+    err << "ctx: lock file " << options.lock->string() << " left unchanged\n";
+    return kExitFailure;
+  }
+  for (const std::string& line : replaced) out << line << "\n";
   for (const LockEntry& entry : pinned) {
     out << "pinned " << entry.label() << " " << entry.version << " sha256:" << entry.sha256
         << " " << entry.path << "\n";
@@ -133,17 +191,30 @@ int plugin_pin(const PluginOptions& options, const Environment& env, std::ostrea
   return kExitOk;
 }
 
-// Re-hashes and loads every pinned file; one line per entry.
+// Checks every pinned file's bytes, note and dependencies (executing nothing); with --load also
+// loads each in a supervised child. One line per entry.
 int plugin_verify(const PluginOptions& options, const Environment& env, std::ostream& out,
                   std::ostream& err) {
   const LockFile lock = LockFile::load(*options.lock);
-  const PluginLoader loader(state_dir(options, env));
+  const fs::path state = state_dir(options, env);
+  check_state_dir(state);
+  const PluginLoader loader(state);
   int failures = 0;
   for (const LockEntry& entry : lock.entries()) {
     try {
-      const auto plugin = loader.load(entry);
-      out << "ok " << entry.label() << " " << entry.version << " identity "
-          << plugin->identity().digest() << "\n";
+      const std::string digest = loader.check(entry).digest();
+      if (options.load) {
+        out.flush();
+        const std::string loaded = plugins::run_supervised(
+            entry.label(), options.timeout, [&] { return loader.load(entry)->identity().digest(); });
+        if (loaded != digest) {
+          throw plugins::PluginIdentityMismatch("plugin " + entry.label() +
+                                                " loaded with identity " + loaded +
+                                                "; its bytes and note give " + digest);
+        }
+      }
+      out << "ok " << entry.label() << " " << entry.version << " identity " << digest
+          << (options.load ? " loaded" : "") << "\n";
     } catch (const std::exception& e) {
       err << "ctx: verify failed for " << entry.label() << ": " << one_line(e.what()) << "\n";
       ++failures;
@@ -180,6 +251,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << "ctx " << CTX_VERSION << "\n";
     return kExitOk;
   }
+  if (first == "hooks") return run_hooks_command(args, out, err, env);
   if (first != "plugin") throw UsageError("unknown command \"" + first + "\"");
   if (args.size() < 2) throw UsageError("ctx plugin needs a command: pin, verify or list");
   const std::string& command = args[1];
@@ -216,12 +288,16 @@ std::string usage() {
   return "usage:\n"
          "  ctx --help                 show this help\n"
          "  ctx --version              print the version\n"
-         "  ctx plugin pin --lock FILE [--state DIR] PLUGIN.so...\n"
-         "      trust on first use: hash and load each plugin, then write its lock entry\n"
-         "  ctx plugin verify --lock FILE [--state DIR]\n"
-         "      re-hash and load every pinned plugin; exit 1 if any differs from its pin\n"
+         "  ctx plugin pin --lock FILE [--state DIR] [--replace] PLUGIN.so...\n"
+         "      trust on first use: read each plugin's identity note, hash and size, and\n"
+         "      write its lock entry; executes nothing. --replace re-pins other bytes\n"
+         "  ctx plugin verify --lock FILE [--state DIR] [--load [--timeout SECONDS]]\n"
+         "      re-check every pinned plugin's bytes, note and dependencies; executes\n"
+         "      nothing. --load also loads each one in a supervised child process with a\n"
+         "      deadline (default 10 s). Exit 1 if any entry fails\n"
          "  ctx plugin list --lock FILE [--json]\n"
          "      show the pinned plugins\n"
+         + hooks_usage() +
          "\n"
          "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"
          "exit codes: 0 ok, 1 command failed, 2 usage error\n";

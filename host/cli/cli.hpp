@@ -2,13 +2,13 @@
 // dispatch, help, and the plugin commands.
 //
 //   ctx --help | --version
-//   ctx plugin pin    --lock FILE [--state DIR] PLUGIN.so...
-//   ctx plugin verify --lock FILE [--state DIR]
+//   ctx plugin pin    --lock FILE [--state DIR] [--replace] PLUGIN.so...
+//   ctx plugin verify --lock FILE [--state DIR] [--load [--timeout SECONDS]]
 //   ctx plugin list   --lock FILE [--json]
 //
 // Exit codes: 0 success, 1 a command failed (one line per failure on stderr), 2 usage error.
-// Thread-safety: run() keeps no global state; concurrent runs on one lock file race like any
-// two writers (the last rename wins, the file is never torn).
+// Thread-safety: run() keeps no global state; concurrent pins of one lock file serialise on
+// its directory's flock. `verify --load` forks: call it from a single-threaded process.
 #ifndef CTX_HOST_CLI_CLI_HPP_
 #define CTX_HOST_CLI_CLI_HPP_
 

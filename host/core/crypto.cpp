@@ -7,13 +7,25 @@
 
 namespace ctx::core {
 
+namespace {
+
+// The SHA-256 implementation, fetched once: OpenSSL 3 otherwise repeats the provider lookup
+// (locks, property matching) on every EVP_DigestInit_ex with EVP_sha256(). Kept for the process.
+const EVP_MD* sha256_md() {
+  static const EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
+}  // namespace
+
 struct Sha256::Ctx {
   EVP_MD_CTX* md = nullptr;
 };
 
 Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
   ctx_->md = EVP_MD_CTX_new();
-  if (ctx_->md == nullptr || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) {
+  if (ctx_->md == nullptr || sha256_md() == nullptr ||
+      EVP_DigestInit_ex(ctx_->md, sha256_md(), nullptr) != 1) {
     EVP_MD_CTX_free(ctx_->md);
     throw SystemError("sha256: openssl init failed");
   }

@@ -36,8 +36,10 @@ class PluginNotPinned : public PluginError {
       : PluginError(message, ErrorCode::kFailedPrecondition) {}
 };
 
-// The pinned path is unsafe to read: "symlink", "writable" (group/world), "not a regular file",
-// "owner" (neither us nor root), "too large". Code: kPermissionDenied. Retry: after fixing it.
+// A path is unsafe to read (plugin file, lock file, or a directory on the way from "/"):
+// "symlink", "writable" (group/world, directory not sticky), "not a regular file", "owner"
+// (neither us nor root), "too large", "size" (differs from the pin), "inside the state
+// directory". Code: kPermissionDenied. Retry: after fixing it.
 class UnsafePluginFile : public PluginError {
  public:
   explicit UnsafePluginFile(const std::string& message)
@@ -110,6 +112,59 @@ class PluginProtocolError : public PluginError {
  public:
   explicit PluginProtocolError(const std::string& message)
       : PluginError(message, ErrorCode::kInternal) {}
+};
+
+// The file is no ELF plugin the loader can read safely ("not a loadable elf plugin: <reason>"):
+// bad headers, a program header, dynamic entry, string, hash table or note out of bounds, no
+// entry symbol reachable through the dynamic symbol hash. Code: kFailedPrecondition. Retry: no.
+class MalformedElf : public PluginError {
+ public:
+  explicit MalformedElf(const std::string& message)
+      : PluginError(message, ErrorCode::kFailedPrecondition) {}
+};
+
+// The identity note (.note.ctx.plugin, name "ctx", type 1) is missing, repeated, not canonical
+// JSON of {abi,id,kind,version}, or disagrees with the lock ("note") or with what the entry
+// returned ("descriptor"). Code: kFailedPrecondition. Retry: no.
+class PluginNoteMismatch : public PluginError {
+ public:
+  explicit PluginNoteMismatch(const std::string& message)
+      : PluginError(message, ErrorCode::kFailedPrecondition) {}
+};
+
+// A dependency would let unpinned code run: DT_RPATH/DT_RUNPATH, a DT_NEEDED with '/', a
+// filter/audit entry, a soname that does not resolve to a root-owned, not other-writable file in
+// a root-owned directory chain, or needed sonames other than the lock records.
+// Code: kPermissionDenied. Retry: after rebuilding or re-pinning the plugin.
+class UnsafeDependency : public PluginError {
+ public:
+  explicit UnsafeDependency(const std::string& message)
+      : PluginError(message, ErrorCode::kPermissionDenied) {}
+};
+
+// LD_PRELOAD, LD_AUDIT or LD_LIBRARY_PATH is set (the message names it); set
+// CTX_ALLOW_LOADER_ENV=1 to load anyway. Code: kFailedPrecondition. Retry: without the variable.
+class LoaderEnvironmentRefused : public PluginError {
+ public:
+  explicit LoaderEnvironmentRefused(const std::string& message)
+      : PluginError(message, ErrorCode::kFailedPrecondition) {}
+};
+
+// A supervised trial load failed: the child "exited with status N before answering", was
+// "killed by SIGxxx", gave "no answer within N s" or "wrote to stdout/stderr", or the load in
+// the child failed (its message is kept). Code: kFailedPrecondition. Retry: no.
+class PluginTrialFailed : public PluginError {
+ public:
+  explicit PluginTrialFailed(const std::string& message)
+      : PluginError(message, ErrorCode::kFailedPrecondition) {}
+};
+
+// `pin` found (kind, id) already pinned to other bytes ("already pinned ... pass --replace").
+// Code: kAlreadyExists. Retry: with --replace after checking the new bytes.
+class PinConflict : public PluginError {
+ public:
+  explicit PinConflict(const std::string& message)
+      : PluginError(message, ErrorCode::kAlreadyExists) {}
 };
 
 }  // namespace ctx::plugins

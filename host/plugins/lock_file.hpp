@@ -1,15 +1,19 @@
-// plugins.lock.json: the only list of plugins the host may load, each pinned by the sha256 of its
-// exact bytes. Stored as canonical JSON:
-//   {"entries":[{"abi":{"major":1,"minor":0},"id":"...","kind":"verifier","path":"/abs/x.so",
-//                "platform":"linux-x86_64","sha256":"<64 hex>","version":"1.0.0"}, ...],
-//    "schema":"ctx.plugins-lock.v1"}
-// Entries are kept sorted by (kind, id); (kind, id) is unique. A LockFile is a plain value: not
-// synchronised, copyable.
+// plugins.lock.json: the only list of plugins the host may load, and a trust root. Each entry
+// pins the sha256 and size of a plugin's exact bytes, the identity its ELF note declares, and
+// the sonames it needs. Stored as strictly canonical JSON plus one newline:
+//   {"entries":[{"abi":{"major":1,"minor":0},"id":"...","kind":"verifier",
+//                "needed":["libc.so.6"],"path":"/abs/x.so","platform":"linux-x86_64",
+//                "sha256":"<64 hex>","size":12345,"version":"1.0.0"}, ...],
+//    "schema":"ctx.plugins-lock.v2"}
+// Entries are sorted by (kind, id), which is unique (a flat map: lookups are O(log n), parsing
+// and listing linear). A LockFile is a plain value: not synchronised, copyable. Files are read
+// and written only through trusted paths (see detail/trusted_path.hpp).
 #ifndef CTX_HOST_PLUGINS_LOCK_FILE_HPP_
 #define CTX_HOST_PLUGINS_LOCK_FILE_HPP_
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,19 +23,24 @@
 
 namespace ctx::plugins {
 
-inline constexpr std::string_view kLockSchema = "ctx.plugins-lock.v1";
+inline constexpr std::string_view kLockSchema = "ctx.plugins-lock.v2";
+inline constexpr std::uint64_t kMaxLockFileBytes = 16ull << 20;
+// Largest plugin file the loader accepts.
+inline constexpr std::uint64_t kMaxPluginBytes = 256ull << 20;
 
 struct LockEntry {
   PluginKind kind = PluginKind::kInstaller;
   std::string id;
   std::string version;
   std::string sha256;  // lower-case hex of the exact file bytes
+  std::uint64_t size = 0;  // byte size of the pinned file
   std::uint32_t abi_major = 0;
-  std::uint32_t abi_minor = 0;  // the minor the plugin was built against
-  std::string platform;         // e.g. "linux-x86_64"
-  std::string path;             // absolute path of the pinned file
+  std::uint32_t abi_minor = 0;        // the minor the plugin requires (its note's abi.minor)
+  std::vector<std::string> needed;    // DT_NEEDED sonames, in the file's order
+  std::string platform;               // e.g. "linux-x86_64"
+  std::string path;                   // absolute, normalised path of the pinned file
 
-  // The identity this entry pins (everything but platform and path).
+  // The identity this entry pins (everything but size, needed, platform and path).
   PluginIdentity identity() const;
   // "kind:id".
   std::string label() const { return plugin_label(kind, id); }
@@ -47,18 +56,29 @@ class LockFile {
  public:
   LockFile() = default;
 
-  // Reads and validates `path`. Never modifies the file.
-  // Errors: PluginFileNotFound when it does not exist; MalformedLockFile ("malformed lock file
-  // <path>: <reason>") for unreadable, truncated, non-JSON or schema-violating content;
-  // SystemError for other I/O failures.
+  // Reads `path` as a trust root: it is made absolute and normalised, every directory from "/"
+  // is walked O_NOFOLLOW (owned by root or us, not group/other-writable unless sticky), the file
+  // is opened O_NOFOLLOW and must be a regular file owned by root or us, not group/other-
+  // writable, at most 16 MiB (from fstat, before reading), and strictly canonical.
+  // Errors: PluginFileNotFound; UnsafePluginFile; MalformedLockFile ("malformed lock file
+  // <path>: <reason>", with how to fix it); SystemError.
   static LockFile load(const std::filesystem::path& path);
   // As load(), but a missing file reads as an empty lock.
   static LockFile load_or_empty(const std::filesystem::path& path);
-  // Parses lock-file text (`origin` names it in messages). Errors: MalformedLockFile.
+  // Parses lock-file text, which must be exactly canonical_json(to_json()) + "\n".
+  // `origin` names it in messages. Errors: MalformedLockFile.
   static LockFile parse(std::string_view text, std::string_view origin);
 
-  // Atomically replaces `path` with canonical_json(to_json()) + "\n": temp file in the same
-  // directory, fsync, rename, fsync of the directory. Errors: SystemError.
+  // Read-modify-write under an exclusive flock on the lock's directory: loads the lock (empty
+  // when missing), applies `change`, and saves the result. Concurrent updates serialise; none is
+  // lost. Returns what was written. Errors: as load(), save(), and whatever `change` throws (the
+  // file is then left as it was).
+  static LockFile update(const std::filesystem::path& path,
+                         const std::function<void(LockFile&)>& change);
+
+  // Atomically replaces `path` with canonical_json(to_json()) + "\n" (mode 0644): temp file in
+  // the same (trusted) directory, fsync, rename, fsync of the directory. Does not lock; use
+  // update() when others may write concurrently. Errors: UnsafePluginFile; SystemError.
   void save(const std::filesystem::path& path) const;
 
   const std::vector<LockEntry>& entries() const noexcept { return entries_; }

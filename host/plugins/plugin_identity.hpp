@@ -41,7 +41,7 @@ struct PluginIdentity {
   std::string id;
   std::string version;
   std::uint32_t abi_major = 0;
-  std::uint32_t abi_minor = 0;  // the minor the plugin was built against
+  std::uint32_t abi_minor = 0;  // the minor the plugin requires (its note's abi.minor)
   std::string sha256;           // of the exact file bytes, lower-case hex
 
   // {"abi":{"major","minor"},"id","kind","sha256","version"}.

@@ -1,15 +1,20 @@
 #include "host/plugins/plugin_loader.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
-#include <stdio.h>  // renameat2, RENAME_NOREPLACE, RENAME_EXCHANGE (glibc >= 2.28)
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -21,211 +26,292 @@
 
 #include "host/core/crypto.hpp"
 #include "host/core/error.hpp"
-#include "host/plugins/detail/elf_check.hpp"
+#include "host/plugins/detail/dependencies.hpp"
+#include "host/plugins/detail/elf_reader.hpp"
 #include "host/plugins/detail/ops_table.hpp"
+#include "host/plugins/detail/trusted_path.hpp"
 #include "host/plugins/detail/unique_fd.hpp"
 #include "host/plugins/errors.hpp"
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U  // Linux >= 6.3; older kernels reject it with EINVAL
+#endif
 
 namespace ctx::plugins {
 
 struct LoadedPlugin::Library {
+  detail::UniqueFd memfd;  // declared first: closed after the library is unloaded
+  std::string name;        // "/proc/self/fd/N"
   boost::dll::shared_library library;
+
+  ~Library() {
+    library.unload();
+    // If something keeps the object resident, glibc would hand it back for this name: keep the
+    // descriptor (and so the name) taken for the rest of the process.
+    if (void* handle = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+      ::dlclose(handle);
+      static_cast<void>(memfd.release());
+    }
+  }
 };
 
 namespace {
 
 namespace fs = std::filesystem;
-using detail::TempFileGuard;
 using detail::UniqueFd;
 
-constexpr std::size_t kCopyBufferBytes = 256 * 1024;
 constexpr std::size_t kMaxDescriptorText = 256;
+constexpr std::string_view kLoaderVariables[] = {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH"};
 
 std::string errno_text(int error) { return std::strerror(error); }
 
-// Directories a load created; removed again (deepest first) unless keep() is called, so a
-// failed load leaves the disk as it found it.
-class CreatedDirs {
+std::string abi_text(std::uint32_t major, std::uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// The identity a note (or a descriptor) declares; sha256 left empty.
+std::string identity_text(const PluginIdentity& id) {
+  return id.label() + " " + id.version + " (abi " + abi_text(id.abi_major, id.abi_minor) + ")";
+}
+
+// Unmaps on destruction.
+class Mapping {
  public:
-  CreatedDirs() = default;
-  CreatedDirs(const CreatedDirs&) = delete;
-  CreatedDirs& operator=(const CreatedDirs&) = delete;
-  ~CreatedDirs() {
-    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) ::rmdir(it->c_str());
+  Mapping(int fd, std::size_t size) : size_(size) {
+    data_ = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (data_ == MAP_FAILED) {
+      data_ = nullptr;
+      throw SystemError("cannot map the sealed plugin copy: " + errno_text(errno));
+    }
   }
-  void add(fs::path dir) { dirs_.push_back(std::move(dir)); }
-  void keep() noexcept { dirs_.clear(); }
+  ~Mapping() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  std::span<const std::byte> bytes() const {
+    return {static_cast<const std::byte*>(data_), size_};
+  }
 
  private:
-  std::vector<fs::path> dirs_;
+  void* data_ = nullptr;
+  std::size_t size_;
 };
 
-// Creates `dir` with `mode` if missing, recording it in `created`.
-void make_dir(const fs::path& dir, mode_t mode, CreatedDirs& created) {
-  if (::mkdir(dir.c_str(), mode) == 0) {
-    created.add(dir);
-  } else if (errno != EEXIST) {
-    throw SystemError("cannot create directory " + dir.string() + ": " + errno_text(errno));
-  }
-}
-
-// Creates `dir` with mode 0700 if missing; requires a directory (not a symlink) owned by us or
-// root, and removes group/other permission bits from it.
-void ensure_private_dir(const fs::path& dir, CreatedDirs& created) {
-  make_dir(dir, 0700, created);
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) {
-    throw SystemError("cannot stat plugin cache directory " + dir.string() + ": " +
-                      errno_text(errno));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    throw UnsafePluginFile("plugin cache " + dir.string() + " is not a regular directory");
-  }
-  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
-    throw UnsafePluginFile("plugin cache " + dir.string() + " has the wrong owner (uid " +
-                           std::to_string(st.st_uid) + ")");
-  }
-  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
-    throw SystemError("cannot make plugin cache " + dir.string() + " private: " +
-                      errno_text(errno));
-  }
-}
-
-// Creates the state directory's missing parents (0755 before umask), then the state directory,
-// its plugins/ and plugins/sha256/ as private directories.
-void ensure_cache_dirs(const fs::path& state_dir, CreatedDirs& created) {
-  std::vector<fs::path> missing;
-  for (fs::path dir = state_dir.parent_path(); !dir.empty() && !fs::exists(dir);
-       dir = dir.parent_path()) {
-    missing.push_back(dir);
-    if (dir == dir.root_path()) break;
-  }
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) make_dir(*it, 0755, created);
-  ensure_private_dir(state_dir, created);
-  ensure_private_dir(state_dir / "plugins", created);
-  ensure_private_dir(state_dir / "plugins" / "sha256", created);
-}
-
-// Opens `path` without following a final symlink and checks that it is safe to read.
-UniqueFd open_plugin_file(const fs::path& path, struct stat& st) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    const int error = errno;
-    if (error == ENOENT || error == ENOTDIR) {
-      throw PluginFileNotFound("plugin file " + path.string() + " not found");
-    }
-    if (error == ELOOP) throw UnsafePluginFile("plugin file " + path.string() + " is a symlink");
-    throw SystemError("cannot open plugin file " + path.string() + ": " + errno_text(error));
-  }
-  if (::fstat(fd.get(), &st) != 0) {
-    throw SystemError("cannot stat plugin file " + path.string() + ": " + errno_text(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    throw UnsafePluginFile("plugin file " + path.string() + " is not a regular file");
-  }
-  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
-    throw UnsafePluginFile("plugin file " + path.string() + " has the wrong owner (uid " +
-                           std::to_string(st.st_uid) + ")");
-  }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    throw UnsafePluginFile("plugin file " + path.string() + " is group- or world-writable");
-  }
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxPluginBytes) {
-    throw UnsafePluginFile("plugin file " + path.string() + " is too large");
-  }
-  return fd;
-}
-
-void write_all(int fd, const char* data, std::size_t size, const std::string& what) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError("cannot write " + what + ": " + errno_text(errno));
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-}
-
-// A verified file in the cache, and whether this load created the cache name.
-struct CachedCopy {
-  fs::path path;
+// The bytes of one plugin file, sealed in a memfd, with what was read from them.
+struct SealedPlugin {
+  UniqueFd memfd;
+  std::string path;  // absolute, normalised
+  std::uint64_t size = 0;
   std::string sha256;
-  bool created = false;
+  detail::ElfPluginView elf;
+  std::optional<PluginIdentity> note;  // set by check_loadable (always, once checked)
 };
 
-// Streams `source` into a temp file in `cache_dir` while hashing the same buffers, compares the
-// digest with `expected` (when given), checks the entry symbol, and publishes <hex>.so (0500).
-CachedCopy copy_into_cache(const fs::path& source, const fs::path& cache_dir,
-                           const std::optional<std::string>& expected, const std::string& label) {
-  struct stat st {};
-  UniqueFd in = open_plugin_file(source, st);
+UniqueFd make_memfd(const std::string& label) {
+  const std::string name = "ctx-plugin:" + label.substr(0, 200);
+  int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+  if (fd < 0 && errno == EINVAL) fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) throw SystemError("cannot create a memfd for plugin " + label + ": " + errno_text(errno));
+  return UniqueFd(fd);
+}
 
-  std::string temp = (cache_dir / "incoming-XXXXXX").string();
-  UniqueFd out(::mkostemp(temp.data(), O_CLOEXEC));
-  if (!out) {
-    throw SystemError("cannot create a file in the plugin cache " + cache_dir.string() + ": " +
-                      errno_text(errno));
-  }
-  TempFileGuard temp_guard(temp);
-
-  core::Sha256 hasher;
-  const auto buffer = std::make_unique_for_overwrite<char[]>(kCopyBufferBytes);
-  std::uint64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(in.get(), buffer.get(), kCopyBufferBytes);
+// Copies exactly `size` bytes of `in` (from offset 0) into `out`.
+void copy_exactly(int in, int out, std::uint64_t size, const std::string& path) {
+  off_t offset = 0;
+  while (static_cast<std::uint64_t>(offset) < size) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(size - offset, 1u << 30));
+    const ssize_t n = ::sendfile(out, in, &offset, want);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw SystemError("cannot read plugin file " + source.string() + ": " + errno_text(errno));
+      throw SystemError("cannot read plugin file " + path + ": " + errno_text(errno));
     }
-    if (n == 0) break;
-    total += static_cast<std::uint64_t>(n);
-    if (total > kMaxPluginBytes) {
-      throw UnsafePluginFile("plugin file " + source.string() + " is too large");
+    if (n == 0) {
+      throw UnsafePluginFile("plugin file " + path + " shrank while it was read (size)");
     }
-    hasher.update(buffer.get(), static_cast<std::size_t>(n));
-    write_all(out.get(), buffer.get(), static_cast<std::size_t>(n), "the plugin cache");
   }
-  const std::string actual = core::to_hex(hasher.finish());
-  if (expected && *expected != actual) throw PluginDigestMismatch(label, *expected, actual);
+}
 
-  detail::require_exported_function(out.get(), total, CTX_PLUGIN_ENTRY_SYMBOL, label);
+// Parses a note descriptor: strictly canonical {"abi":{"major","minor"},"id","kind","version"}.
+PluginIdentity parse_note(const std::string& text, const std::string& label) {
+  const auto bad = [&](const std::string& why) {
+    return PluginNoteMismatch("plugin " + label + " has an invalid identity note: " + why);
+  };
+  core::Json note;
+  try {
+    note = core::parse_canonical_json(text);
+  } catch (const Error& e) {
+    throw bad(e.what());
+  }
+  if (!note.is_object() || note.size() != 4 || !note.contains("abi") || !note.contains("id") ||
+      !note.contains("kind") || !note.contains("version")) {
+    throw bad("want exactly the keys abi, id, kind, version");
+  }
+  const core::Json& abi = note["abi"];
+  if (!abi.is_object() || abi.size() != 2 || !abi.contains("major") || !abi.contains("minor") ||
+      !abi["major"].is_number_unsigned() || !abi["minor"].is_number_unsigned() ||
+      abi["major"].get<std::uint64_t>() > 0xffffffffu ||
+      abi["minor"].get<std::uint64_t>() > 0xffffffffu) {
+    throw bad("abi must be {\"major\":M,\"minor\":m} with unsigned 32-bit numbers");
+  }
+  if (!note["id"].is_string() || !note["kind"].is_string() || !note["version"].is_string()) {
+    throw bad("id, kind and version must be strings");
+  }
+  PluginIdentity id;
+  try {
+    id.kind = parse_kind(note["kind"].get<std::string>());
+  } catch (const InvalidArgument& e) {
+    throw bad(e.what());
+  }
+  id.id = note["id"].get<std::string>();
+  id.version = note["version"].get<std::string>();
+  if (!is_valid_plugin_id(id.id)) throw bad("invalid id \"" + id.id + "\"");
+  if (!is_valid_semver(id.version)) throw bad("invalid version \"" + id.version + "\"");
+  id.abi_major = static_cast<std::uint32_t>(abi["major"].get<std::uint64_t>());
+  id.abi_minor = static_cast<std::uint32_t>(abi["minor"].get<std::uint64_t>());
+  return id;
+}
 
-  if (::fchmod(out.get(), 0500) != 0) {
-    throw SystemError("cannot seal the plugin cache file: " + errno_text(errno));
+// Steps 2-4 of the file comment, up to (not including) the dependency trust check.
+SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> pinned_size,
+                         const std::string& label) {
+  detail::TrustedFile file = detail::open_trusted_file(path, detail::Owners::kRootOrUs,
+                                                       "plugin file");
+  SealedPlugin out;
+  out.path = path;
+  out.size = static_cast<std::uint64_t>(file.st.st_size);
+  if (out.size > kMaxPluginBytes) throw UnsafePluginFile("plugin file " + path + " is too large");
+  if (pinned_size && *pinned_size != out.size) {
+    throw UnsafePluginFile("plugin " + label + ": file " + path + " has size " +
+                           std::to_string(out.size) + "; the lock pins size " +
+                           std::to_string(*pinned_size) + " (its bytes changed)");
   }
-  out.reset();
-  CachedCopy copy;
-  copy.path = cache_dir / (actual + ".so");
-  copy.sha256 = actual;
-  // Publish atomically. A cache file of the same digest from an earlier load is swapped out
-  // (RENAME_EXCHANGE) rather than renamed over: the bytes loaded are always the bytes hashed by
-  // this load, and ext4 does not force the new file's blocks out as it does for rename-over.
-  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, copy.path.c_str(), RENAME_NOREPLACE) == 0) {
-    copy.created = true;
-    temp_guard.release();
-  } else if (errno == EEXIST &&
-             ::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, copy.path.c_str(), RENAME_EXCHANGE) ==
-                 0) {
-    // `temp` now names the previous cache file; temp_guard unlinks it.
-  } else if ((errno == EINVAL || errno == ENOSYS) &&
-             ::rename(temp.c_str(), copy.path.c_str()) == 0) {
-    temp_guard.release();  // a filesystem without renameat2 flags: plain atomic replace
-  } else {
-    throw SystemError("cannot publish " + copy.path.string() + ": " + errno_text(errno));
+  if (out.size == 0) throw MalformedElf("plugin " + label + " is not a loadable elf plugin: empty");
+  out.memfd = make_memfd(label);
+  copy_exactly(file.fd.get(), out.memfd.get(), out.size, path);
+  if (::fcntl(out.memfd.get(), F_ADD_SEALS,
+              F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    throw SystemError("cannot seal the copy of plugin " + label + ": " + errno_text(errno));
   }
-  return copy;
+  struct stat st {};
+  if (::fstat(out.memfd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != out.size) {
+    throw SystemError("the sealed copy of plugin " + label + " has the wrong size");
+  }
+  const Mapping map(out.memfd.get(), out.size);
+  core::Sha256 hasher;
+  hasher.update(map.bytes().data(), map.bytes().size());
+  out.sha256 = core::to_hex(hasher.finish());
+  if (pinned_size) return out;  // the caller compares the digest before parsing anything
+  try {
+    out.elf = detail::read_elf_plugin(map.bytes(), CTX_PLUGIN_ENTRY_SYMBOL);
+  } catch (const MalformedElf& e) {
+    throw MalformedElf("plugin " + label + " is not a loadable elf plugin: " + e.what());
+  }
+  return out;
+}
+
+// Parses the ELF of an already-compared copy (second half of read_sealed for pinned loads).
+void parse_sealed(SealedPlugin& plugin, const std::string& label) {
+  const Mapping map(plugin.memfd.get(), plugin.size);
+  try {
+    plugin.elf = detail::read_elf_plugin(map.bytes(), CTX_PLUGIN_ENTRY_SYMBOL);
+  } catch (const MalformedElf& e) {
+    throw MalformedElf("plugin " + label + " is not a loadable elf plugin: " + e.what());
+  }
+}
+
+// The rules of step 4 that need no lock: entry symbol, no search paths, trusted dependencies,
+// a valid note when there is one.
+void check_loadable(SealedPlugin& plugin, const std::string& label) {
+  const detail::ElfPluginView& elf = plugin.elf;
+  if (!elf.entry_found) {
+    throw MissingEntrySymbol("plugin " + label + " does not export the entry symbol " +
+                             CTX_PLUGIN_ENTRY_SYMBOL + " (" + elf.entry_problem + ")");
+  }
+  const auto search_path = [&](const char* tag, const std::vector<std::string>& values) {
+    if (values.empty()) return;
+    throw UnsafeDependency("plugin " + label + " has " + tag + " \"" + values.front() +
+                           "\": a library search path of its own would let unpinned libraries "
+                           "load; rebuild it without one");
+  };
+  search_path("DT_RPATH", elf.rpath);
+  search_path("DT_RUNPATH", elf.runpath);
+  if (!elf.filters.empty()) {
+    throw UnsafeDependency("plugin " + label + " has a filter or audit entry \"" +
+                           elf.filters.front() + "\", which would load unpinned code");
+  }
+  detail::DependencyResolver resolver;
+  for (const std::string& soname : elf.needed) resolver.resolve(soname, label);
+  if (!elf.identity_note) {
+    throw PluginNoteMismatch("plugin " + label + " has no identity note (section " +
+                             std::string(detail::kIdentityNoteSection) +
+                             ", note \"ctx\" type 1): build it with the SDK's CTX_PLUGIN macro");
+  }
+  plugin.note = parse_note(*elf.identity_note, label);
+  plugin.note->sha256 = plugin.sha256;
+}
+
+// The version rule applied to the note alone (no code runs): same major, required minor
+// within what `host` provides.
+void check_note_abi(const PluginIdentity& note, const ctx_host_negotiation& host,
+                    const std::string& label) {
+  if (note.abi_major != host.abi_major) {
+    throw PluginAbiMismatch("plugin \"" + note.id + "\" (" + label +
+                            ") is built for plugin ABI major " + std::to_string(note.abi_major) +
+                            "; this host provides major " + std::to_string(host.abi_major) +
+                            " (" + abi_text(host.abi_major, host.abi_minor_max) + ")");
+  }
+  if (note.abi_minor > host.abi_minor_max) {
+    throw PluginAbiMismatch("plugin \"" + note.id + "\" (" + label + ") requires plugin ABI " +
+                            abi_text(note.abi_major, note.abi_minor) + "; this host provides " +
+                            abi_text(host.abi_major, host.abi_minor_max));
+  }
+}
+
+std::string list_text(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out + "]";
+}
+
+// Everything check() and load() verify before mapping: returns the sealed copy.
+SealedPlugin check_against_entry(const LockEntry& entry, const fs::path& state_dir,
+                                 const ctx_host_negotiation& host) {
+  const std::string label = entry.label();
+  if (entry.platform != current_platform()) {
+    throw PluginIdentityMismatch("plugin " + label + " is pinned for platform " + entry.platform +
+                                 "; this host is " + current_platform());
+  }
+  if (const std::string problem = detail::path_problem(entry.path); !problem.empty()) {
+    throw UnsafePluginFile("plugin " + label + ": path " + problem);
+  }
+  if (detail::path_is_within(entry.path, state_dir.string())) {
+    throw UnsafePluginFile("plugin " + label + ": path " + entry.path +
+                           " is inside the state directory " + state_dir.string() +
+                           "; pin the plugin where it is installed");
+  }
+  SealedPlugin plugin = read_sealed(entry.path, entry.size, label);
+  if (plugin.sha256 != entry.sha256) throw PluginDigestMismatch(label, entry.sha256, plugin.sha256);
+  parse_sealed(plugin, label);
+  check_loadable(plugin, label);
+  if (*plugin.note != entry.identity()) {
+    throw PluginNoteMismatch("plugin " + label + ": its identity note declares " +
+                             identity_text(*plugin.note) + "; the lock pins " +
+                             identity_text(entry.identity()));
+  }
+  check_note_abi(*plugin.note, host, label);
+  if (plugin.elf.needed != entry.needed) {
+    throw UnsafeDependency("plugin " + label + " needs " + list_text(plugin.elf.needed) +
+                           "; the lock records " + list_text(entry.needed));
+  }
+  return plugin;
 }
 
 // Reads a descriptor string defensively (bounded, may be null).
 std::string descriptor_text(const char* text) {
   if (text == nullptr) return {};
   return std::string(text, ::strnlen(text, kMaxDescriptorText));
-}
-
-std::string abi_text(std::uint32_t major, std::uint32_t minor) {
-  return std::to_string(major) + "." + std::to_string(minor);
 }
 
 // Applies the version rule of plugin_abi.h and validates the descriptor and the ops table of its
@@ -324,38 +410,58 @@ PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d,
   identity.id = declared_id;
   identity.version = version;
   identity.abi_major = d->abi_major;
-  identity.abi_minor = d->abi_minor_built;
+  identity.abi_minor = d->abi_minor_required;
   return identity;
 }
 
-// dlopens the verified cache file, negotiates and validates. Removes a cache name this load
-// created when anything fails.
-std::shared_ptr<const LoadedPlugin> open_cached(const CachedCopy& copy, const std::string& file,
-                                                const ctx_host_negotiation& host) {
-  try {
-    auto library = std::make_unique<LoadedPlugin::Library>();
-    try {
-      library->library.load(copy.path, boost::dll::load_mode::rtld_now |
-                                           boost::dll::load_mode::rtld_local);
-    } catch (const std::exception& e) {
-      throw PluginLoadFailed("plugin " + file + " failed to load: " + e.what());
-    }
-    if (!library->library.has(CTX_PLUGIN_ENTRY_SYMBOL)) {
-      throw MissingEntrySymbol("plugin " + file + " does not export the entry symbol " +
-                               CTX_PLUGIN_ENTRY_SYMBOL);
-    }
-    const auto entry =
-        library->library.get<const ctx_plugin_descriptor*(const ctx_host_negotiation*)>(
-            CTX_PLUGIN_ENTRY_SYMBOL);
-    const ctx_plugin_descriptor* descriptor = entry(&host);
-    PluginIdentity identity = validate_descriptor(descriptor, host, file);
-    identity.sha256 = copy.sha256;
-    return std::make_shared<const LoadedPlugin>(std::move(library), descriptor,
-                                                std::move(identity), copy.path);
-  } catch (...) {
-    if (copy.created) ::unlink(copy.path.c_str());
-    throw;
+// Maps the sealed copy through Boost.DLL under a name no loaded object has, negotiates and
+// validates. `expected` (the note, and the lock) must equal what the entry returns.
+std::shared_ptr<const LoadedPlugin> map_sealed(SealedPlugin&& plugin, const std::string& file,
+                                               const ctx_host_negotiation& host,
+                                               const std::optional<PluginIdentity>& pinned) {
+  const std::optional<PluginIdentity> note = plugin.note;
+  auto library = std::make_unique<LoadedPlugin::Library>();
+  library->memfd = std::move(plugin.memfd);
+  library->name = "/proc/self/fd/" + std::to_string(library->memfd.get());
+  // glibc matches dlopen names against loaded objects before opening anything: if this name is
+  // taken (an earlier object kept resident), move the memfd to a fresh descriptor number.
+  for (int attempt = 0;; ++attempt) {
+    void* taken = ::dlopen(library->name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (taken == nullptr) break;
+    ::dlclose(taken);
+    if (attempt == 64) throw PluginLoadFailed("plugin " + file + ": no unused descriptor name");
+    UniqueFd fresh(::fcntl(library->memfd.get(), F_DUPFD_CLOEXEC, library->memfd.get() + 1));
+    if (!fresh) throw SystemError("cannot duplicate the plugin memfd: " + errno_text(errno));
+    static_cast<void>(library->memfd.release());  // the old number stays taken on purpose
+    library->memfd = std::move(fresh);
+    library->name = "/proc/self/fd/" + std::to_string(library->memfd.get());
   }
+  try {
+    library->library.load(fs::path(library->name),
+                          boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    throw PluginLoadFailed("plugin " + file + " failed to load: " + e.what());
+  }
+  if (!library->library.has(CTX_PLUGIN_ENTRY_SYMBOL)) {
+    throw MissingEntrySymbol("plugin " + file + " does not export the entry symbol " +
+                             CTX_PLUGIN_ENTRY_SYMBOL);
+  }
+  const auto entry =
+      library->library.get<const ctx_plugin_descriptor*(const ctx_host_negotiation*)>(
+          CTX_PLUGIN_ENTRY_SYMBOL);
+  const ctx_plugin_descriptor* descriptor = entry(&host);
+  PluginIdentity identity = validate_descriptor(descriptor, host, file);
+  identity.sha256 = plugin.sha256;
+  if (note && identity != *note) {
+    throw PluginNoteMismatch("plugin " + file + ": its entry returned " + identity_text(identity) +
+                             " but its identity note declares " + identity_text(*note));
+  }
+  if (pinned && identity != *pinned) {
+    throw PluginIdentityMismatch("plugin " + file + " declares " + identity_text(identity) +
+                                 "; the lock pins " + identity_text(*pinned));
+  }
+  return std::make_shared<const LoadedPlugin>(std::move(library), descriptor,
+                                              std::move(identity));
 }
 
 }  // namespace
@@ -364,17 +470,42 @@ ctx_host_negotiation host_negotiation() noexcept {
   return ctx_host_negotiation{sizeof(ctx_host_negotiation), CTX_ABI_MAJOR, 0, CTX_ABI_MINOR};
 }
 
+void require_safe_loader_environment() {
+  for (const std::string_view name : kLoaderVariables) {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr || *value == '\0') continue;
+    const char* allow = std::getenv("CTX_ALLOW_LOADER_ENV");
+    if (allow != nullptr && std::string_view(allow) == "1") {
+      std::cerr << "ctx: warning: " << name
+                << " is set; loading plugins anyway because CTX_ALLOW_LOADER_ENV=1 (libraries "
+                   "it names are not pinned)\n";
+      return;
+    }
+    throw LoaderEnvironmentRefused(
+        "refusing to load plugins while " + std::string(name) +
+        " is set: it makes the dynamic loader run or find libraries that are not pinned; unset "
+        "it, or set CTX_ALLOW_LOADER_ENV=1 for a sanitizer or debugger run");
+  }
+}
+
+void require_trusted_directory(const std::filesystem::path& dir, std::string_view what,
+                               bool missing_ok) {
+  try {
+    detail::open_trusted_dir(detail::absolute_normal(dir), detail::Owners::kRootOrUs, what);
+  } catch (const PluginFileNotFound&) {
+    if (!missing_ok) throw;
+  }
+}
+
 LoadedPlugin::LoadedPlugin(std::unique_ptr<Library> library,
-                           const ctx_plugin_descriptor* descriptor, PluginIdentity identity,
-                           std::filesystem::path cache_path)
-    : library_(std::move(library)),
-      descriptor_(descriptor),
-      identity_(std::move(identity)),
-      cache_path_(std::move(cache_path)) {
+                           const ctx_plugin_descriptor* descriptor, PluginIdentity identity)
+    : library_(std::move(library)), descriptor_(descriptor), identity_(std::move(identity)) {
   CTX_CHECK(library_ != nullptr && descriptor_ != nullptr);
 }
 
 LoadedPlugin::~LoadedPlugin() = default;
+
+const std::string& LoadedPlugin::library_path() const noexcept { return library_->name; }
 
 const ctx_verifier_ops* LoadedPlugin::verifier_ops() const noexcept {
   return kind() == PluginKind::kVerifier ? static_cast<const ctx_verifier_ops*>(descriptor_->ops)
@@ -397,59 +528,43 @@ PluginLoader::PluginLoader(std::filesystem::path state_dir)
     : PluginLoader(std::move(state_dir), host_negotiation()) {}
 
 PluginLoader::PluginLoader(std::filesystem::path state_dir, const ctx_host_negotiation& host)
-    : state_dir_(std::filesystem::absolute(state_dir).lexically_normal()), host_(host) {
+    : state_dir_(detail::absolute_normal(state_dir)), host_(host) {
   CTX_CHECK(host_.abi_minor_min <= host_.abi_minor_max);
 }
 
-std::filesystem::path PluginLoader::cache_dir() const {
-  return state_dir_ / "plugins" / "sha256";
-}
-
 std::shared_ptr<const LoadedPlugin> PluginLoader::load(const LockEntry& entry) const {
-  const std::string label = entry.label();
-  if (entry.platform != current_platform()) {
-    throw PluginIdentityMismatch("plugin " + label + " is pinned for platform " + entry.platform +
-                                 "; this host is " + current_platform());
-  }
-  CreatedDirs created;
-  ensure_cache_dirs(state_dir_, created);
-  const CachedCopy copy = copy_into_cache(entry.path, cache_dir(), entry.sha256, label);
-  auto plugin = open_cached(copy, label + " (" + entry.path + ")", host_);
-  const PluginIdentity& declared = plugin->identity();
-  if (declared != entry.identity()) {
-    if (copy.created) ::unlink(copy.path.c_str());
-    throw PluginIdentityMismatch(
-        "plugin " + label + " declares " + declared.label() + " " + declared.version + " (abi " +
-        abi_text(declared.abi_major, declared.abi_minor) + "); the lock pins " + label + " " +
-        entry.version + " (abi " + abi_text(entry.abi_major, entry.abi_minor) + ")");
-  }
-  created.keep();
-  return plugin;
+  require_safe_loader_environment();
+  SealedPlugin plugin = check_against_entry(entry, state_dir_, host_);
+  return map_sealed(std::move(plugin), entry.label() + " (" + entry.path + ")", host_,
+                    entry.identity());
 }
 
-std::shared_ptr<const LoadedPlugin> PluginLoader::load_unpinned(
-    const std::filesystem::path& file) const {
-  CreatedDirs created;
-  ensure_cache_dirs(state_dir_, created);
-  const std::string label = file.string();
-  const CachedCopy copy = copy_into_cache(file, cache_dir(), std::nullopt, label);
-  auto plugin = open_cached(copy, label, host_);
-  created.keep();
-  return plugin;
+PluginIdentity PluginLoader::check(const LockEntry& entry) const {
+  const SealedPlugin plugin = check_against_entry(entry, state_dir_, host_);
+  return *plugin.note;
 }
 
 LockEntry PluginLoader::inspect_for_pin(const std::filesystem::path& file) const {
-  const auto plugin = load_unpinned(file);
-  const PluginIdentity& identity = plugin->identity();
+  const std::string path = detail::absolute_normal(file);
+  if (detail::path_is_within(path, state_dir_.string())) {
+    throw UnsafePluginFile("plugin file " + path + " is inside the state directory " +
+                           state_dir_.string() + "; pin the plugin where it is installed");
+  }
+  SealedPlugin plugin = read_sealed(path, std::nullopt, path);
+  check_loadable(plugin, path);
+  const PluginIdentity& identity = *plugin.note;
+  check_note_abi(identity, host_, path);
   LockEntry entry;
   entry.kind = identity.kind;
   entry.id = identity.id;
   entry.version = identity.version;
-  entry.sha256 = identity.sha256;
+  entry.sha256 = plugin.sha256;
+  entry.size = plugin.size;
   entry.abi_major = identity.abi_major;
   entry.abi_minor = identity.abi_minor;
+  entry.needed = plugin.elf.needed;
   entry.platform = current_platform();
-  entry.path = std::filesystem::absolute(file).lexically_normal().string();
+  entry.path = path;
   return entry;
 }
 

@@ -1,19 +1,23 @@
-// Digest-pinned, TOCTOU-safe plugin loading (DESIGN.md §2).
+// Digest-pinned plugin loading where the checked bytes are the loaded bytes (DESIGN.md §2).
 //
 // PluginLoader::load(entry):
-//   1. open(entry.path, O_RDONLY|O_NOFOLLOW|O_CLOEXEC) and fstat the descriptor: a regular file,
-//      owned by the effective uid or root, not group- or world-writable;
-//   2. stream the bytes from that descriptor into a temp file in the private cache
-//      <state>/plugins/sha256/ (directories 0700) while hashing the very same buffers;
-//   3. compare the digest with the pin BEFORE any code of the file can run;
-//   4. check (without loading) that it is an ELF shared object for this machine that exports
-//      ctx_plugin_entry, then publish it as <hex>.so (mode 0500);
-//   5. dlopen that cache file through Boost.DLL with RTLD_NOW|RTLD_LOCAL, call ctx_plugin_entry
-//      with this host's negotiation, apply the version rule and validate the descriptor;
-//   6. require the declared identity (kind, id, version, abi) to equal the lock entry.
-// The cache file is named by its digest, so glibc's reuse of an already-loaded library by name
-// can never hand back other bytes. A failed load leaves the disk as it was: its temp file, and
-// any cache file or directory it created, are removed.
+//   1. refuses while LD_PRELOAD, LD_AUDIT or LD_LIBRARY_PATH is set (CTX_ALLOW_LOADER_ENV=1
+//      overrides it and says so on stderr), and refuses a path inside the state directory;
+//   2. walks every directory from "/" to the file with openat(O_NOFOLLOW|O_DIRECTORY) (owned by
+//      root or us, not group/other-writable unless sticky), opens the file O_NOFOLLOW|O_CLOEXEC
+//      and checks from fstat: regular, owner, mode, size equal to the pin;
+//   3. copies exactly that many bytes into a memfd, seals it (F_SEAL_WRITE|GROW|SHRINK|SEAL) and
+//      hashes the sealed bytes: these and only these are ever mapped;
+//   4. reads the program headers and PT_DYNAMIC (bounds-checked; detail/elf_reader.hpp): the
+//      identity note must equal the lock entry, DT_NEEDED must equal the recorded sonames and
+//      each must resolve to a root-owned system library; DT_RPATH/DT_RUNPATH and filters are
+//      refused; ctx_plugin_entry must be reachable through the dynamic hash table;
+//   5. dlopens "/proc/self/fd/N" of the memfd through Boost.DLL (RTLD_NOW|RTLD_LOCAL; the name is
+//      checked unused with RTLD_NOLOAD first), calls ctx_plugin_entry, applies the version rule,
+//      and requires the returned descriptor to equal the note and the lock.
+// The memfd stays open while the library is loaded (and forever if dlclose keeps it resident),
+// so glibc can never match the name to other bytes. Nothing is re-opened by path after
+// hashing; nothing is written to disk. inspect_for_pin() and check() execute nothing.
 //
 // Thread-safety: PluginLoader is immutable and may be used from several threads; a LoadedPlugin
 // is immutable and shared through shared_ptr<const LoadedPlugin>.
@@ -25,27 +29,37 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_identity.hpp"
 
 namespace ctx::plugins {
 
-// Largest plugin file the loader accepts.
-inline constexpr std::uint64_t kMaxPluginBytes = 256ull << 20;
-
 // The negotiation this host offers: major CTX_ABI_MAJOR, minors 0..CTX_ABI_MINOR.
 ctx_host_negotiation host_negotiation() noexcept;
+
+// Refuses to go on while LD_PRELOAD, LD_AUDIT or LD_LIBRARY_PATH is set (non-empty), naming the
+// variable, unless CTX_ALLOW_LOADER_ENV=1 — then writes a warning naming it to stderr on each call.
+// Errors: LoaderEnvironmentRefused.
+void require_safe_loader_environment();
+
+// Walks `dir` from "/" as the loader walks a plugin's directories: every component a directory
+// (no symlink) owned by root or us, not group/other-writable unless sticky. `what` names it.
+// Errors: UnsafePluginFile; PluginFileNotFound unless `missing_ok`; SystemError.
+void require_trusted_directory(const std::filesystem::path& dir, std::string_view what,
+                               bool missing_ok);
 
 // A verified, loaded plugin. Keeps its shared object resident while any shared_ptr to it lives;
 // everything obtained from it (descriptor, ops, instances) must not outlive it.
 // Non-copyable, non-movable; made only by PluginLoader.
 class LoadedPlugin {
  public:
-  struct Library;  // implementation detail: owns the boost::dll::shared_library
+  struct Library;  // implementation detail: the memfd and the boost::dll::shared_library
 
   LoadedPlugin(std::unique_ptr<Library> library, const ctx_plugin_descriptor* descriptor,
-               PluginIdentity identity, std::filesystem::path cache_path);
+               PluginIdentity identity);
   ~LoadedPlugin();
   LoadedPlugin(const LoadedPlugin&) = delete;
   LoadedPlugin& operator=(const LoadedPlugin&) = delete;
@@ -59,21 +73,20 @@ class LoadedPlugin {
   const ctx_verifier_ops* verifier_ops() const noexcept;
   const ctx_installer_ops* installer_ops() const noexcept;
   const ctx_host_adapter_ops* host_adapter_ops() const noexcept;
-  // The content-addressed cache file the code was loaded from.
-  const std::filesystem::path& cache_path() const noexcept { return cache_path_; }
+  // "/proc/self/fd/N": the name the sealed memfd was loaded under; dlopen(RTLD_NOLOAD) of it
+  // finds this library while the object lives.
+  const std::string& library_path() const noexcept;
 
  private:
   std::unique_ptr<Library> library_;  // declared first: destroyed last
   const ctx_plugin_descriptor* descriptor_;
   PluginIdentity identity_;
-  std::filesystem::path cache_path_;
 };
 
 class PluginLoader {
  public:
-  // `state_dir` is made absolute; the cache is <state_dir>/plugins/sha256/. On first use the
-  // state directory's missing parents are created, and state_dir, plugins/ and sha256/ are
-  // created 0700 (tightened to 0700 if they exist with looser modes).
+  // `state_dir` is made absolute and normalised. The loader writes nothing there; it refuses
+  // pinned paths inside it (the old cache location).
   explicit PluginLoader(std::filesystem::path state_dir);
   // As above, offering `host` instead of host_negotiation() to plugins: lets a conformance kit
   // play an older or newer host. REQUIRES: host.abi_minor_min <= host.abi_minor_max.
@@ -81,21 +94,23 @@ class PluginLoader {
 
   const std::filesystem::path& state_dir() const noexcept { return state_dir_; }
   const ctx_host_negotiation& negotiation() const noexcept { return host_; }
-  std::filesystem::path cache_dir() const;
 
   // Loads `entry` exactly as pinned (see the file comment).
-  // Errors: PluginFileNotFound; UnsafePluginFile; PluginDigestMismatch; MissingEntrySymbol;
-  // PluginLoadFailed (dlopen text kept); PluginAbiMismatch; BrokenPluginTable;
-  // PluginIdentityMismatch (declared identity or platform differs from the entry); SystemError.
+  // Errors: LoaderEnvironmentRefused; PluginFileNotFound; UnsafePluginFile; PluginDigestMismatch;
+  // MalformedElf; MissingEntrySymbol; PluginNoteMismatch; UnsafeDependency; PluginLoadFailed
+  // (dlopen text kept); PluginAbiMismatch; BrokenPluginTable; PluginIdentityMismatch (platform,
+  // or the declared identity differs from the entry); SystemError.
   std::shared_ptr<const LoadedPlugin> load(const LockEntry& entry) const;
 
-  // Trust on first use: copies, hashes and loads `file` through the cache without a pin and
-  // returns the entry that pins it (absolute path, this platform, declared identity, sha256).
-  // Errors: as load(), minus PluginDigestMismatch and PluginIdentityMismatch.
+  // Reads `file` (made absolute and normalised) and returns the entry that pins it: identity
+  // from its note, sha256, size, needed sonames, this platform. Executes nothing.
+  // Errors: as load(), minus the ones that need execution or a pin.
   LockEntry inspect_for_pin(const std::filesystem::path& file) const;
 
-  // As inspect_for_pin, but also returns the loaded plugin.
-  std::shared_ptr<const LoadedPlugin> load_unpinned(const std::filesystem::path& file) const;
+  // Checks `entry` against the bytes now at its path as load() does, without executing or
+  // mapping anything: size, sha256, note, needed sonames and their trust. Returns the identity.
+  // Errors: as load(), minus LoaderEnvironmentRefused and the ones that need execution.
+  PluginIdentity check(const LockEntry& entry) const;
 
  private:
   std::filesystem::path state_dir_;

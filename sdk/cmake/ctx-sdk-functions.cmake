@@ -1,7 +1,8 @@
 # ctx_add_plugin(<name> SOURCES <src>... [LIBRARIES <lib>...])
 # Builds MODULE ctx_plugin_<name>: hidden visibility, no undefined symbols, links ctx::plugin_sdk.
 # The only exported symbol is ctx_plugin_entry: a linker version script makes every other symbol
-# local, including those of static libraries linked in through LIBRARIES.
+# local, including those of static libraries linked in through LIBRARIES. Every target made here
+# is appended to the global property CTX_PLUGIN_TARGETS (the SDK's note test checks them all).
 function(ctx_add_plugin name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBRARIES" ${ARGN})
   set(target ctx_plugin_${name})
@@ -17,4 +18,5 @@ function(ctx_add_plugin name)
   target_link_options(${target} PRIVATE LINKER:--no-undefined LINKER:--version-script=${exports})
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${exports})
   target_link_libraries(${target} PRIVATE ctx::plugin_sdk ${ARG_LIBRARIES})
+  set_property(GLOBAL APPEND PROPERTY CTX_PLUGIN_TARGETS ${target})
 endfunction()

@@ -17,6 +17,7 @@ run() { "$@" >"$log" 2>&1 || { cat "$log"; echo "failed: $*" >&2; exit 1; }; }
 step "install the SDK into $work/prefix"
 run cmake --install "$build_dir" --prefix "$work/prefix"
 for f in include/ctx/abi/plugin_abi.h include/ctx/sdk/plugin.hpp include/ctx/sdk/error.hpp \
+         include/ctx/sdk/internal/note.hpp share/doc/ctx-sdk/README.md \
          include/ctx/conformance/conformance.hpp lib/cmake/ctx-sdk/ctx-sdk-config.cmake \
          lib/cmake/ctx-sdk/ctx-sdk-functions.cmake bin/ctx-conformance; do
   [ -e "$work/prefix/$f" ] || { echo "missing from the install: $f" >&2; exit 1; }
@@ -33,6 +34,12 @@ plugin=$work/build/ctx_plugin_example_installer.so
 step "the module exports only ctx_plugin_entry"
 exports=$(nm -D --defined-only "$plugin" | awk '{print $3}')
 [ "$exports" = "ctx_plugin_entry" ] || { echo "unexpected exports: $exports" >&2; exit 1; }
+
+step "the module carries the ctx identity note"
+objcopy -O binary --only-section=.note.ctx.plugin "$plugin" "$work/note"
+note=$(tail -c +17 "$work/note" | tr -d '\0')
+want='{"abi":{"major":1,"minor":0},"id":"example-installer","kind":"installer","version":"1.0.0"}'
+[ "$note" = "$want" ] || { readelf -n "$plugin" >&2; echo "unexpected note: $note" >&2; exit 1; }
 
 step "installed ctx-conformance on the example"
 "$work/prefix/bin/ctx-conformance" "$plugin" --config "$example_dir/conformance.json"

@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# expect_kit_failure.sh TEST RUNNER PLUGIN [ARGS...]
+# expect_kit_failure.sh TEST REASON RUNNER PLUGIN [ARGS...]
 # Passes only when `RUNNER PLUGIN ARGS...` exits with status 1 (test failures, not a crash or a
-# usage error) and reports TEST among its failed tests.
+# usage error), reports TEST among its failed tests and, unless REASON is "-", says REASON. With
+# EXPECT_ONLY_FAILURE=1, TEST must be the only failure. The plugin's own output must never reach
+# the runner's output raw: no line may start with what the misbehaving fixtures print.
 set -u
 expected=$1
-shift
+reason=$2
+shift 2
 output=$("$@" 2>&1)
 status=$?
-if [ "$status" -ne 1 ]; then
+fail() {
   printf '%s\n' "$output"
-  echo "expect_kit_failure: wanted exit status 1, got $status" >&2
+  echo "expect_kit_failure: $*" >&2
   exit 1
+}
+[ "$status" -eq 1 ] || fail "wanted exit status 1, got $status"
+grep -qF "[  FAILED  ] $expected" <<<"$output" || fail "$expected did not fail"
+if [ "$reason" != "-" ]; then
+  grep -qF -- "$reason" <<<"$output" || fail "the output does not say: $reason"
 fi
-if ! grep -qF "[  FAILED  ] $expected" <<<"$output"; then
-  printf '%s\n' "$output"
-  echo "expect_kit_failure: $expected did not fail" >&2
-  exit 1
+if [ "${EXPECT_ONLY_FAILURE:-0}" = 1 ]; then
+  grep -qF " 1 FAILED TEST" <<<"$output" || fail "$expected was not the only failure"
 fi
-echo "ctx-conformance rejected the plugin: $expected failed as expected"
+if grep -qE '^(ok verifier:fixture-misbehave|fixture-misbehave: diagnostics)' <<<"$output"; then
+  fail "the plugin's own output reached the runner's output"
+fi
+echo "ctx-conformance rejected the plugin: $expected failed as expected${reason:+ ($reason)}"

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "host/core/crypto.hpp"
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/lexical.hpp"
 
@@ -715,21 +716,41 @@ core::Json to_json(const BenefitSelection& s) {
 // ---------------------------------------------------------------------------------------------
 // BenefitSelectionResult
 
-core::Json BenefitSelectionResult::digest_mapping() const {
+// Encodes the result once. Every key of the digested object sorts either before or after
+// "result_digest", so the canonical text of {head, tail} is head's members, ',' and tail's members,
+// and the stored text is the same object with result_digest spliced in at its sorted place.
+std::string BenefitSelectionResult::encode() {
   Json assessments = Json::array();
   for (const auto& a : assessments_) assessments.push_back(planning::to_json(a));
   Json selections = Json::array();
   for (const auto& s : selections_) selections.push_back(planning::to_json(s));
-  Json out = Json::object();
-  out["abstention_code"] = abstention_code_ ? Json(*abstention_code_) : Json(nullptr);
-  out["assessments"] = std::move(assessments);
-  out["candidate_pool_count"] = candidate_pool_count_;
-  out["policy_digest"] = policy_digest_;
-  out["requested_limit"] = requested_limit_;
-  out["schema"] = std::string(kResultSchemaId);
-  out["search_evaluation_count"] = search_evaluation_count_;
-  out["selections"] = std::move(selections);
-  return out;
+  Json head = Json::object();
+  head["abstention_code"] = abstention_code_ ? Json(*abstention_code_) : Json(nullptr);
+  head["assessments"] = std::move(assessments);
+  head["candidate_pool_count"] = candidate_pool_count_;
+  head["policy_digest"] = policy_digest_;
+  head["requested_limit"] = requested_limit_;
+  Json tail = Json::object();
+  tail["schema"] = std::string(kResultSchemaId);
+  tail["search_evaluation_count"] = search_evaluation_count_;
+  tail["selections"] = std::move(selections);
+  const std::string head_text = core::canonical_json(head, core::Encoding::kAscii);
+  const std::string tail_text = core::canonical_json(tail, core::Encoding::kAscii);
+  const std::string_view head_members(head_text.data(), head_text.size() - 1);  // "{...", no '}'
+  const std::string_view tail_members(tail_text.data() + 1, tail_text.size() - 1);  // "...}"
+  std::string digested;
+  digested.reserve(head_members.size() + 1 + tail_members.size());
+  digested.append(head_members).append(",").append(tail_members);
+  std::string digest = core::sha256_hex(digested);
+  std::string text;
+  text.reserve(digested.size() + 84);
+  text.append(head_members).append(",\"result_digest\":\"").append(digest).append("\",");
+  text.append(tail_members);
+  if (text.size() > kMaxBenefitResultJsonBytes) {
+    throw BenefitValidationError("benefit result JSON exceeds its bounded byte limit");
+  }
+  text_ = std::move(text);
+  return digest;
 }
 
 BenefitSelectionResult BenefitSelectionResult::create(
@@ -744,12 +765,12 @@ BenefitSelectionResult BenefitSelectionResult::create(
   r.policy_digest_ = std::move(policy_digest);
   r.requested_limit_ = requested_limit;
   r.search_evaluation_count_ = search_evaluation_count;
-  r.result_digest_ = core::canonical_digest(r.digest_mapping(), core::Encoding::kAscii);
-  r.validate(false);
+  r.validate();
+  r.result_digest_ = r.encode();
   return r;
 }
 
-void BenefitSelectionResult::validate(bool check_digest_field) const {
+void BenefitSelectionResult::validate() const {
   if (static_cast<std::int64_t>(selections_.size()) > kMaxSelectedCapabilities) {
     throw BenefitValidationError("selection cannot contain more than five capabilities");
   }
@@ -818,21 +839,6 @@ void BenefitSelectionResult::validate(bool check_digest_field) const {
     throw BenefitValidationError("non-search abstention must have zero search evaluations");
   }
   check_digest(policy_digest_, "policy_digest");
-  check_digest(result_digest_, "result_digest");
-  if (check_digest_field &&
-      result_digest_ != core::canonical_digest(digest_mapping(), core::Encoding::kAscii)) {
-    throw BenefitValidationError("result_digest does not match canonical result fields");
-  }
-}
-
-std::string BenefitSelectionResult::to_json() const {
-  Json mapping = digest_mapping();
-  mapping["result_digest"] = result_digest_;
-  std::string text = core::canonical_json(mapping, core::Encoding::kAscii);
-  if (text.size() > kMaxBenefitResultJsonBytes) {
-    throw BenefitValidationError("benefit result JSON exceeds its bounded byte limit");
-  }
-  return text;
 }
 
 BenefitSelectionResult BenefitSelectionResult::from_json(std::string_view text) {
@@ -841,7 +847,7 @@ BenefitSelectionResult BenefitSelectionResult::from_json(std::string_view text) 
   }
   Json decoded;
   try {
-    decoded = core::parse_canonical_json(text, core::Encoding::kAscii);
+    decoded = core::parse_json(text);
   } catch (const InvalidArgument& e) {
     throw BenefitValidationError(std::string("benefit result must be valid canonical JSON: ") +
                                  e.what());
@@ -876,8 +882,13 @@ BenefitSelectionResult BenefitSelectionResult::from_json(std::string_view text) 
   r.search_evaluation_count_ =
       json_int(decoded["search_evaluation_count"], "search_evaluation_count");
   r.result_digest_ = json_string(decoded["result_digest"], "result_digest");
+  check_digest(r.result_digest_, "result_digest");
   r.validate();
-  if (r.to_json() != text) {
+  // One re-encoding of the decoded fields checks both the digest and the canonical form.
+  if (r.encode() != r.result_digest_) {
+    throw BenefitValidationError("result_digest does not match canonical result fields");
+  }
+  if (r.text_ != text) {
     throw BenefitValidationError("benefit result JSON must use canonical encoding");
   }
   return r;

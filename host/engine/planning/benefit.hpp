@@ -130,11 +130,11 @@ class BenefitSelectionResult {
   const std::string& result_digest() const noexcept { return result_digest_; }
   static constexpr std::string_view result_schema_id() noexcept { return kResultSchemaId; }
 
-  // Canonical ASCII JSON of every field plus result_digest. Errors: BenefitValidationError when
-  // larger than 32 MiB.
-  std::string to_json() const;
-  // Decodes canonical JSON, revalidates every field and the digest, and requires `text` to be
-  // byte-identical to its re-encoding. Errors: BenefitValidationError.
+  // Canonical ASCII JSON of every field plus result_digest (at most 32 MiB), encoded once when
+  // the result was built; result_digest is the sha256 of the same text without that field.
+  const std::string& to_json() const noexcept { return text_; }
+  // Decodes JSON, revalidates every field, and requires the digest and `text` itself to equal the
+  // one re-encoding of the decoded fields. Errors: BenefitValidationError.
   static BenefitSelectionResult from_json(std::string_view text);
 
   friend bool operator==(const BenefitSelectionResult&, const BenefitSelectionResult&) = default;
@@ -147,9 +147,11 @@ class BenefitSelectionResult {
                                        std::optional<std::string> abstention_code,
                                        std::string policy_digest, std::int64_t requested_limit,
                                        std::int64_t search_evaluation_count);
-  core::Json digest_mapping() const;
-  // Checks every invariant; the digest is recomputed only when `check_digest` (decoding).
-  void validate(bool check_digest = true) const;
+  // Checks every invariant but the digest.
+  void validate() const;
+  // Sets text_ from the fields and returns the digest it embeds.
+  // Errors: BenefitValidationError (> 32 MiB).
+  std::string encode();
 
   std::vector<BenefitSelection> selections_;
   std::vector<CandidateAssessment> assessments_;
@@ -159,6 +161,7 @@ class BenefitSelectionResult {
   std::int64_t candidate_pool_count_ = 0;
   std::int64_t search_evaluation_count_ = 0;
   std::string result_digest_;
+  std::string text_;
 };
 
 // Every tunable of the policy, with the original's defaults. Only calibration_digest and

@@ -1,7 +1,9 @@
 #include "host/engine/planning/candidate_source.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "host/engine/errors.hpp"
@@ -23,9 +25,10 @@ std::optional<std::vector<std::string>> safe_tags(const std::vector<std::string>
   for (const auto& tag : tags) {
     if (!is_canonical_token(tag)) return std::nullopt;
   }
-  std::set<std::string> unique(tags.begin(), tags.end());
-  if (unique.size() != tags.size()) return std::nullopt;
-  return std::vector<std::string>(unique.begin(), unique.end());
+  std::vector<std::string> sorted = tags;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return std::nullopt;
+  return sorted;
 }
 
 std::string source_digest(const std::string& capability_id, const std::string& kind,
@@ -47,6 +50,21 @@ std::string source_digest(const std::string& capability_id, const std::string& k
   return core::canonical_digest(value, core::Encoding::kAscii);
 }
 
+// Canonical tokens and digests never contain '|' or ',', so this key is unambiguous.
+std::string projection_inputs(const std::string& kind, const std::string& name,
+                              const std::vector<std::string>& tags,
+                              const std::string& actionability,
+                              const std::optional<std::string>& install_descriptor_digest,
+                              const std::optional<std::string>& install_plan_digest,
+                              const std::optional<std::string>& material_descriptor_digest) {
+  std::string out = kind + "|" + name + "|" + actionability + "|" +
+                    install_descriptor_digest.value_or("-") + "|" +
+                    install_plan_digest.value_or("-") + "|" +
+                    material_descriptor_digest.value_or("-") + "|";
+  for (const auto& tag : tags) out.append(tag).append(",");
+  return out;
+}
+
 auto order_key(const CapabilityCandidate& c) {
   return std::make_tuple(-c.normalized_score_ppm, std::cref(c.capability_id),
                          std::cref(c.source_digest));
@@ -56,9 +74,17 @@ auto order_key(const CapabilityCandidate& c) {
 
 CatalogCandidateSource::CatalogCandidateSource(const GraphRetrievalPort& graph,
                                                MaterialPort* material, InstallBundlePort* install,
-                                               std::int64_t candidate_limit)
-    : graph_(graph), material_(material), install_(install), candidate_limit_(candidate_limit) {
-  if (candidate_limit < 6 || candidate_limit > 512) {
+                                               std::int64_t candidate_limit,
+                                               std::size_t memo_capacity)
+    : graph_(graph),
+      material_(material),
+      install_(install),
+      candidate_limit_(candidate_limit),
+      // At least one retrieval's rows, so a plan never loses an answer it is still checking.
+      material_seen_(std::max(memo_capacity, static_cast<std::size_t>(kMaxCandidateLimit))),
+      install_seen_(std::max(memo_capacity, static_cast<std::size_t>(kMaxCandidateLimit))),
+      projections_(memo_capacity) {
+  if (candidate_limit < 6 || candidate_limit > kMaxCandidateLimit) {
     throw PlannerValidationError("candidate_limit must be an integer from 6 through 512");
   }
   if (material_ != nullptr) {
@@ -87,13 +113,14 @@ CatalogCandidateSource::CatalogCandidateSource(const GraphRetrievalPort& graph,
   catalog_snapshot_digest_ = core::canonical_digest(value, core::Encoding::kAscii);
 }
 
-std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
-    const WorkObservation& observation) const {
+std::vector<std::string> CatalogCandidateSource::query_tags(const WorkObservation& observation) {
   std::set<std::string> work_signals(observation.signals.begin(), observation.signals.end());
   work_signals.insert(observation.languages.begin(), observation.languages.end());
-  if (work_signals.empty()) return {};
-  const std::vector<std::string> tags(work_signals.begin(), work_signals.end());
-  std::lock_guard lock(mutex_);
+  return std::vector<std::string>(work_signals.begin(), work_signals.end());
+}
+
+std::vector<RetrievedNode> CatalogCandidateSource::retrieve_rows(
+    const std::vector<std::string>& tags) const {
   if (material_ != nullptr && material_->material_snapshot_digest() != *material_snapshot_digest_) {
     throw CandidateSourceUnavailable("indexed material snapshot changed after construction");
   }
@@ -105,90 +132,133 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
   if (static_cast<std::int64_t>(rows.size()) > candidate_limit_) {
     throw CandidateSourceUnavailable("indexed graph candidate retrieval returned an invalid pool");
   }
+  return rows;
+}
+
+std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::observe_authority(
+    const RetrievedNode& row, const std::string& capability_id) const {
+  RowAuthority authority;
+  if (material_ != nullptr) {
+    try {
+      authority.material = material_->describe(capability_id, row.kind);
+    } catch (const CandidateAuthorityUnavailable&) {
+      authority.material.reset();
+    } catch (const InvalidIdentityError&) {
+      authority.material.reset();
+    } catch (const std::exception&) {
+      throw CandidateSourceUnavailable("indexed material descriptor retrieval failed");
+    }
+    const auto& material = authority.material;
+    if (const auto* seen = material_seen_.find(capability_id)) {
+      if (*seen != material) {
+        throw CandidateSourceUnavailable("indexed material descriptor changed within a snapshot");
+      }
+    } else {
+      material_seen_.put(capability_id, material);
+    }
+    if (!material || material->capability_id() != capability_id || material->kind() != row.kind ||
+        material->provenance_digest() != *material_snapshot_digest_) {
+      return std::nullopt;  // malformed authority is local to this row
+    }
+  }
+  authority.loadable = authority.material && authority.material->actionability() == "load";
+  if (install_ != nullptr && !authority.loadable && is_installable_kind(row.kind)) {
+    std::optional<std::string> fingerprint;
+    std::optional<InstallPlanningBundle> bundle;
+    bool malformed = false;
+    try {
+      bundle = install_->describe_bundle(capability_id, row.kind);
+      fingerprint = bundle ? bundle->descriptor().descriptor_digest() + ":" +
+                                 bundle->result_material().identity_digest()
+                           : std::string();
+    } catch (const CandidateAuthorityUnavailable&) {
+      malformed = true;
+    } catch (const InvalidIdentityError&) {
+      malformed = true;
+    } catch (const std::exception&) {
+      throw CandidateSourceUnavailable("indexed install descriptor retrieval failed");
+    }
+    if (const auto* seen = install_seen_.find(capability_id)) {
+      if (*seen != fingerprint) {
+        throw CandidateSourceUnavailable("indexed install descriptor changed within a snapshot");
+      }
+    } else {
+      install_seen_.put(capability_id, fingerprint);
+    }
+    if (malformed) return std::nullopt;
+    if (bundle) {
+      const auto& d = bundle->descriptor();
+      if (d.capability_id() != capability_id || d.kind() != row.kind ||
+          d.provenance_digest() != *installation_snapshot_digest_) {
+        return std::nullopt;
+      }
+      authority.install = d;
+    }
+  }
+  return authority;
+}
+
+std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
+    const WorkObservation& observation) const {
+  return retrieve_pinned(observation).candidates;
+}
+
+CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
+    const WorkObservation& observation) const {
+  const std::vector<std::string> tags = query_tags(observation);
+  if (tags.empty()) return {};
+  const std::set<std::string> work_signals(tags.begin(), tags.end());
+  std::lock_guard lock(mutex_);
+  CandidateRetrieval out;
+  out.rows = retrieve_rows(tags);
+  const std::vector<RetrievedNode>& rows = out.rows;
   const std::set<std::string> languages(observation.languages.begin(), observation.languages.end());
   const std::set<std::string> signals(observation.signals.begin(), observation.signals.end());
   std::vector<CapabilityCandidate> candidates;
   for (const auto& row : rows) {
     if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) continue;
     const std::string capability_id = row.kind + ":" + row.name;
-    std::optional<MaterialDescriptor> material;
-    if (material_ != nullptr) {
-      try {
-        material = material_->describe(capability_id, row.kind);
-      } catch (const CandidateAuthorityUnavailable&) {
-        material.reset();
-      } catch (const InvalidIdentityError&) {
-        material.reset();
-      } catch (const std::exception&) {
-        throw CandidateSourceUnavailable("indexed material descriptor retrieval failed");
-      }
-      const auto [it, inserted] = material_seen_.emplace(capability_id, material);
-      if (!inserted && it->second != material) {
-        throw CandidateSourceUnavailable("indexed material descriptor changed within a snapshot");
-      }
-      if (!material || material->capability_id() != capability_id || material->kind() != row.kind ||
-          material->provenance_digest() != *material_snapshot_digest_) {
-        continue;  // malformed authority is local to this row
-      }
-    }
-    const bool loadable = material && material->actionability() == "load";
-    std::optional<InstallPlanDescriptor> install;
-    if (install_ != nullptr && !loadable && is_installable_kind(row.kind)) {
-      std::optional<std::string> fingerprint;
-      std::optional<InstallPlanningBundle> bundle;
-      bool malformed = false;
-      try {
-        bundle = install_->describe_bundle(capability_id, row.kind);
-        fingerprint = bundle ? bundle->descriptor().descriptor_digest() + ":" +
-                                   bundle->result_material().identity_digest()
-                             : std::string();
-      } catch (const CandidateAuthorityUnavailable&) {
-        malformed = true;
-      } catch (const InvalidIdentityError&) {
-        malformed = true;
-      } catch (const std::exception&) {
-        throw CandidateSourceUnavailable("indexed install descriptor retrieval failed");
-      }
-      const auto [it, inserted] = install_seen_.emplace(capability_id, fingerprint);
-      if (!inserted && it->second != fingerprint) {
-        throw CandidateSourceUnavailable("indexed install descriptor changed within a snapshot");
-      }
-      if (malformed) continue;
-      if (bundle) {
-        const auto& d = bundle->descriptor();
-        if (d.capability_id() != capability_id || d.kind() != row.kind ||
-            d.provenance_digest() != *installation_snapshot_digest_) {
-          continue;
-        }
-        install = d;
-      }
-    }
+    const std::optional<RowAuthority> authority = observe_authority(row, capability_id);
+    if (!authority) continue;
+    const std::optional<MaterialDescriptor>& material = authority->material;
+    const bool loadable = authority->loadable;
+    const std::optional<InstallPlanDescriptor>& install = authority->install;
     const auto tags_safe = safe_tags(row.tags);
     if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) continue;
-    std::set<std::string> tag_matches;
+    // Sorted unique matches of the tags (already sorted unique) and of the name tokens.
+    std::vector<std::string> tag_matches;
     for (const auto& tag : *tags_safe) {
-      if (work_signals.count(tag)) tag_matches.insert(tag);
+      if (work_signals.count(tag)) tag_matches.push_back(tag);
     }
-    std::set<std::string> name_matches;
-    for (const auto& token : ascii_tokens(row.name)) {
-      if (work_signals.count(token)) name_matches.insert(token);
+    std::vector<std::string> name_matches;
+    for (auto& token : ascii_tokens(row.name)) {
+      if (work_signals.count(token)) name_matches.push_back(std::move(token));
     }
-    std::set<std::string> matching = tag_matches;
-    matching.insert(name_matches.begin(), name_matches.end());
-    std::set<std::string> reasons{"graph-match"};
-    if (!name_matches.empty()) reasons.insert("name-match");
-    if (!tag_matches.empty()) reasons.insert("tag-match");
+    std::sort(name_matches.begin(), name_matches.end());
+    name_matches.erase(std::unique(name_matches.begin(), name_matches.end()), name_matches.end());
+    std::vector<std::string> matching;
+    matching.reserve(tag_matches.size() + name_matches.size());
+    std::set_union(tag_matches.begin(), tag_matches.end(), name_matches.begin(),
+                   name_matches.end(), std::back_inserter(matching));
+    bool language_match = false;
+    bool signal_match = false;
     for (const auto& m : matching) {
-      if (languages.count(m)) reasons.insert("language-match");
-      if (signals.count(m)) reasons.insert("signal-match");
+      language_match = language_match || languages.count(m) != 0;
+      signal_match = signal_match || signals.count(m) != 0;
     }
+    // Sorted: graph-match < language-match < name-match < signal-match < tag-match.
+    std::vector<std::string> reasons{"graph-match"};
+    if (language_match) reasons.emplace_back("language-match");
+    if (!name_matches.empty()) reasons.emplace_back("name-match");
+    if (signal_match) reasons.emplace_back("signal-match");
+    if (!tag_matches.empty()) reasons.emplace_back("tag-match");
     CapabilityCandidate candidate;
     candidate.capability_id = capability_id;
     candidate.kind = row.kind;
     candidate.name = row.name;
     candidate.normalized_score_ppm = row.normalized_score_ppm;
-    candidate.matching_signals.assign(matching.begin(), matching.end());
-    candidate.reason_codes.assign(reasons.begin(), reasons.end());
+    candidate.matching_signals = std::move(matching);
+    candidate.reason_codes = std::move(reasons);
     if (loadable) {
       candidate.actionability = "load";
     } else if (install) {
@@ -198,11 +268,23 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
     } else {
       candidate.actionability = "manual";
     }
-    candidate.source_digest = source_digest(
-        capability_id, row.kind, row.name, *tags_safe, candidate.actionability,
-        install ? std::optional<std::string>(install->descriptor_digest()) : std::nullopt,
-        candidate.install_plan_digest,
-        material ? std::optional<std::string>(material->descriptor_digest()) : std::nullopt);
+    const auto install_digest =
+        install ? std::optional<std::string>(install->descriptor_digest()) : std::nullopt;
+    const auto material_digest =
+        material ? std::optional<std::string>(material->descriptor_digest()) : std::nullopt;
+    std::string inputs = projection_inputs(row.kind, row.name, *tags_safe, candidate.actionability,
+                                           install_digest, candidate.install_plan_digest,
+                                           material_digest);
+    const Projection* projected = projections_.find(capability_id);
+    if (projected == nullptr || projected->inputs != inputs) {
+      projected = &projections_.put(
+          capability_id,
+          Projection{std::move(inputs),
+                     source_digest(capability_id, row.kind, row.name, *tags_safe,
+                                   candidate.actionability, install_digest,
+                                   candidate.install_plan_digest, material_digest)});
+    }
+    candidate.source_digest = projected->source_digest;
     try {
       validate_capability_candidate(candidate);
     } catch (const PlannerValidationError&) {
@@ -211,27 +293,47 @@ std::vector<CapabilityCandidate> CatalogCandidateSource::retrieve(
     candidates.push_back(std::move(candidate));
   }
   // One row per identity; identities seen with two source digests are dropped.
-  std::map<std::string, std::vector<const CapabilityCandidate*>> by_id;
-  for (const auto& c : candidates) by_id[c.capability_id].push_back(&c);
-  std::vector<CapabilityCandidate> out;
-  for (const auto& [id, group] : by_id) {
-    std::set<std::string> sources;
-    for (const auto* c : group) sources.insert(c->source_digest);
-    if (sources.size() != 1) continue;
-    out.push_back(**std::min_element(group.begin(), group.end(), [](const auto* a, const auto* b) {
-      return order_key(*a) < order_key(*b);
-    }));
+  std::map<std::string_view, std::vector<std::size_t>> by_id;
+  for (std::size_t i = 0; i < candidates.size(); ++i) by_id[candidates[i].capability_id].push_back(i);
+  out.candidates.reserve(by_id.size());
+  for (const auto& entry : by_id) {
+    const auto& group = entry.second;
+    const auto& first_source = candidates[group.front()].source_digest;
+    if (std::any_of(group.begin() + 1, group.end(), [&](std::size_t i) {
+          return candidates[i].source_digest != first_source;
+        })) {
+      continue;
+    }
+    const std::size_t best = *std::min_element(group.begin(), group.end(), [&](auto a, auto b) {
+      return order_key(candidates[a]) < order_key(candidates[b]);
+    });
+    out.candidates.push_back(std::move(candidates[best]));
   }
-  std::sort(out.begin(), out.end(),
+  std::sort(out.candidates.begin(), out.candidates.end(),
             [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
   return out;
+}
+
+bool CatalogCandidateSource::unchanged(const WorkObservation& observation,
+                                       const CandidateRetrieval& earlier) const {
+  const std::vector<std::string> tags = query_tags(observation);
+  if (tags.empty()) return earlier.rows.empty() && earlier.candidates.empty();
+  std::lock_guard lock(mutex_);
+  if (retrieve_rows(tags) != earlier.rows) return false;
+  // The same rows: ask every authority port again, as the projection did (a changed answer
+  // within the snapshot is CandidateSourceUnavailable); the projection itself is deterministic.
+  for (const auto& row : earlier.rows) {
+    if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) continue;
+    observe_authority(row, row.kind + ":" + row.name);
+  }
+  return true;
 }
 
 std::optional<MaterialDescriptor> CatalogCandidateSource::observed_material(
     const std::string& capability_id) const {
   std::lock_guard lock(mutex_);
-  const auto it = material_seen_.find(capability_id);
-  return it == material_seen_.end() ? std::nullopt : it->second;
+  const auto* seen = material_seen_.find(capability_id);
+  return seen == nullptr ? std::nullopt : *seen;
 }
 
 }  // namespace ctx::engine::planning

@@ -12,22 +12,34 @@
 #include <vector>
 
 #include "host/engine/planning/candidates.hpp"
+#include "host/engine/planning/lru_map.hpp"
 #include "host/engine/planning/ports.hpp"
 #include "host/engine/planning/retrieval.hpp"
 
 namespace ctx::engine::planning {
 
 inline constexpr std::int64_t kDefaultCandidateLimit = 50;
+inline constexpr std::int64_t kMaxCandidateLimit = 512;
+inline constexpr std::size_t kDefaultProjectionMemoCapacity = 65'536;
 inline constexpr std::string_view kIndexedAdapterVersion = "ctx.indexed-candidate-source-v4";
 inline constexpr std::string_view kCandidateProjectionVersion = "ctx.catalog-entry.graph-v4";
+
+// The graph rows of one retrieval and the candidates projected from them.
+struct CandidateRetrieval {
+  std::vector<RetrievedNode> rows;
+  std::vector<CapabilityCandidate> candidates;
+};
 
 class CatalogCandidateSource {
  public:
   // `material` and `install` may be null (every row is then manual / never install).
-  // candidate_limit: 6..512. Errors: PlannerValidationError for a bad limit or snapshot digest.
+  // candidate_limit: 6..512; memo_capacity bounds the drift and projection memos (LRU; the
+  // drift memos keep at least 512 ids).
+  // Errors: PlannerValidationError for a bad limit or snapshot digest.
   CatalogCandidateSource(const GraphRetrievalPort& graph, MaterialPort* material,
                          InstallBundlePort* install,
-                         std::int64_t candidate_limit = kDefaultCandidateLimit);
+                         std::int64_t candidate_limit = kDefaultCandidateLimit,
+                         std::size_t memo_capacity = kDefaultProjectionMemoCapacity);
   CatalogCandidateSource(const CatalogCandidateSource&) = delete;
   CatalogCandidateSource& operator=(const CatalogCandidateSource&) = delete;
 
@@ -47,12 +59,33 @@ class CatalogCandidateSource {
   // Errors: CandidateSourceUnavailable (retrieval failed, a port snapshot moved, or a port's
   // answer changed within one snapshot).
   std::vector<CapabilityCandidate> retrieve(const WorkObservation& observation) const;
+  // retrieve() plus the graph rows the candidates were projected from. Errors: as retrieve().
+  CandidateRetrieval retrieve_pinned(const WorkObservation& observation) const;
+  // End validation of `earlier` (retrieve_pinned(observation) of this source): retrieves again and
+  // asks every authority port again; true when the graph rows are identical (the projection is a
+  // function of rows, observation and port answers). Errors: as retrieve().
+  bool unchanged(const WorkObservation& observation, const CandidateRetrieval& earlier) const;
 
   // The material descriptor retrieval observed for `capability_id` in this snapshot (nullopt when
   // none was observed or it was malformed): the one a load presentation's source digest binds.
   std::optional<MaterialDescriptor> observed_material(const std::string& capability_id) const;
 
  private:
+  // What the material and install ports say about one row (nullopt: malformed, row dropped).
+  struct RowAuthority {
+    std::optional<MaterialDescriptor> material;
+    bool loadable = false;
+    std::optional<InstallPlanDescriptor> install;
+  };
+  // Sorted unique union of the observation's signals and languages.
+  static std::vector<std::string> query_tags(const WorkObservation& observation);
+  // Checks the pinned port snapshots, then asks the graph. Caller holds mutex_.
+  std::vector<RetrievedNode> retrieve_rows(const std::vector<std::string>& tags) const;
+  // Asks the material and install ports about one row, detecting same-snapshot drift.
+  // Caller holds mutex_.
+  std::optional<RowAuthority> observe_authority(const RetrievedNode& row,
+                                                const std::string& capability_id) const;
+
   const GraphRetrievalPort& graph_;
   MaterialPort* material_;
   InstallBundlePort* install_;
@@ -61,10 +94,18 @@ class CatalogCandidateSource {
   std::optional<std::string> installation_snapshot_digest_;
   std::string catalog_snapshot_digest_;
   mutable std::mutex mutex_;
-  // Port answers seen in this snapshot (nullopt = malformed), to detect same-snapshot drift.
-  // An install answer is "" (none) or descriptor digest + result material identity digest.
-  mutable std::map<std::string, std::optional<MaterialDescriptor>> material_seen_;
-  mutable std::map<std::string, std::optional<std::string>> install_seen_;
+  // Port answers seen in this snapshot (nullopt = malformed), to detect same-snapshot drift;
+  // least recently used ids are evicted. An install answer is "" (none) or descriptor digest +
+  // result material identity digest.
+  mutable LruMap<std::string, std::optional<MaterialDescriptor>> material_seen_;
+  mutable LruMap<std::string, std::optional<std::string>> install_seen_;
+  // The source digest last projected per capability id, with the exact inputs it binds: the
+  // second retrieval of one plan (and every later one) reuses it instead of re-encoding.
+  struct Projection {
+    std::string inputs;
+    std::string source_digest;
+  };
+  mutable LruMap<std::string, Projection> projections_;
 };
 
 }  // namespace ctx::engine::planning

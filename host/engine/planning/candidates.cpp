@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/lexical.hpp"
@@ -11,22 +12,24 @@ namespace {
 
 using core::Json;
 
-void check_tokens(const std::vector<std::string>& values, const std::string& field,
+void check_tokens(const std::vector<std::string>& values, const char* field,
                   std::int64_t maximum) {
   if (static_cast<std::int64_t>(values.size()) > maximum) {
-    throw PlannerValidationError(field + " exceeds its bounded item limit");
+    throw PlannerValidationError(std::string(field) + " exceeds its bounded item limit");
   }
   for (const auto& item : values) {
     if (!is_canonical_token(item)) {
-      throw PlannerValidationError(field + " item must be a canonical safe token");
+      throw PlannerValidationError(std::string(field) + " item must be a canonical safe token");
     }
   }
+  const bool sorted = std::is_sorted(values.begin(), values.end());
+  // Sorted values repeat only adjacently; the set is built only on the (failing) unsorted path.
   if (std::adjacent_find(values.begin(), values.end()) != values.end() ||
-      std::set<std::string>(values.begin(), values.end()).size() != values.size()) {
-    throw PlannerValidationError(field + " contains duplicate values");
+      (!sorted && std::set<std::string>(values.begin(), values.end()).size() != values.size())) {
+    throw PlannerValidationError(std::string(field) + " contains duplicate values");
   }
-  if (!std::is_sorted(values.begin(), values.end())) {
-    throw PlannerValidationError(field + " must use canonical sorted order");
+  if (!sorted) {
+    throw PlannerValidationError(std::string(field) + " must use canonical sorted order");
   }
 }
 
@@ -114,7 +117,9 @@ void validate_capability_candidate(const CapabilityCandidate& c) {
   if (!is_capability_name(c.name)) {
     throw PlannerValidationError("name must be a canonical capability name");
   }
-  if (c.capability_id != c.kind + ":" + c.name) {
+  if (c.capability_id.size() != c.kind.size() + 1 + c.name.size() ||
+      c.capability_id.compare(0, c.kind.size(), c.kind) != 0 || c.capability_id[c.kind.size()] != ':' ||
+      c.capability_id.compare(c.kind.size() + 1, std::string::npos, c.name) != 0) {
     throw PlannerValidationError("capability_id must be the canonical kind:name identity");
   }
   if (!is_digest(c.source_digest)) {
@@ -126,9 +131,9 @@ void validate_capability_candidate(const CapabilityCandidate& c) {
   check_tokens(c.matching_signals, "matching_signals", kMaxMatchingSignals);
   check_tokens(c.reason_codes, "reason_codes", kMaxReasonCodes);
   if (c.reason_codes.empty()) throw PlannerValidationError("reason_codes must explain the candidate");
-  static const std::set<std::string> kStates = {"load", "install", "manual", "unavailable",
-                                                "blocked", "none"};
-  if (!kStates.count(c.actionability)) {
+  const std::string_view state = c.actionability;
+  if (state != "load" && state != "install" && state != "manual" && state != "unavailable" &&
+      state != "blocked" && state != "none") {
     throw PlannerValidationError("actionability is not a declared state");
   }
   if (c.actionability == "install") {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -23,28 +24,79 @@ Json optional_string(const std::optional<std::string>& value) {
 auto pool_key(const CapabilityCandidate& c) {
   return std::make_tuple(std::cref(c.capability_id), std::cref(c.source_digest),
                          std::cref(c.actionability), -c.normalized_score_ppm,
-                         c.equivalence_key.value_or(""), std::cref(c.matching_signals),
-                         std::cref(c.reason_codes));
+                         c.equivalence_key ? std::string_view(*c.equivalence_key) : std::string_view(),
+                         std::cref(c.matching_signals), std::cref(c.reason_codes));
 }
 
-constexpr std::size_t kMaxPinnedSnapshotOutputs = 65'536;
+constexpr std::size_t kSelectionMemoEntries = 8;
 
-std::string joined(const std::vector<std::string>& values) {
-  std::string out;
-  for (const auto& v : values) out += v + ",";
+void append_joined(std::string& out, const std::vector<std::string>& values) {
+  for (const auto& v : values) out.append(v).push_back(',');
+}
+
+// Canonical tokens and digests never contain '|' or ',', so these keys are unambiguous.
+std::string observation_key(const WorkObservation& w) {
+  std::string key;
+  for (const auto* values : {&w.signals, &w.languages, &w.baseline_capability_ids,
+                             &w.active_capability_ids, &w.rejected_capability_ids}) {
+    append_joined(key, *values);
+    key.push_back('|');
+  }
+  key.append(std::to_string(w.requested_limit));
+  return key;
+}
+
+std::string facts_key(const CapabilityCandidate& p, std::string_view observation) {
+  std::string key;
+  key.reserve(256 + observation.size());
+  for (const std::string* part : {&p.capability_id, &p.kind, &p.name, &p.source_digest}) {
+    key.append(*part).push_back('|');
+  }
+  key.append(std::to_string(p.normalized_score_ppm)).push_back('|');
+  append_joined(key, p.matching_signals);
+  key.push_back('|');
+  append_joined(key, p.reason_codes);
+  key.push_back('|');
+  key.append(p.actionability).push_back('|');
+  for (const auto* part : {&p.install_descriptor_digest, &p.install_plan_digest, &p.equivalence_key}) {
+    key.append(part->has_value() ? **part : std::string_view("-")).push_back('|');
+  }
+  key.push_back('|');
+  key.append(observation);
+  return key;
+}
+
+// normalize_candidate_pool over candidates already validated (the candidate source's own rows).
+std::vector<CapabilityCandidate> normalize_validated_pool(
+    const std::vector<CapabilityCandidate>& candidates, const WorkObservation& observation) {
+  if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
+    throw PlannerValidationError("candidate source exceeded its candidate pool limit");
+  }
+  std::set<std::string_view> excluded(observation.baseline_capability_ids.begin(),
+                                      observation.baseline_capability_ids.end());
+  excluded.insert(observation.rejected_capability_ids.begin(),
+                  observation.rejected_capability_ids.end());
+  std::map<std::string_view, std::vector<const CapabilityCandidate*>> by_id;
+  for (const auto& c : candidates) {
+    if (excluded.count(c.capability_id)) continue;
+    if (c.actionability != "load" && c.actionability != "install" && c.actionability != "manual") {
+      continue;
+    }
+    by_id[c.capability_id].push_back(&c);
+  }
+  std::vector<CapabilityCandidate> out;
+  out.reserve(by_id.size());
+  for (const auto& entry : by_id) {
+    const auto& rows = entry.second;
+    const CapabilityCandidate& first = *rows.front();
+    if (std::any_of(rows.begin() + 1, rows.end(), [&first](const auto* r) { return !(*r == first); })) {
+      continue;
+    }
+    out.push_back(first);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return pool_key(a) < pool_key(b); });
   return out;
-}
-
-// Canonical tokens and digests never contain '|' or ',', so this key is unambiguous.
-std::string facts_key(const CapabilityCandidate& p, const WorkObservation& w) {
-  return p.capability_id + "|" + p.kind + "|" + p.name + "|" + p.source_digest + "|" +
-         std::to_string(p.normalized_score_ppm) + "|" + joined(p.matching_signals) + "|" +
-         joined(p.reason_codes) + "|" + p.actionability + "|" +
-         p.install_descriptor_digest.value_or("-") + "|" + p.install_plan_digest.value_or("-") +
-         "|" + p.equivalence_key.value_or("-") + "||" + joined(w.signals) + "|" +
-         joined(w.languages) + "|" + joined(w.baseline_capability_ids) + "|" +
-         joined(w.active_capability_ids) + "|" + joined(w.rejected_capability_ids) + "|" +
-         std::to_string(w.requested_limit);
 }
 
 }  // namespace
@@ -106,31 +158,8 @@ std::vector<CapabilityCandidate> normalize_candidate_pool(
   if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
     throw PlannerValidationError("candidate source exceeded its candidate pool limit");
   }
-  std::set<std::string> excluded(observation.baseline_capability_ids.begin(),
-                                 observation.baseline_capability_ids.end());
-  excluded.insert(observation.rejected_capability_ids.begin(),
-                  observation.rejected_capability_ids.end());
-  std::map<std::string, std::vector<const CapabilityCandidate*>> by_id;
-  for (const auto& c : candidates) {
-    validate_capability_candidate(c);
-    if (excluded.count(c.capability_id)) continue;
-    if (c.actionability != "load" && c.actionability != "install" && c.actionability != "manual") {
-      continue;
-    }
-    by_id[c.capability_id].push_back(&c);
-  }
-  std::vector<CapabilityCandidate> out;
-  for (const auto& entry : by_id) {
-    const auto& rows = entry.second;
-    const CapabilityCandidate& first = *rows.front();
-    if (std::any_of(rows.begin() + 1, rows.end(), [&first](const auto* r) { return !(*r == first); })) {
-      continue;
-    }
-    out.push_back(first);
-  }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return pool_key(a) < pool_key(b); });
-  return out;
+  for (const auto& c : candidates) validate_capability_candidate(c);
+  return normalize_validated_pool(candidates, observation);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -146,7 +175,9 @@ CapabilityPlanner::CapabilityPlanner(CapabilityPlannerConfig config, NetBenefitP
       material_(material),
       install_(install),
       audit_store_(audit_store),
-      source_(graph, material, install, config_.candidate_limit) {
+      source_(graph, material, install, config_.candidate_limit, config_.memo_capacity),
+      facts_seen_(config_.memo_capacity),
+      identities_(config_.memo_capacity) {
   if (!engine::is_opaque_token(config_.planner_version)) {
     throw PlannerValidationError("planner_version must be an opaque safe token");
   }
@@ -185,35 +216,37 @@ void CapabilityPlanner::assert_pins() const {
 }
 
 AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandidate& p,
-                                                           const WorkObservation& work) const {
+                                                           const WorkObservation& work,
+                                                           std::string_view observation) const {
   std::optional<BenefitCandidate> facts = facts_.benefit_candidate(p, work);
   if (!facts) throw PlannerValidationError("candidate is missing authenticated benefit facts");
-  try {
-    validate_benefit_candidate(*facts);
-  } catch (const BenefitValidationError& e) {
-    throw PlannerValidationError(std::string("benefit facts are invalid: ") + e.what());
-  }
-  if (facts->capability_id != p.capability_id || facts->source_digest != p.source_digest) {
-    throw PlannerValidationError("benefit facts do not exactly match candidate identity");
-  }
-  const std::string key = facts_key(p, work);
-  if (const auto seen = facts_seen_.find(key); seen != facts_seen_.end()) {
-    if (!(seen->second == *facts)) {
+  const std::string key = facts_key(p, observation);
+  BenefitCandidate* const seen = facts_seen_.find(key);
+  if (seen == nullptr || !(*seen == *facts)) {
+    // A memo entry was validated when stored; only a new or different answer is checked.
+    try {
+      validate_benefit_candidate(*facts);
+    } catch (const BenefitValidationError& e) {
+      throw PlannerValidationError(std::string("benefit facts are invalid: ") + e.what());
+    }
+    if (facts->capability_id != p.capability_id || facts->source_digest != p.source_digest) {
+      throw PlannerValidationError("benefit facts do not exactly match candidate identity");
+    }
+    if (seen != nullptr) {
       throw PlannerValidationError("benefit facts output drifted without a snapshot digest change");
     }
-  } else {
-    if (facts_seen_.size() >= kMaxPinnedSnapshotOutputs) {
-      throw PlannerValidationError(
-          "pinned snapshot output bound is exhausted; a fresh planner is required");
-    }
-    facts_seen_.emplace(key, *facts);
+    facts_seen_.put(key, *facts);
   }
-  std::optional<CatalogCapabilityIdentity> identity;
-  try {
-    identity = CatalogCapabilityIdentity::create(p.capability_id, p.kind,
-                                                 config_.catalog_namespace_digest);
-  } catch (const InvalidIdentityError&) {
-    throw PlannerValidationError("catalog capability identity is invalid");
+  // A validated presentation's kind is the prefix of its capability id.
+  const CatalogCapabilityIdentity* identity = identities_.find(p.capability_id);
+  if (identity == nullptr) {
+    try {
+      identity = &identities_.put(p.capability_id,
+                                  CatalogCapabilityIdentity::create(
+                                      p.capability_id, p.kind, config_.catalog_namespace_digest));
+    } catch (const InvalidIdentityError&) {
+      throw PlannerValidationError("catalog capability identity is invalid");
+    }
   }
   PlanningAuthority authority;
   authority.type = p.actionability;
@@ -277,15 +310,17 @@ AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandi
     throw PlannerValidationError(
         "schema-v3 planning accepts only load, install, or manual presentation");
   }
-  return AuthenticatedCandidate{p, *identity, *facts, std::move(authority)};
+  return AuthenticatedCandidate{p, *identity, std::move(*facts), std::move(authority)};
 }
 
 std::vector<AuthenticatedCandidate> CapabilityPlanner::authenticate(
     const std::vector<CapabilityCandidate>& pool, const WorkObservation& work) const {
+  const std::string observation = observation_key(work);
   std::vector<AuthenticatedCandidate> out;
+  out.reserve(pool.size());
   for (const auto& presentation : pool) {
     try {
-      out.push_back(authenticate_one(presentation, work));
+      out.push_back(authenticate_one(presentation, work, observation));
     } catch (const CandidateAuthorityUnavailable&) {
       // Authority failure is local to this candidate: never downgraded to manual.
     }
@@ -301,24 +336,42 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
   if (requested_limit < 0 || requested_limit > kMaxSelectedCapabilities) {
     throw PlannerValidationError("requested_limit must be an integer from zero through five");
   }
-  std::map<std::string, const AuthenticatedCandidate*> by_id;
-  std::vector<BenefitCandidate> facts;
+  std::map<std::string_view, const AuthenticatedCandidate*> by_id;
   for (const auto& c : candidates) {
     if (!by_id.emplace(c.presentation.capability_id, &c).second) {
       throw PlannerValidationError("candidate pool contains duplicate identities");
     }
-    facts.push_back(c.benefit_candidate);
   }
-  std::optional<BenefitSelectionResult> result;
-  try {
-    result.emplace(policy_.select(facts, requested_limit));
-    policy_.validate_result(*result);
-  } catch (const BenefitValidationError&) {
-    throw PlannerValidationError("net-benefit policy rejected the authenticated candidate pool");
+  // The result is this process's own, fully validated selection: it is never re-run or re-parsed,
+  // and an identical pool reuses it (with its canonical text and digest) instead of re-encoding.
+  const auto same_facts = [&candidates](const std::vector<BenefitCandidate>& facts) {
+    return facts.size() == candidates.size() &&
+           std::equal(facts.begin(), facts.end(), candidates.begin(),
+                      [](const auto& f, const auto& c) { return f == c.benefit_candidate; });
+  };
+  std::shared_ptr<const BenefitSelectionResult> result;
+  for (auto it = selections_.begin(); it != selections_.end(); ++it) {
+    if (it->requested_limit == requested_limit && same_facts(it->facts)) {
+      result = it->result;
+      selections_.splice(selections_.begin(), selections_, it);
+      break;
+    }
+  }
+  if (!result) {
+    std::vector<BenefitCandidate> facts;
+    facts.reserve(candidates.size());
+    for (const auto& c : candidates) facts.push_back(c.benefit_candidate);
+    try {
+      result = std::make_shared<const BenefitSelectionResult>(policy_.select(facts, requested_limit));
+    } catch (const BenefitValidationError&) {
+      throw PlannerValidationError("net-benefit policy rejected the authenticated candidate pool");
+    }
+    if (selections_.size() >= kSelectionMemoEntries) selections_.pop_back();
+    selections_.push_front(SelectionMemo{requested_limit, std::move(facts), result});
   }
   CapabilityPlanV3 plan;
   for (const auto& s : result->selections()) {
-    const auto& c = *by_id.at(s.capability_id);
+    const auto& c = *by_id.at(std::string_view(s.capability_id));
     if (c.presentation.source_digest != s.source_digest) {
       throw PlannerValidationError("selected benefit identity does not match authenticated candidate");
     }
@@ -361,9 +414,9 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
   validate_work_observation(work);
   std::lock_guard lock(mutex_);
   assert_pins();
-  std::vector<CapabilityCandidate> pool;
+  CandidateRetrieval retrieval;
   try {
-    pool = normalize_candidate_pool(source_.retrieve(work), work);
+    retrieval = source_.retrieve_pinned(work);
   } catch (const CandidateSourceUnavailable&) {
     // An unchanged snapshot cannot become available within one decision; the second attempt is
     // the end validation of the degraded plan.
@@ -373,13 +426,17 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
     }
     return CapabilityPlanV3::degraded("catalog-unavailable");
   }
+  // The source's rows are validated as they are built; they are not validated again here.
+  const auto pool = normalize_validated_pool(retrieval.candidates, work);
   const auto authenticated = authenticate(pool, work);
   assert_pins();
   CapabilityPlanV3 result = select(authenticated, work.requested_limit);
   assert_pins();
-  const auto revalidated_pool = normalize_candidate_pool(source_.retrieve(work), work);
-  const auto revalidated = authenticate(revalidated_pool, work);
-  if (revalidated_pool != pool || revalidated != authenticated) throw PlannerValidationError("planning inputs drifted during end validation");
+  // End validation: the same graph rows and port answers (hence the same pool), and the same
+  // authentication of that pool.
+  if (!source_.unchanged(work, retrieval) || authenticate(pool, work) != authenticated) {
+    throw PlannerValidationError("planning inputs drifted during end validation");
+  }
   assert_pins();
   return result;
 }

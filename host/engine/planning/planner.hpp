@@ -10,8 +10,10 @@
 #ifndef CTX_HOST_ENGINE_PLANNING_PLANNER_HPP_
 #define CTX_HOST_ENGINE_PLANNING_PLANNER_HPP_
 
+#include <cstddef>
 #include <cstdint>
-#include <map>
+#include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,6 +27,7 @@
 #include "host/engine/planning/benefit.hpp"
 #include "host/engine/planning/candidate_source.hpp"
 #include "host/engine/planning/candidates.hpp"
+#include "host/engine/planning/lru_map.hpp"
 #include "host/engine/planning/ports.hpp"
 
 namespace ctx::engine::planning {
@@ -108,10 +111,16 @@ class CapabilityPlanV3 {
 std::vector<CapabilityCandidate> normalize_candidate_pool(
     const std::vector<CapabilityCandidate>& candidates, const WorkObservation& observation);
 
+inline constexpr std::size_t kDefaultPlannerMemoCapacity = 65'536;
+
 struct CapabilityPlannerConfig {
   std::string planner_version;           // opaque token, e.g. "ctx-managed-query-planner-v3"
   std::string catalog_namespace_digest;  // digest
   std::int64_t candidate_limit = kDefaultCandidateLimit;
+  // Entries of each per-snapshot memo (facts, material and install answers, catalog identities,
+  // projections); least recently used entries are evicted, so drift is detected against the
+  // most recent answers only.
+  std::size_t memo_capacity = kDefaultPlannerMemoCapacity;
 };
 
 class CapabilityPlanner {
@@ -157,7 +166,8 @@ class CapabilityPlanner {
   std::vector<AuthenticatedCandidate> authenticate(const std::vector<CapabilityCandidate>& pool,
                                                    const WorkObservation& work) const;
   AuthenticatedCandidate authenticate_one(const CapabilityCandidate& presentation,
-                                          const WorkObservation& work) const;
+                                          const WorkObservation& work,
+                                          std::string_view observation_key) const;
   CapabilityPlanV3 select(const std::vector<AuthenticatedCandidate>& candidates,
                           std::int64_t requested_limit) const;
 
@@ -172,8 +182,18 @@ class CapabilityPlanner {
   std::string environment_digest_;
   mutable std::mutex mutex_;
   // Facts answered per exact (presentation, observation) in this snapshot: a port may not change
-  // its answer without changing its snapshot digest (bounded; a full memory refuses new keys).
-  mutable std::map<std::string, BenefitCandidate> facts_seen_;
+  // its answer without changing its snapshot digest. Entries hold validated facts only.
+  mutable LruMap<std::string, BenefitCandidate> facts_seen_;
+  // Catalog identities by capability id (a pure function of the pinned namespace).
+  mutable LruMap<std::string, CatalogCapabilityIdentity> identities_;
+  // The latest selections by exact (requested_limit, authenticated facts): the policy is pure and
+  // frozen, so an identical pool reuses the result it encoded and digested once.
+  struct SelectionMemo {
+    std::int64_t requested_limit;
+    std::vector<BenefitCandidate> facts;
+    std::shared_ptr<const BenefitSelectionResult> result;
+  };
+  mutable std::list<SelectionMemo> selections_;
 };
 
 }  // namespace ctx::engine::planning

@@ -29,6 +29,8 @@ class UniqueFd {
 
   int get() const noexcept { return fd_; }
   explicit operator bool() const noexcept { return fd_ >= 0; }
+  // Gives up ownership: the descriptor stays open and is returned.
+  int release() noexcept { return std::exchange(fd_, -1); }
   void reset() noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;

@@ -1,69 +1,28 @@
-// The "generic" host-adapter plugin: C ABI over GenericAdapter. Every export runs inside
-// ctx::sdk::guard, so no exception crosses the boundary.
-#include <ctx/abi/plugin_abi.h>
-
+// The "generic" host-adapter plugin: GenericAdapter behind the SDK's host-adapter base class.
 #include <ctx/sdk/plugin.hpp>
+
+#include <string>
+#include <string_view>
 
 #include "plugins/hosts/generic/core/generic_adapter.hpp"
 
 namespace {
 
-using ctx::generic_host::GenericAdapter;
+class GenericHostPlugin final : public ctx::sdk::HostAdapter {
+ public:
+  explicit GenericHostPlugin(std::string_view config_json) : adapter_(config_json) {}
+  std::string parse_hook(std::string_view payload) override {
+    return adapter_.parse_hook(payload).dump();
+  }
+  std::string render_reply(std::string_view actions) override {
+    return adapter_.render_reply(actions).dump();
+  }
+  std::string install_locations() override { return adapter_.install_locations().dump(); }
 
-const GenericAdapter& adapter(void* instance) {
-  if (instance == nullptr) throw ctx::InvalidArgument("generic adapter instance is missing");
-  return *static_cast<const GenericAdapter*>(instance);
-}
-
-ctx_code create(const ctx_host_api* /*host*/, ctx_bytes config, void** instance,
-                ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] {
-    if (instance == nullptr) throw ctx::InvalidArgument("instance out-parameter is missing");
-    *instance = new GenericAdapter(ctx::sdk::view(config));
-  });
-}
-
-ctx_code destroy(void* instance, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] { delete static_cast<GenericAdapter*>(instance); });
-}
-
-ctx_code parse_hook(void* instance, ctx_bytes payload, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] {
-    ctx::sdk::write(out, adapter(instance).parse_hook(ctx::sdk::view(payload)).dump());
-  });
-}
-
-ctx_code render_reply(void* instance, ctx_bytes actions, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(err, [&] {
-    ctx::sdk::write(out, adapter(instance).render_reply(ctx::sdk::view(actions)).dump());
-  });
-}
-
-ctx_code install_locations(void* instance, ctx_sink* out, ctx_error* err) noexcept {
-  return ctx::sdk::guard(
-      err, [&] { ctx::sdk::write(out, adapter(instance).install_locations().dump()); });
-}
-
-const ctx_host_adapter_ops kOps = {
-    /*struct_size=*/sizeof(ctx_host_adapter_ops),
-    /*parse_hook=*/parse_hook,
-    /*render_reply=*/render_reply,
-    /*install_locations=*/install_locations,
-};
-
-const ctx_plugin_descriptor kDescriptor = {
-    /*abi_major=*/CTX_ABI_MAJOR,
-    /*struct_size=*/sizeof(ctx_plugin_descriptor),
-    /*abi_minor_required=*/0,
-    /*abi_minor_built=*/CTX_ABI_MINOR,
-    /*kind=*/CTX_KIND_HOST_ADAPTER,
-    /*id=*/"generic",
-    /*version=*/"1.0.0",
-    /*create=*/create,
-    /*destroy=*/destroy,
-    /*ops=*/&kOps,
+ private:
+  ctx::generic_host::GenericAdapter adapter_;
 };
 
 }  // namespace
 
-CTX_DEFINE_PLUGIN_ENTRY(kDescriptor)
+CTX_PLUGIN(GenericHostPlugin, host_adapter, "generic", "1.0.0");

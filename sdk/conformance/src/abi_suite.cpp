@@ -60,10 +60,11 @@ ctx_bytes bytes_of(const std::string& text) {
   return ctx_bytes{reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
 
-CallResult call_with_sink(const std::function<ctx_code(ctx_sink*, ctx_error*)>& op,
+CallResult call_with_sink(const std::string& name,
+                          const std::function<ctx_code(ctx_sink*, ctx_error*)>& op,
                           ctx_code refusal = CTX_OK) {
   Sink sink(refusal);
-  CallResult result = invoke([&](ctx_error* err) { return op(sink.get(), err); });
+  CallResult result = invoke(name, [&](ctx_error* err) { return op(sink.get(), err); });
   result.output = sink.text();
   return result;
 }
@@ -71,8 +72,8 @@ CallResult call_with_sink(const std::function<ctx_code(ctx_sink*, ctx_error*)>& 
 std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
   std::vector<JsonOp> ops;
   const auto add_sink_op = [&](const char* name, auto fn) {
-    ops.push_back({name, [fn](void* instance, const std::string& input) {
-                     return call_with_sink([&](ctx_sink* out, ctx_error* err) {
+    ops.push_back({name, [name, fn](void* instance, const std::string& input) {
+                     return call_with_sink(name, [&](ctx_sink* out, ctx_error* err) {
                        return fn(instance, bytes_of(input), out, err);
                      });
                    }});
@@ -97,7 +98,7 @@ std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
       ops.push_back({"verify", [verify](void* instance, const std::string& input) {
                        std::uint32_t verdict = kVerdictUnset;
                        const std::string signing = "ctx-conformance signing bytes";
-                       CallResult r = invoke([&](ctx_error* err) {
+                       CallResult r = invoke("verify", [&](ctx_error* err) {
                          return verify(instance, bytes_of(input), bytes_of(signing), &verdict, err);
                        });
                        r.verdict = verdict;
@@ -112,7 +113,7 @@ std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
 }  // namespace
 
 void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
-  add_test("Pinning", "LockEntryPinsTheExactFileAndDeclaredIdentity", [plugin] {
+  add_plugin_test(plugin, "Pinning", "LockEntryPinsTheExactFileAndDeclaredIdentity", [plugin] {
     const plugins::LockEntry& entry = plugin->entry();
     EXPECT_EQ(entry.sha256, core::sha256_hex(file_bytes(plugin->plugin_path())));
     EXPECT_EQ(plugin->loaded().identity(), entry.identity());
@@ -125,7 +126,7 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(entry.abi_minor, d.abi_minor_built);
   });
 
-  add_test("Descriptor", "IsWellFormed", [plugin] {
+  add_plugin_test(plugin, "Descriptor", "IsWellFormed", [plugin] {
     const ctx_plugin_descriptor& d = plugin->descriptor();
     EXPECT_EQ(d.abi_major, CTX_ABI_MAJOR);
     EXPECT_GE(d.struct_size, sizeof(ctx_plugin_descriptor))
@@ -139,7 +140,7 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_NE(d.destroy, nullptr);
   });
 
-  add_test("Descriptor", "OpsTableCoversItsKind", [plugin] {
+  add_plugin_test(plugin, "Descriptor", "OpsTableCoversItsKind", [plugin] {
     const ctx_plugin_descriptor& d = plugin->descriptor();
     ASSERT_NE(d.ops, nullptr);
     std::uint32_t size = 0;
@@ -168,20 +169,20 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     }
   });
 
-  add_test("VersionRule", "RequiredMinorIsNotAboveBuiltMinor", [plugin] {
+  add_plugin_test(plugin, "VersionRule", "RequiredMinorIsNotAboveBuiltMinor", [plugin] {
     const ctx_plugin_descriptor& d = plugin->descriptor();
     EXPECT_LE(d.abi_minor_required, d.abi_minor_built)
         << "a plugin cannot require ABI " << d.abi_major << "." << d.abi_minor_required
         << " while built against " << d.abi_major << "." << d.abi_minor_built;
   });
 
-  add_test("Negotiation", "LoadingLeftNoTraces", [plugin] {
+  add_plugin_test(plugin, "Negotiation", "LoadingLeftNoTraces", [plugin] {
     EXPECT_EQ(plugin->sandbox_now(), plugin->sandbox_before_load())
         << "loading the plugin (static constructors, entry) created files in the working "
            "directory";
   });
 
-  add_test("Negotiation", "IsRepeatableAndSideEffectFree", [plugin] {
+  add_plugin_test(plugin, "Negotiation", "IsRepeatableAndSideEffectFree", [plugin] {
     const ctx_plugin_descriptor* loaded = &plugin->descriptor();
     const std::string image = descriptor_image(*loaded);
     const ctx_host_negotiation host = plugins::host_negotiation();
@@ -197,7 +198,12 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     plugin->in_sandbox([&] {
       for (int round = 0; round < 50; ++round) {
         for (const ctx_host_negotiation& offer : offers) {
-          EXPECT_EQ(plugin->entry_function()(&offer), loaded)
+          const ctx_plugin_descriptor* answered = nullptr;
+          {
+            const CallScope scope("ctx_plugin_entry");
+            answered = plugin->entry_function()(&offer);
+          }
+          EXPECT_EQ(answered, loaded)
               << "ctx_plugin_entry returned another descriptor (offer major " << offer.abi_major
               << ", minors " << offer.abi_minor_min << ".." << offer.abi_minor_max << ")";
         }
@@ -208,7 +214,7 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
         << "negotiation created files in the working directory";
   });
 
-  add_test("Lifecycle", "CreateAndDestroyPair", [plugin] {
+  add_plugin_test(plugin, "Lifecycle", "CreateAndDestroyPair", [plugin] {
     for (int round = 0; round < 3; ++round) {
       std::vector<std::unique_ptr<RawInstance>> instances;
       for (int i = 0; i < 4; ++i) {
@@ -231,17 +237,17 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     }
   });
 
-  add_test("Lifecycle", "BadConfigFailsWithACode", [plugin] {
+  add_plugin_test(plugin, "Lifecycle", "BadConfigFailsWithACode", [plugin] {
     const ctx_plugin_descriptor& d = plugin->descriptor();
     for (const std::string& config : garbage_inputs()) {
       const Contained call = contain([&] {
         void* instance = nullptr;
-        CallResult created = invoke([&](ctx_error* err) {
+        CallResult created = invoke("create", [&](ctx_error* err) {
           return d.create(plugin->host_api(), bytes_of(config), &instance, err);
         });
         if (created.code == CTX_OK && instance != nullptr) {
           const CallResult destroyed =
-              invoke([&](ctx_error* err) { return d.destroy(instance, err); });
+              invoke("destroy", [&](ctx_error* err) { return d.destroy(instance, err); });
           if (destroyed.code != CTX_OK) return destroyed;
         } else if (created.code != CTX_OK && instance != nullptr) {
           created.output = "instance set on failure";
@@ -257,7 +263,7 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     }
   });
 
-  add_test("Guards", "GarbageInputReturnsACode", [plugin] {
+  add_plugin_test(plugin, "Guards", "GarbageInputReturnsACode", [plugin] {
     RawInstance instance(*plugin, plugin->fresh_config());
     ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
     for (const JsonOp& op : json_ops(*plugin)) {
@@ -276,7 +282,7 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   });
 
   if (plugin->kind() != PluginKind::kVerifier) {
-    add_test("Guards", "RefusedSinkWriteIsReturned", [plugin] {
+    add_plugin_test(plugin, "Guards", "RefusedSinkWriteIsReturned", [plugin] {
       RawInstance instance(*plugin, plugin->fresh_config());
       ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
       void* handle = instance.handle();
@@ -303,7 +309,8 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       }
       for (const auto& named : calls) {
         const auto& op = named.second;
-        const Contained call = contain([&] { return call_with_sink(op, CTX_RESOURCE_EXHAUSTED); });
+        const Contained call =
+            contain([&] { return call_with_sink(named.first, op, CTX_RESOURCE_EXHAUSTED); });
         ASSERT_EQ(call.ending, Contained::Ending::kReturned)
             << named.first << " " << call.describe();
         EXPECT_EQ(call.result.code, CTX_RESOURCE_EXHAUSTED)

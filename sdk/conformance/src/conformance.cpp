@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <string>
 #include <system_error>
@@ -34,6 +36,21 @@ Options parse_arguments(int argc, char** argv) {
     if (arg == "--config") {
       if (i + 1 == argc) throw InvalidArgument("--config needs a file");
       options.config_file = fs::absolute(argv[++i]);
+    } else if (arg == "--timeout") {
+      if (i + 1 == argc) throw InvalidArgument("--timeout needs a number of seconds");
+      const std::string text = argv[++i];
+      double seconds = 0;
+      std::size_t used = 0;
+      try {
+        seconds = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != text.size() || !(seconds > 0) || seconds > 86400) {
+        throw InvalidArgument("--timeout wants seconds between 0 and 86400, not \"" + text + "\"");
+      }
+      options.call_timeout = std::chrono::milliseconds(
+          std::max<std::int64_t>(1, static_cast<std::int64_t>(seconds * 1000)));
     } else if (!arg.empty() && arg.front() == '-') {
       throw InvalidArgument("unknown option " + arg);
     } else if (options.plugin.empty()) {
@@ -54,12 +71,22 @@ Session register_suites(const Options& options) {
   auto state = std::make_shared<Session::State>();
   state->base = pattern;
 
-  auto plugin =
-      std::make_shared<detail::PluginUnderTest>(options.plugin, options.config_file, state->base);
-  if (!plugin->load()) {
-    const std::string reason = plugin->failure();
-    detail::add_test("Load", "PluginLoadsThroughThePinnedLoader", [reason] {
+  auto plugin = std::make_shared<detail::PluginUnderTest>(options.plugin, options.config_file,
+                                                          state->base, options.call_timeout);
+  const detail::Probe probe = plugin->probe();
+  if (!probe.loaded) {
+    const std::string reason = probe.failure;
+    detail::add_kit_test("Load", "PluginLoadsThroughThePinnedLoader", [reason] {
       FAIL() << "the plugin cannot be loaded as the host loads it: " << reason;
+    });
+    return Session(std::move(state));
+  }
+  if (probe.needs_config) {
+    const std::string reason = *probe.needs_config;
+    detail::add_kit_test("KitConfig", "PluginNeedsAConfiguration", [reason] {
+      FAIL() << "this plugin needs a configuration: pass --config FILE with a \"plugin_config\" "
+                "(its create refused an empty configuration: "
+             << reason << ")";
     });
     return Session(std::move(state));
   }
@@ -85,7 +112,8 @@ int run_main(int argc, char** argv) {
     options = parse_arguments(argc, argv);
   } catch (const Error& e) {
     std::cerr << "ctx-conformance: " << e.what() << "\n"
-              << "usage: ctx-conformance PLUGIN.so [--config FILE] [gtest flags]\n";
+              << "usage: ctx-conformance PLUGIN.so [--config FILE] [--timeout SECONDS] "
+                 "[gtest flags]\n";
     return 2;
   }
   const Session session = register_suites(options);

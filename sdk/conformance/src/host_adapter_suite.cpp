@@ -35,12 +35,12 @@ class Adapter {
   const std::string& create_message() const { return instance_.created().message; }
 
   CallResult parse_hook(const std::string& payload) {
-    return call([&](ctx_sink* out, ctx_error* err) {
+    return call("parse_hook", [&](ctx_sink* out, ctx_error* err) {
       return ops_.parse_hook(instance_.handle(), bytes_of(payload), out, err);
     });
   }
   CallResult render_reply(const std::string& actions) {
-    return call([&](ctx_sink* out, ctx_error* err) {
+    return call("render_reply", [&](ctx_sink* out, ctx_error* err) {
       return ops_.render_reply(instance_.handle(), bytes_of(actions), out, err);
     });
   }
@@ -49,15 +49,16 @@ class Adapter {
     if (ops_.struct_size < sizeof(ctx_host_adapter_ops) || ops_.install_locations == nullptr) {
       return std::nullopt;
     }
-    return call([&](ctx_sink* out, ctx_error* err) {
+    return call("install_locations", [&](ctx_sink* out, ctx_error* err) {
       return ops_.install_locations(instance_.handle(), out, err);
     });
   }
 
  private:
-  CallResult call(const std::function<ctx_code(ctx_sink*, ctx_error*)>& op) {
+  CallResult call(const std::string& name,
+                  const std::function<ctx_code(ctx_sink*, ctx_error*)>& op) {
     Sink sink;
-    CallResult result = invoke([&](ctx_error* err) { return op(sink.get(), err); });
+    CallResult result = invoke(name, [&](ctx_error* err) { return op(sink.get(), err); });
     result.output = sink.text();
     return result;
   }
@@ -69,7 +70,7 @@ class Adapter {
 }  // namespace
 
 void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
-  add_test("HostAdapter", "ParseHookYieldsScopeSignalsAndWorkRef", [plugin] {
+  add_plugin_test(plugin, "HostAdapter", "ParseHookYieldsScopeSignalsAndWorkRef", [plugin] {
     Adapter adapter(*plugin);
     ASSERT_TRUE(adapter.created()) << "create failed: " << adapter.create_message();
     const Json parsed = expect_ok_object(adapter.parse_hook(sample_payload(*plugin).dump()),
@@ -95,7 +96,7 @@ void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin)
         << "no \"work_ref\" object";
   });
 
-  add_test("HostAdapter", "ParseHookIsDeterministic", [plugin] {
+  add_plugin_test(plugin, "HostAdapter", "ParseHookIsDeterministic", [plugin] {
     Adapter adapter(*plugin);
     ASSERT_TRUE(adapter.created()) << "create failed: " << adapter.create_message();
     const std::string payload = sample_payload(*plugin).dump();
@@ -107,7 +108,7 @@ void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin)
     EXPECT_EQ(other.parse_hook(payload).output, first.output) << "instances disagree";
   });
 
-  add_test("HostAdapter", "ParseHookNeverCopiesThePrompt", [plugin] {
+  add_plugin_test(plugin, "HostAdapter", "ParseHookNeverCopiesThePrompt", [plugin] {
     Adapter adapter(*plugin);
     ASSERT_TRUE(adapter.created()) << "create failed: " << adapter.create_message();
     const Json payload = sample_payload(*plugin);
@@ -122,7 +123,7 @@ void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin)
     }
   });
 
-  add_test("HostAdapter", "RenderReplyWritesJson", [plugin] {
+  add_plugin_test(plugin, "HostAdapter", "RenderReplyWritesJson", [plugin] {
     Adapter adapter(*plugin);
     ASSERT_TRUE(adapter.created()) << "create failed: " << adapter.create_message();
     expect_ok_object(adapter.render_reply(R"({"actions":[]})"), "render_reply of no actions");
@@ -132,9 +133,8 @@ void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin)
         "render_reply of one action");
   });
 
-  const ctx_host_adapter_ops& ops = *plugin->loaded().host_adapter_ops();
-  if (ops.struct_size >= sizeof(ctx_host_adapter_ops) && ops.install_locations != nullptr) {
-    add_test("HostAdapter", "InstallLocationsIsAnObject", [plugin] {
+  if (plugin->has_install_locations()) {
+    add_plugin_test(plugin, "HostAdapter", "InstallLocationsIsAnObject", [plugin] {
       Adapter adapter(*plugin);
       ASSERT_TRUE(adapter.created()) << "create failed: " << adapter.create_message();
       const auto locations = adapter.install_locations();

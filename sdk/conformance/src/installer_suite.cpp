@@ -27,7 +27,7 @@ ctx_bytes bytes_of(const std::string& text) {
   return ctx_bytes{reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
 
-// Calls one request op in process and returns its reply object (recording failures).
+// Calls one request op and returns its reply object (recording failures).
 class Installer {
  public:
   explicit Installer(PluginUnderTest& plugin)
@@ -60,7 +60,7 @@ class Installer {
 
   Json call(const std::string& name, const std::function<ctx_code(ctx_sink*, ctx_error*)>& op) {
     Sink sink;
-    CallResult result = invoke([&](ctx_error* err) { return op(sink.get(), err); });
+    CallResult result = invoke(name, [&](ctx_error* err) { return op(sink.get(), err); });
     result.output = sink.text();
     return expect_ok_object(result, name);
   }
@@ -93,7 +93,7 @@ bool flag(const Json& state, const char* name) {
 }  // namespace
 
 void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
-  add_test("Installer", "TargetIdentityDescribesTheRoot", [plugin] {
+  add_plugin_test(plugin, "Installer", "TargetIdentityDescribesTheRoot", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
     const Json identity = installer.target_identity();
@@ -107,7 +107,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(installer.target_identity(), identity) << "target identity is not stable";
   });
 
-  add_test("Installer", "InstallActivateReconcileRoundTrip", [plugin] {
+  add_plugin_test(plugin, "Installer", "InstallActivateReconcileRoundTrip", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
     const std::string digest = core::sha256_hex(kBody);
@@ -151,7 +151,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_FALSE(flag(state, "active"));
   });
 
-  add_test("Installer", "DigestMismatchIsNeverApplied", [plugin] {
+  add_plugin_test(plugin, "Installer", "DigestMismatchIsNeverApplied", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
     const std::string wrong = core::sha256_hex("other bytes");

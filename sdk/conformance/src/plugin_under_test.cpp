@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 
 constexpr char kFill = 'X';
 constexpr char kTempDirToken[] = "@TEMP_DIR@";
-constexpr int kChildThrew = 3;
 constexpr std::size_t kMinSecretLength = 16;
 
 // Kit host services: logging is dropped, nothing is ever cancelled, the clock is the system's.
@@ -34,74 +33,6 @@ int64_t host_now(void*) noexcept {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// Pipe framing between a contained child and the kit: fixed fields then two length-prefixed
-// byte strings.
-void append_bytes(std::string& out, const void* data, std::size_t size) {
-  out.append(static_cast<const char*>(data), size);
-}
-
-std::string serialize(const CallResult& r) {
-  std::string out;
-  const std::int32_t code = r.code;
-  const std::uint8_t flags = (r.message_terminated ? 1 : 0) | (r.error_untouched ? 2 : 0);
-  append_bytes(out, &code, sizeof code);
-  append_bytes(out, &r.verdict, sizeof r.verdict);
-  append_bytes(out, &flags, sizeof flags);
-  for (const std::string* text : {&r.message, &r.output}) {
-    const std::uint64_t size = text->size();
-    append_bytes(out, &size, sizeof size);
-    out += *text;
-  }
-  return out;
-}
-
-bool deserialize(const std::string& in, CallResult& r) {
-  std::size_t at = 0;
-  const auto take = [&](void* data, std::size_t size) {
-    if (in.size() - at < size) return false;
-    std::memcpy(data, in.data() + at, size);
-    at += size;
-    return true;
-  };
-  std::int32_t code = 0;
-  std::uint8_t flags = 0;
-  if (!take(&code, sizeof code) || !take(&r.verdict, sizeof r.verdict) ||
-      !take(&flags, sizeof flags)) {
-    return false;
-  }
-  r.code = code;
-  r.message_terminated = (flags & 1) != 0;
-  r.error_untouched = (flags & 2) != 0;
-  for (std::string* text : {&r.message, &r.output}) {
-    std::uint64_t size = 0;
-    if (!take(&size, sizeof size) || in.size() - at < size) return false;
-    text->assign(in, at, size);
-    at += size;
-  }
-  return at == in.size();
-}
-
-void write_all(int fd, const std::string& bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
-
-std::string read_all(int fd) {
-  std::string bytes;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return bytes;
-    bytes.append(buffer, static_cast<std::size_t>(n));
-  }
 }
 
 // Replaces every "@TEMP_DIR@" inside strings of `value` with `dir`.
@@ -145,9 +76,6 @@ std::string Contained::describe() const {
       return "returned code " + std::to_string(result.code);
     case Ending::kThrew:
       return "let a C++ exception cross the C ABI";
-    case Ending::kCrashed:
-      return detail > 0 ? "crashed with signal " + std::to_string(detail)
-                        : "ended the process (exit status " + std::to_string(-detail) + ")";
   }
   return "ended unexpectedly";
 }
@@ -167,11 +95,14 @@ ctx_code Sink::write(void* context, const uint8_t* data, size_t size) noexcept {
   return CTX_OK;
 }
 
-CallResult invoke(const std::function<ctx_code(ctx_error*)>& call) {
+CallResult invoke(const std::string& name, const std::function<ctx_code(ctx_error*)>& call) {
   ctx_error err;
   std::memset(err.message, kFill, sizeof err.message);
   CallResult result;
-  result.code = call(&err);
+  {
+    const CallScope scope(name);
+    result.code = call(&err);
+  }
   const auto* nul = static_cast<const char*>(std::memchr(err.message, '\0', sizeof err.message));
   result.message_terminated = nul != nullptr;
   result.message.assign(err.message, nul != nullptr ? static_cast<std::size_t>(nul - err.message)
@@ -182,45 +113,21 @@ CallResult invoke(const std::function<ctx_code(ctx_error*)>& call) {
 }
 
 Contained contain(const std::function<CallResult()>& call) {
-  std::fflush(nullptr);
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("conformance kit could not create a pipe");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw SystemError("conformance kit could not fork");
-  if (pid == 0) {
-    ::close(fds[0]);
-    int status = 0;
-    std::string payload;
-    try {
-      payload = serialize(call());
-    } catch (...) {
-      status = kChildThrew;
-    }
-    write_all(fds[1], payload);
-    ::_exit(status);
-  }
-  ::close(fds[1]);
-  const std::string payload = read_all(fds[0]);
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
   Contained contained;
-  if (WIFSIGNALED(status)) {
-    contained.ending = Contained::Ending::kCrashed;
-    contained.detail = WTERMSIG(status);
-  } else if (WEXITSTATUS(status) == kChildThrew) {
+  try {
+    contained.result = call();
+  } catch (...) {
     contained.ending = Contained::Ending::kThrew;
-  } else if (WEXITSTATUS(status) != 0 || !deserialize(payload, contained.result)) {
-    contained.ending = Contained::Ending::kCrashed;
-    contained.detail = -WEXITSTATUS(status);
   }
   return contained;
 }
 
 PluginUnderTest::PluginUnderTest(fs::path plugin, std::optional<fs::path> config_file,
-                                 fs::path base)
-    : plugin_(fs::absolute(plugin)), config_file_(std::move(config_file)), base_(std::move(base)) {
+                                 fs::path base, std::chrono::milliseconds call_deadline)
+    : plugin_(fs::absolute(plugin)),
+      config_file_(std::move(config_file)),
+      base_(std::move(base)),
+      call_deadline_(call_deadline) {
   host_api_ = ctx_host_api{sizeof(ctx_host_api), this,     &host_log, &host_progress,
                            &host_cancelled,      &host_now};
   fs::create_directories(base_ / "sandbox" / "home");
@@ -249,26 +156,98 @@ PluginUnderTest::PluginUnderTest(fs::path plugin, std::optional<fs::path> config
   }
 }
 
+Probe PluginUnderTest::probe() {
+  Probe probe;
+  if (!failure_.empty()) {
+    probe.failure = failure_;
+    return probe;
+  }
+  const fs::path lock_path = base_ / "plugins.lock.json";
+  const Supervision loaded = supervise(
+      [&] {
+        const plugins::PluginLoader loader(base_ / "state");
+        in_sandbox([&] {
+          plugins::LockFile lock;
+          {
+            const CallScope scope("pinning (reading its identity)");
+            lock.upsert(loader.inspect_for_pin(plugin_));
+          }
+          lock.save(lock_path);
+        });
+        if (!load()) {
+          send_report(Json{{"failure", failure_}}.dump());
+          return;
+        }
+        const ctx_plugin_descriptor& d = descriptor();
+        bool install_locations = false;
+        if (loaded_->kind() == plugins::PluginKind::kHostAdapter) {
+          const ctx_host_adapter_ops& ops = *loaded_->host_adapter_ops();
+          install_locations =
+              ops.struct_size >= sizeof(ctx_host_adapter_ops) && ops.install_locations != nullptr;
+        }
+        send_report(Json{{"kind", d.kind}, {"install_locations", install_locations}}.dump());
+      },
+      call_deadline_, kit_deadline());
+  std::string text;
+  const auto add_line = [&](const std::string& line) { text += (text.empty() ? "" : "\n") + line; };
+  for (const ChildFailure& f : loaded.failures) add_line(f.message);
+  for (const std::string& problem : loaded.problems()) add_line(problem);
+  Json report;
+  if (!loaded.reports.empty()) report = core::parse_json(loaded.reports.front());
+  if (report.contains("failure")) add_line(report.at("failure").get<std::string>());
+  if (!loaded.clean() || !report.contains("kind")) {
+    probe.failure = text.empty() ? "the plugin did not report its kind" : text;
+    return probe;
+  }
+  probe.loaded = true;
+  probe.kind = static_cast<plugins::PluginKind>(report.at("kind").get<std::uint32_t>());
+  probe.has_install_locations = report.at("install_locations").get<bool>();
+  kind_ = probe.kind;
+  has_install_locations_ = probe.has_install_locations;
+
+  if (!has_plugin_config()) {
+    // A plugin that cannot start without configuration gets one clear answer instead of a
+    // failure in every test that creates an instance.
+    const Supervision created = supervise(
+        [&] {
+          if (!load()) return;
+          RawInstance instance(*this, "");
+          send_report(Json{{"code", instance.created().code},
+                           {"message", instance.created().message}}
+                          .dump());
+        },
+        call_deadline_, kit_deadline());
+    if (created.clean() && !created.reports.empty()) {
+      const Json answer = core::parse_json(created.reports.front());
+      // CTX_INTERNAL and CTX_UNKNOWN are a create that broke, not one that refused: the suites
+      // report those.
+      const int code = answer.at("code").get<int>();
+      if (code != CTX_OK && code != CTX_INTERNAL && code != CTX_UNKNOWN) {
+        probe.needs_config = answer.at("message").get<std::string>();
+      }
+    }
+  }
+  return probe;
+}
+
 bool PluginUnderTest::load() {
   if (!failure_.empty()) return false;
   try {
     const plugins::PluginLoader loader(base_ / "state");
-    const fs::path lock_path = base_ / "plugins.lock.json";
+    const plugins::LockFile pinned = plugins::LockFile::load(base_ / "plugins.lock.json");
+    if (pinned.entries().size() != 1) throw Error("the temporary lock does not hold one entry");
+    entry_ = pinned.entries().front();
     in_sandbox([&] {
-      plugins::LockFile lock;
-      lock.upsert(loader.inspect_for_pin(plugin_));
-      lock.save(lock_path);
-      const plugins::LockFile pinned = plugins::LockFile::load(lock_path);
-      if (pinned.entries().size() != 1) throw Error("the temporary lock does not hold one entry");
-      entry_ = pinned.entries().front();
+      const CallScope scope("loading (its constructors and ctx_plugin_entry)");
       loaded_ = loader.load(entry_);
     });
   } catch (const std::exception& e) {
     failure_ = e.what();
     return false;
   }
+  kind_ = loaded_->kind();
   // RTLD_NOLOAD finds the object the loader already mapped; nothing is loaded a second time.
-  void* handle = ::dlopen(loaded_->cache_path().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  void* handle = ::dlopen(loaded_->library_path().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (handle != nullptr) {
     entry_function_ =
         reinterpret_cast<ctx_plugin_entry_fn>(::dlsym(handle, CTX_PLUGIN_ENTRY_SYMBOL));
@@ -279,6 +258,33 @@ bool PluginUnderTest::load() {
     return false;
   }
   return true;
+}
+
+const plugins::LoadedPlugin& PluginUnderTest::loaded() const {
+  if (loaded_ == nullptr) {
+    throw Error("the plugin is loaded only inside a supervised test (register it with "
+                "add_plugin_test)");
+  }
+  return *loaded_;
+}
+
+void PluginUnderTest::run_supervised(const std::function<void()>& body) {
+  const Supervision supervision = supervise(
+      [&] {
+        if (!load()) {
+          ADD_FAILURE() << "the plugin cannot be loaded from the temporary lock: " << failure_;
+          return;
+        }
+        body();
+      },
+      call_deadline_, kit_deadline());
+  report_supervision(supervision);
+}
+
+std::chrono::milliseconds PluginUnderTest::kit_deadline() const {
+  // The kit's own work between two plugin calls is small; this bounds a test whose plugin left a
+  // thread running that wedges the child outside any call.
+  return std::max(std::chrono::milliseconds(60000), call_deadline_ * 10);
 }
 
 std::set<std::string> PluginUnderTest::sandbox_now() const {
@@ -325,8 +331,11 @@ void PluginUnderTest::in_sandbox(const std::function<void()>& body) const {
 std::string PluginUnderTest::fresh_config() {
   const auto config = kit_config_.find("plugin_config");
   if (config == kit_config_.end()) return {};
-  const fs::path dir = base_ / "instances" / std::to_string(instance_count_++);
-  fs::create_directories(dir);
+  std::string pattern = (base_ / "instances" / "XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw SystemError("conformance kit could not create an instance directory");
+  }
+  const fs::path dir = pattern;
   Json value = *config;
   substitute(value, dir.string());
   collect_strings(value, secrets_);
@@ -342,7 +351,7 @@ std::string PluginUnderTest::leaked_secret(const std::string& message) const {
 
 RawInstance::RawInstance(PluginUnderTest& plugin, const std::string& config)
     : descriptor_(plugin.descriptor()) {
-  created_ = invoke([&](ctx_error* err) {
+  created_ = invoke("create", [&](ctx_error* err) {
     return descriptor_.create(
         plugin.host_api(),
         ctx_bytes{reinterpret_cast<const uint8_t*>(config.data()), config.size()}, &handle_, err);
@@ -356,13 +365,18 @@ RawInstance::~RawInstance() {
 
 CallResult RawInstance::destroy() {
   void* handle = std::exchange(handle_, nullptr);
-  return invoke([&](ctx_error* err) { return descriptor_.destroy(handle, err); });
+  return invoke("destroy", [&](ctx_error* err) { return descriptor_.destroy(handle, err); });
 }
 
-void add_test(const std::string& suite, const std::string& name, std::function<void()> body) {
+void add_kit_test(const std::string& suite, const std::string& name, std::function<void()> body) {
   ::testing::RegisterTest(
       suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
       [body = std::move(body)]() -> FunctionTest* { return new FunctionTest(body); });
+}
+
+void add_plugin_test(const std::shared_ptr<PluginUnderTest>& plugin, const std::string& suite,
+                     const std::string& name, std::function<void()> body) {
+  add_kit_test(suite, name, [plugin, body = std::move(body)] { plugin->run_supervised(body); });
 }
 
 std::vector<std::string> garbage_inputs() {

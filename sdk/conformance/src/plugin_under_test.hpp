@@ -1,11 +1,17 @@
 // The plugin under test as the suites see it: how it was pinned and loaded, its kit config, and
 // helpers that call its C ABI directly (the suites check codes, error buffers and sinks, so they
 // go beneath ctx::plugins' adapters). Implementation detail of ctx::conformance; not thread-safe.
+//
+// The kit process itself never maps the plugin: probe() pins it into a temporary lock and loads it
+// in a supervised child (supervisor.hpp) to learn its kind, and every test registered with
+// add_plugin_test runs in its own supervised child that loads the plugin from that lock. Every
+// plugin call goes through invoke() (or a CallScope), so each has the per-call deadline.
 #ifndef CTX_SDK_CONFORMANCE_SRC_PLUGIN_UNDER_TEST_HPP_
 #define CTX_SDK_CONFORMANCE_SRC_PLUGIN_UNDER_TEST_HPP_
 
 #include <ctx/abi/plugin_abi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -18,6 +24,7 @@
 #include "host/core/canonical_json.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
+#include "sdk/conformance/src/supervisor.hpp"
 
 namespace ctx::conformance::detail {
 
@@ -38,10 +45,10 @@ struct CallResult {
   std::uint32_t verdict = kVerdictUnset;
 };
 
-// How a contained call (run in a forked child) ended.
+// How a contained call ended: it returned, or a C++ exception crossed the C ABI. (A call that
+// crashes, exits, hangs or prints ends the whole supervised child; the supervisor reports that.)
 struct Contained {
-  enum class Ending { kReturned, kThrew, kCrashed } ending = Ending::kReturned;
-  int detail = 0;  // signal number or exit status when not kReturned
+  enum class Ending { kReturned, kThrew } ending = Ending::kReturned;
   CallResult result;
   std::string describe() const;
 };
@@ -60,30 +67,56 @@ class Sink {
   ctx_sink sink_;
 };
 
-// Runs `call` with a fresh error buffer (filled with a non-NUL pattern) and records the outcome.
-CallResult invoke(const std::function<ctx_code(ctx_error*)>& call);
+// Runs the plugin call `call` (named `name` in problem reports, e.g. "verify") inside a CallScope
+// with a fresh error buffer (filled with a non-NUL pattern) and records the outcome.
+CallResult invoke(const std::string& name, const std::function<ctx_code(ctx_error*)>& call);
 
-// Runs `call` in a forked child and reports how it ended; the child's effects on memory are lost,
-// its effects on disk are not.
+// Runs `call` (which makes its plugin calls through invoke) and reports whether a C++ exception
+// escaped it.
 Contained contain(const std::function<CallResult()>& call);
+
+// What probe() learned in its supervised child.
+struct Probe {
+  bool loaded = false;
+  std::string failure;  // why not, when !loaded (every problem, one per line)
+  plugins::PluginKind kind = plugins::PluginKind::kVerifier;
+  bool has_install_locations = false;  // host adapters: the optional op is offered
+  // Set when the kit has no plugin_config and create refused the empty configuration.
+  std::optional<std::string> needs_config;
+};
 
 class PluginUnderTest {
  public:
   // Creates the temporary tree under `base` and reads the kit config (errors recorded, not
-  // thrown); load() does the rest.
+  // thrown); probe() and load() do the rest. Each plugin call must end within `call_deadline`.
   PluginUnderTest(std::filesystem::path plugin, std::optional<std::filesystem::path> config_file,
-                  std::filesystem::path base);
+                  std::filesystem::path base, std::chrono::milliseconds call_deadline);
 
-  // Pins the plugin into a temporary lock (inspect_for_pin + save) and loads it from that lock,
-  // inside the sandbox as working directory. Returns false and records why on failure.
+  // In a supervised child: pins the plugin into the temporary lock (inspect_for_pin + save),
+  // loads it from that lock and reports its kind; then, when the kit config has no
+  // plugin_config, in a second child, creates and destroys an instance with an empty
+  // configuration. Sets kind() and has_install_locations() from the answer.
+  Probe probe();
+
+  // Inside a test's supervised child: loads the plugin from the lock probe() wrote, inside the
+  // sandbox as working directory. Returns false and records why on failure.
   bool load();
 
+  // Registered-test bodies run through this: a supervised child loads the plugin and runs
+  // `body`; its failures and problems are reported into the current test.
+  void run_supervised(const std::function<void()>& body);
+
   const std::string& failure() const { return failure_; }
-  const plugins::LoadedPlugin& loaded() const { return *loaded_; }
+  // The loaded plugin, inside a supervised test. Errors: ctx::Error in the kit process itself.
+  const plugins::LoadedPlugin& loaded() const;
   const plugins::LockEntry& entry() const { return entry_; }
   const std::filesystem::path& plugin_path() const { return plugin_; }
-  const ctx_plugin_descriptor& descriptor() const { return loaded_->descriptor(); }
-  plugins::PluginKind kind() const { return loaded_->kind(); }
+  const ctx_plugin_descriptor& descriptor() const { return loaded().descriptor(); }
+  plugins::PluginKind kind() const { return kind_; }
+  bool has_install_locations() const { return has_install_locations_; }
+  std::chrono::milliseconds call_deadline() const { return call_deadline_; }
+  // How long a supervised child may spend between two plugin calls.
+  std::chrono::milliseconds kit_deadline() const;
 
   // The plugin's ctx_plugin_entry, resolved again from the already-loaded cache file.
   ctx_plugin_entry_fn entry_function() const { return entry_function_; }
@@ -96,7 +129,8 @@ class PluginUnderTest {
   void in_sandbox(const std::function<void()>& body) const;
 
   // The config text for a new instance: plugin_config with "@TEMP_DIR@" replaced by a fresh
-  // empty directory. Strings of it (>= 16 bytes) are remembered as secrets.
+  // empty directory (unique across tests). Strings of it (>= 16 bytes) are remembered as secrets.
+  // Empty when the kit config has no plugin_config.
   std::string fresh_config();
   // Strings no error message may contain: config strings, the input marker.
   const std::vector<std::string>& secrets() const { return secrets_; }
@@ -104,12 +138,14 @@ class PluginUnderTest {
   std::string leaked_secret(const std::string& message) const;
 
   const Json& kit_config() const { return kit_config_; }
+  bool has_plugin_config() const { return kit_config_.contains("plugin_config"); }
   const ctx_host_api* host_api() const { return &host_api_; }
 
  private:
   std::filesystem::path plugin_;
   std::optional<std::filesystem::path> config_file_;
   std::filesystem::path base_;
+  std::chrono::milliseconds call_deadline_;
   std::string failure_;
   Json kit_config_ = Json::object();
   plugins::LockEntry entry_;
@@ -117,7 +153,8 @@ class PluginUnderTest {
   ctx_plugin_entry_fn entry_function_ = nullptr;
   std::set<std::string> sandbox_before_;
   std::vector<std::string> secrets_;
-  int instance_count_ = 0;
+  plugins::PluginKind kind_ = plugins::PluginKind::kVerifier;
+  bool has_install_locations_ = false;
   ctx_host_api host_api_{};
 };
 
@@ -141,8 +178,14 @@ class RawInstance {
   void* handle_ = nullptr;
 };
 
-// Registers one test `suite.name` running `body` (gtest assertions allowed inside).
-void add_test(const std::string& suite, const std::string& name, std::function<void()> body);
+// Registers one test `suite.name` running `body` in the kit process (gtest assertions allowed
+// inside). Only for tests that never touch the plugin (they report a kit or load problem).
+void add_kit_test(const std::string& suite, const std::string& name, std::function<void()> body);
+
+// Registers one test `suite.name` whose `body` runs in a supervised child with the plugin loaded
+// (PluginUnderTest::run_supervised).
+void add_plugin_test(const std::shared_ptr<PluginUnderTest>& plugin, const std::string& suite,
+                     const std::string& name, std::function<void()> body);
 
 // Suite registration, one per kind plus the generic ABI suite.
 void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin);
@@ -154,7 +197,7 @@ void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin)
 std::vector<std::string> garbage_inputs();
 
 // gtest-friendly checks shared by the suites; they record failures, `what` names the call.
-// A contained call must return (no crash, no escaped exception), with a code from the table that
+// A contained call must return (no escaped exception), with a code from the table that
 // is not CTX_INTERNAL/CTX_UNKNOWN (those signal an unexpected exception), a NUL-terminated
 // non-empty message on failure, an untouched error buffer on success, and no secret in the text.
 void expect_contained_code(const PluginUnderTest& plugin, const Contained& call,

@@ -27,13 +27,13 @@ std::optional<Vector> test_vector(const PluginUnderTest& plugin) {
   return Vector{vector.at("assertion"), vector.at("signing_bytes").get<std::string>()};
 }
 
-// Runs verify in a forked child (a misbehaving verifier fails the test, not the run).
+// Runs verify, recording an escaped exception (a crash or exit ends the supervised child).
 Contained verify(const PluginUnderTest& plugin, void* instance, const std::string& assertion,
                  const std::string& signing_bytes) {
   const auto fn = plugin.loaded().verifier_ops()->verify;
   return contain([&] {
     std::uint32_t verdict = kVerdictUnset;
-    CallResult r = invoke([&](ctx_error* err) {
+    CallResult r = invoke("verify", [&](ctx_error* err) {
       return fn(
           instance, ctx_bytes{reinterpret_cast<const uint8_t*>(assertion.data()), assertion.size()},
           ctx_bytes{reinterpret_cast<const uint8_t*>(signing_bytes.data()), signing_bytes.size()},
@@ -77,10 +77,10 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     has_vector = test_vector(*plugin).has_value();
   } catch (const std::exception& e) {
     const std::string reason = e.what();
-    add_test("KitConfig", "IsUsable", [reason] { FAIL() << reason; });
+    add_kit_test("KitConfig", "IsUsable", [reason] { FAIL() << reason; });
     return;
   }
-  add_test("Verifier", "RejectsEmptyAndMalformedAssertions", [plugin] {
+  add_plugin_test(plugin, "Verifier", "RejectsEmptyAndMalformedAssertions", [plugin] {
     RawInstance instance(*plugin, plugin->fresh_config());
     ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
     const std::string id = plugin->descriptor().id;
@@ -101,7 +101,7 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     }
   });
 
-  add_test("Verifier", "RejectsWrongProofs", [plugin] {
+  add_plugin_test(plugin, "Verifier", "RejectsWrongProofs", [plugin] {
     RawInstance instance(*plugin, plugin->fresh_config());
     ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
     const auto vector = test_vector(*plugin);
@@ -122,21 +122,43 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
         "verify of the test vector over other signing bytes");
     expect_rejected(*plugin, verify(*plugin, instance.handle(), vector->assertion.dump(), ""),
                     "verify of the test vector over empty signing bytes");
-    ASSERT_TRUE(vector->assertion.contains("proof")) << "the test vector has no \"proof\"";
+    // A signed-assertion wire payload (runtime spec §5.6) carries its proof as "proof_base64".
+    const std::string proof_key = vector->assertion.contains("proof_base64") ? "proof_base64"
+                                                                             : "proof";
+    ASSERT_TRUE(vector->assertion.contains(proof_key)) << "the test vector has no \"proof\"";
     std::vector<Json::json_pointer> strings;
-    mutate_proof_strings(vector->assertion.at("proof"), Json::json_pointer("/proof"), strings);
+    mutate_proof_strings(vector->assertion.at(proof_key), Json::json_pointer("/" + proof_key),
+                         strings);
     ASSERT_FALSE(strings.empty()) << "the test vector's proof has no strings to mutate";
     for (const auto& at : strings) {
-      Json wrong = vector->assertion;
-      wrong[at] = flipped(wrong[at].get<std::string>());
-      expect_rejected(*plugin,
-                      verify(*plugin, instance.handle(), wrong.dump(), vector->signing_bytes),
-                      "verify with " + at.to_string() + " changed");
+      const std::string original = vector->assertion[at].get<std::string>();
+      std::vector<std::pair<std::string, std::string>> wrongs = {{"changed", flipped(original)}};
+      if (!original.empty()) {
+        std::string first = original;  // an early character too: the last may be only padding
+        first.front() = first.front() == 'A' ? 'B' : 'A';
+        wrongs.emplace_back("changed at its start", first);
+      }
+      if (original.size() > 4) {
+        wrongs.emplace_back("truncated", original.substr(0, (original.size() - 1) / 4 * 4));
+      }
+      for (const auto& [how, text] : wrongs) {
+        Json wrong = vector->assertion;
+        wrong[at] = text;
+        expect_rejected(*plugin,
+                        verify(*plugin, instance.handle(), wrong.dump(), vector->signing_bytes),
+                        "verify with " + at.to_string() + " " + how);
+      }
+    }
+    std::string altered = vector->signing_bytes;
+    if (!altered.empty()) {
+      altered[altered.size() / 2] = static_cast<char>(altered[altered.size() / 2] ^ 0x01);
+      expect_rejected(*plugin, verify(*plugin, instance.handle(), vector->assertion.dump(), altered),
+                      "verify of the test vector with one signing byte altered");
     }
   });
 
   if (has_vector) {
-    add_test("Verifier", "AcceptsTheConfiguredTestVector", [plugin] {
+    add_plugin_test(plugin, "Verifier", "AcceptsTheConfiguredTestVector", [plugin] {
       RawInstance instance(*plugin, plugin->fresh_config());
       ASSERT_EQ(instance.created().code, CTX_OK) << "create failed: " << instance.created().message;
       const auto vector = test_vector(*plugin);
@@ -150,6 +172,20 @@ void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
         EXPECT_TRUE(call.result.error_untouched);
       }
     });
+    const Json& verifier = plugin->kit_config().at("verifier");
+    if (verifier.contains("other_plugin_config")) {
+      add_plugin_test(plugin, "Verifier", "RejectsTheVectorUnderAnotherKey", [plugin] {
+        const std::string other = plugin->kit_config()["verifier"]["other_plugin_config"].dump();
+        RawInstance instance(*plugin, other);
+        ASSERT_EQ(instance.created().code, CTX_OK)
+            << "create with other_plugin_config failed: " << instance.created().message;
+        const auto vector = test_vector(*plugin);
+        expect_rejected(
+            *plugin,
+            verify(*plugin, instance.handle(), vector->assertion.dump(), vector->signing_bytes),
+            "verify of the test vector under another key");
+      });
+    }
   }
 }
 

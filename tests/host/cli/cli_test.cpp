@@ -1,5 +1,6 @@
 #include "host/cli/cli.hpp"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -90,8 +91,8 @@ TEST_F(CliTest, VersionAndHelp) {
   }
   const Result help = run_binary({"--help"});
   EXPECT_EQ(help.code, 0);
-  EXPECT_THAT(help.out, HasSubstr("ctx plugin pin --lock FILE [--state DIR] PLUGIN.so..."));
-  EXPECT_THAT(help.out, HasSubstr("ctx plugin verify --lock FILE [--state DIR]"));
+  EXPECT_THAT(help.out, HasSubstr("ctx plugin pin --lock FILE [--state DIR] [--replace] PLUGIN.so..."));
+  EXPECT_THAT(help.out, HasSubstr("ctx plugin verify --lock FILE [--state DIR] [--load [--timeout SECONDS]]"));
   EXPECT_THAT(help.out, HasSubstr("ctx plugin list --lock FILE [--json]"));
   EXPECT_EQ(help.out, usage());
 }
@@ -133,7 +134,7 @@ TEST_F(CliTest, PinListVerifyRoundTrip) {
   const plugins::LockFile lock_file = plugins::LockFile::load(lock());
   ASSERT_EQ(lock_file.entries().size(), 2u);
   EXPECT_EQ(read_bytes(lock()), core::canonical_json(lock_file.to_json()) + "\n");
-  EXPECT_TRUE(fs::is_directory(fs::path(state()) / "plugins" / "sha256"));
+  EXPECT_FALSE(fs::exists(state()));  // pinning writes no cache copy
 
   const Result list = run_binary({"plugin", "list", "--lock", lock()});
   EXPECT_EQ(list.code, 0);
@@ -188,10 +189,10 @@ TEST_F(CliTest, VerifyReportsEachFailingEntryAndExitsOne) {
 TEST_F(CliTest, PinIsAllOrNothing) {
   const Result r = run_binary({"plugin", "pin", "--lock", lock(), "--state", state(),
                                CTX_FIXTURE_VALID_VERIFIER, CTX_FIXTURE_WRONG_MAJOR,
-                               CTX_FIXTURE_NULL_OP});
+                               CTX_FIXTURE_MISSING_ENTRY});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("major"));
-  EXPECT_THAT(r.err, HasSubstr("required op activate is null"));
+  EXPECT_THAT(r.err, HasSubstr("entry symbol"));
   EXPECT_THAT(r.err, HasSubstr("left unchanged"));
   EXPECT_EQ(r.out, "");
   EXPECT_FALSE(fs::exists(lock()));
@@ -202,7 +203,6 @@ TEST_F(CliTest, BrokenFixturesCannotBePinned) {
       {CTX_FIXTURE_WRONG_MAJOR, "major"},
       {CTX_FIXTURE_MINOR_TOO_NEW, "requires plugin ABI 1.1; this host provides 1.0"},
       {CTX_FIXTURE_MISSING_ENTRY, "entry symbol"},
-      {CTX_FIXTURE_NULL_OP, "required op activate is null"},
   };
   for (const auto& [file, keyword] : cases) {
     const Result r = run_in_process({"plugin", "pin", "--lock", lock(), "--state", state(), file});
@@ -210,6 +210,17 @@ TEST_F(CliTest, BrokenFixturesCannotBePinned) {
     EXPECT_THAT(r.err, HasSubstr(keyword));
   }
   EXPECT_FALSE(fs::exists(lock()));
+  // A null op is only visible by running the entry, which pin and verify never do: it pins, and
+  // the supervised trial load of verify --load refuses it.
+  ASSERT_EQ(run_in_process({"plugin", "pin", "--lock", lock(), "--state", state(),
+                            CTX_FIXTURE_NULL_OP})
+                .code,
+            0);
+  EXPECT_EQ(run_in_process({"plugin", "verify", "--lock", lock(), "--state", state()}).code, 0);
+  const Result load =
+      run_in_process({"plugin", "verify", "--lock", lock(), "--state", state(), "--load"});
+  EXPECT_EQ(load.code, 1);
+  EXPECT_THAT(load.err, HasSubstr("required op activate is null"));
 }
 
 TEST_F(CliTest, MalformedLockFileIsReportedAndLeftAlone) {
@@ -242,12 +253,19 @@ TEST_F(CliTest, DefaultStateDirFollowsXdgThenHome) {
   CTX_EXPECT_THROW(default_state_dir({std::nullopt, std::nullopt}), InvalidArgument,
                    "no state directory");
 
+  // The default state directory is the one checked: an unsafe one fails the pin.
   const fs::path xdg = dir_ / "xdg";
+  fs::create_directories(xdg / "ctx");
+  ASSERT_EQ(::chmod((xdg / "ctx").c_str(), 0777), 0);
   const Result r = run_binary({"plugin", "pin", "--lock", lock(), CTX_FIXTURE_VALID_VERIFIER},
                               "XDG_STATE_HOME=" + shell_quote(xdg.string()) + " ");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(fs::exists(xdg / "ctx" / "plugins" / "sha256" /
-                         (core::sha256_hex(read_bytes(CTX_FIXTURE_VALID_VERIFIER)) + ".so")));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("state directory: directory " + (xdg / "ctx").string() +
+                               " is writable by group or other"));
+  ASSERT_EQ(::chmod((xdg / "ctx").c_str(), 0700), 0);
+  const Result ok = run_binary({"plugin", "pin", "--lock", lock(), CTX_FIXTURE_VALID_VERIFIER},
+                               "XDG_STATE_HOME=" + shell_quote(xdg.string()) + " ");
+  EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
 }  // namespace

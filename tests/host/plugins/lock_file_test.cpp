@@ -20,6 +20,8 @@ LockEntry entry(PluginKind kind, std::string id, char hex = 'a') {
   e.sha256 = std::string(64, hex);
   e.abi_major = 1;
   e.abi_minor = 0;
+  e.size = 4096;
+  e.needed = {"libc.so.6"};
   e.platform = "linux-x86_64";
   e.path = "/opt/plugins/" + e.id + ".so";
   return e;
@@ -73,7 +75,7 @@ TEST(LockFile, SavesCanonicalJsonAndLoadsItBack) {
   lock.save(path);
   const std::string text = read_bytes(path);
   EXPECT_EQ(text, core::canonical_json(lock.to_json()) + "\n");
-  EXPECT_NE(text.find(R"("schema":"ctx.plugins-lock.v1")"), std::string::npos);
+  EXPECT_NE(text.find(R"("schema":"ctx.plugins-lock.v2")"), std::string::npos);
   EXPECT_NE(text.find(R"("abi":{"major":1,"minor":0})"), std::string::npos);
   const LockFile loaded = LockFile::load(path);
   EXPECT_EQ(loaded.entries(), lock.entries());
@@ -96,31 +98,31 @@ TEST(LockFile, MalformedContentIsRefusedAndLeftUntouched) {
       {"not json", "parse"},
       {"[]", "top level must be an object"},
       {R"({"entries":[],"schema":"other"})", "schema"},
-      {R"({"schema":"ctx.plugins-lock.v1"})", "missing \"entries\""},
-      {R"({"entries":{},"schema":"ctx.plugins-lock.v1"})", "must be an array"},
-      {R"({"entries":[],"schema":"ctx.plugins-lock.v1","extra":1})", "unknown field"},
-      {R"({"entries":[],"entries":[],"schema":"ctx.plugins-lock.v1"})", "duplicate"},
-      {R"({"entries":[{"abi":{"major":1,"minor":0},"id":"x","kind":"driver","path":"/x.so",)"
+      {R"({"schema":"ctx.plugins-lock.v2"})", "missing \"entries\""},
+      {R"({"entries":{},"schema":"ctx.plugins-lock.v2"})", "must be an array"},
+      {R"({"entries":[],"schema":"ctx.plugins-lock.v2","extra":1})", "unknown field"},
+      {R"({"entries":[],"entries":[],"schema":"ctx.plugins-lock.v2"})", "duplicate"},
+      {R"({"entries":[{"abi":{"major":1,"minor":0},"id":"x","kind":"driver","needed":[],"path":"/x.so",)"
        R"("platform":"linux-x86_64","sha256":")" + std::string(64, 'a') +
-           R"(","version":"1.0.0"}],"schema":"ctx.plugins-lock.v1"})",
+           R"(","size":1,"version":"1.0.0"}],"schema":"ctx.plugins-lock.v2"})",
        "unknown plugin kind"},
-      {R"({"entries":[{"abi":{"major":-1,"minor":0},"id":"x","kind":"verifier","path":"/x.so",)"
+      {R"({"entries":[{"abi":{"major":-1,"minor":0},"id":"x","kind":"verifier","needed":[],"path":"/x.so",)"
        R"("platform":"linux-x86_64","sha256":")" + std::string(64, 'a') +
-           R"(","version":"1.0.0"}],"schema":"ctx.plugins-lock.v1"})",
+           R"(","size":1,"version":"1.0.0"}],"schema":"ctx.plugins-lock.v2"})",
        "unsigned"},
-      {R"({"entries":[{"abi":{"major":1,"minor":0},"id":"x","kind":"verifier","path":"/x.so",)"
-       R"("platform":"linux-x86_64","sha256":"abc","version":"1.0.0"}],)"
-       R"("schema":"ctx.plugins-lock.v1"})",
+      {R"({"entries":[{"abi":{"major":1,"minor":0},"id":"x","kind":"verifier","needed":[],"path":"/x.so",)"
+       R"("platform":"linux-x86_64","sha256":"abc","size":1,"version":"1.0.0"}],)"
+       R"("schema":"ctx.plugins-lock.v2"})",
        "sha256"},
   };
   TempDir dir;
   const auto path = dir / "plugins.lock.json";
   for (const auto& [text, keyword] : cases) {
     SCOPED_TRACE(text);
-    write_bytes(path, text);
+    write_bytes(path, text + "\n");
     CTX_EXPECT_THROW(LockFile::load(path), MalformedLockFile, "malformed lock file");
     CTX_EXPECT_THROW(LockFile::load_or_empty(path), MalformedLockFile, keyword);
-    EXPECT_EQ(read_bytes(path), text);
+    EXPECT_EQ(read_bytes(path), text + "\n");
   }
 }
 
@@ -129,13 +131,13 @@ TEST(LockFile, DuplicateKindAndIdInTheFileIsMalformed) {
   lock.upsert(entry(PluginKind::kVerifier, "x"));
   core::Json json = lock.to_json();
   json["entries"].push_back(json["entries"][0]);
-  CTX_EXPECT_THROW(LockFile::parse(core::canonical_json(json), "test"), MalformedLockFile,
+  CTX_EXPECT_THROW(LockFile::parse(core::canonical_json(json) + "\n", "test"), MalformedLockFile,
                    "duplicate entry verifier:x");
 }
 
 TEST(LockFile, DirectoryIsNotALockFile) {
   TempDir dir;
-  CTX_EXPECT_THROW(LockFile::load(dir.path()), MalformedLockFile, "not a regular file");
+  CTX_EXPECT_THROW(LockFile::load(dir.path()), UnsafePluginFile, "not a regular file");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "host/core/crypto.hpp"
 #include "host/plugins/abi_adapters.hpp"
+#include "host/plugins/detail/elf_reader.hpp"
 #include "host/plugins/errors.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
@@ -35,23 +36,26 @@ LockEntry entry_for(const fs::path& file, PluginKind kind, const std::string& id
   e.kind = kind;
   e.id = id;
   e.version = version;
-  e.sha256 = core::sha256_hex(read_bytes(file));
+  const std::string bytes = read_bytes(file);
+  e.sha256 = core::sha256_hex(bytes);
+  e.size = bytes.size();
   e.abi_major = CTX_ABI_MAJOR;
-  e.abi_minor = CTX_ABI_MINOR;
+  e.abi_minor = 0;
+  try {
+    e.needed = detail::read_elf_plugin(
+                   std::as_bytes(std::span(bytes.data(), bytes.size())), "ctx_plugin_entry")
+                   .needed;
+  } catch (const MalformedElf&) {
+  }
   e.platform = current_platform();
-  e.path = fs::absolute(file).string();
+  e.path = fs::absolute(file).lexically_normal().string();
   return e;
 }
 
 class PluginLoaderTest : public ::testing::Test {
  protected:
-  fs::path cache_dir() const { return loader_.cache_dir(); }
-  // Names in the cache; a refused load must leave this unchanged.
-  std::vector<std::string> cache_names() const {
-    auto names = list_dir(cache_dir());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  // Names in the state directory: the loader never writes there.
+  std::vector<std::string> cache_names() const { return list_dir(state_.path()); }
   fs::path copy_fixture(const char* fixture, const std::string& name) {
     return copy_plugin(fixture, files_ / name);
   }
@@ -80,7 +84,9 @@ TEST_F(PluginLoaderTest, PinsThenLoadsEachKind) {
     EXPECT_EQ(pinned.id, c.id);
     EXPECT_EQ(pinned.version, c.version);
     EXPECT_EQ(pinned.abi_major, CTX_ABI_MAJOR);
-    EXPECT_EQ(pinned.abi_minor, CTX_ABI_MINOR);
+    EXPECT_EQ(pinned.abi_minor, 0u);
+    EXPECT_EQ(pinned.size, fs::file_size(c.file));
+    EXPECT_FALSE(pinned.needed.empty());
     EXPECT_EQ(pinned.platform, current_platform());
     EXPECT_EQ(pinned.path, fs::absolute(c.file).lexically_normal().string());
     EXPECT_EQ(pinned.sha256, core::sha256_hex(read_bytes(c.file)));
@@ -88,23 +94,15 @@ TEST_F(PluginLoaderTest, PinsThenLoadsEachKind) {
     const auto plugin = loader_.load(pinned);
     EXPECT_EQ(plugin->identity(), pinned.identity());
     EXPECT_EQ(plugin->kind(), c.kind);
-    EXPECT_EQ(plugin->cache_path(), cache_dir() / (pinned.sha256 + ".so"));
+    EXPECT_EQ(plugin->library_path().rfind("/proc/self/fd/", 0), 0u);
     EXPECT_EQ(std::string(plugin->descriptor().id), c.id);
     EXPECT_EQ(plugin->verifier_ops() != nullptr, c.kind == PluginKind::kVerifier);
     EXPECT_EQ(plugin->installer_ops() != nullptr, c.kind == PluginKind::kInstaller);
     EXPECT_EQ(plugin->host_adapter_ops() != nullptr, c.kind == PluginKind::kHostAdapter);
-
-    struct stat st {};
-    ASSERT_EQ(::stat(plugin->cache_path().c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 07777, 0500u);
-    EXPECT_EQ(read_bytes(plugin->cache_path()), read_bytes(c.file));
+    // What is mapped is the sealed copy: its bytes equal the file's.
+    EXPECT_EQ(read_bytes(plugin->library_path()), read_bytes(c.file));
   }
-  for (const fs::path& dir : {state_.path(), state_.path() / "plugins", cache_dir()}) {
-    struct stat st {};
-    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 07777, 0700u) << dir;
-  }
-  EXPECT_EQ(cache_names().size(), 3u);  // no temp files left
+  EXPECT_TRUE(cache_names().empty());  // nothing written to disk
 }
 
 TEST_F(PluginLoaderTest, IdentityAndDigestAreStableAcrossLoadersAndRuns) {
@@ -125,6 +123,8 @@ TEST_F(PluginLoaderTest, FlippedByteIsRefusedBeforeAnyCodeOfTheFileRuns) {
 
   // Control: loading the pinned bytes runs the static constructor, which writes the marker.
   const LockEntry pinned = loader_.inspect_for_pin(file);
+  fs::remove(marker);
+  loader_.load(pinned);
   ASSERT_TRUE(fs::exists(marker));
   fs::remove(marker);
   const auto cache_before = cache_names();
@@ -160,10 +160,10 @@ TEST_F(PluginLoaderTest, ReplacedFileAfterVerificationKeepsTheVerifiedBytesRunni
   EXPECT_EQ(verifier.verify(R"({"proof":"x"})", "the-key"), engine::Verdict::kAccepted);
   EXPECT_EQ(verifier.verify(R"({"proof":"x"})", "other"), engine::Verdict::kRejected);
   EXPECT_EQ(plugin->identity(), pinned.identity());
-  EXPECT_EQ(read_bytes(plugin->cache_path()), read_bytes(CTX_FIXTURE_VALID_VERIFIER));
+  EXPECT_EQ(read_bytes(plugin->library_path()), read_bytes(CTX_FIXTURE_VALID_VERIFIER));
 
-  // The next verification sees the new bytes and refuses them.
-  CTX_EXPECT_THROW(loader_.load(pinned), PluginDigestMismatch, "digest");
+  // The next verification sees the new bytes and refuses them (here from their size alone).
+  CTX_EXPECT_THROW(loader_.load(pinned), UnsafePluginFile, "its bytes changed");
 }
 
 TEST_F(PluginLoaderTest, SymlinkIsRefused) {
@@ -219,21 +219,26 @@ TEST_F(PluginLoaderTest, FileOfAnotherOwnerIsRefused) {
 }
 
 TEST_F(PluginLoaderTest, WrongMajorIsRefused) {
-  const LockEntry e = entry_for(CTX_FIXTURE_WRONG_MAJOR, PluginKind::kVerifier,
-                                "fixture-wrong-major");
+  LockEntry e = entry_for(CTX_FIXTURE_WRONG_MAJOR, PluginKind::kVerifier, "fixture-wrong-major");
+  e.abi_major = CTX_ABI_MAJOR + 1;  // as its note says: refused from the note, before mapping
   CTX_EXPECT_THROW(loader_.load(e), PluginAbiMismatch,
-                   "plugin \"fixture-wrong-major\" is built for plugin ABI major " +
+                   "plugin \"fixture-wrong-major\" (verifier:fixture-wrong-major) is built for "
+                   "plugin ABI major " +
                        std::to_string(CTX_ABI_MAJOR + 1) + "; this host provides major " +
                        std::to_string(CTX_ABI_MAJOR));
-  CTX_EXPECT_THROW(loader_.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginAbiMismatch, "major");
+  CTX_EXPECT_THROW(loader_.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginAbiMismatch,
+                   "plugin \"fixture-wrong-major\" (" + fs::path(CTX_FIXTURE_WRONG_MAJOR).string() +
+                       ") is built for plugin ABI major " + std::to_string(CTX_ABI_MAJOR + 1));
   EXPECT_TRUE(cache_names().empty());
 }
 
 TEST_F(PluginLoaderTest, TooNewMinorIsRefusedNamingBothVersions) {
-  const LockEntry e = entry_for(CTX_FIXTURE_MINOR_TOO_NEW, PluginKind::kVerifier,
-                                "fixture-minor-too-new");
+  LockEntry e = entry_for(CTX_FIXTURE_MINOR_TOO_NEW, PluginKind::kVerifier,
+                          "fixture-minor-too-new");
+  e.abi_minor = CTX_ABI_MINOR + 1;
   CTX_EXPECT_THROW(loader_.load(e), PluginAbiMismatch,
-                   "plugin \"fixture-minor-too-new\" requires plugin ABI " +
+                   "plugin \"fixture-minor-too-new\" (verifier:fixture-minor-too-new) requires "
+                   "plugin ABI " +
                        abi(CTX_ABI_MAJOR, CTX_ABI_MINOR + 1) + "; this host provides " +
                        abi(CTX_ABI_MAJOR, CTX_ABI_MINOR));
   EXPECT_TRUE(cache_names().empty());
@@ -250,18 +255,26 @@ TEST_F(PluginLoaderTest, HostNegotiationDecidesTheVersionRule) {
   newer.abi_minor_min = CTX_ABI_MINOR + 1;
   newer.abi_minor_max = CTX_ABI_MINOR + 1;
   const PluginLoader picky(state_.path(), newer);
-  CTX_EXPECT_THROW(picky.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER), PluginAbiMismatch,
+  const LockEntry verifier =
+      entry_for(CTX_FIXTURE_VALID_VERIFIER, PluginKind::kVerifier, "fixture-verifier");
+  LockEntry too_new =
+      entry_for(CTX_FIXTURE_MINOR_TOO_NEW, PluginKind::kVerifier, "fixture-minor-too-new");
+  too_new.abi_minor = CTX_ABI_MINOR + 1;
+  LockEntry wrong_major =
+      entry_for(CTX_FIXTURE_WRONG_MAJOR, PluginKind::kVerifier, "fixture-wrong-major");
+  wrong_major.abi_major = CTX_ABI_MAJOR + 1;
+  CTX_EXPECT_THROW(picky.load(verifier), PluginAbiMismatch,
                    "plugin \"fixture-verifier\" was built against plugin ABI " +
                        abi(CTX_ABI_MAJOR, CTX_ABI_MINOR) + "; this host requires at least " +
                        abi(CTX_ABI_MAJOR, CTX_ABI_MINOR + 1));
   // The same host accepts a plugin that requires the newer minor.
-  EXPECT_EQ(picky.inspect_for_pin(CTX_FIXTURE_MINOR_TOO_NEW).id, "fixture-minor-too-new");
+  EXPECT_EQ(picky.load(too_new)->identity().id, "fixture-minor-too-new");
 
   ctx_host_negotiation next_major = host_negotiation();
   next_major.abi_major = CTX_ABI_MAJOR + 1;
   const PluginLoader next(state_.path(), next_major);
-  CTX_EXPECT_THROW(next.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER), PluginAbiMismatch, "major");
-  EXPECT_EQ(next.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR).id, "fixture-wrong-major");
+  CTX_EXPECT_THROW(next.load(verifier), PluginAbiMismatch, "major");
+  EXPECT_EQ(next.load(wrong_major)->identity().id, "fixture-wrong-major");
 }
 
 TEST_F(PluginLoaderTest, MissingEntrySymbolIsRefusedWithoutLoading) {
@@ -281,7 +294,7 @@ TEST_F(PluginLoaderTest, NonElfFileIsRefused) {
   const fs::path file = files_ / "text.so";
   write_bytes(file, "#!/bin/sh\necho not a plugin\n");
   const LockEntry e = entry_for(file, PluginKind::kVerifier, "text");
-  CTX_EXPECT_THROW(loader_.load(e), PluginLoadFailed, "not an elf shared object");
+  CTX_EXPECT_THROW(loader_.load(e), MalformedElf, "is not a loadable elf plugin: shorter than an ELF header");
   EXPECT_TRUE(cache_names().empty());
 }
 
@@ -292,17 +305,17 @@ TEST_F(PluginLoaderTest, DeclaredIdentityMustEqualTheLockEntry) {
 
   LockEntry other_version = e;
   other_version.version = "9.9.9";
-  CTX_EXPECT_THROW(loader_.load(other_version), PluginIdentityMismatch,
+  CTX_EXPECT_THROW(loader_.load(other_version), PluginNoteMismatch,
                    "declares verifier:fixture-verifier 1.0.0");
   LockEntry other_id = e;
   other_id.id = "someone-else";
-  CTX_EXPECT_THROW(loader_.load(other_id), PluginIdentityMismatch, "the lock pins");
+  CTX_EXPECT_THROW(loader_.load(other_id), PluginNoteMismatch, "the lock pins");
   LockEntry other_kind = e;
   other_kind.kind = PluginKind::kInstaller;
-  CTX_EXPECT_THROW(loader_.load(other_kind), PluginIdentityMismatch, "declares verifier:");
+  CTX_EXPECT_THROW(loader_.load(other_kind), PluginNoteMismatch, "declares verifier:");
   LockEntry other_abi = e;
   other_abi.abi_minor = CTX_ABI_MINOR + 1;
-  CTX_EXPECT_THROW(loader_.load(other_abi), PluginIdentityMismatch, "abi");
+  CTX_EXPECT_THROW(loader_.load(other_abi), PluginNoteMismatch, "abi");
   LockEntry other_platform = e;
   other_platform.platform = "plan9-mips";
   CTX_EXPECT_THROW(loader_.load(other_platform), PluginIdentityMismatch, "platform");
@@ -312,7 +325,7 @@ TEST_F(PluginLoaderTest, DeclaredIdentityMustEqualTheLockEntry) {
 TEST_F(PluginLoaderTest, FailedFirstLoadLeavesNoCacheFile) {
   LockEntry e = entry_for(CTX_FIXTURE_VALID_VERIFIER, PluginKind::kVerifier, "fixture-verifier");
   e.version = "2.0.0";
-  CTX_EXPECT_THROW(loader_.load(e), PluginIdentityMismatch, "declares");
+  CTX_EXPECT_THROW(loader_.load(e), PluginNoteMismatch, "declares");
   EXPECT_TRUE(cache_names().empty());
 }
 
@@ -330,39 +343,9 @@ TEST_F(PluginLoaderTest, FailedLoadsCreateNoDirectories) {
   CTX_EXPECT_THROW(loader.inspect_for_pin(CTX_FIXTURE_WRONG_MAJOR), PluginAbiMismatch, "major");
   EXPECT_TRUE(list_dir(state_.path()).empty());
 
-  // A successful load keeps what it created.
-  EXPECT_NO_THROW(loader.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER));
-  EXPECT_TRUE(fs::is_directory(loader.cache_dir()));
-}
-
-TEST_F(PluginLoaderTest, ReloadNeverTrustsAnEarlierCacheFile) {
-  const LockEntry pinned = loader_.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER);
-  const fs::path cached = cache_dir() / (pinned.sha256 + ".so");
-  struct stat before {};
-  ASSERT_EQ(::stat(cached.c_str(), &before), 0);
-  // Corrupt the cached copy in place (only our uid or root could): the next load swaps in the
-  // bytes it has just verified instead of loading what the cache holds.
-  ASSERT_EQ(::chmod(cached.c_str(), 0700), 0);
-  write_bytes(cached, "garbage");
-  const auto plugin = loader_.load(pinned);
-  EXPECT_EQ(plugin->cache_path(), cached);
-  EXPECT_EQ(read_bytes(cached), read_bytes(CTX_FIXTURE_VALID_VERIFIER));
-  struct stat after {};
-  ASSERT_EQ(::stat(cached.c_str(), &after), 0);
-  EXPECT_NE(after.st_ino, before.st_ino);
-  EXPECT_EQ(after.st_mode & 07777, 0500u);
-  EXPECT_EQ(cache_names(), std::vector<std::string>{pinned.sha256 + ".so"});
-  AbiVerifier verifier(plugin, "k");
-  EXPECT_EQ(verifier.verify("{}", "k"), engine::Verdict::kAccepted);
-}
-
-TEST_F(PluginLoaderTest, LoosePermissionsOnTheCacheAreTightened) {
-  fs::create_directories(cache_dir());
-  ASSERT_EQ(::chmod(cache_dir().c_str(), 0777), 0);
-  loader_.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER);
-  struct stat st {};
-  ASSERT_EQ(::stat(cache_dir().c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  // Nor does a successful one: the loader keeps nothing on disk.
+  EXPECT_NO_THROW(loader.load(loader.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER)));
+  EXPECT_TRUE(list_dir(state_.path()).empty());
 }
 
 TEST_F(PluginLoaderTest, LoadedPluginOutlivesItsLoader) {
@@ -370,8 +353,8 @@ TEST_F(PluginLoaderTest, LoadedPluginOutlivesItsLoader) {
   {
     TempDir state;
     const PluginLoader loader(state.path());
-    plugin = loader.load_unpinned(CTX_FIXTURE_VALID_HOST_ADAPTER);
-  }  // the state directory (and the cache file) are gone; the mapping stays
+    plugin = loader.load(loader.inspect_for_pin(CTX_FIXTURE_VALID_HOST_ADAPTER));
+  }  // the loader is gone; the memfd and the mapping stay
   AbiHostAdapter adapter(plugin, "");
   EXPECT_EQ(adapter.render_reply(core::Json{{"actions", core::Json::array()}}),
             core::Json::parse(R"({"reply":{"actions":[]}})"));

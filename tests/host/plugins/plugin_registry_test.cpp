@@ -19,8 +19,8 @@ class PluginRegistryTest : public ::testing::Test {
 
 TEST_F(PluginRegistryTest, FindsByIdentityDigestAndByKindAndId) {
   PluginRegistry registry;
-  const auto verifier = loader_.load_unpinned(CTX_FIXTURE_VALID_VERIFIER);
-  const auto installer = loader_.load_unpinned(CTX_FIXTURE_VALID_INSTALLER);
+  const auto verifier = loader_.load(loader_.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER));
+  const auto installer = loader_.load(loader_.inspect_for_pin(CTX_FIXTURE_VALID_INSTALLER));
   EXPECT_EQ(registry.add(verifier), verifier->identity().digest());
   EXPECT_EQ(registry.add(installer), installer->identity().digest());
   EXPECT_EQ(registry.size(), 2u);
@@ -35,12 +35,12 @@ TEST_F(PluginRegistryTest, FindsByIdentityDigestAndByKindAndId) {
 
 TEST_F(PluginRegistryTest, SecondPluginWithTheSameKindAndIdIsADuplicate) {
   PluginRegistry registry;
-  registry.add(loader_.load_unpinned(CTX_FIXTURE_VALID_VERIFIER));
+  registry.add(loader_.load(loader_.inspect_for_pin(CTX_FIXTURE_VALID_VERIFIER)));
   // Same kind and id from another file (here: another copy in another cache).
   TempDir other_state;
   const PluginLoader other(other_state.path());
   const auto copy = copy_plugin(CTX_FIXTURE_VALID_VERIFIER, files_ / "copy.so");
-  CTX_EXPECT_THROW(registry.add(other.load_unpinned(copy)), DuplicatePlugin,
+  CTX_EXPECT_THROW(registry.add(other.load(other.inspect_for_pin(copy))), DuplicatePlugin,
                    "duplicate plugin verifier:fixture-verifier");
   EXPECT_EQ(registry.size(), 1u);
 }

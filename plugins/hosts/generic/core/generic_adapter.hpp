@@ -1,80 +1,61 @@
 // Generic host adapter: the logic behind the "generic" host-adapter plugin, linked straight into
 // tests. Immutable after construction; every method is thread-safe and deterministic.
 //
-// Config (JSON object, may be empty): {"skills_dir": "<dir>", "tenant_id": "<id>"}
-//   skills_dir defaults to ".agents/skills" (Agent Skills' project path), tenant_id to "local".
+// Config (adapter_config.hpp): {"installation_key", "tenant_id", "skills_dir"}; skills_dir
+// defaults to ".agents/skills" (Agent Skills' project path).
 //
-// Generic hook payload (a JSON object; what Claude Code / Codex send fits it, unknown members are
-// ignored):
-//   "hook_event_name"  required string, e.g. "UserPromptSubmit", "SessionStart", "PreToolUse"
-//   "session_id"       required string, 1..256 bytes
-//   "cwd"              optional string; identifies the workspace (only its digest is output)
-//   "prompt"           optional string; scanned for signals, never copied (only its digest)
-//   "turn_id", "tool_use_id"  optional strings, part of the work reference
-//   "tool_name"        optional string; "tool_input.file_path" feeds file signals
-//   "files"            optional array of path strings; their extensions feed signals
-//   "signals"          optional array of explicit tokens
+// Generic hook payload: a JSON object in the common hook shape (what Claude Code and Codex send
+// fits it; unknown members are ignored). Events: the union of both hosts' documented events
+// (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop, PreCompact,
+// PostCompact, SessionEnd); others parse as "ignored". On top of the common fields:
+//   "files"    optional array of path strings; their languages and extensions feed signals
+//   "signals"  optional array of strings; their word tokens feed signals
 //   "tenant_id", "workspace_id", "repository_id", "exposure_id", "host_context_id"
-//                      optional string overrides of the derived scope
+//              optional engine-token overrides of the derived scope
+// Result: host_adapter.hpp, with "adapter": "generic".
 //
-// parse_hook reply:
-//   {"event": hook_event_name,
-//    "scope": {"tenant_id": tenant (config/override), "workspace_id": override or
-//              "ws-" + first 32 hex of sha256("ctx.generic.workspace\n" + cwd) ("ws-none" without
-//              cwd), "repository_id": override or the workspace id, "session_id",
-//              "exposure_id": override or "generic", "host_context_id": override or "generic"},
-//    "signals": sorted, de-duplicated lower-case tokens (at most kMaxSignals), from
-//      1. explicit "signals" matching [a-z0-9][a-z0-9+#._-]{0,63} after lower-casing (others
-//         are dropped),
-//      2. the language of each file extension in "files" and "tool_input.file_path",
-//      3. prompt words (split on anything but [A-Za-z0-9+#._-]) that are in the vocabulary
-//         (see signal_vocabulary) or end in a known file extension (mapped to the language),
-//      4. "tool-" + lower-cased tool_name when that is a valid token;
-//    "work_ref": {"event", "session_id", "turn_id"?, "tool_use_id"?, "prompt_sha256"?,
-//                 "id": sha256 of the compact JSON of the other work_ref members}}
-// render_reply input: {"actions": [objects with a string "kind"], "challenge": object?}
-//   reply: {"schema": "ctx.generic-reply.v1", "continue": true, "actions": [...verbatim...],
-//           "challenge": {...} (only when given), "message": one line per action,
-//           "ctx: <kind> <capability_id>"}
+// render_reply: reply_request.hpp's request ->
+//   {"schema": "ctx.generic-reply.v1", "continue": true, "event"?: E,
+//    "recommended": [capability ids], "installed": [capability ids],
+//    "challenges": [{"challenge_digest", "capability_id"?,
+//                    "approve": "ctx consent approve <digest> --key FILE",
+//                    "deny": "ctx consent deny <digest> --key FILE"}],
+//    "message": reply_text}
 // install_locations: {"skills": skills_dir}
 #ifndef CTX_PLUGINS_HOSTS_GENERIC_CORE_GENERIC_ADAPTER_HPP_
 #define CTX_PLUGINS_HOSTS_GENERIC_CORE_GENERIC_ADAPTER_HPP_
 
-#include <cstddef>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
 
+#include "plugins/hosts/common/adapter_config.hpp"
+#include "plugins/hosts/common/hook_input.hpp"
+
 namespace ctx::generic_host {
 
-using Json = nlohmann::json;
+using Json = host_adapters::Json;
 
 inline constexpr std::string_view kPluginId = "generic";
 inline constexpr std::string_view kReplySchema = "ctx.generic-reply.v1";
-inline constexpr std::size_t kMaxSignals = 32;
 
-// The prompt words that become signals as they are (languages, formats, tools, frameworks).
-const std::set<std::string, std::less<>>& signal_vocabulary();
-
-// The language signal for a file extension without the dot ("py" -> "python"), or empty.
-std::string_view language_for_extension(std::string_view extension);
+// The events this adapter documents.
+const std::set<std::string>& documented_events();
 
 class GenericAdapter {
  public:
-  // Errors: InvalidArgument when the config is not an object, has unknown members, or a member
-  // is not a non-empty string.
+  // Errors: InvalidArgument for a malformed config.
   explicit GenericAdapter(std::string_view config_json);
 
-  // Errors: InvalidArgument for a malformed payload (messages never quote it).
+  // Errors: InvalidArgument for a malformed payload (messages never quote it);
+  // kFailedPrecondition without an installation key.
   Json parse_hook(std::string_view payload_json) const;
-  // Errors: InvalidArgument when "actions" is missing, or an action is not an object with "kind".
-  Json render_reply(std::string_view actions_json) const;
+  // Errors: InvalidArgument for a malformed request.
+  Json render_reply(std::string_view request_json) const;
   Json install_locations() const;
 
  private:
-  std::string skills_dir_ = ".agents/skills";
-  std::string tenant_id_ = "local";
+  host_adapters::AdapterConfig config_;
 };
 
 }  // namespace ctx::generic_host

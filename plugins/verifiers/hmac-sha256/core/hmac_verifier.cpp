@@ -4,6 +4,7 @@
 
 #include "plugins/common/bytes.hpp"
 #include "plugins/common/json_input.hpp"
+#include "plugins/verifiers/common/wire_assertion.hpp"
 
 namespace ctx::hmac_sha256 {
 
@@ -23,19 +24,18 @@ HmacVerifier::HmacVerifier(std::string_view config_json) {
 HmacVerifier::~HmacVerifier() { pc::cleanse(key_); }
 
 bool HmacVerifier::verify(std::string_view assertion_json, std::string_view signing_bytes) const {
-  const pc::Json assertion = pc::parse_object(assertion_json, "assertion");
-  const pc::Json& proof = pc::require_object(assertion, "proof", "assertion");
-  if (pc::require_string(proof, "scheme", "assertion proof") != kScheme) {
-    throw InvalidArgument("assertion proof scheme is not hmac-sha256");
+  const verifiers::WireAssertion wire =
+      verifiers::read_wire_assertion(assertion_json, signing_bytes);
+  if (wire.proof.size() != kMacBytes) {
+    throw InvalidArgument("hmac-sha256 proof is not 32 bytes");
   }
-  const std::string& mac_hex = pc::require_string(proof, "mac_hex", "assertion proof");
-  if (mac_hex.size() != 64) throw InvalidArgument("assertion proof mac_hex is not 64 hex digits");
-  const std::string presented = pc::from_hex(mac_hex, "assertion proof mac_hex");
-  return pc::constant_time_equal(pc::hmac_sha256(key_, signing_bytes), presented);
+  const bool mac_matches =
+      pc::constant_time_equal(pc::hmac_sha256(key_, signing_bytes), wire.proof);
+  return wire.claims_match && mac_matches;
 }
 
-std::string HmacVerifier::sign_hex(std::string_view key, std::string_view signing_bytes) {
-  return pc::to_hex(pc::hmac_sha256(key, signing_bytes));
+std::string HmacVerifier::sign(std::string_view key, std::string_view signing_bytes) {
+  return pc::hmac_sha256(key, signing_bytes);
 }
 
 }  // namespace ctx::hmac_sha256

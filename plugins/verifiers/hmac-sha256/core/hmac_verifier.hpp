@@ -1,10 +1,9 @@
 // HMAC-SHA256 human-decision verifier: the logic behind the "hmac-sha256" plugin, linked
 // straight into tests. An instance is immutable after construction; verify() is thread-safe.
 //
-// Config (JSON object):   {"key_hex": "<hex of the shared key, at least kMinKeyBytes bytes>"}
-// Assertion (JSON object): {"proof": {"scheme": "hmac-sha256", "mac_hex": "<64 hex digits>"}, ...}
-//   Other members of the assertion are ignored: what is signed is `signing_bytes`, which the
-//   host derives from the assertion, and the proof is HMAC-SHA256(key, signing_bytes).
+// Config (JSON object): {"key_hex": "<hex of the shared key, at least kMinKeyBytes bytes>"}
+// Assertion: the wire payload of runtime spec §5.6; its proof (base64 in "proof_base64") is the
+//   raw 32-byte HMAC-SHA256(key, signing_bytes), and signing_bytes must be the payload's claims.
 // Messages never contain the key, the proof or the signing bytes.
 #ifndef CTX_PLUGINS_VERIFIERS_HMAC_SHA256_CORE_HMAC_VERIFIER_HPP_
 #define CTX_PLUGINS_VERIFIERS_HMAC_SHA256_CORE_HMAC_VERIFIER_HPP_
@@ -16,9 +15,9 @@
 namespace ctx::hmac_sha256 {
 
 inline constexpr std::string_view kPluginId = "hmac-sha256";
-inline constexpr std::string_view kScheme = "hmac-sha256";
 // Shortest key accepted (128 bits); shorter keys are configuration errors.
 inline constexpr std::size_t kMinKeyBytes = 16;
+inline constexpr std::size_t kMacBytes = 32;
 
 class HmacVerifier {
  public:
@@ -29,14 +28,14 @@ class HmacVerifier {
   HmacVerifier(const HmacVerifier&) = delete;
   HmacVerifier& operator=(const HmacVerifier&) = delete;
 
-  // True only when the assertion's proof is exactly HMAC-SHA256(key, signing_bytes), compared in
-  // constant time. A well-formed proof that does not match is false.
-  // Errors: InvalidArgument when the assertion is not JSON, has no "proof" object, names another
-  // scheme, or "mac_hex" is not 64 hex digits.
+  // True only when signing_bytes are the payload's own claims and the proof is exactly
+  // HMAC-SHA256(key, signing_bytes), compared in constant time; false otherwise.
+  // Errors: InvalidArgument when the payload is not a JSON object with a base64 "proof_base64",
+  // or the proof is not kMacBytes long.
   bool verify(std::string_view assertion_json, std::string_view signing_bytes) const;
 
-  // The proof a signer holding `key` produces for `signing_bytes` (64 lower-case hex digits).
-  static std::string sign_hex(std::string_view key, std::string_view signing_bytes);
+  // The raw proof a signer holding `key` produces for `signing_bytes`.
+  static std::string sign(std::string_view key, std::string_view signing_bytes);
 
  private:
   std::string key_;  // raw key bytes; cleansed on destruction

@@ -360,6 +360,48 @@ TEST(CapabilityPlanner, DriftingInputsFailTheDecision) {
   CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError, "benefit facts snapshot drifted");
 }
 
+TEST(CapabilityPlanner, DriftMemoIsBoundedAndEvictsTheOldestAnswers) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlannerConfig bounded = config();
+  bounded.memo_capacity = 8;  // fewer entries than one plan's six answers times the plans below
+  CapabilityPlanner planner(bounded, seed_policy(), graph, facts, nullptr, nullptr, audit);
+  const auto work_of = [](int i) {
+    WorkObservation w = python_work();
+    w.signals = {"python", "topic-" + std::to_string(100 + i)};
+    return w;
+  };
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(planner.plan(work_of(i)).status(), "ready") << "plan " << i;
+  }
+  facts.drift_after = static_cast<int>(facts.calls.size());  // every later answer differs
+  // The latest observation's answers are still remembered: the drift is detected.
+  CTX_EXPECT_THROW(planner.plan(work_of(19)), PlannerValidationError,
+                   "benefit facts output drifted without a snapshot digest change");
+  // The oldest observation's answers were evicted: its new answers are remembered afresh.
+  EXPECT_EQ(planner.plan(work_of(0)).status(), "ready");
+}
+
+TEST(CapabilityPlanner, SelectionsAreReusedOnlyForTheSameLimitAndFacts) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  MemoryAudit audit;
+  CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+  const auto five = planner.plan(python_work(5));
+  const auto two = planner.plan(python_work(2));
+  const auto again = planner.plan(python_work(5));
+  ASSERT_TRUE(five.benefit_audit() && two.benefit_audit() && again.benefit_audit());
+  EXPECT_EQ(two.capabilities().size(), 2u);
+  EXPECT_NE(two.benefit_audit()->result_digest, five.benefit_audit()->result_digest);
+  EXPECT_EQ(again.benefit_audit()->result_digest, five.benefit_audit()->result_digest);
+  EXPECT_EQ(again.decision_digest(), five.decision_digest());
+  ASSERT_EQ(audit.rows.size(), 2u);
+  for (const auto& [digest, text] : audit.rows) {
+    EXPECT_EQ(BenefitSelectionResult::from_json(text).result_digest(), digest);
+  }
+}
+
 TEST(CapabilityPlanner, DecideChecksTheObservationAndThePlanningContext) {
   MemoryGraph graph(kSix);
   SeedFacts facts;

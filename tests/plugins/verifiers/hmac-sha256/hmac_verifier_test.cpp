@@ -5,10 +5,18 @@
 
 #include <ctx/sdk/error.hpp>
 
+#include "plugins/common/bytes.hpp"
+#include "tests/plugins/verifiers/support/wire_fixture.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::hmac_sha256 {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::payload_with;
+using testing::sample_claims;
+using testing::signing_bytes_of;
 
 // The seeds' consent test key ("managed-query-consent-test-key", 30 bytes) in hex.
 constexpr char kKey[] = "managed-query-consent-test-key";
@@ -16,70 +24,84 @@ constexpr char kKeyHex[] = "6d616e616765642d71756572792d636f6e73656e742d74657374
 constexpr char kConfig[] =
     R"({"key_hex":"6d616e616765642d71756572792d636f6e73656e742d746573742d6b6579"})";
 
-std::string assertion(const std::string& mac_hex, const std::string& scheme = "hmac-sha256") {
-  return R"({"decision":"granted","proof":{"mac_hex":")" + mac_hex + R"(","scheme":")" + scheme +
-         R"("}})";
+struct Signed {
+  std::string payload;
+  std::string signing_bytes;
+};
+
+Signed signed_by(std::string_view key, const runtime::SignedAssertionClaims& claims) {
+  const std::string bytes = signing_bytes_of(claims);
+  return {payload_with(claims, HmacVerifier::sign(key, bytes)), bytes};
 }
 
-TEST(HmacVerifier, AcceptsExactlyTheMacOfTheSigningBytes) {
+TEST(HmacVerifier, AcceptsTheMacOfTheWireSigningBytes) {
   const HmacVerifier verifier(kConfig);
-  const std::string mac = HmacVerifier::sign_hex(kKey, "signing bytes");
-  EXPECT_TRUE(verifier.verify(assertion(mac), "signing bytes"));
-  EXPECT_FALSE(verifier.verify(assertion(mac), "signing bytes!"));
-  EXPECT_FALSE(verifier.verify(assertion(HmacVerifier::sign_hex("other-key-other-key", "x")), "x"));
+  const Signed s = signed_by(kKey, sample_claims());
+  EXPECT_TRUE(verifier.verify(s.payload, s.signing_bytes));
 }
 
-TEST(HmacVerifier, AcceptsUpperCaseHexOfTheSameMac) {
+TEST(HmacVerifier, RejectsOneAlteredSigningByte) {
   const HmacVerifier verifier(kConfig);
-  std::string mac = HmacVerifier::sign_hex(kKey, "m");
-  for (char& c : mac) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  EXPECT_TRUE(verifier.verify(assertion(mac), "m"));
+  const Signed s = signed_by(kKey, sample_claims());
+  for (std::size_t i = 0; i < s.signing_bytes.size(); i += 7) {
+    std::string altered = s.signing_bytes;
+    altered[i] = static_cast<char>(altered[i] ^ 0x01);
+    EXPECT_FALSE(verifier.verify(s.payload, altered)) << "byte " << i;
+  }
 }
 
-TEST(HmacVerifier, RejectsEveryFlippedBit) {
+TEST(HmacVerifier, RejectsSigningBytesOfOtherClaimsEvenWhenTheMacCoversThem) {
+  // A MAC over claims B presented inside a payload claiming A is refused.
   const HmacVerifier verifier(kConfig);
-  const std::string mac = HmacVerifier::sign_hex(kKey, "m");
-  for (std::size_t i = 0; i < mac.size(); ++i) {
+  runtime::SignedAssertionClaims denied = sample_claims();
+  denied.decision = "denied";
+  const Signed real = signed_by(kKey, denied);
+  const std::string granted_payload =
+      payload_with(sample_claims(), HmacVerifier::sign(kKey, real.signing_bytes));
+  EXPECT_FALSE(verifier.verify(granted_payload, real.signing_bytes));
+}
+
+TEST(HmacVerifier, RejectsAnotherKeyAndEveryFlippedProofBit) {
+  const HmacVerifier verifier(kConfig);
+  EXPECT_FALSE(verifier.verify(signed_by("another-key-another-key", sample_claims()).payload,
+                               signing_bytes_of(sample_claims())));
+  const std::string bytes = signing_bytes_of(sample_claims());
+  const std::string mac = HmacVerifier::sign(kKey, bytes);
+  for (std::size_t bit = 0; bit < mac.size() * 8; ++bit) {
     std::string flipped = mac;
-    flipped[i] = flipped[i] == '0' ? '1' : '0';
-    EXPECT_FALSE(verifier.verify(assertion(flipped), "m")) << "position " << i;
+    flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
+    EXPECT_FALSE(verifier.verify(payload_with(sample_claims(), flipped), bytes)) << "bit " << bit;
   }
 }
 
 TEST(HmacVerifier, MatchesRfc4231TestCase2) {
   // Key "Jefe" is too short for a configuration, but the signing primitive is the standard one.
-  EXPECT_EQ(HmacVerifier::sign_hex("Jefe", "what do ya want for nothing?"),
+  EXPECT_EQ(plugin_common::to_hex(HmacVerifier::sign("Jefe", "what do ya want for nothing?")),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
-TEST(HmacVerifier, RejectsMalformedAssertionsWithoutEchoingThem) {
+TEST(HmacVerifier, RejectsMalformedPayloadsWithoutEchoingThem) {
   const HmacVerifier verifier(kConfig);
-  const std::string mac = HmacVerifier::sign_hex(kKey, "m");
-  CTX_EXPECT_THROW(verifier.verify("", "m"), InvalidArgument, "assertion is not valid json");
-  CTX_EXPECT_THROW(verifier.verify("{}", "m"), InvalidArgument, "needs an object \"proof\"");
-  CTX_EXPECT_THROW(verifier.verify(assertion(mac, "ed25519"), "m"), InvalidArgument,
-                   "scheme is not hmac-sha256");
-  CTX_EXPECT_THROW(verifier.verify(assertion(mac.substr(2)), "m"), InvalidArgument,
-                   "not 64 hex digits");
-  CTX_EXPECT_THROW(verifier.verify(assertion("zz" + mac.substr(2)), "m"), InvalidArgument,
-                   "mac_hex is not hex");
-  CTX_EXPECT_THROW(verifier.verify(R"({"proof":{"scheme":"hmac-sha256","mac_hex":1}})", "m"),
-                   InvalidArgument, "mac_hex");
+  const std::string bytes = signing_bytes_of(sample_claims());
+  const std::string mac = HmacVerifier::sign(kKey, bytes);
+  CTX_EXPECT_THROW(verifier.verify("", bytes), InvalidArgument, "assertion is not valid json");
+  CTX_EXPECT_THROW(verifier.verify("{}", bytes), InvalidArgument,
+                   "needs a string \"proof_base64\"");
+  CTX_EXPECT_THROW(verifier.verify(R"({"proof_base64":"abc"})", bytes), InvalidArgument,
+                   "proof_base64 is not base64");
+  CTX_EXPECT_THROW(verifier.verify(R"({"proof_base64":""})", bytes), InvalidArgument,
+                   "proof must be 1..8192 bytes");
+  CTX_EXPECT_THROW(verifier.verify(payload_with(sample_claims(), mac.substr(0, 31)), bytes),
+                   InvalidArgument, "not 32 bytes");
+  CTX_EXPECT_THROW(verifier.verify(R"({"proof_base64":"AAAA","proof_base64":"AAAA"})", bytes),
+                   InvalidArgument, "duplicate key");
   try {
-    verifier.verify(assertion(mac.substr(1) + "x"), "m");
+    verifier.verify(R"({"proof_base64":"c2VjcmV0LXByb29m!"})", bytes);
     FAIL() << "expected a malformed-proof error";
   } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), ::testing::Not(::testing::HasSubstr(mac.substr(1, 20))));
-    EXPECT_THAT(e.what(), ::testing::Not(::testing::HasSubstr(kKeyHex)));
+    EXPECT_THAT(e.what(), Not(HasSubstr("c2VjcmV0")));
+    EXPECT_THAT(e.what(), Not(HasSubstr(kKeyHex)));
   }
-}
-
-TEST(HmacVerifier, RejectsDuplicateProofMembers) {
-  const HmacVerifier verifier(kConfig);
-  const std::string mac = HmacVerifier::sign_hex(kKey, "m");
-  const std::string doubled =
-      R"({"proof":{"scheme":"hmac-sha256","mac_hex":")" + mac + R"(","mac_hex":")" + mac + R"("}})";
-  CTX_EXPECT_THROW(verifier.verify(doubled, "m"), InvalidArgument, "duplicate key");
 }
 
 TEST(HmacVerifier, RefusesMissingEmptyShortOrNonHexKeysWithoutEchoingThem) {
@@ -92,8 +114,8 @@ TEST(HmacVerifier, RefusesMissingEmptyShortOrNonHexKeysWithoutEchoingThem) {
     HmacVerifier(R"({"key_hex":"secretsecretsecretsecretsecretsecretXX"})");
     FAIL() << "expected a non-hex key error";
   } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("key_hex is not hex"));
-    EXPECT_THAT(e.what(), ::testing::Not(::testing::HasSubstr("secretsecret")));
+    EXPECT_THAT(e.what(), HasSubstr("key_hex is not hex"));
+    EXPECT_THAT(e.what(), Not(HasSubstr("secretsecret")));
   }
   EXPECT_NO_THROW(HmacVerifier(R"({"key_hex":"00112233445566778899aabbccddeeff"})"));
 }

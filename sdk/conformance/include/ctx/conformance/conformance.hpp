@@ -2,7 +2,8 @@
 // temporary lock, copied into a private content-addressed cache, digest-checked, negotiated) and
 // registers GoogleTest suites for it: the generic ABI suite plus the suite of the plugin's kind.
 //
-// Use it through the `ctx-conformance PLUGIN.so [--config FILE]` runner, or link ctx::conformance
+// Use it through the `ctx-conformance PLUGIN.so [--config FILE] [--timeout SECONDS]` runner, or
+// link ctx::conformance
 // into your own test binary:
 //   int main(int argc, char** argv) { return ctx::conformance::run_main(argc, argv); }
 // or, with your own main: InitGoogleTest, then `auto session = register_suites(options);`, then
@@ -13,7 +14,9 @@
 //                    or containing "@TEMP_DIR@" gets a fresh empty directory per instance.
 //   "verifier":      {"vector": {"assertion": <object>, "signing_bytes": "<utf-8 text>"}}
 //                    a proof the configured key accepts; enables the acceptance test, and its
-//                    "proof" strings are mutated to build wrong proofs.
+//                    "proof" (or wire "proof_base64") strings are changed and truncated to build
+//                    wrong proofs. Optional "other_plugin_config": <object>, the plugin's config
+//                    for another key, under which the vector must be rejected.
 //   "host_adapter":  {"hook_payload": <object>}  replaces the built-in sample hook payload.
 //
 // Installer request contract (what the installer suite sends and expects; ctx's runtime uses the
@@ -30,11 +33,19 @@
 //             active "active_material_identity_digest", "verification_digest", ...}]}
 //   Every material identity digest is the MaterialIdentity digest stated in plugin_abi.h.
 //
-// Calls that are meant to misbehave (garbage input, refusing sinks) run in a forked child, so a
-// crashing plugin fails its test instead of the runner. Not thread-safe.
+// Supervision: the kit process never loads the plugin. It pins and loads it in a child process to
+// learn its kind, and runs every test in a child of its own (fork per test), where each plugin call
+// (entry, create, destroy, every op) has a deadline (--timeout, default 10 s). A child that exits,
+// is killed by a signal, overruns a deadline or writes to stdout/stderr fails that test with the
+// reason and the call ("the plugin exited with status 0 before answering (during create)",
+// "no answer within 10 s", "killed by SIGSEGV", "wrote to stdout during verify: ..."). Without a
+// "plugin_config", a plugin whose create refuses the empty configuration fails one test,
+// KitConfig.PluginNeedsAConfiguration: "this plugin needs a configuration: pass --config FILE".
+// Not thread-safe.
 #ifndef CTX_CONFORMANCE_CONFORMANCE_HPP_
 #define CTX_CONFORMANCE_CONFORMANCE_HPP_
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -44,9 +55,11 @@ namespace ctx::conformance {
 struct Options {
   std::filesystem::path plugin;                      // the shared object under test
   std::optional<std::filesystem::path> config_file;  // kit config, see above
+  std::chrono::milliseconds call_timeout{10000};     // deadline of each plugin call
 };
 
-// Parses "PLUGIN.so [--config FILE]" (gtest flags already removed by InitGoogleTest).
+// Parses "PLUGIN.so [--config FILE] [--timeout SECONDS]" (gtest flags already removed by
+// InitGoogleTest).
 // Errors: ctx::InvalidArgument naming the problem.
 Options parse_arguments(int argc, char** argv);
 
@@ -67,9 +80,10 @@ class Session {
   std::shared_ptr<State> state_;
 };
 
-// Pins and loads options.plugin through ctx's loader, then registers the ABI suite and the suite
-// of its kind. A plugin that cannot be loaded (or a config that cannot be read) registers one
-// failing test that says why, so the run fails. Call after InitGoogleTest.
+// Pins and loads options.plugin through ctx's loader in a supervised child, then registers the ABI
+// suite and the suite of its kind. A plugin that cannot be loaded (or a config that cannot be
+// read), or that needs a configuration it was not given, registers one failing test that says
+// why, so the run fails. Call after InitGoogleTest.
 Session register_suites(const Options& options);
 
 // InitGoogleTest, parse_arguments, register_suites, RUN_ALL_TESTS. Returns the process exit code:

@@ -1,0 +1,42 @@
+// Reads what the dynamic loader will see in a plugin file, from its bytes, without loading it:
+// the program headers, PT_DYNAMIC (needed sonames, rpath/runpath, filters), the entry symbol
+// looked up through DT_GNU_HASH (or DT_HASH) as ld.so looks it up, and the ctx identity note.
+// Every offset, size and index is bounds-checked against the bytes; malformed input is a
+// MalformedElf error, never a crash. Pure function over a byte view; thread-safe.
+#ifndef CTX_HOST_PLUGINS_DETAIL_ELF_READER_HPP_
+#define CTX_HOST_PLUGINS_DETAIL_ELF_READER_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ctx::plugins::detail {
+
+// Note name and type of the identity note in section .note.ctx.plugin.
+inline constexpr std::string_view kIdentityNoteName = "ctx";
+inline constexpr std::uint32_t kIdentityNoteType = 1;
+inline constexpr std::string_view kIdentityNoteSection = ".note.ctx.plugin";
+
+struct ElfPluginView {
+  std::vector<std::string> needed;   // DT_NEEDED in order
+  std::vector<std::string> rpath;    // DT_RPATH values (refused by the loader)
+  std::vector<std::string> runpath;  // DT_RUNPATH values (refused by the loader)
+  std::vector<std::string> filters;  // DT_FILTER / DT_AUXILIARY / DT_AUDIT / DT_DEPAUDIT
+  bool entry_found = false;          // symbol defined, exported, a plain function
+  std::string entry_problem;         // why not, when !entry_found
+  // Descriptor of the one "ctx" type-1 note (from a PT_NOTE segment, else from the section
+  // named .note.ctx.plugin); nullopt when there is none.
+  std::optional<std::string> identity_note;
+};
+
+// Parses `bytes` as an ELF64 shared object for this machine and looks up `symbol`.
+// Errors: MalformedElf with the reason (no file name; callers prefix it).
+ElfPluginView read_elf_plugin(std::span<const std::byte> bytes, std::string_view symbol);
+
+}  // namespace ctx::plugins::detail
+
+#endif  // CTX_HOST_PLUGINS_DETAIL_ELF_READER_HPP_

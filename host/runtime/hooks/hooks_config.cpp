@@ -1,0 +1,427 @@
+#include "host/runtime/hooks/hooks_config.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+namespace ctx::runtime::hooks {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kBackupSuffix = ".ctx-backup";
+constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
+
+// ---- reading ---------------------------------------------------------------------------------
+
+// Parses `text` as one JSON object, refusing duplicate keys (nlohmann would keep one silently).
+Json parse_config(const std::string& text, const fs::path& file) {
+  std::vector<std::set<std::string>> open;
+  bool duplicate = false;
+  Json value = Json::parse(
+      text,
+      [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+        if (event == Json::parse_event_t::object_start) {
+          open.emplace_back();
+        } else if (event == Json::parse_event_t::object_end) {
+          if (!open.empty()) open.pop_back();
+        } else if (event == Json::parse_event_t::key && !open.empty() &&
+                   !open.back().insert(parsed.get<std::string>()).second) {
+          duplicate = true;
+        }
+        return true;
+      },
+      /*allow_exceptions=*/false, /*ignore_comments=*/false);
+  const std::string name = file.string();
+  if (value.is_discarded()) throw MalformedHooksConfig(name + " is not valid JSON; left unchanged");
+  if (duplicate) throw MalformedHooksConfig(name + " has a duplicate key; left unchanged");
+  if (!value.is_object()) {
+    throw MalformedHooksConfig(name + " is not a JSON object; left unchanged");
+  }
+  if (const auto hooks = value.find("hooks"); hooks != value.end()) {
+    if (!hooks->is_object()) {
+      throw MalformedHooksConfig(name + ": \"hooks\" is not an object; left unchanged");
+    }
+    for (const auto& [event, groups] : hooks->items()) {
+      if (!groups.is_array()) {
+        throw MalformedHooksConfig(name + ": hooks." + event + " is not an array; left unchanged");
+      }
+    }
+  }
+  return value;
+}
+
+// The file's bytes, or nullopt when it does not exist. Errors: MalformedHooksConfig when it is
+// not a regular file; SystemError when it cannot be read.
+std::optional<std::string> read_file(const fs::path& file) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  if (ec || status.type() == fs::file_type::not_found) {
+    if (status.type() == fs::file_type::not_found) return std::nullopt;
+    throw SystemError("cannot stat " + file.string() + ": " + ec.message());
+  }
+  if (status.type() != fs::file_type::regular) {
+    throw MalformedHooksConfig(file.string() + " is not a regular file; left unchanged");
+  }
+  if (fs::file_size(file, ec) > kMaxConfigBytes) {
+    throw MalformedHooksConfig(file.string() + " is larger than 16 MiB; left unchanged");
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw SystemError("cannot read " + file.string());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) throw SystemError("cannot read " + file.string());
+  return bytes.str();
+}
+
+// The file to edit: a symlink's target (so dotfile managers keep their link), else `file`.
+fs::path resolved(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(file, ec))) return file;
+  const fs::path target = fs::read_symlink(file, ec);
+  if (ec) throw SystemError("cannot read the link " + file.string() + ": " + ec.message());
+  return target.is_absolute() ? target : file.parent_path() / target;
+}
+
+// ---- writing ---------------------------------------------------------------------------------
+
+void fsync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// Replaces `file` with `bytes` atomically, with permission bits `mode` (nullopt: 0644 less the
+// process umask, for a file that did not exist).
+void write_atomically(const fs::path& file, const std::string& bytes, std::optional<mode_t> mode) {
+  const fs::path temp =
+      file.parent_path() / (file.filename().string() + ".ctx-tmp-" + std::to_string(::getpid()));
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                        mode.value_or(0644));
+  if (fd < 0) {
+    throw SystemError("cannot create " + temp.string() + ": " + std::strerror(errno));
+  }
+  std::size_t written = 0;
+  bool ok = !mode || ::fchmod(fd, *mode) == 0;
+  while (ok && written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) written += static_cast<std::size_t>(n);
+  }
+  ok = ok && ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!ok || ::rename(temp.c_str(), file.c_str()) != 0) {
+    const int error = ok ? errno : saved;
+    ::unlink(temp.c_str());
+    throw SystemError("cannot write " + file.string() + ": " + std::strerror(error));
+  }
+  fsync_directory(file.parent_path());
+}
+
+std::optional<mode_t> mode_of(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return std::nullopt;
+  return st.st_mode & 07777;
+}
+
+fs::path backup_path(const fs::path& file) {
+  return file.parent_path() / (file.filename().string() + std::string(kBackupSuffix));
+}
+
+std::string render(const Json& document) { return document.dump(2) + "\n"; }
+
+// ---- recognising ctx handlers ------------------------------------------------------------------
+
+bool is_plain_word_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '/' || c == '-' || c == '+' || c == ',' || c == ':' || c == '@' ||
+         c == '=';
+}
+
+std::string shell_word(const std::string& word) {
+  if (!word.empty() &&
+      std::all_of(word.begin(), word.end(), [](char c) { return is_plain_word_char(c); })) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (const char c : word) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+// Splits a command line into words: blanks separate; single and double quotes group; a
+// backslash escapes the next character outside single quotes. Enough to read back what
+// shell_word writes and what a user would type by hand.
+std::vector<std::string> shell_words(std::string_view line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote != 0) {
+      if (c == quote) {
+        quote = 0;
+      } else if (c == '\\' && quote == '"' && i + 1 < line.size()) {
+        word += line[++i];
+      } else {
+        word += c;
+      }
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < line.size()) {
+      word += line[++i];
+      in_word = true;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+bool is_ctx_handler(const Json& handler, HookHost host) {
+  if (!handler.is_object()) return false;
+  const auto type = handler.find("type");
+  const auto command = handler.find("command");
+  if (type == handler.end() || *type != "command" || command == handler.end() ||
+      !command->is_string()) {
+    return false;
+  }
+  const std::vector<std::string> words = shell_words(command->get_ref<const std::string&>());
+  return words.size() >= 3 && fs::path(words[0]).filename() == "ctx" && words[1] == "hook" &&
+         words[2] == host_name(host);
+}
+
+int timeout_seconds(std::string_view event) {
+  return event == "UserPromptSubmit" || event == "SessionStart" ? 30 : 10;
+}
+
+Json desired_group(std::string_view event, const std::string& command_line) {
+  Json handler;
+  handler["type"] = "command";
+  handler["command"] = command_line;
+  handler["timeout"] = timeout_seconds(event);
+  Json group;
+  group["hooks"] = Json::array({handler});
+  return group;
+}
+
+// Removes ctx handlers of `host` from `document`, except that in each event of `keep` one group
+// equal to keep[event] is left in place (and the event is then recorded in `kept`). Groups, event
+// arrays and the "hooks" object that held ctx handlers and end up empty are removed too.
+// Returns the events that lost a handler.
+std::vector<std::string> remove_ctx_handlers(Json& document, HookHost host,
+                                             const std::map<std::string, Json>& keep,
+                                             std::set<std::string>& kept) {
+  std::vector<std::string> touched;
+  const auto hooks = document.find("hooks");
+  if (hooks == document.end()) return touched;
+  std::vector<std::string> emptied_events;
+  for (auto& [event, groups] : hooks->items()) {
+    bool removed_here = false;
+    Json remaining = Json::array();
+    for (Json& group : groups) {
+      const auto want = keep.find(event);
+      if (want != keep.end() && kept.count(event) == 0 && group == want->second) {
+        kept.insert(event);
+        remaining.push_back(group);
+        continue;
+      }
+      const auto handlers = group.is_object() ? group.find("hooks") : group.end();
+      if (!group.is_object() || handlers == group.end() || !handlers->is_array()) {
+        remaining.push_back(group);  // not ours to judge
+        continue;
+      }
+      Json others = Json::array();
+      for (const Json& handler : *handlers) {
+        if (is_ctx_handler(handler, host)) {
+          removed_here = true;
+        } else {
+          others.push_back(handler);
+        }
+      }
+      if (others.size() == handlers->size()) {
+        remaining.push_back(group);
+      } else if (!others.empty()) {
+        *handlers = others;
+        remaining.push_back(group);
+      }
+    }
+    if (!removed_here) continue;
+    touched.push_back(event);
+    groups = remaining;
+    if (groups.empty()) emptied_events.push_back(event);
+  }
+  for (const std::string& event : emptied_events) hooks->erase(event);
+  if (!touched.empty() && hooks->empty()) document.erase("hooks");
+  return touched;
+}
+
+// Saves `previous` (empty: there was no file) as the backup, then writes `document`.
+void replace(const fs::path& file, const std::optional<std::string>& previous,
+             const std::string& bytes, std::optional<fs::path>& backup) {
+  const std::optional<mode_t> mode = mode_of(file);
+  const fs::path saved = backup_path(file);
+  write_atomically(saved, previous.value_or(""), 0600);
+  backup = saved;
+  write_atomically(file, bytes, mode);
+}
+
+}  // namespace
+
+std::string_view host_name(HookHost host) noexcept {
+  return host == HookHost::kClaudeCode ? "claude-code" : "codex";
+}
+
+std::optional<HookHost> parse_host(std::string_view name) noexcept {
+  if (name == "claude-code") return HookHost::kClaudeCode;
+  if (name == "codex") return HookHost::kCodex;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& installed_events(HookHost host) {
+  static const std::vector<std::string> kClaude = {
+      "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+      "Stop",         "SubagentStop",     "PreCompact", "SessionEnd"};
+  static const std::vector<std::string> kCodex = {
+      "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+      "Stop",         "SubagentStop",     "PreCompact", "PostCompact"};
+  return host == HookHost::kClaudeCode ? kClaude : kCodex;
+}
+
+HookTarget hook_target(HookHost host, HookScope scope, const fs::path& home,
+                       const fs::path& project_dir) {
+  const fs::path& root = scope == HookScope::kUser ? home : project_dir;
+  if (root.empty() || !root.is_absolute()) {
+    throw InvalidArgument(scope == HookScope::kUser ? "the home directory must be absolute"
+                                                    : "the project directory must be absolute");
+  }
+  HookTarget target;
+  target.host = host;
+  target.file = host == HookHost::kClaudeCode ? root / ".claude" / "settings.json"
+                                              : root / ".codex" / "hooks.json";
+  return target;
+}
+
+std::string hook_command_line(HookHost host, const HookCommand& command) {
+  if (!command.executable.is_absolute() || command.executable.filename() != "ctx") {
+    throw InvalidArgument("the hook command needs the absolute path of a ctx executable");
+  }
+  std::string line =
+      shell_word(command.executable.string()) + " hook " + std::string(host_name(host));
+  if (command.state_dir) {
+    if (!command.state_dir->is_absolute()) {
+      throw InvalidArgument("the hook command's --state directory must be absolute");
+    }
+    line += " --state " + shell_word(command.state_dir->string());
+  }
+  return line;
+}
+
+HooksChange install_hooks(const HookTarget& target, const HookCommand& command) {
+  const std::string line = hook_command_line(target.host, command);
+  HooksChange change;
+  change.file = resolved(target.file);
+  const std::optional<std::string> previous = read_file(change.file);
+  const Json original = previous ? parse_config(*previous, change.file) : Json::object();
+
+  std::map<std::string, Json> keep;
+  for (const std::string& event : installed_events(target.host)) {
+    keep[event] = desired_group(event, line);
+  }
+  Json document = original;
+  std::set<std::string> kept;
+  remove_ctx_handlers(document, target.host, keep, kept);
+  for (const std::string& event : installed_events(target.host)) {
+    if (kept.count(event) != 0) continue;
+    document["hooks"][event].push_back(keep[event]);
+    change.events.push_back(event);
+  }
+
+  if (target.host == HookHost::kCodex) {
+    change.notice =
+        "Codex runs new hooks only after you review and trust them: open /hooks in Codex "
+        "(Codex before 0.125 also needs [features] codex_hooks = true in config.toml).";
+  } else {
+    change.notice =
+        "Claude Code runs them once the folder is trusted; /hooks in Claude Code lists them.";
+  }
+  if (const auto disabled = document.find("disableAllHooks");
+      disabled != document.end() && *disabled == true) {
+    change.notice += " Note: disableAllHooks is true in this file, so no hook runs.";
+  }
+  if (document == original && previous) return change;  // already installed: nothing written
+  change.changed = true;
+  fs::create_directories(change.file.parent_path());
+  replace(change.file, previous, render(document), change.backup);
+  return change;
+}
+
+HooksChange uninstall_hooks(const HookTarget& target) {
+  HooksChange change;
+  change.file = resolved(target.file);
+  const std::optional<std::string> previous = read_file(change.file);
+  if (!previous) return change;
+  Json document = parse_config(*previous, change.file);
+  std::set<std::string> kept;
+  change.events = remove_ctx_handlers(document, target.host, {}, kept);
+  if (change.events.empty()) return change;
+  change.changed = true;
+
+  // The content saved before the last change, when it is what removing ctx's handlers gives,
+  // is written back byte for byte; an empty backup means ctx created the file.
+  const fs::path saved = backup_path(change.file);
+  std::optional<std::string> before;
+  try {
+    before = read_file(saved);
+  } catch (const Error&) {
+    before.reset();
+  }
+  if (before && before->empty() && document.empty()) {
+    write_atomically(saved, *previous, 0600);
+    change.backup = saved;
+    if (::unlink(change.file.c_str()) != 0) {
+      throw SystemError("cannot remove " + change.file.string() + ": " + std::strerror(errno));
+    }
+    fsync_directory(change.file.parent_path());
+    return change;
+  }
+  std::string bytes = render(document);
+  if (before && !before->empty()) {
+    try {
+      if (parse_config(*before, saved) == document) bytes = *before;
+    } catch (const MalformedHooksConfig&) {
+      // an unreadable backup is only not used
+    }
+  }
+  replace(change.file, previous, bytes, change.backup);
+  return change;
+}
+
+}  // namespace ctx::runtime::hooks

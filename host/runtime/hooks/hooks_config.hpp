@@ -1,0 +1,94 @@
+// Hook configuration writer: puts the `ctx hook <adapter>` command handlers into a coding host's
+// own hook configuration and takes them out again, preserving everything else in the file.
+//
+//   Claude Code  user ~/.claude/settings.json   project DIR/.claude/settings.json
+//   Codex        user ~/.codex/hooks.json       project DIR/.codex/hooks.json
+// Both files hold {"hooks": {EVENT: [{"matcher"?, "hooks": [HANDLER...]}...]}, ...} (spec
+// host-formats §1.2, §3.1). ctx adds one matcher group per event it handles,
+// {"hooks": [{"type": "command", "command": "<ctx> hook <adapter>[ --state <dir>]",
+// "timeout": seconds}]}, and recognises its handlers by their command: a `ctx` executable (any
+// directory) followed by `hook <adapter>`.
+//
+// install is idempotent (a second run with the same command changes nothing and writes nothing);
+// uninstall removes exactly the ctx handlers, then the groups, events and "hooks" object they
+// alone filled, and when the result equals the content saved before the last change it writes
+// back those exact bytes (or removes the file ctx created). Before every change the previous
+// bytes go to "<file>.ctx-backup" (0600; empty when there was no file). Writes are atomic
+// (temporary file, fsync, rename) and keep the file's mode (a new file gets 0644 less the umask);
+// a symlinked file is updated at its target. Not safe against a concurrent writer of the same
+// file (the host's own editor included): the last rename wins, the file is never torn.
+#ifndef CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_
+#define CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/error.hpp"
+
+namespace ctx::runtime::hooks {
+
+enum class HookHost { kClaudeCode, kCodex };
+enum class HookScope { kUser, kProject };
+
+// "claude-code" / "codex" (the adapter plugin ids).
+std::string_view host_name(HookHost host) noexcept;
+// The host named `name`, or nullopt.
+std::optional<HookHost> parse_host(std::string_view name) noexcept;
+
+// The events ctx installs handlers for: the events the host's adapter documents.
+const std::vector<std::string>& installed_events(HookHost host);
+
+// The existing configuration file cannot be read as the host's hook configuration (not JSON,
+// not an object, a duplicate key, "hooks" or an event entry of the wrong type, not a regular
+// file). Code: kFailedPrecondition. Nothing was changed.
+class MalformedHooksConfig : public FailedPrecondition {
+ public:
+  explicit MalformedHooksConfig(const std::string& message) : FailedPrecondition(message) {}
+};
+
+// Which file a host's hooks live in.
+struct HookTarget {
+  HookHost host = HookHost::kClaudeCode;
+  std::filesystem::path file;
+};
+
+// The target for `host` in `scope`: under `home` (user) or `project_dir` (project).
+// Errors: InvalidArgument when the directory needed is not absolute.
+HookTarget hook_target(HookHost host, HookScope scope, const std::filesystem::path& home,
+                       const std::filesystem::path& project_dir);
+
+// How the handler runs ctx: the executable (absolute) and an optional --state directory.
+struct HookCommand {
+  std::filesystem::path executable;
+  std::optional<std::filesystem::path> state_dir;
+};
+
+// The shell command line of the handler, e.g. "/usr/bin/ctx hook claude-code"; words that need it
+// are single-quoted. Errors: InvalidArgument when the executable is not absolute or is not named
+// "ctx".
+std::string hook_command_line(HookHost host, const HookCommand& command);
+
+// What install or uninstall did.
+struct HooksChange {
+  bool changed = false;                         // false: the file already was as asked
+  std::filesystem::path file;                   // the file written (a symlink's target)
+  std::optional<std::filesystem::path> backup;  // set when the previous bytes were saved
+  std::vector<std::string> events;              // events whose ctx handler was added or removed
+  std::string notice;  // one line for the user (review in /hooks, trust, disabled hooks)
+};
+
+// Writes the ctx handlers into the target's file (creating it and its directory when needed).
+// Errors: MalformedHooksConfig (nothing changed); InvalidArgument from hook_command_line;
+// SystemError when the file system refuses.
+HooksChange install_hooks(const HookTarget& target, const HookCommand& command);
+
+// Removes every ctx handler of the target's host. A missing file is no change.
+// Errors: MalformedHooksConfig (nothing changed); SystemError.
+HooksChange uninstall_hooks(const HookTarget& target);
+
+}  // namespace ctx::runtime::hooks
+
+#endif  // CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_

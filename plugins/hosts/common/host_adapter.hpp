@@ -1,0 +1,50 @@
+// The parts of an in-tree host adapter that do not depend on the host: parse_hook's result and
+// the install-location table. Pure functions; thread-safe.
+//
+// parse_hook result:
+//   {"event":    the host's event name when the adapter documents it, else "ignored",
+//    "adapter":  the adapter id,
+//    "scope":    build_scope (hook_input.hpp),
+//    "signals":  word tokens of the event (empty for an ignored event),
+//    "work_ref": build_work_ref,
+//    "context":  {"source"? (SessionStart), "trigger"? (compaction), "reason"? (SessionEnd),
+//                 "subagent"?: true} — open host strings reduced by open_token}
+#ifndef CTX_PLUGINS_HOSTS_COMMON_HOST_ADAPTER_HPP_
+#define CTX_PLUGINS_HOSTS_COMMON_HOST_ADAPTER_HPP_
+
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "plugins/hosts/common/adapter_config.hpp"
+#include "plugins/hosts/common/hook_input.hpp"
+
+namespace ctx::host_adapters {
+
+// Parses one hook payload as described above. Errors: InvalidArgument for an unreadable payload
+// (hook_input.hpp); kFailedPrecondition when the config has no installation key.
+Json parse_hook_payload(std::string_view payload_json, const std::set<std::string>& documented,
+                        const AdapterConfig& config, std::string_view adapter_id);
+
+// The same for a parsed payload object, starting from `signals` (an adapter's own extra signals;
+// dropped for an ignored event).
+Json parse_hook_object(const Json& payload, const std::set<std::string>& documented,
+                       const AdapterConfig& config, std::string_view adapter_id, SignalSet signals);
+
+// Where one scope of a host keeps things, relative to "~" (user) or the project directory.
+struct HostDirs {
+  std::string skills;
+  std::string agents;
+  std::string mcp;
+};
+
+// {"scope": "project"|"user", "skills", "agents", "mcp" (the primary scope's entries),
+//  "mcp_format": mcp_format, "user": {...}, "project": {...}}. User entries start with the
+// configured home (else "~/"); project entries with the configured project_dir (else they stay
+// relative to the project root).
+Json install_locations_json(const AdapterConfig& config, const HostDirs& user,
+                            const HostDirs& project, std::string_view mcp_format);
+
+}  // namespace ctx::host_adapters
+
+#endif  // CTX_PLUGINS_HOSTS_COMMON_HOST_ADAPTER_HPP_

@@ -1,0 +1,134 @@
+// `ctx hooks install|uninstall` through the real ctx binary on real temp files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "host/cli/cli.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace ctx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string quoted(const std::string& arg) {
+  std::string text = "'";
+  for (const char c : arg) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return text + "'";
+}
+
+std::string slurp(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+class HooksCommandTest : public ::testing::Test {
+ protected:
+  // Runs the ctx binary from the project directory with HOME set to the fake home.
+  Outcome ctx(const std::vector<std::string>& args) {
+    std::string command = "cd " + quoted(project_.path().string()) +
+                          " && HOME=" + quoted(home_.path().string()) + " " + quoted(CTX_BINARY);
+    for (const std::string& arg : args) command += " " + quoted(arg);
+    const fs::path out = io_ / "stdout";
+    const fs::path err = io_ / "stderr";
+    command += " >" + quoted(out.string()) + " 2>" + quoted(err.string());
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+  ctx::testing::TempDir home_;
+  ctx::testing::TempDir project_;
+  ctx::testing::TempDir io_;
+};
+
+TEST_F(HooksCommandTest, ClaudeCodeProjectInstallIsIdempotentAndUninstallRestores) {
+  const fs::path settings = project_.path() / ".claude" / "settings.json";
+  fs::create_directories(settings.parent_path());
+  const std::string original = "{\n  \"model\": \"opus\",\n  \"env\": {\"A\": \"1\"}\n}\n";
+  std::ofstream(settings) << original;
+
+  const Outcome first = ctx({"hooks", "install", "claude-code"});
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("installed ctx hooks for claude-code in " + settings.string()));
+  const Json written = Json::parse(slurp(settings));
+  EXPECT_EQ(written.at("model"), "opus");
+  const std::string command =
+      written.at("hooks").at("UserPromptSubmit")[0].at("hooks")[0].at("command");
+  EXPECT_EQ(command, fs::canonical(CTX_BINARY).string() + " hook claude-code");
+
+  const std::string after_first = slurp(settings);
+  const Outcome second = ctx({"hooks", "install", "claude-code", "--project", "."});
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("already installed"));
+  EXPECT_EQ(slurp(settings), after_first);
+
+  const Outcome removed = ctx({"hooks", "uninstall", "claude-code", "--json"});
+  ASSERT_EQ(removed.code, 0) << removed.err;
+  const Json result = Json::parse(removed.out);
+  EXPECT_EQ(result.at("changed"), true);
+  EXPECT_EQ(result.at("action"), "uninstall");
+  EXPECT_EQ(slurp(settings), original);
+}
+
+TEST_F(HooksCommandTest, CodexUserInstallCarriesTheStateDirAndTellsTheUserToReview) {
+  const fs::path state = io_.path() / "state dir";
+  const Outcome done = ctx({"hooks", "install", "codex", "--user", "--state", state.string()});
+  ASSERT_EQ(done.code, 0) << done.err;
+  EXPECT_THAT(done.out, HasSubstr("/hooks"));
+  const fs::path hooks = home_.path() / ".codex" / "hooks.json";
+  const Json written = Json::parse(slurp(hooks));
+  EXPECT_EQ(written.at("hooks").at("Stop")[0].at("hooks")[0].at("command"),
+            fs::canonical(CTX_BINARY).string() + " hook codex --state '" + state.string() + "'");
+  EXPECT_TRUE(written.at("hooks").contains("PostCompact"));
+  EXPECT_FALSE(written.at("hooks").contains("SessionEnd"));
+  ASSERT_EQ(ctx({"hooks", "uninstall", "codex", "--user"}).code, 0);
+  EXPECT_FALSE(fs::exists(hooks));
+}
+
+TEST_F(HooksCommandTest, AMalformedFileIsExitOneWithOneLineAndUntouched) {
+  const fs::path settings = project_.path() / ".claude" / "settings.json";
+  fs::create_directories(settings.parent_path());
+  std::ofstream(settings) << "{\"hooks\": [";
+  const Outcome r = ctx({"hooks", "install", "claude-code"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("left unchanged"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  EXPECT_EQ(slurp(settings), "{\"hooks\": [");
+}
+
+TEST_F(HooksCommandTest, UsageErrorsExitTwo) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"hooks"},
+        {"hooks", "install"},
+        {"hooks", "add", "codex"},
+        {"hooks", "install", "generic"},
+        {"hooks", "install", "codex", "--user", "--project", "."},
+        {"hooks", "install", "codex", "--bogus"},
+        {"hooks", "uninstall", "codex", "--state", "/s"},
+        {"hooks", "install", "codex", "--project"}}) {
+    const Outcome r = ctx(args);
+    EXPECT_EQ(r.code, 2) << args.back();
+    EXPECT_THAT(r.err, HasSubstr("see ctx --help"));
+  }
+  EXPECT_THAT(usage(), HasSubstr("ctx hooks install claude-code|codex"));
+}
+
+}  // namespace
+}  // namespace ctx::cli

@@ -1,0 +1,298 @@
+#include "host/runtime/hooks/hooks_config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/support/expect_throw.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace ctx::runtime::hooks {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAreArray;
+
+const HookCommand kCommand{"/opt/ctx/bin/ctx", std::nullopt};
+
+std::string read(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void write(const fs::path& file, const std::string& bytes) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary) << bytes;
+}
+
+mode_t mode(const fs::path& file) {
+  struct stat st {};
+  EXPECT_EQ(::stat(file.c_str(), &st), 0);
+  return st.st_mode & 07777;
+}
+
+Json ctx_group(const std::string& command, int timeout) {
+  return Json::parse(R"({"hooks":[{"type":"command","command":")" + command + R"(","timeout":)" +
+                     std::to_string(timeout) + "}]}");
+}
+
+// A user's settings.json with its own formatting, settings and hooks.
+const char kSettings[] = R"json({
+    "permissions": {"allow": ["Bash(npm test)"], "deny": []},
+    "env": {"FOO": "bar"},
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/local/bin/guard.sh"}]}
+        ],
+        "UserPromptSubmit": [
+            {"hooks": [{"type": "command", "command": "echo hi", "timeout": 5}]}
+        ]
+    },
+    "model": "opus",
+    "zzz_unknown": [1, {"b": null}]
+}
+)json";
+
+class HooksConfigTest : public ::testing::Test {
+ protected:
+  HookTarget claude() const {
+    return hook_target(HookHost::kClaudeCode, HookScope::kProject, home_.path(), project_.path());
+  }
+  HookTarget codex_user() const {
+    return hook_target(HookHost::kCodex, HookScope::kUser, home_.path(), project_.path());
+  }
+  ctx::testing::TempDir home_;
+  ctx::testing::TempDir project_;
+};
+
+TEST_F(HooksConfigTest, TargetsAreTheHostsOwnFiles) {
+  EXPECT_EQ(claude().file, project_.path() / ".claude" / "settings.json");
+  EXPECT_EQ(codex_user().file, home_.path() / ".codex" / "hooks.json");
+  EXPECT_EQ(hook_target(HookHost::kClaudeCode, HookScope::kUser, home_.path(), "").file,
+            home_.path() / ".claude" / "settings.json");
+  EXPECT_EQ(hook_target(HookHost::kCodex, HookScope::kProject, "", project_.path()).file,
+            project_.path() / ".codex" / "hooks.json");
+  CTX_EXPECT_THROW(hook_target(HookHost::kCodex, HookScope::kProject, "/h", "rel"), InvalidArgument,
+                   "absolute");
+  CTX_EXPECT_THROW(hook_target(HookHost::kCodex, HookScope::kUser, "", "/p"), InvalidArgument,
+                   "absolute");
+  EXPECT_EQ(parse_host("claude-code"), HookHost::kClaudeCode);
+  EXPECT_EQ(parse_host("codex"), HookHost::kCodex);
+  EXPECT_EQ(parse_host("generic"), std::nullopt);
+}
+
+TEST_F(HooksConfigTest, CommandLinesQuoteWhatNeedsIt) {
+  EXPECT_EQ(hook_command_line(HookHost::kClaudeCode, kCommand),
+            "/opt/ctx/bin/ctx hook claude-code");
+  EXPECT_EQ(hook_command_line(HookHost::kCodex, {"/My Apps/ctx", fs::path("/s/it's")}),
+            "'/My Apps/ctx' hook codex --state '/s/it'\\''s'");
+  CTX_EXPECT_THROW(hook_command_line(HookHost::kCodex, {"ctx", std::nullopt}), InvalidArgument,
+                   "absolute");
+  CTX_EXPECT_THROW(hook_command_line(HookHost::kCodex, {"/bin/sh", std::nullopt}), InvalidArgument,
+                   "ctx executable");
+  CTX_EXPECT_THROW(hook_command_line(HookHost::kCodex, {"/bin/ctx", fs::path("rel")}),
+                   InvalidArgument, "--state");
+}
+
+TEST_F(HooksConfigTest, InstallCreatesTheFileWithOneGroupPerEvent) {
+  const HooksChange change = install_hooks(claude(), kCommand);
+  EXPECT_TRUE(change.changed);
+  EXPECT_EQ(change.file, claude().file);
+  EXPECT_THAT(change.events, ElementsAreArray(installed_events(HookHost::kClaudeCode)));
+  ASSERT_TRUE(change.backup.has_value());
+  EXPECT_EQ(read(*change.backup), "") << "an empty backup records that there was no file";
+  EXPECT_EQ(mode(*change.backup), 0600u);
+  const Json written = Json::parse(read(claude().file));
+  ASSERT_EQ(written.size(), 1u);
+  const Json& hooks = written.at("hooks");
+  std::vector<std::string> events;
+  for (const auto& [event, groups] : hooks.items()) {
+    events.push_back(event);
+    const int timeout = event == "UserPromptSubmit" || event == "SessionStart" ? 30 : 10;
+    EXPECT_EQ(groups, Json::array({ctx_group("/opt/ctx/bin/ctx hook claude-code", timeout)}))
+        << event;
+  }
+  EXPECT_THAT(events, ElementsAreArray(installed_events(HookHost::kClaudeCode)));
+  EXPECT_THAT(change.notice, HasSubstr("/hooks"));
+}
+
+TEST_F(HooksConfigTest, InstallPreservesEveryOtherSettingAndBacksUpTheOldBytes) {
+  write(claude().file, kSettings);
+  ::chmod(claude().file.c_str(), 0640);
+  const HooksChange change = install_hooks(claude(), kCommand);
+  ASSERT_TRUE(change.changed);
+  ASSERT_TRUE(change.backup.has_value());
+  EXPECT_EQ(read(*change.backup), kSettings);
+  EXPECT_EQ(mode(claude().file), 0640u);
+
+  const Json original = Json::parse(kSettings);
+  Json written = Json::parse(read(claude().file));
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : written.items()) keys.push_back(key);
+  EXPECT_THAT(keys, ElementsAreArray({"permissions", "env", "hooks", "model", "zzz_unknown"}));
+  for (const char* key : {"permissions", "env", "model", "zzz_unknown"}) {
+    EXPECT_EQ(written.at(key), original.at(key)) << key;
+  }
+  // The user's own groups stay first, in place; ctx's group follows.
+  const Json& pre = written.at("hooks").at("PreToolUse");
+  ASSERT_EQ(pre.size(), 2u);
+  EXPECT_EQ(pre[0], original.at("hooks").at("PreToolUse")[0]);
+  EXPECT_EQ(pre[1], ctx_group("/opt/ctx/bin/ctx hook claude-code", 10));
+  const Json& prompt = written.at("hooks").at("UserPromptSubmit");
+  ASSERT_EQ(prompt.size(), 2u);
+  EXPECT_EQ(prompt[0], original.at("hooks").at("UserPromptSubmit")[0]);
+  EXPECT_EQ(written.at("hooks").size(), installed_events(HookHost::kClaudeCode).size());
+}
+
+TEST_F(HooksConfigTest, ASecondInstallChangesNothing) {
+  write(claude().file, kSettings);
+  install_hooks(claude(), kCommand);
+  const std::string after_first = read(claude().file);
+  const std::string backup_after_first = read(claude().file.string() + ".ctx-backup");
+  const HooksChange again = install_hooks(claude(), kCommand);
+  EXPECT_FALSE(again.changed);
+  EXPECT_THAT(again.events, IsEmpty());
+  EXPECT_FALSE(again.backup.has_value());
+  EXPECT_EQ(read(claude().file), after_first);
+  EXPECT_EQ(read(claude().file.string() + ".ctx-backup"), backup_after_first);
+}
+
+TEST_F(HooksConfigTest, UninstallRestoresTheOriginalBytesExactly) {
+  write(claude().file, kSettings);
+  install_hooks(claude(), kCommand);
+  install_hooks(claude(), kCommand);
+  const HooksChange removed = uninstall_hooks(claude());
+  EXPECT_TRUE(removed.changed);
+  EXPECT_THAT(removed.events,
+              UnorderedElementsAreArray(installed_events(HookHost::kClaudeCode)));
+  EXPECT_EQ(read(claude().file), kSettings);
+  // Nothing left to remove: no change, nothing written.
+  const HooksChange again = uninstall_hooks(claude());
+  EXPECT_FALSE(again.changed);
+  EXPECT_EQ(read(claude().file), kSettings);
+}
+
+TEST_F(HooksConfigTest, UninstallRemovesAFileThatInstallCreated) {
+  install_hooks(codex_user(), kCommand);
+  ASSERT_TRUE(fs::exists(codex_user().file));
+  EXPECT_TRUE(uninstall_hooks(codex_user()).changed);
+  EXPECT_FALSE(fs::exists(codex_user().file));
+  EXPECT_FALSE(uninstall_hooks(codex_user()).changed) << "a missing file is no change";
+}
+
+TEST_F(HooksConfigTest, UninstallKeepsEditsMadeAfterTheInstall) {
+  write(claude().file, kSettings);
+  install_hooks(claude(), kCommand);
+  Json edited = Json::parse(read(claude().file));
+  edited["theme"] = "dark";
+  edited["hooks"]["Stop"].push_back(
+      Json::parse(R"({"hooks":[{"type":"command","command":"notify-send done"}]})"));
+  write(claude().file, edited.dump(2));
+  uninstall_hooks(claude());
+  Json expected = Json::parse(kSettings);
+  expected["theme"] = "dark";
+  expected["hooks"]["Stop"] =
+      Json::parse(R"([{"hooks":[{"type":"command","command":"notify-send done"}]}])");
+  EXPECT_EQ(Json::parse(read(claude().file)), expected);
+}
+
+TEST_F(HooksConfigTest, AnotherCommandReplacesTheOldHandlers) {
+  install_hooks(codex_user(), kCommand);
+  const HookCommand moved{"/usr/local/bin/ctx", fs::path("/var/lib/ctx state")};
+  const HooksChange change = install_hooks(codex_user(), moved);
+  EXPECT_TRUE(change.changed);
+  const Json written = Json::parse(read(codex_user().file));
+  for (const std::string& event : installed_events(HookHost::kCodex)) {
+    const int timeout = event == "UserPromptSubmit" || event == "SessionStart" ? 30 : 10;
+    EXPECT_EQ(written.at("hooks").at(event),
+              Json::array({ctx_group("/usr/local/bin/ctx hook codex --state '/var/lib/ctx state'",
+                                     timeout)}))
+        << event;
+  }
+  EXPECT_THAT(change.notice, HasSubstr("open /hooks in Codex"));
+}
+
+TEST_F(HooksConfigTest, OnlyThisHostsCtxHandlersAreTouched) {
+  const std::string foreign =
+      R"({"hooks":{"Stop":[{"hooks":[)"
+      R"({"type":"command","command":"/usr/bin/ctx hook codex"},)"
+      R"({"type":"command","command":"/usr/bin/ctxd hook claude-code"},)"
+      R"({"type":"command","command":"/x/ctx hook claude-code --state /s"},)"
+      R"({"type":"prompt","prompt":"ctx hook claude-code"}]}]}})";
+  write(claude().file, foreign);
+  const HooksChange change = uninstall_hooks(claude());
+  EXPECT_TRUE(change.changed);
+  const Json written = Json::parse(read(claude().file));
+  EXPECT_EQ(written.at("hooks").at("Stop")[0].at("hooks").size(), 3u);
+  EXPECT_EQ(written.dump().find("/x/ctx"), std::string::npos);
+}
+
+TEST_F(HooksConfigTest, ASymlinkedFileIsUpdatedAtItsTarget) {
+  const fs::path real = home_.path() / "dotfiles" / "settings.json";
+  write(real, R"({"model":"opus"})");
+  fs::create_directories(claude().file.parent_path());
+  fs::create_symlink(real, claude().file);
+  const HooksChange change = install_hooks(claude(), kCommand);
+  EXPECT_EQ(change.file, real);
+  EXPECT_TRUE(fs::is_symlink(claude().file));
+  EXPECT_TRUE(Json::parse(read(real)).contains("hooks"));
+  uninstall_hooks(claude());
+  EXPECT_EQ(read(real), R"({"model":"opus"})");
+  EXPECT_TRUE(fs::is_symlink(claude().file));
+}
+
+TEST_F(HooksConfigTest, AMalformedFileIsATypedErrorAndLeftUntouched) {
+  for (const std::string& bytes :
+       {std::string("{\"hooks\": {"), std::string("[]"), std::string(""),
+        std::string("// comment\n{}"), std::string(R"({"a":1,"a":2})"),
+        std::string(R"({"hooks":[]})"), std::string(R"({"hooks":{"Stop":{}}})")}) {
+    SCOPED_TRACE(bytes);
+    write(claude().file, bytes);
+    for (const bool installing : {true, false}) {
+      try {
+        if (installing) {
+          install_hooks(claude(), kCommand);
+        } else {
+          uninstall_hooks(claude());
+        }
+        ADD_FAILURE() << "accepted a malformed file";
+      } catch (const MalformedHooksConfig& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+        EXPECT_THAT(e.what(), HasSubstr("left unchanged"));
+      }
+      EXPECT_EQ(read(claude().file), bytes);
+      EXPECT_FALSE(fs::exists(claude().file.string() + ".ctx-backup"));
+    }
+  }
+  fs::remove(claude().file);
+  fs::create_directories(claude().file);
+  CTX_EXPECT_THROW(install_hooks(claude(), kCommand), MalformedHooksConfig, "not a regular file");
+}
+
+TEST_F(HooksConfigTest, ANewFileFollowsTheUmaskAndAnExistingOneKeepsItsMode) {
+  const mode_t previous = ::umask(077);
+  install_hooks(codex_user(), kCommand);
+  ::umask(previous);
+  EXPECT_EQ(mode(codex_user().file), 0600u);
+  ::chmod(codex_user().file.c_str(), 0664);
+  install_hooks(codex_user(), {"/other/ctx", std::nullopt});
+  EXPECT_EQ(mode(codex_user().file), 0664u);
+}
+
+TEST_F(HooksConfigTest, DisabledHooksAreMentioned) {
+  write(claude().file, R"({"disableAllHooks":true})");
+  EXPECT_THAT(install_hooks(claude(), kCommand).notice, HasSubstr("disableAllHooks"));
+}
+
+}  // namespace
+}  // namespace ctx::runtime::hooks
