@@ -73,6 +73,18 @@ bool consent_matches(const EngineEvent& event, const HostAction& install) {
              install.payload().at("policy_snapshot_digest");
 }
 
+// The exact decision an interactive UserDecision `event` asserts about its pending `install`.
+InteractiveInstallDecisionReservation reservation_of(const EngineEvent& event,
+                                                     const std::string& source_digest,
+                                                     const HostAction& install) {
+  const Json& payload = event.payload();
+  return InteractiveInstallDecisionReservation{
+      event.scope(),          event.event_id(),        source_digest,
+      payload.at("consent_id"), payload.at("decision"), payload.at("policy_snapshot_digest"),
+      install.action_id(),    install.kind(),          install.content_digest(),
+      install.precondition_revision(), *install.expires_at()};
+}
+
 core::Timestamp at(const std::optional<std::string>& text) {
   return core::parse_rfc3339(text.value_or(""));
 }
@@ -216,18 +228,7 @@ Transition Engine::process_locked(const EngineEvent& ingress,
     } else if (!ports_.interactive_install_decision_guard) {
       throw CtxEngineError("interactive install decision requires a host-authenticated one-shot guard");
     }
-    if (!preapproved) reservation = InteractiveInstallDecisionReservation{
-        event.scope(),
-        event.event_id(),
-        source_digest,
-        payload.at("consent_id"),
-        payload.at("decision"),
-        payload.at("policy_snapshot_digest"),
-        install.action_id(),
-        install.kind(),
-        install.content_digest(),
-        install.precondition_revision(),
-        *install.expires_at()};
+    if (!preapproved) reservation = reservation_of(event, source_digest, install);
   } else if (state && event.kind() == "InstallConsentExpired") {
     const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
     if (!consent || !consent_matches(event, consent->install_action) ||
@@ -378,18 +379,7 @@ void Engine::settle_committed_decision(const EngineEvent& event, const std::stri
   if (!consent || !consent->install_action.expires_at()) {
     throw ReplayDivergenceError(record.revision, "decision-reservation");
   }
-  const HostAction& install = consent->install_action;
-  const InteractiveInstallDecisionReservation reservation{event.scope(),
-                                                          event.event_id(),
-                                                          source_digest,
-                                                          payload.at("consent_id"),
-                                                          payload.at("decision"),
-                                                          payload.at("policy_snapshot_digest"),
-                                                          install.action_id(),
-                                                          install.kind(),
-                                                          install.content_digest(),
-                                                          install.precondition_revision(),
-                                                          *install.expires_at()};
+  const auto reservation = reservation_of(event, source_digest, consent->install_action);
   try {
     const auto settle = ports_.interactive_install_decision_guard(reservation);
     if (settle) settle();

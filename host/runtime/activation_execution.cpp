@@ -102,19 +102,19 @@ engine::EngineEvent receipt_event(const engine::HostAction& action,
 
 }  // namespace
 
-ActivationExecutionReport execute_activation(engine::Engine& engine,
-                                             engine::ActivationPort* activation,
-                                             const std::filesystem::path& journal_path,
+ActivationExecutionReport execute_activation(const ActivationActuators& actuators,
                                              const engine::HostAction& action,
                                              const engine::InstallExecutionBinding& binding,
                                              std::string_view expected_host_descriptor_digest,
                                              std::string_view verification_digest) {
+  engine::Engine& engine = actuators.engine;
+  engine::ActivationPort* activation = actuators.activation;
   const engine::MaterialIdentity material = authorized_material(action);
   const std::string caller_verification(verification_digest);
   if (!engine::is_digest(caller_verification)) {
     throw ActivationExecutionError("verification_digest must be a lowercase sha-256 digest");
   }
-  ExclusiveFileLock execution_lock(execution_lock_path(journal_path, action),
+  ExclusiveFileLock execution_lock(execution_lock_path(actuators.journal_path, action),
                                    kExecutionLockTimeout);
 
   ActivationExecutionReport report{"applied", false, false, binding.binding_digest(),

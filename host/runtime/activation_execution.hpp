@@ -53,12 +53,17 @@ struct ActivationExecutionReport {
 
 namespace detail {
 
+// What one composition executes activations with. `activation` may be null: then only an already
+// recorded outcome can be settled, and anything that needs the installer fails ("no activation
+// actuator"). `journal_path` names the journal file; per-action execution locks live beside it.
+struct ActivationActuators {
+  engine::Engine& engine;
+  engine::ActivationPort* activation;
+  const std::filesystem::path& journal_path;
+};
+
 // The body of EngineComposition::execute_activation (the caller holds the composition's lock).
-// `activation` may be null: then only an already recorded outcome can be settled, and anything
-// that needs the installer fails ("no activation actuator").
-ActivationExecutionReport execute_activation(engine::Engine& engine,
-                                             engine::ActivationPort* activation,
-                                             const std::filesystem::path& journal_path,
+ActivationExecutionReport execute_activation(const ActivationActuators& actuators,
                                              const engine::HostAction& action,
                                              const engine::InstallExecutionBinding& binding,
                                              std::string_view expected_host_descriptor_digest,

@@ -257,9 +257,10 @@ ActivationExecutionReport EngineComposition::execute_activation(
     std::string_view expected_host_descriptor_digest, std::string_view verification_digest) {
   std::lock_guard lock(mutex_);
   assert_usable();
-  return detail::execute_activation(*parts_->engine, parts_->activation.get(),
-                                    parts_->journal_path, action, binding,
-                                    expected_host_descriptor_digest, verification_digest);
+  const detail::ActivationActuators actuators{*parts_->engine, parts_->activation.get(),
+                                              parts_->journal_path};
+  return detail::execute_activation(actuators, action, binding, expected_host_descriptor_digest,
+                                    verification_digest);
 }
 
 PreparedManagedQuery prepare_managed_query(EngineComposition& composition,

@@ -41,6 +41,17 @@ ActivationObservation failed(std::string reason) {
                                std::move(reason)};
 }
 
+// Applied, with the material digest under `material_key` and "verification_digest" of `object`;
+// indeterminate when either is missing or not a digest.
+ActivationObservation applied_from(const core::Json& object, const char* material_key) {
+  auto observed = digest_field(object, material_key);
+  auto verification = digest_field(object, "verification_digest");
+  if (!observed || !verification) {
+    return indeterminate("installer reply lacks its material or verification digest");
+  }
+  return {ActivationResult::kApplied, std::move(observed), std::move(verification), ""};
+}
+
 // An activate reply: {"outcome", "observed_material_identity_digest", "verification_digest"}.
 ActivationObservation from_activate_reply(const core::Json& reply) {
   if (!reply.is_object() || !reply.contains("outcome") || !reply["outcome"].is_string()) {
@@ -49,13 +60,7 @@ ActivationObservation from_activate_reply(const core::Json& reply) {
   const std::string outcome = reply["outcome"].get<std::string>();
   if (outcome == "failed") return failed("installer reported the activation failed");
   if (outcome != "applied") return indeterminate("installer reported an indeterminate activation");
-  auto observed = digest_field(reply, "observed_material_identity_digest");
-  auto verification = digest_field(reply, "verification_digest");
-  if (!observed || !verification) {
-    return indeterminate("installer applied reply lacks its material or verification digest");
-  }
-  return ActivationObservation{ActivationResult::kApplied, std::move(observed),
-                               std::move(verification), ""};
+  return applied_from(reply, "observed_material_identity_digest");
 }
 
 // One capability of a reconcile reply: {"capability_id", "active",
@@ -75,13 +80,7 @@ ActivationObservation from_reconcile_reply(const core::Json& reply,
       return indeterminate("installer reconcile reply has no active flag");
     }
     if (!active->get<bool>()) return failed("installer reports the material is not active");
-    auto observed = digest_field(item, "active_material_identity_digest");
-    auto verification = digest_field(item, "verification_digest");
-    if (!observed || !verification) {
-      return indeterminate("installer reconcile reply lacks its material or verification digest");
-    }
-    return ActivationObservation{ActivationResult::kApplied, std::move(observed),
-                                 std::move(verification), ""};
+    return applied_from(item, "active_material_identity_digest");
   }
   return indeterminate("installer reconcile reply does not list the capability");
 }

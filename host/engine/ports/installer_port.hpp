@@ -95,15 +95,17 @@ struct ActivationObservation {
 // plugins::AbiInstaller), in tests a double. Implementations never throw for "not applied": they
 // report kFailed / kIndeterminate. Errors: ctx::Error when the driver cannot be called at all
 // (callers treat it as indeterminate).
+//   activate:   makes `request.material` the active material of its capability; returns what
+//               it verified.
+//   deactivate: deactivates the capability; kApplied when it is (now) inactive.
+//   reconcile:  what is active now, changing nothing (crash recovery): kApplied when exactly
+//               `request.material` is active, kFailed when it verifiably is not, else
+//               kIndeterminate.
 class ActivationPort {
  public:
   virtual ~ActivationPort() = default;
-  // Makes `request.material` the active material of its capability; returns what it verified.
   virtual ActivationObservation activate(const ActivationRequest& request) = 0;
-  // Deactivates the capability; kApplied when it is (now) inactive.
   virtual ActivationObservation deactivate(const ActivationRequest& request) = 0;
-  // What is active now, without changing anything (crash recovery): kApplied when exactly
-  // `request.material` is active, kFailed when it verifiably is not, kIndeterminate otherwise.
   virtual ActivationObservation reconcile(const ActivationRequest& request) = 0;
 };
 

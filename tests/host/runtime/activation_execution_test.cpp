@@ -28,30 +28,24 @@ namespace ctx::runtime {
 namespace {
 
 namespace fs = std::filesystem;
-using ::ctx::testing::ActivationFixture;
-using ::ctx::testing::ActivationOptions;
-using ::ctx::testing::activation_observation;
-using ::ctx::testing::FakeActivation;
-using ::ctx::testing::host_digest;
-using ::ctx::testing::pending_activation_composition;
-using ::ctx::testing::TempDir;
-using ::ctx::testing::journal::raw_count;
+namespace t = ::ctx::testing;
+using Script = t::FakeActivation::Script;
 
-ActivationExecutionReport execute(ActivationFixture& fixture) {
+ActivationExecutionReport execute(t::ActivationFixture& fixture) {
   const auto& pending = *fixture.pending;
   return fixture.composition->execute_activation(pending.activation, pending.binding,
-                                                 host_digest(pending.session_started),
-                                                 activation_observation());
+                                                 t::host_digest(pending.session_started),
+                                                 t::activation_observation());
 }
 
 std::int64_t count_where(const fs::path& journal, const std::string& table,
                          const std::string& where) {
-  return raw_count(journal, table + " WHERE " + where);
+  return t::journal::raw_count(journal, table + " WHERE " + where);
 }
 
 // Exactly one outcome for the pending activation: one claim, one outcome, one settlement, one
 // ActionApplied receipt, and the capability active in the journal state.
-void expect_exactly_one_outcome(const fs::path& journal, ActivationFixture& fixture) {
+void expect_exactly_one_outcome(const fs::path& journal, t::ActivationFixture& fixture) {
   const std::string action = "action_id = '" + fixture.pending->activation.action_id() + "'";
   EXPECT_EQ(count_where(journal, "engine_activation_claims", action), 1);
   EXPECT_EQ(count_where(journal, "engine_activation_outcomes", action), 1);
@@ -64,110 +58,108 @@ void expect_exactly_one_outcome(const fs::path& journal, ActivationFixture& fixt
   EXPECT_EQ(head.state->active_capability_ids(), std::vector<std::string>{"skill:installed"});
 }
 
-// Nothing beyond the claim: no outcome, no settlement, no receipt, journal head unchanged.
-void expect_claim_only(const fs::path& journal, ActivationFixture& fixture,
-                       engine::Revision head_before) {
-  const std::string action = "action_id = '" + fixture.pending->activation.action_id() + "'";
-  EXPECT_EQ(count_where(journal, "engine_activation_claims", action), 1);
-  EXPECT_EQ(count_where(journal, "engine_activation_outcomes", action), 0);
-  EXPECT_EQ(count_where(journal, "engine_activation_claim_settlements", action), 0);
-  EXPECT_EQ(fixture.composition->snapshot(fixture.pending->intent_observed.scope()).revision,
-            head_before);
-}
-
-fs::path journal_of(const TempDir& tmp, const std::string& suffix) {
-  return ::ctx::testing::seed_journal_path(tmp.path(), suffix);
+fs::path journal_of(const t::TempDir& tmp, const std::string& suffix) {
+  return t::seed_journal_path(tmp.path(), suffix);
 }
 
 // ---- what the installer observed -----------------------------------------------------------
 
-TEST(ActivationExecution, AppliedObservationIsRecordedWithTheInstallersVerification) {
-  TempDir tmp;
-  auto fixture = pending_activation_composition(tmp.path(), "applied");
-  ::ctx::testing::ScopedClose scope(*fixture.composition);
-  const auto report = execute(fixture);
+// One pending activation per test, with the FakeActivation double behind the composition.
+class ActivationExecution : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fixture_ = t::pending_activation_composition(tmp_.path(), "observed");
+    head_ = revision();
+  }
+  void TearDown() override { fixture_.composition->close(); }
+
+  engine::Revision revision() {
+    return fixture_.composition->snapshot(fixture_.pending->intent_observed.scope()).revision;
+  }
+  ActivationExecutionReport run(Script script) {
+    fixture_.activation->set_script(script);
+    return execute(fixture_);
+  }
+  // Nothing beyond the claim: no outcome, no settlement, no receipt, journal head unchanged.
+  void expect_claim_only() {
+    const fs::path journal = journal_of(tmp_, "observed");
+    const std::string action = "action_id = '" + fixture_.pending->activation.action_id() + "'";
+    EXPECT_EQ(count_where(journal, "engine_activation_claims", action), 1);
+    EXPECT_EQ(count_where(journal, "engine_activation_outcomes", action), 0);
+    EXPECT_EQ(count_where(journal, "engine_activation_claim_settlements", action), 0);
+    EXPECT_EQ(revision(), head_);
+  }
+  void expect_exactly_one() { expect_exactly_one_outcome(journal_of(tmp_, "observed"), fixture_); }
+  t::FakeActivation& driver() { return *fixture_.activation; }
+
+  t::TempDir tmp_;
+  t::ActivationFixture fixture_;
+  engine::Revision head_ = 0;
+};
+
+TEST_F(ActivationExecution, AppliedObservationIsRecordedWithTheInstallersVerification) {
+  const auto report = run(Script::kApply);
   EXPECT_EQ(report.outcome, "applied");
   EXPECT_TRUE(report.settled);
   EXPECT_TRUE(report.claim_was_new);
   ASSERT_TRUE(report.verification_digest.has_value());
-  EXPECT_NE(*report.verification_digest, activation_observation());  // binds the installer's too
-  const auto material = fixture.pending->activation.payload().at("material_identity");
+  EXPECT_NE(*report.verification_digest, t::activation_observation());  // binds the installer's
+  const auto material = fixture_.pending->activation.payload().at("material_identity");
   EXPECT_EQ(report.observed_material_identity_digest,
             material.at("identity_digest").get<std::string>());
-  EXPECT_EQ(fixture.activation->activate_calls(), 1);
-  EXPECT_EQ(fixture.activation->reconcile_calls(), 0);  // a fresh claim was never acted on
-  expect_exactly_one_outcome(journal_of(tmp, "applied"), fixture);
+  EXPECT_EQ(driver().activate_calls(), 1);
+  EXPECT_EQ(driver().reconcile_calls(), 0);  // a fresh claim was never acted on
+  expect_exactly_one();
 }
 
-TEST(ActivationExecution, FailedObservationIsRecordedAsFailedAndRecoveredThroughReconcile) {
-  TempDir tmp;
-  auto fixture = pending_activation_composition(tmp.path(), "failed");
-  ::ctx::testing::ScopedClose scope(*fixture.composition);
-  const auto head = fixture.composition->snapshot(fixture.pending->intent_observed.scope()).revision;
-  fixture.activation->set_script(FakeActivation::Script::kFail);
-  const auto failed = execute(fixture);
+TEST_F(ActivationExecution, FailedObservationIsRecordedAsFailedAndRecoveredThroughReconcile) {
+  const auto failed = run(Script::kFail);
   EXPECT_EQ(failed.outcome, "failed");
   EXPECT_FALSE(failed.settled);
   EXPECT_TRUE(failed.claim_was_new);
   EXPECT_FALSE(failed.verification_digest.has_value());
   EXPECT_FALSE(failed.transition.has_value());
-  expect_claim_only(journal_of(tmp, "failed"), fixture, head);
-
+  expect_claim_only();
   // The driver recovers: the next call asks reconcile (not active), re-activates and records.
-  fixture.activation->set_script(FakeActivation::Script::kApply);
-  const auto recovered = execute(fixture);
+  const auto recovered = run(Script::kApply);
   EXPECT_EQ(recovered.outcome, "applied");
   EXPECT_TRUE(recovered.settled);
   EXPECT_FALSE(recovered.claim_was_new);
-  EXPECT_EQ(fixture.activation->reconcile_calls(), 1);
-  EXPECT_EQ(fixture.activation->activate_calls(), 2);
-  expect_exactly_one_outcome(journal_of(tmp, "failed"), fixture);
+  EXPECT_EQ(driver().reconcile_calls(), 1);
+  EXPECT_EQ(driver().activate_calls(), 2);
+  expect_exactly_one();
 }
 
-TEST(ActivationExecution, IndeterminateObservationIsRecordedAsSuchAndReconcileSettlesIt) {
-  TempDir tmp;
-  auto fixture = pending_activation_composition(tmp.path(), "indeterminate");
-  ::ctx::testing::ScopedClose scope(*fixture.composition);
-  const auto head =
-      fixture.composition->snapshot(fixture.pending->intent_observed.scope()).revision;
+TEST_F(ActivationExecution, IndeterminateObservationIsRecordedAsSuchAndReconcileSettlesIt) {
   // The driver activated but its reply was lost.
-  fixture.activation->set_script(FakeActivation::Script::kApplyReportIndeterminate);
-  const auto lost = execute(fixture);
+  const auto lost = run(Script::kApplyReportIndeterminate);
   EXPECT_EQ(lost.outcome, "indeterminate");
   EXPECT_FALSE(lost.settled);
-  expect_claim_only(journal_of(tmp, "indeterminate"), fixture, head);
-
+  expect_claim_only();
   // While reconcile cannot tell either, nothing is recorded and nothing is re-activated.
-  fixture.activation->set_reconcile_indeterminate(true);
-  EXPECT_EQ(execute(fixture).outcome, "indeterminate");
-  EXPECT_EQ(fixture.activation->activate_calls(), 1);
-  expect_claim_only(journal_of(tmp, "indeterminate"), fixture, head);
-
+  driver().set_reconcile_indeterminate(true);
+  EXPECT_EQ(execute(fixture_).outcome, "indeterminate");
+  EXPECT_EQ(driver().activate_calls(), 1);
+  expect_claim_only();
   // Reconcile sees the exact material active: applied without activating again.
-  fixture.activation->set_reconcile_indeterminate(false);
-  const auto recovered = execute(fixture);
+  driver().set_reconcile_indeterminate(false);
+  const auto recovered = execute(fixture_);
   EXPECT_EQ(recovered.outcome, "applied");
   EXPECT_TRUE(recovered.settled);
-  EXPECT_EQ(fixture.activation->activate_calls(), 1);
-  EXPECT_EQ(fixture.activation->reconcile_calls(), 2);
-  expect_exactly_one_outcome(journal_of(tmp, "indeterminate"), fixture);
+  EXPECT_EQ(driver().activate_calls(), 1);
+  EXPECT_EQ(driver().reconcile_calls(), 2);
+  expect_exactly_one();
 }
 
-TEST(ActivationExecution, OtherMaterialOrAnUnreachableDriverIsNeverApplied) {
-  TempDir tmp;
-  auto fixture = pending_activation_composition(tmp.path(), "other");
-  ::ctx::testing::ScopedClose scope(*fixture.composition);
-  const auto head = fixture.composition->snapshot(fixture.pending->intent_observed.scope()).revision;
-  fixture.activation->set_script(FakeActivation::Script::kApplyOtherMaterial);
-  const auto conflict = execute(fixture);
+TEST_F(ActivationExecution, OtherMaterialOrAnUnreachableDriverIsNeverApplied) {
+  const auto conflict = run(Script::kApplyOtherMaterial);
   EXPECT_EQ(conflict.outcome, "indeterminate");
   EXPECT_NE(conflict.observed_material_identity_digest,
-            fixture.pending->activation.payload().at("material_identity").at("identity_digest"));
-  fixture.activation->set_script(FakeActivation::Script::kThrow);
+            fixture_.pending->activation.payload().at("material_identity").at("identity_digest"));
   // Reconcile reports the other material (not the authorised one: "not active"), and the
   // re-activation cannot reach the driver.
-  EXPECT_EQ(execute(fixture).outcome, "indeterminate");
-  expect_claim_only(journal_of(tmp, "other"), fixture, head);
+  EXPECT_EQ(run(Script::kThrow).outcome, "indeterminate");
+  expect_claim_only();
 }
 
 // ---- a crash at every named point ------------------------------------------------------------
@@ -210,12 +202,12 @@ class CrashAtNamedPoint : public ::testing::TestWithParam<std::string_view> {};
 
 // The interactive grant crashes between its commit and the guard's settlement; retrying the
 // identical decision settles the reservation once and returns the committed transition.
-void crash_and_recover_decision_settlement(const TempDir& tmp) {
+void crash_and_recover_decision_settlement(const t::TempDir& tmp) {
   RecordingDecisionGuard guard;
-  ActivationOptions options;
+  t::ActivationOptions options;
   options.decision_guard = guard.port();
   options.drive = false;
-  auto fixture = pending_activation_composition(tmp.path(), "settle", std::move(options));
+  auto fixture = t::pending_activation_composition(tmp.path(), "settle", std::move(options));
   ::ctx::testing::ScopedClose scope(*fixture.composition);
   const auto requested = ::ctx::testing::request_install_consent(*fixture.composition, "settle");
   const auto grant = ::ctx::testing::interactive_grant(requested, "settle");
@@ -240,18 +232,14 @@ void crash_and_recover_decision_settlement(const TempDir& tmp) {
 }
 
 TEST_P(CrashAtNamedPoint, InProcessCrashRecoversToExactlyOneOutcome) {
-  TempDir tmp;
+  t::TempDir tmp;
   if (GetParam() == crash_points::kBeforeDecisionSettlement) {
     crash_and_recover_decision_settlement(tmp);
     return;
   }
-  auto fixture = pending_activation_composition(tmp.path(), "crash");
+  auto fixture = t::pending_activation_composition(tmp.path(), "crash");
   ::ctx::testing::ScopedClose scope(*fixture.composition);
-  {
-    CrashPointArmed crash(GetParam());
-    EXPECT_THROW(execute(fixture), SimulatedCrash);
-    ASSERT_TRUE(crash.fired()) << GetParam();
-  }
+  ASSERT_TRUE(t::crash_execute_activation(*fixture.composition, *fixture.pending, GetParam()));
   const auto report = execute(fixture);
   EXPECT_EQ(report.outcome, "applied");
   EXPECT_TRUE(report.settled);
@@ -266,9 +254,9 @@ TEST_P(CrashAtNamedPoint, InProcessCrashRecoversToExactlyOneOutcome) {
 // The same crash as a real process death: a forked child opens its own composition on the same
 // files, arms the point in kill mode and is SIGKILLed there; the parent recovers.
 TEST_P(CrashAtNamedPoint, SigkilledChildRecoversToExactlyOneOutcome) {
-  TempDir tmp;
+  t::TempDir tmp;
   const std::string suffix = "kill";
-  ActivationOptions options;
+  t::ActivationOptions options;
   std::optional<::ctx::testing::ConsentRequested> requested;
   const bool decision = GetParam() == crash_points::kBeforeDecisionSettlement;
   RecordingDecisionGuard guard;
@@ -276,7 +264,7 @@ TEST_P(CrashAtNamedPoint, SigkilledChildRecoversToExactlyOneOutcome) {
   options.drive = !decision;
   std::optional<::ctx::testing::PendingActivation> pending;
   {
-    auto fixture = pending_activation_composition(tmp.path(), suffix, std::move(options));
+    auto fixture = t::pending_activation_composition(tmp.path(), suffix, std::move(options));
     if (decision) requested = ::ctx::testing::request_install_consent(*fixture.composition, suffix);
     pending = fixture.pending;
     fixture.composition->close();
@@ -285,10 +273,10 @@ TEST_P(CrashAtNamedPoint, SigkilledChildRecoversToExactlyOneOutcome) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     RecordingDecisionGuard child_guard;
-    ActivationOptions child_options;
+    t::ActivationOptions child_options;
     child_options.decision_guard = child_guard.port();
     child_options.drive = false;
-    auto fixture = pending_activation_composition(tmp.path(), suffix, std::move(child_options));
+    auto fixture = t::pending_activation_composition(tmp.path(), suffix, std::move(child_options));
     CrashPointArmed crash(GetParam(), 0, CrashMode::kKill);
     if (decision) {
       fixture.composition->process(::ctx::testing::interactive_grant(*requested, suffix));
@@ -303,10 +291,10 @@ TEST_P(CrashAtNamedPoint, SigkilledChildRecoversToExactlyOneOutcome) {
   ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
   ASSERT_EQ(WTERMSIG(status), SIGKILL);
 
-  ActivationOptions recovery;
+  t::ActivationOptions recovery;
   recovery.decision_guard = guard.port();
   recovery.drive = false;
-  auto fixture = pending_activation_composition(tmp.path(), suffix, std::move(recovery));
+  auto fixture = t::pending_activation_composition(tmp.path(), suffix, std::move(recovery));
   ::ctx::testing::ScopedClose scope(*fixture.composition);
   if (decision) {
     const auto grant = ::ctx::testing::interactive_grant(*requested, suffix);
@@ -349,8 +337,8 @@ int descriptors_naming(const fs::path& path) {
 }
 
 TEST(CompositionFork, DestroyedInAForkedChildLeavesTheInheritedSqliteHandlesAlone) {
-  TempDir tmp;
-  auto fixture = pending_activation_composition(tmp.path(), "fork");
+  t::TempDir tmp;
+  auto fixture = t::pending_activation_composition(tmp.path(), "fork");
   const fs::path journal = journal_of(tmp, "fork");
   const fs::path audit = tmp.path() / "managed-fork-audit.sqlite3";
   const int journal_fds = descriptors_naming(journal);

@@ -697,24 +697,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_pending_consent_and_effect_before
     ASSERT_TRUE(committed.has_value());
     const auto& capability = committed->capabilities().at(0);
     const std::string policy_digest = engine::InstallConsentPolicy::safe_default().policy_digest();
-    auto desired = composition->process(replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
-      f.event_id = "event-pending-desired";
-      f.kind = "ReassessmentRequested";
-      f.expected_revision = 2;
-      f.payload = {
-          {"owner_id", "owner-pending"},
-          {"policy_snapshot_digest", policy_digest},
-          {"desired_capabilities",
-           {{{"capability_id", capability.capability_id()},
-             {"source_digest", capability.source_digest()},
-             {"kind", capability.kind()},
-             {"actionability", capability.actionability()},
-             {"install_descriptor_digest",
-              ::ctx::testing::optional_json(capability.install_descriptor_digest())},
-             {"install_plan_digest",
-              ::ctx::testing::optional_json(capability.install_plan_digest())},
-             {"lease_id", "lease-pending"}}}}};
-    }));
+    auto desired = composition->process(
+        ::ctx::testing::desire_event(intent_observed, capability, policy_digest, "pending"));
+
     const auto request = desired.actions().at(0);
     EXPECT_EQ(request.kind(), "RequestConsent");
     facts->clear_calls();
@@ -920,14 +905,8 @@ TEST(ManagedQuerySeed, execute_activation_recovers_a_recorded_but_unsettled_outc
   ScopedClose scope(*composition);
   auto& engine = fixture.owner->engine;
   // Simulate a crash after the durable outcome but before the receipt.
-  {
-    CrashPointArmed crash(crash_points::kAfterActivationOutcome);
-    EXPECT_THROW(composition->execute_activation(pending.activation, pending.binding,
-                                                 host_digest(pending.session_started),
-                                                 activation_observation()),
-                 SimulatedCrash);
-    ASSERT_TRUE(crash.fired());
-  }
+  ASSERT_TRUE(::ctx::testing::crash_execute_activation(*composition, pending,
+                                                       crash_points::kAfterActivationOutcome));
   auto status = engine.activation_execution_status(pending.activation);
   EXPECT_TRUE(status.outcome_recorded);
   EXPECT_FALSE(status.settled);
@@ -952,14 +931,8 @@ TEST(ManagedQuerySeed, execute_activation_recovers_after_a_claim_without_outcome
   ScopedClose scope(*composition);
   auto& engine = fixture.owner->engine;
   // Simulate a crash after the durable claim but before the outcome.
-  {
-    CrashPointArmed crash(crash_points::kAfterActivationClaim);
-    EXPECT_THROW(composition->execute_activation(pending.activation, pending.binding,
-                                                 host_digest(pending.session_started),
-                                                 activation_observation()),
-                 SimulatedCrash);
-    ASSERT_TRUE(crash.fired());
-  }
+  ASSERT_TRUE(::ctx::testing::crash_execute_activation(*composition, pending,
+                                                       crash_points::kAfterActivationClaim));
   auto status = engine.activation_execution_status(pending.activation);
   EXPECT_TRUE(status.claimed);
   EXPECT_FALSE(status.outcome_recorded);

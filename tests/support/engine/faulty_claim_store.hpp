@@ -84,22 +84,17 @@ class FaultyClaimStore final : public engine::ClaimStore {
     }
     return target_->activation_execution_status(stream, action_id);
   }
-  std::optional<engine::ActionClaim> find_install_claim(
-      const engine::StreamId& stream, std::string_view action_id) const override {
-    return target_->find_install_claim(stream, action_id);
+  // The row finders are forwarded unchanged.
+#define CTX_FAULTY_CLAIM_STORE_FORWARD(Row, name)                                        \
+  std::optional<engine::Row> name(const engine::StreamId& stream, std::string_view action_id) \
+      const override {                                                                   \
+    return target_->name(stream, action_id);                                             \
   }
-  std::optional<engine::ActionClaim> find_activation_claim(
-      const engine::StreamId& stream, std::string_view action_id) const override {
-    return target_->find_activation_claim(stream, action_id);
-  }
-  std::optional<engine::ExecutionOutcome> find_install_outcome(
-      const engine::StreamId& stream, std::string_view action_id) const override {
-    return target_->find_install_outcome(stream, action_id);
-  }
-  std::optional<engine::ExecutionOutcome> find_activation_outcome(
-      const engine::StreamId& stream, std::string_view action_id) const override {
-    return target_->find_activation_outcome(stream, action_id);
-  }
+  CTX_FAULTY_CLAIM_STORE_FORWARD(ActionClaim, find_install_claim)
+  CTX_FAULTY_CLAIM_STORE_FORWARD(ActionClaim, find_activation_claim)
+  CTX_FAULTY_CLAIM_STORE_FORWARD(ExecutionOutcome, find_install_outcome)
+  CTX_FAULTY_CLAIM_STORE_FORWARD(ExecutionOutcome, find_activation_outcome)
+#undef CTX_FAULTY_CLAIM_STORE_FORWARD
 
  private:
   void enter(Op op) const {

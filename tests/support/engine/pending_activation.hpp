@@ -14,6 +14,7 @@
 #include <string>
 
 #include "host/runtime/composition.hpp"
+#include "host/runtime/crash_point.hpp"
 #include "tests/support/engine/fake_activation.hpp"
 #include "tests/support/engine/faulty_claim_store.hpp"
 #include "tests/support/engine/managed_query_seed_support.hpp"
@@ -36,6 +37,29 @@ struct PendingActivation {
   engine::InstallExecutionBinding binding;
 };
 
+// The ReassessmentRequested at revision 2 desiring `capability` (owner and lease from `suffix`).
+inline engine::EngineEvent desire_event(const engine::EngineEvent& intent_observed,
+                                        const engine::PlanCapabilityV3& capability,
+                                        const std::string& policy_digest,
+                                        const std::string& suffix) {
+  const core::Json row = {
+      {"capability_id", capability.capability_id()},
+      {"source_digest", capability.source_digest()},
+      {"kind", capability.kind()},
+      {"actionability", capability.actionability()},
+      {"install_descriptor_digest", optional_json(capability.install_descriptor_digest())},
+      {"install_plan_digest", optional_json(capability.install_plan_digest())},
+      {"lease_id", "lease-" + suffix}};
+  return replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
+    f.event_id = "event-" + suffix + "-desired";
+    f.kind = "ReassessmentRequested";
+    f.expected_revision = 2;
+    f.payload = {{"owner_id", "owner-" + suffix},
+                 {"policy_snapshot_digest", policy_digest},
+                 {"desired_capabilities", core::Json::array({row})}};
+  });
+}
+
 inline ConsentRequested request_install_consent(runtime::EngineComposition& composition,
                                                 const std::string& suffix) {
   auto events = managed_events(composition, suffix);
@@ -48,22 +72,9 @@ inline ConsentRequested request_install_consent(runtime::EngineComposition& comp
   EXPECT_TRUE(committed.has_value());
   const auto& capability = committed->capabilities().at(0);
   const std::string policy_digest = engine::InstallConsentPolicy::safe_default().policy_digest();
-  auto desired = composition.process(replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
-    f.event_id = "event-" + suffix + "-desired";
-    f.kind = "ReassessmentRequested";
-    f.expected_revision = 2;
-    f.payload = {
-        {"owner_id", "owner-" + suffix},
-        {"policy_snapshot_digest", policy_digest},
-        {"desired_capabilities",
-         {{{"capability_id", capability.capability_id()},
-           {"source_digest", capability.source_digest()},
-           {"kind", capability.kind()},
-           {"actionability", capability.actionability()},
-           {"install_descriptor_digest", optional_json(capability.install_descriptor_digest())},
-           {"install_plan_digest", optional_json(capability.install_plan_digest())},
-           {"lease_id", "lease-" + suffix}}}}};
-  }));
+  auto desired =
+      composition.process(desire_event(intent_observed, capability, policy_digest, suffix));
+
   const auto request = desired.actions().at(0);
   EXPECT_EQ(request.kind(), "RequestConsent");
   return ConsentRequested{session_started, intent_observed, capability, request, policy_digest};
@@ -195,6 +206,23 @@ inline ActivationFixture pending_activation_composition(const std::filesystem::p
                                                         *fixture.bundle));
   }
   return fixture;
+}
+
+inline std::string host_digest(const engine::EngineEvent& event);
+inline std::string activation_observation();
+
+// Runs execute_activation of `pending` with `point` armed (CrashMode::kThrow); true when it
+// crashed there (SimulatedCrash escaped the call).
+inline bool crash_execute_activation(runtime::EngineComposition& composition,
+                                     const PendingActivation& pending, std::string_view point) {
+  runtime::CrashPointArmed crash(point);
+  try {
+    composition.execute_activation(pending.activation, pending.binding,
+                                   host_digest(pending.session_started), activation_observation());
+  } catch (const runtime::SimulatedCrash&) {
+    return crash.fired();
+  }
+  return false;
 }
 
 inline std::string activation_observation() {
