@@ -110,15 +110,9 @@ TargetIdentity TargetIdentity::from_json(const core::Json& value) {
 }
 
 const char* activation_result_name(ActivationResult result) noexcept {
-  switch (result) {
-    case ActivationResult::kApplied:
-      return "applied";
-    case ActivationResult::kFailed:
-      return "failed";
-    case ActivationResult::kIndeterminate:
-      return "indeterminate";
-  }
-  return "indeterminate";
+  static constexpr const char* kNames[] = {"applied", "failed", "indeterminate"};
+  const int index = static_cast<int>(result) - 1;
+  return index >= 0 && index < 3 ? kNames[index] : "indeterminate";
 }
 
 core::Json ActivationRequest::to_json() const {

@@ -104,9 +104,9 @@ struct ActivationObservation {
 class ActivationPort {
  public:
   virtual ~ActivationPort() = default;
-  virtual ActivationObservation activate(const ActivationRequest& request) = 0;
-  virtual ActivationObservation deactivate(const ActivationRequest& request) = 0;
-  virtual ActivationObservation reconcile(const ActivationRequest& request) = 0;
+  [[nodiscard]] virtual ActivationObservation activate(const ActivationRequest& request) = 0;
+  [[nodiscard]] virtual ActivationObservation deactivate(const ActivationRequest& request) = 0;
+  [[nodiscard]] virtual ActivationObservation reconcile(const ActivationRequest& request) = 0;
 };
 
 // ActivationPort over an InstallerPort's JSON contract (plugin_abi.h, ctx_installer_ops). A reply

@@ -58,6 +58,13 @@ void expect_exactly_one_outcome(const fs::path& journal, t::ActivationFixture& f
   EXPECT_EQ(head.state->active_capability_ids(), std::vector<std::string>{"skill:installed"});
 }
 
+void expect_report(const ActivationExecutionReport& report, const char* outcome, bool settled,
+                   bool claim_was_new) {
+  EXPECT_EQ(report.outcome, outcome);
+  EXPECT_EQ(report.settled, settled);
+  EXPECT_EQ(report.claim_was_new, claim_was_new);
+}
+
 fs::path journal_of(const t::TempDir& tmp, const std::string& suffix) {
   return t::seed_journal_path(tmp.path(), suffix);
 }
@@ -99,9 +106,7 @@ class ActivationExecution : public ::testing::Test {
 
 TEST_F(ActivationExecution, AppliedObservationIsRecordedWithTheInstallersVerification) {
   const auto report = run(Script::kApply);
-  EXPECT_EQ(report.outcome, "applied");
-  EXPECT_TRUE(report.settled);
-  EXPECT_TRUE(report.claim_was_new);
+  expect_report(report, "applied", true, true);
   ASSERT_TRUE(report.verification_digest.has_value());
   EXPECT_NE(*report.verification_digest, t::activation_observation());  // binds the installer's
   const auto material = fixture_.pending->activation.payload().at("material_identity");
@@ -114,17 +119,12 @@ TEST_F(ActivationExecution, AppliedObservationIsRecordedWithTheInstallersVerific
 
 TEST_F(ActivationExecution, FailedObservationIsRecordedAsFailedAndRecoveredThroughReconcile) {
   const auto failed = run(Script::kFail);
-  EXPECT_EQ(failed.outcome, "failed");
-  EXPECT_FALSE(failed.settled);
-  EXPECT_TRUE(failed.claim_was_new);
+  expect_report(failed, "failed", false, true);
   EXPECT_FALSE(failed.verification_digest.has_value());
   EXPECT_FALSE(failed.transition.has_value());
   expect_claim_only();
   // The driver recovers: the next call asks reconcile (not active), re-activates and records.
-  const auto recovered = run(Script::kApply);
-  EXPECT_EQ(recovered.outcome, "applied");
-  EXPECT_TRUE(recovered.settled);
-  EXPECT_FALSE(recovered.claim_was_new);
+  expect_report(run(Script::kApply), "applied", true, false);
   EXPECT_EQ(driver().reconcile_calls(), 1);
   EXPECT_EQ(driver().activate_calls(), 2);
   expect_exactly_one();
@@ -132,9 +132,7 @@ TEST_F(ActivationExecution, FailedObservationIsRecordedAsFailedAndRecoveredThrou
 
 TEST_F(ActivationExecution, IndeterminateObservationIsRecordedAsSuchAndReconcileSettlesIt) {
   // The driver activated but its reply was lost.
-  const auto lost = run(Script::kApplyReportIndeterminate);
-  EXPECT_EQ(lost.outcome, "indeterminate");
-  EXPECT_FALSE(lost.settled);
+  expect_report(run(Script::kApplyReportIndeterminate), "indeterminate", false, true);
   expect_claim_only();
   // While reconcile cannot tell either, nothing is recorded and nothing is re-activated.
   driver().set_reconcile_indeterminate(true);
@@ -143,9 +141,7 @@ TEST_F(ActivationExecution, IndeterminateObservationIsRecordedAsSuchAndReconcile
   expect_claim_only();
   // Reconcile sees the exact material active: applied without activating again.
   driver().set_reconcile_indeterminate(false);
-  const auto recovered = execute(fixture_);
-  EXPECT_EQ(recovered.outcome, "applied");
-  EXPECT_TRUE(recovered.settled);
+  expect_report(execute(fixture_), "applied", true, false);
   EXPECT_EQ(driver().activate_calls(), 1);
   EXPECT_EQ(driver().reconcile_calls(), 2);
   expect_exactly_one();
@@ -241,9 +237,7 @@ TEST_P(CrashAtNamedPoint, InProcessCrashRecoversToExactlyOneOutcome) {
   ::ctx::testing::ScopedClose scope(*fixture.composition);
   ASSERT_TRUE(t::crash_execute_activation(*fixture.composition, *fixture.pending, GetParam()));
   const auto report = execute(fixture);
-  EXPECT_EQ(report.outcome, "applied");
-  EXPECT_TRUE(report.settled);
-  EXPECT_FALSE(report.claim_was_new);
+  expect_report(report, "applied", true, false);
   // A receipt committed before the crash is not committed again.
   EXPECT_EQ(report.transition.has_value(), GetParam() != crash_points::kAfterActivationReceipt);
   expect_exactly_one_outcome(journal_of(tmp, "crash"), fixture);
@@ -306,10 +300,7 @@ TEST_P(CrashAtNamedPoint, SigkilledChildRecoversToExactlyOneOutcome) {
     return;
   }
   fixture.pending = pending;
-  const auto report = execute(fixture);
-  EXPECT_EQ(report.outcome, "applied");
-  EXPECT_TRUE(report.settled);
-  EXPECT_FALSE(report.claim_was_new);
+  expect_report(execute(fixture), "applied", true, false);
   expect_exactly_one_outcome(journal_of(tmp, suffix), fixture);
 }
 

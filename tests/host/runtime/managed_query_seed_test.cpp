@@ -709,21 +709,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_pending_consent_and_effect_before
                      ManagedQueryError, "settle pending authority");
     EXPECT_EQ(composition->snapshot(intent_observed.scope()), pending_consent);
     EXPECT_TRUE(facts->calls().empty());
-    auto granted = composition->process(replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
-      f.event_id = "event-pending-consent-granted";
-      f.kind = "UserDecision";
-      f.expected_revision = 3;
-      f.payload = {{"consent_id", *request.consent_id()},
-                   {"decision", "granted"},
-                   {"decision_basis", "interactive"},
-                   {"policy_snapshot_digest", policy_digest},
-                   {"requested_action_id", request.payload().at("requested_action_id")},
-                   {"requested_action_kind", request.payload().at("requested_action_kind")},
-                   {"requested_action_content_digest",
-                    request.payload().at("requested_action_content_digest")},
-                   {"requested_action_precondition_revision",
-                    request.payload().at("requested_action_precondition_revision")}};
-    }));
+    auto granted = composition->process(::ctx::testing::interactive_grant(
+        {session_started, intent_observed, capability, request, policy_digest}, "pending"));
+
     EXPECT_EQ(granted.actions().at(0).kind(), "InstallCapability");
     const auto pending_effect = composition->snapshot(intent_observed.scope());
     CTX_EXPECT_THROW(composition->advance_managed_query(
