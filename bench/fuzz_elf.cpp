@@ -12,8 +12,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const auto view = ctx::plugins::detail::read_elf_plugin(
-        std::as_bytes(std::span(data, size)), "ctx_plugin_entry");
+    const auto view = ctx::plugins::detail::read_elf_plugin(std::as_bytes(std::span(data, size)),
+                                                            "ctx_plugin_entry");
     // Touch what was read so the sanitizers see every byte the reader produced.
     std::size_t total = view.entry_problem.size();
     for (const auto& name : view.needed) total += name.size();

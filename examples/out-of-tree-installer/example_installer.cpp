@@ -2,7 +2,8 @@
 // <root>/objects/<sha256> and activates it by copying to <root>/active/<name>. It follows the
 // installer request contract of ctx/conformance/conformance.hpp:
 //   config     {"root": "<absolute directory>"} (created when missing)
-//   install    {"capability_id", "content" | "content_base64", "content_sha256"} -> {"outcome", ...}
+//   install    {"capability_id", "content" | "content_base64", "content_sha256"}
+//              -> {"outcome", ...}
 //   activate   {"capability_id", "content_sha256"}
 //   deactivate {"capability_id"}
 //   reconcile  {"capabilities": [{"capability_id", "content_sha256"}]}

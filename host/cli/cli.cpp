@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "host/cli/catalog_command.hpp"
 #include "host/cli/hooks_command.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
@@ -38,9 +39,9 @@ struct PluginOptions {
   std::optional<fs::path> lock;
   std::optional<fs::path> state;
   bool json = false;
-  bool replace = false;                        // pin
-  bool load = false;                           // verify
-  std::chrono::milliseconds timeout{10'000};   // verify --load
+  bool replace = false;                       // pin
+  bool load = false;                          // verify
+  std::chrono::milliseconds timeout{10'000};  // verify --load
   std::vector<fs::path> files;
 };
 
@@ -167,10 +168,10 @@ int plugin_pin(const PluginOptions& options, const Environment& env, std::ostrea
         const LockEntry* old = lock.find(entry.kind, entry.id);
         if (old != nullptr && old->sha256 != entry.sha256) {
           if (!options.replace) {
-            throw plugins::PinConflict("plugin " + entry.label() + " is already pinned to sha256:" +
-                                       old->sha256 + " (" + old->path + "); " + entry.path +
-                                       " has sha256:" + entry.sha256 +
-                                       "; pass --replace to re-pin it");
+            throw plugins::PinConflict(
+                "plugin " + entry.label() + " is already pinned to sha256:" + old->sha256 + " (" +
+                old->path + "); " + entry.path + " has sha256:" + entry.sha256 +
+                "; pass --replace to re-pin it");
           }
           replaced.push_back("replaced " + entry.label() + " sha256:" + old->sha256 +
                              " \u2192 sha256:" + entry.sha256);
@@ -185,8 +186,8 @@ int plugin_pin(const PluginOptions& options, const Environment& env, std::ostrea
   }
   for (const std::string& line : replaced) out << line << "\n";
   for (const LockEntry& entry : pinned) {
-    out << "pinned " << entry.label() << " " << entry.version << " sha256:" << entry.sha256
-        << " " << entry.path << "\n";
+    out << "pinned " << entry.label() << " " << entry.version << " sha256:" << entry.sha256 << " "
+        << entry.path << "\n";
   }
   return kExitOk;
 }
@@ -205,8 +206,9 @@ int plugin_verify(const PluginOptions& options, const Environment& env, std::ost
       const std::string digest = loader.check(entry).digest();
       if (options.load) {
         out.flush();
-        const std::string loaded = plugins::run_supervised(
-            entry.label(), options.timeout, [&] { return loader.load(entry)->identity().digest(); });
+        const std::string loaded = plugins::run_supervised(entry.label(), options.timeout, [&] {
+          return loader.load(entry)->identity().digest();
+        });
         if (loaded != digest) {
           throw plugins::PluginIdentityMismatch("plugin " + entry.label() +
                                                 " loaded with identity " + loaded +
@@ -231,8 +233,8 @@ int plugin_list(const PluginOptions& options, std::ostream& out) {
   }
   for (const LockEntry& entry : lock.entries()) {
     out << plugins::kind_name(entry.kind) << " " << entry.id << " " << entry.version << " abi "
-        << entry.abi_major << "." << entry.abi_minor << " " << entry.platform << " sha256:"
-        << entry.sha256 << " " << entry.path << "\n";
+        << entry.abi_major << "." << entry.abi_minor << " " << entry.platform
+        << " sha256:" << entry.sha256 << " " << entry.path << "\n";
   }
   return kExitOk;
 }
@@ -252,6 +254,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitOk;
   }
   if (first == "hooks") return run_hooks_command(args, out, err, env);
+  if (first == "init") return run_init_command(args, out, err, env);
+  if (first == "catalog") return run_catalog_command(args, out, err, env);
   if (first != "plugin") throw UsageError("unknown command \"" + first + "\"");
   if (args.size() < 2) throw UsageError("ctx plugin needs a command: pin, verify or list");
   const std::string& command = args[1];
@@ -296,8 +300,8 @@ std::string usage() {
          "      nothing. --load also loads each one in a supervised child process with a\n"
          "      deadline (default 10 s). Exit 1 if any entry fails\n"
          "  ctx plugin list --lock FILE [--json]\n"
-         "      show the pinned plugins\n"
-         + hooks_usage() +
+         "      show the pinned plugins\n" +
+         hooks_usage() + catalog_usage() +
          "\n"
          "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"
          "exit codes: 0 ok, 1 command failed, 2 usage error\n";

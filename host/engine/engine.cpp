@@ -13,7 +13,7 @@ Transition stored_transition(const JournalRecord& record) {
   return Transition::from_json_text(record.transition_json);
 }
 
-// Replays one stored record on top of `previous`, demanding byte-identical results.
+// Replays one stored record on top of `previous`, demanding a byte-identical transition.
 EngineState replay_record(const EngineState* previous, const JournalRecord& record) {
   if (record.reducer_version != kReducerV3) {
     throw UnsupportedReducerVersionError("no exact reducer is registered for the requested version");
@@ -43,9 +43,6 @@ EngineState replay_record(const EngineState* previous, const JournalRecord& reco
   }
   if (reduction->transition.to_json_text() != record.transition_json) {
     throw ReplayDivergenceError(record.revision, "transition");
-  }
-  if (reduction->state.to_json_text() != record.result_state_json) {
-    throw ReplayDivergenceError(record.revision, "state");
   }
   return std::move(reduction->state);
 }
@@ -91,11 +88,28 @@ core::Timestamp at(const std::optional<std::string>& text) {
 
 }  // namespace
 
+// ---- ReducerReplayer -------------------------------------------------------------------------
+
+std::string ReducerReplayer::apply(const JournalRecord& record) {
+  EngineState next = replay_record(state_ ? &*state_ : nullptr, record);
+  std::string text = next.to_json_text();
+  state_.emplace(std::move(next));
+  return text;
+}
+
 // ---- Engine ---------------------------------------------------------------------------------
 
 Engine::Engine(JournalStore& journal, ClaimStore* claims, const core::Clock& clock,
-               EnginePorts ports)
-    : journal_(journal), claims_(claims), clock_(clock), ports_(std::move(ports)) {}
+               EnginePorts ports, EngineOptions options)
+    : journal_(journal),
+      claims_(claims),
+      clock_(clock),
+      ports_(std::move(ports)),
+      options_(options) {
+  if (options_.stream_cache_capacity < 1) {
+    throw InvalidArgument("stream_cache_capacity must be at least 1");
+  }
+}
 
 ClaimStore& Engine::claims() const {
   if (!claims_) throw CtxEngineError("engine has no claim store for execution authority");
@@ -108,39 +122,50 @@ EngineSnapshot Engine::snapshot(const StreamId& stream) {
 }
 
 EngineSnapshot Engine::snapshot_locked(const StreamId& stream) {
-  const JournalHead head = journal_.head(stream);
-  EngineSnapshot out{stream, 0, std::nullopt, std::nullopt};
-  if (head.revision == 0) return out;
-  auto it = cache_.find(stream.stream_key());
-  if (it != cache_.end() && (it->second.revision > head.revision)) {
+  return snapshot_at(stream, journal_.head(stream));
+}
+
+void Engine::remember(Cached entry) {
+  if (auto it = cache_.find(entry.stream_key); it != cache_.end()) {
+    lru_.erase(it->second);
     cache_.erase(it);
-    it = cache_.end();
   }
-  if (it != cache_.end() && it->second.revision == head.revision &&
-      std::optional(it->second.record_digest) == head.record_digest) {
-    return EngineSnapshot{stream, it->second.revision, it->second.state, it->second.record_digest};
+  lru_.push_front(std::move(entry));
+  cache_.emplace(lru_.front().stream_key, lru_.begin());
+  while (lru_.size() > options_.stream_cache_capacity) {
+    cache_.erase(lru_.back().stream_key);
+    lru_.pop_back();
   }
-  Revision after = 0;
-  std::optional<EngineState> state;
-  std::string previous;
-  if (it != cache_.end()) {
-    after = it->second.revision;
-    state = it->second.state;
-    previous = it->second.record_digest;
+}
+
+// `head` was just read from the journal: a cached state of exactly that head is reused;
+// otherwise the stored latest state is loaded (O(1) in stream length) and checked.
+EngineSnapshot Engine::snapshot_at(const StreamId& stream, const JournalHead& head) {
+  const std::string& key = stream.stream_key();
+  if (head.revision == 0) return EngineSnapshot{stream, 0, std::nullopt, std::nullopt};
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    const Cached& cached = *it->second;
+    if (cached.revision == head.revision && head.record_digest == cached.record_digest) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return EngineSnapshot{stream, cached.revision, SharedState(cached.state),
+                            cached.record_digest};
+    }
   }
-  auto records = journal_.read(stream, after);
-  if (after > 0 && (records.empty() || records.front().previous_record_digest != previous)) {
-    after = 0;
-    state.reset();
-    records = journal_.read(stream, 0);
+  std::optional<JournalLatest> latest = journal_.latest(stream);
+  if (!latest) throw JournalCorruption("stream head has no stored state");
+  std::shared_ptr<const EngineState> state;
+  try {
+    state = std::make_shared<const EngineState>(EngineState::from_json_text(latest->state.text()));
+  } catch (const Error& e) {
+    throw JournalCorruption("stream head state does not decode: " + std::string(e.what()));
   }
-  if (records.empty()) throw ReplayDivergenceError(head.revision, "head");
-  for (const auto& record : records) {
-    state = replay_record(state ? &*state : nullptr, record);
+  if (state->revision() != latest->revision || !(state->scope().stream_id() == stream) ||
+      state->to_json_text() != latest->state.text()) {
+    throw JournalCorruption("stream head state does not belong to its head");
   }
-  const auto& last = records.back();
-  cache_.insert_or_assign(stream.stream_key(), Cached{last.revision, last.record_digest, *state});
-  return EngineSnapshot{stream, last.revision, std::move(state), last.record_digest};
+  remember(Cached{key, latest->revision, latest->record_digest, state});
+  return EngineSnapshot{stream, latest->revision, SharedState(std::move(state)),
+                        latest->record_digest};
 }
 
 Transition Engine::process(const EngineEvent& event) {
@@ -184,7 +209,7 @@ Transition Engine::process_locked(const EngineEvent& ingress,
   if (head.revision != ingress.expected_revision()) {
     throw RevisionConflict(ingress.expected_revision(), head.revision);
   }
-  const EngineSnapshot snap = snapshot_locked(stream);
+  const EngineSnapshot snap = snapshot_at(stream, head);
   if (snap.revision != ingress.expected_revision()) {
     throw RevisionConflict(ingress.expected_revision(), snap.revision);
   }
@@ -302,9 +327,12 @@ Transition Engine::process_locked(const EngineEvent& ingress,
                         ingress.event_id(),
                         source_digest,
                         std::string(kReducerV3),
-                        input.to_json_text(),
-                        reduction.transition.to_json_text(),
-                        reduction.state.to_json_text(),
+                        CanonicalText::adopt(input.to_json_text()),
+                        TransitionText{CanonicalText::adopt(reduction.transition.to_json_text()),
+                                       reduction.transition.event_id(),
+                                       reduction.transition.to_revision(),
+                                       reduction.transition.scope().stream_id()},
+                        CanonicalText::adopt(reduction.state.to_json_text()),
                         event.privacy().classification(),
                         event.privacy().retention(),
                         append_guard};
@@ -349,14 +377,13 @@ Transition Engine::process_locked(const EngineEvent& ingress,
     settle_committed();
     return stored_transition(commit.record);
   }
-  if (commit.record.transition_json != request.transition_json ||
-      commit.record.result_state_json != request.result_state_json ||
+  if (commit.record.transition_digest != request.transition.text.digest() ||
+      commit.record.result_state_digest != request.result_state.digest() ||
       commit.record.revision != ingress.expected_revision() + 1) {
     throw ReplayDivergenceError(commit.record.revision, "commit-result");
   }
-  cache_.insert_or_assign(stream.stream_key(), Cached{commit.record.revision,
-                                                      commit.record.record_digest,
-                                                      std::move(reduction.state)});
+  remember(Cached{stream.stream_key(), commit.record.revision, commit.record.record_digest,
+                  std::make_shared<const EngineState>(std::move(reduction.state))});
   settle_committed();
   return std::move(reduction.transition);
 }
@@ -369,13 +396,15 @@ void Engine::settle_committed_decision(const EngineEvent& event, const std::stri
     return;
   }
   // The reservation names the consent's install action as it was pending before the decision:
-  // the state of the record just before this one.
-  const auto before = journal_.read(record.stream, record.revision - 2);
-  if (before.empty() || before.front().revision != record.revision - 1) {
-    throw ReplayDivergenceError(record.revision, "decision-reservation");
+  // the state just before this record, replayed (a rare retry path; the stream stores only its
+  // head state).
+  std::optional<EngineState> prior;
+  for (const auto& earlier : journal_.read(record.stream, 0)) {
+    if (earlier.revision >= record.revision) break;
+    prior = replay_record(prior ? &*prior : nullptr, earlier);
   }
-  const EngineState prior = EngineState::from_json_text(before.front().result_state_json);
-  const PendingConsent* consent = find_consent(prior, payload.at("consent_id"));
+  const PendingConsent* consent =
+      prior ? find_consent(*prior, payload.at("consent_id")) : nullptr;
   if (!consent || !consent->install_action.expires_at()) {
     throw ReplayDivergenceError(record.revision, "decision-reservation");
   }

@@ -10,11 +10,14 @@
 #ifndef CTX_HOST_ENGINE_ENGINE_HPP_
 #define CTX_HOST_ENGINE_ENGINE_HPP_
 
+#include <cstddef>
 #include <functional>
-#include <map>
+#include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "host/core/time.hpp"
 #include "host/engine/claim_store.hpp"
@@ -27,11 +30,41 @@
 
 namespace ctx::engine {
 
+// An immutable EngineState shared by every snapshot of one head: copies share one
+// std::shared_ptr<const EngineState> (nothing is deep-copied). Empty for an empty stream.
+class SharedState {
+ public:
+  SharedState() = default;
+  SharedState(std::nullopt_t) noexcept {}  // NOLINT(google-explicit-constructor)
+  SharedState(std::shared_ptr<const EngineState> state) noexcept  // NOLINT
+      : state_(std::move(state)) {}
+  SharedState(EngineState state)  // NOLINT(google-explicit-constructor)
+      : state_(std::make_shared<const EngineState>(std::move(state))) {}
+  SharedState(std::optional<EngineState> state)  // NOLINT(google-explicit-constructor)
+      : state_(state ? std::make_shared<const EngineState>(std::move(*state)) : nullptr) {}
+
+  bool has_value() const noexcept { return state_ != nullptr; }
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+  // REQUIRES: has_value().
+  const EngineState& operator*() const noexcept { return *state_; }
+  const EngineState* operator->() const noexcept { return state_.get(); }
+  const std::shared_ptr<const EngineState>& shared() const noexcept { return state_; }
+
+  // Equal when both are empty or hold equal states (the same shared state compares at once).
+  friend bool operator==(const SharedState& a, const SharedState& b) {
+    if (a.state_ == b.state_) return true;
+    return a.state_ && b.state_ && *a.state_ == *b.state_;
+  }
+
+ private:
+  std::shared_ptr<const EngineState> state_;
+};
+
 // One materialised stream head: revision 0 and no state / record for an empty stream.
 struct EngineSnapshot {
   StreamId stream_id;
   Revision revision = 0;
-  std::optional<EngineState> state;
+  SharedState state;
   std::optional<std::string> record_digest;
   bool projection_repaired = false;
   friend bool operator==(const EngineSnapshot&, const EngineSnapshot&) = default;
@@ -70,6 +103,24 @@ struct PreapprovedInstallPolicyGuard {
   std::function<void()> assert_current;
 };
 
+// Replays journal records through the v3 reducer for JournalStore verification (e.g.
+// store::SqliteJournalStore::verify): every record must reproduce its stored transition
+// byte for byte. Errors from apply: ReplayDivergenceError, UnsupportedReducerVersionError.
+class ReducerReplayer final : public StreamReplayer {
+ public:
+  void reset() override { state_.reset(); }
+  std::string apply(const JournalRecord& record) override;
+
+ private:
+  std::optional<EngineState> state_;
+};
+
+struct EngineOptions {
+  // Streams whose head state stays cached (least recently used evicted first; an evicted
+  // stream is resumed from its stored state again). At least 1.
+  std::size_t stream_cache_capacity = 64;
+};
+
 struct EnginePorts {
   ObservationNormalizer observation_normalizer;  // required for observation events
   DecisionPlanner decision_planner;              // required for planning events
@@ -81,7 +132,8 @@ class Engine {
  public:
   // `journal`, `claims` (may be null: no execution authority) and `clock` (trusted UTC) must
   // outlive the engine.
-  Engine(JournalStore& journal, ClaimStore* claims, const core::Clock& clock, EnginePorts ports);
+  Engine(JournalStore& journal, ClaimStore* claims, const core::Clock& clock, EnginePorts ports,
+         EngineOptions options = {});
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -97,7 +149,8 @@ class Engine {
   // A receipt for a pending v3 ActivateCapability (guard mode applied).
   Transition process_activation_receipt(const EngineEvent& receipt, const SettlementGuard& guard);
 
-  // The verified head of `stream`. Errors: ReplayDivergenceError, StoreBusy, JournalCorruption.
+  // The verified head of `stream`. Errors: StoreBusy, JournalCorruption (the stored state does
+  // not match the head or does not decode).
   EngineSnapshot snapshot(const StreamId& stream);
 
   // Durably claims the exact pending journal install for `execution_binding`.
@@ -133,13 +186,16 @@ class Engine {
 
  private:
   struct Cached {
+    std::string stream_key;
     Revision revision = 0;
     std::string record_digest;
-    EngineState state;
+    std::shared_ptr<const EngineState> state;
   };
 
   Transition process_locked(const EngineEvent& event, const std::optional<SettlementGuard>& guard);
   EngineSnapshot snapshot_locked(const StreamId& stream);
+  EngineSnapshot snapshot_at(const StreamId& stream, const JournalHead& head);
+  void remember(Cached entry);
   ClaimStore& claims() const;
   const PendingEffect& exact_pending(const EngineSnapshot& snapshot, const HostAction& action,
                                      const char* refusal) const;
@@ -153,8 +209,11 @@ class Engine {
   ClaimStore* claims_;
   const core::Clock& clock_;
   EnginePorts ports_;
+  EngineOptions options_;
   std::recursive_mutex mutex_;
-  std::map<std::string, Cached> cache_;  // by stream_key
+  // The stream cache: most recently used first, at most options_.stream_cache_capacity entries.
+  std::list<Cached> lru_;                                                  // GUARDED_BY(mutex_)
+  std::unordered_map<std::string, std::list<Cached>::iterator> cache_;    // GUARDED_BY(mutex_)
 };
 
 }  // namespace ctx::engine

@@ -75,8 +75,8 @@ bool is_retention(const std::string& v) {
          v == "persistent" || v == "aggregate";
 }
 
-// Returns an empty string when `record`'s shape is sound, else the reason.
-std::string record_problem(const JournalRecord& record) {
+// Returns an empty string when `record`'s plain fields are sound, else the reason.
+std::string field_problem(const JournalRecord& record) {
   if (record.revision < 1) return "revision must be >= 1";
   if (!is_trimmed(record.event_id)) return "event_id must be a non-empty trimmed string";
   if (!is_trimmed(record.reducer_version)) {
@@ -89,46 +89,90 @@ std::string record_problem(const JournalRecord& record) {
   if (!core::is_sha256_hex(record.event_content_digest)) {
     return "event_content_digest must be a lowercase sha-256 digest";
   }
-  const std::pair<const std::string*, const char*> texts[] = {
-      {&record.replay_json, "replay_json"},
-      {&record.transition_json, "transition_json"},
-      {&record.result_state_json, "result_state_json"}};
-  core::Json transition;
-  for (const auto& [text, name] : texts) {
-    try {
-      core::Json value = core::parse_canonical_json(*text);
-      if (text == &record.transition_json) transition = std::move(value);
-    } catch (const InvalidArgument&) {
-      return std::string(name) + " must be canonical json";
-    }
-  }
-  if (!transition.is_object()) return "transition_json must be an object";
-  auto event_id = transition.find("event_id");
-  auto to_revision = transition.find("to_revision");
-  if (event_id == transition.end() || !event_id->is_string() ||
-      event_id->get<std::string>() != record.event_id || to_revision == transition.end() ||
-      !to_revision->is_number_integer() || to_revision->get<std::int64_t>() != record.revision) {
-    return "transition must name the record event id and revision";
-  }
-  auto scope = transition.find("scope");
-  bool scope_ok = scope != transition.end() && scope->is_object();
-  if (scope_ok) {
-    for (const char* key : {"tenant_id", "workspace_id", "repository_id", "session_id"}) {
-      auto it = scope->find(key);
-      if (it == scope->end() || !it->is_string()) scope_ok = false;
-    }
-  }
-  if (!scope_ok ||
-      (*scope)["tenant_id"].get<std::string>() != record.stream.tenant_id() ||
-      (*scope)["workspace_id"].get<std::string>() != record.stream.workspace_id() ||
-      (*scope)["repository_id"].get<std::string>() != record.stream.repository_id() ||
-      (*scope)["session_id"].get<std::string>() != record.stream.session_id()) {
-    return "transition scope must belong to the record stream";
-  }
   return {};
 }
 
+// The binding a transition text names, or the reason it names none. `json` is canonical.
+struct Binding {
+  std::string event_id;
+  Revision to_revision = 0;
+  std::optional<StreamId> stream;
+  std::string problem;
+};
+
+Binding read_binding(const core::Json& transition) {
+  Binding out;
+  if (!transition.is_object()) {
+    out.problem = "transition_json must be an object";
+    return out;
+  }
+  auto event_id = transition.find("event_id");
+  auto to_revision = transition.find("to_revision");
+  if (event_id == transition.end() || !event_id->is_string() ||
+      to_revision == transition.end() || !to_revision->is_number_integer()) {
+    out.problem = "transition must name the record event id and revision";
+    return out;
+  }
+  out.event_id = event_id->get<std::string>();
+  out.to_revision = to_revision->get<std::int64_t>();
+  auto scope = transition.find("scope");
+  std::string parts[4];
+  const char* keys[] = {"tenant_id", "workspace_id", "repository_id", "session_id"};
+  bool ok = scope != transition.end() && scope->is_object();
+  for (int i = 0; ok && i < 4; ++i) {
+    auto it = scope->find(keys[i]);
+    ok = it != scope->end() && it->is_string();
+    if (ok) parts[i] = it->get<std::string>();
+  }
+  try {
+    if (ok) out.stream.emplace(parts[0], parts[1], parts[2], parts[3]);
+  } catch (const InvalidArgument&) {
+    ok = false;
+  }
+  if (!ok) out.problem = "transition scope must belong to the record stream";
+  return out;
+}
+
+// Returns an empty string when `binding` names `event_id`, `revision` and `stream`.
+std::string binding_problem(const std::string& event_id, Revision to_revision,
+                            const StreamId& stream, const std::string& bound_event_id,
+                            Revision bound_revision, const StreamId& bound_stream) {
+  if (bound_event_id != event_id || bound_revision != to_revision) {
+    return "transition must name the record event id and revision";
+  }
+  if (!(bound_stream == stream)) return "transition scope must belong to the record stream";
+  return {};
+}
+
+// Returns an empty string when the stored texts of `record` are canonical and its transition
+// names the record's event id, revision and stream, else the reason.
+std::string text_problem(const JournalRecord& record) {
+  try {
+    core::parse_canonical_json(record.replay_json);
+  } catch (const InvalidArgument&) {
+    return "replay_json must be canonical json";
+  }
+  core::Json transition;
+  try {
+    transition = core::parse_canonical_json(record.transition_json);
+  } catch (const InvalidArgument&) {
+    return "transition_json must be canonical json";
+  }
+  Binding binding = read_binding(transition);
+  if (!binding.problem.empty()) return binding.problem;
+  return binding_problem(record.event_id, record.revision, record.stream, binding.event_id,
+                         binding.to_revision, *binding.stream);
+}
+
 }  // namespace
+
+TransitionText TransitionText::verify(std::string_view text) {
+  CanonicalText canonical = CanonicalText::verify(text, "transition_json");
+  Binding binding = read_binding(core::parse_json(canonical.text()));
+  if (!binding.problem.empty()) throw InvalidArgument(binding.problem);
+  return TransitionText{std::move(canonical), std::move(binding.event_id), binding.to_revision,
+                        std::move(*binding.stream)};
+}
 
 JournalRecord build_journal_record(const JournalAppend& request,
                                    const std::optional<std::string>& previous_record_digest) {
@@ -136,6 +180,17 @@ JournalRecord build_journal_record(const JournalAppend& request,
   require_trimmed(request.event_id, "event_id");
   require_digest(request.event_content_digest, "event_content_digest");
   require_trimmed(request.reducer_version, "reducer_version");
+  for (const auto& [text, name] : {std::pair{&request.replay, "replay"},
+                                   std::pair{&request.transition.text, "transition"},
+                                   std::pair{&request.result_state, "result_state"}}) {
+    if (text->text().empty()) throw InvalidArgument(std::string(name) + " must be set");
+  }
+  if (std::string problem = binding_problem(
+          request.event_id, request.expected_revision + 1, request.stream,
+          request.transition.event_id, request.transition.to_revision, request.transition.stream);
+      !problem.empty()) {
+    throw InvalidArgument(problem);
+  }
   if (previous_record_digest) require_digest(*previous_record_digest, "previous_record_digest");
   CTX_CHECK(previous_record_digest.has_value() == (request.expected_revision > 0));
   JournalRecord record{
@@ -143,19 +198,18 @@ JournalRecord build_journal_record(const JournalAppend& request,
       .revision = request.expected_revision + 1,
       .event_id = request.event_id,
       .event_content_digest = request.event_content_digest,
-      .replay_json = request.replay_json,
-      .replay_digest = core::sha256_hex(request.replay_json),
-      .transition_json = request.transition_json,
-      .transition_digest = core::sha256_hex(request.transition_json),
-      .result_state_json = request.result_state_json,
-      .result_state_digest = core::sha256_hex(request.result_state_json),
+      .replay_json = request.replay.text(),
+      .replay_digest = request.replay.digest(),
+      .transition_json = request.transition.text.text(),
+      .transition_digest = request.transition.text.digest(),
+      .result_state_digest = request.result_state.digest(),
       .previous_record_digest = previous_record_digest,
       .record_digest = {},
       .privacy_classification = request.privacy_classification,
       .retention_class = request.retention_class,
       .reducer_version = request.reducer_version,
   };
-  if (std::string problem = record_problem(record); !problem.empty()) {
+  if (std::string problem = field_problem(record); !problem.empty()) {
     throw InvalidArgument(problem);
   }
   record.record_digest = journal_record_digest(record);
@@ -166,15 +220,15 @@ void verify_journal_record(const JournalRecord& record) {
   auto fail = [&](const std::string& what) {
     throw JournalCorruption("journal record " + std::to_string(record.revision) + ": " + what);
   };
-  if (std::string problem = record_problem(record); !problem.empty()) fail(problem);
+  if (std::string problem = field_problem(record); !problem.empty()) fail(problem);
+  if (!core::is_sha256_hex(record.result_state_digest)) {
+    fail("result_state_digest must be a lowercase sha-256 digest");
+  }
   if (record.replay_digest != core::sha256_hex(record.replay_json)) {
     fail("replay_digest does not match canonical content");
   }
   if (record.transition_digest != core::sha256_hex(record.transition_json)) {
     fail("transition_digest does not match canonical content");
-  }
-  if (record.result_state_digest != core::sha256_hex(record.result_state_json)) {
-    fail("result_state_digest does not match canonical content");
   }
   if (record.previous_record_digest.has_value() != (record.revision > 1)) {
     fail("previous_record_digest must be null exactly at revision 1");
@@ -182,6 +236,7 @@ void verify_journal_record(const JournalRecord& record) {
   if (record.record_digest != journal_record_digest(record)) {
     fail("record_digest does not match record content");
   }
+  if (std::string problem = text_problem(record); !problem.empty()) fail(problem);
 }
 
 void verify_journal_chain(const std::vector<JournalRecord>& records, const JournalRecord* anchor) {

@@ -1,6 +1,8 @@
 // The journal port: an append-only, per-stream, digest-chained record of replay inputs,
-// transitions and result states — the engine's single source of truth. It speaks plain values
-// and canonical JSON text (canon-U), never reducer types. Implementations: store::
+// transitions and result-state digests — the engine's single source of truth — plus one head per
+// stream holding the latest state. It speaks plain values and canonical JSON text (canon-U),
+// never reducer types. Texts this process produced arrive as CanonicalText and are not
+// re-parsed; bytes read back from storage are verified (canonical form, digests, chain). Implementations: store::
 // SqliteJournalStore (durable) and testing::MemJournalStore (tests). Both are thread-safe (they
 // serialise their own calls); any number of SqliteJournalStore objects may share one file across
 // threads and processes (SQLite's write lock orders their commits).
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "host/core/error.hpp"
+#include "host/engine/canonical_text.hpp"
 #include "host/engine/stream_id.hpp"
 
 namespace ctx::engine {
@@ -76,7 +79,8 @@ class JournalCorruption : public EngineStoreError {
 // ---- Values ----
 
 // One committed record. Every *_json field is canon-U text; every *_digest is lowercase
-// sha256 hex; record_digest chains to previous_record_digest (null at revision 1).
+// sha256 hex; record_digest chains to previous_record_digest (null at revision 1). The result
+// state itself is kept once, at the stream's head (JournalLatest), not in every record.
 struct JournalRecord {
   StreamId stream;
   Revision revision = 0;
@@ -86,8 +90,7 @@ struct JournalRecord {
   std::string replay_digest;          // sha(replay_json)
   std::string transition_json;        // Transition (spec §1.6)
   std::string transition_digest;      // sha(transition_json)
-  std::string result_state_json;      // EngineState after the event
-  std::string result_state_digest;    // sha(result_state_json)
+  std::string result_state_digest;    // sha of the EngineState text after the event
   std::optional<std::string> previous_record_digest;
   std::string record_digest;          // journal_record_digest(*this)
   std::string privacy_classification;
@@ -123,6 +126,23 @@ struct SettlementGuard {
   friend bool operator==(const SettlementGuard&, const SettlementGuard&) = default;
 };
 
+// A transition's canonical text together with the binding it names (event id, to_revision,
+// scope stream), kept from the typed Transition it was encoded from — so append checks the
+// binding without re-parsing the text.
+struct TransitionText {
+  CanonicalText text;
+  std::string event_id;
+  Revision to_revision = 0;
+  StreamId stream;
+
+  // Parses untrusted text and reads its binding. Errors: InvalidArgument ("transition_json must
+  // be canonical json", "transition must name the record event id and revision", "transition
+  // scope must belong to the record stream").
+  static TransitionText verify(std::string_view text);
+
+  friend bool operator==(const TransitionText&, const TransitionText&) = default;
+};
+
 // What the coordinator asks the journal to append (everything but the chain).
 struct JournalAppend {
   StreamId stream;
@@ -130,9 +150,9 @@ struct JournalAppend {
   std::string event_id;
   std::string event_content_digest;
   std::string reducer_version;
-  std::string replay_json;
-  std::string transition_json;
-  std::string result_state_json;
+  CanonicalText replay;        // ReplayInput
+  TransitionText transition;   // must name event_id, expected_revision + 1 and `stream`
+  CanonicalText result_state;  // EngineState after the event (becomes the head's state)
   std::string privacy_classification;
   std::string retention_class;
   std::optional<SettlementGuard> guard;  // only for receipts / expiries of claimable actions
@@ -154,17 +174,39 @@ struct JournalHead {
   friend bool operator==(const JournalHead&, const JournalHead&) = default;
 };
 
+// A stream's head with its latest state: what an engine resumes from without replaying.
+struct JournalLatest {
+  Revision revision = 0;
+  std::string record_digest;
+  CanonicalText state;  // verified: canonical, and its digest is the head's state digest
+
+  friend bool operator==(const JournalLatest&, const JournalLatest&) = default;
+};
+
+// Replays one stream's records for verification (implemented by the engine: the reducer of the
+// record's version): reset() before each stream, then apply() each record oldest first; apply
+// returns the canonical state text the record's event produces on top of the previous one.
+// Errors from apply: any ctx::Error naming why the record does not replay.
+class StreamReplayer {
+ public:
+  virtual ~StreamReplayer() = default;
+  virtual void reset() = 0;
+  virtual std::string apply(const JournalRecord& record) = 0;
+};
+
 // ---- Helpers every implementation uses (so all agree byte for byte) ----
 
-// Validates `request` and builds the record it appends at expected_revision + 1 on top of
-// `previous_record_digest` (nullopt iff expected_revision == 0), computing every digest.
+// Validates `request`'s fields and transition binding and builds the record it appends at
+// expected_revision + 1 on top of `previous_record_digest` (nullopt iff expected_revision == 0),
+// using the digests the request's texts carry (no re-parse, no re-hash).
 // Errors: InvalidArgument naming the field ("event_id must be a non-empty trimmed string",
-//   "replay_json must be canonical json", "transition must name the record event id and
-//   revision", "transition scope must belong to the record stream", ...).
+//   "expected_revision must be >= 0", "privacy_classification is not a known classification",
+//   "transition must name the record event id and revision", "transition scope must belong to
+//   the record stream", ...).
 JournalRecord build_journal_record(const JournalAppend& request,
                                    const std::optional<std::string>& previous_record_digest);
 
-// Verifies one stored record on its own: canonical JSON columns, their digests, the
+// Verifies one record read from storage on its own: canonical JSON columns, their digests, the
 // transition binding and the record digest. Errors: JournalCorruption naming what failed.
 void verify_journal_record(const JournalRecord& record);
 
@@ -194,8 +236,15 @@ class JournalStore {
   //   Activation* equivalents).
   virtual JournalCommit append(const JournalAppend& request) = 0;
 
-  // The stream's head (revision 0 when empty). Errors: StoreBusy, JournalCorruption.
+  // The stream's head (revision 0 when empty), from the per-stream head alone (no JSON, no
+  // record read). Errors: StoreBusy, JournalCorruption.
   virtual JournalHead head(const StreamId& stream) const = 0;
+
+  // The head with its stored latest state, checked in O(1): the state's bytes are canonical and
+  // hash to the head's state digest, and the head record (verified on its own) carries the
+  // head's revision, record digest and state digest. nullopt for an empty stream.
+  // Errors: StoreBusy, JournalCorruption naming what does not match.
+  virtual std::optional<JournalLatest> latest(const StreamId& stream) const = 0;
 
   // Records with revision > `after`, oldest first, each verified (revision sequence, chain link,
   // every digest, canonical JSON); an unknown stream reads as empty.

@@ -5,6 +5,7 @@
 
 #include "host/core/crypto.hpp"
 #include "host/engine/errors.hpp"
+#include "host/engine/journal_store.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/engine/reducer.hpp"
 
@@ -311,6 +312,8 @@ ReplayInput prepare_replay_input(const PreflightedEvent& preflighted, const Engi
         return (*normalizer)(*preflighted.observation_reference, state);
       } catch (const ReplayError&) {
         throw;
+      } catch (const StoreBusy&) {
+        throw;  // retryable: crosses the boundary as itself
       } catch (const std::exception&) {
         invalid("typed observation normalization failed");
       }
@@ -328,6 +331,8 @@ ReplayInput prepare_replay_input(const PreflightedEvent& preflighted, const Engi
           return (*planner)(observation, context, state);
         } catch (const ReplayError&) {
           throw;
+        } catch (const StoreBusy&) {
+          throw;  // retryable: crosses the boundary as itself
         } catch (const std::exception&) {
           invalid("typed decision planning failed");
         }

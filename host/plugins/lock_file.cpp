@@ -106,8 +106,8 @@ std::optional<LockFile> read_lock(const std::string& path) {
   std::string text(size, '\0');
   std::size_t done = 0;
   while (done < size) {
-    const ssize_t n = ::pread(file.fd.get(), text.data() + done, size - done,
-                              static_cast<off_t>(done));
+    const ssize_t n =
+        ::pread(file.fd.get(), text.data() + done, size - done, static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw SystemError("cannot read lock file " + path + ": " + errno_text(errno));
@@ -126,8 +126,8 @@ void replace_in_dir(int dir, const std::string& name, const std::string& text,
   UniqueFd fd;
   for (int attempt = 0; attempt < 16 && !fd; ++attempt) {
     temp = "." + name + ".tmp-" + std::to_string(random()) + std::to_string(::getpid());
-    fd = UniqueFd(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                           0644));
+    fd = UniqueFd(
+        ::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!fd && errno != EEXIST) break;
   }
   if (!fd) {
@@ -231,7 +231,8 @@ LockFile LockFile::parse(std::string_view text, std::string_view origin) {
       "; the lock must be canonical JSON (sorted keys, no whitespace, entries sorted by kind "
       "then id) plus one newline, as `ctx plugin pin` writes it: re-create it with `ctx plugin "
       "pin --lock FILE PLUGIN.so...`";
-  if (text.empty() || text.back() != '\n') malformed(origin, "does not end with a newline" + how_to_fix);
+  if (text.empty() || text.back() != '\n')
+    malformed(origin, "does not end with a newline" + how_to_fix);
   core::Json root;
   try {
     root = core::parse_json(text.substr(0, text.size() - 1));
@@ -323,10 +324,9 @@ void LockFile::upsert(LockEntry entry) {
 }
 
 const LockEntry* LockFile::find(PluginKind kind, std::string_view id) const noexcept {
-  const auto it = std::lower_bound(entries_.begin(), entries_.end(), std::tie(kind, id),
-                                   [](const LockEntry& a, const auto& key) {
-                                     return std::tie(a.kind, a.id) < key;
-                                   });
+  const auto it = std::lower_bound(
+      entries_.begin(), entries_.end(), std::tie(kind, id),
+      [](const LockEntry& a, const auto& key) { return std::tie(a.kind, a.id) < key; });
   if (it == entries_.end() || it->kind != kind || it->id != id) return nullptr;
   return &*it;
 }

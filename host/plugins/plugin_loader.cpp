@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,9 +88,7 @@ class Mapping {
   }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
-  std::span<const std::byte> bytes() const {
-    return {static_cast<const std::byte*>(data_), size_};
-  }
+  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(data_), size_}; }
 
  private:
   void* data_ = nullptr;
@@ -112,17 +109,25 @@ UniqueFd make_memfd(const std::string& label) {
   const std::string name = "ctx-plugin:" + label.substr(0, 200);
   int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
   if (fd < 0 && errno == EINVAL) fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) throw SystemError("cannot create a memfd for plugin " + label + ": " + errno_text(errno));
+  if (fd < 0)
+    throw SystemError("cannot create a memfd for plugin " + label + ": " + errno_text(errno));
   return UniqueFd(fd);
 }
 
-// Copies exactly `size` bytes of `in` (from offset 0) into `out`.
-void copy_exactly(int in, int out, std::uint64_t size, const std::string& path) {
-  off_t offset = 0;
-  while (static_cast<std::uint64_t>(offset) < size) {
+constexpr std::size_t kCopyBufferBytes = 256 * 1024;  // stays in L2 between read, hash, write
+
+// Copies exactly `size` bytes of `in` (from offset 0) into the memfd `out`, hashing the very
+// buffers written. Only this process holds `out` (reaching it through /proc/<pid>/fd takes
+// ptrace rights over ctx, which pinning does not claim to stop), and it is sealed before
+// anything maps it, so the digest is the digest of what can ever be mapped.
+std::string copy_and_hash(int in, int out, std::uint64_t size, const std::string& path) {
+  core::Sha256 hasher;
+  const auto buffer = std::make_unique_for_overwrite<char[]>(kCopyBufferBytes);
+  std::uint64_t done = 0;
+  while (done < size) {
     const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(size - offset, 1u << 30));
-    const ssize_t n = ::sendfile(out, in, &offset, want);
+        static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kCopyBufferBytes));
+    const ssize_t n = ::pread(in, buffer.get(), want, static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw SystemError("cannot read plugin file " + path + ": " + errno_text(errno));
@@ -130,7 +135,18 @@ void copy_exactly(int in, int out, std::uint64_t size, const std::string& path) 
     if (n == 0) {
       throw UnsafePluginFile("plugin file " + path + " shrank while it was read (size)");
     }
+    hasher.update(buffer.get(), static_cast<std::size_t>(n));
+    for (ssize_t written = 0; written < n;) {
+      const ssize_t w = ::write(out, buffer.get() + written, static_cast<std::size_t>(n - written));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        throw SystemError("cannot fill the plugin memfd: " + errno_text(errno));
+      }
+      written += w;
+    }
+    done += static_cast<std::uint64_t>(n);
   }
+  return core::to_hex(hasher.finish());
 }
 
 // Parses a note descriptor: strictly canonical {"abi":{"major","minor"},"id","kind","version"}.
@@ -176,8 +192,8 @@ PluginIdentity parse_note(const std::string& text, const std::string& label) {
 // Steps 2-4 of the file comment, up to (not including) the dependency trust check.
 SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> pinned_size,
                          const std::string& label) {
-  detail::TrustedFile file = detail::open_trusted_file(path, detail::Owners::kRootOrUs,
-                                                       "plugin file");
+  detail::TrustedFile file =
+      detail::open_trusted_file(path, detail::Owners::kRootOrUs, "plugin file");
   SealedPlugin out;
   out.path = path;
   out.size = static_cast<std::uint64_t>(file.st.st_size);
@@ -189,7 +205,7 @@ SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> p
   }
   if (out.size == 0) throw MalformedElf("plugin " + label + " is not a loadable elf plugin: empty");
   out.memfd = make_memfd(label);
-  copy_exactly(file.fd.get(), out.memfd.get(), out.size, path);
+  out.sha256 = copy_and_hash(file.fd.get(), out.memfd.get(), out.size, path);
   if (::fcntl(out.memfd.get(), F_ADD_SEALS,
               F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     throw SystemError("cannot seal the copy of plugin " + label + ": " + errno_text(errno));
@@ -198,11 +214,8 @@ SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> p
   if (::fstat(out.memfd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != out.size) {
     throw SystemError("the sealed copy of plugin " + label + " has the wrong size");
   }
-  const Mapping map(out.memfd.get(), out.size);
-  core::Sha256 hasher;
-  hasher.update(map.bytes().data(), map.bytes().size());
-  out.sha256 = core::to_hex(hasher.finish());
   if (pinned_size) return out;  // the caller compares the digest before parsing anything
+  const Mapping map(out.memfd.get(), out.size);
   try {
     out.elf = detail::read_elf_plugin(map.bytes(), CTX_PLUGIN_ENTRY_SYMBOL);
   } catch (const MalformedElf& e) {
@@ -259,8 +272,8 @@ void check_note_abi(const PluginIdentity& note, const ctx_host_negotiation& host
   if (note.abi_major != host.abi_major) {
     throw PluginAbiMismatch("plugin \"" + note.id + "\" (" + label +
                             ") is built for plugin ABI major " + std::to_string(note.abi_major) +
-                            "; this host provides major " + std::to_string(host.abi_major) +
-                            " (" + abi_text(host.abi_major, host.abi_minor_max) + ")");
+                            "; this host provides major " + std::to_string(host.abi_major) + " (" +
+                            abi_text(host.abi_major, host.abi_minor_max) + ")");
   }
   if (note.abi_minor > host.abi_minor_max) {
     throw PluginAbiMismatch("plugin \"" + note.id + "\" (" + label + ") requires plugin ABI " +
@@ -317,13 +330,12 @@ std::string descriptor_text(const char* text) {
 // Applies the version rule of plugin_abi.h and validates the descriptor and the ops table of its
 // kind. Returns the declared identity (sha256 left empty). `file` names the plugin until its id
 // is known to be valid.
-PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d,
-                                   const ctx_host_negotiation& host, const std::string& file) {
+PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d, const ctx_host_negotiation& host,
+                                   const std::string& file) {
   if (d == nullptr) throw BrokenPluginTable("plugin " + file + " returned a null descriptor");
-  const std::string declared_id = descriptor_text(
-      d->struct_size >= CTX_TABLE_END(ctx_plugin_descriptor, id) ? d->id : nullptr);
-  const std::string name =
-      is_valid_plugin_id(declared_id) ? "\"" + declared_id + "\"" : file;
+  const std::string declared_id =
+      descriptor_text(d->struct_size >= CTX_TABLE_END(ctx_plugin_descriptor, id) ? d->id : nullptr);
+  const std::string name = is_valid_plugin_id(declared_id) ? "\"" + declared_id + "\"" : file;
 
   if (d->abi_major != host.abi_major) {
     throw PluginAbiMismatch("plugin " + name + " is built for plugin ABI major " +
@@ -372,12 +384,12 @@ PluginIdentity validate_descriptor(const ctx_plugin_descriptor* d,
     return BrokenPluginTable("plugin " + name + " ops table struct_size " + std::to_string(size) +
                              " does not cover required op " + op);
   };
-#define CTX_REQUIRE_OP(table, type, field)                                  \
-  do {                                                                      \
-    if ((table)->struct_size < CTX_TABLE_END(type, field)) {                \
-      throw too_small((table)->struct_size, #field);                        \
-    }                                                                       \
-    if ((table)->field == nullptr) throw null_op(#field);                   \
+#define CTX_REQUIRE_OP(table, type, field)                   \
+  do {                                                       \
+    if ((table)->struct_size < CTX_TABLE_END(type, field)) { \
+      throw too_small((table)->struct_size, #field);         \
+    }                                                        \
+    if ((table)->field == nullptr) throw null_op(#field);    \
   } while (false)
 
   const auto kind = static_cast<PluginKind>(d->kind);
@@ -460,8 +472,7 @@ std::shared_ptr<const LoadedPlugin> map_sealed(SealedPlugin&& plugin, const std:
     throw PluginIdentityMismatch("plugin " + file + " declares " + identity_text(identity) +
                                  "; the lock pins " + identity_text(*pinned));
   }
-  return std::make_shared<const LoadedPlugin>(std::move(library), descriptor,
-                                              std::move(identity));
+  return std::make_shared<const LoadedPlugin>(std::move(library), descriptor, std::move(identity));
 }
 
 }  // namespace
@@ -513,9 +524,8 @@ const ctx_verifier_ops* LoadedPlugin::verifier_ops() const noexcept {
 }
 
 const ctx_installer_ops* LoadedPlugin::installer_ops() const noexcept {
-  return kind() == PluginKind::kInstaller
-             ? static_cast<const ctx_installer_ops*>(descriptor_->ops)
-             : nullptr;
+  return kind() == PluginKind::kInstaller ? static_cast<const ctx_installer_ops*>(descriptor_->ops)
+                                          : nullptr;
 }
 
 const ctx_host_adapter_ops* LoadedPlugin::host_adapter_ops() const noexcept {

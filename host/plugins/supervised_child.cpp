@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <exception>
 
 #include "host/core/error.hpp"
@@ -176,7 +176,8 @@ std::string run_supervised(const std::string& plugin, std::chrono::milliseconds 
   }
   if (!output.empty()) {
     throw PluginTrialFailed(name + " wrote to stdout/stderr (" + std::to_string(output.size()) +
-                            " bytes: \"" + excerpt(output) + "\"); plugins must log through the "
+                            " bytes: \"" + excerpt(output) +
+                            "\"); plugins must log through the "
                             "host's log service");
   }
   if (answer.rfind("error ", 0) == 0) throw PluginTrialFailed(answer.substr(6));

@@ -8,6 +8,13 @@
 
 namespace ctx::store {
 
+NewerSchemaVersion::NewerSchemaVersion(std::string_view what, int found, int supported)
+    : engine::EngineStoreError(std::string(what) + " has newer schema version " +
+                                   std::to_string(found) + " (this build reads up to " +
+                                   std::to_string(supported) + ")",
+                               ErrorCode::kFailedPrecondition),
+      found_(found) {}
+
 void throw_sqlite_error(int rc, std::string_view what, sqlite3* db) {
   std::string message = "sqlite ";
   message += what;
@@ -52,10 +59,10 @@ Database::~Database() {
   sqlite3_close_v2(db_);
 }
 
-CachedStatement Database::cached(const std::string& sql) {
-  auto it = cache_.find(sql);
+CachedStatement Database::cached(StaticSql sql) {
+  auto it = cache_.find(sql.text().data());
   if (it == cache_.end()) {
-    it = cache_.emplace(sql, std::make_unique<Statement>(prepare(sql))).first;
+    it = cache_.emplace(sql.text().data(), std::make_unique<Statement>(prepare(sql.text()))).first;
   }
   return CachedStatement(*it->second);
 }
@@ -162,6 +169,44 @@ Transaction::~Transaction() {
 void Transaction::commit() {
   db_.exec("COMMIT");
   open_ = false;
+}
+
+int migrate(Database& db, std::string_view what, std::span<const Migration> migrations,
+            int unversioned_version) {
+  const int latest = migrations.empty() ? 0 : migrations.back().version;
+  Transaction tx(db, Transaction::Kind::kImmediate);
+  int stored = 0;
+  {
+    auto stmt = db.prepare("PRAGMA user_version");
+    if (stmt.step()) stored = static_cast<int>(stmt.integer(0));
+  }
+  int version = stored;
+  if (version == 0) {
+    auto tables = db.prepare("SELECT COUNT(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
+    if (tables.step() && tables.integer(0) > 0) version = unversioned_version;
+  }
+  if (version > latest) throw NewerSchemaVersion(what, version, latest);
+  const int found = version;
+  for (const Migration& migration : migrations) {
+    CTX_CHECK(migration.version >= 1);
+    if (migration.version <= version) continue;
+    CTX_CHECK(migration.version == version + 1);
+    try {
+      for (std::string_view sql : migration.statements) db.exec(sql);
+    } catch (const engine::StoreBusy&) {
+      throw;
+    } catch (const engine::EngineStoreError& e) {
+      throw engine::JournalCorruption(std::string(what) + " schema version " +
+                                      std::to_string(version) + " does not migrate to " +
+                                      std::to_string(migration.version) + ": " + e.what());
+    }
+    version = migration.version;
+  }
+  if (stored != version) {
+    db.exec("PRAGMA user_version = " + std::to_string(version));
+  }
+  tx.commit();
+  return found;
 }
 
 }  // namespace ctx::store

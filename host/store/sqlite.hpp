@@ -1,6 +1,7 @@
-// A thin RAII layer over the SQLite C API: Database (one connection), Statement (one prepared
-// statement), Transaction (BEGIN IMMEDIATE / DEFERRED, rolled back unless committed).
-// Failures become typed errors with SQLite's message: SQLITE_BUSY/LOCKED → engine::StoreBusy,
+// The one SQLite layer every store uses: Database (one connection, busy timeout, a statement
+// cache keyed by static SQL), Statement, Transaction (BEGIN IMMEDIATE / DEFERRED, rolled back
+// unless committed) and migrate() (PRAGMA user_version, ordered migrations). Failures become
+// typed errors with SQLite's message: SQLITE_BUSY/LOCKED → engine::StoreBusy (retryable),
 // SQLITE_CORRUPT/NOTADB → engine::JournalCorruption, anything else → engine::EngineStoreError.
 // A Database and its Statements are used by one thread at a time.
 #ifndef CTX_HOST_STORE_SQLITE_HPP_
@@ -12,7 +13,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
+#include <unordered_map>
+
+#include "host/engine/journal_store.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -24,6 +29,28 @@ namespace ctx::store {
 
 class Statement;
 class CachedStatement;
+
+// SQL text with static storage duration (a string literal): the statement cache keys on it.
+class StaticSql {
+ public:
+  template <std::size_t N>
+  consteval StaticSql(const char (&text)[N]) noexcept : text_(text, N - 1) {}  // NOLINT
+  std::string_view text() const noexcept { return text_; }
+
+ private:
+  std::string_view text_;
+};
+
+// The file was written by a newer schema than this build knows: "<what> has newer schema
+// version N (this build reads up to M)". Code: kFailedPrecondition. Retry: no (upgrade ctx).
+class NewerSchemaVersion : public engine::EngineStoreError {
+ public:
+  NewerSchemaVersion(std::string_view what, int found, int supported);
+  int found() const noexcept { return found_; }
+
+ private:
+  int found_;
+};
 
 class Database {
  public:
@@ -44,7 +71,7 @@ class Database {
 
   // A statement prepared once per connection and reused; it is reset (bindings cleared) when
   // the returned lease ends, so it never keeps an implicit transaction open.
-  CachedStatement cached(const std::string& sql);
+  CachedStatement cached(StaticSql sql);
 
   // The number of rows the last INSERT/UPDATE/DELETE changed.
   int changes() const noexcept;
@@ -53,7 +80,7 @@ class Database {
 
  private:
   sqlite3* db_ = nullptr;
-  std::map<std::string, std::unique_ptr<Statement>> cache_;  // finalized before db_ closes
+  std::unordered_map<const char*, std::unique_ptr<Statement>> cache_;  // finalized before close
 };
 
 class Statement {
@@ -121,6 +148,41 @@ class Transaction {
   Database& db_;
   bool open_ = false;
 };
+
+// A row layout: for each column of a result row (0-based; its insert parameter is index + 1),
+// the struct field holding its text, or nullptr for a column read some other way.
+template <typename Row, std::size_t N>
+using TextColumns = std::string Row::* const[N];
+
+template <typename Row, std::size_t N>
+void read_text_columns(const Statement& row, const TextColumns<Row, N>& columns, Row& out) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (columns[i] != nullptr) out.*columns[i] = row.text(static_cast<int>(i));
+  }
+}
+
+template <typename Row, std::size_t N>
+void bind_text_columns(Statement& insert, const TextColumns<Row, N>& columns, const Row& in) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (columns[i] != nullptr) insert.bind(static_cast<int>(i) + 1, in.*columns[i]);
+  }
+}
+
+// One step of a schema's history: the statements that bring version `version - 1` to `version`.
+struct Migration {
+  int version;
+  std::span<const std::string_view> statements;
+};
+
+// Brings `db` to the last of `migrations` (versions 1, 2, ... in order): in one BEGIN IMMEDIATE
+// runs every migration above PRAGMA user_version, then sets user_version. A file with
+// user_version 0 that already holds tables was written before versioning: it is taken to be at
+// `unversioned_version`. Returns the version the file was at.
+// Errors: NewerSchemaVersion (user_version above the last migration), StoreBusy,
+//   JournalCorruption ("<what> schema version N does not migrate to M: ..." — the file does not
+//   hold the schema its version names).
+int migrate(Database& db, std::string_view what, std::span<const Migration> migrations,
+            int unversioned_version);
 
 }  // namespace ctx::store
 

@@ -1,9 +1,10 @@
 // SqliteJournalStore: the durable JournalStore and ClaimStore (spec §6) in one SQLite file,
-// WAL, synchronous FULL, busy_timeout, every write in BEGIN IMMEDIATE. One connection per
+// WAL, synchronous FULL, busy_timeout, every write in one BEGIN IMMEDIATE. One connection per
 // object; the object serialises its own calls (a mutex), and any number of objects may share one
 // file across threads and processes — SQLite's write lock orders their commits.
-// Opening validates the file (private regular file, exact schema: the nine objects of §6.2, no
-// triggers) and every claim / outcome / settlement row against the journal.
+// Opening is O(1) in stream length: it validates the file (private regular file, schema migrated
+// to the current user_version and exactly the objects of §6.2, no triggers) and every claim /
+// outcome / settlement row against its journal anchors; verify() re-checks everything.
 #ifndef CTX_HOST_STORE_SQLITE_JOURNAL_STORE_HPP_
 #define CTX_HOST_STORE_SQLITE_JOURNAL_STORE_HPP_
 
@@ -48,6 +49,7 @@ class SqliteJournalStore final : public engine::JournalStore, public engine::Cla
   // JournalStore
   engine::JournalCommit append(const engine::JournalAppend& request) override;
   engine::JournalHead head(const engine::StreamId& stream) const override;
+  std::optional<engine::JournalLatest> latest(const engine::StreamId& stream) const override;
   std::vector<engine::JournalRecord> read(const engine::StreamId& stream,
                                           engine::Revision after = 0) const override;
   std::optional<engine::JournalRecord> find(const engine::StreamId& stream,
@@ -73,9 +75,12 @@ class SqliteJournalStore final : public engine::JournalStore, public engine::Cla
   std::optional<engine::ExecutionOutcome> find_activation_outcome(
       const engine::StreamId& stream, std::string_view action_id) const override;
 
-  // Re-validates the whole file: every stream's chain and every claim/outcome/settlement row.
-  // Errors: JournalCorruption, StoreBusy.
-  void verify() const;
+  // Re-validates the whole file: every stream's chain (canonical texts, digests, links), every
+  // head against its last record and stored state, every claim/outcome/settlement row — and,
+  // with `replayer` (the engine's, engine::ReducerReplayer), that every record replays to the
+  // state it names. Writes nothing. Errors: JournalCorruption naming the stream and the first
+  // bad record, StoreBusy.
+  void verify(engine::StreamReplayer* replayer = nullptr) const;
 
  private:
   class Impl;

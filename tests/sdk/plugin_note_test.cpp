@@ -24,9 +24,12 @@ namespace internal = ctx::sdk::internal;
 static_assert(internal::is_valid_id("a"));
 static_assert(internal::is_valid_id("hmac-sha256"));
 static_assert(internal::is_valid_id("0.x_y-z"));
-static_assert(internal::is_valid_id("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));  // 64
+constexpr char kId64[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+constexpr char kId65[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+static_assert(sizeof kId64 == 65 && sizeof kId65 == 66);
+static_assert(internal::is_valid_id(kId64));
 static_assert(!internal::is_valid_id(""));
-static_assert(!internal::is_valid_id("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+static_assert(!internal::is_valid_id(kId65));
 static_assert(!internal::is_valid_id("-leading"));
 static_assert(!internal::is_valid_id(".leading"));
 static_assert(!internal::is_valid_id("Upper"));
@@ -61,7 +64,8 @@ static_assert(sizeof kSampleNote.desc - kSampleNote.descsz < 4);
 TEST(PluginNote, ConstantIsTheCanonicalJsonOfItsArguments) {
   const std::string json(kSampleNote.json(), kSampleNote.descsz);
   EXPECT_EQ(json,
-            R"({"abi":{"major":1,"minor":7},"id":"a.b-c","kind":"host-adapter","version":"10.0.1-x"})");
+            R"({"abi":{"major":1,"minor":7},"id":"a.b-c","kind":"host-adapter",)"
+            R"("version":"10.0.1-x"})");
   const Json expected = {{"abi", {{"major", 1}, {"minor", 7}}},
                          {"id", "a.b-c"},
                          {"kind", "host-adapter"},
@@ -77,7 +81,8 @@ TEST(PluginNote, MultiDigitAbiNumbersAreSpelledInDecimal) {
   constexpr auto note =
       internal::make_identity_note<4294967295u, 10, ctx::sdk::plugin_kind::installer>("x", "1.2.3");
   EXPECT_EQ(std::string(note.json(), note.descsz),
-            R"({"abi":{"major":4294967295,"minor":10},"id":"x","kind":"installer","version":"1.2.3"})");
+            R"({"abi":{"major":4294967295,"minor":10},"id":"x","kind":"installer",)"
+            R"("version":"1.2.3"})");
 }
 
 // --- The notes of the built modules -----------------------------------------------------------
@@ -104,7 +109,7 @@ struct FoundNote {
   std::uint32_t type = 0;
   std::string name;         // namesz bytes
   std::string desc;         // descsz bytes
-  std::string desc_padding; // the bytes up to the next 4-byte boundary
+  std::string desc_padding;  // the bytes up to the next 4-byte boundary
   std::uint64_t file_offset = 0;
 };
 
@@ -124,7 +129,8 @@ void collect_ctx_notes(const std::string& bytes, std::uint64_t offset, std::uint
     note.type = header.n_type;
     note.name = bytes.substr(name_at, header.n_namesz);
     note.desc = bytes.substr(desc_at, header.n_descsz);
-    note.desc_padding = bytes.substr(desc_at + header.n_descsz, pad4(header.n_descsz) - header.n_descsz);
+    note.desc_padding =
+        bytes.substr(desc_at + header.n_descsz, pad4(header.n_descsz) - header.n_descsz);
     note.file_offset = at;
     if (note.name == std::string("ctx", 4)) out.push_back(note);
     at = next;
@@ -139,7 +145,8 @@ std::vector<FoundNote> notes_from_program_headers(const std::string& bytes) {
   }
   std::vector<FoundNote> notes;
   for (std::uint16_t i = 0; i < ehdr.e_phnum; ++i) {
-    const auto phdr = read_at<Elf64_Phdr>(bytes, ehdr.e_phoff + std::uint64_t{i} * ehdr.e_phentsize);
+    const auto phdr =
+        read_at<Elf64_Phdr>(bytes, ehdr.e_phoff + std::uint64_t{i} * ehdr.e_phentsize);
     if (phdr.p_type == PT_NOTE && phdr.p_align == 4) {
       collect_ctx_notes(bytes, phdr.p_offset, phdr.p_filesz, notes);
     }
@@ -161,7 +168,8 @@ NoteSection note_section(const std::string& bytes) {
       bytes, ehdr.e_shoff + std::uint64_t{ehdr.e_shstrndx} * ehdr.e_shentsize);
   NoteSection result;
   for (std::uint16_t i = 0; i < ehdr.e_shnum; ++i) {
-    const auto shdr = read_at<Elf64_Shdr>(bytes, ehdr.e_shoff + std::uint64_t{i} * ehdr.e_shentsize);
+    const auto shdr =
+        read_at<Elf64_Shdr>(bytes, ehdr.e_shoff + std::uint64_t{i} * ehdr.e_shentsize);
     const std::size_t name_at = strtab.sh_offset + shdr.sh_name;
     if (name_at >= bytes.size()) continue;
     if (std::strcmp(bytes.c_str() + name_at, ".note.ctx.plugin") == 0) {

@@ -292,7 +292,8 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
     }
     candidates.push_back(std::move(candidate));
   }
-  // One row per identity; identities seen with two source digests are dropped.
+  // One row per identity; identities seen with two source digests are dropped. Keys view the
+  // candidates' ids and are only compared while the map is filled, before any move below.
   std::map<std::string_view, std::vector<std::size_t>> by_id;
   for (std::size_t i = 0; i < candidates.size(); ++i) by_id[candidates[i].capability_id].push_back(i);
   out.candidates.reserve(by_id.size());
@@ -317,7 +318,7 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
 bool CatalogCandidateSource::unchanged(const WorkObservation& observation,
                                        const CandidateRetrieval& earlier) const {
   const std::vector<std::string> tags = query_tags(observation);
-  if (tags.empty()) return earlier.rows.empty() && earlier.candidates.empty();
+  if (tags.empty()) return earlier.rows.empty();
   std::lock_guard lock(mutex_);
   if (retrieve_rows(tags) != earlier.rows) return false;
   // The same rows: ask every authority port again, as the projection did (a changed answer

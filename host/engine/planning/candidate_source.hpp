@@ -20,7 +20,8 @@ namespace ctx::engine::planning {
 
 inline constexpr std::int64_t kDefaultCandidateLimit = 50;
 inline constexpr std::int64_t kMaxCandidateLimit = 512;
-inline constexpr std::size_t kDefaultProjectionMemoCapacity = 65'536;
+// Entries per memo (a few KiB each at most): ample for 512-row retrievals of many observations.
+inline constexpr std::size_t kDefaultMemoCapacity = 16'384;
 inline constexpr std::string_view kIndexedAdapterVersion = "ctx.indexed-candidate-source-v4";
 inline constexpr std::string_view kCandidateProjectionVersion = "ctx.catalog-entry.graph-v4";
 
@@ -39,7 +40,7 @@ class CatalogCandidateSource {
   CatalogCandidateSource(const GraphRetrievalPort& graph, MaterialPort* material,
                          InstallBundlePort* install,
                          std::int64_t candidate_limit = kDefaultCandidateLimit,
-                         std::size_t memo_capacity = kDefaultProjectionMemoCapacity);
+                         std::size_t memo_capacity = kDefaultMemoCapacity);
   CatalogCandidateSource(const CatalogCandidateSource&) = delete;
   CatalogCandidateSource& operator=(const CatalogCandidateSource&) = delete;
 
@@ -61,9 +62,10 @@ class CatalogCandidateSource {
   std::vector<CapabilityCandidate> retrieve(const WorkObservation& observation) const;
   // retrieve() plus the graph rows the candidates were projected from. Errors: as retrieve().
   CandidateRetrieval retrieve_pinned(const WorkObservation& observation) const;
-  // End validation of `earlier` (retrieve_pinned(observation) of this source): retrieves again and
-  // asks every authority port again; true when the graph rows are identical (the projection is a
-  // function of rows, observation and port answers). Errors: as retrieve().
+  // End validation of `earlier` (retrieve_pinned(observation) of this source; only its rows are
+  // read): retrieves again and asks every authority port again; true when the graph rows are
+  // identical (the projection is a function of rows, observation and port answers).
+  // Errors: as retrieve().
   bool unchanged(const WorkObservation& observation, const CandidateRetrieval& earlier) const;
 
   // The material descriptor retrieval observed for `capability_id` in this snapshot (nullopt when

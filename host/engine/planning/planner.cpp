@@ -66,9 +66,10 @@ std::string facts_key(const CapabilityCandidate& p, std::string_view observation
   return key;
 }
 
-// normalize_candidate_pool over candidates already validated (the candidate source's own rows).
-std::vector<CapabilityCandidate> normalize_validated_pool(
-    const std::vector<CapabilityCandidate>& candidates, const WorkObservation& observation) {
+// normalize_candidate_pool over candidates already validated (the candidate source's own rows),
+// consuming them.
+std::vector<CapabilityCandidate> normalize_validated_pool(std::vector<CapabilityCandidate> candidates,
+                                                          const WorkObservation& observation) {
   if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
     throw PlannerValidationError("candidate source exceeded its candidate pool limit");
   }
@@ -76,23 +77,27 @@ std::vector<CapabilityCandidate> normalize_validated_pool(
                                       observation.baseline_capability_ids.end());
   excluded.insert(observation.rejected_capability_ids.begin(),
                   observation.rejected_capability_ids.end());
-  std::map<std::string_view, std::vector<const CapabilityCandidate*>> by_id;
-  for (const auto& c : candidates) {
+  // Keys view candidates' ids; they are only compared while the map is filled, before any
+  // candidate is moved out below.
+  std::map<std::string_view, std::vector<std::size_t>> by_id;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const auto& c = candidates[i];
     if (excluded.count(c.capability_id)) continue;
     if (c.actionability != "load" && c.actionability != "install" && c.actionability != "manual") {
       continue;
     }
-    by_id[c.capability_id].push_back(&c);
+    by_id[c.capability_id].push_back(i);
   }
   std::vector<CapabilityCandidate> out;
   out.reserve(by_id.size());
   for (const auto& entry : by_id) {
     const auto& rows = entry.second;
-    const CapabilityCandidate& first = *rows.front();
-    if (std::any_of(rows.begin() + 1, rows.end(), [&first](const auto* r) { return !(*r == first); })) {
+    const CapabilityCandidate& first = candidates[rows.front()];
+    if (std::any_of(rows.begin() + 1, rows.end(),
+                    [&](std::size_t r) { return !(candidates[r] == first); })) {
       continue;
     }
-    out.push_back(first);
+    out.push_back(std::move(candidates[rows.front()]));
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return pool_key(a) < pool_key(b); });
@@ -215,9 +220,9 @@ void CapabilityPlanner::assert_pins() const {
   }
 }
 
-AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandidate& p,
-                                                           const WorkObservation& work,
-                                                           std::string_view observation) const {
+BenefitCandidate CapabilityPlanner::checked_facts(const CapabilityCandidate& p,
+                                                 const WorkObservation& work,
+                                                 std::string_view observation) const {
   std::optional<BenefitCandidate> facts = facts_.benefit_candidate(p, work);
   if (!facts) throw PlannerValidationError("candidate is missing authenticated benefit facts");
   const std::string key = facts_key(p, observation);
@@ -237,6 +242,10 @@ AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandi
     }
     facts_seen_.put(key, *facts);
   }
+  return std::move(*facts);
+}
+
+const CatalogCapabilityIdentity& CapabilityPlanner::identity_of(const CapabilityCandidate& p) const {
   // A validated presentation's kind is the prefix of its capability id.
   const CatalogCapabilityIdentity* identity = identities_.find(p.capability_id);
   if (identity == nullptr) {
@@ -248,6 +257,12 @@ AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandi
       throw PlannerValidationError("catalog capability identity is invalid");
     }
   }
+  return *identity;
+}
+
+PlanningAuthority CapabilityPlanner::authority_of(const CapabilityCandidate& p,
+                                                  const CatalogCapabilityIdentity& identity,
+                                                  const BenefitCandidate& facts) const {
   PlanningAuthority authority;
   authority.type = p.actionability;
   if (p.actionability == "load") {
@@ -266,11 +281,11 @@ AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandi
         throw PlannerValidationError(
             "load authority output drifted without a snapshot digest change");
       }
-      authority.material = AuthorizedMaterial::from_catalog(identity->identity_digest(), descriptor);
+      authority.material = AuthorizedMaterial::from_catalog(identity.identity_digest(), descriptor);
     } catch (const InvalidIdentityError&) {
       throw CandidateAuthorityUnavailable("load material authority is invalid");
     }
-    if (facts->availability != "executable") {
+    if (facts.availability != "executable") {
       throw PlannerValidationError("load authority requires executable benefit facts");
     }
   } else if (p.actionability == "install") {
@@ -299,18 +314,27 @@ AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandi
     } catch (const InvalidIdentityError&) {
       throw CandidateAuthorityUnavailable("install bundle authority is invalid");
     }
-    if (facts->availability != "executable") {
+    if (facts.availability != "executable") {
       throw PlannerValidationError("install authority requires executable benefit facts");
     }
   } else if (p.actionability == "manual") {
-    if (facts->availability != "advisory") {
+    if (facts.availability != "advisory") {
       throw PlannerValidationError("manual authority is advisory only");
     }
   } else {
     throw PlannerValidationError(
         "schema-v3 planning accepts only load, install, or manual presentation");
   }
-  return AuthenticatedCandidate{p, *identity, std::move(*facts), std::move(authority)};
+  return authority;
+}
+
+AuthenticatedCandidate CapabilityPlanner::authenticate_one(const CapabilityCandidate& p,
+                                                           const WorkObservation& work,
+                                                           std::string_view observation) const {
+  BenefitCandidate facts = checked_facts(p, work, observation);
+  const CatalogCapabilityIdentity& identity = identity_of(p);
+  PlanningAuthority authority = authority_of(p, identity, facts);
+  return AuthenticatedCandidate{p, identity, std::move(facts), std::move(authority)};
 }
 
 std::vector<AuthenticatedCandidate> CapabilityPlanner::authenticate(
@@ -326,6 +350,30 @@ std::vector<AuthenticatedCandidate> CapabilityPlanner::authenticate(
     }
   }
   return out;
+}
+
+bool CapabilityPlanner::reauthenticates(const std::vector<CapabilityCandidate>& pool,
+                                        const WorkObservation& work,
+                                        const std::vector<AuthenticatedCandidate>& earlier) const {
+  const std::string observation = observation_key(work);
+  std::size_t next = 0;  // earlier holds pool's authenticated presentations, in pool order
+  for (const auto& presentation : pool) {
+    const bool expected = next < earlier.size() && earlier[next].presentation == presentation;
+    try {
+      const BenefitCandidate facts = checked_facts(presentation, work, observation);
+      const CatalogCapabilityIdentity& identity = identity_of(presentation);
+      const PlanningAuthority authority = authority_of(presentation, identity, facts);
+      if (!expected) return false;
+      const AuthenticatedCandidate& before = earlier[next++];
+      if (!(before.benefit_candidate == facts) || !(before.catalog_identity == identity) ||
+          !(before.authority == authority)) {
+        return false;
+      }
+    } catch (const CandidateAuthorityUnavailable&) {
+      if (expected) return false;  // authenticated before, unavailable now
+    }
+  }
+  return next == earlier.size();
 }
 
 CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandidate>& candidates,
@@ -427,14 +475,14 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
     return CapabilityPlanV3::degraded("catalog-unavailable");
   }
   // The source's rows are validated as they are built; they are not validated again here.
-  const auto pool = normalize_validated_pool(retrieval.candidates, work);
+  const auto pool = normalize_validated_pool(std::move(retrieval.candidates), work);
   const auto authenticated = authenticate(pool, work);
   assert_pins();
   CapabilityPlanV3 result = select(authenticated, work.requested_limit);
   assert_pins();
   // End validation: the same graph rows and port answers (hence the same pool), and the same
   // authentication of that pool.
-  if (!source_.unchanged(work, retrieval) || authenticate(pool, work) != authenticated) {
+  if (!source_.unchanged(work, retrieval) || !reauthenticates(pool, work, authenticated)) {
     throw PlannerValidationError("planning inputs drifted during end validation");
   }
   assert_pins();

@@ -111,8 +111,6 @@ class CapabilityPlanV3 {
 std::vector<CapabilityCandidate> normalize_candidate_pool(
     const std::vector<CapabilityCandidate>& candidates, const WorkObservation& observation);
 
-inline constexpr std::size_t kDefaultPlannerMemoCapacity = 65'536;
-
 struct CapabilityPlannerConfig {
   std::string planner_version;           // opaque token, e.g. "ctx-managed-query-planner-v3"
   std::string catalog_namespace_digest;  // digest
@@ -120,7 +118,7 @@ struct CapabilityPlannerConfig {
   // Entries of each per-snapshot memo (facts, material and install answers, catalog identities,
   // projections); least recently used entries are evicted, so drift is detected against the
   // most recent answers only.
-  std::size_t memo_capacity = kDefaultPlannerMemoCapacity;
+  std::size_t memo_capacity = kDefaultMemoCapacity;
 };
 
 class CapabilityPlanner {
@@ -165,9 +163,21 @@ class CapabilityPlanner {
   void assert_pins() const;
   std::vector<AuthenticatedCandidate> authenticate(const std::vector<CapabilityCandidate>& pool,
                                                    const WorkObservation& work) const;
+  // One presentation's facts (validated, drift-checked), catalog identity and authority.
+  // Errors: CandidateAuthorityUnavailable (authority only), PlannerValidationError.
   AuthenticatedCandidate authenticate_one(const CapabilityCandidate& presentation,
                                           const WorkObservation& work,
                                           std::string_view observation_key) const;
+  BenefitCandidate checked_facts(const CapabilityCandidate& presentation,
+                                 const WorkObservation& work,
+                                 std::string_view observation_key) const;
+  const CatalogCapabilityIdentity& identity_of(const CapabilityCandidate& presentation) const;
+  PlanningAuthority authority_of(const CapabilityCandidate& presentation,
+                                 const CatalogCapabilityIdentity& identity,
+                                 const BenefitCandidate& facts) const;
+  // End validation: authenticate(pool, work) would equal `earlier` (compared in place).
+  bool reauthenticates(const std::vector<CapabilityCandidate>& pool, const WorkObservation& work,
+                       const std::vector<AuthenticatedCandidate>& earlier) const;
   CapabilityPlanV3 select(const std::vector<AuthenticatedCandidate>& candidates,
                           std::int64_t requested_limit) const;
 

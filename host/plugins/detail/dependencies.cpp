@@ -117,17 +117,18 @@ const std::vector<std::string>& DependencyResolver::resolve(std::string_view son
   };
   if (name.empty()) throw refuse("an empty soname");
   if (name.find('/') != std::string::npos) {
-    throw refuse("a DT_NEEDED containing '/' is loaded from that path, not from the system "
-                 "library directories");
+    throw refuse(
+        "a DT_NEEDED containing '/' is loaded from that path, not from the system "
+        "library directories");
   }
   std::vector<std::string> candidates;
   const auto [first, last] = cache_.equal_range(name);
   for (auto it = first; it != last; ++it) candidates.push_back(it->second);
   if (candidates.empty()) {
-    for (const std::string& dir : {std::string("/lib/") + kTriplet,
-                                  std::string("/usr/lib/") + kTriplet, std::string("/lib64"),
-                                  std::string("/usr/lib64"), std::string("/lib"),
-                                  std::string("/usr/lib")}) {
+    for (const std::string& dir :
+         {std::string("/lib/") + kTriplet, std::string("/usr/lib/") + kTriplet,
+          std::string("/lib64"), std::string("/usr/lib64"), std::string("/lib"),
+          std::string("/usr/lib")}) {
       const std::string path = dir + "/" + name;
       if (::access(path.c_str(), F_OK) == 0) {
         candidates.push_back(path);

@@ -236,24 +236,45 @@ class Parser {
         slot = v;
       };
       switch (e.d_tag) {
-        case DT_NULL: terminated = true; break;
+        case DT_NULL:
+          terminated = true;
+          break;
         case DT_NEEDED:
           if (dyn_.needed.size() >= kMaxNeeded) bad("too many DT_NEEDED entries");
           dyn_.needed.push_back(v);
           break;
-        case DT_RPATH: dyn_.rpath.push_back(v); break;
-        case DT_RUNPATH: dyn_.runpath.push_back(v); break;
+        case DT_RPATH:
+          dyn_.rpath.push_back(v);
+          break;
+        case DT_RUNPATH:
+          dyn_.runpath.push_back(v);
+          break;
         case DT_FILTER:
         case DT_AUXILIARY:
         case DT_AUDIT:
-        case DT_DEPAUDIT: dyn_.filters.push_back(v); break;
-        case DT_STRTAB: once(dyn_.strtab, "DT_STRTAB"); break;
-        case DT_STRSZ: once(dyn_.strsz, "DT_STRSZ"); break;
-        case DT_SYMTAB: once(dyn_.symtab, "DT_SYMTAB"); break;
-        case DT_SYMENT: once(dyn_.syment, "DT_SYMENT"); break;
-        case DT_GNU_HASH: once(dyn_.gnu_hash, "DT_GNU_HASH"); break;
-        case DT_HASH: once(dyn_.sysv_hash, "DT_HASH"); break;
-        default: break;
+        case DT_DEPAUDIT:
+          dyn_.filters.push_back(v);
+          break;
+        case DT_STRTAB:
+          once(dyn_.strtab, "DT_STRTAB");
+          break;
+        case DT_STRSZ:
+          once(dyn_.strsz, "DT_STRSZ");
+          break;
+        case DT_SYMTAB:
+          once(dyn_.symtab, "DT_SYMTAB");
+          break;
+        case DT_SYMENT:
+          once(dyn_.syment, "DT_SYMENT");
+          break;
+        case DT_GNU_HASH:
+          once(dyn_.gnu_hash, "DT_GNU_HASH");
+          break;
+        case DT_HASH:
+          once(dyn_.sysv_hash, "DT_HASH");
+          break;
+        default:
+          break;
       }
       if (terminated) break;
     }
@@ -319,13 +340,12 @@ class Parser {
       const std::uint32_t bloom_shift = word_at(base, 3, "DT_GNU_HASH header");
       if (nbuckets == 0) return std::nullopt;
       if (!is_power_of_two(bloom_size)) bad("DT_GNU_HASH bloom size is not a power of 2");
-      if (bloom_shift >= 64) bad("DT_GNU_HASH bloom shift too large");
+      if (bloom_shift >= 32) bad("DT_GNU_HASH bloom shift is not below 32");
       const std::uint32_t h = gnu_hash(symbol_);
       const std::uint64_t bloom_base = base + 16;
       const std::uint64_t bloom_index = (h / 64) & (bloom_size - 1);
       const auto bloom_offset = map_.offset_of(add(bloom_base, bloom_index * 8, "bloom"), 8);
-      if (!bloom_offset ||
-          !map_.offset_of(bloom_base, std::uint64_t{bloom_size} * 8)) {
+      if (!bloom_offset || !map_.offset_of(bloom_base, std::uint64_t{bloom_size} * 8)) {
         bad("DT_GNU_HASH bloom filter lies outside its PT_LOAD");
       }
       const auto word = file_.at<std::uint64_t>(*bloom_offset, "bloom word");

@@ -59,8 +59,8 @@ void check_dir(int fd, const std::string& shown, Owners owners, std::string_view
   }
   if (!owner_ok(st, owners)) {
     throw UnsafePluginFile(std::string(what) + ": directory " + shown +
-                           " has the wrong owner (uid " + std::to_string(st.st_uid) +
-                           "; want " + owner_text(owners) + ")");
+                           " has the wrong owner (uid " + std::to_string(st.st_uid) + "; want " +
+                           owner_text(owners) + ")");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
     throw UnsafePluginFile(std::string(what) + ": directory " + shown +
@@ -113,8 +113,8 @@ UniqueFd walk(const std::vector<std::string>& parts, std::size_t count, Owners o
   UniqueFd dir = open_root(owners, what);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string shown = join(parts, i + 1);
-    UniqueFd next(::openat(dir.get(), parts[i].c_str(),
-                           O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd next(
+        ::openat(dir.get(), parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!next) walk_error(dir.get(), parts[i], shown, errno, what);
     check_dir(next.get(), shown, owners, what);
     dir = std::move(next);
@@ -181,8 +181,7 @@ TrustedFile open_trusted_file(std::string_view path, Owners owners, std::string_
     const int error = errno;
     if (error == ELOOP) throw UnsafePluginFile(std::string(what) + " " + shown + " is a symlink");
     if (error == ENOENT) throw PluginFileNotFound(std::string(what) + " " + shown + " not found");
-    throw SystemError("cannot open " + std::string(what) + " " + shown + ": " +
-                      errno_text(error));
+    throw SystemError("cannot open " + std::string(what) + " " + shown + ": " + errno_text(error));
   }
   if (::fstat(out.fd.get(), &out.st) != 0) {
     throw SystemError("cannot stat " + shown + ": " + errno_text(errno));

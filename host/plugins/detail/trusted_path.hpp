@@ -29,8 +29,8 @@ std::string absolute_normal(const std::filesystem::path& path);
 bool path_is_within(std::string_view path, std::string_view dir);
 
 struct TrustedFile {
-  UniqueFd dir;     // the parent directory
-  UniqueFd fd;      // the file, O_RDONLY|O_CLOEXEC|O_NOFOLLOW
+  UniqueFd dir;  // the parent directory
+  UniqueFd fd;   // the file, O_RDONLY|O_CLOEXEC|O_NOFOLLOW
   struct stat st {};
   std::string name;  // last component
 };

@@ -50,7 +50,8 @@ std::size_t ops_size(PluginKind kind) {
   return 0;
 }
 
-// Every JSON-taking op of the plugin's kind, callable on an instance with one payload.
+// Every JSON-taking op of the plugin's kind, callable on an instance with one payload. The call
+// is named with the payload's size, so a plugin that dies on one input is told which.
 struct JsonOp {
   std::string name;
   std::function<CallResult(void* instance, const std::string& input)> call;
@@ -69,11 +70,15 @@ CallResult call_with_sink(const std::string& name,
   return result;
 }
 
+std::string sized(const std::string& op, const std::string& input) {
+  return op + " of a malformed input of " + std::to_string(input.size()) + " bytes";
+}
+
 std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
   std::vector<JsonOp> ops;
   const auto add_sink_op = [&](const char* name, auto fn) {
     ops.push_back({name, [name, fn](void* instance, const std::string& input) {
-                     return call_with_sink(name, [&](ctx_sink* out, ctx_error* err) {
+                     return call_with_sink(sized(name, input), [&](ctx_sink* out, ctx_error* err) {
                        return fn(instance, bytes_of(input), out, err);
                      });
                    }});
@@ -98,7 +103,7 @@ std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
       ops.push_back({"verify", [verify](void* instance, const std::string& input) {
                        std::uint32_t verdict = kVerdictUnset;
                        const std::string signing = "ctx-conformance signing bytes";
-                       CallResult r = invoke("verify", [&](ctx_error* err) {
+                       CallResult r = invoke(sized("verify", input), [&](ctx_error* err) {
                          return verify(instance, bytes_of(input), bytes_of(signing), &verdict, err);
                        });
                        r.verdict = verdict;
@@ -115,7 +120,9 @@ std::vector<JsonOp> json_ops(const PluginUnderTest& plugin) {
 void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   add_plugin_test(plugin, "Pinning", "LockEntryPinsTheExactFileAndDeclaredIdentity", [plugin] {
     const plugins::LockEntry& entry = plugin->entry();
-    EXPECT_EQ(entry.sha256, core::sha256_hex(file_bytes(plugin->plugin_path())));
+    const std::string bytes = file_bytes(plugin->plugin_path());
+    EXPECT_EQ(entry.sha256, core::sha256_hex(bytes));
+    EXPECT_EQ(entry.size, bytes.size());
     EXPECT_EQ(plugin->loaded().identity(), entry.identity());
     EXPECT_EQ(fs::weakly_canonical(entry.path), fs::weakly_canonical(plugin->plugin_path()));
     const ctx_plugin_descriptor& d = plugin->descriptor();
@@ -123,7 +130,7 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(entry.version, d.version);
     EXPECT_EQ(static_cast<std::uint32_t>(entry.kind), d.kind);
     EXPECT_EQ(entry.abi_major, d.abi_major);
-    EXPECT_EQ(entry.abi_minor, d.abi_minor_built);
+    EXPECT_EQ(entry.abi_minor, d.abi_minor_required) << "the lock pins the minor the note requires";
   });
 
   add_plugin_test(plugin, "Descriptor", "IsWellFormed", [plugin] {

@@ -167,12 +167,11 @@ Probe PluginUnderTest::probe() {
       [&] {
         const plugins::PluginLoader loader(base_ / "state");
         in_sandbox([&] {
-          plugins::LockFile lock;
-          {
-            const CallScope scope("pinning (reading its identity)");
-            lock.upsert(loader.inspect_for_pin(plugin_));
-          }
-          lock.save(lock_path);
+          // Pinning reads the note from the bytes and executes nothing: kit work, not a call. The
+          // temporary lock is written the way `ctx plugin pin` writes one (flock, atomic rename).
+          const plugins::LockEntry pinned = loader.inspect_for_pin(plugin_);
+          plugins::LockFile::update(lock_path,
+                                    [&](plugins::LockFile& lock) { lock.upsert(pinned); });
         });
         if (!load()) {
           send_report(Json{{"failure", failure_}}.dump());

@@ -92,7 +92,8 @@ class PluginUnderTest {
   PluginUnderTest(std::filesystem::path plugin, std::optional<std::filesystem::path> config_file,
                   std::filesystem::path base, std::chrono::milliseconds call_deadline);
 
-  // In a supervised child: pins the plugin into the temporary lock (inspect_for_pin + save),
+  // In a supervised child: pins the plugin into the temporary lock (inspect_for_pin +
+  // LockFile::update, as `ctx plugin pin` does),
   // loads it from that lock and reports its kind; then, when the kit config has no
   // plugin_config, in a second child, creates and destroys an instance with an empty
   // configuration. Sets kind() and has_install_locations() from the answer.

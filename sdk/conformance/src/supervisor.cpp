@@ -103,6 +103,26 @@ bool deserialize(const std::string& in, ChildFailure& f) {
   return at == in.size();
 }
 
+// Ignores SIGPIPE in the kit while it supervises: acknowledging a child that a plugin thread has
+// just ended must be an EPIPE, not the kit's death. Restores the previous action when destroyed;
+// the child restores it at once (restore_in_child), so the plugin runs with the kit's own action.
+class IgnoreSigpipe {
+ public:
+  IgnoreSigpipe() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, &previous_);
+  }
+  ~IgnoreSigpipe() { ::sigaction(SIGPIPE, &previous_, nullptr); }
+  IgnoreSigpipe(const IgnoreSigpipe&) = delete;
+  IgnoreSigpipe& operator=(const IgnoreSigpipe&) = delete;
+  void restore_in_child() const { ::sigaction(SIGPIPE, &previous_, nullptr); }
+
+ private:
+  struct sigaction previous_ {};
+};
+
 [[noreturn]] void run_child(const std::function<void()>& body, int control, int ack, int out,
                             int err) {
   ::setpgid(0, 0);
@@ -411,6 +431,7 @@ Supervision supervise(const std::function<void()>& body, std::chrono::millisecon
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
+  const IgnoreSigpipe sigpipe;
   const pid_t pid = ::fork();
   if (pid < 0) {
     for (auto& p : pipes) {
@@ -420,6 +441,7 @@ Supervision supervise(const std::function<void()>& body, std::chrono::millisecon
     throw SystemError("conformance kit could not fork");
   }
   if (pid == 0) {
+    sigpipe.restore_in_child();
     ::close(control[0]);
     ::close(ack[1]);
     ::close(out[0]);

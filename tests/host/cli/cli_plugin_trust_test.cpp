@@ -94,8 +94,8 @@ TEST_F(CliPluginTrustTest, RePinningOtherBytesNeedsReplaceAndPrintsOldToNew) {
   const std::string new_sha = core::sha256_hex(read_bytes(file));
   const Result refused = pin({file});
   EXPECT_EQ(refused.code, 1);
-  EXPECT_THAT(refused.err, HasSubstr("plugin verifier:attack-pinned is already pinned to sha256:" +
-                                     old_sha));
+  EXPECT_THAT(refused.err,
+              HasSubstr("plugin verifier:attack-pinned is already pinned to sha256:" + old_sha));
   EXPECT_THAT(refused.err, HasSubstr("pass --replace to re-pin it"));
   EXPECT_EQ(read_bytes(lock()), before);
 
@@ -108,16 +108,15 @@ TEST_F(CliPluginTrustTest, RePinningOtherBytesNeedsReplaceAndPrintsOldToNew) {
 }
 
 TEST_F(CliPluginTrustTest, VerifyLoadFailsMisbehavingEntriesWithAReasonNamingThePlugin) {
-  ASSERT_EQ(pin({plugin(CTX_ATTACK_ENTRY_EXIT, "exit.so"), plugin(CTX_ATTACK_ENTRY_LOOP, "loop.so"),
-                 plugin(CTX_ATTACK_ENTRY_PRINT, "print.so"),
-                 plugin(CTX_ATTACK_ENTRY_SEGV, "segv.so"),
-                 plugin(CTX_ATTACK_ENTRY_STDERR, "stderr.so"),
-                 plugin(CTX_ATTACK_PINNED, "pinned.so")})
-                .code,
-            0);
+  ASSERT_EQ(
+      pin({plugin(CTX_ATTACK_ENTRY_EXIT, "exit.so"), plugin(CTX_ATTACK_ENTRY_LOOP, "loop.so"),
+           plugin(CTX_ATTACK_ENTRY_PRINT, "print.so"), plugin(CTX_ATTACK_ENTRY_SEGV, "segv.so"),
+           plugin(CTX_ATTACK_ENTRY_STDERR, "stderr.so"), plugin(CTX_ATTACK_PINNED, "pinned.so")})
+          .code,
+      0);
   const auto start = std::chrono::steady_clock::now();
-  const Result r = ctx({"plugin", "verify", "--lock", lock(), "--state", state(), "--load",
-                        "--timeout", "2"});
+  const Result r =
+      ctx({"plugin", "verify", "--lock", lock(), "--state", state(), "--load", "--timeout", "2"});
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("verify failed for verifier:attack-exit: plugin "
@@ -143,8 +142,7 @@ TEST_F(CliPluginTrustTest, VerifyLoadFailsMisbehavingEntriesWithAReasonNamingThe
 TEST_F(CliPluginTrustTest, TimeoutNeedsLoadAndAWholeNumber) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"plugin", "verify", "--lock", lock(), "--timeout", "3"},
-        std::vector<std::string>{"plugin", "verify", "--lock", lock(), "--load", "--timeout",
-                                 "0"},
+        std::vector<std::string>{"plugin", "verify", "--lock", lock(), "--load", "--timeout", "0"},
         std::vector<std::string>{"plugin", "verify", "--lock", lock(), "--load", "--timeout",
                                  "1.5"}}) {
     const Result r = ctx(args);

@@ -60,6 +60,9 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
     return commit;
   }
   JournalHead head(const StreamId& stream) const override { return mem_.head(stream); }
+  std::optional<JournalLatest> latest(const StreamId& stream) const override {
+    return mem_.latest(stream);
+  }
   std::vector<JournalRecord> read(const StreamId& stream, Revision after = 0) const override {
     return mem_.read(stream, after);
   }

@@ -123,7 +123,9 @@ TEST_F(LockTrustTest, WritableByOthersIsRefused) {
 }
 
 TEST_F(LockTrustTest, LockOrDirectoryOfAnotherUidIsRefused) {
-  ASSERT_EQ(::geteuid(), 0u) << "ownership tests need root to hand files to uid 65534";
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "not root: ownership tests need root to hand files to uid 65534";
+  }
   ASSERT_EQ(::chown(path_.c_str(), kNobody, kNobody), 0);
   CTX_EXPECT_THROW(LockFile::load(path_), UnsafePluginFile, "wrong owner (uid 65534");
   ASSERT_EQ(::chown(path_.c_str(), 0, 0), 0);

@@ -309,7 +309,9 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   EXPECT_TRUE(zero.capabilities().empty());
   EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(), "limit-zero");
 
-  // Same inputs, same decision; a second planner over a fresh open agrees byte for byte.
+  // Same inputs, same decision: again on this planner (its remembered selection) and on a second
+  // planner over a fresh open (computed afresh), byte for byte.
+  EXPECT_EQ(planner.plan(python_work(5)).decision_digest(), plan.decision_digest());
   const auto graph2 = GraphStore::open(path, file_sha256(path));
   planning::CapabilityPlanner again({"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50},
                                     seed_policy(), *graph2, facts, nullptr, nullptr, *audit);

@@ -100,11 +100,10 @@ TEST_F(SqliteJournalStoreTest, TamperedDigestOrChainOrGapIsJournalCorruption) {
     auto s = open();
     append_n(*s, 4);
   }
-  // A consistently rewritten state with a recomputed state digest still breaks the record digest.
+  // A record naming another result state (a well-formed digest) breaks its record digest.
   std::string forged_state = "{\"revision\":2,\"tag\":\"forged\"}";
-  raw_exec(path(), "UPDATE engine_journal SET result_state_json = '" + forged_state +
-                       "', result_state_digest = '" + core::sha256_hex(forged_state) +
-                       "' WHERE revision = 2");
+  raw_exec(path(), "UPDATE engine_journal SET result_state_digest = '" +
+                       core::sha256_hex(forged_state) + "' WHERE revision = 2");
   auto s = open();
   CTX_EXPECT_THROW(s->read(stream()), engine::JournalCorruption, "record_digest");
   CTX_EXPECT_THROW(s->read(stream(), 1), engine::JournalCorruption, "record_digest");
@@ -129,9 +128,8 @@ TEST_F(SqliteJournalStoreTest, TamperedDigestOrChainOrGapIsJournalCorruption) {
                    "' WHERE revision = 3");
   SqliteJournalStore s3(p3, clock_);
   CTX_EXPECT_THROW(s3.read(stream()), engine::JournalCorruption, "");
-  // The head itself is verified before anything is appended on top of it.
-  CTX_EXPECT_THROW(s3.append(make_append(stream(), 3, "event-x")), engine::JournalCorruption,
-                   "record_digest");
+  // The head record is verified whenever a reader resumes from the head.
+  CTX_EXPECT_THROW(s3.latest(stream()), engine::JournalCorruption, "record_digest");
 }
 
 TEST_F(SqliteJournalStoreTest, UnexpectedSchemaObjectIsJournalCorruption) {
@@ -295,7 +293,7 @@ TEST_F(SqliteJournalStoreTest, RejectedAppendLeavesTheFileByteIdentical) {
   };
   std::string before = snapshot();
   engine::JournalAppend bad = make_append(stream(), 2, "event-bad");
-  bad.transition_json = "{\"not\":\"canonical\" }";
+  bad.event_id = "event-other";  // its transition names event-bad
   EXPECT_THROW(s->append(bad), InvalidArgument);
   EXPECT_THROW(s->append(make_append(stream(), 1, "event-stale")), engine::RevisionConflict);
   AppendSpec collide;

@@ -138,15 +138,17 @@ TYPED_TEST_P(JournalStoreContractTest, MalformedAppendsAreRejectedWithoutWriting
     CTX_EXPECT_THROW(this->store().append(request), InvalidArgument, keyword);
   };
   engine::JournalAppend good = make_append(stream(), 1, "event-2");
+  // Non-canonical text never becomes a CanonicalText, so it cannot reach append at all.
+  CTX_EXPECT_THROW(engine::CanonicalText::verify("{ \"a\": 1}", "replay_json"), InvalidArgument,
+                   "replay_json must be canonical json");
+  CTX_EXPECT_THROW(engine::TransitionText::verify("{\"b\":1,\"a\":2}"), InvalidArgument,
+                   "transition_json must be canonical json");
+  CTX_EXPECT_THROW(engine::TransitionText::verify("{\"event_id\":\"e\"}"), InvalidArgument,
+                   "transition must name the record event id and revision");
   {
     auto r = good;
-    r.replay_json = "{ \"a\": 1}";
-    rejected(r, "replay_json must be canonical json");
-  }
-  {
-    auto r = good;
-    r.result_state_json = "{\"b\":1,\"a\":2}";
-    rejected(r, "result_state_json must be canonical json");
+    r.result_state = engine::CanonicalText{};
+    rejected(r, "result_state must be set");
   }
   {
     auto r = good;

@@ -42,6 +42,7 @@ class MemJournalStore final : public engine::JournalStore {
         records.empty() ? std::nullopt : std::optional<std::string>(records.back().record_digest);
     record.record_digest = engine::journal_record_digest(record);
     records.push_back(record);
+    states_[request.stream.stream_key()] = request.result_state;
     by_event_.emplace(request.event_id,
                       Location{request.stream.stream_key(), records.size() - 1});
     return {record, false};
@@ -53,6 +54,15 @@ class MemJournalStore final : public engine::JournalStore {
     if (it == streams_.end() || it->second.empty()) return {};
     const engine::JournalRecord& last = it->second.back();
     return {last.revision, last.record_digest, last.result_state_digest};
+  }
+
+  std::optional<engine::JournalLatest> latest(const engine::StreamId& stream) const override {
+    std::lock_guard lock(mutex_);
+    auto it = streams_.find(stream.stream_key());
+    if (it == streams_.end() || it->second.empty()) return std::nullopt;
+    const engine::JournalRecord& last = it->second.back();
+    return engine::JournalLatest{last.revision, last.record_digest,
+                                 states_.at(stream.stream_key())};
   }
 
   std::vector<engine::JournalRecord> read(const engine::StreamId& stream,
@@ -90,6 +100,7 @@ class MemJournalStore final : public engine::JournalStore {
   mutable std::mutex mutex_;
   std::map<std::string, std::vector<engine::JournalRecord>> streams_;  // GUARDED_BY(mutex_)
   std::map<std::string, Location> by_event_;  // GUARDED_BY(mutex_)
+  std::map<std::string, engine::CanonicalText> states_;  // GUARDED_BY(mutex_): latest per stream
 };
 
 }  // namespace ctx::testing

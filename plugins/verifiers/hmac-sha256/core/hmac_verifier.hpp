@@ -29,9 +29,9 @@ class HmacVerifier {
   HmacVerifier& operator=(const HmacVerifier&) = delete;
 
   // True only when signing_bytes are the payload's own claims and the proof is exactly
-  // HMAC-SHA256(key, signing_bytes), compared in constant time; false otherwise.
-  // Errors: InvalidArgument when the payload is not a JSON object with a base64 "proof_base64",
-  // or the proof is not kMacBytes long.
+  // HMAC-SHA256(key, signing_bytes), compared in constant time; false otherwise (also for a proof
+  // that is not kMacBytes long).
+  // Errors: InvalidArgument when the payload is not a JSON object with a base64 "proof_base64".
   bool verify(std::string_view assertion_json, std::string_view signing_bytes) const;
 
   // The raw proof a signer holding `key` produces for `signing_bytes`.

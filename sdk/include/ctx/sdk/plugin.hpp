@@ -287,8 +287,9 @@ constexpr ctx_plugin_descriptor make_descriptor(const char* id, const char* vers
 
 // CTX_PLUGIN(Class, kind, "id", "version"): makes `Class` (derived from the base class of `kind`:
 // installer -> ctx::sdk::Installer, verifier -> Verifier, host_adapter -> HostAdapter) a plugin.
-// Use once per shared object, at namespace scope, followed by a semicolon. id: [a-z0-9][a-z0-9._-]{0,63}; version: semver;
-// both checked at compile time. The note's abi minor is Class::kAbiMinorRequired.
+// Use once per shared object, at namespace scope, followed by a semicolon.
+// id: [a-z0-9][a-z0-9._-]{0,63}; version: semver; both checked at compile time. The note's abi
+// minor is Class::kAbiMinorRequired.
 #define CTX_PLUGIN(Class, kind, id, version)                                                     \
   static_assert(std::is_base_of_v<::ctx::sdk::plugin_kind::kind::Base, Class>,                   \
                 "CTX_PLUGIN: " #Class " must derive from the base class of kind " #kind);        \

@@ -174,6 +174,21 @@ TEST(NetBenefitPolicy, ResultDigestIsDeterministicAndJsonRoundTrips) {
   EXPECT_EQ(policy.policy_digest(), seed_policy().policy_digest());
 }
 
+TEST(NetBenefitPolicy, ResultTextIsCanonicalAndItsDigestCoversEveryOtherField) {
+  for (const std::int64_t limit : {0, 2, 5}) {
+    const auto result = seed_policy().select(six_competing(), limit);
+    const std::string& text = result.to_json();
+    EXPECT_EQ(core::canonical_json(core::parse_json(text), core::Encoding::kAscii), text);
+    const std::string member = "\"result_digest\":\"" + result.result_digest() + "\",";
+    const auto at = text.find(member);
+    ASSERT_NE(at, std::string::npos);
+    std::string without = text;
+    without.erase(at, member.size());
+    EXPECT_EQ(digest_of(without), result.result_digest());
+    EXPECT_EQ(core::parse_json(without).size(), 8u);
+  }
+}
+
 TEST(NetBenefitPolicy, TamperedOrNonCanonicalResultJsonIsRejected) {
   const auto result = seed_policy().select(six_competing(), 5);
   std::string text = result.to_json();

@@ -3,7 +3,8 @@
 //
 // Note layout (DESIGN.md §2 "Identity without execution"): in section ".note.ctx.plugin", one ELF
 // note with namesz 4 ("ctx" and its NUL), type 1, and as descriptor the canonical JSON
-//   {"abi":{"major":M,"minor":m},"id":"…","kind":"installer"|"verifier"|"host-adapter","version":"…"}
+//   {"abi":{"major":M,"minor":m},"id":"…",
+//    "kind":"installer"|"verifier"|"host-adapter","version":"…"}   (on one line, no spaces)
 // (m = the ABI minor the plugin requires; no NUL; zero-padded to a multiple of 4 bytes).
 #ifndef CTX_SDK_INTERNAL_NOTE_HPP_
 #define CTX_SDK_INTERNAL_NOTE_HPP_
@@ -16,7 +17,9 @@ namespace ctx::sdk::internal {
 inline constexpr std::uint32_t kNoteType = 1;
 inline constexpr char kNoteName[4] = {'c', 't', 'x', '\0'};
 
-constexpr bool is_lower_or_digit(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+constexpr bool is_lower_or_digit(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 constexpr bool is_alnum_or_hyphen(char c) {
   return is_lower_or_digit(c) || (c >= 'A' && c <= 'Z') || c == '-';
 }

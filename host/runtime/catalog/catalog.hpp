@@ -1,0 +1,161 @@
+// The capability catalog: read_catalog() validates a catalog directory (skills/<name>/SKILL.md +
+// resources, agents/<name>.md, mcp-servers/<name>.json, harnesses/<name>.json) into entries;
+// import_catalog() writes the planner's SQLite graph store and a content-addressed object store
+// into the state dir atomically (all or nothing); ImportedCatalog opens the current import.
+// Layout under <state>/catalog/: objects/<sha256> (0444 blobs), snapshots/<catalog_digest>/
+// {manifest.json, graph.sqlite3} (0444), CURRENT (the current catalog digest), .lock (flock).
+// Values are immutable; ImportedCatalog is thread-safe (read-only after open).
+#ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_HPP_
+#define CTX_HOST_RUNTIME_CATALOG_CATALOG_HPP_
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/error.hpp"
+
+namespace ctx::runtime {
+
+inline constexpr std::size_t kMaxCatalogEntries = 10'000;
+inline constexpr std::size_t kMaxSkillMdBytes = 1u << 20;          // SKILL.md
+inline constexpr std::size_t kMaxAgentFileBytes = 1u << 20;        // agents/<name>.md
+inline constexpr std::size_t kMaxJsonEntryBytes = 256u << 10;      // mcp-servers / harnesses
+inline constexpr std::size_t kMaxResourceFileBytes = 16u << 20;    // one skill resource file
+inline constexpr std::size_t kMaxSkillFiles = 1'000;               // files of one skill folder
+inline constexpr std::size_t kMaxSkillDepth = 6;                   // directory levels in a skill
+inline constexpr std::uint64_t kMaxCatalogBytes = 512ull << 20;    // every file together
+inline constexpr std::size_t kMaxNameChars = 64;
+inline constexpr std::size_t kMaxDescriptionChars = 1024;
+inline constexpr std::size_t kMaxExplicitTags = 32;
+inline constexpr std::size_t kMaxNodeTags = 100;  // the planner's safe-tags bound
+inline constexpr std::string_view kCatalogManifestSchema = "ctx.catalog-manifest-v1";
+
+// One rule broken by one catalog file. `file` is relative to the catalog root (never absolute).
+struct CatalogProblem {
+  std::string file;
+  std::string rule;
+  friend bool operator==(const CatalogProblem&, const CatalogProblem&) = default;
+};
+
+// The catalog directory breaks its rules: one problem per bad file (sorted by file). Nothing was
+// written. what() names the first file and rule and how many files are bad.
+class CatalogImportError : public InvalidArgument {
+ public:
+  explicit CatalogImportError(std::vector<CatalogProblem> problems);
+  const std::vector<CatalogProblem>& problems() const noexcept { return problems_; }
+
+ private:
+  std::vector<CatalogProblem> problems_;
+};
+
+// One file of an entry: path relative to the catalog root, its sha256 and size.
+struct CatalogFile {
+  std::string path;
+  std::string sha256;
+  std::int64_t bytes = 0;
+  friend bool operator==(const CatalogFile&, const CatalogFile&) = default;
+};
+
+// One validated catalog entry. `files` are sorted by path; `primary` is the file whose bytes are
+// the entry's material (SKILL.md, the agent file, the JSON file). `terms` are the graph tags:
+// explicit tags, name tokens and description tokens (see catalog_terms), sorted unique, ≤ 100.
+struct CatalogEntry {
+  std::string kind;  // skill | agent | mcp-server | harness
+  std::string name;
+  std::string description;
+  std::vector<std::string> tags;   // explicit tags (metadata.tags / "tags"), sorted unique
+  std::vector<std::string> terms;
+  std::vector<CatalogFile> files;
+  CatalogFile primary;
+  std::vector<std::string> tools;  // agent `tools`, in file order
+  // mcp-server only.
+  std::optional<std::string> command;
+  std::vector<std::string> args;
+  std::vector<std::string> env_names;  // sorted; values are kept only in the stored bytes
+  std::optional<std::string> url;
+
+  std::string capability_id() const { return kind + ":" + name; }
+  friend bool operator==(const CatalogEntry&, const CatalogEntry&) = default;
+};
+
+// Entries sorted by capability id, plus the bytes of every file by sha256.
+struct CatalogContents {
+  std::vector<CatalogEntry> entries;
+  std::map<std::string, std::string> blobs;  // sha256 -> bytes
+};
+
+// The graph terms of an entry: explicit tags, then the name's [a-z0-9] runs, then description
+// tokens ([a-z0-9] runs of the lower-cased text, 3–64 chars, not a stop word, not all digits),
+// first occurrences kept, at most kMaxNodeTags, returned sorted.
+std::vector<std::string> catalog_terms(std::string_view name, const std::vector<std::string>& tags,
+                                       std::string_view description);
+
+// Reads and validates every file under `catalog_dir` (a real directory, no symlinks anywhere).
+// Errors: CatalogImportError listing every bad file; SystemError for I/O failures.
+CatalogContents read_catalog(const std::filesystem::path& catalog_dir);
+
+// canon-A JSON of the entries (no bytes): the manifest's "content"; its digest is the catalog
+// digest, a function of the catalog's bytes and layout only.
+core::Json catalog_content_json(const std::vector<CatalogEntry>& entries);
+
+struct CatalogImportResult {
+  std::string catalog_digest;
+  std::string graph_sha256;
+  std::size_t entry_count = 0;
+  std::size_t object_count = 0;
+  bool changed = false;  // false when this exact catalog was already the current import
+};
+
+// Progress callback: (phase, done, total); phases "read", "objects", "graph".
+using CatalogProgress = std::function<void(std::string_view phase, std::size_t done,
+                                           std::size_t total)>;
+
+// Validates `catalog_dir` completely, then (under <state>/catalog/.lock) writes the objects, a
+// staged snapshot renamed into place and finally CURRENT. `state_dir` must be an existing
+// private (0700, owned, non-symlink) directory. Re-importing the same catalog changes nothing.
+// Errors: CatalogImportError (nothing written), FailedPrecondition (state dir), SystemError.
+CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
+                                   const std::filesystem::path& state_dir,
+                                   const CatalogProgress& progress = {});
+
+// The current imported catalog of a state dir: manifest entries, the pinned graph artifact and
+// verified object reads.
+class ImportedCatalog {
+ public:
+  // Errors: NotFound (no catalog imported), DataLoss (manifest or snapshot does not verify).
+  static std::shared_ptr<const ImportedCatalog> open(const std::filesystem::path& state_dir);
+
+  const std::string& catalog_digest() const noexcept { return catalog_digest_; }
+  const std::string& graph_sha256() const noexcept { return graph_sha256_; }
+  const std::filesystem::path& graph_path() const noexcept { return graph_path_; }
+  const std::vector<CatalogEntry>& entries() const noexcept { return entries_; }
+  // The entry of `capability_id`, or null.
+  const CatalogEntry* find(std::string_view capability_id) const;
+  // The stored bytes of `sha256`, re-hashed. Errors: DataLoss (missing or altered object).
+  std::string read_object(std::string_view sha256) const;
+
+ private:
+  ImportedCatalog() = default;
+  friend CatalogImportResult import_catalog(const std::filesystem::path&,
+                                            const std::filesystem::path&, const CatalogProgress&);
+  // Opens snapshots/<digest> under the catalog root. Errors: as open().
+  static std::shared_ptr<const ImportedCatalog> open_snapshot(const std::filesystem::path& root,
+                                                              const std::string& digest);
+  std::string catalog_digest_;
+  std::string graph_sha256_;
+  std::filesystem::path graph_path_;
+  std::filesystem::path objects_dir_;
+  std::vector<CatalogEntry> entries_;
+  std::map<std::string, std::size_t, std::less<>> by_id_;
+};
+
+}  // namespace ctx::runtime
+
+#endif  // CTX_HOST_RUNTIME_CATALOG_CATALOG_HPP_

@@ -1,0 +1,320 @@
+#include "host/runtime/catalog/catalog_ports.hpp"
+
+#include <algorithm>
+
+#include "host/core/crypto.hpp"
+#include "host/engine/lexical.hpp"
+#include "host/engine/planning/errors.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+using core::Json;
+using engine::planning::CandidateAuthorityUnavailable;
+
+std::string snapshot_digest(const ImportedCatalog& catalog, std::string_view schema) {
+  return core::canonical_digest(
+      Json{{"catalog_digest", catalog.catalog_digest()}, {"schema", std::string(schema)}},
+      core::Encoding::kAscii);
+}
+
+const CatalogEntry& entry_of(const ImportedCatalog& catalog, const std::string& capability_id,
+                             const std::string& kind) {
+  const CatalogEntry* entry = catalog.find(capability_id);
+  if (entry == nullptr || entry->kind != kind) {
+    throw CandidateAuthorityUnavailable("capability is not in the imported catalog");
+  }
+  return *entry;
+}
+
+std::int64_t tokens_for(std::int64_t bytes) {
+  return std::min<std::int64_t>((bytes + 3) / 4, engine::kMaxPreparedContentTokens);
+}
+
+bool fits_material(const CatalogFile& file) {
+  return file.bytes >= 1 && file.bytes <= engine::kMaxPreparedContentBytes;
+}
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+bool permission_expansion(const CatalogEntry& e) {
+  if (e.kind == "mcp-server") return e.command.has_value() || !e.env_names.empty();
+  if (e.kind == "agent") return e.tools.empty();
+  return false;
+}
+
+bool credential_requirement(const CatalogEntry& e) {
+  return std::any_of(e.env_names.begin(), e.env_names.end(),
+                     [](const std::string& name) { return is_secret_env_name(name); });
+}
+
+template <typename T>
+std::shared_ptr<const ImportedCatalog> require(std::shared_ptr<const ImportedCatalog> catalog) {
+  if (!catalog) throw InvalidArgument(std::string(T::kWhat) + " needs an imported catalog");
+  return catalog;
+}
+
+struct FactsWhat { static constexpr const char* kWhat = "catalog benefit facts port"; };
+struct MaterialWhat { static constexpr const char* kWhat = "catalog material port"; };
+struct InstallWhat { static constexpr const char* kWhat = "catalog install bundle port"; };
+struct WorkWhat { static constexpr const char* kWhat = "catalog work authority"; };
+
+}  // namespace
+
+bool is_secret_env_name(std::string_view name) {
+  const std::string u = upper(name);
+  for (const char* part : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY",
+                           "APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "AUTH"}) {
+    if (u.find(part) != std::string::npos) return true;
+  }
+  const auto ends_with = [&](std::string_view suffix) {
+    return u.size() >= suffix.size() && u.compare(u.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with("_KEY") || ends_with("_PAT");
+}
+
+// ---- benefit facts ----
+
+CatalogBenefitFactsPort::CatalogBenefitFactsPort(std::shared_ptr<const ImportedCatalog> catalog)
+    : catalog_(require<FactsWhat>(std::move(catalog))),
+      snapshot_digest_(snapshot_digest(*catalog_, kCatalogBenefitFactsSchema)) {}
+
+std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candidate(
+    const planning::CapabilityCandidate& presentation,
+    const planning::WorkObservation& observation) {
+  const CatalogEntry* entry = catalog_->find(presentation.capability_id);
+  if (entry == nullptr || entry->kind != presentation.kind) return std::nullopt;
+  const bool executable =
+      presentation.actionability == "load" || presentation.actionability == "install";
+  const bool install = presentation.actionability == "install";
+
+  planning::ResourceCosts costs;
+  if (entry->kind == "skill" || entry->kind == "agent") {
+    costs.context_tokens = tokens_for(entry->primary.bytes);
+  }
+  if (entry->kind == "mcp-server") {
+    costs.tool_schema_tokens = 400;
+    costs.process_units = 1;
+  }
+  if (entry->kind == "agent") costs.child_agent_units = 1;
+  if (install) {
+    costs.approval_prompts = 1;
+    if (permission_expansion(*entry)) costs.permission_burden_units = 1;
+    if (credential_requirement(*entry)) costs.credential_burden_units = 1;
+  }
+
+  planning::BenefitCandidate out;
+  out.capability_id = presentation.capability_id;
+  out.source_digest = presentation.source_digest;
+  out.resource_profile_digest = core::canonical_digest(
+      Json{{"capability_id", presentation.capability_id},
+           {"costs", planning::to_json(costs)},
+           {"schema", std::string(kCatalogBenefitFactsSchema)}},
+      core::Encoding::kAscii);
+  out.availability = executable ? "executable" : "advisory";
+  out.relevance_ppm = std::clamp<std::int64_t>(presentation.normalized_score_ppm, 0,
+                                               planning::kMaxPpm);
+  out.expected_task_benefit_ppm = std::min<std::int64_t>(
+      planning::kMaxPpm,
+      400'000 + 150'000 * static_cast<std::int64_t>(presentation.matching_signals.size()));
+  out.trust_ppm = planning::kMaxPpm;
+  out.costs = costs;
+  out.evidence.capability_id = presentation.capability_id;
+  out.evidence.kind = presentation.kind;
+  out.evidence.source_digest = presentation.source_digest;
+  out.evidence.evidence_window_digest = core::sha256_hex("ctx.catalog-evidence-none-v1");
+  out.evidence.opportunity_observable = false;
+  out.source_trusted = true;
+  out.security_approved = true;
+  out.permissions_allowed = true;
+  out.credentials_available = true;
+  const std::set<std::string> signals(observation.signals.begin(), observation.signals.end());
+  for (const auto& tag : entry->tags) {
+    if (signals.count(tag) && engine::is_canonical_token(tag) &&
+        out.coverage_keys.size() < static_cast<std::size_t>(planning::kMaxRelationKeys)) {
+      out.coverage_keys.push_back(tag);
+    }
+  }
+  return out;
+}
+
+// ---- material ----
+
+CatalogMaterialPort::CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> catalog)
+    : catalog_(require<MaterialWhat>(std::move(catalog))),
+      snapshot_digest_(snapshot_digest(*catalog_, kCatalogMaterialSnapshotSchema)) {
+  for (const auto& e : catalog_->entries()) {
+    const std::string id = e.capability_id();
+    if (e.kind == "skill" && fits_material(e.primary)) {
+      catalog_->read_object(e.primary.sha256);  // verified now, so describe() never lies
+      const auto identity =
+          engine::MaterialIdentity::create(id, e.kind, e.primary.sha256, e.primary.bytes);
+      descriptors_.emplace(
+          id, engine::MaterialDescriptor::create(id, e.kind, "load", e.primary.sha256,
+                                                 e.primary.bytes, tokens_for(e.primary.bytes),
+                                                 snapshot_digest_, identity.identity_digest()));
+    } else {
+      descriptors_.emplace(id, engine::MaterialDescriptor::create(id, e.kind, "manual",
+                                                                  std::nullopt, 0, 0,
+                                                                  snapshot_digest_, std::nullopt));
+    }
+  }
+}
+
+engine::MaterialDescriptor CatalogMaterialPort::describe(const std::string& capability_id,
+                                                         const std::string& kind) {
+  entry_of(*catalog_, capability_id, kind);
+  return descriptors_.at(capability_id);
+}
+
+std::optional<engine::MaterialIdentity> CatalogMaterialPort::material_identity(
+    const std::string& capability_id) const {
+  const auto it = descriptors_.find(capability_id);
+  if (it == descriptors_.end() || it->second.actionability() != "load") return std::nullopt;
+  const auto& d = it->second;
+  return engine::MaterialIdentity::create(d.capability_id(), d.kind(), *d.content_sha256(),
+                                          d.content_bytes());
+}
+
+std::string CatalogMaterialPort::material_content(const std::string& capability_id) const {
+  const auto it = descriptors_.find(capability_id);
+  if (it == descriptors_.end() || it->second.actionability() != "load") {
+    throw NotFound("capability has no loadable catalog material");
+  }
+  return catalog_->read_object(*it->second.content_sha256());
+}
+
+// ---- install bundles ----
+
+CatalogInstallBundlePort::CatalogInstallBundlePort(std::shared_ptr<const ImportedCatalog> catalog)
+    : catalog_(require<InstallWhat>(std::move(catalog))),
+      snapshot_digest_(snapshot_digest(*catalog_, kCatalogInstallSnapshotSchema)) {}
+
+std::optional<engine::InstallPlanningBundle> CatalogInstallBundlePort::describe_bundle(
+    const std::string& capability_id, const std::string& kind) {
+  const CatalogEntry& e = entry_of(*catalog_, capability_id, kind);
+  if (!engine::is_installable_kind(e.kind) || !fits_material(e.primary)) return std::nullopt;
+  const auto material =
+      engine::MaterialIdentity::create(capability_id, e.kind, e.primary.sha256, e.primary.bytes);
+  Json files = Json::array();
+  for (const auto& f : e.files) {
+    files.push_back(Json{{"bytes", f.bytes}, {"path", f.path}, {"sha256", f.sha256}});
+  }
+  engine::InstallPlanDescriptor::Fields fields;
+  fields.capability_id = capability_id;
+  fields.kind = e.kind;
+  fields.installer_id = "ctx-" + e.kind + "-installer-v1";
+  fields.plan_digest = core::canonical_digest(Json{{"capability_id", capability_id},
+                                                   {"files", files},
+                                                   {"kind", e.kind},
+                                                   {"schema", std::string(kCatalogInstallPlanSchema)},
+                                                   {"target_scope", "user"}},
+                                              core::Encoding::kAscii);
+  fields.provenance_digest = snapshot_digest_;
+  fields.permission_expansion = permission_expansion(e);
+  fields.credential_requirement = credential_requirement(e);
+  fields.result_material_identity_digest = material.identity_digest();
+  return engine::InstallPlanningBundle(engine::InstallPlanDescriptor::create(std::move(fields)),
+                                       material);
+}
+
+// ---- vocabulary and current work ----
+
+CatalogVocabulary::CatalogVocabulary(const ImportedCatalog& catalog) {
+  for (const auto& e : catalog.entries()) {
+    terms_.insert(e.terms.begin(), e.terms.end());
+    terms_.insert(e.name);
+    terms_.insert(e.capability_id());
+  }
+}
+
+bool CatalogVocabulary::contains(std::string_view token) const {
+  std::string lowered(token);
+  for (char& c : lowered) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return terms_.count(lowered) != 0;
+}
+
+std::vector<std::string> CatalogVocabulary::filter(const std::vector<std::string>& tokens,
+                                                   std::size_t limit) const {
+  std::set<std::string> kept;
+  for (const auto& token : tokens) {
+    std::string lowered(token);
+    for (char& c : lowered) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    if (terms_.count(lowered)) kept.insert(std::move(lowered));
+  }
+  std::vector<std::string> out(kept.begin(), kept.end());
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+CatalogWorkAuthority::CatalogWorkAuthority(std::shared_ptr<const ImportedCatalog> catalog)
+    : catalog_(require<WorkWhat>(std::move(catalog))), vocabulary_(*catalog_) {}
+
+void CatalogWorkAuthority::register_work(const std::string& current_work_ref, CurrentWork work) {
+  if (!engine::is_opaque_token(current_work_ref)) {
+    throw InvalidArgument("current_work_ref must be an opaque token");
+  }
+  for (const auto& [field, value] :
+       {std::pair<const char*, const std::string*>{"tenant", &work.tenant},
+        {"workspace", &work.workspace},
+        {"repository", &work.repository},
+        {"session", &work.session}}) {
+    if (!engine::is_opaque_token(*value)) {
+      throw InvalidArgument(std::string("current work ") + field + " must be an opaque token");
+    }
+  }
+  if (work.requested_limit < 0 || work.requested_limit > planning::kMaxSelectedCapabilities) {
+    throw InvalidArgument("current work requested_limit must be 0 through 5");
+  }
+  if (work.signals.size() > 256) throw InvalidArgument("current work has more than 256 signals");
+  if (work.languages.size() > 64) throw InvalidArgument("current work has more than 64 languages");
+  std::lock_guard lock(mutex_);
+  works_[current_work_ref] = std::move(work);
+}
+
+ResolvedCurrentWork CatalogWorkAuthority::resolve(const std::string& current_work_ref) const {
+  CurrentWork work;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = works_.find(current_work_ref);
+    if (it == works_.end()) throw NotFound("current-work reference is unavailable");
+    work = it->second;
+  }
+  planning::WorkObservation observation;
+  observation.signals = vocabulary_.filter(work.signals);
+  std::set<std::string> languages;
+  for (auto language : work.languages) {
+    for (char& c : language) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    if (engine::is_canonical_token(language)) languages.insert(std::move(language));
+  }
+  observation.languages.assign(languages.begin(), languages.end());
+  if (observation.languages.size() > static_cast<std::size_t>(planning::kMaxLanguages)) {
+    observation.languages.resize(planning::kMaxLanguages);
+  }
+  observation.requested_limit = work.requested_limit;
+  planning::validate_work_observation(observation);
+  Json value{{"active_capability_ids", Json::array()},
+             {"baseline_capability_ids", Json::array()},
+             {"languages", observation.languages},
+             {"rejected_capability_ids", Json::array()},
+             {"requested_limit", observation.requested_limit},
+             {"signals", observation.signals}};
+  auto surrogate =
+      engine::StructuredSurrogate::create("ctx.observation.current-work", 1, std::move(value));
+  return ResolvedCurrentWork{work.tenant,      work.workspace,        work.repository,
+                             work.session,     std::move(observation), std::move(surrogate)};
+}
+
+}  // namespace ctx::runtime

@@ -1,0 +1,169 @@
+// Production planning ports backed by one ImportedCatalog (not test doubles). Every answer is a
+// pure function of the catalog's stored bytes, so digests are stable across runs and processes.
+// Snapshot digests: canon-A sha256 of {catalog_digest, schema} with the schemas below.
+//
+// Benefit facts (rule "ctx.catalog-benefit-facts-v1"), for a presentation of a catalog entry:
+//   availability     executable for load/install presentations, advisory otherwise
+//   relevance_ppm    the presentation's normalized_score_ppm
+//   expected_task_benefit_ppm  min(10^6, 400000 + 150000 × |matching_signals|)
+//   trust_ppm 10^6, source_trusted, security_approved, permissions_allowed and
+//   credentials_available true (a locally imported catalog is the user's own choice; the
+//   install consent step shows permission and credential needs, and the policy prices them)
+//   costs            context_tokens = material estimated tokens (skills) or ceil(bytes/4) of the
+//                    entry file (agents, capped at 1500); mcp-server: tool_schema_tokens 400,
+//                    process_units 1; agent: child_agent_units 1; install presentations add
+//                    approval_prompts 1; permission_expansion adds permission_burden_units 1;
+//                    credential_requirement adds credential_burden_units 1
+//   coverage_keys    the entry's explicit tags that are observation signals
+//   evidence         none observed (zero counts) in window sha256("ctx.catalog-evidence-none-v1")
+// Material: a skill whose SKILL.md is 1..6000 bytes is "load" (v2, MaterialIdentity over the
+// SKILL.md bytes, estimated_tokens ceil(bytes/4)); everything else is "manual".
+// Install bundles (skill, agent, mcp-server whose entry file is 1..6000 bytes; harnesses never):
+// installer_id "ctx-<kind>-installer-v1"; plan_digest = canon-A sha256 of {capability_id, files,
+// kind, schema "ctx.catalog-install-plan-v1", target_scope "user"}; the result material is the
+// entry file's bytes. permission_expansion: an mcp server with a command or any env; an agent
+// that lists no `tools` (it inherits every tool). credential_requirement: some env name, upper-
+// cased, contains TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, API_KEY, APIKEY, ACCESS_KEY,
+// PRIVATE_KEY or AUTH, or ends in _KEY or _PAT.
+// All ports are thread-safe (immutable after construction).
+#ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_
+#define CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/engine/identities.hpp"
+#include "host/engine/planning/candidates.hpp"
+#include "host/engine/replay.hpp"
+#include "host/runtime/catalog/catalog.hpp"
+#include "host/runtime/planning_ports.hpp"
+
+namespace ctx::runtime {
+
+inline constexpr std::string_view kCatalogBenefitFactsSchema = "ctx.catalog-benefit-facts-v1";
+inline constexpr std::string_view kCatalogMaterialSnapshotSchema = "ctx.catalog-material-snapshot-v1";
+inline constexpr std::string_view kCatalogInstallSnapshotSchema = "ctx.catalog-install-snapshot-v1";
+inline constexpr std::string_view kCatalogInstallPlanSchema = "ctx.catalog-install-plan-v1";
+
+// True when an env variable name looks like it holds a secret (rule above).
+bool is_secret_env_name(std::string_view name);
+
+class CatalogBenefitFactsPort final : public BenefitFactsPort {
+ public:
+  // Errors: InvalidArgument when `catalog` is null.
+  explicit CatalogBenefitFactsPort(std::shared_ptr<const ImportedCatalog> catalog);
+  std::string benefit_facts_snapshot_digest() const override { return snapshot_digest_; }
+  // nullopt when the presentation names no catalog entry of its kind.
+  std::optional<planning::BenefitCandidate> benefit_candidate(
+      const planning::CapabilityCandidate& presentation,
+      const planning::WorkObservation& observation) override;
+
+ private:
+  std::shared_ptr<const ImportedCatalog> catalog_;
+  std::string snapshot_digest_;
+};
+
+class CatalogMaterialPort final : public MaterialPort {
+ public:
+  // Reads (and verifies) every skill's SKILL.md object once. Errors: InvalidArgument (null),
+  // DataLoss (an object is missing or altered).
+  explicit CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> catalog);
+  std::string material_snapshot_digest() const override { return snapshot_digest_; }
+  // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
+  engine::MaterialDescriptor describe(const std::string& capability_id,
+                                      const std::string& kind) override;
+  // The identity of a loadable entry's material, or nullopt (manual).
+  std::optional<engine::MaterialIdentity> material_identity(const std::string& capability_id) const;
+  // The stored bytes a load descriptor names (verified against its content digest).
+  // Errors: NotFound (not loadable), DataLoss.
+  std::string material_content(const std::string& capability_id) const;
+
+ private:
+  std::shared_ptr<const ImportedCatalog> catalog_;
+  std::string snapshot_digest_;
+  std::map<std::string, engine::MaterialDescriptor> descriptors_;
+};
+
+class CatalogInstallBundlePort final : public InstallBundlePort {
+ public:
+  // Errors: InvalidArgument (null catalog).
+  explicit CatalogInstallBundlePort(std::shared_ptr<const ImportedCatalog> catalog);
+  std::string installation_snapshot_digest() const override { return snapshot_digest_; }
+  // nullopt for harnesses and entries whose file is over 6000 bytes.
+  // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
+  std::optional<engine::InstallPlanningBundle> describe_bundle(const std::string& capability_id,
+                                                               const std::string& kind) override;
+
+ private:
+  std::shared_ptr<const ImportedCatalog> catalog_;
+  std::string snapshot_digest_;
+};
+
+// The catalog's vocabulary: every term an entry is indexed under (its graph tags: explicit tags,
+// name tokens, description tokens, plus each name and kind:name id).
+class CatalogVocabulary {
+ public:
+  explicit CatalogVocabulary(const ImportedCatalog& catalog);
+  // Is `token` (compared lower-cased) a term some catalog entry uses?
+  bool contains(std::string_view token) const;
+  // The terms of `tokens` (lower-cased), sorted unique, at most `limit`.
+  std::vector<std::string> filter(const std::vector<std::string>& tokens,
+                                  std::size_t limit = planning::kMaxSignals) const;
+  std::size_t size() const noexcept { return terms_.size(); }
+
+ private:
+  std::set<std::string, std::less<>> terms_;
+};
+
+// One host's description of the current work (from a hook payload or a work file). Signals and
+// languages are raw tokens from the host adapter; only vocabulary terms survive into planning.
+struct CurrentWork {
+  std::string tenant;
+  std::string workspace;
+  std::string repository;
+  std::string session;
+  std::vector<std::string> signals;
+  std::vector<std::string> languages;
+  std::int64_t requested_limit = 5;
+};
+
+// What a current-work reference resolves to: the scope, the vocabulary-filtered observation and
+// its "ctx.observation.current-work" v1 surrogate (what an IntentObserved event references).
+struct ResolvedCurrentWork {
+  std::string tenant;
+  std::string workspace;
+  std::string repository;
+  std::string session;
+  planning::WorkObservation observation;
+  engine::StructuredSurrogate surrogate;
+};
+
+// The input authority's catalog half: host adapters register current work under an opaque
+// reference; resolve() returns it filtered to the catalog vocabulary. Thread-safe.
+class CatalogWorkAuthority {
+ public:
+  explicit CatalogWorkAuthority(std::shared_ptr<const ImportedCatalog> catalog);
+  // Validates (scope ids are opaque tokens; requested_limit 0..5; ≤ 256 raw signals) and stores
+  // `work` under `current_work_ref` (an opaque token), replacing any earlier registration.
+  // Errors: InvalidArgument naming the field.
+  void register_work(const std::string& current_work_ref, CurrentWork work);
+  // Errors: NotFound ("current-work reference is unavailable").
+  ResolvedCurrentWork resolve(const std::string& current_work_ref) const;
+  const CatalogVocabulary& vocabulary() const noexcept { return vocabulary_; }
+
+ private:
+  std::shared_ptr<const ImportedCatalog> catalog_;
+  CatalogVocabulary vocabulary_;
+  mutable std::mutex mutex_;
+  std::map<std::string, CurrentWork> works_;
+};
+
+}  // namespace ctx::runtime
+
+#endif  // CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_

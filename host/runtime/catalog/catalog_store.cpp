@@ -1,0 +1,367 @@
+// import_catalog and ImportedCatalog: the state-dir half of the catalog (layout in catalog.hpp).
+// Validation finishes before the first byte is written; objects are content-addressed (a second
+// write of one object is a no-op); the snapshot is staged and renamed; CURRENT moves last.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+
+#include "host/core/crypto.hpp"
+#include "host/engine/lexical.hpp"
+#include "host/runtime/catalog/catalog.hpp"
+#include "host/runtime/file_lock.hpp"
+#include "host/store/graph_store.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using core::Json;
+
+constexpr std::chrono::milliseconds kImportLockTimeout{60'000};
+
+Json file_json(const CatalogFile& file) {
+  return Json{{"bytes", file.bytes}, {"path", file.path}, {"sha256", file.sha256}};
+}
+
+Json strings_json(const std::vector<std::string>& values) {
+  Json out = Json::array();
+  for (const auto& v : values) out.push_back(v);
+  return out;
+}
+
+std::vector<std::string> json_strings(const Json& value) {
+  std::vector<std::string> out;
+  for (const auto& item : value) out.push_back(item.get<std::string>());
+  return out;
+}
+
+CatalogFile file_from(const Json& value) {
+  return CatalogFile{value.at("path").get<std::string>(), value.at("sha256").get<std::string>(),
+                     value.at("bytes").get<std::int64_t>()};
+}
+
+void fsync_path(const fs::path& path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) throw SystemError("catalog store: cannot open for fsync");
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw SystemError("catalog store: fsync failed");
+}
+
+// Writes `bytes` to `path` (which must not exist) with `mode`, durably.
+void write_new_file(const fs::path& path, std::string_view bytes, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw SystemError("catalog store: cannot create a file");
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw SystemError("catalog store: write failed");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  const bool ok = ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) throw SystemError("catalog store: cannot finish a file");
+}
+
+// A private directory (created 0700 if missing); symlinks and foreign owners refused.
+void ensure_private_dir(const fs::path& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw SystemError("catalog store: cannot create a directory");
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 077) != 0) {
+    throw FailedPrecondition("catalog store directory must be a private (0700) directory");
+  }
+}
+
+std::string read_small(const fs::path& path, std::size_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) throw NotFound("no catalog has been imported");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    throw DataLoss("catalog store file is not a bounded regular file");
+  }
+  std::string out(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (done != out.size()) throw DataLoss("catalog store file is truncated");
+  return out;
+}
+
+void require_private_state(const fs::path& state_dir) {
+  struct stat st {};
+  if (!state_dir.is_absolute()) throw FailedPrecondition("state directory must be absolute");
+  if (::lstat(state_dir.c_str(), &st) != 0) {
+    throw FailedPrecondition("state directory does not exist (run ctx init)");
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    throw FailedPrecondition("state directory must be a private (0700) directory of this user");
+  }
+}
+
+// Removes a staged directory (its files may be read-only).
+void remove_staging(const fs::path& dir) {
+  std::error_code ec;
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
+  fs::remove_all(dir, ec);
+}
+
+}  // namespace
+
+Json catalog_content_json(const std::vector<CatalogEntry>& entries) {
+  Json list = Json::array();
+  for (const auto& e : entries) {
+    Json files = Json::array();
+    for (const auto& f : e.files) files.push_back(file_json(f));
+    Json item{{"args", strings_json(e.args)},
+              {"capability_id", e.capability_id()},
+              {"command", e.command ? Json(*e.command) : Json(nullptr)},
+              {"description", e.description},
+              {"env_names", strings_json(e.env_names)},
+              {"files", files},
+              {"kind", e.kind},
+              {"name", e.name},
+              {"primary", file_json(e.primary)},
+              {"tags", strings_json(e.tags)},
+              {"terms", strings_json(e.terms)},
+              {"tools", strings_json(e.tools)},
+              {"url", e.url ? Json(*e.url) : Json(nullptr)}};
+    list.push_back(std::move(item));
+  }
+  return Json{{"entries", list}, {"schema", std::string(kCatalogManifestSchema)}};
+}
+
+CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
+                                   const std::filesystem::path& state_dir,
+                                   const CatalogProgress& progress) {
+  const auto report = [&](std::string_view phase, std::size_t done, std::size_t total) {
+    if (progress) progress(phase, done, total);
+  };
+  require_private_state(state_dir);
+  report("read", 0, 1);
+  const CatalogContents contents = read_catalog(catalog_dir);
+  report("read", 1, 1);
+  const Json content = catalog_content_json(contents.entries);
+  CatalogImportResult result;
+  result.catalog_digest = core::canonical_digest(content, core::Encoding::kAscii);
+  result.entry_count = contents.entries.size();
+  result.object_count = contents.blobs.size();
+
+  const fs::path root = state_dir / "catalog";
+  ensure_private_dir(root);
+  ExclusiveFileLock lock(root / ".lock", kImportLockTimeout);
+  const fs::path objects = root / "objects";
+  const fs::path snapshots = root / "snapshots";
+  ensure_private_dir(objects);
+  ensure_private_dir(snapshots);
+  const fs::path snapshot = snapshots / result.catalog_digest;
+
+  // Objects first: each is verified in place (rewritten when missing or altered), so a
+  // re-import also repairs the object store; writing an object that is intact is a no-op.
+  std::error_code ec;
+  std::size_t done = 0;
+  bool wrote_object = false;
+  for (const auto& [sha, bytes] : contents.blobs) {
+    const fs::path object = objects / sha;
+    struct stat st {};
+    if (::lstat(object.c_str(), &st) == 0) {
+      if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) == bytes.size()) {
+        try {
+          if (read_small(object, bytes.size()) == bytes) {
+            report("objects", ++done, contents.blobs.size());
+            continue;
+          }
+        } catch (const Error&) {
+        }
+      }
+      ::chmod(object.c_str(), 0600);
+      fs::remove(object, ec);
+    }
+    const fs::path temp = objects / (".tmp-" + sha + "-" + std::to_string(::getpid()));
+    fs::remove(temp, ec);
+    write_new_file(temp, bytes, 0444);
+    if (::rename(temp.c_str(), object.c_str()) != 0) {
+      throw SystemError("catalog store: cannot place an object");
+    }
+    wrote_object = true;
+    report("objects", ++done, contents.blobs.size());
+  }
+  if (wrote_object) fsync_path(objects, true);
+
+  // Already current: nothing else changes.
+  if (fs::exists(root / "CURRENT", ec)) {
+    try {
+      auto current = ImportedCatalog::open(state_dir);
+      if (current->catalog_digest() == result.catalog_digest) {
+        result.graph_sha256 = current->graph_sha256();
+        result.changed = false;
+        return result;
+      }
+    } catch (const Error&) {
+      // A damaged current import is replaced below.
+    }
+  }
+
+  if (fs::exists(snapshot, ec)) {
+    try {
+      ImportedCatalog::open_snapshot(root, result.catalog_digest);
+    } catch (const Error&) {
+      remove_staging(snapshot);  // damaged: rebuilt below
+    }
+  }
+  if (!fs::exists(snapshot, ec)) {
+    std::string pattern = (snapshots / ".staging-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw SystemError("catalog store: cannot stage");
+    const fs::path staging = pattern;
+    try {
+      report("graph", 0, 1);
+      std::vector<store::GraphNode> nodes;
+      nodes.reserve(contents.entries.size());
+      for (const auto& e : contents.entries) {
+        store::GraphNode node;
+        node.id = e.capability_id();
+        node.type = e.kind;
+        node.label = e.name;
+        node.tags = e.terms;
+        nodes.push_back(std::move(node));
+      }
+      const fs::path graph = staging / "graph.sqlite3";
+      store::build_graph_store(graph, nodes);
+      if (::chmod(graph.c_str(), 0444) != 0) throw SystemError("catalog store: cannot pin graph");
+      const std::string graph_sha = core::sha256_hex(read_small(graph, 1ull << 32));
+      Json manifest{{"catalog_digest", result.catalog_digest},
+                    {"content", content},
+                    {"graph_sha256", graph_sha},
+                    {"schema", std::string(kCatalogManifestSchema)}};
+      write_new_file(staging / "manifest.json",
+                     core::canonical_json(manifest, core::Encoding::kAscii), 0444);
+      fsync_path(staging, true);
+      ::chmod(staging.c_str(), 0500);
+      if (::rename(staging.c_str(), snapshot.c_str()) != 0) {
+        throw SystemError("catalog store: cannot place the snapshot");
+      }
+      fsync_path(snapshots, true);
+      report("graph", 1, 1);
+    } catch (...) {
+      remove_staging(staging);
+      throw;
+    }
+  }
+
+  const fs::path current_temp = root / (".CURRENT-" + std::to_string(::getpid()));
+  fs::remove(current_temp, ec);
+  write_new_file(current_temp, result.catalog_digest + "\n", 0444);
+  if (::rename(current_temp.c_str(), (root / "CURRENT").c_str()) != 0) {
+    throw SystemError("catalog store: cannot switch CURRENT");
+  }
+  fsync_path(root, true);
+  const auto opened = ImportedCatalog::open(state_dir);
+  result.graph_sha256 = opened->graph_sha256();
+  result.changed = true;
+  return result;
+}
+
+std::shared_ptr<const ImportedCatalog> ImportedCatalog::open(const std::filesystem::path& state_dir) {
+  const fs::path root = state_dir / "catalog";
+  std::string current = read_small(root / "CURRENT", 128);
+  if (!current.empty() && current.back() == '\n') current.pop_back();
+  if (!engine::is_digest(current)) throw DataLoss("catalog CURRENT does not name a digest");
+  return open_snapshot(root, current);
+}
+
+std::shared_ptr<const ImportedCatalog> ImportedCatalog::open_snapshot(
+    const std::filesystem::path& root, const std::string& current) {
+  const fs::path snapshot = root / "snapshots" / current;
+  std::string text;
+  try {
+    text = read_small(snapshot / "manifest.json", 1ull << 30);
+  } catch (const NotFound&) {
+    throw DataLoss("catalog snapshot is missing");
+  }
+  std::shared_ptr<ImportedCatalog> out(new ImportedCatalog());
+  try {
+    const Json manifest = core::parse_canonical_json(text, core::Encoding::kAscii);
+    if (manifest.at("schema") != kCatalogManifestSchema ||
+        manifest.at("catalog_digest") != current ||
+        core::canonical_digest(manifest.at("content"), core::Encoding::kAscii) != current) {
+      throw DataLoss("catalog manifest does not match its digest");
+    }
+    out->catalog_digest_ = current;
+    out->graph_sha256_ = manifest.at("graph_sha256").get<std::string>();
+    if (!engine::is_digest(out->graph_sha256_)) throw DataLoss("catalog graph digest is invalid");
+    for (const auto& item : manifest.at("content").at("entries")) {
+      CatalogEntry e;
+      e.kind = item.at("kind").get<std::string>();
+      e.name = item.at("name").get<std::string>();
+      e.description = item.at("description").get<std::string>();
+      e.tags = json_strings(item.at("tags"));
+      e.terms = json_strings(item.at("terms"));
+      for (const auto& f : item.at("files")) e.files.push_back(file_from(f));
+      e.primary = file_from(item.at("primary"));
+      e.tools = json_strings(item.at("tools"));
+      if (!item.at("command").is_null()) e.command = item.at("command").get<std::string>();
+      e.args = json_strings(item.at("args"));
+      e.env_names = json_strings(item.at("env_names"));
+      if (!item.at("url").is_null()) e.url = item.at("url").get<std::string>();
+      if (!engine::is_capability_identity(e.capability_id(), e.kind) ||
+          item.at("capability_id") != e.capability_id()) {
+        throw DataLoss("catalog manifest names an invalid capability");
+      }
+      out->by_id_.emplace(e.capability_id(), out->entries_.size());
+      out->entries_.push_back(std::move(e));
+    }
+  } catch (const DataLoss&) {
+    throw;
+  } catch (const std::exception&) {
+    throw DataLoss("catalog manifest is malformed");
+  }
+  out->graph_path_ = snapshot / "graph.sqlite3";
+  out->objects_dir_ = root / "objects";
+  std::string graph;
+  try {
+    graph = read_small(out->graph_path_, 1ull << 32);
+  } catch (const NotFound&) {
+    throw DataLoss("catalog graph artifact is missing");
+  }
+  if (core::sha256_hex(graph) != out->graph_sha256_) {
+    throw DataLoss("catalog graph artifact does not match its pin");
+  }
+  return out;
+}
+
+const CatalogEntry* ImportedCatalog::find(std::string_view capability_id) const {
+  const auto it = by_id_.find(capability_id);
+  return it == by_id_.end() ? nullptr : &entries_[it->second];
+}
+
+std::string ImportedCatalog::read_object(std::string_view sha256) const {
+  if (!engine::is_digest(sha256)) throw DataLoss("catalog object name is not a digest");
+  std::string bytes;
+  try {
+    bytes = read_small(objects_dir_ / std::string(sha256), kMaxResourceFileBytes);
+  } catch (const NotFound&) {
+    throw DataLoss("catalog object is missing");
+  }
+  if (core::sha256_hex(bytes) != sha256) throw DataLoss("catalog object does not match its digest");
+  return bytes;
+}
+
+}  // namespace ctx::runtime

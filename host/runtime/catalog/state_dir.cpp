@@ -1,0 +1,106 @@
+#include "host/runtime/catalog/state_dir.hpp"
+
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "host/core/error.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+void require_private_dir(const fs::path& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) throw SystemError("state directory cannot be inspected");
+  if (S_ISLNK(st.st_mode)) throw FailedPrecondition("state directory must not be a symlink");
+  if (!S_ISDIR(st.st_mode)) throw FailedPrecondition("state directory is not a directory");
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    throw FailedPrecondition("state directory must be private (0700) and owned by this user");
+  }
+}
+
+std::string read_key_file(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) throw NotFound("installation key is missing (run ctx init)");
+    throw FailedPrecondition("installation key must be a regular file");
+  }
+  struct stat st {};
+  std::string key(kInstallationKeyBytes, '\0');
+  const bool shaped = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+                      (st.st_mode & 077) == 0 &&
+                      st.st_size == static_cast<off_t>(kInstallationKeyBytes);
+  const ssize_t n = shaped ? ::read(fd, key.data(), key.size()) : -1;
+  ::close(fd);
+  if (!shaped || n != static_cast<ssize_t>(kInstallationKeyBytes)) {
+    throw FailedPrecondition("installation key must be a private 32-byte file");
+  }
+  return key;
+}
+
+}  // namespace
+
+StateDirInit init_state_dir(const std::filesystem::path& state_dir) {
+  if (!state_dir.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
+  StateDirInit out;
+  std::vector<fs::path> missing;
+  for (fs::path p = state_dir; !p.empty(); p = p.parent_path()) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) == 0) break;
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST) {
+      throw SystemError("state directory cannot be created");
+    }
+  }
+  out.created_dir = !missing.empty();
+  require_private_dir(state_dir);
+
+  const fs::path key_path = state_dir / kInstallationKeyFile;
+  try {
+    read_key_file(key_path);
+    return out;
+  } catch (const NotFound&) {
+  }
+  unsigned char bytes[kInstallationKeyBytes];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw SystemError("no randomness for the key");
+  // Written under a temporary name and linked into place: a concurrent init keeps the first key.
+  const fs::path temp = state_dir / (".installation.key-" + std::to_string(::getpid()));
+  ::unlink(temp.c_str());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw SystemError("installation key cannot be created");
+  const bool written = ::fchmod(fd, 0600) == 0 &&
+                       ::write(fd, bytes, sizeof bytes) == static_cast<ssize_t>(sizeof bytes) &&
+                       ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written) {
+    ::unlink(temp.c_str());
+    throw SystemError("installation key cannot be written");
+  }
+  const int linked = ::link(temp.c_str(), key_path.c_str());
+  const int link_errno = errno;
+  ::unlink(temp.c_str());
+  if (linked != 0 && link_errno != EEXIST) throw SystemError("installation key cannot be placed");
+  out.created_key = linked == 0;
+  const int dir = ::open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  read_key_file(key_path);
+  return out;
+}
+
+std::string read_installation_key(const std::filesystem::path& state_dir) {
+  return read_key_file(state_dir / kInstallationKeyFile);
+}
+
+}  // namespace ctx::runtime

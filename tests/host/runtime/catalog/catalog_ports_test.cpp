@@ -1,0 +1,275 @@
+// The production planning ports over the imported example catalog: a PDF-export prompt's signals
+// retrieve and plan skill:pdf-export through the real graph store, candidate source and planner;
+// material / install / facts answers follow the documented rules and are stable across imports.
+#include "host/runtime/catalog/catalog_ports.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "host/core/crypto.hpp"
+#include "host/engine/planning/candidate_source.hpp"
+#include "host/engine/planning/errors.hpp"
+#include "host/engine/planning/planner.hpp"
+#include "host/runtime/catalog/state_dir.hpp"
+#include "host/store/benefit_audit_store.hpp"
+#include "host/store/graph_store.hpp"
+#include "tests/support/expect_throw.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#ifndef CTX_EXAMPLES_DIR
+#error "CTX_EXAMPLES_DIR must be defined by the build"
+#endif
+
+namespace ctx::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ctx::testing::TempDir;
+using engine::planning::CandidateAuthorityUnavailable;
+using engine::planning::CapabilityCandidate;
+using engine::planning::WorkObservation;
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const fs::path kExamples = fs::path(CTX_EXAMPLES_DIR) / "catalog";
+
+struct Imported {
+  TempDir temp;
+  std::shared_ptr<const ImportedCatalog> catalog;
+  Imported() {
+    init_state_dir(temp / "state");
+    import_catalog(kExamples, temp / "state");
+    catalog = ImportedCatalog::open(temp / "state");
+  }
+};
+
+// The host adapter's raw tokens of "Please export the quarterly report as a PDF".
+std::vector<std::string> pdf_prompt_tokens() {
+  return {"please", "export", "the", "quarterly", "report", "as", "a", "PDF"};
+}
+
+TEST(CatalogPorts, APdfExportPromptRetrievesAndPlansTheSkill) {
+  Imported imported;
+  CatalogWorkAuthority authority(imported.catalog);
+  CurrentWork work{"tenant-1", "workspace-1", "repository-1", "session-1",
+                   pdf_prompt_tokens(), {}, 3};
+  authority.register_work("work-1", work);
+  const ResolvedCurrentWork resolved = authority.resolve("work-1");
+  // Only catalog vocabulary survives: "quarterly", "please", "the" are nobody's terms.
+  EXPECT_EQ(resolved.observation.signals, (std::vector<std::string>{"export", "pdf", "report"}));
+  EXPECT_EQ(resolved.surrogate.schema_id(), "ctx.observation.current-work");
+
+  const auto graph =
+      store::GraphStore::open(imported.catalog->graph_path(), imported.catalog->graph_sha256());
+  CatalogMaterialPort material(imported.catalog);
+  CatalogInstallBundlePort install(imported.catalog);
+  engine::planning::CatalogCandidateSource source(*graph, &material, &install);
+  const auto candidates = source.retrieve(resolved.observation);
+  ASSERT_FALSE(candidates.empty());
+  EXPECT_EQ(candidates.front().capability_id, "skill:pdf-export");
+  EXPECT_EQ(candidates.front().actionability, "load");
+  EXPECT_EQ(candidates.front().normalized_score_ppm, 1'000'000);
+
+  // The whole planner: facts from the catalog, the real policy and audit store.
+  CatalogBenefitFactsPort facts(imported.catalog);
+  auto audit = store::SqliteBenefitAuditStore::open(imported.temp / "audit.sqlite3");
+  engine::planning::NetBenefitPolicyConfig policy_config;
+  policy_config.calibration_digest = core::sha256_hex("catalog-test-calibration");
+  policy_config.minimum_relevance_ppm = 1;
+  policy_config.context_token_cost_u = 1;
+  engine::planning::CapabilityPlannerConfig config;
+  config.planner_version = "ctx-managed-query-planner-v3";
+  config.catalog_namespace_digest = imported.catalog->catalog_digest();
+  engine::planning::CapabilityPlanner planner(
+      config, engine::planning::NetBenefitPolicy(policy_config), *graph, facts, &material,
+      &install, *audit);
+  const auto plan = planner.plan(resolved.observation);
+  ASSERT_EQ(plan.status(), "ready");
+  ASSERT_FALSE(plan.capabilities().empty());
+  EXPECT_EQ(plan.capabilities().front().presentation.capability_id, "skill:pdf-export");
+  EXPECT_LE(plan.capabilities().size(), 3u);
+}
+
+TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
+  Imported imported;
+  CatalogMaterialPort material(imported.catalog);
+  const std::string bytes = read(kExamples / "skills/pdf-export/SKILL.md");
+  const auto descriptor = material.describe("skill:pdf-export", "skill");
+  EXPECT_EQ(descriptor.actionability(), "load");
+  EXPECT_EQ(descriptor.schema_version(), 2);
+  EXPECT_EQ(*descriptor.content_sha256(), core::sha256_hex(bytes));
+  EXPECT_EQ(descriptor.content_bytes(), static_cast<std::int64_t>(bytes.size()));
+  EXPECT_EQ(descriptor.estimated_tokens(), static_cast<std::int64_t>((bytes.size() + 3) / 4));
+  EXPECT_EQ(descriptor.provenance_digest(), material.material_snapshot_digest());
+  const auto identity = engine::MaterialIdentity::create(
+      "skill:pdf-export", "skill", core::sha256_hex(bytes), static_cast<std::int64_t>(bytes.size()));
+  EXPECT_EQ(*descriptor.material_identity_digest(), identity.identity_digest());
+  EXPECT_EQ(material.material_identity("skill:pdf-export"), identity);
+  EXPECT_EQ(material.material_content("skill:pdf-export"), bytes);
+  // Agents, servers and harnesses are installed or run, never loaded.
+  for (const auto& [id, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"agent:code-reviewer", "agent"},
+           {"mcp-server:github", "mcp-server"},
+           {"harness:python-runner", "harness"}}) {
+    const auto d = material.describe(id, kind);
+    EXPECT_EQ(d.actionability(), "manual") << id;
+    EXPECT_FALSE(material.material_identity(id)) << id;
+  }
+  CTX_EXPECT_THROW(material.material_content("agent:code-reviewer"), NotFound, "loadable");
+  CTX_EXPECT_THROW(material.describe("skill:nope", "skill"), CandidateAuthorityUnavailable,
+                   "not in the imported catalog");
+  CTX_EXPECT_THROW(material.describe("skill:pdf-export", "agent"), CandidateAuthorityUnavailable,
+                   "not in the imported catalog");
+}
+
+TEST(CatalogPorts, InstallBundlesFlagPermissionsAndCredentialsByTheDocumentedRule) {
+  Imported imported;
+  CatalogInstallBundlePort install(imported.catalog);
+  const auto github = install.describe_bundle("mcp-server:github", "mcp-server");
+  ASSERT_TRUE(github);
+  EXPECT_TRUE(github->descriptor().permission_expansion());   // command + env
+  EXPECT_TRUE(github->descriptor().credential_requirement()); // GITHUB_PERSONAL_ACCESS_TOKEN
+  EXPECT_EQ(github->descriptor().installer_id(), "ctx-mcp-server-installer-v1");
+  EXPECT_EQ(github->descriptor().provenance_digest(), install.installation_snapshot_digest());
+  EXPECT_EQ(github->result_material().content_sha256(),
+            core::sha256_hex(read(kExamples / "mcp-servers/github.json")));
+  EXPECT_TRUE(github->descriptor().matches_result_material(github->result_material()));
+
+  const auto filesystem = install.describe_bundle("mcp-server:filesystem", "mcp-server");
+  ASSERT_TRUE(filesystem);
+  EXPECT_TRUE(filesystem->descriptor().permission_expansion());
+  EXPECT_FALSE(filesystem->descriptor().credential_requirement());
+  const auto remote = install.describe_bundle("mcp-server:docs-search", "mcp-server");
+  ASSERT_TRUE(remote);
+  EXPECT_FALSE(remote->descriptor().permission_expansion());
+  EXPECT_FALSE(remote->descriptor().credential_requirement());
+  const auto reviewer = install.describe_bundle("agent:code-reviewer", "agent");
+  ASSERT_TRUE(reviewer);
+  EXPECT_FALSE(reviewer->descriptor().permission_expansion());  // lists its tools
+  const auto skill = install.describe_bundle("skill:sql-migrations", "skill");
+  ASSERT_TRUE(skill);
+  EXPECT_EQ(skill->descriptor().installer_id(), "ctx-skill-installer-v1");
+  EXPECT_FALSE(install.describe_bundle("harness:python-runner", "harness"));
+  CTX_EXPECT_THROW(install.describe_bundle("agent:nope", "agent"), CandidateAuthorityUnavailable,
+                   "not in the imported catalog");
+
+  EXPECT_TRUE(is_secret_env_name("GITHUB_TOKEN"));
+  EXPECT_TRUE(is_secret_env_name("openai_api_key"));
+  EXPECT_TRUE(is_secret_env_name("AWS_SECRET_ACCESS_KEY"));
+  EXPECT_TRUE(is_secret_env_name("DEPLOY_KEY"));
+  EXPECT_TRUE(is_secret_env_name("GITLAB_PAT"));
+  EXPECT_FALSE(is_secret_env_name("LOG_LEVEL"));
+  EXPECT_FALSE(is_secret_env_name("KEYBOARD_LAYOUT"));
+}
+
+TEST(CatalogPorts, BenefitFactsAreDerivedFromTheEntryAndPassThePolicyGates) {
+  Imported imported;
+  CatalogBenefitFactsPort facts(imported.catalog);
+  CapabilityCandidate presentation;
+  presentation.capability_id = "mcp-server:github";
+  presentation.kind = "mcp-server";
+  presentation.name = "github";
+  presentation.source_digest = core::sha256_hex("source");
+  presentation.normalized_score_ppm = 800'000;
+  presentation.matching_signals = {"github", "issues"};
+  presentation.actionability = "install";
+  WorkObservation work;
+  work.signals = {"github", "issues"};
+  const auto candidate = facts.benefit_candidate(presentation, work);
+  ASSERT_TRUE(candidate);
+  EXPECT_EQ(candidate->availability, "executable");
+  EXPECT_EQ(candidate->relevance_ppm, 800'000);
+  EXPECT_EQ(candidate->expected_task_benefit_ppm, 700'000);
+  ASSERT_TRUE(candidate->costs);
+  EXPECT_EQ(candidate->costs->tool_schema_tokens, 400);
+  EXPECT_EQ(candidate->costs->process_units, 1);
+  EXPECT_EQ(candidate->costs->approval_prompts, 1);
+  EXPECT_EQ(candidate->costs->permission_burden_units, 1);
+  EXPECT_EQ(candidate->costs->credential_burden_units, 1);
+  EXPECT_EQ(candidate->coverage_keys, (std::vector<std::string>{"github", "issues"}));
+  engine::planning::NetBenefitPolicyConfig config;
+  config.calibration_digest = core::sha256_hex("calibration");
+  config.minimum_relevance_ppm = 1;
+  const auto assessment = engine::planning::NetBenefitPolicy(config).assess(*candidate);
+  EXPECT_EQ(assessment.tier, "executable");
+  // Same inputs, same facts; an unknown capability has none.
+  EXPECT_EQ(facts.benefit_candidate(presentation, work), candidate);
+  presentation.capability_id = "mcp-server:unknown";
+  EXPECT_FALSE(facts.benefit_candidate(presentation, work));
+}
+
+TEST(CatalogPorts, DigestsAreStableAcrossImportsAndProcesses) {
+  Imported a;
+  Imported b;
+  ASSERT_EQ(a.catalog->catalog_digest(), b.catalog->catalog_digest());
+  CatalogMaterialPort ma(a.catalog), mb(b.catalog);
+  CatalogInstallBundlePort ia(a.catalog), ib(b.catalog);
+  CatalogBenefitFactsPort fa(a.catalog), fb(b.catalog);
+  EXPECT_EQ(ma.material_snapshot_digest(), mb.material_snapshot_digest());
+  EXPECT_EQ(ia.installation_snapshot_digest(), ib.installation_snapshot_digest());
+  EXPECT_EQ(fa.benefit_facts_snapshot_digest(), fb.benefit_facts_snapshot_digest());
+  EXPECT_NE(ma.material_snapshot_digest(), ia.installation_snapshot_digest());
+  for (const auto& entry : a.catalog->entries()) {
+    const std::string id = entry.capability_id();
+    EXPECT_EQ(ma.describe(id, entry.kind).descriptor_digest(),
+              mb.describe(id, entry.kind).descriptor_digest());
+    const auto ba = ia.describe_bundle(id, entry.kind);
+    const auto bb = ib.describe_bundle(id, entry.kind);
+    ASSERT_EQ(ba.has_value(), bb.has_value()) << id;
+    if (ba) {
+      EXPECT_EQ(ba->descriptor().descriptor_digest(), bb->descriptor().descriptor_digest());
+    }
+  }
+  // Pinned value: the material snapshot digest is canon-A {catalog_digest, schema}.
+  EXPECT_EQ(ma.material_snapshot_digest(),
+            core::canonical_digest(core::Json{{"catalog_digest", a.catalog->catalog_digest()},
+                                              {"schema", "ctx.catalog-material-snapshot-v1"}},
+                                   core::Encoding::kAscii));
+}
+
+TEST(CatalogPorts, VocabularyAndWorkAuthority) {
+  Imported imported;
+  CatalogWorkAuthority authority(imported.catalog);
+  const auto& vocabulary = authority.vocabulary();
+  EXPECT_TRUE(vocabulary.contains("pdf"));
+  EXPECT_TRUE(vocabulary.contains("PDF"));
+  EXPECT_TRUE(vocabulary.contains("pdf-export"));
+  EXPECT_TRUE(vocabulary.contains("skill:pdf-export"));
+  EXPECT_TRUE(vocabulary.contains("pytest"));
+  EXPECT_FALSE(vocabulary.contains("quarterly"));
+  EXPECT_FALSE(vocabulary.contains("the"));
+  EXPECT_FALSE(vocabulary.contains(""));
+  CTX_EXPECT_THROW(authority.resolve("unknown"), NotFound, "current-work reference is unavailable");
+  CurrentWork work{"tenant-1", "workspace-1", "repository-1", "session-1", {"Python", "tests"},
+                   {"Python"}, 5};
+  CTX_EXPECT_THROW(authority.register_work("bad ref", work), InvalidArgument, "opaque token");
+  work.requested_limit = 6;
+  CTX_EXPECT_THROW(authority.register_work("w", work), InvalidArgument, "requested_limit");
+  work.requested_limit = 5;
+  work.tenant = "";
+  CTX_EXPECT_THROW(authority.register_work("w", work), InvalidArgument, "tenant");
+  work.tenant = "tenant-1";
+  authority.register_work("w", work);
+  const auto resolved = authority.resolve("w");
+  EXPECT_EQ(resolved.observation.signals, (std::vector<std::string>{"python", "tests"}));
+  EXPECT_EQ(resolved.observation.languages, std::vector<std::string>{"python"});
+  EXPECT_EQ(resolved.tenant, "tenant-1");
+  EXPECT_EQ(authority.resolve("w").surrogate.value_digest(), resolved.surrogate.value_digest());
+}
+
+TEST(CatalogPorts, AnAlteredSkillObjectRefusesTheMaterialPort) {
+  Imported imported;
+  const std::string sha = imported.catalog->find("skill:pdf-export")->primary.sha256;
+  const fs::path object = imported.temp / "state/catalog/objects" / sha;
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  std::ofstream(object, std::ios::trunc) << "tampered";
+  CTX_EXPECT_THROW(CatalogMaterialPort port(imported.catalog), DataLoss, "does not match");
+}
+
+}  // namespace
+}  // namespace ctx::runtime

@@ -1,0 +1,437 @@
+// The catalog importer on real temp directories: every malformed-entry rule is one typed error
+// naming the file with nothing written; symlinks are refused; re-import is idempotent; the
+// imported graph store serves the planner's candidate retrieval; state dir init.
+#include "host/runtime/catalog/catalog.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "host/core/crypto.hpp"
+#include "host/runtime/catalog/state_dir.hpp"
+#include "host/store/graph_store.hpp"
+#include "tests/support/expect_throw.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#ifndef CTX_EXAMPLES_DIR
+#error "CTX_EXAMPLES_DIR must be defined by the build"
+#endif
+
+namespace ctx::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ctx::testing::TempDir;
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string skill_md(const std::string& name, const std::string& description,
+                     const std::string& extra = "") {
+  return "---\nname: " + name + "\ndescription: " + description + "\n" + extra +
+         "---\n\n# " + name + "\n\nBody.\n";
+}
+
+// A small valid catalog: two skills (one with a resource), an agent, an mcp server, a harness.
+void write_valid_catalog(const fs::path& root) {
+  write(root / "skills/pdf-export/SKILL.md",
+        skill_md("pdf-export", "Export reports to PDF files.", "metadata:\n  tags: [pdf, export]\n"));
+  write(root / "skills/pdf-export/scripts/export.py", "print('export')\n");
+  write(root / "skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "Clean CSV data."));
+  write(root / "agents/reviewer.md",
+        "---\nname: reviewer\ndescription: Reviews diffs.\ntools: Read, Grep\n---\nReview.\n");
+  write(root / "mcp-servers/github.json",
+        R"({"name":"github","description":"GitHub issues.","command":"npx",)"
+        R"("args":["-y","server-github"],"env":{"GITHUB_TOKEN":"${GITHUB_TOKEN}"},"tags":["github"]})");
+  write(root / "harnesses/python-runner.json",
+        R"({"name":"python-runner","description":"Runs python.","tags":["python"]})");
+}
+
+// Every path under `dir` with its mode and bytes (symlinks by target).
+std::map<std::string, std::string> tree(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    struct stat st {};
+    ::lstat(entry.path().c_str(), &st);
+    std::string value = std::to_string(st.st_mode) + ":";
+    if (S_ISREG(st.st_mode)) value += core::sha256_hex(read(entry.path()));
+    out[fs::relative(entry.path(), dir).string()] = value;
+  }
+  return out;
+}
+
+struct Fixture {
+  TempDir temp;
+  fs::path catalog = temp / "catalog";
+  fs::path state = temp / "state";
+  Fixture() {
+    write_valid_catalog(catalog);
+    init_state_dir(state);
+  }
+};
+
+TEST(CatalogImport, ImportsEveryKindWithContentAddressedObjects) {
+  Fixture f;
+  const auto result = import_catalog(f.catalog, f.state);
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.entry_count, 5u);
+  const auto catalog = ImportedCatalog::open(f.state);
+  EXPECT_EQ(catalog->catalog_digest(), result.catalog_digest);
+  std::vector<std::string> ids;
+  for (const auto& e : catalog->entries()) ids.push_back(e.capability_id());
+  EXPECT_EQ(ids, (std::vector<std::string>{"agent:reviewer", "harness:python-runner",
+                                           "mcp-server:github", "skill:csv-cleanup",
+                                           "skill:pdf-export"}));
+  const CatalogEntry* pdf = catalog->find("skill:pdf-export");
+  ASSERT_NE(pdf, nullptr);
+  ASSERT_EQ(pdf->files.size(), 2u);
+  EXPECT_EQ(pdf->files[0].path, "skills/pdf-export/SKILL.md");
+  EXPECT_EQ(pdf->files[1].path, "skills/pdf-export/scripts/export.py");
+  EXPECT_EQ(pdf->tags, (std::vector<std::string>{"export", "pdf"}));
+  for (const auto& file : pdf->files) {
+    const std::string bytes = catalog->read_object(file.sha256);
+    EXPECT_EQ(bytes, read(f.catalog / file.path));
+    struct stat st {};
+    ASSERT_EQ(::lstat((f.state / "catalog/objects" / file.sha256).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0444u);
+  }
+  const CatalogEntry* github = catalog->find("mcp-server:github");
+  ASSERT_NE(github, nullptr);
+  EXPECT_EQ(github->env_names, std::vector<std::string>{"GITHUB_TOKEN"});
+  EXPECT_EQ(*github->command, "npx");
+  EXPECT_EQ(catalog->find("agent:reviewer")->tools, (std::vector<std::string>{"Read", "Grep"}));
+  // The graph artifact is pinned by its sha256 and opens through the real graph store.
+  EXPECT_EQ(core::sha256_hex(read(catalog->graph_path())), catalog->graph_sha256());
+  const auto graph = store::GraphStore::open(catalog->graph_path(), catalog->graph_sha256());
+  EXPECT_EQ(graph->node_count(), 5);
+}
+
+TEST(CatalogImport, ImportsTheExampleCatalog) {
+  TempDir temp;
+  init_state_dir(temp / "state");
+  const auto result = import_catalog(fs::path(CTX_EXAMPLES_DIR) / "catalog", temp / "state");
+  EXPECT_GE(result.entry_count, 12u);
+  std::map<std::string, int> kinds;
+  const auto catalog = ImportedCatalog::open(temp / "state");
+  for (const auto& e : catalog->entries()) ++kinds[e.kind];
+  EXPECT_EQ(kinds.size(), 4u);
+  EXPECT_NE(catalog->find("skill:pdf-export"), nullptr);
+}
+
+// One malformed-entry rule: the mutation applied to a valid catalog, the file the error must
+// name and a keyword of its rule.
+struct BadCase {
+  std::string label;
+  std::function<void(const fs::path&)> mutate;
+  std::string file;
+  std::string rule;
+};
+
+std::vector<BadCase> bad_cases() {
+  const auto put = [](std::string rel, std::string text) {
+    return [rel, text](const fs::path& root) { write(root / rel, text); };
+  };
+  const std::string long_name(65, 'a');
+  return {
+      {"name differs from folder", put("skills/csv-cleanup/SKILL.md", skill_md("other", "x")),
+       "skills/csv-cleanup/SKILL.md", "must match the skill folder"},
+      {"name with capitals", put("skills/Bad/SKILL.md", skill_md("Bad", "x")),
+       "skills/Bad/SKILL.md", "1-64 of [a-z0-9-]"},
+      {"name with double hyphen", put("skills/a--b/SKILL.md", skill_md("a--b", "x")),
+       "skills/a--b/SKILL.md", "double '-'"},
+      {"name too long", put("skills/" + long_name + "/SKILL.md", skill_md(long_name, "x")),
+       "skills/" + long_name + "/SKILL.md", "1-64"},
+      {"missing description",
+       put("skills/csv-cleanup/SKILL.md", "---\nname: csv-cleanup\n---\nBody\n"),
+       "skills/csv-cleanup/SKILL.md", "must have a description"},
+      {"empty description", put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "\"\"")),
+       "skills/csv-cleanup/SKILL.md", "1-1024 characters"},
+      {"description too long",
+       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", std::string(1025, 'd'))),
+       "skills/csv-cleanup/SKILL.md", "1-1024 characters"},
+      {"description with angle bracket",
+       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "Use <when> asked")),
+       "skills/csv-cleanup/SKILL.md", "'<' or '>'"},
+      {"unknown frontmatter key",
+       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "x", "owner: me\n")),
+       "skills/csv-cleanup/SKILL.md", "owner is not allowed"},
+      {"invalid yaml",
+       put("skills/csv-cleanup/SKILL.md", "---\nname: [csv-cleanup\ndescription: x\n---\n"),
+       "skills/csv-cleanup/SKILL.md", "not valid YAML"},
+      {"no frontmatter", put("skills/csv-cleanup/SKILL.md", "# just markdown\n"),
+       "skills/csv-cleanup/SKILL.md", "--- frontmatter"},
+      {"unterminated frontmatter",
+       put("skills/csv-cleanup/SKILL.md", "---\nname: csv-cleanup\ndescription: x\n"),
+       "skills/csv-cleanup/SKILL.md", "must end with a ---"},
+      {"missing SKILL.md", put("skills/empty-skill/notes.md", "notes\n"), "skills/empty-skill",
+       "must contain SKILL.md"},
+      {"SKILL.md over 1 MiB",
+       put("skills/csv-cleanup/SKILL.md",
+           skill_md("csv-cleanup", "x") + std::string(kMaxSkillMdBytes, 'x')),
+       "skills/csv-cleanup/SKILL.md", "larger than 1048576"},
+      {"bad tag",
+       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "x", "metadata:\n  tags: [Bad Tag]\n")),
+       "skills/csv-cleanup/SKILL.md", "each tag"},
+      {"metadata not a mapping",
+       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "x", "metadata: [a]\n")),
+       "skills/csv-cleanup/SKILL.md", "metadata must be a mapping"},
+      {"invalid utf-8",
+       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "caf\xC3")),
+       "skills/csv-cleanup/SKILL.md", "valid UTF-8"},
+      {"agent name differs",
+       put("agents/reviewer.md", "---\nname: other\ndescription: x\n---\n"), "agents/reviewer.md",
+       "must match the file name"},
+      {"agent without description", put("agents/reviewer.md", "---\nname: reviewer\n---\n"),
+       "agents/reviewer.md", "must have a description"},
+      {"agent wrong extension", put("agents/reviewer.txt", "x"), "agents/reviewer.txt",
+       "must end in .md"},
+      {"agent tools not strings",
+       put("agents/reviewer.md", "---\nname: reviewer\ndescription: x\ntools: {a: b}\n---\n"),
+       "agents/reviewer.md", "tools must be a list"},
+      {"mcp unknown key",
+       put("mcp-servers/github.json",
+           R"({"name":"github","description":"x","command":"npx","headers":{}})"),
+       "mcp-servers/github.json", "headers is not allowed"},
+      {"mcp invalid json", put("mcp-servers/github.json", "{\"name\":"),
+       "mcp-servers/github.json", "not valid JSON"},
+      {"mcp duplicate key",
+       put("mcp-servers/github.json",
+           R"({"name":"github","name":"github","description":"x","command":"npx"})"),
+       "mcp-servers/github.json", "repeats a key"},
+      {"mcp without command or url",
+       put("mcp-servers/github.json", R"({"name":"github","description":"x"})"),
+       "mcp-servers/github.json", "needs a command or a url"},
+      {"mcp env value not a string",
+       put("mcp-servers/github.json",
+           R"({"name":"github","description":"x","command":"npx","env":{"A":1}})"),
+       "mcp-servers/github.json", "env must be an object of strings"},
+      {"mcp args not strings",
+       put("mcp-servers/github.json",
+           R"({"name":"github","description":"x","command":"npx","args":[1]})"),
+       "mcp-servers/github.json", "args must be an array of strings"},
+      {"mcp name differs",
+       put("mcp-servers/github.json", R"({"name":"gitlab","description":"x","command":"npx"})"),
+       "mcp-servers/github.json", "must match the file name"},
+      {"mcp not an object", put("mcp-servers/github.json", "[]"), "mcp-servers/github.json",
+       "one JSON object"},
+      {"harness unknown key",
+       put("harnesses/python-runner.json",
+           R"({"name":"python-runner","description":"x","command":"py"})"),
+       "harnesses/python-runner.json", "command is not allowed"},
+      {"harness description wrong type",
+       put("harnesses/python-runner.json", R"({"name":"python-runner","description":3})"),
+       "harnesses/python-runner.json", "description must be a string"},
+      {"unknown section", put("plugins/x.json", "{}"), "plugins", "unknown catalog section"},
+  };
+}
+
+TEST(CatalogImport, EachMalformedEntryRuleIsOneTypedErrorAndNothingIsWritten) {
+  for (const BadCase& c : bad_cases()) {
+    SCOPED_TRACE(c.label);
+    Fixture f;
+    import_catalog(f.catalog, f.state);  // a previous good import must stay exactly as it was
+    c.mutate(f.catalog);
+    const auto before = tree(f.state);
+    try {
+      import_catalog(f.catalog, f.state);
+      ADD_FAILURE() << "import accepted a malformed catalog";
+    } catch (const CatalogImportError& e) {
+      ASSERT_EQ(e.problems().size(), 1u) << e.what();
+      EXPECT_EQ(e.problems()[0].file, c.file);
+      EXPECT_THAT(e.problems()[0].rule, ::testing::HasSubstr(c.rule));
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr(c.file));
+      EXPECT_THAT(std::string(e.what()), ::testing::Not(::testing::HasSubstr(f.temp.path().string())));
+    }
+    EXPECT_EQ(tree(f.state), before);
+  }
+}
+
+TEST(CatalogImport, EveryBadFileIsReportedAndAFirstImportWritesNothing) {
+  Fixture f;
+  write(f.catalog / "skills/csv-cleanup/SKILL.md", "no frontmatter\n");
+  write(f.catalog / "harnesses/python-runner.json", "{}");
+  const auto before = tree(f.state);
+  try {
+    import_catalog(f.catalog, f.state);
+    ADD_FAILURE() << "import accepted a malformed catalog";
+  } catch (const CatalogImportError& e) {
+    ASSERT_EQ(e.problems().size(), 2u);
+    EXPECT_EQ(e.problems()[0].file, "harnesses/python-runner.json");
+    EXPECT_EQ(e.problems()[1].file, "skills/csv-cleanup/SKILL.md");
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("and 1 more invalid file"));
+  }
+  EXPECT_EQ(tree(f.state), before);
+  EXPECT_FALSE(fs::exists(f.state / "catalog"));
+  CTX_EXPECT_THROW(ImportedCatalog::open(f.state), NotFound, "no catalog");
+}
+
+TEST(CatalogImport, SymlinksAnywhereInTheCatalogAreRefused) {
+  struct LinkCase {
+    std::string rel;  // the link, relative to the catalog
+    std::string target;
+  };
+  const std::vector<LinkCase> cases = {
+      {"skills/pdf-export/scripts/linked.py", "export.py"},
+      {"skills/linked-skill", "pdf-export"},
+      {"agents/linked.md", "reviewer.md"},
+      {"mcp-servers/linked.json", "github.json"},
+      {"skills/csv-cleanup/outside", "/etc"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.rel);
+    Fixture f;
+    fs::create_symlink(c.target, f.catalog / c.rel);
+    const auto before = tree(f.state);
+    try {
+      import_catalog(f.catalog, f.state);
+      ADD_FAILURE() << "import followed a symlink";
+    } catch (const CatalogImportError& e) {
+      ASSERT_EQ(e.problems().size(), 1u) << e.what();
+      EXPECT_EQ(e.problems()[0].file, c.rel);
+      EXPECT_THAT(e.problems()[0].rule, ::testing::HasSubstr("symbolic links"));
+    }
+    EXPECT_EQ(tree(f.state), before);
+  }
+  // SKILL.md itself a symlink, and the catalog root a symlink.
+  Fixture f;
+  fs::rename(f.catalog / "skills/csv-cleanup/SKILL.md", f.temp / "SKILL.md");
+  fs::create_symlink(f.temp / "SKILL.md", f.catalog / "skills/csv-cleanup/SKILL.md");
+  CTX_EXPECT_THROW(import_catalog(f.catalog, f.state), CatalogImportError, "symbolic links");
+  Fixture g;
+  fs::create_symlink(g.catalog, g.temp / "catalog-link");
+  CTX_EXPECT_THROW(import_catalog(g.temp / "catalog-link", g.state), CatalogImportError,
+                   "symbolic links");
+  EXPECT_FALSE(fs::exists(g.state / "catalog"));
+}
+
+TEST(CatalogImport, ReimportIsIdempotentAndAChangeSwitchesAtomically) {
+  Fixture f;
+  const auto first = import_catalog(f.catalog, f.state);
+  const auto after_first = tree(f.state);
+  const auto second = import_catalog(f.catalog, f.state);
+  EXPECT_FALSE(second.changed);
+  EXPECT_EQ(second.catalog_digest, first.catalog_digest);
+  EXPECT_EQ(second.graph_sha256, first.graph_sha256);
+  EXPECT_EQ(tree(f.state), after_first);
+
+  write(f.catalog / "skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "Clean TSV data too."));
+  const auto third = import_catalog(f.catalog, f.state);
+  EXPECT_TRUE(third.changed);
+  EXPECT_NE(third.catalog_digest, first.catalog_digest);
+  EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), third.catalog_digest);
+  EXPECT_NE(ImportedCatalog::open(f.state)->find("skill:csv-cleanup")->description.find("TSV"),
+            std::string::npos);
+  // The same catalog in another state dir has the same digests (a function of the bytes only).
+  TempDir other;
+  init_state_dir(other / "state");
+  const auto elsewhere = import_catalog(f.catalog, other / "state");
+  EXPECT_EQ(elsewhere.catalog_digest, third.catalog_digest);
+  EXPECT_EQ(elsewhere.graph_sha256, third.graph_sha256);
+}
+
+TEST(CatalogImport, TamperedObjectsAndManifestsFailClosed) {
+  Fixture f;
+  import_catalog(f.catalog, f.state);
+  const auto catalog = ImportedCatalog::open(f.state);
+  const std::string sha = catalog->find("skill:pdf-export")->primary.sha256;
+  const fs::path object = f.state / "catalog/objects" / sha;
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  write(object, "altered");
+  CTX_EXPECT_THROW(catalog->read_object(sha), DataLoss, "does not match");
+  fs::remove(object);
+  CTX_EXPECT_THROW(catalog->read_object(sha), DataLoss, "missing");
+  // Re-import repairs the object store.
+  EXPECT_FALSE(import_catalog(f.catalog, f.state).changed);
+  EXPECT_EQ(catalog->read_object(sha), read(f.catalog / "skills/pdf-export/SKILL.md"));
+  // A re-import of the same catalog with an intact manifest leaves it; a tampered manifest
+  // fails open().
+  const fs::path manifest =
+      f.state / "catalog/snapshots" / catalog->catalog_digest() / "manifest.json";
+  fs::permissions(manifest.parent_path(), fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(manifest, fs::perms::owner_write, fs::perm_options::add);
+  std::string text = read(manifest);
+  text.replace(text.find("Export reports"), 6, "Import");
+  write(manifest, text);
+  CTX_EXPECT_THROW(ImportedCatalog::open(f.state), DataLoss, "manifest");
+  // ... and a re-import rebuilds the damaged snapshot.
+  EXPECT_TRUE(import_catalog(f.catalog, f.state).changed);
+  EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), catalog->catalog_digest());
+}
+
+TEST(CatalogImport, StateDirMustBePrivate) {
+  TempDir temp;
+  write_valid_catalog(temp / "catalog");
+  CTX_EXPECT_THROW(import_catalog(temp / "catalog", temp / "missing"), FailedPrecondition,
+                   "ctx init");
+  fs::create_directory(temp / "open");
+  fs::permissions(temp / "open", fs::perms(0755));
+  CTX_EXPECT_THROW(import_catalog(temp / "catalog", temp / "open"), FailedPrecondition,
+                   "private");
+  EXPECT_FALSE(fs::exists(temp / "open/catalog"));
+}
+
+TEST(CatalogTerms, DescriptionTokensNameTokensAndTagsBoundedAndSorted) {
+  EXPECT_EQ(catalog_terms("pdf-export", {"documents"}, "Export the report to PDF, 2024 ok"),
+            (std::vector<std::string>{"documents", "export", "pdf", "report"}));
+  std::string long_description;
+  for (int i = 0; i < 300; ++i) long_description += "word" + std::to_string(i) + " ";
+  EXPECT_EQ(catalog_terms("x", {}, long_description).size(), kMaxNodeTags);
+}
+
+TEST(StateDir, InitCreatesAPrivateDirAndKeyIdempotently) {
+  TempDir temp;
+  const fs::path state = temp / "a/b/state";
+  const auto first = init_state_dir(state);
+  EXPECT_TRUE(first.created_dir);
+  EXPECT_TRUE(first.created_key);
+  struct stat st {};
+  ASSERT_EQ(::lstat(state.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::lstat((state / "installation.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_size, 32);
+  const std::string key = read_installation_key(state);
+  EXPECT_EQ(key.size(), 32u);
+  const auto second = init_state_dir(state);
+  EXPECT_FALSE(second.created_dir);
+  EXPECT_FALSE(second.created_key);
+  EXPECT_EQ(read_installation_key(state), key);
+  // Another installation has another key.
+  init_state_dir(temp / "other");
+  EXPECT_NE(read_installation_key(temp / "other"), key);
+}
+
+TEST(StateDir, InitRefusesUnsafeDirsAndKeys) {
+  TempDir temp;
+  CTX_EXPECT_THROW(init_state_dir("relative/state"), InvalidArgument, "absolute");
+  fs::create_directory(temp / "open");
+  fs::permissions(temp / "open", fs::perms(0755));
+  CTX_EXPECT_THROW(init_state_dir(temp / "open"), FailedPrecondition, "private");
+  EXPECT_FALSE(fs::exists(temp / "open/installation.key"));
+  init_state_dir(temp / "state");
+  fs::create_symlink(temp / "state", temp / "link");
+  CTX_EXPECT_THROW(init_state_dir(temp / "link"), FailedPrecondition, "symlink");
+  write(temp / "short/installation.key", "short");
+  fs::permissions(temp / "short", fs::perms(0700));
+  fs::permissions(temp / "short/installation.key", fs::perms(0600));
+  CTX_EXPECT_THROW(init_state_dir(temp / "short"), FailedPrecondition, "32-byte");
+  CTX_EXPECT_THROW(read_installation_key(temp / "missing"), NotFound, "ctx init");
+}
+
+}  // namespace
+}  // namespace ctx::runtime
