@@ -111,8 +111,8 @@ int run_init_command(const std::vector<std::string>& args, std::ostream& out, st
   });
 }
 
-int run_catalog_command(const std::vector<std::string>& args, std::ostream& out,
-                        std::ostream& err, const Environment& env) {
+int run_catalog_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                        const Environment& env) {
   return guarded(err, [&] {
     if (args.size() < 2) throw Usage{"ctx catalog needs a command: import"};
     if (args[1] != "import") throw Usage{"unknown catalog command \"" + args[1] + "\""};
@@ -134,11 +134,11 @@ int run_catalog_command(const std::vector<std::string>& args, std::ostream& out,
                                 {"objects", result.object_count}};
       out << core::canonical_json(value) << "\n";
     } else if (result.changed) {
-      out << "imported " << result.entry_count << " capabilities (catalog "
-          << result.catalog_digest << ")\n";
+      out << "imported " << result.entry_count << " capabilities (catalog " << result.catalog_digest
+          << ")\n";
     } else {
-      out << "catalog " << result.catalog_digest << " is already imported ("
-          << result.entry_count << " capabilities)\n";
+      out << "catalog " << result.catalog_digest << " is already imported (" << result.entry_count
+          << " capabilities)\n";
     }
     return kExitOk;
   });

@@ -19,8 +19,8 @@ namespace ctx::cli {
 // Never throws.
 int run_init_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                      const Environment& env);
-int run_catalog_command(const std::vector<std::string>& args, std::ostream& out,
-                        std::ostream& err, const Environment& env);
+int run_catalog_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                        const Environment& env);
 
 // The usage lines of `ctx init` and `ctx catalog`.
 std::string catalog_usage();

@@ -703,7 +703,8 @@ EngineEvent EngineEvent::create(Fields f) {
     }
   }
   EngineEvent out(std::move(f));
-  out.content_digest_ = core::sha256_hex(out.to_json_text());
+  out.text_ = core::canonical_json(out.to_json());
+  out.content_digest_ = core::sha256_hex(out.text_);
   return out;
 }
 
@@ -788,8 +789,6 @@ Json EngineEvent::to_json() const {
           {"semantic_model_digest", opt(f_.semantic_model_digest)},
           {"work_signature", opt(f_.work_signature)}};
 }
-
-std::string EngineEvent::to_json_text() const { return core::canonical_json(to_json()); }
 
 std::string EngineEvent::identity_digest() const {
   return core::sha256_hex("ctx-engine-event:1:" + f_.event_id);

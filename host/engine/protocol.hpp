@@ -129,8 +129,8 @@ class EngineEvent {
 
   // All 19 keys, nulls included.
   Json to_json() const;
-  // canon-U text of to_json().
-  std::string to_json_text() const;
+  // canon-U text of to_json(), encoded once when the event was made.
+  const std::string& to_json_text() const noexcept { return text_; }
   // sha(canon-U(to_json())).
   const std::string& content_digest() const noexcept { return content_digest_; }
   // sha("ctx-engine-event:1:" + event_id).
@@ -174,6 +174,7 @@ class EngineEvent {
  private:
   explicit EngineEvent(Fields fields) : f_(std::move(fields)) {}
   Fields f_;
+  std::string text_;  // canon-U of to_json()
   std::string content_digest_;
 };
 

@@ -173,8 +173,8 @@ Json StructuredSurrogate::to_json() const {
 // ---- preflight ------------------------------------------------------------------------------
 
 PreflightedEvent preflight_event(const EngineEvent& ingress) {
-  const auto ingress_text = ingress.to_json_text();
-  if (ingress_text.size() > kMaxEventBytes) invalid("event exceeds its size bound");
+  // The event's canonical text and digest were made once, with the event; not again here.
+  if (ingress.to_json_text().size() > kMaxEventBytes) invalid("event exceeds its size bound");
   std::size_t total = 0;
   bounds(ingress.payload(), 1, total, "payload");
   const auto& retention = ingress.privacy().retention();
@@ -210,7 +210,7 @@ PreflightedEvent preflight_event(const EngineEvent& ingress) {
     invalid("SessionStarted requires host_descriptor_digest");
   }
 
-  PreflightedEvent out{ingress, ingress, core::sha256_hex(ingress_text)};
+  PreflightedEvent out{ingress, ingress, ingress.content_digest()};
   auto fields = ingress.fields();
   const Json& payload = ingress.payload();
   if (kind == "WorkspaceObserved" || kind == "IntentObserved" || kind == "DevelopmentObserved" ||

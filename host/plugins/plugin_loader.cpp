@@ -97,8 +97,9 @@ class Mapping {
 
 // The bytes of one plugin file, sealed in a memfd, with what was read from them.
 struct SealedPlugin {
-  UniqueFd memfd;
-  std::string path;  // absolute, normalised
+  UniqueFd memfd;                    // the sealed copy, when it is to be mapped
+  std::span<const std::byte> bytes;  // else: the copy in this thread's private buffer
+  std::string path;                  // absolute, normalised
   std::uint64_t size = 0;
   std::string sha256;
   detail::ElfPluginView elf;
@@ -190,8 +191,43 @@ PluginIdentity parse_note(const std::string& text, const std::string& label) {
 }
 
 // Steps 2-4 of the file comment, up to (not including) the dependency trust check.
+void parse_sealed(SealedPlugin& plugin, const std::string& label);
+
+// Where the checked bytes are kept: a sealed memfd (to be mapped by load) or, for checks that
+// never map anything (pin, verify), a private buffer of this thread, reused across calls.
+enum class Copy { kSealedMemfd, kPrivateBuffer };
+
+// Reads exactly `size` bytes of `in` into this thread's buffer, hashing each chunk as it lands.
+std::span<const std::byte> read_private(int in, std::uint64_t size, const std::string& path,
+                                        std::string* sha256) {
+  thread_local std::unique_ptr<char[]> buffer;
+  thread_local std::size_t capacity = 0;
+  if (capacity < size) {
+    buffer = std::make_unique_for_overwrite<char[]>(size);
+    capacity = size;
+  }
+  core::Sha256 hasher;
+  std::uint64_t done = 0;
+  while (done < size) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kCopyBufferBytes));
+    const ssize_t n = ::pread(in, buffer.get() + done, want, static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("cannot read plugin file " + path + ": " + errno_text(errno));
+    }
+    if (n == 0) {
+      throw UnsafePluginFile("plugin file " + path + " shrank while it was read (size)");
+    }
+    hasher.update(buffer.get() + done, static_cast<std::size_t>(n));
+    done += static_cast<std::uint64_t>(n);
+  }
+  *sha256 = core::to_hex(hasher.finish());
+  return {reinterpret_cast<const std::byte*>(buffer.get()), static_cast<std::size_t>(size)};
+}
+
 SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> pinned_size,
-                         const std::string& label) {
+                         const std::string& label, Copy copy) {
   detail::TrustedFile file =
       detail::open_trusted_file(path, detail::Owners::kRootOrUs, "plugin file");
   SealedPlugin out;
@@ -204,6 +240,11 @@ SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> p
                            std::to_string(*pinned_size) + " (its bytes changed)");
   }
   if (out.size == 0) throw MalformedElf("plugin " + label + " is not a loadable elf plugin: empty");
+  if (copy == Copy::kPrivateBuffer) {
+    out.bytes = read_private(file.fd.get(), out.size, path, &out.sha256);
+    if (!pinned_size) parse_sealed(out, label);
+    return out;
+  }
   out.memfd = make_memfd(label);
   out.sha256 = copy_and_hash(file.fd.get(), out.memfd.get(), out.size, path);
   if (::fcntl(out.memfd.get(), F_ADD_SEALS,
@@ -226,9 +267,11 @@ SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> p
 
 // Parses the ELF of an already-compared copy (second half of read_sealed for pinned loads).
 void parse_sealed(SealedPlugin& plugin, const std::string& label) {
-  const Mapping map(plugin.memfd.get(), plugin.size);
+  std::optional<Mapping> map;
+  if (plugin.memfd) map.emplace(plugin.memfd.get(), plugin.size);
   try {
-    plugin.elf = detail::read_elf_plugin(map.bytes(), CTX_PLUGIN_ENTRY_SYMBOL);
+    plugin.elf =
+        detail::read_elf_plugin(map ? map->bytes() : plugin.bytes, CTX_PLUGIN_ENTRY_SYMBOL);
   } catch (const MalformedElf& e) {
     throw MalformedElf("plugin " + label + " is not a loadable elf plugin: " + e.what());
   }
@@ -290,7 +333,7 @@ std::string list_text(const std::vector<std::string>& names) {
 
 // Everything check() and load() verify before mapping: returns the sealed copy.
 SealedPlugin check_against_entry(const LockEntry& entry, const fs::path& state_dir,
-                                 const ctx_host_negotiation& host) {
+                                 const ctx_host_negotiation& host, Copy copy) {
   const std::string label = entry.label();
   if (entry.platform != current_platform()) {
     throw PluginIdentityMismatch("plugin " + label + " is pinned for platform " + entry.platform +
@@ -304,7 +347,7 @@ SealedPlugin check_against_entry(const LockEntry& entry, const fs::path& state_d
                            " is inside the state directory " + state_dir.string() +
                            "; pin the plugin where it is installed");
   }
-  SealedPlugin plugin = read_sealed(entry.path, entry.size, label);
+  SealedPlugin plugin = read_sealed(entry.path, entry.size, label, copy);
   if (plugin.sha256 != entry.sha256) throw PluginDigestMismatch(label, entry.sha256, plugin.sha256);
   parse_sealed(plugin, label);
   check_loadable(plugin, label);
@@ -544,13 +587,13 @@ PluginLoader::PluginLoader(std::filesystem::path state_dir, const ctx_host_negot
 
 std::shared_ptr<const LoadedPlugin> PluginLoader::load(const LockEntry& entry) const {
   require_safe_loader_environment();
-  SealedPlugin plugin = check_against_entry(entry, state_dir_, host_);
+  SealedPlugin plugin = check_against_entry(entry, state_dir_, host_, Copy::kSealedMemfd);
   return map_sealed(std::move(plugin), entry.label() + " (" + entry.path + ")", host_,
                     entry.identity());
 }
 
 PluginIdentity PluginLoader::check(const LockEntry& entry) const {
-  const SealedPlugin plugin = check_against_entry(entry, state_dir_, host_);
+  const SealedPlugin plugin = check_against_entry(entry, state_dir_, host_, Copy::kPrivateBuffer);
   return *plugin.note;
 }
 
@@ -560,7 +603,7 @@ LockEntry PluginLoader::inspect_for_pin(const std::filesystem::path& file) const
     throw UnsafePluginFile("plugin file " + path + " is inside the state directory " +
                            state_dir_.string() + "; pin the plugin where it is installed");
   }
-  SealedPlugin plugin = read_sealed(path, std::nullopt, path);
+  SealedPlugin plugin = read_sealed(path, std::nullopt, path, Copy::kPrivateBuffer);
   check_loadable(plugin, path);
   const PluginIdentity& identity = *plugin.note;
   check_note_abi(identity, host_, path);

@@ -17,7 +17,8 @@
 //      and requires the returned descriptor to equal the note and the lock.
 // The memfd stays open while the library is loaded (and forever if dlclose keeps it resident),
 // so glibc can never match the name to other bytes. Nothing is re-opened by path after
-// hashing; nothing is written to disk. inspect_for_pin() and check() execute nothing.
+// hashing; nothing is written to disk. inspect_for_pin() and check() execute and map nothing:
+// they read the bytes into a private, reused buffer of the calling thread instead of a memfd.
 //
 // Thread-safety: PluginLoader is immutable and may be used from several threads; a LoadedPlugin
 // is immutable and shared through shared_ptr<const LoadedPlugin>.

@@ -1,5 +1,6 @@
 #include "host/store/journal_schema.hpp"
 
+#include <iterator>
 #include <map>
 #include <string>
 #include <string_view>
@@ -91,6 +92,19 @@ constexpr std::string_view kVersion2[] = {
     "DROP TABLE engine_streams_v1",
 };
 
+
+// Version 3: fewer pages per commit — drop the index UNIQUE (stream_key, revision) already
+// provides, and keep the head rows in one b-tree (WITHOUT ROWID) instead of table + key index.
+constexpr std::string_view kVersion3[] = {
+    "DROP INDEX idx_engine_journal_stream_revision",
+    "ALTER TABLE engine_streams RENAME TO engine_streams_v2",
+    "CREATE TABLE engine_streams (" CTX_STREAM_KEY_COLUMNS
+    "head_record_digest TEXT NOT NULL, state_digest TEXT NOT NULL, state_json TEXT NOT NULL) "
+    "WITHOUT ROWID",
+    "INSERT INTO engine_streams SELECT * FROM engine_streams_v2",
+    "DROP TABLE engine_streams_v2",
+};
+
 #undef CTX_ACTION_KEY_COLUMNS
 #undef CTX_OUTCOME_TAIL_COLUMNS
 #undef CTX_SETTLEMENT_TAIL_COLUMNS
@@ -99,7 +113,8 @@ constexpr std::string_view kVersion2[] = {
 #undef CTX_RECORD_HEAD_COLUMNS
 #undef CTX_RECORD_TAIL_COLUMNS
 
-constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}};
+constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}, {3, kVersion3}};
+static_assert(std::size(kMigrations) == kJournalSchemaVersion);
 
 // The statement text without layout: whitespace runs become one space, and none is kept next
 // to a parenthesis or comma (so "(\n    a TEXT,\n    b)" and "(a TEXT, b)" compare equal).

@@ -1,7 +1,8 @@
 // The journal file's schema (spec §6.2) and its ordered migrations (PRAGMA user_version):
 //   1  the original nine objects (a file written before versioning is at version 1);
 //   2  records without the result state (kept once, in engine_streams, at the head), and
-//      engine_streams with its small head columns before state_json.
+//      engine_streams with its small head columns before state_json;
+//   3  no redundant (stream_key, revision) index; engine_streams WITHOUT ROWID.
 #ifndef CTX_HOST_STORE_JOURNAL_SCHEMA_HPP_
 #define CTX_HOST_STORE_JOURNAL_SCHEMA_HPP_
 
@@ -9,7 +10,7 @@ namespace ctx::store {
 
 class Database;
 
-inline constexpr int kJournalSchemaVersion = 2;
+inline constexpr int kJournalSchemaVersion = 3;
 
 // Migrates `db` to kJournalSchemaVersion and checks it holds exactly the expected objects (no
 // extra tables, indexes, views or triggers). Errors: NewerSchemaVersion ("journal file has newer

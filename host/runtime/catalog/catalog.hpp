@@ -24,13 +24,13 @@
 namespace ctx::runtime {
 
 inline constexpr std::size_t kMaxCatalogEntries = 10'000;
-inline constexpr std::size_t kMaxSkillMdBytes = 1u << 20;          // SKILL.md
-inline constexpr std::size_t kMaxAgentFileBytes = 1u << 20;        // agents/<name>.md
-inline constexpr std::size_t kMaxJsonEntryBytes = 256u << 10;      // mcp-servers / harnesses
-inline constexpr std::size_t kMaxResourceFileBytes = 16u << 20;    // one skill resource file
-inline constexpr std::size_t kMaxSkillFiles = 1'000;               // files of one skill folder
-inline constexpr std::size_t kMaxSkillDepth = 6;                   // directory levels in a skill
-inline constexpr std::uint64_t kMaxCatalogBytes = 512ull << 20;    // every file together
+inline constexpr std::size_t kMaxSkillMdBytes = 1u << 20;        // SKILL.md
+inline constexpr std::size_t kMaxAgentFileBytes = 1u << 20;      // agents/<name>.md
+inline constexpr std::size_t kMaxJsonEntryBytes = 256u << 10;    // mcp-servers / harnesses
+inline constexpr std::size_t kMaxResourceFileBytes = 16u << 20;  // one skill resource file
+inline constexpr std::size_t kMaxSkillFiles = 1'000;             // files of one skill folder
+inline constexpr std::size_t kMaxSkillDepth = 6;                 // directory levels in a skill
+inline constexpr std::uint64_t kMaxCatalogBytes = 512ull << 20;  // every file together
 inline constexpr std::size_t kMaxNameChars = 64;
 inline constexpr std::size_t kMaxDescriptionChars = 1024;
 inline constexpr std::size_t kMaxExplicitTags = 32;
@@ -70,7 +70,7 @@ struct CatalogEntry {
   std::string kind;  // skill | agent | mcp-server | harness
   std::string name;
   std::string description;
-  std::vector<std::string> tags;   // explicit tags (metadata.tags / "tags"), sorted unique
+  std::vector<std::string> tags;  // explicit tags (metadata.tags / "tags"), sorted unique
   std::vector<std::string> terms;
   std::vector<CatalogFile> files;
   CatalogFile primary;
@@ -114,11 +114,14 @@ struct CatalogImportResult {
 };
 
 // Progress callback: (phase, done, total); phases "read", "objects", "graph".
-using CatalogProgress = std::function<void(std::string_view phase, std::size_t done,
-                                           std::size_t total)>;
+using CatalogProgress =
+    std::function<void(std::string_view phase, std::size_t done, std::size_t total)>;
 
-// Validates `catalog_dir` completely, then (under <state>/catalog/.lock) writes the objects, a
-// staged snapshot renamed into place and finally CURRENT. `state_dir` must be an existing
+// Validates `catalog_dir` completely, then (under <state>/catalog/.lock) sweeps what an
+// interrupted import left, writes the objects, a staged snapshot renamed into place and finally
+// CURRENT. Crash points: catalog.import.objects-written, .snapshot-staged, .snapshot-placed,
+// .current-staged; a crash at any leaves the previous import current and the next import
+// finishes the work. `state_dir` must be an existing
 // private (0700, owned, non-symlink) directory. Re-importing the same catalog changes nothing.
 // Errors: CatalogImportError (nothing written), FailedPrecondition (state dir), SystemError.
 CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,

@@ -60,10 +60,18 @@ std::shared_ptr<const ImportedCatalog> require(std::shared_ptr<const ImportedCat
   return catalog;
 }
 
-struct FactsWhat { static constexpr const char* kWhat = "catalog benefit facts port"; };
-struct MaterialWhat { static constexpr const char* kWhat = "catalog material port"; };
-struct InstallWhat { static constexpr const char* kWhat = "catalog install bundle port"; };
-struct WorkWhat { static constexpr const char* kWhat = "catalog work authority"; };
+struct FactsWhat {
+  static constexpr const char* kWhat = "catalog benefit facts port";
+};
+struct MaterialWhat {
+  static constexpr const char* kWhat = "catalog material port";
+};
+struct InstallWhat {
+  static constexpr const char* kWhat = "catalog install bundle port";
+};
+struct WorkWhat {
+  static constexpr const char* kWhat = "catalog work authority";
+};
 
 }  // namespace
 
@@ -74,7 +82,8 @@ bool is_secret_env_name(std::string_view name) {
     if (u.find(part) != std::string::npos) return true;
   }
   const auto ends_with = [&](std::string_view suffix) {
-    return u.size() >= suffix.size() && u.compare(u.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return u.size() >= suffix.size() &&
+           u.compare(u.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   return ends_with("_KEY") || ends_with("_PAT");
 }
@@ -112,14 +121,14 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
   planning::BenefitCandidate out;
   out.capability_id = presentation.capability_id;
   out.source_digest = presentation.source_digest;
-  out.resource_profile_digest = core::canonical_digest(
-      Json{{"capability_id", presentation.capability_id},
-           {"costs", planning::to_json(costs)},
-           {"schema", std::string(kCatalogBenefitFactsSchema)}},
-      core::Encoding::kAscii);
+  out.resource_profile_digest =
+      core::canonical_digest(Json{{"capability_id", presentation.capability_id},
+                                  {"costs", planning::to_json(costs)},
+                                  {"schema", std::string(kCatalogBenefitFactsSchema)}},
+                             core::Encoding::kAscii);
   out.availability = executable ? "executable" : "advisory";
-  out.relevance_ppm = std::clamp<std::int64_t>(presentation.normalized_score_ppm, 0,
-                                               planning::kMaxPpm);
+  out.relevance_ppm =
+      std::clamp<std::int64_t>(presentation.normalized_score_ppm, 0, planning::kMaxPpm);
   out.expected_task_benefit_ppm = std::min<std::int64_t>(
       planning::kMaxPpm,
       400'000 + 150'000 * static_cast<std::int64_t>(presentation.matching_signals.size()));
@@ -160,9 +169,9 @@ CatalogMaterialPort::CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> 
                                                  e.primary.bytes, tokens_for(e.primary.bytes),
                                                  snapshot_digest_, identity.identity_digest()));
     } else {
-      descriptors_.emplace(id, engine::MaterialDescriptor::create(id, e.kind, "manual",
-                                                                  std::nullopt, 0, 0,
-                                                                  snapshot_digest_, std::nullopt));
+      descriptors_.emplace(
+          id, engine::MaterialDescriptor::create(id, e.kind, "manual", std::nullopt, 0, 0,
+                                                 snapshot_digest_, std::nullopt));
     }
   }
 }
@@ -210,12 +219,13 @@ std::optional<engine::InstallPlanningBundle> CatalogInstallBundlePort::describe_
   fields.capability_id = capability_id;
   fields.kind = e.kind;
   fields.installer_id = "ctx-" + e.kind + "-installer-v1";
-  fields.plan_digest = core::canonical_digest(Json{{"capability_id", capability_id},
-                                                   {"files", files},
-                                                   {"kind", e.kind},
-                                                   {"schema", std::string(kCatalogInstallPlanSchema)},
-                                                   {"target_scope", "user"}},
-                                              core::Encoding::kAscii);
+  fields.plan_digest =
+      core::canonical_digest(Json{{"capability_id", capability_id},
+                                  {"files", files},
+                                  {"kind", e.kind},
+                                  {"schema", std::string(kCatalogInstallPlanSchema)},
+                                  {"target_scope", "user"}},
+                             core::Encoding::kAscii);
   fields.provenance_digest = snapshot_digest_;
   fields.permission_expansion = permission_expansion(e);
   fields.credential_requirement = credential_requirement(e);
@@ -282,6 +292,75 @@ void CatalogWorkAuthority::register_work(const std::string& current_work_ref, Cu
   works_[current_work_ref] = std::move(work);
 }
 
+CurrentWork current_work_from_json(std::string_view text) {
+  Json value;
+  try {
+    value = core::parse_json(text);
+  } catch (const std::exception&) {
+    throw InvalidArgument("current work is not valid JSON (or repeats a key)");
+  }
+  const auto require_keys = [](const Json& object, const std::string& what,
+                               std::initializer_list<const char*> allowed,
+                               std::initializer_list<const char*> required) {
+    if (!object.is_object()) throw InvalidArgument(what + " must be a JSON object");
+    for (const auto& [key, _] : object.items()) {
+      if (std::find_if(allowed.begin(), allowed.end(), [&](const char* k) { return key == k; }) ==
+          allowed.end()) {
+        throw InvalidArgument(what + " has a key that is not allowed");
+      }
+    }
+    for (const char* key : required) {
+      if (!object.contains(key)) throw InvalidArgument(what + "." + key + " is required");
+    }
+  };
+  require_keys(value, "current work", {"session", "signals", "languages", "requested_limit"},
+               {"session", "signals"});
+  const Json& session = value["session"];
+  require_keys(session, "current work session", {"tenant", "workspace", "repository", "session"},
+               {"tenant", "workspace", "repository", "session"});
+  const auto string_of = [](const Json& v, const std::string& field) {
+    if (!v.is_string()) throw InvalidArgument("current work " + field + " must be a string");
+    return v.get<std::string>();
+  };
+  const auto strings_of = [](const Json& v, const std::string& field, std::size_t max_items) {
+    if (!v.is_array() || v.size() > max_items) {
+      throw InvalidArgument("current work " + field + " must be an array of at most " +
+                            std::to_string(max_items) + " strings");
+    }
+    std::vector<std::string> out;
+    for (const auto& item : v) {
+      if (!item.is_string() || item.get_ref<const std::string&>().empty() ||
+          item.get_ref<const std::string&>().size() > 128 ||
+          !engine::is_valid_unicode(item.get_ref<const std::string&>())) {
+        throw InvalidArgument("current work " + field + " must hold strings of 1-128 characters");
+      }
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  };
+  CurrentWork work;
+  work.tenant = string_of(session["tenant"], "session.tenant");
+  work.workspace = string_of(session["workspace"], "session.workspace");
+  work.repository = string_of(session["repository"], "session.repository");
+  work.session = string_of(session["session"], "session.session");
+  work.signals = strings_of(value["signals"], "signals", 256);
+  if (value.contains("languages")) work.languages = strings_of(value["languages"], "languages", 64);
+  if (value.contains("requested_limit")) {
+    const Json& limit = value["requested_limit"];
+    if (!limit.is_number_integer() || limit.get<std::int64_t>() < 0 ||
+        limit.get<std::int64_t>() > planning::kMaxSelectedCapabilities) {
+      throw InvalidArgument("current work requested_limit must be an integer 0 through 5");
+    }
+    work.requested_limit = limit.get<std::int64_t>();
+  }
+  for (const auto* id : {&work.tenant, &work.workspace, &work.repository, &work.session}) {
+    if (!engine::is_opaque_token(*id)) {
+      throw InvalidArgument("current work session ids must be opaque tokens");
+    }
+  }
+  return work;
+}
+
 ResolvedCurrentWork CatalogWorkAuthority::resolve(const std::string& current_work_ref) const {
   CurrentWork work;
   {
@@ -313,8 +392,8 @@ ResolvedCurrentWork CatalogWorkAuthority::resolve(const std::string& current_wor
              {"signals", observation.signals}};
   auto surrogate =
       engine::StructuredSurrogate::create("ctx.observation.current-work", 1, std::move(value));
-  return ResolvedCurrentWork{work.tenant,      work.workspace,        work.repository,
-                             work.session,     std::move(observation), std::move(surrogate)};
+  return ResolvedCurrentWork{work.tenant,  work.workspace,         work.repository,
+                             work.session, std::move(observation), std::move(surrogate)};
 }
 
 }  // namespace ctx::runtime

@@ -47,7 +47,8 @@
 namespace ctx::runtime {
 
 inline constexpr std::string_view kCatalogBenefitFactsSchema = "ctx.catalog-benefit-facts-v1";
-inline constexpr std::string_view kCatalogMaterialSnapshotSchema = "ctx.catalog-material-snapshot-v1";
+inline constexpr std::string_view kCatalogMaterialSnapshotSchema =
+    "ctx.catalog-material-snapshot-v1";
 inline constexpr std::string_view kCatalogInstallSnapshotSchema = "ctx.catalog-install-snapshot-v1";
 inline constexpr std::string_view kCatalogInstallPlanSchema = "ctx.catalog-install-plan-v1";
 
@@ -132,6 +133,12 @@ struct CurrentWork {
   std::vector<std::string> languages;
   std::int64_t requested_limit = 5;
 };
+
+// Reads a current-work file: {"session":{"tenant","workspace","repository","session"},
+// "signals":[…], "languages"?:[…], "requested_limit"?:N} (unknown keys rejected; at most 256
+// signals of 1–128 characters, 64 languages; requested_limit 0..5, default 5).
+// Errors: InvalidArgument naming the field (never quoting the input).
+CurrentWork current_work_from_json(std::string_view text);
 
 // What a current-work reference resolves to: the scope, the vocabulary-filtered observation and
 // its "ctx.observation.current-work" v1 surrogate (what an IntentObserved event references).

@@ -32,12 +32,13 @@ struct Fatal {
 };
 
 const std::set<std::string, std::less<>> kStopWords = {
-    "the",  "and",  "for",  "with", "this", "that", "from", "into", "when", "use",  "uses",
-    "used", "using", "you", "your", "are",  "can",  "any",  "all",  "its",  "via",  "not",
-    "but",  "has",  "have", "will", "them", "they", "their", "then", "than", "also", "such",
-    "like", "one",  "each", "other", "which", "what", "who", "how", "out",  "onto", "over",
-    "about", "after", "before", "should", "would", "could", "does", "while", "where", "there",
-    "these", "those", "being", "been", "was", "were", "only", "just", "more", "most", "some"};
+    "the",  "and",   "for",   "with",  "this",  "that",  "from",   "into",   "when",  "use",
+    "uses", "used",  "using", "you",   "your",  "are",   "can",    "any",    "all",   "its",
+    "via",  "not",   "but",   "has",   "have",  "will",  "them",   "they",   "their", "then",
+    "than", "also",  "such",  "like",  "one",   "each",  "other",  "which",  "what",  "who",
+    "how",  "out",   "onto",  "over",  "about", "after", "before", "should", "would", "could",
+    "does", "while", "where", "there", "these", "those", "being",  "been",   "was",   "were",
+    "only", "just",  "more",  "most",  "some"};
 
 // Agent Skills name rule: 1–64 of [a-z0-9-], no leading/trailing '-', no "--".
 bool is_entry_name(std::string_view name) {
@@ -112,9 +113,11 @@ std::string read_bounded(const fs::path& path, std::size_t limit) {
 // Splits "---\n<yaml>\n---\n<body>" and parses the YAML mapping.
 YAML::Node frontmatter(const std::string& text) {
   std::string_view view(text);
-  if (view.substr(0, 3) == "\xEF\xBB\xBF") throw Broken{"file must not start with a byte-order mark"};
+  if (view.substr(0, 3) == "\xEF\xBB\xBF")
+    throw Broken{"file must not start with a byte-order mark"};
   auto first_line_end = view.find('\n');
-  if (first_line_end == std::string_view::npos) throw Broken{"file must start with a --- frontmatter line"};
+  if (first_line_end == std::string_view::npos)
+    throw Broken{"file must start with a --- frontmatter line"};
   std::string_view first = view.substr(0, first_line_end);
   if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
   if (first != "---") throw Broken{"file must start with a --- frontmatter line"};
@@ -122,8 +125,8 @@ YAML::Node frontmatter(const std::string& text) {
   std::optional<std::size_t> end;
   while (pos <= view.size()) {
     std::size_t next = view.find('\n', pos);
-    std::string_view line = view.substr(pos, next == std::string_view::npos ? view.size() - pos
-                                                                             : next - pos);
+    std::string_view line =
+        view.substr(pos, next == std::string_view::npos ? view.size() - pos : next - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line == "---") {
       end = pos;
@@ -201,8 +204,8 @@ FrontmatterFields read_frontmatter(const std::string& text,
     } else if (optional_keys.count(key)) {
       if (key == "metadata") out.metadata = item.second;
       if (key == "tools") out.tools = item.second;
-      if ((key == "license" || key == "compatibility" || key == "allowed-tools" ||
-           key == "model" || key == "color") &&
+      if ((key == "license" || key == "compatibility" || key == "allowed-tools" || key == "model" ||
+           key == "color") &&
           !item.second.IsScalar()) {
         throw Broken{key + " must be a string"};
       }
@@ -274,10 +277,11 @@ class Reader {
       const std::string name = child.path().filename().string();
       guard(name, [&] {
         const auto type = link_type(child);
-        if (type == fs::file_type::symlink) throw Broken{"symbolic links are not allowed in a catalog"};
+        if (type == fs::file_type::symlink)
+          throw Broken{"symbolic links are not allowed in a catalog"};
         if (type == fs::file_type::regular) return;  // README and the like: not entries
         if (type != fs::file_type::directory) throw Broken{"must be a regular file or directory"};
-        if (is_dot(name)) return;                      // .git and the like
+        if (is_dot(name)) return;  // .git and the like
         if (name == "skills") return section(child.path(), name, &Reader::skill);
         if (name == "agents") return section(child.path(), name, &Reader::agent);
         if (name == "mcp-servers") return section(child.path(), name, &Reader::mcp_server);
@@ -357,8 +361,8 @@ class Reader {
     try {
       skill_md = read_bounded(md->second, kMaxSkillMdBytes);
       if (!engine::is_valid_unicode(skill_md)) throw Broken{"SKILL.md must be valid UTF-8"};
-      const auto fields = read_frontmatter(
-          skill_md, {"license", "compatibility", "metadata", "allowed-tools"});
+      const auto fields =
+          read_frontmatter(skill_md, {"license", "compatibility", "metadata", "allowed-tools"});
       if (!is_entry_name(fields.name)) {
         throw Broken{"name must be 1-64 of [a-z0-9-] without leading, trailing or double '-'"};
       }
@@ -427,10 +431,10 @@ class Reader {
     const std::string stem = stem_of(file, ".md");
     const std::string bytes = read_bounded(file.path(), kMaxAgentFileBytes);
     if (!engine::is_valid_unicode(bytes)) throw Broken{"agent file must be valid UTF-8"};
-    const auto fields = read_frontmatter(
-        bytes, {"tools", "disallowedTools", "model", "permissionMode", "maxTurns", "skills",
-                "mcpServers", "hooks", "memory", "background", "effort", "isolation", "color",
-                "initialPrompt"});
+    const auto fields =
+        read_frontmatter(bytes, {"tools", "disallowedTools", "model", "permissionMode", "maxTurns",
+                                 "skills", "mcpServers", "hooks", "memory", "background", "effort",
+                                 "isolation", "color", "initialPrompt"});
     if (!is_entry_name(fields.name)) {
       throw Broken{"name must be 1-64 of [a-z0-9-] without leading, trailing or double '-'"};
     }
@@ -530,10 +534,11 @@ class Reader {
       for (const auto& [key, item] : value["env"].items()) {
         if (!item.is_string()) throw Broken{"env must be an object of strings"};
         const bool ok = !key.empty() && key.size() <= 128 &&
-                        std::all_of(key.begin(), key.end(), [](char c) {
-                          return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                                 (c >= '0' && c <= '9') || c == '_';
-                        }) &&
+                        std::all_of(key.begin(), key.end(),
+                                    [](char c) {
+                                      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                                             (c >= '0' && c <= '9') || c == '_';
+                                    }) &&
                         !(key[0] >= '0' && key[0] <= '9');
         if (!ok) throw Broken{"env names must be [A-Za-z_][A-Za-z0-9_]*"};
         entry.env_names.push_back(key);
@@ -573,15 +578,14 @@ class Reader {
 }  // namespace
 
 CatalogImportError::CatalogImportError(std::vector<CatalogProblem> problems)
-    : InvalidArgument(problems.empty()
-                          ? std::string("catalog is invalid")
-                          : "catalog entry " + problems.front().file + ": " +
-                                problems.front().rule +
-                                (problems.size() > 1
-                                     ? " (and " + std::to_string(problems.size() - 1) +
-                                           " more invalid file" +
-                                           (problems.size() > 2 ? "s" : "") + ")"
-                                     : std::string())),
+    : InvalidArgument(
+          problems.empty()
+              ? std::string("catalog is invalid")
+              : "catalog entry " + problems.front().file + ": " + problems.front().rule +
+                    (problems.size() > 1
+                         ? " (and " + std::to_string(problems.size() - 1) + " more invalid file" +
+                               (problems.size() > 2 ? "s" : "") + ")"
+                         : std::string())),
       problems_(std::move(problems)) {}
 
 std::vector<std::string> catalog_terms(std::string_view name, const std::vector<std::string>& tags,

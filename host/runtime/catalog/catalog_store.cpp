@@ -13,6 +13,7 @@
 #include "host/core/crypto.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/runtime/catalog/catalog.hpp"
+#include "host/runtime/crash_point.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/store/graph_store.hpp"
 
@@ -124,6 +125,15 @@ void remove_staging(const fs::path& dir) {
   fs::remove_all(dir, ec);
 }
 
+// Removes what an interrupted import left behind: entries of `dir` whose names start with
+// `prefix` (staged snapshots, object and CURRENT temporaries). Caller holds the import lock.
+void sweep(const fs::path& dir, std::string_view prefix) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind(prefix, 0) == 0) remove_staging(it->path());
+  }
+}
+
 }  // namespace
 
 Json catalog_content_json(const std::vector<CatalogEntry>& entries) {
@@ -173,6 +183,9 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
   ensure_private_dir(objects);
   ensure_private_dir(snapshots);
   const fs::path snapshot = snapshots / result.catalog_digest;
+  sweep(root, ".CURRENT-");
+  sweep(objects, ".tmp-");
+  sweep(snapshots, ".staging-");
 
   // Objects first: each is verified in place (rewritten when missing or altered), so a
   // re-import also repairs the object store; writing an object that is intact is a no-op.
@@ -205,6 +218,7 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
     report("objects", ++done, contents.blobs.size());
   }
   if (wrote_object) fsync_path(objects, true);
+  crash_point("catalog.import.objects-written");
 
   // Already current: nothing else changes.
   if (fs::exists(root / "CURRENT", ec)) {
@@ -255,11 +269,14 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
                      core::canonical_json(manifest, core::Encoding::kAscii), 0444);
       fsync_path(staging, true);
       ::chmod(staging.c_str(), 0500);
+      crash_point("catalog.import.snapshot-staged");
       if (::rename(staging.c_str(), snapshot.c_str()) != 0) {
         throw SystemError("catalog store: cannot place the snapshot");
       }
       fsync_path(snapshots, true);
       report("graph", 1, 1);
+    } catch (const SimulatedCrash&) {
+      throw;  // a dead process cleans nothing; the next import sweeps the staging dir
     } catch (...) {
       remove_staging(staging);
       throw;
@@ -268,7 +285,9 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
 
   const fs::path current_temp = root / (".CURRENT-" + std::to_string(::getpid()));
   fs::remove(current_temp, ec);
+  crash_point("catalog.import.snapshot-placed");
   write_new_file(current_temp, result.catalog_digest + "\n", 0444);
+  crash_point("catalog.import.current-staged");
   if (::rename(current_temp.c_str(), (root / "CURRENT").c_str()) != 0) {
     throw SystemError("catalog store: cannot switch CURRENT");
   }
@@ -279,7 +298,8 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
   return result;
 }
 
-std::shared_ptr<const ImportedCatalog> ImportedCatalog::open(const std::filesystem::path& state_dir) {
+std::shared_ptr<const ImportedCatalog> ImportedCatalog::open(
+    const std::filesystem::path& state_dir) {
   const fs::path root = state_dir / "catalog";
   std::string current = read_small(root / "CURRENT", 128);
   if (!current.empty() && current.back() == '\n') current.pop_back();

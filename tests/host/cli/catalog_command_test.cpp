@@ -72,15 +72,15 @@ TEST(CatalogCommand, ImportPrintsTheCatalogDigestAndIsIdempotent) {
   write_catalog(temp / "catalog");
   const std::string state = (temp / "state").string();
   ASSERT_EQ(ctx({"init", "--state", state}).code, kExitOk);
-  const auto first = ctx({"catalog", "import", (temp / "catalog").string(), "--state", state,
-                          "--json"});
+  const auto first =
+      ctx({"catalog", "import", (temp / "catalog").string(), "--state", state, "--json"});
   ASSERT_EQ(first.code, kExitOk) << first.err;
   const auto json = nlohmann::json::parse(first.out);
   EXPECT_EQ(json["entries"], 2);
   EXPECT_EQ(json["changed"], true);
   EXPECT_EQ(json["catalog_digest"].get<std::string>().size(), 64u);
-  const auto second = ctx({"catalog", "import", (temp / "catalog").string(), "--state", state,
-                           "--json"});
+  const auto second =
+      ctx({"catalog", "import", (temp / "catalog").string(), "--state", state, "--json"});
   ASSERT_EQ(second.code, kExitOk);
   EXPECT_EQ(nlohmann::json::parse(second.out)["changed"], false);
   EXPECT_EQ(nlohmann::json::parse(second.out)["catalog_digest"], json["catalog_digest"]);

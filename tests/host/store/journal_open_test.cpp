@@ -8,6 +8,7 @@
 #include <string>
 
 #include "host/engine/engine.hpp"
+#include "host/store/journal_schema.hpp"
 #include "host/store/sqlite.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 #include "tests/host/engine/engine_fixtures.hpp"
@@ -182,7 +183,7 @@ TEST_F(JournalOpen, AnUnversionedVersionOneFileMigratesAndResumes) {
   store::Database db(path(), store::Database::Mode::kReadOnly, 100);
   auto version = db.prepare("PRAGMA user_version");
   ASSERT_TRUE(version.step());
-  EXPECT_EQ(version.integer(0), 2);
+  EXPECT_EQ(version.integer(0), store::kJournalSchemaVersion);
   EXPECT_EQ(raw_count(path(), "engine_journal"), 5);
 }
 
@@ -191,7 +192,7 @@ TEST_F(JournalOpen, NewFilesAreAtTheCurrentSchemaVersion) {
   store::Database db(path(), store::Database::Mode::kReadOnly, 100);
   auto version = db.prepare("PRAGMA user_version");
   ASSERT_TRUE(version.step());
-  EXPECT_EQ(version.integer(0), 2);
+  EXPECT_EQ(version.integer(0), store::kJournalSchemaVersion);
 }
 
 }  // namespace

@@ -94,5 +94,34 @@ TEST(Sqlite, ErrorsAreTyped) {
                    engine::EngineStoreError, "sqlite open failed");
 }
 
+constexpr std::string_view kCreate[] = {"CREATE TABLE t (v INTEGER)"};
+constexpr std::string_view kFill[] = {"INSERT INTO t VALUES (1)", "INSERT INTO t VALUES (2)"};
+constexpr Migration kTwo[] = {{1, kCreate}, {2, kFill}};
+
+TEST(Sqlite, MigrationsRunInOrderOnceAndStampTheVersion) {
+  Database db(":memory:", Database::Mode::kReadWriteCreate, 100);
+  EXPECT_EQ(migrate(db, "test file", std::span(kTwo).first(1), 1), 0);
+  EXPECT_EQ(migrate(db, "test file", kTwo, 1), 1);  // only migration 2 runs
+  EXPECT_EQ(migrate(db, "test file", kTwo, 1), 2);  // nothing runs
+  auto rows = db.prepare("SELECT COUNT(*) FROM t");
+  ASSERT_TRUE(rows.step());
+  EXPECT_EQ(rows.integer(0), 2);
+  auto version = db.prepare("PRAGMA user_version");
+  ASSERT_TRUE(version.step());
+  EXPECT_EQ(version.integer(0), 2);
+}
+
+TEST(Sqlite, AFileFromANewerSchemaOrWithoutItsVersionsSchemaIsRefused) {
+  Database newer(":memory:", Database::Mode::kReadWriteCreate, 100);
+  newer.exec("PRAGMA user_version = 3");
+  CTX_EXPECT_THROW(migrate(newer, "test file", kTwo, 1), NewerSchemaVersion,
+                   "test file has newer schema version 3 (this build reads up to 2)");
+  // Unversioned but holding tables: taken to be at version 1, whose table is missing.
+  Database odd(":memory:", Database::Mode::kReadWriteCreate, 100);
+  odd.exec("CREATE TABLE other (x INTEGER)");
+  CTX_EXPECT_THROW(migrate(odd, "test file", kTwo, 1), engine::JournalCorruption,
+                   "test file schema version 1 does not migrate to 2");
+}
+
 }  // namespace
 }  // namespace ctx::store

@@ -56,8 +56,8 @@ std::vector<std::string> pdf_prompt_tokens() {
 TEST(CatalogPorts, APdfExportPromptRetrievesAndPlansTheSkill) {
   Imported imported;
   CatalogWorkAuthority authority(imported.catalog);
-  CurrentWork work{"tenant-1", "workspace-1", "repository-1", "session-1",
-                   pdf_prompt_tokens(), {}, 3};
+  CurrentWork work{"tenant-1", "workspace-1", "repository-1", "session-1", pdf_prompt_tokens(), {},
+                   3};
   authority.register_work("work-1", work);
   const ResolvedCurrentWork resolved = authority.resolve("work-1");
   // Only catalog vocabulary survives: "quarterly", "please", "the" are nobody's terms.
@@ -85,9 +85,9 @@ TEST(CatalogPorts, APdfExportPromptRetrievesAndPlansTheSkill) {
   engine::planning::CapabilityPlannerConfig config;
   config.planner_version = "ctx-managed-query-planner-v3";
   config.catalog_namespace_digest = imported.catalog->catalog_digest();
-  engine::planning::CapabilityPlanner planner(
-      config, engine::planning::NetBenefitPolicy(policy_config), *graph, facts, &material,
-      &install, *audit);
+  engine::planning::CapabilityPlanner planner(config,
+                                              engine::planning::NetBenefitPolicy(policy_config),
+                                              *graph, facts, &material, &install, *audit);
   const auto plan = planner.plan(resolved.observation);
   ASSERT_EQ(plan.status(), "ready");
   ASSERT_FALSE(plan.capabilities().empty());
@@ -106,16 +106,17 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
   EXPECT_EQ(descriptor.content_bytes(), static_cast<std::int64_t>(bytes.size()));
   EXPECT_EQ(descriptor.estimated_tokens(), static_cast<std::int64_t>((bytes.size() + 3) / 4));
   EXPECT_EQ(descriptor.provenance_digest(), material.material_snapshot_digest());
-  const auto identity = engine::MaterialIdentity::create(
-      "skill:pdf-export", "skill", core::sha256_hex(bytes), static_cast<std::int64_t>(bytes.size()));
+  const auto identity =
+      engine::MaterialIdentity::create("skill:pdf-export", "skill", core::sha256_hex(bytes),
+                                       static_cast<std::int64_t>(bytes.size()));
   EXPECT_EQ(*descriptor.material_identity_digest(), identity.identity_digest());
   EXPECT_EQ(material.material_identity("skill:pdf-export"), identity);
   EXPECT_EQ(material.material_content("skill:pdf-export"), bytes);
   // Agents, servers and harnesses are installed or run, never loaded.
-  for (const auto& [id, kind] : std::vector<std::pair<std::string, std::string>>{
-           {"agent:code-reviewer", "agent"},
-           {"mcp-server:github", "mcp-server"},
-           {"harness:python-runner", "harness"}}) {
+  for (const auto& [id, kind] :
+       std::vector<std::pair<std::string, std::string>>{{"agent:code-reviewer", "agent"},
+                                                        {"mcp-server:github", "mcp-server"},
+                                                        {"harness:python-runner", "harness"}}) {
     const auto d = material.describe(id, kind);
     EXPECT_EQ(d.actionability(), "manual") << id;
     EXPECT_FALSE(material.material_identity(id)) << id;
@@ -132,8 +133,8 @@ TEST(CatalogPorts, InstallBundlesFlagPermissionsAndCredentialsByTheDocumentedRul
   CatalogInstallBundlePort install(imported.catalog);
   const auto github = install.describe_bundle("mcp-server:github", "mcp-server");
   ASSERT_TRUE(github);
-  EXPECT_TRUE(github->descriptor().permission_expansion());   // command + env
-  EXPECT_TRUE(github->descriptor().credential_requirement()); // GITHUB_PERSONAL_ACCESS_TOKEN
+  EXPECT_TRUE(github->descriptor().permission_expansion());    // command + env
+  EXPECT_TRUE(github->descriptor().credential_requirement());  // GITHUB_PERSONAL_ACCESS_TOKEN
   EXPECT_EQ(github->descriptor().installer_id(), "ctx-mcp-server-installer-v1");
   EXPECT_EQ(github->descriptor().provenance_digest(), install.installation_snapshot_digest());
   EXPECT_EQ(github->result_material().content_sha256(),
@@ -245,8 +246,8 @@ TEST(CatalogPorts, VocabularyAndWorkAuthority) {
   EXPECT_FALSE(vocabulary.contains("the"));
   EXPECT_FALSE(vocabulary.contains(""));
   CTX_EXPECT_THROW(authority.resolve("unknown"), NotFound, "current-work reference is unavailable");
-  CurrentWork work{"tenant-1", "workspace-1", "repository-1", "session-1", {"Python", "tests"},
-                   {"Python"}, 5};
+  CurrentWork work{
+      "tenant-1", "workspace-1", "repository-1", "session-1", {"Python", "tests"}, {"Python"}, 5};
   CTX_EXPECT_THROW(authority.register_work("bad ref", work), InvalidArgument, "opaque token");
   work.requested_limit = 6;
   CTX_EXPECT_THROW(authority.register_work("w", work), InvalidArgument, "requested_limit");
@@ -260,6 +261,58 @@ TEST(CatalogPorts, VocabularyAndWorkAuthority) {
   EXPECT_EQ(resolved.observation.languages, std::vector<std::string>{"python"});
   EXPECT_EQ(resolved.tenant, "tenant-1");
   EXPECT_EQ(authority.resolve("w").surrogate.value_digest(), resolved.surrogate.value_digest());
+}
+
+TEST(CatalogPorts, TheExampleWorkFileResolvesToThePdfExportSkill) {
+  Imported imported;
+  const CurrentWork work =
+      current_work_from_json(read(fs::path(CTX_EXAMPLES_DIR) / "work/pdf-export.json"));
+  EXPECT_EQ(work.tenant, "local");
+  EXPECT_EQ(work.requested_limit, 3);
+  CatalogWorkAuthority authority(imported.catalog);
+  authority.register_work("work-file", work);
+  const auto resolved = authority.resolve("work-file");
+  const auto graph =
+      store::GraphStore::open(imported.catalog->graph_path(), imported.catalog->graph_sha256());
+  CatalogMaterialPort material(imported.catalog);
+  engine::planning::CatalogCandidateSource source(*graph, &material, nullptr);
+  const auto candidates = source.retrieve(resolved.observation);
+  ASSERT_FALSE(candidates.empty());
+  EXPECT_EQ(candidates.front().capability_id, "skill:pdf-export");
+}
+
+TEST(CatalogPorts, CurrentWorkFilesAreReadStrictly) {
+  const std::string session =
+      R"("session":{"tenant":"t","workspace":"w","repository":"r","session":"s"})";
+  const CurrentWork work = current_work_from_json("{" + session + R"(,"signals":["pdf"]})");
+  EXPECT_EQ(work.signals, std::vector<std::string>{"pdf"});
+  EXPECT_EQ(work.requested_limit, 5);
+  EXPECT_TRUE(work.languages.empty());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"[]", "must be a JSON object"},
+      {"{", "not valid JSON"},
+      {"{" + session + "}", "signals is required"},
+      {R"({"signals":[]})", "session is required"},
+      {"{" + session + R"(,"signals":[],"prompt":"secret"})", "not allowed"},
+      {"{" + session + R"(,"signals":[1]})", "strings of 1-128"},
+      {"{" + session + R"(,"signals":[],"requested_limit":6})", "requested_limit"},
+      {"{" + session + R"(,"signals":[],"requested_limit":"5"})", "requested_limit"},
+      {R"({"session":{"tenant":"t","workspace":"w","repository":"r"},"signals":[]})",
+       "session.session is required"},
+      {R"({"session":{"tenant":"a b","workspace":"w","repository":"r","session":"s"},"signals":[]})",
+       "opaque tokens"},
+  };
+  for (const auto& [text, keyword] : bad) {
+    SCOPED_TRACE(text);
+    CTX_EXPECT_THROW(current_work_from_json(text), InvalidArgument, keyword);
+  }
+  // Errors never quote the input.
+  try {
+    current_work_from_json("{" + session + R"(,"signals":[],"prompt":"secret"})");
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos);
+    EXPECT_EQ(std::string(e.what()).find("prompt"), std::string::npos);
+  }
 }
 
 TEST(CatalogPorts, AnAlteredSkillObjectRefusesTheMaterialPort) {

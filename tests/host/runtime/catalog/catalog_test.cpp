@@ -6,13 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <barrier>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "host/core/crypto.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
+#include "host/runtime/crash_point.hpp"
 #include "host/store/graph_store.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -42,21 +45,22 @@ std::string read(const fs::path& path) {
 
 std::string skill_md(const std::string& name, const std::string& description,
                      const std::string& extra = "") {
-  return "---\nname: " + name + "\ndescription: " + description + "\n" + extra +
-         "---\n\n# " + name + "\n\nBody.\n";
+  return "---\nname: " + name + "\ndescription: " + description + "\n" + extra + "---\n\n# " +
+         name + "\n\nBody.\n";
 }
 
 // A small valid catalog: two skills (one with a resource), an agent, an mcp server, a harness.
 void write_valid_catalog(const fs::path& root) {
-  write(root / "skills/pdf-export/SKILL.md",
-        skill_md("pdf-export", "Export reports to PDF files.", "metadata:\n  tags: [pdf, export]\n"));
+  write(root / "skills/pdf-export/SKILL.md", skill_md("pdf-export", "Export reports to PDF files.",
+                                                      "metadata:\n  tags: [pdf, export]\n"));
   write(root / "skills/pdf-export/scripts/export.py", "print('export')\n");
   write(root / "skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "Clean CSV data."));
   write(root / "agents/reviewer.md",
         "---\nname: reviewer\ndescription: Reviews diffs.\ntools: Read, Grep\n---\nReview.\n");
-  write(root / "mcp-servers/github.json",
-        R"({"name":"github","description":"GitHub issues.","command":"npx",)"
-        R"("args":["-y","server-github"],"env":{"GITHUB_TOKEN":"${GITHUB_TOKEN}"},"tags":["github"]})");
+  write(
+      root / "mcp-servers/github.json",
+      R"({"name":"github","description":"GitHub issues.","command":"npx",)"
+      R"("args":["-y","server-github"],"env":{"GITHUB_TOKEN":"${GITHUB_TOKEN}"},"tags":["github"]})");
   write(root / "harnesses/python-runner.json",
         R"({"name":"python-runner","description":"Runs python.","tags":["python"]})");
 }
@@ -94,9 +98,9 @@ TEST(CatalogImport, ImportsEveryKindWithContentAddressedObjects) {
   EXPECT_EQ(catalog->catalog_digest(), result.catalog_digest);
   std::vector<std::string> ids;
   for (const auto& e : catalog->entries()) ids.push_back(e.capability_id());
-  EXPECT_EQ(ids, (std::vector<std::string>{"agent:reviewer", "harness:python-runner",
-                                           "mcp-server:github", "skill:csv-cleanup",
-                                           "skill:pdf-export"}));
+  EXPECT_EQ(
+      ids, (std::vector<std::string>{"agent:reviewer", "harness:python-runner", "mcp-server:github",
+                                     "skill:csv-cleanup", "skill:pdf-export"}));
   const CatalogEntry* pdf = catalog->find("skill:pdf-export");
   ASSERT_NE(pdf, nullptr);
   ASSERT_EQ(pdf->files.size(), 2u);
@@ -185,17 +189,16 @@ std::vector<BadCase> bad_cases() {
            skill_md("csv-cleanup", "x") + std::string(kMaxSkillMdBytes, 'x')),
        "skills/csv-cleanup/SKILL.md", "larger than 1048576"},
       {"bad tag",
-       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "x", "metadata:\n  tags: [Bad Tag]\n")),
+       put("skills/csv-cleanup/SKILL.md",
+           skill_md("csv-cleanup", "x", "metadata:\n  tags: [Bad Tag]\n")),
        "skills/csv-cleanup/SKILL.md", "each tag"},
       {"metadata not a mapping",
        put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "x", "metadata: [a]\n")),
        "skills/csv-cleanup/SKILL.md", "metadata must be a mapping"},
-      {"invalid utf-8",
-       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "caf\xC3")),
+      {"invalid utf-8", put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "caf\xC3")),
        "skills/csv-cleanup/SKILL.md", "valid UTF-8"},
-      {"agent name differs",
-       put("agents/reviewer.md", "---\nname: other\ndescription: x\n---\n"), "agents/reviewer.md",
-       "must match the file name"},
+      {"agent name differs", put("agents/reviewer.md", "---\nname: other\ndescription: x\n---\n"),
+       "agents/reviewer.md", "must match the file name"},
       {"agent without description", put("agents/reviewer.md", "---\nname: reviewer\n---\n"),
        "agents/reviewer.md", "must have a description"},
       {"agent wrong extension", put("agents/reviewer.txt", "x"), "agents/reviewer.txt",
@@ -207,8 +210,8 @@ std::vector<BadCase> bad_cases() {
        put("mcp-servers/github.json",
            R"({"name":"github","description":"x","command":"npx","headers":{}})"),
        "mcp-servers/github.json", "headers is not allowed"},
-      {"mcp invalid json", put("mcp-servers/github.json", "{\"name\":"),
-       "mcp-servers/github.json", "not valid JSON"},
+      {"mcp invalid json", put("mcp-servers/github.json", "{\"name\":"), "mcp-servers/github.json",
+       "not valid JSON"},
       {"mcp duplicate key",
        put("mcp-servers/github.json",
            R"({"name":"github","name":"github","description":"x","command":"npx"})"),
@@ -255,7 +258,8 @@ TEST(CatalogImport, EachMalformedEntryRuleIsOneTypedErrorAndNothingIsWritten) {
       EXPECT_EQ(e.problems()[0].file, c.file);
       EXPECT_THAT(e.problems()[0].rule, ::testing::HasSubstr(c.rule));
       EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr(c.file));
-      EXPECT_THAT(std::string(e.what()), ::testing::Not(::testing::HasSubstr(f.temp.path().string())));
+      EXPECT_THAT(std::string(e.what()),
+                  ::testing::Not(::testing::HasSubstr(f.temp.path().string())));
     }
     EXPECT_EQ(tree(f.state), before);
   }
@@ -344,6 +348,55 @@ TEST(CatalogImport, ReimportIsIdempotentAndAChangeSwitchesAtomically) {
   EXPECT_EQ(elsewhere.graph_sha256, third.graph_sha256);
 }
 
+TEST(CatalogImport, ACrashAtEveryStepKeepsThePreviousImportAndTheNextImportFinishes) {
+  for (const char* point : {"catalog.import.objects-written", "catalog.import.snapshot-staged",
+                            "catalog.import.snapshot-placed", "catalog.import.current-staged"}) {
+    SCOPED_TRACE(point);
+    Fixture f;
+    const auto first = import_catalog(f.catalog, f.state);
+    write(f.catalog / "skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "Clean TSV too."));
+    {
+      CrashPointArmed armed(point);
+      EXPECT_THROW(import_catalog(f.catalog, f.state), SimulatedCrash);
+      EXPECT_TRUE(armed.fired());
+    }
+    EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), first.catalog_digest);
+    const auto second = import_catalog(f.catalog, f.state);
+    EXPECT_TRUE(second.changed);
+    EXPECT_NE(second.catalog_digest, first.catalog_digest);
+    EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), second.catalog_digest);
+    // Nothing the crash left behind survives the recovering import.
+    for (const auto& [path, _] : tree(f.state / "catalog")) {
+      EXPECT_EQ(path.find(".staging-"), std::string::npos) << path;
+      EXPECT_EQ(path.find(".tmp-"), std::string::npos) << path;
+      EXPECT_EQ(path.find(".CURRENT-"), std::string::npos) << path;
+    }
+  }
+}
+
+TEST(CatalogImport, ConcurrentImportsOfOneCatalogConverge) {
+  Fixture f;
+  constexpr int kThreads = 4;
+  std::barrier start(kThreads);
+  std::vector<CatalogImportResult> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      results[i] = import_catalog(f.catalog, f.state);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int changed = 0;
+  for (const auto& r : results) {
+    EXPECT_EQ(r.catalog_digest, results[0].catalog_digest);
+    EXPECT_EQ(r.graph_sha256, results[0].graph_sha256);
+    changed += r.changed ? 1 : 0;
+  }
+  EXPECT_EQ(changed, 1);  // exactly one import moved CURRENT; the others found it current
+  EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), results[0].catalog_digest);
+}
+
 TEST(CatalogImport, TamperedObjectsAndManifestsFailClosed) {
   Fixture f;
   import_catalog(f.catalog, f.state);
@@ -380,8 +433,7 @@ TEST(CatalogImport, StateDirMustBePrivate) {
                    "ctx init");
   fs::create_directory(temp / "open");
   fs::permissions(temp / "open", fs::perms(0755));
-  CTX_EXPECT_THROW(import_catalog(temp / "catalog", temp / "open"), FailedPrecondition,
-                   "private");
+  CTX_EXPECT_THROW(import_catalog(temp / "catalog", temp / "open"), FailedPrecondition, "private");
   EXPECT_FALSE(fs::exists(temp / "open/catalog"));
 }
 

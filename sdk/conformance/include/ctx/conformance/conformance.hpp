@@ -1,5 +1,5 @@
 // ctx plugin conformance kit: loads a plugin shared object exactly as the host does (pinned in a
-// temporary lock, copied into a private content-addressed cache, digest-checked, negotiated) and
+// temporary lock, copied into a sealed memfd, digest- and note-checked, negotiated) and
 // registers GoogleTest suites for it: the generic ABI suite plus the suite of the plugin's kind.
 //
 // Use it through the `ctx-conformance PLUGIN.so [--config FILE] [--timeout SECONDS]` runner, or

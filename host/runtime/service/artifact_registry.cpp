@@ -1,0 +1,403 @@
+#include "host/runtime/service/artifact_registry.hpp"
+
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <ostream>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/crypto.hpp"
+#include "host/runtime/file_lock.hpp"
+#include "host/store/graph_store.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+using core::Json;
+
+constexpr std::int64_t kMaxGraphBytes = 1LL << 30;
+constexpr std::int64_t kMaxManifestBytes = 64 * 1024;
+constexpr std::chrono::milliseconds kPublicationLockTimeout{30'000};
+constexpr std::string_view kManifestSchema = "ctx.managed-query-artifact-manifest";
+
+const std::string& no_material_digest() {
+  static const std::string digest = core::sha256_hex("ctx.managed-artifact.no-material-v1");
+  return digest;
+}
+const std::string& no_installation_digest() {
+  static const std::string digest = core::sha256_hex("ctx.managed-artifact.no-installation-v1");
+  return digest;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void require_sha(const std::string& value, const char* field) {
+  if (!core::is_sha256_hex(value)) {
+    throw InvalidArgument(std::string(field) + " must be a lowercase SHA-256 digest");
+  }
+}
+
+std::string random_hex() {
+  std::array<std::uint8_t, 16> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    throw SystemError("managed artifact registry could not draw random bytes");
+  }
+  return core::to_hex(bytes.data(), bytes.size());
+}
+
+void fsync_dir(const std::filesystem::path& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0 || ::fsync(fd.get()) != 0) {
+    throw ManagedArtifactRegistryError("managed artifact registry directory cannot be synced");
+  }
+}
+
+void make_private_dir(const std::filesystem::path& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw ManagedArtifactRegistryError("managed artifact registry directory cannot be created");
+  }
+  struct stat info {};
+  if (::lstat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::geteuid() ||
+      (info.st_mode & 077) != 0) {
+    throw ManagedArtifactRegistryError(
+        "managed artifact registry directories must be private and owned by this user");
+  }
+}
+
+// Reads a whole regular, single-link file opened without following links.
+std::string read_pinned_file(const std::filesystem::path& path, std::int64_t limit,
+                             bool require_read_only) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) throw ManagedArtifactRegistryError("managed artifact file is unavailable");
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_nlink != 1 ||
+      info.st_size > limit || (require_read_only && (info.st_mode & 0222) != 0)) {
+    throw ManagedArtifactRegistryError("managed artifact file is not a pinned regular file");
+  }
+  std::string bytes(static_cast<std::size_t>(info.st_size), '\0');
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const auto n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n <= 0) throw ManagedArtifactRegistryError("managed artifact file cannot be read");
+    done += static_cast<std::size_t>(n);
+  }
+  return bytes;
+}
+
+// Publishes `bytes` as `final_path` (0400): O_EXCL stage, fsync, hard link, unlink stage. An
+// existing file must hold exactly these bytes.
+void publish(const std::filesystem::path& final_path, const std::string& stage_prefix,
+             const std::string& bytes) {
+  if (std::filesystem::exists(std::filesystem::symlink_status(final_path))) {
+    if (read_pinned_file(final_path, static_cast<std::int64_t>(bytes.size()), true) != bytes) {
+      throw ManagedArtifactRegistryError("published managed artifact file is corrupt");
+    }
+    return;
+  }
+  const auto dir = final_path.parent_path();
+  const auto stage = dir / (stage_prefix + "-" + random_hex() + ".stage");
+  {
+    Fd fd(::open(stage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd.get() < 0) throw ManagedArtifactRegistryError("managed artifact stage cannot be made");
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const auto n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+      if (n <= 0) {
+        ::unlink(stage.c_str());
+        throw ManagedArtifactRegistryError("managed artifact stage cannot be written");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fchmod(fd.get(), 0400) != 0 || ::fsync(fd.get()) != 0) {
+      ::unlink(stage.c_str());
+      throw ManagedArtifactRegistryError("managed artifact stage cannot be sealed");
+    }
+  }
+  const int rc = ::link(stage.c_str(), final_path.c_str());
+  ::unlink(stage.c_str());
+  if (rc != 0) throw ManagedArtifactRegistryError("managed artifact file cannot be published");
+  fsync_dir(dir);
+}
+
+// Stages left by an interrupted publication are removed on every use.
+void reconcile_stages(const std::filesystem::path& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if ((name.starts_with(".artifact-") || name.starts_with(".manifest-")) &&
+        name.ends_with(".stage")) {
+      ::unlink(entry.path().c_str());
+    }
+  }
+}
+
+bool credential_like(const std::string& text) {
+  static const char* kMarkers[] = {"sk-",   "ghp_",       "github_pat_", "akia",   "xoxb-",
+                                   "xoxp-", "-----begin", "password",    "secret", "bearer "};
+  std::string lowered = text;
+  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* marker : kMarkers) {
+    if (lowered.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The current-work surrogate schema (§7): exactly six keys, credential-like text refused.
+void validate_surrogate(const engine::StructuredSurrogate& surrogate) {
+  if (surrogate.schema_id() != "ctx.observation.current-work" || surrogate.schema_version() != 1) {
+    throw InvalidArgument("managed observation surrogate must be ctx.observation.current-work v1");
+  }
+  static const std::set<std::string> keys = {
+      "active_capability_ids",   "baseline_capability_ids", "languages",
+      "rejected_capability_ids", "requested_limit",         "signals"};
+  const Json& value = surrogate.value();
+  if (!value.is_object() || value.size() != keys.size()) {
+    throw InvalidArgument("managed observation surrogate must have exactly its six fields");
+  }
+  for (const auto& name : keys) {
+    if (!value.contains(name)) {
+      throw InvalidArgument("managed observation surrogate is missing " + name);
+    }
+  }
+  if (!value["requested_limit"].is_number_integer()) {
+    throw InvalidArgument("managed observation surrogate requested_limit must be an integer");
+  }
+  for (const auto& name : keys) {
+    if (name == "requested_limit") continue;
+    if (!value[name].is_array()) {
+      throw InvalidArgument("managed observation surrogate " + name + " must be a list");
+    }
+    for (const auto& item : value[name]) {
+      if (!item.is_string() || credential_like(item.get<std::string>())) {
+        throw InvalidArgument("managed observation surrogate " + name +
+                              " must hold credential-free strings");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+engine::StructuredSurrogate ManagedArtifactHandle::normalize(
+    const engine::ObservationReference& reference) const {
+  if (reference.provider_id != reference_.provider_id ||
+      reference.opaque_id != reference_.opaque_id ||
+      reference.content_digest != reference_.content_digest) {
+    throw InvalidArgument("observation reference does not name this managed artifact");
+  }
+  return surrogate_;
+}
+
+std::ostream& operator<<(std::ostream& out, const ManagedArtifactHandle& value) {
+  return out << "ManagedArtifactHandle(manifest_digest='" << value.manifest_digest_ << "')";
+}
+std::ostream& operator<<(std::ostream& out, const ManagedArtifactRegistry&) {
+  return out << "ManagedArtifactRegistry()";
+}
+
+ManagedArtifactRegistry::ManagedArtifactRegistry(std::filesystem::path root, std::string token)
+    : root_(std::move(root)), token_(std::move(token)), pid_(::getpid()) {}
+
+std::shared_ptr<ManagedArtifactRegistry> open_managed_artifact_registry(
+    const std::filesystem::path& root) {
+  if (!root.is_absolute()) throw InvalidArgument("managed artifact registry root must be absolute");
+  const auto normal = root.lexically_normal();
+  make_private_dir(normal);
+  make_private_dir(normal / "artifacts");
+  make_private_dir(normal / "manifests");
+  std::array<std::uint8_t, 32> token{};
+  if (RAND_bytes(token.data(), static_cast<int>(token.size())) != 1) {
+    throw SystemError("managed artifact registry could not draw its token");
+  }
+  return std::shared_ptr<ManagedArtifactRegistry>(
+      new ManagedArtifactRegistry(normal, core::to_hex(token.data(), token.size())));
+}
+
+void ManagedArtifactRegistry::require_process() const {
+  if (::getpid() != pid_) {
+    throw ManagedArtifactRegistryError(
+        "managed artifact registry is unavailable outside its issuing process");
+  }
+}
+
+void ManagedArtifactRegistry::require_issued(const ManagedArtifactHandle& handle) const {
+  require_process();
+  if (handle.pid_ != pid_ || !core::constant_time_equal(handle.registry_token_, token_)) {
+    throw ManagedArtifactRegistryError("managed artifact handle was not issued by this registry");
+  }
+}
+
+std::filesystem::path ManagedArtifactRegistry::graph_artifact_path(
+    const ManagedArtifactHandle& handle) const {
+  require_issued(handle);
+  return root_ / "artifacts" / (handle.graph_artifact_digest_ + ".sqlite3");
+}
+
+std::shared_ptr<const ManagedArtifactHandle> ManagedArtifactRegistry::ingest_graph_store(
+    const ManagedArtifactIngest& ingest) {
+  require_process();
+  require_sha(ingest.expected_graph_artifact_digest, "expected_graph_artifact_digest");
+  require_sha(ingest.planning_environment_digest, "planning_environment_digest");
+  require_sha(ingest.catalog_namespace_digest, "catalog_namespace_digest");
+  require_sha(ingest.catalog_retrieval_digest, "catalog_retrieval_digest");
+  require_sha(ingest.benefit_facts_snapshot_digest, "benefit_facts_snapshot_digest");
+  require_sha(ingest.benefit_policy_snapshot_digest, "benefit_policy_snapshot_digest");
+  const std::string material = ingest.material_snapshot_digest.value_or(no_material_digest());
+  const std::string installation =
+      ingest.installation_snapshot_digest.value_or(no_installation_digest());
+  require_sha(material, "material_snapshot_digest");
+  require_sha(installation, "installation_snapshot_digest");
+  if (!ingest.observation_surrogate) {
+    throw InvalidArgument("managed artifact requires an observation surrogate");
+  }
+  validate_surrogate(*ingest.observation_surrogate);
+  if (ingest.planning_schema_version.empty() || ingest.planning_schema_version.size() > 128) {
+    throw InvalidArgument("planning_schema_version must be an opaque token");
+  }
+  if (!ingest.graph_store_path.is_absolute()) {
+    throw InvalidArgument("graph_store_path must be absolute");
+  }
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    if (std::filesystem::exists(ingest.graph_store_path.string() + suffix)) {
+      throw InvalidArgument("graph store must not have SQLite sidecars");
+    }
+  }
+  std::string graph;
+  try {
+    graph = read_pinned_file(ingest.graph_store_path, kMaxGraphBytes, true);
+  } catch (const ManagedArtifactRegistryError&) {
+    throw InvalidArgument(
+        "graph store must be a regular, single-link, non-writable file of at most 1 GiB");
+  }
+  if (core::sha256_hex(graph) != ingest.expected_graph_artifact_digest) {
+    throw DataLoss("graph store does not match its expected artifact digest");
+  }
+  const auto& surrogate = *ingest.observation_surrogate;
+  const Json manifest = {
+      {"benefit_facts_snapshot_digest", ingest.benefit_facts_snapshot_digest},
+      {"benefit_policy_snapshot_digest", ingest.benefit_policy_snapshot_digest},
+      {"catalog_namespace_digest", ingest.catalog_namespace_digest},
+      {"catalog_retrieval_digest", ingest.catalog_retrieval_digest},
+      {"graph_artifact_digest", ingest.expected_graph_artifact_digest},
+      {"installation_snapshot_digest", installation},
+      {"material_snapshot_digest", material},
+      {"observation_surrogate", surrogate.to_json()},
+      {"observation_surrogate_digest", core::canonical_digest(surrogate.to_json())},
+      {"planning_environment_digest", ingest.planning_environment_digest},
+      {"planning_schema_version", ingest.planning_schema_version},
+      {"registry_version", 1},
+      {"schema", kManifestSchema}};
+  const std::string manifest_bytes = core::canonical_json(manifest, core::Encoding::kAscii);
+  const std::string manifest_digest = core::sha256_hex(manifest_bytes);
+  {
+    ExclusiveFileLock lock(root_ / "registry-publication", kPublicationLockTimeout);
+    reconcile_stages(root_ / "artifacts");
+    reconcile_stages(root_ / "manifests");
+    const auto artifact_path =
+        root_ / "artifacts" / (ingest.expected_graph_artifact_digest + ".sqlite3");
+    publish(artifact_path, ".artifact-" + ingest.expected_graph_artifact_digest, graph);
+    try {
+      store::GraphStore::open(artifact_path, ingest.expected_graph_artifact_digest);
+    } catch (const Error&) {
+      throw ManagedArtifactRegistryError("ingested artifact is not a valid graph store");
+    }
+    publish(root_ / "manifests" / (manifest_digest + ".json"), ".manifest-" + manifest_digest,
+            manifest_bytes);
+  }
+  return reopen(manifest_digest, ingest.planning_environment_digest);
+}
+
+std::shared_ptr<const ManagedArtifactHandle> ManagedArtifactRegistry::reopen(
+    const std::string& manifest_digest, const std::string& planning_environment_digest) {
+  require_process();
+  require_sha(manifest_digest, "manifest_digest");
+  require_sha(planning_environment_digest, "planning_environment_digest");
+  const auto path = root_ / "manifests" / (manifest_digest + ".json");
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path))) {
+    throw ManagedArtifactRegistryError("managed artifact manifest is unavailable");
+  }
+  const std::string bytes = read_pinned_file(path, kMaxManifestBytes, true);
+  const auto corrupt = [] {
+    return ManagedArtifactRegistryError("managed artifact manifest is corrupt");
+  };
+  if (core::sha256_hex(bytes) != manifest_digest) throw corrupt();
+  Json manifest;
+  std::optional<engine::StructuredSurrogate> surrogate;
+  try {
+    manifest = core::parse_canonical_json(bytes, core::Encoding::kAscii);
+    if (!manifest.is_object() || manifest.size() != 13 ||
+        manifest.value("schema", "") != kManifestSchema ||
+        manifest.value("registry_version", 0) != 1) {
+      throw corrupt();
+    }
+    surrogate.emplace(engine::StructuredSurrogate::from_json(manifest.at("observation_surrogate")));
+    validate_surrogate(*surrogate);
+    if (manifest.at("observation_surrogate_digest") !=
+        core::canonical_digest(surrogate->to_json())) {
+      throw corrupt();
+    }
+  } catch (const ManagedArtifactRegistryError&) {
+    throw;
+  } catch (const Error&) {
+    throw corrupt();
+  } catch (const Json::exception&) {
+    throw corrupt();
+  }
+  std::shared_ptr<ManagedArtifactHandle> handle(new ManagedArtifactHandle(*surrogate));
+  try {
+    const auto text = [&](const char* key) {
+      const std::string value = manifest.at(key).get<std::string>();
+      if (std::string_view(key) != "planning_schema_version" && !core::is_sha256_hex(value)) {
+        throw corrupt();
+      }
+      return value;
+    };
+    handle->manifest_digest_ = manifest_digest;
+    handle->graph_artifact_digest_ = text("graph_artifact_digest");
+    handle->environment_digest_ = text("planning_environment_digest");
+    handle->namespace_digest_ = text("catalog_namespace_digest");
+    handle->retrieval_digest_ = text("catalog_retrieval_digest");
+    handle->facts_digest_ = text("benefit_facts_snapshot_digest");
+    handle->policy_digest_ = text("benefit_policy_snapshot_digest");
+    handle->material_digest_ = text("material_snapshot_digest");
+    handle->installation_digest_ = text("installation_snapshot_digest");
+    handle->surrogate_digest_ = text("observation_surrogate_digest");
+    handle->planning_schema_version_ = text("planning_schema_version");
+  } catch (const Json::exception&) {
+    throw corrupt();
+  }
+  if (handle->environment_digest_ != planning_environment_digest) {
+    throw ManagedArtifactRegistryError(
+        "managed artifact manifest does not match the planning environment");
+  }
+  if (!std::filesystem::exists(std::filesystem::symlink_status(
+          root_ / "artifacts" / (handle->graph_artifact_digest_ + ".sqlite3")))) {
+    throw ManagedArtifactRegistryError("managed artifact graph is unavailable");
+  }
+  handle->reference_ = {std::string(kManagedObservationProvider), "manifest-" + manifest_digest,
+                        surrogate->value_digest()};
+  handle->registry_token_ = token_;
+  handle->pid_ = pid_;
+  return handle;
+}
+
+}  // namespace ctx::runtime

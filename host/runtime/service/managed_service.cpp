@@ -1,0 +1,861 @@
+#include "host/runtime/service/managed_service.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ostream>
+#include <set>
+#include <utility>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/crypto.hpp"
+#include "host/engine/errors.hpp"
+#include "host/engine/identities.hpp"
+#include "host/engine/journal_store.hpp"
+#include "host/engine/lexical.hpp"
+#include "host/runtime/crash_point.hpp"
+#include "host/runtime/file_lock.hpp"
+#include "host/runtime/service/service_crash_points.hpp"
+#include "host/store/sqlite_journal_store.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+using core::Json;
+
+constexpr std::chrono::milliseconds kLifecycleLockTimeout{30'000};
+const core::SystemClock kSystemClock;
+
+std::vector<ManagedActionSummary> summaries(const std::vector<engine::HostAction>& actions) {
+  if (actions.size() > kMaxManagedActionSummaries) {
+    throw ManagedQueryServiceError("managed transition carries too many actions");
+  }
+  std::vector<ManagedActionSummary> out;
+  out.reserve(actions.size());
+  for (const auto& action : actions) out.push_back(ManagedActionSummary::of(action));
+  return out;
+}
+
+// Identity of a path for aliasing checks: (device, inode) when it exists, else its resolved form.
+struct PathIdentity {
+  std::filesystem::path resolved;
+  std::optional<std::pair<dev_t, ino_t>> inode;
+};
+
+PathIdentity identity_of(const std::filesystem::path& path) {
+  PathIdentity id;
+  std::error_code ignored;
+  id.resolved = std::filesystem::weakly_canonical(path, ignored);
+  if (id.resolved.empty()) id.resolved = path.lexically_normal();
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) id.inode = std::make_pair(info.st_dev, info.st_ino);
+  return id;
+}
+
+bool aliases(const PathIdentity& a, const PathIdentity& b) {
+  if (a.resolved == b.resolved) return true;
+  return a.inode && b.inode && *a.inode == *b.inode;
+}
+
+// An existing directory that holds service outputs must be ours and closed to others.
+void require_private_parent(const std::filesystem::path& path, const char* field) {
+  const auto parent = path.parent_path();
+  struct stat info {};
+  if (::stat(parent.c_str(), &info) != 0) return;  // created privately on first use
+  if (!S_ISDIR(info.st_mode) || info.st_uid != ::geteuid() || (info.st_mode & 077) != 0) {
+    throw InvalidArgument(std::string(field) +
+                          " must be inside a private directory owned by this user");
+  }
+}
+
+std::string desired_owner_id(const engine::ScopeRef& scope) {
+  return "ctx-desired:" + core::canonical_digest({{"schema", "ctx.managed-desired-owner.v1"},
+                                                  {"stream", scope.stream_id().stream_key()}},
+                                                 core::Encoding::kAscii);
+}
+
+std::string lease_id(const engine::PlanCapabilityV3& row, const std::string& owner_id) {
+  return "ctx-lease:" + core::canonical_digest({{"capability_id", row.capability_id()},
+                                                {"kind", row.kind()},
+                                                {"owner_id", owner_id},
+                                                {"schema", "ctx.managed-desired-lease.v1"},
+                                                {"source_digest", row.source_digest()}},
+                                               core::Encoding::kAscii);
+}
+
+Json optional_json(const std::optional<std::string>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+// The head committed plan must still be the parent's (§3.9 step 6).
+const engine::CommittedPlanV3& exact_parent_plan(const EngineSnapshot& snapshot,
+                                                 const ManagedQueryRecord& parent) {
+  if (!snapshot.state || !snapshot.state->committed_plan() ||
+      std::optional<std::string>(snapshot.state->committed_plan()->plan_id()) != parent.plan_id() ||
+      std::optional<std::string>(snapshot.state->committed_plan()->decision_digest()) !=
+          parent.decision_digest() ||
+      snapshot.state->committed_plan()->catalog_snapshot_id() !=
+          parent.planning_environment_digest()) {
+    throw ManagedDesiredSetSupersededError(
+        "managed desired choice's parent plan is no longer authoritative");
+  }
+  return *snapshot.state->committed_plan();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Value types
+
+std::shared_ptr<const ManagedQueryInput> ManagedQueryInput::create(
+    std::shared_ptr<const ManagedArtifactHandle> artifact, engine::EngineEvent session_started,
+    engine::EngineEvent decision_event) {
+  if (!artifact) throw InvalidArgument("managed query input requires an artifact handle");
+  return std::shared_ptr<const ManagedQueryInput>(new ManagedQueryInput(
+      std::move(artifact), std::move(session_started), std::move(decision_event)));
+}
+
+std::ostream& operator<<(std::ostream& out, const ManagedQueryInput& value) {
+  return out << "ManagedQueryInput(manifest_digest='" << value.artifact().manifest_digest() << "')";
+}
+
+ManagedQueryRequest ManagedQueryRequest::create(std::string logical_query_id,
+                                                std::string current_work_ref) {
+  if (!core::is_sha256_hex(logical_query_id)) {
+    throw InvalidArgument("logical_query_id must be a lowercase SHA-256 digest");
+  }
+  if (!engine::is_opaque_token(current_work_ref)) {
+    throw InvalidArgument("current_work_ref must be an opaque token");
+  }
+  return ManagedQueryRequest(std::move(logical_query_id), std::move(current_work_ref));
+}
+
+std::ostream& operator<<(std::ostream& out, const ManagedQueryRequest& value) {
+  return out << "ManagedQueryRequest(logical_query_id='" << value.logical_query_id_ << "')";
+}
+
+ManagedDesiredSetRequest ManagedDesiredSetRequest::create(
+    std::string query_ref, std::string logical_choice_id, std::vector<std::string> capability_ids,
+    std::optional<std::string> expected_previous_desired_set_ref) {
+  if (!is_query_ref(query_ref)) {
+    throw InvalidArgument("query_ref must be an opaque managed-query reference");
+  }
+  if (!core::is_sha256_hex(logical_choice_id)) {
+    throw InvalidArgument("logical_choice_id must be a lowercase SHA-256 digest");
+  }
+  if (capability_ids.size() > kMaxDesiredCapabilities) {
+    throw InvalidArgument("desired capability_ids must not contain more than five entries");
+  }
+  for (const auto& id : capability_ids) {
+    if (!engine::is_canonical_token(id)) {
+      throw InvalidArgument("desired capability ids must be lowercase capability tokens");
+    }
+  }
+  if (std::set<std::string>(capability_ids.begin(), capability_ids.end()).size() !=
+      capability_ids.size()) {
+    throw InvalidArgument("desired capability ids must be unique");
+  }
+  if (expected_previous_desired_set_ref &&
+      !is_desired_set_ref(*expected_previous_desired_set_ref)) {
+    throw InvalidArgument(
+        "expected_previous_desired_set_ref must be an opaque managed desired-set reference");
+  }
+  ManagedDesiredSetRequest request;
+  request.query_ref_ = std::move(query_ref);
+  request.logical_choice_id_ = std::move(logical_choice_id);
+  request.capability_ids_ = std::move(capability_ids);
+  request.expected_previous_ = std::move(expected_previous_desired_set_ref);
+  return request;
+}
+
+std::ostream& operator<<(std::ostream& out, const ManagedDesiredSetRequest& value) {
+  return out << "ManagedDesiredSetRequest(query_ref='" << value.query_ref_
+             << "', logical_choice_id='" << value.logical_choice_id_ << "')";
+}
+
+ManagedActionSummary ManagedActionSummary::of(const engine::HostAction& action) {
+  ManagedActionSummary summary;
+  summary.action_id_ = action.action_id();
+  summary.kind_ = action.kind();
+  summary.entity_id_ = action.entity_id();
+  return summary;
+}
+
+std::ostream& operator<<(std::ostream& out, const ManagedQueryServiceResult& value) {
+  return out << "ManagedQueryServiceResult(query_ref='" << value.query_ref_
+             << "', decision_digest='" << value.prepared_.decision_digest() << "')";
+}
+
+std::string_view to_string(ManagedDesiredStatus status) noexcept {
+  switch (status) {
+    case ManagedDesiredStatus::kReconciled:
+      return "reconciled";
+    case ManagedDesiredStatus::kConsentRequired:
+      return "consent-required";
+    case ManagedDesiredStatus::kEffectPending:
+      return "effect-pending";
+    case ManagedDesiredStatus::kManualDeferred:
+      return "manual-deferred";
+    case ManagedDesiredStatus::kLifecycleDeferred:
+      return "lifecycle-deferred";
+  }
+  return "reconciled";
+}
+
+std::ostream& operator<<(std::ostream& out, ManagedDesiredStatus status) {
+  return out << to_string(status);
+}
+
+std::ostream& operator<<(std::ostream& out, const ManagedDesiredSetResult& value) {
+  return out << "ManagedDesiredSetResult(desired_set_ref='" << value.desired_set_ref_
+             << "', status='" << to_string(value.status_) << "')";
+}
+
+namespace {
+
+// `subset` must be `ordered` filtered to a set, in its order, without duplicates.
+bool canonical_subset(const std::vector<std::string>& subset,
+                      const std::vector<std::string>& ordered) {
+  std::size_t at = 0;
+  for (const auto& id : subset) {
+    while (at < ordered.size() && ordered[at] != id) ++at;
+    if (at == ordered.size()) return false;
+    ++at;
+  }
+  return true;
+}
+
+}  // namespace
+
+ManagedDesiredSetResult ManagedDesiredSetResult::create(
+    const ManagedDesiredSetRecord& record, std::vector<std::string> deferred,
+    std::vector<std::string> failed, ManagedDesiredStatus status,
+    std::optional<std::string> reason_code, std::vector<ManagedActionSummary> actions,
+    std::optional<ManagedConsentChallengeProjection> challenge) {
+  if (!record.committed() || !record.journal_record_digest() ||
+      !is_desired_set_ref(record.desired_set_ref())) {
+    throw ManagedQueryServiceError(
+        "managed desired result requires a committed desired-set record");
+  }
+  const bool deferred_status = status == ManagedDesiredStatus::kManualDeferred ||
+                               status == ManagedDesiredStatus::kLifecycleDeferred;
+  if (reason_code.has_value() != deferred_status ||
+      (reason_code && !engine::is_opaque_token(*reason_code))) {
+    throw ManagedQueryServiceError(
+        "managed desired result reason code must be present exactly for deferred statuses");
+  }
+  if (challenge.has_value() != (status == ManagedDesiredStatus::kConsentRequired)) {
+    throw ManagedQueryServiceError(
+        "managed desired result carries a challenge exactly when consent is required");
+  }
+  if (!canonical_subset(deferred, record.capability_ids()) || deferred.empty() == deferred_status) {
+    throw ManagedQueryServiceError(
+        "managed desired result deferred subset must be a non-empty canonical subset exactly "
+        "for deferred statuses");
+  }
+  if (!canonical_subset(failed, record.capability_ids()) ||
+      failed.size() > kMaxDesiredCapabilities ||
+      (status == ManagedDesiredStatus::kReconciled && !failed.empty())) {
+    throw ManagedQueryServiceError(
+        "managed desired result failed subset must be a canonical subset, empty when "
+        "reconciled");
+  }
+  if (actions.size() > kMaxManagedActionSummaries) {
+    throw ManagedQueryServiceError("managed desired result carries too many action summaries");
+  }
+  if (challenge) {
+    const auto matching = std::count_if(actions.begin(), actions.end(), [&](const auto& a) {
+      return a.kind() == "RequestConsent" &&
+             a.entity_id() == std::optional<std::string>(challenge->capability_id());
+    });
+    if (matching != 1) {
+      throw ManagedQueryServiceError(
+          "managed desired result challenge needs exactly one RequestConsent action summary");
+    }
+  }
+  ManagedDesiredSetResult result;
+  result.query_ref_ = record.query_ref();
+  result.desired_set_ref_ = record.desired_set_ref();
+  result.logical_choice_id_ = record.logical_choice_id();
+  result.capability_ids_ = record.capability_ids();
+  result.deferred_ = std::move(deferred);
+  result.failed_ = std::move(failed);
+  result.status_ = status;
+  result.reason_code_ = std::move(reason_code);
+  result.plan_id_ = record.plan_id();
+  result.decision_digest_ = record.decision_digest();
+  result.journal_revision_ = *record.journal_revision();
+  result.journal_record_digest_ = *record.journal_record_digest();
+  result.actions_ = std::move(actions);
+  if (challenge) result.challenge_.emplace(std::move(*challenge));
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Managed composition
+
+std::unique_ptr<EngineComposition> open_managed_engine_composition(
+    const ManagedArtifactRegistry& registry, std::shared_ptr<const ManagedArtifactHandle> artifact,
+    ManagedCompositionOptions options) {
+  if (!artifact) throw InvalidArgument("managed composition requires an artifact handle");
+  if (!options.benefit_facts_port || !options.net_benefit_policy) {
+    throw InvalidArgument("managed composition requires benefit facts and a net-benefit policy");
+  }
+  const auto graph_path = registry.graph_artifact_path(*artifact);  // "not issued"
+  if (options.benefit_facts_port->benefit_facts_snapshot_digest() !=
+      artifact->benefit_facts_snapshot_digest()) {
+    throw InvalidArgument("managed benefit facts snapshot does not match the handle");
+  }
+  if (options.net_benefit_policy->policy_digest() != artifact->benefit_policy_snapshot_digest()) {
+    throw InvalidArgument("managed benefit policy snapshot does not match the handle");
+  }
+  if (options.material_port &&
+      options.material_port->material_snapshot_digest() != artifact->material_snapshot_digest()) {
+    throw InvalidArgument("managed material snapshot does not match the handle");
+  }
+  if (options.install_bundle_port && options.install_bundle_port->installation_snapshot_digest() !=
+                                         artifact->installation_snapshot_digest()) {
+    throw InvalidArgument("managed installation snapshot does not match the handle");
+  }
+  EngineCompositionOptions composition;
+  composition.graph_artifact_path = graph_path;
+  composition.graph_artifact_sha256 = artifact->graph_artifact_digest();
+  composition.journal_path = options.journal_path;
+  composition.observation_normalizer = [artifact](const engine::ObservationReference& reference,
+                                                  const engine::EngineState*) {
+    return artifact->normalize(reference);
+  };
+  composition.benefit_facts_port = std::move(options.benefit_facts_port);
+  composition.net_benefit_policy = std::move(options.net_benefit_policy);
+  composition.catalog_namespace_digest = artifact->catalog_namespace_digest();
+  composition.benefit_audit_path = options.benefit_audit_path;
+  composition.material_port = std::move(options.material_port);
+  composition.install_bundle_port = std::move(options.install_bundle_port);
+  composition.planner_version = artifact->planning_schema_version();
+  composition.interactive_install_decision_guard =
+      std::move(options.interactive_install_decision_guard);
+  composition.trusted_clock = std::move(options.trusted_clock);
+  auto opened = open_engine_composition(std::move(composition));
+  if (opened->catalog_snapshot_digest() != artifact->planning_environment_digest()) {
+    opened->close();
+    throw InvalidArgument("managed planning environment does not match the handle");
+  }
+  return opened;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Service
+
+struct ManagedQueryService::Guard {
+  std::unique_lock<std::mutex> lock;
+  std::optional<ExclusiveFileLock> lifecycle;
+};
+
+std::shared_ptr<ManagedQueryService> open_managed_query_service(
+    ManagedQueryServiceOptions options) {
+  if (!options.registry) throw InvalidArgument("managed query service requires a registry");
+  if (!options.query_store) throw InvalidArgument("managed query service requires a query store");
+  if (!options.benefit_facts_port ||
+      !core::is_sha256_hex(options.benefit_facts_port->benefit_facts_snapshot_digest())) {
+    throw InvalidArgument("benefit_facts_port must implement the benefit facts contract");
+  }
+  if (!options.net_benefit_policy) throw InvalidArgument("net_benefit_policy is required");
+  if (!options.material_port ||
+      !core::is_sha256_hex(options.material_port->material_snapshot_digest())) {
+    throw InvalidArgument("material_port must implement the capability material contract");
+  }
+  if (!options.install_bundle_port ||
+      !core::is_sha256_hex(options.install_bundle_port->installation_snapshot_digest())) {
+    throw InvalidArgument("install_bundle_port must implement the install bundle contract");
+  }
+  if (!options.input_authority) throw InvalidArgument("input_authority is required");
+  if (!options.journal_path.is_absolute()) {
+    throw InvalidArgument("journal_path must be an absolute Path");
+  }
+  if (!options.benefit_audit_path.is_absolute()) {
+    throw InvalidArgument("benefit_audit_path must be an absolute Path");
+  }
+  if (options.policy_store_root && !options.policy_store_root->is_absolute()) {
+    throw InvalidArgument("policy_store_root must be an absolute Path");
+  }
+  const PathIdentity journal = identity_of(options.journal_path);
+  const PathIdentity audit = identity_of(options.benefit_audit_path);
+  const PathIdentity store = identity_of(options.query_store->path());
+  if (aliases(journal, audit) || aliases(journal, store) || aliases(audit, store)) {
+    throw InvalidArgument(
+        "managed query service journal, audit and query store paths must be distinct");
+  }
+  require_private_parent(options.journal_path, "journal_path");
+  require_private_parent(options.benefit_audit_path, "benefit_audit_path");
+  return std::shared_ptr<ManagedQueryService>(new ManagedQueryService(std::move(options)));
+}
+
+ManagedQueryService::ManagedQueryService(ManagedQueryServiceOptions options)
+    : options_(std::move(options)), owner_pid_(::getpid()) {
+  const auto& store_path = options_.query_store->path();
+  lifecycle_lock_path_ =
+      store_path.parent_path() / ("." + store_path.filename().string() + ".managed-lifecycle");
+}
+
+ManagedQueryService::~ManagedQueryService() = default;
+
+std::ostream& operator<<(std::ostream& out, const ManagedQueryService& value) {
+  return out << "ManagedQueryService(closed=" << (value.closed_ ? "true" : "false") << ")";
+}
+
+void ManagedQueryService::assert_usable() const {
+  if (::getpid() != owner_pid_) {
+    throw ManagedQueryServiceError("managed query service cannot be used from a forked process");
+  }
+  if (closed_) throw ManagedQueryServiceError("managed query service is closed");
+}
+
+void ManagedQueryService::close() {
+  if (::getpid() != owner_pid_) {
+    throw ManagedQueryServiceError("managed query service cannot be used from a forked process");
+  }
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+}
+
+bool ManagedQueryService::closed() const {
+  if (::getpid() != owner_pid_) {
+    throw ManagedQueryServiceError("managed query service cannot be used from a forked process");
+  }
+  std::lock_guard lock(mutex_);
+  return closed_;
+}
+
+std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
+    const std::shared_ptr<const ManagedArtifactHandle>& artifact) const {
+  ManagedCompositionOptions options;
+  options.journal_path = options_.journal_path;
+  options.benefit_audit_path = options_.benefit_audit_path;
+  options.benefit_facts_port = options_.benefit_facts_port;
+  options.net_benefit_policy = options_.net_benefit_policy;
+  options.material_port = options_.material_port;
+  options.install_bundle_port = options_.install_bundle_port;
+  options.interactive_install_decision_guard = options_.interactive_install_decision_guard;
+  options.trusted_clock = options_.trusted_clock;
+  return open_managed_engine_composition(*options_.registry, artifact, std::move(options));
+}
+
+// §3.12 input validation; nothing is created on failure.
+void ManagedQueryService::validate_input(const ManagedQueryInput& input) const {
+  const auto& artifact = input.artifact();
+  try {
+    options_.registry->require_issued(artifact);
+  } catch (const ManagedArtifactRegistryError& error) {
+    throw ManagedQueryServiceError(std::string("managed query input artifact: ") + error.what());
+  }
+  if (options_.benefit_facts_port->benefit_facts_snapshot_digest() !=
+          artifact.benefit_facts_snapshot_digest() ||
+      options_.net_benefit_policy->policy_digest() != artifact.benefit_policy_snapshot_digest() ||
+      options_.material_port->material_snapshot_digest() != artifact.material_snapshot_digest() ||
+      options_.install_bundle_port->installation_snapshot_digest() !=
+          artifact.installation_snapshot_digest()) {
+    throw InvalidArgument("managed query port snapshot does not match the artifact");
+  }
+  const auto& started = input.session_started();
+  const auto& decision = input.decision_event();
+  if (started.kind() != "SessionStarted" || started.expected_revision() != 0) {
+    throw InvalidArgument("managed query input must start with SessionStarted at revision zero");
+  }
+  const auto revision = decision.expected_revision();
+  if (revision < 1 ||
+      decision.kind() != (revision == 1 ? "IntentObserved" : "DevelopmentObserved")) {
+    throw InvalidArgument(
+        "managed query decision must be IntentObserved at revision one, else DevelopmentObserved");
+  }
+  for (const auto* event : {&started, &decision}) {
+    if (event->catalog_snapshot_digest() !=
+            std::optional<std::string>(artifact.planning_environment_digest()) ||
+        event->planner_version() !=
+            std::optional<std::string>(artifact.planning_schema_version())) {
+      throw InvalidArgument("managed query events do not match the artifact planning environment");
+    }
+  }
+  const auto& reference = artifact.observation_reference();
+  const Json expected = {{"observation_ref",
+                          {{"content_digest", reference.content_digest},
+                           {"opaque_id", reference.opaque_id},
+                           {"provider_id", reference.provider_id}}}};
+  if (decision.payload() != expected) {
+    throw InvalidArgument("managed query decision must reference exactly its artifact observation");
+  }
+  if (!decision.correlation_id() || !engine::is_opaque_token(*decision.correlation_id())) {
+    throw ManagedQueryServiceError("managed query decision has no plan identity");
+  }
+}
+
+std::shared_ptr<const ManagedQueryInput> ManagedQueryService::input_of(
+    const ManagedQueryRecord& record) const {
+  auto artifact = options_.registry->reopen(record.artifact_manifest_digest(),
+                                            record.planning_environment_digest());
+  auto input = ManagedQueryInput::create(std::move(artifact), record.session_started(),
+                                         record.decision_event());
+  validate_input(*input);
+  return input;
+}
+
+ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest& request) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
+  const auto input = options_.input_authority->resolve(request.current_work_ref());
+  if (!input) {
+    throw InvalidArgument("input authority must return an exact ManagedQueryInput");
+  }
+  validate_input(*input);
+  const auto& decision = input->decision_event();
+  if (options_.query_store->find_pending_desired_set(decision.scope())) {
+    throw ManagedDesiredSetBusyError(
+        "a pending desired choice must be recovered before managed planning");
+  }
+  const std::string& plan_id = *decision.correlation_id();
+  if (auto owner = options_.query_store->find_planned_by_scope_and_plan(decision.scope(), plan_id);
+      owner && owner->logical_query_id() != request.logical_query_id()) {
+    throw ManagedQueryStoreConflict(
+        "managed query scope and plan belong to another logical identity");
+  }
+  auto record = options_.query_store->register_query(
+      request.logical_query_id(), input->session_started(), decision,
+      input->artifact().manifest_digest(), input->artifact().planning_environment_digest());
+  if (!(record.session_started() == input->session_started()) ||
+      !(record.decision_event() == decision) ||
+      record.artifact_manifest_digest() != input->artifact().manifest_digest() ||
+      record.planning_environment_digest() != input->artifact().planning_environment_digest()) {
+    throw ManagedQueryStoreConflict("managed query record does not match its input");
+  }
+  crash_point(service_crash_points::kAfterRegistration);
+  return advance_record(std::move(record), *input);
+}
+
+ManagedQueryServiceResult ManagedQueryService::reopen(const std::string& query_ref) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  if (!is_query_ref(query_ref)) {
+    throw InvalidArgument("query_ref must be an opaque managed-query reference");
+  }
+  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
+  auto record = options_.query_store->load(query_ref);
+  const auto input = input_of(record);
+  return advance_record(std::move(record), *input);
+}
+
+// §3.8: commit or exactly replay the plan, mark the row, project the head.
+ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord record,
+                                                              const ManagedQueryInput& input) {
+  const auto& decision = input.decision_event();
+  std::optional<ManagedAdvanceResult> advanced;
+  std::optional<PreparedManagedQuery> projection;
+  {
+    auto composition = open_composition(input.artifact_handle());
+    if (record.planned()) {
+      const auto head = composition->snapshot(decision.scope());
+      if (!head.state || !head.state->committed_plan() ||
+          std::optional<std::string>(head.state->committed_plan()->plan_id()) != record.plan_id()) {
+        throw ManagedQuerySupersededError("managed query was superseded by a later committed plan");
+      }
+    }
+    advanced.emplace(composition->advance_managed_query(input.session_started(), decision));
+    // The advance's projection is sealed inside it; re-project the same head to own one.
+    projection.emplace(
+        composition->reopen_managed_query(decision.scope(), decision.correlation_id()));
+    composition->close();
+  }
+  if (projection->journal_revision() != advanced->prepared().journal_revision() ||
+      projection->decision_digest() != advanced->prepared().decision_digest()) {
+    throw ManagedQueryHeadDriftError("managed stream head moved during planning");
+  }
+  const auto& transition = advanced->transition();
+  const auto& prepared = advanced->prepared();
+  if (transition.event_id() != decision.event_id() || !(transition.scope() == decision.scope()) ||
+      transition.from_revision() != decision.expected_revision() ||
+      transition.to_revision() != decision.expected_revision() + 1 ||
+      std::optional<std::string>(prepared.plan_id()) != decision.correlation_id() ||
+      prepared.planning_environment_digest() != input.artifact().planning_environment_digest()) {
+    throw ManagedQueryServiceError("managed planning transition does not match its decision");
+  }
+  for (const auto& action : transition.actions()) {
+    if (!(action.scope() == decision.scope()) ||
+        action.precondition_revision() != transition.to_revision()) {
+      throw ManagedQueryServiceError("managed planning action does not belong to its transition");
+    }
+  }
+  auto actions = summaries(transition.actions());
+  if (record.planned()) {
+    if (record.plan_id() != std::optional<std::string>(prepared.plan_id()) ||
+        record.decision_digest() != std::optional<std::string>(prepared.decision_digest())) {
+      throw ManagedQueryServiceError("managed plan does not match its stored completion");
+    }
+  } else {
+    crash_point(service_crash_points::kAfterPlanCommit);
+    if (prepared.journal_revision() != transition.to_revision()) {
+      throw ManagedQueryHeadDriftError("managed planning head is not the committed decision");
+    }
+    const auto marked = options_.query_store->mark_planned(
+        record.query_ref(), prepared.plan_id(), prepared.decision_digest(),
+        prepared.journal_revision(), prepared.journal_record_digest());
+    if (!marked.planned() ||
+        marked.decision_digest() != std::optional<std::string>(prepared.decision_digest())) {
+      throw ManagedQueryServiceError("managed query completion was not recorded exactly");
+    }
+  }
+  crash_point(service_crash_points::kAfterPlanMark);
+  return ManagedQueryServiceResult(record.query_ref(), std::move(*projection), std::move(actions),
+                                   std::nullopt);
+}
+
+// ---------------------------------------------------------------------------------------------
+// set_desired
+
+namespace {
+
+// §3.9.1: a retried choice must name exactly the predecessor its stored event follows.
+void require_retry_predecessor(ManagedQueryStore& store, const ManagedQueryRecord& parent,
+                               const ManagedDesiredSetRecord& stored,
+                               const ManagedDesiredSetRequest& request) {
+  const auto& causation = stored.event().causation_id();
+  if (causation == std::optional<std::string>(parent.decision_event().event_id())) {
+    if (request.expected_previous_desired_set_ref()) {
+      throw ManagedDesiredSetSupersededError("first desired choice cannot name a predecessor");
+    }
+    return;
+  }
+  if (!request.expected_previous_desired_set_ref()) {
+    throw ManagedDesiredSetSupersededError("later desired choice must name its exact predecessor");
+  }
+  std::optional<ManagedDesiredSetRecord> previous;
+  try {
+    previous.emplace(store.load_desired_set(*request.expected_previous_desired_set_ref()));
+  } catch (const ManagedQueryStoreNotFound&) {
+    throw ManagedDesiredSetSupersededError("desired choice predecessor is unavailable");
+  }
+  if (!previous->committed() || previous->query_ref() != parent.query_ref() ||
+      std::optional<std::string>(previous->event().event_id()) != causation) {
+    throw ManagedDesiredSetSupersededError(
+        "desired choice does not name the exact predecessor of its stored event");
+  }
+}
+
+struct JournalView {
+  engine::JournalRecord desired;
+  std::optional<engine::Transition> head_transition;
+};
+
+}  // namespace
+
+ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSetRequest& request) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
+  auto& store = *options_.query_store;
+  const auto parent = store.load(request.query_ref());
+  if (!parent.planned() || !parent.decision_digest()) {
+    throw ManagedDesiredSetConflictError(
+        "managed desired choice requires an exactly planned parent query");
+  }
+  const auto input = input_of(parent);
+  const auto& decision = parent.decision_event();
+  auto latest = store.find_latest_desired_set(parent.query_ref());
+  const bool retry = latest && latest->logical_choice_id() == request.logical_choice_id();
+  if (!latest && request.expected_previous_desired_set_ref()) {
+    throw ManagedDesiredSetSupersededError(
+        "desired choice names a predecessor but the query has none");
+  }
+  if (latest && !retry) {
+    if (!latest->committed()) {
+      throw ManagedDesiredSetBusyError("another managed desired choice is pending on this stream");
+    }
+    if (request.expected_previous_desired_set_ref() !=
+        std::optional<std::string>(latest->desired_set_ref())) {
+      throw ManagedDesiredSetSupersededError(
+          "desired choice does not name the exact latest committed predecessor");
+    }
+  }
+  if (retry) require_retry_predecessor(store, parent, *latest, request);
+  if (auto pending = store.find_pending_desired_set(decision.scope());
+      pending && !(retry && pending->desired_set_ref() == latest->desired_set_ref())) {
+    throw ManagedDesiredSetBusyError("another managed desired choice is pending on this stream");
+  }
+
+  auto composition = open_composition(input->artifact_handle());
+  const auto snapshot = composition->snapshot(decision.scope());
+  const auto& plan = exact_parent_plan(snapshot, parent);
+  std::vector<std::string> plan_order;
+  for (const auto& row : plan.capabilities()) plan_order.push_back(row.capability_id());
+  for (const auto& id : request.capability_ids()) {
+    if (std::find(plan_order.begin(), plan_order.end(), id) == plan_order.end()) {
+      throw ManagedDesiredSetConflictError(
+          "desired capability is not contained in the committed managed plan");
+    }
+  }
+  std::vector<std::string> canonical;
+  for (const auto& id : plan_order) {
+    if (std::find(request.capability_ids().begin(), request.capability_ids().end(), id) !=
+        request.capability_ids().end()) {
+      canonical.push_back(id);
+    }
+  }
+
+  std::optional<ManagedDesiredSetRecord> reserved;
+  if (retry) {
+    if (latest->capability_ids() != canonical) {
+      throw ManagedDesiredSetConflictError(
+          "logical desired choice is already bound to another subset");
+    }
+    reserved.emplace(std::move(*latest));
+  } else {
+    const auto& state = *snapshot.state;
+    if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
+      throw ManagedDesiredSetBusyError("managed stream has an unresolved lifecycle effect");
+    }
+    const std::string policy_digest = engine::InstallConsentPolicy::safe_default().policy_digest();
+    const std::string owner = desired_owner_id(decision.scope());
+    Json rows = Json::array();
+    for (const auto& id : canonical) {
+      const auto* row = plan.find(id);
+      rows.push_back(
+          {{"actionability", row->actionability()},
+           {"capability_id", row->capability_id()},
+           {"install_descriptor_digest", optional_json(row->install_descriptor_digest())},
+           {"install_plan_digest", optional_json(row->install_plan_digest())},
+           {"kind", row->kind()},
+           {"lease_id", lease_id(*row, owner)},
+           {"source_digest", row->source_digest()}});
+    }
+    const std::string digest =
+        core::canonical_digest({{"capability_ids", canonical},
+                                {"logical_choice_id", request.logical_choice_id()},
+                                {"plan_id", *parent.plan_id()},
+                                {"policy_snapshot_digest", policy_digest},
+                                {"query_ref", parent.query_ref()},
+                                {"revision", snapshot.revision},
+                                {"schema", "ctx.managed-desired-event.v1"}},
+                               core::Encoding::kAscii);
+    engine::EngineEvent::Fields fields = decision.fields();
+    fields.event_id = "ctx-desired:" + digest;
+    fields.kind = "ReassessmentRequested";
+    fields.expected_revision = snapshot.revision;
+    const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
+    fields.occurred_at = core::format_rfc3339(clock.now());
+    fields.payload = {{"desired_capabilities", rows},
+                      {"owner_id", owner},
+                      {"policy_snapshot_digest", policy_digest}};
+    fields.correlation_id = parent.plan_id();
+    fields.causation_id = latest ? latest->event().event_id() : decision.event_id();
+    auto event = engine::EngineEvent::create(std::move(fields));
+    try {
+      reserved.emplace(store.reserve_desired_set(parent.query_ref(), request.logical_choice_id(),
+                                                 canonical, event));
+    } catch (const ManagedQueryStoreConflict&) {
+      auto raced = store.find_latest_desired_set(parent.query_ref());
+      if (raced && raced->logical_choice_id() == request.logical_choice_id() &&
+          raced->capability_ids() == canonical &&
+          raced->event().causation_id() == event.causation_id()) {
+        reserved.emplace(std::move(*raced));
+      } else {
+        throw ManagedDesiredSetBusyError("managed desired choice lost a concurrent stream race");
+      }
+    }
+  }
+  crash_point(service_crash_points::kAfterDesiredReservation);
+
+  // §3.9.3 recover-or-process: the reserved event commits exactly once.
+  const auto& event = reserved->event();
+  engine::Transition transition = [&] {
+    try {
+      return composition->process(event);
+    } catch (const engine::RevisionConflict&) {
+      throw ManagedDesiredSetConflictError(
+          "managed desired-set journal revision was committed by another event");
+    }
+  }();
+  if (transition.event_id() != event.event_id() ||
+      transition.from_revision() != event.expected_revision() ||
+      transition.to_revision() != event.expected_revision() + 1 ||
+      transition.actions().size() > kMaxManagedActionSummaries) {
+    throw ManagedQueryServiceError("managed desired transition does not match its event");
+  }
+  const auto head = composition->snapshot(decision.scope());
+  composition->close();
+  composition.reset();
+
+  const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
+  std::optional<JournalView> view;
+  {
+    store::SqliteJournalStore journal(options_.journal_path, clock);
+    auto record = journal.find(decision.scope().stream_id(), event.event_id());
+    if (!record || record->revision != event.expected_revision() + 1 ||
+        record->event_content_digest != event.content_digest() ||
+        record->transition_digest != core::sha256_hex(transition.to_json_text())) {
+      throw ManagedDesiredSetConflictError(
+          "managed desired-set journal revision was committed by another event");
+    }
+    view.emplace(JournalView{std::move(*record), std::nullopt});
+    if (head.revision == view->desired.revision) {
+      view->head_transition = transition;
+    } else {
+      auto tail = journal.read(decision.scope().stream_id(), head.revision - 1);
+      if (tail.size() != 1) throw ManagedQueryHeadDriftError("managed stream head moved");
+      view->head_transition = engine::Transition::from_json_text(tail.front().transition_json);
+    }
+  }
+  crash_point(service_crash_points::kAfterDesiredCommit);
+  auto marked = store.mark_desired_set_committed(
+      reserved->desired_set_ref(), view->desired.revision, view->desired.record_digest,
+      view->desired.transition_digest);
+  crash_point(service_crash_points::kAfterDesiredMark);
+
+  // §3.11 status derivation (no consent broker or actuator yet: no challenge, no automatic
+  // install, hence no indeterminate ids and no policy drift).
+  const auto& state = *head.state;
+  std::vector<std::string> manual;
+  std::vector<std::string> failed;
+  std::vector<std::string> install_missing;
+  for (const auto& id : marked.capability_ids()) {
+    const auto* row = plan.find(id);
+    if (row->actionability() == "manual") manual.push_back(id);
+    if (row->actionability() != "install") continue;
+    const auto* capability = state.capability(id);
+    const bool absent = capability == nullptr || capability->installation == "absent";
+    const auto& blocked = state.fields().blocked_install_descriptor_digests;
+    const bool descriptor_blocked = row->install_descriptor_digest() &&
+                                    std::find(blocked.begin(), blocked.end(),
+                                              *row->install_descriptor_digest()) != blocked.end();
+    if (absent && descriptor_blocked) {
+      failed.push_back(id);
+    } else if (absent && capability != nullptr && capability->desired()) {
+      install_missing.push_back(id);
+    }
+  }
+  auto actions = summaries(view->head_transition->actions());
+  ManagedDesiredStatus status = ManagedDesiredStatus::kReconciled;
+  std::optional<std::string> reason;
+  std::vector<std::string> deferred;
+  if (!manual.empty()) {
+    status = ManagedDesiredStatus::kManualDeferred;
+    reason = "manual-capability-requires-user-action";
+    deferred = manual;
+  } else if (!state.pending_effects().empty() || !actions.empty()) {
+    status = ManagedDesiredStatus::kEffectPending;
+  } else if (!failed.empty()) {
+    status = ManagedDesiredStatus::kLifecycleDeferred;
+    reason = "automatic-install-failed";
+    deferred = failed;
+  } else if (!state.pending_consents().empty()) {
+    throw ManagedQueryServiceError(
+        "managed pending consent has no publication or automatic installation route");
+  } else if (!install_missing.empty()) {
+    status = ManagedDesiredStatus::kLifecycleDeferred;
+    reason = "install-lifecycle-authority-missing";
+    deferred = install_missing;
+  }
+  return ManagedDesiredSetResult::create(marked, std::move(deferred), std::move(failed), status,
+                                         std::move(reason), std::move(actions), std::nullopt);
+}
+
+}  // namespace ctx::runtime

@@ -1,0 +1,162 @@
+// ManagedQueryStore: schema and pragmas, authenticated references and rows, and typed failures
+// that leave the file byte-identical (tampered rows, foreign references, another installation
+// key, conflicting registrations and desired sets).
+#include "host/runtime/service/query_store.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "tests/support/expect_throw.hpp"
+#include "tests/support/runtime/managed_service_seed_support.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+using ::ctx::testing::TempDir;
+using namespace ::ctx::testing::service;  // NOLINT(google-build-using-namespace)
+
+struct Fixture {
+  TempDir tmp;
+  ServiceSetup setup = make_setup(tmp.path());
+};
+
+TEST(ManagedQueryStore, SchemaIsVersionedWithoutRowidAndPrivate) {
+  Fixture f;
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "2");
+  for (const char* table :
+       {"managed_query_store_identity", "managed_queries", "managed_desired_sets"}) {
+    EXPECT_THAT(
+        sqlite_scalar(f.setup.store_path,
+                      std::string("SELECT sql FROM sqlite_master WHERE name = '") + table + "'"),
+        ::testing::HasSubstr("WITHOUT ROWID"))
+        << table;
+  }
+  struct stat info {};
+  ASSERT_EQ(::stat(f.setup.store_path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
+  ASSERT_EQ(::stat(f.setup.store_path.parent_path().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0700u);
+  // Reopening the same file under the same key works; the reference is stable.
+  const auto record = f.setup.register_query(digest("stable"));
+  auto again = open_managed_query_store(f.setup.store_path, store_key());
+  EXPECT_EQ(again->load(record.query_ref()).logical_query_id(), digest("stable"));
+  EXPECT_EQ(f.setup.register_query(digest("stable")).query_ref(), record.query_ref());
+  EXPECT_TRUE(is_query_ref(record.query_ref()));
+}
+
+TEST(ManagedQueryStore, RejectsBadOpenInputs) {
+  TempDir tmp;
+  CTX_EXPECT_THROW(open_managed_query_store("relative.sqlite3", store_key()), InvalidArgument,
+                   "absolute");
+  CTX_EXPECT_THROW(open_managed_query_store(tmp.path() / "q.sqlite3", "short"), InvalidArgument,
+                   "32 bytes");
+  std::filesystem::create_directories(tmp.path() / "open");
+  std::filesystem::permissions(tmp.path() / "open", std::filesystem::perms::all,
+                               std::filesystem::perm_options::replace);
+  EXPECT_THROW(open_managed_query_store(tmp.path() / "open" / "q.sqlite3", store_key()),
+               ManagedQueryStoreUnavailable);
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "open" / "q.sqlite3"));
+}
+
+TEST(ManagedQueryStore, AnotherInstallationKeyIsRefused) {
+  Fixture f;
+  const auto before = file_bytes(f.setup.store_path);
+  CTX_EXPECT_THROW(open_managed_query_store(f.setup.store_path, std::string(32, 'k')),
+                   ManagedQueryStoreCorruption, "authentication failed");
+  EXPECT_EQ(file_bytes(f.setup.store_path), before);
+}
+
+TEST(ManagedQueryStore, TamperedRowsFailClosedWithoutMutation) {
+  Fixture f;
+  const auto record = f.setup.register_query(digest("tamper"));
+  for (const std::string column : {"plan_id", "registration_bytes", "row_hmac"}) {
+    SCOPED_TRACE(column);
+    Fixture g;
+    const auto owned = g.setup.register_query(digest("tamper"));
+    sqlite_scalar(g.setup.store_path, "UPDATE managed_queries SET " + column + " = " +
+                                          (column == "registration_bytes" ? "1" : "'x'"));
+    const auto tampered = file_bytes(g.setup.store_path);
+    CTX_EXPECT_THROW(g.setup.store->load(owned.query_ref()), ManagedQueryStoreCorruption,
+                     "authentication failed");
+    CTX_EXPECT_THROW(g.setup.register_query(digest("another")), ManagedQueryStoreCorruption,
+                     "authentication failed");
+    EXPECT_EQ(file_bytes(g.setup.store_path), tampered);
+  }
+  // A reference this store did not issue: well-formed, unknown.
+  CTX_EXPECT_THROW(f.setup.store->load("mqr_" + std::string(64, 'f')), ManagedQueryStoreNotFound,
+                   "unavailable");
+  CTX_EXPECT_THROW(f.setup.store->load("../queries.sqlite3"), InvalidArgument,
+                   "opaque managed-query reference");
+  // A row written by another installation (another key) does not authenticate here.
+  auto other = open_managed_query_store(f.tmp.path() / "other" / "queries.sqlite3",
+                                        std::string(32, 'o'));
+  const auto foreign =
+      other->register_query(digest("foreign"), f.setup.managed_input->session_started(),
+                            f.setup.managed_input->decision_event(),
+                            f.setup.artifact->manifest_digest(),
+                            f.setup.artifact->planning_environment_digest());
+  const auto row = sqlite_scalar(f.tmp.path() / "other" / "queries.sqlite3",
+                                 "SELECT quote(registration_json) || ',' || row_hmac FROM "
+                                 "managed_queries");
+  const auto comma = row.rfind(',');
+  sqlite_scalar(f.setup.store_path,
+                "INSERT INTO managed_queries(logical_query_id, query_ref, registration_json, "
+                "registration_bytes, row_hmac) VALUES ('" +
+                    digest("foreign") + "', '" + foreign.query_ref() + "', " +
+                    row.substr(0, comma) + ", length(" + row.substr(0, comma) + "), '" +
+                    row.substr(comma + 1) + "')");
+  const auto injected = file_bytes(f.setup.store_path);
+  CTX_EXPECT_THROW(f.setup.store->load(foreign.query_ref()), ManagedQueryStoreCorruption,
+                   "authentication failed");
+  EXPECT_EQ(file_bytes(f.setup.store_path), injected);
+  (void)record;
+}
+
+TEST(ManagedQueryStore, RegistrationConflictsAreTyped) {
+  Fixture f;
+  const auto owner = f.setup.register_query(digest("owner"));
+  const auto before = file_bytes(f.setup.store_path);
+  // Same logical id, different content.
+  auto other_decision =
+      replace_event(f.setup.managed_input->decision_event(),
+                    [](engine::EngineEvent::Fields& e) { e.event_id = "event-other"; });
+  CTX_EXPECT_THROW(
+      f.setup.store->register_query(digest("owner"), f.setup.managed_input->session_started(),
+                                    other_decision, f.setup.artifact->manifest_digest(),
+                                    f.setup.artifact->planning_environment_digest()),
+      ManagedQueryStoreConflict, "different content");
+  // Another logical id on the same scope and plan.
+  CTX_EXPECT_THROW(
+      f.setup.store->register_query(digest("intruder"), f.setup.managed_input->session_started(),
+                                    other_decision, f.setup.artifact->manifest_digest(),
+                                    f.setup.artifact->planning_environment_digest()),
+      ManagedQueryStoreConflict, "scope and plan");
+  // Malformed input.
+  CTX_EXPECT_THROW(f.setup.store->register_query(
+                       "not-a-digest", f.setup.managed_input->session_started(),
+                       f.setup.managed_input->decision_event(), f.setup.artifact->manifest_digest(),
+                       f.setup.artifact->planning_environment_digest()),
+                   InvalidArgument, "SHA-256");
+  // Completion must match the decision.
+  CTX_EXPECT_THROW(
+      f.setup.store->mark_planned(owner.query_ref(), "plan-other", digest("d"), 2, digest("r")),
+      ManagedQueryStoreConflict, "does not match");
+  EXPECT_EQ(file_bytes(f.setup.store_path), before);
+  const auto planned =
+      f.setup.store->mark_planned(owner.query_ref(), "plan-initial", digest("d"), 2, digest("r"));
+  EXPECT_TRUE(planned.planned());
+  EXPECT_TRUE(
+      f.setup.store->mark_planned(owner.query_ref(), "plan-initial", digest("d"), 2, digest("r"))
+          .planned());
+  CTX_EXPECT_THROW(
+      f.setup.store->mark_planned(owner.query_ref(), "plan-initial", digest("e"), 2, digest("r")),
+      ManagedQueryStoreConflict, "bound differently");
+  EXPECT_FALSE(f.setup.store->find_pending_desired_set(seed_scope()).has_value());
+  EXPECT_THROW(f.setup.store->load_latest_desired_set(owner.query_ref()),
+               ManagedQueryStoreNotFound);
+}
+
+}  // namespace
+}  // namespace ctx::runtime
