@@ -49,10 +49,20 @@ std::shared_ptr<const ctx::runtime::ManagedQueryInput> session_input(const sv::S
                                                                      const std::string& n) {
   const auto scope = ctx::engine::ScopeRef::create("tenant-1", "workspace-1", "repository-1",
                                                    "session-" + n, "exposure-1", "host-neutral");
-  auto edit = [&](ctx::engine::EngineEvent::Fields& f) { f.scope = scope; };
-  return ctx::runtime::ManagedQueryInput::create(
-      setup.artifact, sv::replace_event(setup.managed_input->session_started(), edit),
-      sv::replace_event(setup.managed_input->decision_event(), edit));
+  // Event ids are global across streams: each session gets its own.
+  auto started = sv::replace_event(setup.managed_input->session_started(),
+                                   [&](ctx::engine::EngineEvent::Fields& f) {
+                                     f.scope = scope;
+                                     f.event_id += "-" + n;
+                                   });
+  auto decision = sv::replace_event(setup.managed_input->decision_event(),
+                                    [&](ctx::engine::EngineEvent::Fields& f) {
+                                      f.scope = scope;
+                                      f.event_id += "-" + n;
+                                      f.causation_id = started.event_id();
+                                    });
+  return ctx::runtime::ManagedQueryInput::create(setup.artifact, std::move(started),
+                                                 std::move(decision));
 }
 
 void BM_RawCommit(benchmark::State& state) {

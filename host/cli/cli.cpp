@@ -15,6 +15,7 @@
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/supervised_child.hpp"
+#include "host/server/server.hpp"
 
 #ifndef CTX_VERSION
 #error "CTX_VERSION must be defined by the build (PROJECT_VERSION)"
@@ -256,6 +257,17 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (first == "hooks") return run_hooks_command(args, out, err, env);
   if (first == "init") return run_init_command(args, out, err, env);
   if (first == "catalog") return run_catalog_command(args, out, err, env);
+  if (first == "serve") {
+    // ctx serve [--state DIR]: logic in host/server; the log and errors go to `err`.
+    std::optional<fs::path> state;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (args[i] != "--state" || state || i + 1 >= args.size() || args[i + 1].empty()) {
+        throw UsageError("ctx serve takes only --state DIR");
+      }
+      state = args[++i];
+    }
+    return server::serve(fs::absolute(state ? *state : default_state_dir(env)), err, err);
+  }
   if (first != "plugin") throw UsageError("unknown command \"" + first + "\"");
   if (args.size() < 2) throw UsageError("ctx plugin needs a command: pin, verify or list");
   const std::string& command = args[1];
@@ -300,7 +312,9 @@ std::string usage() {
          "      nothing. --load also loads each one in a supervised child process with a\n"
          "      deadline (default 10 s). Exit 1 if any entry fails\n"
          "  ctx plugin list --lock FILE [--json]\n"
-         "      show the pinned plugins\n" +
+         "      show the pinned plugins\n"
+         "  ctx serve [--state DIR]\n"
+         "      JSON-RPC 2.0 server on DIR/ctx.sock (0600) until SIGTERM/SIGINT\n" +
          hooks_usage() + catalog_usage() +
          "\n"
          "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"

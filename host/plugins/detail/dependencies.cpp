@@ -74,13 +74,13 @@ std::string_view c_string(std::string_view data, std::uint64_t offset) {
 }  // namespace
 
 DependencyResolver::DependencyResolver() {
-  std::string data;
   try {
     TrustedFile file = open_system_file(kLdCache, nullptr);
-    data = read_all(file.fd.get(), kMaxCacheBytes);
+    data_ = read_all(file.fd.get(), kMaxCacheBytes);
   } catch (const PluginFileNotFound&) {
     return;  // no cache: ld.so searches the default directories only
   }
+  const std::string& data = data_;
   std::size_t start = 0;
   if (data.compare(0, kOldMagic.size(), kOldMagic) == 0) {
     // Old header: magic, nlibs, then nlibs entries of 3 ints; the new header follows, aligned.
@@ -104,7 +104,7 @@ DependencyResolver::DependencyResolver() {
     const std::string_view key = c_string(view, entry.key);
     const std::string_view value = c_string(view, entry.value);
     if (key.empty() || value.empty()) continue;
-    cache_.emplace(std::string(key), std::string(value));
+    cache_.emplace_back(key, value);
   }
 }
 
@@ -122,8 +122,9 @@ const std::vector<std::string>& DependencyResolver::resolve(std::string_view son
         "library directories");
   }
   std::vector<std::string> candidates;
-  const auto [first, last] = cache_.equal_range(name);
-  for (auto it = first; it != last; ++it) candidates.push_back(it->second);
+  for (const auto& [key, value] : cache_) {
+    if (key == name) candidates.emplace_back(value);
+  }
   if (candidates.empty()) {
     for (const std::string& dir :
          {std::string("/lib/") + kTriplet, std::string("/usr/lib/") + kTriplet,

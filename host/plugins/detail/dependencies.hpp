@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ctx::plugins::detail {
@@ -17,13 +18,17 @@ class DependencyResolver {
   // Reads /etc/ld.so.cache once (when present and root-owned). Errors: UnsafePluginFile when
   // the cache is not safe to trust; SystemError.
   DependencyResolver();
+  DependencyResolver(const DependencyResolver&) = delete;  // cache_ views data_
+  DependencyResolver& operator=(const DependencyResolver&) = delete;
 
   // Checks one DT_NEEDED soname of `plugin`; returns the file(s) ld.so may map for it.
   // Errors: UnsafeDependency ("contains '/'", "does not resolve", "<path>: <why unsafe>").
   const std::vector<std::string>& resolve(std::string_view soname, const std::string& plugin);
 
  private:
-  std::multimap<std::string, std::string, std::less<>> cache_;  // soname -> path, cache order
+  std::string data_;  // the bytes of /etc/ld.so.cache
+  // (soname, path) views into data_ of this machine's entries, in cache order.
+  std::vector<std::pair<std::string_view, std::string_view>> cache_;
   std::map<std::string, std::vector<std::string>, std::less<>> resolved_;
 };
 

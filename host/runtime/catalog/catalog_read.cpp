@@ -289,7 +289,7 @@ class Reader {
         throw Broken{"unknown catalog section (expected skills, agents, mcp-servers, harnesses)"};
       });
     }
-    if (out_.entries.size() > kMaxCatalogEntries) {
+    if (seen_entries_ > kMaxCatalogEntries) {
       problems_.push_back({".", "catalog has more than 10000 entries"});
     }
     if (!problems_.empty()) {
@@ -316,13 +316,12 @@ class Reader {
 
   void section(const fs::path& dir, const std::string& rel, Handler handler) {
     for (const auto& child : children(dir)) {
+      // Past the bound nothing more is read: one catalog-wide problem is reported instead.
+      if (++seen_entries_ > kMaxCatalogEntries) return;
       const std::string child_rel = rel + "/" + child.path().filename().string();
       guard(child_rel, [&] {
         if (link_type(child) == fs::file_type::symlink) {
           throw Broken{"symbolic links are not allowed in a catalog"};
-        }
-        if (out_.entries.size() >= kMaxCatalogEntries + 1) {
-          throw Broken{"catalog has more than 10000 entries"};
         }
         (this->*handler)(child, child_rel);
       });
@@ -573,6 +572,7 @@ class Reader {
   CatalogContents out_;
   std::vector<CatalogProblem> problems_;
   Budget budget_;
+  std::size_t seen_entries_ = 0;  // section children visited, valid or not
 };
 
 }  // namespace

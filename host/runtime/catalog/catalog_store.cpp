@@ -54,8 +54,9 @@ void fsync_path(const fs::path& path, bool directory) {
   if (rc != 0) throw SystemError("catalog store: fsync failed");
 }
 
-// Writes `bytes` to `path` (which must not exist) with `mode`, durably.
-void write_new_file(const fs::path& path, std::string_view bytes, mode_t mode) {
+// Writes `bytes` to `path` (which must not exist) with `mode`; fsyncs it when `sync` (callers
+// that write many files pass false and syncfs once).
+void write_new_file(const fs::path& path, std::string_view bytes, mode_t mode, bool sync = true) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw SystemError("catalog store: cannot create a file");
   std::size_t done = 0;
@@ -68,7 +69,7 @@ void write_new_file(const fs::path& path, std::string_view bytes, mode_t mode) {
     }
     done += static_cast<std::size_t>(n);
   }
-  const bool ok = ::fchmod(fd, mode) == 0 && ::fsync(fd) == 0;
+  const bool ok = ::fchmod(fd, mode) == 0 && (!sync || ::fsync(fd) == 0);
   ::close(fd);
   if (!ok) throw SystemError("catalog store: cannot finish a file");
 }
@@ -210,14 +211,22 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
     }
     const fs::path temp = objects / (".tmp-" + sha + "-" + std::to_string(::getpid()));
     fs::remove(temp, ec);
-    write_new_file(temp, bytes, 0444);
+    write_new_file(temp, bytes, 0444, /*sync=*/false);
     if (::rename(temp.c_str(), object.c_str()) != 0) {
       throw SystemError("catalog store: cannot place an object");
     }
     wrote_object = true;
     report("objects", ++done, contents.blobs.size());
   }
-  if (wrote_object) fsync_path(objects, true);
+  if (wrote_object) {
+    // One filesystem sync makes every object durable before anything can name it.
+    const int fd = ::open(objects.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw SystemError("catalog store: cannot open the object store");
+    const int rc = ::syncfs(fd);
+    ::close(fd);
+    if (rc != 0) throw SystemError("catalog store: syncfs failed");
+    fsync_path(objects, true);
+  }
   crash_point("catalog.import.objects-written");
 
   // Already current: nothing else changes.

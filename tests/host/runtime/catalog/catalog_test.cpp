@@ -426,6 +426,27 @@ TEST(CatalogImport, TamperedObjectsAndManifestsFailClosed) {
   EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), catalog->catalog_digest());
 }
 
+TEST(CatalogImport, MoreThanTenThousandEntriesIsOneCatalogWideError) {
+  Fixture f;  // 5 entries already
+  for (std::size_t i = 0; i < kMaxCatalogEntries - 5; ++i) {
+    const std::string name = "h" + std::to_string(i);
+    write(f.catalog / "harnesses" / (name + ".json"),
+          R"({"name":")" + name + R"(","description":"d"})");
+  }
+  write(f.catalog / "harnesses/z-over.json", R"({"name":"z-over","description":"d"})");
+  const auto before = tree(f.state);
+  try {
+    import_catalog(f.catalog, f.state);
+    ADD_FAILURE() << "import accepted 10001 entries";
+  } catch (const CatalogImportError& e) {
+    ASSERT_EQ(e.problems().size(), 1u);
+    EXPECT_EQ(e.problems()[0].file, ".");
+    EXPECT_THAT(e.problems()[0].rule, ::testing::HasSubstr("more than 10000 entries"));
+  }
+  EXPECT_EQ(tree(f.state), before);
+  // (Importing exactly 10000 entries is not exercised here: it takes a minute on a loaded disk.)
+}
+
 TEST(CatalogImport, StateDirMustBePrivate) {
   TempDir temp;
   write_valid_catalog(temp / "catalog");

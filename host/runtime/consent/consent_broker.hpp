@@ -1,0 +1,299 @@
+// The install consent broker (runtime spec §5.2–§5.5): one SQLite file (PRAGMA user_version) of
+// published challenges, their decision state and a global nonce history. Every row is
+// authenticated with HMAC-SHA256 under the 32-byte installation key; a row that fails
+// authentication → ConsentBrokerCorruption and the transaction is rolled back.
+// authenticate(): wrong audience and unknown verifier are refused before any broker lookup;
+// then, in one BEGIN IMMEDIATE, state / expiry / digest / time / nonce checks, the pinned
+// verifier plugin over the exact wire payload and signing bytes, and decision-ready.
+// Time comes only from the trusted Clock port, never regressing below the stored high-water.
+// Thread-safety: every method may be called from any thread (one connection, locked); several
+// brokers (processes) may share one file.
+#ifndef CTX_HOST_RUNTIME_CONSENT_CONSENT_BROKER_HPP_
+#define CTX_HOST_RUNTIME_CONSENT_CONSENT_BROKER_HPP_
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "host/core/error.hpp"
+#include "host/core/time.hpp"
+#include "host/runtime/consent/assertion_codec.hpp"
+#include "host/runtime/consent/consent_challenge.hpp"
+#include "host/runtime/consent/verifier_registry.hpp"
+#include "host/runtime/file_lock.hpp"
+
+namespace ctx::store {
+class Database;
+}
+
+namespace ctx::runtime {
+
+inline constexpr std::size_t kDefaultConsentCapacity = 4096;
+inline constexpr std::size_t kMaxConsentCapacity = 65536;
+
+// Errors (spec §5.4 names). All derive from ConsentBrokerError.
+class ConsentBrokerError : public Error {
+ public:
+  ConsentBrokerError(const std::string& message, ErrorCode code) : Error(message, code) {}
+};
+// The store cannot be used now. Code: kUnavailable. Retry: later.
+class ConsentBrokerUnavailable : public ConsentBrokerError {
+ public:
+  explicit ConsentBrokerUnavailable(const std::string& m)
+      : ConsentBrokerError(m, ErrorCode::kUnavailable) {}
+};
+// A row failed authentication or an invariant ("... authentication failed"). Code: kDataLoss.
+class ConsentBrokerCorruption : public ConsentBrokerError {
+ public:
+  explicit ConsentBrokerCorruption(const std::string& m)
+      : ConsentBrokerError(m, ErrorCode::kDataLoss) {}
+};
+// No challenge with this id or digest. Code: kNotFound.
+class ConsentBrokerChallengeNotFound : public ConsentBrokerError {
+ public:
+  explicit ConsentBrokerChallengeNotFound(const std::string& m)
+      : ConsentBrokerError(m, ErrorCode::kNotFound) {}
+};
+// The challenge capacity is exhausted. Code: kResourceExhausted.
+class ConsentBrokerCapacityExceeded : public ConsentBrokerError {
+ public:
+  explicit ConsentBrokerCapacityExceeded(const std::string& m)
+      : ConsentBrokerError(m, ErrorCode::kResourceExhausted) {}
+};
+// A challenge id is already bound to other content, or a state transition is not allowed.
+// Code: kAborted.
+class ConsentBrokerConflict : public ConsentBrokerError {
+ public:
+  explicit ConsentBrokerConflict(const std::string& m)
+      : ConsentBrokerError(m, ErrorCode::kAborted) {}
+};
+// The current challenge (target, binding) no longer equals the published one. The assertion is
+// not burned. Code: kFailedPrecondition.
+class ConsentBrokerBindingError : public ConsentBrokerError {
+ public:
+  explicit ConsentBrokerBindingError(const std::string& m)
+      : ConsentBrokerError(m, ErrorCode::kFailedPrecondition) {}
+};
+// The human decision is refused (signature, identity, times). Code: kPermissionDenied.
+class ConsentBrokerDecisionRejected : public ConsentBrokerError {
+ public:
+  explicit ConsentBrokerDecisionRejected(const std::string& m)
+      : ConsentBrokerError(m, ErrorCode::kPermissionDenied) {}
+};
+// The assertion's audience is not this broker's. Refused before any lookup.
+class ConsentBrokerAudienceMismatch : public ConsentBrokerDecisionRejected {
+ public:
+  using ConsentBrokerDecisionRejected::ConsentBrokerDecisionRejected;
+};
+// The nonce was already used, or the challenge already carries a decision.
+class ConsentBrokerReplay : public ConsentBrokerDecisionRejected {
+ public:
+  using ConsentBrokerDecisionRejected::ConsentBrokerDecisionRejected;
+};
+// The challenge or the assertion has expired (trusted time).
+class ConsentBrokerExpired : public ConsentBrokerDecisionRejected {
+ public:
+  using ConsentBrokerDecisionRejected::ConsentBrokerDecisionRejected;
+};
+
+enum class ConsentState { kPending, kDecisionReady, kReserved, kSettled, kExpired, kReauthRequired };
+// "pending" | "decision-ready" | "reserved" | "settled" | "expired" |
+// "reauthentication-required".
+std::string_view consent_state_name(ConsentState state) noexcept;
+
+// One challenge row as callers see it (no reservation token).
+struct ConsentRecord {
+  explicit ConsentRecord(ConsentChallenge published) : challenge(std::move(published)) {}
+
+  ConsentChallenge challenge;
+  ConsentState state = ConsentState::kPending;
+  std::string created_at;
+  std::optional<std::string> decision;
+  std::optional<std::string> principal_digest;
+  std::optional<std::string> authenticator_id;
+  std::optional<std::string> audience;
+  std::optional<std::string> assertion_nonce_digest;
+  std::int64_t assertion_nonce_count = 0;
+  std::optional<std::string> decision_issued_at;
+  std::optional<std::string> decision_expires_at;
+  std::optional<std::string> decision_recorded_at;
+  std::optional<std::string> reservation_event_id;
+  std::optional<std::string> reservation_event_content_digest;
+  std::optional<std::string> reserved_at;
+  std::optional<std::string> settled_at;
+  std::optional<std::string> expired_at;
+};
+
+// A decision the broker verified, bound to the issuing broker instance (sealed with a random
+// per-instance key): only that instance's guard accepts it.
+struct VerifiedHumanDecision {
+  std::string challenge_id;
+  std::string challenge_digest;
+  std::string decision;
+  std::string principal_digest;
+  std::string authenticator_id;
+  std::string audience;
+  std::string nonce_digest;
+  std::string issued_at;
+  std::string expires_at;
+  std::string seal;
+};
+
+// What the journal event that carries the decision will be (spec §3.15 reservation).
+struct ConsentReservation {
+  std::string event_id;
+  std::string event_content_digest;
+  std::string consent_id;
+  std::string decision;
+  std::string policy_snapshot_digest;
+  std::string requested_action_id;
+  std::string requested_action_kind;
+  std::string requested_action_content_digest;
+  std::int64_t requested_action_precondition_revision = 0;
+  std::string install_expires_at;
+};
+
+// What the journal says about a decision event (spec §5.5).
+enum class JournalEvidence {
+  kAbsentAtExpectedHead,
+  kCommitted,
+  kHeadAdvanced,
+  kEventCollision,
+  kCorrupt,
+  kUnavailable,
+};
+std::string_view journal_evidence_name(JournalEvidence evidence) noexcept;
+
+struct EvidenceAnswer {
+  JournalEvidence status = JournalEvidence::kUnavailable;
+  std::string event_id;              // kCommitted: the committed decision event
+  std::string event_content_digest;  // kCommitted
+};
+
+// The journal as evidence provider for reconciliation.
+class DecisionEvidencePort {
+ public:
+  virtual ~DecisionEvidencePort() = default;
+  virtual EvidenceAnswer evidence(const ConsentRecord& record) = 0;
+};
+
+enum class ReconcileOutcome { kSettled, kReauthRequired, kExpired, kQuarantined };
+std::string_view reconcile_outcome_name(ReconcileOutcome outcome) noexcept;
+
+struct ConsentReconciliation {
+  ReconcileOutcome outcome = ReconcileOutcome::kQuarantined;
+  JournalEvidence journal_status = JournalEvidence::kUnavailable;
+  ConsentRecord record;
+};
+
+class ConsentBroker {
+ public:
+  struct Options {
+    std::size_t capacity = kDefaultConsentCapacity;  // 1..kMaxConsentCapacity
+    int busy_timeout_ms = 30000;
+  };
+
+  // An armed guard for one verified decision (spec §5.5). reserve() takes the cross-process
+  // lease lock and moves decision-ready → reserved; settle() → settled; destruction without
+  // settle() releases back to decision-ready.
+  class Guard {
+   public:
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    Guard(Guard&&) noexcept = default;
+    ~Guard();
+    // Errors: ConsentBrokerConflict (already reserved, not decision-ready, decision differs);
+    // ConsentBrokerBindingError (reservation does not match the challenge); ConsentBrokerExpired.
+    void reserve(const ConsentReservation& reservation);
+    // Errors: ConsentBrokerConflict when not reserved by this guard.
+    ConsentRecord settle();
+
+   private:
+    friend class ConsentBroker;
+    Guard(ConsentBroker& broker, VerifiedHumanDecision decision);
+    ConsentBroker* broker_;
+    VerifiedHumanDecision decision_;
+    std::unique_ptr<ExclusiveFileLock> lease_;
+    std::string token_;
+    bool settled_ = false;
+  };
+
+  // Opens or creates the store at `path` (file 0600 in a 0700 directory owned by this user).
+  // `installation_key` is exactly 32 bytes; `audience` a token; `clock` outlives the broker.
+  // Errors: InvalidArgument (key, audience, options); ConsentBrokerCorruption (wrong key,
+  // tampered identity row); ConsentBrokerDecisionRejected (the file belongs to another
+  // audience); store errors (StoreBusy, NewerSchemaVersion, EngineStoreError).
+  ConsentBroker(std::filesystem::path path, std::string installation_key, std::string audience,
+                const core::Clock& clock, Options options);
+  ConsentBroker(std::filesystem::path path, std::string installation_key, std::string audience,
+                const core::Clock& clock)
+      : ConsentBroker(std::move(path), std::move(installation_key), std::move(audience), clock,
+                      Options{}) {}
+  ~ConsentBroker();
+  ConsentBroker(const ConsentBroker&) = delete;
+  ConsentBroker& operator=(const ConsentBroker&) = delete;
+
+  const std::string& audience() const noexcept { return audience_; }
+
+  // Publishes `challenge` as pending (idempotent: the same challenge returns its record).
+  // Errors: ConsentBrokerDecisionRejected (other audience); ConsentBrokerConflict (id or digest
+  // bound to another challenge); ConsentBrokerExpired (already past expires_at);
+  // ConsentBrokerCapacityExceeded; ConsentBrokerCorruption.
+  ConsentRecord prepare(const ConsentChallenge& challenge);
+
+  // The record, after durably applying due expiry (spec §5.3).
+  // Errors: ConsentBrokerChallengeNotFound; ConsentBrokerCorruption.
+  ConsentRecord status(std::string_view challenge_id);
+  ConsentRecord status_by_challenge_digest(std::string_view challenge_digest);
+
+  // Authenticates the human decision `wire_payload` for the challenge the caller re-derived now
+  // (`current`). Order: decode; audience (ConsentBrokerAudienceMismatch) and verifier lookup
+  // (UnknownHumanDecisionVerifier, VerifierPinMismatch) before any broker lookup; then one
+  // transaction: unknown challenge (ConsentBrokerChallengeNotFound); current ≠ published
+  // (ConsentBrokerBindingError); reserved/settled/decision-ready or nonce seen
+  // (ConsentBrokerReplay); challenge expired (ConsentBrokerExpired, the expiry committed);
+  // digest, issued in the future, outlives the challenge, identity change, bad signature
+  // (ConsentBrokerDecisionRejected); assertion expired (ConsentBrokerExpired). Only success
+  // changes the store. Codec errors: AssertionCodecError.
+  VerifiedHumanDecision authenticate(const ConsentChallenge& current,
+                                     std::string_view wire_payload, VerifierDirectory& verifiers);
+
+  // Arms the guard for `decision` (issued by this broker) and the binding being executed.
+  // Errors: ConsentBrokerBindingError (binding differs from the challenge's, or `decision` was
+  // not issued by this instance).
+  Guard interactive_guard(const VerifiedHumanDecision& decision,
+                          std::string_view execution_binding_digest);
+
+  // Reconciles a decided challenge with the journal (spec §5.5).
+  // Errors: ConsentBrokerConflict (pending rows cannot be reconciled);
+  // ConsentBrokerChallengeNotFound; ConsentBrokerCorruption.
+  ConsentReconciliation reconcile(std::string_view challenge_id, DecisionEvidencePort& evidence);
+
+ private:
+  struct Row;
+  core::Timestamp trusted_now_locked();
+  std::optional<Row> load_locked(std::string_view column_sql_key, std::string_view value);
+  void write_locked(const Row& row, bool insert);
+  Row apply_expiry_locked(Row row, core::Timestamp now, bool& changed);
+  std::string seal_of(const VerifiedHumanDecision& decision) const;
+  std::filesystem::path lease_path(std::string_view challenge_id) const;
+  void advance_high_water_locked(core::Timestamp now);
+  ConsentRecord status_locked(std::string_view column, std::string_view value);
+
+  std::filesystem::path path_;
+  std::string key_;
+  std::string audience_;
+  const core::Clock& clock_;
+  Options options_;
+  std::string instance_key_;
+  std::mutex mutex_;
+  std::unique_ptr<store::Database> db_;
+};
+
+}  // namespace ctx::runtime
+
+#endif  // CTX_HOST_RUNTIME_CONSENT_CONSENT_BROKER_HPP_

@@ -1,0 +1,43 @@
+// Owner-private state files for the consent authority (verifier registry, install policy):
+// directories 0700 owned by this user; files regular, single link, 0600, owned by this user,
+// opened O_NOFOLLOW and checked from fstat; replaced atomically (O_EXCL stage, fsync, rename,
+// fsync of the directory). Errors never name file contents. Thread-safety: pure functions.
+#ifndef CTX_HOST_RUNTIME_CONSENT_PRIVATE_FILE_HPP_
+#define CTX_HOST_RUNTIME_CONSENT_PRIVATE_FILE_HPP_
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "host/core/error.hpp"
+
+namespace ctx::runtime {
+
+// A private file or directory broke its rules ("<what> refused: <rule>"). Code:
+// kPermissionDenied. Retry: not until an operator fixes the file.
+class UnsafeStateFile : public Error {
+ public:
+  explicit UnsafeStateFile(const std::string& message)
+      : Error(message, ErrorCode::kPermissionDenied) {}
+};
+
+// Creates `dir` (and missing parents) 0700 and checks it: a directory (no symlink), owned by
+// this user, mode exactly 0700. Errors: UnsafeStateFile; SystemError.
+void ensure_private_dir(const std::filesystem::path& dir, std::string_view what);
+
+// The bytes of `path`, or std::nullopt when it does not exist. The file must be regular, owned
+// by this user, mode 0600, one link, at most `max_bytes`.
+// Errors: UnsafeStateFile (rule broken, too large); SystemError.
+std::optional<std::string> read_private_file(const std::filesystem::path& path,
+                                             std::size_t max_bytes, std::string_view what);
+
+// Atomically replaces `path` with `bytes` (0600). The parent must already be private.
+// Errors: UnsafeStateFile; SystemError.
+void write_private_file(const std::filesystem::path& path, std::string_view bytes,
+                        std::string_view what);
+
+}  // namespace ctx::runtime
+
+#endif  // CTX_HOST_RUNTIME_CONSENT_PRIVATE_FILE_HPP_

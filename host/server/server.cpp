@@ -1,0 +1,486 @@
+#include "host/server/server.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace ctx::server {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using Protocol = asio::local::stream_protocol;
+using Clock = std::chrono::steady_clock;
+
+void MethodTable::add(std::string name, Handler handler) {
+  if (name.empty()) throw InvalidArgument("a JSON-RPC method needs a name");
+  if (!handler) throw InvalidArgument("JSON-RPC method " + name + " needs a handler");
+  if (methods_.contains(name)) {
+    throw InvalidArgument("JSON-RPC method " + name + " is already registered");
+  }
+  methods_.emplace(std::move(name), std::move(handler));
+}
+
+const Handler* MethodTable::find(std::string_view name) const noexcept {
+  const auto it = methods_.find(name);
+  return it == methods_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+class Connection;
+
+core::Json error_reply(const core::Json& id, int code, const std::string& message) {
+  return core::Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// The private-state-dir rule: a real directory of this user, no group/other access.
+void require_private_dir(const fs::path& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    throw FailedPrecondition("state directory " + dir.string() + " cannot be used: " +
+                             errno_text() + " (run ctx init)");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw FailedPrecondition("state directory " + dir.string() + " is not a directory");
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    throw FailedPrecondition("state directory " + dir.string() +
+                             " is not private (it must be owned by this user with mode 0700)");
+  }
+}
+
+}  // namespace
+
+struct Server::Impl {
+  explicit Impl(ServerOptions opts, MethodTable table)
+      : options(std::move(opts)),
+        methods(std::move(table)),
+        workers(options.worker_threads == 0 ? 1 : options.worker_threads) {}
+
+  void start_accept();
+  void begin_stop();
+  void forget(Connection* connection);
+  void log_request(const std::string& method, const core::Json& id, int code,
+                   Clock::time_point started);
+
+  ServerOptions options;
+  MethodTable methods;
+  fs::path socket_path;
+  int lock_fd = -1;
+  std::atomic<bool> stopping{false};
+  std::mutex mutex;  // connections, log
+  std::map<Connection*, std::weak_ptr<Connection>> connections;
+  asio::io_context io;
+  asio::strand<asio::io_context::executor_type> strand{io.get_executor()};
+  Protocol::acceptor acceptor{strand};
+  std::optional<asio::signal_set> signals;
+  asio::steady_timer drain_timer{strand};
+  bool removed_socket = false;  // guarded by strand (or single-threaded destruction)
+  asio::thread_pool workers;
+};
+
+namespace {
+
+// One client: reads a line, runs its request on the worker pool under the deadline, writes the
+// reply, reads the next. All state is touched only on the connection's strand.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Server::Impl& server, Protocol::socket socket)
+      : server_(server),
+        socket_(std::move(socket)),
+        buffer_(server.options.max_request_bytes + 1),
+        deadline_(socket_.get_executor()) {}
+
+  void start() { read_next(); }
+
+  // The server is stopping: an idle connection with nothing buffered closes; a busy one finishes.
+  void on_stop() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      if (self->reading_) {
+        boost::system::error_code ignored;
+        self->socket_.cancel(ignored);
+      }
+    });
+  }
+
+  void force_close() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+  }
+
+ private:
+  bool has_pending_bytes() {
+    boost::system::error_code ec;
+    return buffer_.size() > 0 || socket_.available(ec) > 0;
+  }
+
+  void read_next() {
+    if (closed_) return;
+    if (server_.stopping.load() && !has_pending_bytes()) {
+      close();
+      return;
+    }
+    reading_ = true;
+    asio::async_read_until(socket_, buffer_, '\n',
+                           [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                             self->reading_ = false;
+                             self->on_read(ec, n);
+                           });
+  }
+
+  void on_read(boost::system::error_code ec, std::size_t n) {
+    if (ec == asio::error::not_found) {  // the buffer filled up without a newline
+      const auto started = Clock::now();
+      const int code = kInvalidRequest;
+      server_.log_request("", nullptr, code, started);
+      write(error_reply(nullptr, code,
+                        "request too large: a message must be at most " +
+                            std::to_string(server_.options.max_request_bytes) +
+                            " bytes before its newline"),
+            /*close_after=*/true);
+      return;
+    }
+    if (ec == asio::error::operation_aborted && !closed_) {
+      read_next();  // stop() cancelled an idle read: serve what is already here, else close
+      return;
+    }
+    if (ec) {
+      close();
+      return;
+    }
+    std::string line(asio::buffers_begin(buffer_.data()),
+                     asio::buffers_begin(buffer_.data()) + static_cast<std::ptrdiff_t>(n - 1));
+    buffer_.consume(n);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    handle(line);
+  }
+
+  void handle(const std::string& line) {
+    const auto started = Clock::now();
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      read_next();
+      return;
+    }
+    core::Json request = core::Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (request.is_discarded()) {
+      server_.log_request("", nullptr, kParseError, started);
+      write(error_reply(nullptr, kParseError, "parse error: the message is not valid JSON"), false);
+      return;
+    }
+    if (request.is_array()) {
+      server_.log_request("", nullptr, kInvalidRequest, started);
+      write(error_reply(nullptr, kInvalidRequest, "invalid request: batches are not supported"),
+            false);
+      return;
+    }
+    core::Json id = nullptr;
+    bool has_id = false;
+    if (request.is_object()) {
+      if (const auto it = request.find("id"); it != request.end()) {
+        if (it->is_string() || it->is_number() || it->is_null()) {
+          id = *it;
+          has_id = true;
+        } else {
+          server_.log_request("", nullptr, kInvalidRequest, started);
+          write(error_reply(nullptr, kInvalidRequest,
+                            "invalid request: id must be a string, a number or null"),
+                false);
+          return;
+        }
+      }
+    }
+    const auto invalid = [&](const std::string& why) {
+      server_.log_request("", id, kInvalidRequest, started);
+      write(error_reply(id, kInvalidRequest, "invalid request: " + why), false);
+    };
+    if (!request.is_object()) return invalid("a request must be a JSON object");
+    const auto version = request.find("jsonrpc");
+    if (version == request.end() || *version != "2.0") return invalid("jsonrpc must be \"2.0\"");
+    const auto method = request.find("method");
+    if (method == request.end() || !method->is_string()) {
+      return invalid("method must be a string");
+    }
+    core::Json params = nullptr;
+    if (const auto it = request.find("params"); it != request.end()) {
+      if (!it->is_object() && !it->is_array()) {
+        return invalid("params must be an object or an array");
+      }
+      params = std::move(*it);
+    }
+    const Handler* handler = server_.methods.find(method->get_ref<const std::string&>());
+    if (handler == nullptr) {
+      server_.log_request("", id, kMethodNotFound, started);
+      if (!has_id) return read_next();
+      write(error_reply(id, kMethodNotFound,
+                        "method not found: " + method->get<std::string>().substr(0, 128)),
+            false);
+      return;
+    }
+    dispatch(*handler, method->get<std::string>(), std::move(params), std::move(id), has_id,
+             started);
+  }
+
+  void dispatch(const Handler& handler, std::string method, core::Json params, core::Json id,
+                bool has_id, Clock::time_point started) {
+    const std::uint64_t seq = ++seq_;
+    pending_ = true;
+    deadline_.expires_after(server_.options.deadline);
+    deadline_.async_wait([self = shared_from_this(), seq, method, id, has_id,
+                          started](boost::system::error_code ec) {
+      if (ec || !self->pending_ || self->seq_ != seq) return;
+      self->pending_ = false;
+      self->server_.log_request(method, id, kDeadlineExceeded, started);
+      if (!has_id) return self->read_next();
+      self->write(error_reply(id, kDeadlineExceeded,
+                              "deadline exceeded: " + method + " did not finish in " +
+                                  std::to_string(self->server_.options.deadline.count()) + " ms"),
+                  false);
+    });
+    auto guard = asio::make_work_guard(server_.io);
+    asio::post(server_.workers, [self = shared_from_this(), &handler, seq, method = std::move(method),
+                                 params = std::move(params), id = std::move(id), has_id, started,
+                                 guard = std::move(guard)]() mutable {
+      core::Json reply;
+      int code = 0;
+      try {
+        reply = core::Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", handler(params)}};
+      } catch (const InvalidParams& e) {
+        code = kInvalidParams;
+        reply = error_reply(id, code, std::string("invalid params: ") + e.what());
+      } catch (const Error& e) {
+        code = kInternalError;
+        reply = error_reply(id, code, e.what());
+      } catch (...) {
+        code = kInternalError;
+        reply = error_reply(id, code, "internal error");
+      }
+      asio::post(self->socket_.get_executor(), [self, seq, method = std::move(method),
+                                                reply = std::move(reply), id = std::move(id),
+                                                code, has_id, started]() mutable {
+        if (!self->pending_ || self->seq_ != seq) return;  // the deadline already answered
+        self->pending_ = false;
+        self->deadline_.cancel();
+        self->server_.log_request(method, id, code, started);
+        if (!has_id) return self->read_next();
+        self->write(std::move(reply), false);
+      });
+      guard.reset();
+    });
+  }
+
+  void write(const core::Json& reply, bool close_after) {
+    if (closed_) return;
+    out_ = reply.dump(-1, ' ', false, core::Json::error_handler_t::replace);
+    out_ += '\n';
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this(), close_after](boost::system::error_code ec,
+                                                              std::size_t) {
+                        if (ec || close_after) return self->close();
+                        self->read_next();
+                      });
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ignored;
+    deadline_.cancel();
+    socket_.shutdown(Protocol::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    server_.forget(this);
+  }
+
+  Server::Impl& server_;
+  Protocol::socket socket_;
+  asio::streambuf buffer_;
+  asio::steady_timer deadline_;
+  std::string out_;
+  std::uint64_t seq_ = 0;
+  bool pending_ = false;
+  bool reading_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+void Server::Impl::log_request(const std::string& method, const core::Json& id, int code,
+                               Clock::time_point started) {
+  if (options.log == nullptr) return;
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
+  core::Json line{{"event", "rpc"},
+                  {"method", method.empty() ? core::Json(nullptr) : core::Json(method)},
+                  {"status", code == 0 ? "ok" : "error"},
+                  {"duration_us", micros}};
+  if (code != 0) line["code"] = code;
+  if (id.is_number() || (id.is_string() && id.get_ref<const std::string&>().size() <= 64)) {
+    line["id"] = id;
+  } else {
+    line["id"] = nullptr;
+  }
+  const std::string text = line.dump(-1, ' ', false, core::Json::error_handler_t::replace);
+  const std::lock_guard lock(mutex);
+  *options.log << text << '\n' << std::flush;
+}
+
+void Server::Impl::start_accept() {
+  acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec,
+                                                      Protocol::socket socket) {
+    if (ec || stopping.load()) return;  // closed by stop(); a late socket just closes
+    auto connection = std::make_shared<Connection>(*this, std::move(socket));
+    {
+      const std::lock_guard lock(mutex);
+      connections.emplace(connection.get(), connection);
+    }
+    connection->start();
+    start_accept();
+  });
+}
+
+void Server::Impl::begin_stop() {  // on strand
+  if (stopping.exchange(true)) return;
+  boost::system::error_code ignored;
+  acceptor.close(ignored);
+  if (!removed_socket) {
+    ::unlink(socket_path.c_str());
+    removed_socket = true;
+  }
+  if (signals) signals->cancel(ignored);
+  std::vector<std::shared_ptr<Connection>> live;
+  {
+    const std::lock_guard lock(mutex);
+    for (auto& [raw, weak] : connections) {
+      if (auto strong = weak.lock()) live.push_back(std::move(strong));
+    }
+  }
+  if (live.empty()) return;
+  for (auto& connection : live) connection->on_stop();
+  drain_timer.expires_after(options.drain_timeout);
+  drain_timer.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;  // every connection drained
+    std::vector<std::shared_ptr<Connection>> rest;
+    {
+      const std::lock_guard lock(mutex);
+      for (auto& [raw, weak] : connections) {
+        if (auto strong = weak.lock()) rest.push_back(std::move(strong));
+      }
+    }
+    for (auto& connection : rest) connection->force_close();
+  });
+}
+
+void Server::Impl::forget(Connection* connection) {
+  bool drained = false;
+  {
+    const std::lock_guard lock(mutex);
+    connections.erase(connection);
+    drained = connections.empty();
+  }
+  if (drained && stopping.load()) {
+    asio::post(strand, [this] { drain_timer.cancel(); });
+  }
+}
+
+Server::Server(ServerOptions options, MethodTable methods)
+    : impl_(std::make_shared<Impl>(std::move(options), std::move(methods))) {
+  Impl& impl = *impl_;
+  const fs::path& dir = impl.options.state_dir;
+  if (!dir.is_absolute()) {
+    throw InvalidArgument("state directory " + dir.string() + " must be an absolute path");
+  }
+  require_private_dir(dir);
+  const fs::path lock_path = dir / kSocketLockFile;
+  impl.lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (impl.lock_fd < 0) {
+    throw SystemError("cannot open " + lock_path.string() + ": " + errno_text());
+  }
+  if (::flock(impl.lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(impl.lock_fd);
+    impl.lock_fd = -1;
+    if (error == EWOULDBLOCK) {
+      throw FailedPrecondition("another ctx serve is already running for state directory " +
+                               dir.string());
+    }
+    throw SystemError("cannot lock " + lock_path.string() + ": " + std::strerror(error));
+  }
+  impl.socket_path = dir / kSocketFile;
+  if (impl.socket_path.native().size() >= sizeof(sockaddr_un::sun_path)) {
+    throw InvalidArgument("socket path " + impl.socket_path.string() + " is longer than " +
+                          std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
+  }
+  struct stat st {};
+  if (::lstat(impl.socket_path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      throw FailedPrecondition(impl.socket_path.string() +
+                               " exists and is not a socket; remove it to serve");
+    }
+    ::unlink(impl.socket_path.c_str());  // stale: we hold the lock, so no server owns it
+  }
+  const Protocol::endpoint endpoint(impl.socket_path.string());
+  impl.acceptor.open(endpoint.protocol());
+  const mode_t old_mask = ::umask(0177);
+  boost::system::error_code ec;
+  impl.acceptor.bind(endpoint, ec);
+  ::umask(old_mask);
+  if (ec) throw SystemError("cannot bind " + impl.socket_path.string() + ": " + ec.message());
+  ::chmod(impl.socket_path.c_str(), 0600);
+  impl.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw SystemError("cannot listen on " + impl.socket_path.string() + ": " + ec.message());
+  if (impl.options.handle_signals) impl.signals.emplace(impl.strand, SIGTERM, SIGINT);
+}
+
+Server::~Server() {
+  Impl& impl = *impl_;
+  impl.stopping = true;
+  boost::system::error_code ignored;
+  impl.io.stop();
+  impl.workers.join();
+  impl.acceptor.close(ignored);
+  if (!impl.removed_socket && !impl.socket_path.empty()) {
+    ::unlink(impl.socket_path.c_str());
+    impl.removed_socket = true;
+  }
+  if (impl.lock_fd >= 0) ::close(impl.lock_fd);
+}
+
+void Server::run() {
+  Impl& impl = *impl_;
+  asio::post(impl.strand, [&impl] {
+    if (impl.stopping.load()) return impl.begin_stop();
+    impl.start_accept();
+    if (impl.signals) {
+      impl.signals->async_wait([&impl](boost::system::error_code ec, int) {
+        if (!ec) impl.begin_stop();
+      });
+    }
+  });
+  std::vector<std::thread> threads;
+  const std::size_t count = impl.options.io_threads == 0 ? 1 : impl.options.io_threads;
+  for (std::size_t i = 1; i < count; ++i) threads.emplace_back([&impl] { impl.io.run(); });
+  impl.io.run();
+  for (auto& thread : threads) thread.join();
+}
+
+void Server::stop() {
+  Impl& impl = *impl_;
+  asio::post(impl.strand, [&impl] { impl.begin_stop(); });
+}
+
+const fs::path& Server::socket_path() const noexcept { return impl_->socket_path; }
+
+}  // namespace ctx::server

@@ -1,0 +1,106 @@
+// The `ctx serve` server: JSON-RPC 2.0, one message per line, over the Unix stream socket
+// <state>/ctx.sock (0600). One server per state dir (flock on <state>/ctx.sock.lock). Methods come
+// from a MethodTable (name -> handler); handlers run on a small worker pool under a per-request
+// deadline. stop() (or SIGTERM/SIGINT when handle_signals) refuses new connections, lets
+// in-flight requests finish, removes the socket file; run() then returns.
+#ifndef CTX_HOST_SERVER_SERVER_HPP_
+#define CTX_HOST_SERVER_SERVER_HPP_
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/error.hpp"
+
+namespace ctx::server {
+
+inline constexpr const char* kSocketFile = "ctx.sock";
+inline constexpr const char* kSocketLockFile = "ctx.sock.lock";
+inline constexpr std::size_t kDefaultMaxRequestBytes = 1u << 20;
+
+// JSON-RPC 2.0 error codes the server sends.
+inline constexpr int kParseError = -32700;      // the line is not JSON
+inline constexpr int kInvalidRequest = -32600;  // not a request object, or too large
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+inline constexpr int kDeadlineExceeded = -32001;  // the handler did not finish in time
+inline constexpr int kShuttingDown = -32002;      // the server is stopping
+
+// Thrown by a handler whose params are wrong; the reply is -32602 with the message.
+class InvalidParams : public InvalidArgument {
+ public:
+  explicit InvalidParams(const std::string& message) : InvalidArgument(message) {}
+};
+
+// A method: params (object, array or null) -> result. Runs on a worker thread; must be
+// thread-safe. InvalidParams -> -32602; ctx::Error -> -32603 with its message (which must not
+// carry secrets); anything else -> -32603 "internal error".
+using Handler = std::function<core::Json(const core::Json& params)>;
+
+// Name -> handler. Filled before the server starts; read-only afterwards.
+class MethodTable {
+ public:
+  // Errors: InvalidArgument when `name` is empty or already registered.
+  void add(std::string name, Handler handler);
+  const Handler* find(std::string_view name) const noexcept;
+
+ private:
+  std::map<std::string, Handler, std::less<>> methods_;
+};
+
+struct ServerOptions {
+  std::filesystem::path state_dir;
+  std::size_t io_threads = 2;
+  std::size_t worker_threads = 4;
+  std::size_t max_request_bytes = kDefaultMaxRequestBytes;  // without the newline
+  std::chrono::milliseconds deadline{30'000};               // per request
+  std::chrono::milliseconds drain_timeout{10'000};          // after stop(), then force-close
+  bool handle_signals = false;                              // SIGTERM/SIGINT -> stop()
+  std::ostream* log = nullptr;  // one JSON line per request; nullptr: no log
+};
+
+class Server {
+ public:
+  // Checks that state_dir is a private directory of this user (no symlink, no group/other
+  // access), takes the per-state-dir lock, and binds and listens on <state>/ctx.sock (0600;
+  // a stale socket file is replaced). Errors: FailedPrecondition (not private, missing, another
+  // server running: the message names the state dir), InvalidArgument (path too long),
+  // SystemError.
+  Server(ServerOptions options, MethodTable methods);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  // Stops if running and removes the socket file.
+  ~Server();
+
+  // Serves until stopped and drained. Call once.
+  void run();
+  // Thread-safe; idempotent. Also safe before run().
+  void stop();
+
+  const std::filesystem::path& socket_path() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Registers the methods that exist today: `plugin.list` (the state dir's plugins.lock.json
+// entries, without paths).
+void register_builtin_methods(MethodTable& table, const std::filesystem::path& state_dir);
+
+// `ctx serve`: the built-in methods, signals handled, log on `log`. Returns the exit code
+// (0 after a graceful stop, 1 when the server cannot start, with one line on `err`).
+int serve(const std::filesystem::path& state_dir, std::ostream& log, std::ostream& err);
+
+}  // namespace ctx::server
+
+#endif  // CTX_HOST_SERVER_SERVER_HPP_

@@ -1,0 +1,473 @@
+// ConsentBroker on a real SQLite file, verifying real Ed25519 (openssl) and SSHSIG (ssh-keygen)
+// signatures through the verifier .so files loaded by the host's PluginLoader. Every refusal is
+// checked for its exact error type and for the store file staying byte-identical.
+#include "host/runtime/consent/consent_broker.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <barrier>
+#include <thread>
+
+#include "tests/host/runtime/consent/consent_fixture.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+using testing::altered;
+using testing::claims_for;
+using testing::kAudience;
+using testing::kAuthenticator;
+using testing::kPrincipal;
+using testing::make_challenge;
+using testing::read_file;
+using testing::signed_payload;
+using testing::throws_exactly;
+
+const std::string kKey = core::sha256_hex("managed-service-store-key").substr(0, 32);
+
+// Counts lookups, then delegates.
+class CountingDirectory final : public VerifierDirectory {
+ public:
+  explicit CountingDirectory(VerifierDirectory& inner) : inner_(inner) {}
+  std::shared_ptr<const PinnedVerifier> resolve(const VerifierKey& key) override {
+    ++calls;
+    return inner_.resolve(key);
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  VerifierDirectory& inner_;
+};
+
+class FixedEvidence final : public DecisionEvidencePort {
+ public:
+  explicit FixedEvidence(EvidenceAnswer answer) : answer_(std::move(answer)) {}
+  EvidenceAnswer evidence(const ConsentRecord&) override {
+    ++calls;
+    return answer_;
+  }
+  int calls = 0;
+
+ private:
+  EvidenceAnswer answer_;
+};
+
+class ConsentBrokerTest : public ::testing::Test {
+ protected:
+  ConsentBrokerTest() {
+    testing::load_verifier(plugins_, loader_, CTX_CONSENT_ED25519_SO);
+    testing::load_verifier(plugins_, loader_, CTX_CONSENT_SSHSIG_SO);
+    std::filesystem::create_directory(private_dir());
+    ::chmod(private_dir().c_str(), 0700);
+    registry_ = std::make_unique<TrustedVerifierRegistry>(private_dir(), plugins_);
+    registry_->add({kAudience, kAuthenticator, kPrincipal}, "ed25519",
+                   core::Json{{"public_key_pem", signers_.ed25519_key("human")}});
+    signers_.ed25519_key("stranger");
+    broker_ = open_broker();
+  }
+
+  std::filesystem::path private_dir() const { return state_.path() / "private"; }
+  std::filesystem::path db_path() const { return private_dir() / "consent.sqlite3"; }
+  std::unique_ptr<ConsentBroker> open_broker() {
+    return std::make_unique<ConsentBroker>(db_path(), kKey, kAudience, clock_);
+  }
+  std::string sign(const SignedAssertionClaims& claims, const std::string& key = "human") {
+    return signed_payload(claims,
+                          [&](const std::string& b) { return signers_.ed25519_sign(key, b); });
+  }
+  std::string store_bytes() const { return read_file(db_path()); }
+  void raw_sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+    sqlite3_free(error);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK);
+  }
+  ConsentReservation reservation_for(const ConsentChallenge& c, const std::string& decision) {
+    const ConsentChallengeFields& f = c.fields();
+    return {"ctx-interactive-install:" + testing::digest_of("event"),
+            testing::digest_of("event-content"),
+            f.challenge_id,
+            decision,
+            f.policy_snapshot_digest,
+            f.requested_action_id,
+            f.requested_action_kind,
+            f.requested_action_content_digest,
+            f.requested_action_precondition_revision,
+            f.expires_at};
+  }
+
+  testing::TempDir state_;
+  testing::TempDir keys_;
+  plugins::PluginLoader loader_{state_.path() / "loader-state"};
+  plugins::PluginRegistry plugins_;
+  testing::Signers signers_{keys_.path()};
+  testing::ManualClock clock_{"2026-08-03T12:00:30Z"};
+  std::unique_ptr<TrustedVerifierRegistry> registry_;
+  std::unique_ptr<ConsentBroker> broker_;
+  const ConsentChallenge challenge_ = make_challenge();
+};
+
+TEST_F(ConsentBrokerTest, PublishesOnePendingChallengeIdempotently) {
+  const ConsentRecord first = broker_->prepare(challenge_);
+  EXPECT_EQ(first.state, ConsentState::kPending);
+  EXPECT_EQ(first.created_at, "2026-08-03T12:00:30Z");
+  const std::string bytes = store_bytes();
+  EXPECT_EQ(broker_->prepare(challenge_).challenge, challenge_);
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  // Exactly one current challenge per pending consent: the same consent id with other
+  // content is refused, as is a challenge for another audience.
+  auto changed = testing::challenge_fields();
+  changed.expires_at = "2026-08-03T12:59:00Z";
+  EXPECT_TRUE(throws_exactly<ConsentBrokerConflict>(
+      [&] { (void)broker_->prepare(ConsentChallenge::create(changed)); }));
+  auto other_audience = testing::challenge_fields("consent-2");
+  other_audience.audience = "another-audience";
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>(
+      [&] { (void)broker_->prepare(ConsentChallenge::create(other_audience)); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  EXPECT_EQ(broker_->status_by_challenge_digest(challenge_.digest()).challenge, challenge_);
+  EXPECT_EQ(ConsentChallenge::from_json_text(challenge_.json_text()), challenge_);
+  EXPECT_TRUE(throws_exactly<ConsentBrokerChallengeNotFound>(
+      [&] { (void)broker_->status("consent-unknown"); }));
+  struct stat st {};
+  ASSERT_EQ(::stat(db_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST_F(ConsentBrokerTest, SignedGrantBecomesDecisionReadyThenReservedThenSettled) {
+  broker_->prepare(challenge_);
+  const VerifiedHumanDecision decision =
+      broker_->authenticate(challenge_, sign(claims_for(challenge_)), *registry_);
+  EXPECT_EQ(decision.decision, "granted");
+  EXPECT_EQ(decision.challenge_digest, challenge_.digest());
+  EXPECT_EQ(decision.nonce_digest, core::sha256_hex("nonce-1"));
+  ConsentRecord record = broker_->status(challenge_.challenge_id());
+  EXPECT_EQ(record.state, ConsentState::kDecisionReady);
+  EXPECT_EQ(record.assertion_nonce_count, 1);
+  EXPECT_EQ(record.principal_digest, kPrincipal);
+  EXPECT_EQ(record.decision_recorded_at, "2026-08-03T12:00:30Z");
+
+  EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>(
+      [&] { (void)broker_->interactive_guard(decision, testing::digest_of("other binding")); }));
+  {
+    ConsentBroker::Guard guard =
+        broker_->interactive_guard(decision, challenge_.fields().execution_binding_digest);
+    guard.reserve(reservation_for(challenge_, "granted"));
+    EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kReserved);
+    // Leaving without settle (the guarded commit raised) releases the reservation.
+  }
+  EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kDecisionReady);
+  ConsentBroker::Guard guard =
+      broker_->interactive_guard(decision, challenge_.fields().execution_binding_digest);
+  EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>(
+      [&] { guard.reserve(reservation_for(challenge_, "denied")); }));
+  guard.reserve(reservation_for(challenge_, "granted"));
+  record = guard.settle();
+  EXPECT_EQ(record.state, ConsentState::kSettled);
+  EXPECT_EQ(record.reservation_event_content_digest, testing::digest_of("event-content"));
+  // A decision sealed by another broker instance is not accepted by this one's guard.
+  const auto other = open_broker();
+  EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>(
+      [&] { (void)other->interactive_guard(decision, challenge_.fields().execution_binding_digest); }));
+}
+
+TEST_F(ConsentBrokerTest, OneAlteredSigningByteIsRejectedAndChangesNothing) {
+  broker_->prepare(challenge_);
+  const std::string bytes = store_bytes();
+  const std::string forged = signed_payload(claims_for(challenge_), [&](const std::string& b) {
+    return signers_.ed25519_sign("human", altered(b));
+  });
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>(
+      [&] { (void)broker_->authenticate(challenge_, forged, *registry_); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kPending);
+}
+
+TEST_F(ConsentBrokerTest, AnotherKeyIsRejectedAndChangesNothing) {
+  broker_->prepare(challenge_);
+  const std::string bytes = store_bytes();
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>([&] {
+    (void)broker_->authenticate(challenge_, sign(claims_for(challenge_), "stranger"), *registry_);
+  }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  // The nonce was not burned: the real human's assertion with the same nonce still works.
+  EXPECT_EQ(broker_->authenticate(challenge_, sign(claims_for(challenge_)), *registry_).decision,
+            "granted");
+}
+
+TEST_F(ConsentBrokerTest, WrongAudienceIsRefusedBeforeAnyLookup) {
+  broker_->prepare(challenge_);
+  const std::string bytes = store_bytes();
+  CountingDirectory counting(*registry_);
+  auto claims = claims_for(challenge_);
+  claims.audience = "another-audience";
+  claims.challenge_digest = testing::digest_of("a challenge this broker never published");
+  const auto unknown = testing::challenge_fields("consent-never-published");
+  // Neither the verifier registry nor the broker's rows are consulted: an unknown challenge
+  // would otherwise be ChallengeNotFound.
+  EXPECT_TRUE(throws_exactly<ConsentBrokerAudienceMismatch>([&] {
+    (void)broker_->authenticate(ConsentChallenge::create(unknown), sign(claims), counting);
+  }));
+  EXPECT_EQ(counting.calls.load(), 0);
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  // The same assertion with the right audience does reach both lookups.
+  claims.audience = kAudience;
+  EXPECT_TRUE(throws_exactly<ConsentBrokerChallengeNotFound>([&] {
+    (void)broker_->authenticate(ConsentChallenge::create(unknown), sign(claims), counting);
+  }));
+  EXPECT_EQ(counting.calls.load(), 1);
+}
+
+TEST_F(ConsentBrokerTest, UnknownPrincipalIsRefusedBeforeBrokerLookup) {
+  broker_->prepare(challenge_);
+  const std::string bytes = store_bytes();
+  auto claims = claims_for(challenge_);
+  claims.principal_digest = testing::digest_of("an unknown human");
+  const auto unknown = testing::challenge_fields("consent-never-published");
+  EXPECT_TRUE(throws_exactly<UnknownHumanDecisionVerifier>([&] {
+    (void)broker_->authenticate(ConsentChallenge::create(unknown), sign(claims), *registry_);
+  }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+}
+
+TEST_F(ConsentBrokerTest, ReplayedNonceIsRefused) {
+  broker_->prepare(challenge_);
+  const ConsentChallenge second = make_challenge("consent-2");
+  broker_->prepare(second);
+  const std::string payload = sign(claims_for(challenge_));
+  broker_->authenticate(challenge_, payload, *registry_);
+  const std::string bytes = store_bytes();
+  // The same payload again, and the same nonce on another challenge.
+  EXPECT_TRUE(throws_exactly<ConsentBrokerReplay>(
+      [&] { (void)broker_->authenticate(challenge_, payload, *registry_); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerReplay>(
+      [&] { (void)broker_->authenticate(second, sign(claims_for(second)), *registry_); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  EXPECT_EQ(broker_->status("consent-2").state, ConsentState::kPending);
+  EXPECT_EQ(broker_->authenticate(second, sign(claims_for(second, "nonce-2")), *registry_)
+                .nonce_digest,
+            core::sha256_hex("nonce-2"));
+}
+
+TEST_F(ConsentBrokerTest, ExpiredChallengeIsRefusedAndOnlyTheExpiryIsRecorded) {
+  broker_->prepare(challenge_);
+  const std::string payload = sign(claims_for(challenge_));
+  clock_.set("2026-08-03T13:00:00Z");
+  EXPECT_TRUE(throws_exactly<ConsentBrokerExpired>(
+      [&] { (void)broker_->authenticate(challenge_, payload, *registry_); }));
+  const ConsentRecord record = broker_->status(challenge_.challenge_id());
+  EXPECT_EQ(record.state, ConsentState::kExpired);
+  EXPECT_EQ(record.expired_at, "2026-08-03T13:00:00Z");
+  EXPECT_FALSE(record.decision.has_value());
+  EXPECT_EQ(record.assertion_nonce_count, 0);
+  const std::string bytes = store_bytes();
+  // Trusted time never regresses below what was recorded... the expiry stands.
+  clock_.set("2026-08-03T12:10:00Z");
+  EXPECT_TRUE(throws_exactly<ConsentBrokerExpired>(
+      [&] { (void)broker_->authenticate(challenge_, payload, *registry_); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+}
+
+TEST_F(ConsentBrokerTest, ExpiredOrFutureAssertionIsRefusedAndChangesNothing) {
+  broker_->prepare(challenge_);
+  const std::string bytes = store_bytes();
+  clock_.set("2026-08-03T12:30:00Z");  // the assertion's own expiry; the challenge is live
+  EXPECT_TRUE(throws_exactly<ConsentBrokerExpired>([&] {
+    (void)broker_->authenticate(challenge_, sign(claims_for(challenge_)), *registry_);
+  }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  clock_.set("2026-08-03T11:59:00Z");  // issued in the future
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>([&] {
+    (void)broker_->authenticate(challenge_, sign(claims_for(challenge_)), *registry_);
+  }));
+  auto outliving = claims_for(challenge_);
+  clock_.set("2026-08-03T12:00:30Z");
+  outliving.expires_at = "2026-08-03T13:30:00Z";
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>(
+      [&] { (void)broker_->authenticate(challenge_, sign(outliving), *registry_); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+}
+
+TEST_F(ConsentBrokerTest, TamperedRowIsCorruptionAndNothingIsMutated) {
+  broker_->prepare(challenge_);
+  const std::string payload = sign(claims_for(challenge_));
+  broker_.reset();
+  raw_sql("UPDATE consent_challenges SET created_at = '2026-08-03T11:00:00Z'");
+  broker_ = open_broker();
+  const std::string bytes = store_bytes();
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>(
+      [&] { (void)broker_->status(challenge_.challenge_id()); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>(
+      [&] { (void)broker_->authenticate(challenge_, payload, *registry_); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>([&] { (void)broker_->prepare(challenge_); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+}
+
+TEST_F(ConsentBrokerTest, TamperedStateOrDeletedNonceIsCorruption) {
+  broker_->prepare(challenge_);
+  broker_->authenticate(challenge_, sign(claims_for(challenge_)), *registry_);
+  broker_.reset();
+  raw_sql("DELETE FROM consent_assertion_nonces");
+  broker_ = open_broker();
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>(
+      [&] { (void)broker_->status(challenge_.challenge_id()); }));
+  broker_.reset();
+  raw_sql("UPDATE consent_broker_identity SET trusted_time_high_water = '2030-01-01T00:00:00Z'");
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>([&] { (void)open_broker(); }));
+  const std::string other_key(32, 'k');
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>(
+      [&] { ConsentBroker wrong(db_path(), other_key, kAudience, clock_); }));
+}
+
+TEST_F(ConsentBrokerTest, ChangedTargetDigestIsRefusedWithoutBurningTheAssertion) {
+  broker_->prepare(challenge_);
+  const std::string bytes = store_bytes();
+  const std::string payload = sign(claims_for(challenge_));
+  auto moved = testing::challenge_fields();
+  moved.execution_binding_digest = execution_binding_digest(
+      "ctx-skill-installer-v1", testing::digest_of("installer-plugin"),
+      testing::digest_of("host"), testing::digest_of("replaced target root"));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>([&] {
+    (void)broker_->authenticate(ConsentChallenge::create(moved), payload, *registry_);
+  }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  // Back on the published target, the very same bytes are accepted.
+  EXPECT_EQ(broker_->authenticate(challenge_, payload, *registry_).decision, "granted");
+}
+
+TEST_F(ConsentBrokerTest, TwoThreadsResolvingTheSameChallengeMakeExactlyOneDecision) {
+  broker_->prepare(challenge_);
+  const auto peer = open_broker();  // its own connection, as another service would have
+  const std::string first = sign(claims_for(challenge_, "nonce-a"));
+  const std::string second = sign(claims_for(challenge_, "nonce-b"));
+  for (int round = 0; round < 2; ++round) {
+    std::barrier start(2);
+    std::atomic<int> accepted{0};
+    std::atomic<int> replayed{0};
+    const auto run = [&](ConsentBroker& broker, const std::string& payload) {
+      start.arrive_and_wait();
+      try {
+        broker.authenticate(challenge_, payload, *registry_);
+        ++accepted;
+      } catch (const ConsentBrokerReplay&) {
+        ++replayed;
+      }
+    };
+    const std::string& payload_b = round == 0 ? first : second;
+    std::thread a([&] { run(*broker_, first); });
+    std::thread b([&] { run(*peer, payload_b); });
+    a.join();
+    b.join();
+    EXPECT_EQ(accepted.load(), round == 0 ? 1 : 0);
+    EXPECT_EQ(replayed.load(), round == 0 ? 1 : 2);
+    const ConsentRecord record = broker_->status(challenge_.challenge_id());
+    EXPECT_EQ(record.state, ConsentState::kDecisionReady);
+    EXPECT_EQ(record.assertion_nonce_count, 1);
+  }
+}
+
+TEST_F(ConsentBrokerTest, ReconcileAbsenceRequiresReauthenticationWithAFreshNonce) {
+  broker_->prepare(challenge_);
+  FixedEvidence absent({JournalEvidence::kAbsentAtExpectedHead, "", ""});
+  EXPECT_TRUE(throws_exactly<ConsentBrokerConflict>(
+      [&] { (void)broker_->reconcile(challenge_.challenge_id(), absent); }));
+  const std::string payload = sign(claims_for(challenge_));
+  broker_->authenticate(challenge_, payload, *registry_);
+  ConsentReconciliation report = broker_->reconcile(challenge_.challenge_id(), absent);
+  EXPECT_EQ(report.outcome, ReconcileOutcome::kReauthRequired);
+  EXPECT_EQ(report.record.state, ConsentState::kReauthRequired);
+  EXPECT_TRUE(throws_exactly<ConsentBrokerReplay>(
+      [&] { (void)broker_->authenticate(challenge_, payload, *registry_); }));
+  auto denied = claims_for(challenge_, "nonce-2");
+  denied.decision = "denied";
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>(
+      [&] { (void)broker_->authenticate(challenge_, sign(denied), *registry_); }));
+  // Another process authenticates a fresh nonce, reserves, and dies (no destructors run)
+  // before settling: the row stays reserved and its lease lock is released by the kernel.
+  const std::string fresh = sign(claims_for(challenge_, "nonce-2"));
+  const ConsentReservation reservation = reservation_for(challenge_, "granted");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 1;
+    try {
+      ConsentBroker process_broker(db_path(), kKey, kAudience, clock_);
+      const VerifiedHumanDecision decision =
+          process_broker.authenticate(challenge_, fresh, *registry_);
+      ConsentBroker::Guard guard =
+          process_broker.interactive_guard(decision, challenge_.fields().execution_binding_digest);
+      guard.reserve(reservation);
+      ::_exit(0);  // the crash: no destructor, no settle, no release runs
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kReserved);
+  EXPECT_EQ(broker_->status(challenge_.challenge_id()).assertion_nonce_count, 2);
+  // The journal evidence decides what the reserved row becomes.
+  FixedEvidence other_event({JournalEvidence::kCommitted, "ctx-interactive-install:other",
+                             testing::digest_of("other")});
+  const std::string before = store_bytes();
+  EXPECT_EQ(broker_->reconcile(challenge_.challenge_id(), other_event).outcome,
+            ReconcileOutcome::kQuarantined);
+  FixedEvidence advanced({JournalEvidence::kHeadAdvanced, "", ""});
+  EXPECT_EQ(broker_->reconcile(challenge_.challenge_id(), advanced).journal_status,
+            JournalEvidence::kHeadAdvanced);
+  EXPECT_TRUE(store_bytes() == before) << "the store file changed";
+  FixedEvidence committed({JournalEvidence::kCommitted,
+                           "ctx-interactive-install:" + testing::digest_of("event"),
+                           testing::digest_of("event-content")});
+  report = broker_->reconcile(challenge_.challenge_id(), committed);
+  EXPECT_EQ(report.outcome, ReconcileOutcome::kSettled);
+  EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kSettled);
+  EXPECT_EQ(broker_->reconcile(challenge_.challenge_id(), absent).outcome,
+            ReconcileOutcome::kQuarantined);
+}
+
+TEST_F(ConsentBrokerTest, SshsigAssertionsFromSshKeygenVerifyThroughTheRegistry) {
+  const std::string line = signers_.ssh_key("ssh-human");
+  signers_.ssh_key("ssh-stranger");
+  registry_->add({kAudience, "ssh-authenticator", kPrincipal}, "sshsig",
+                 core::Json{{"public_key", line}});
+  broker_->prepare(challenge_);
+  auto claims = claims_for(challenge_);
+  claims.authenticator_id = "ssh-authenticator";
+  const std::string bytes = store_bytes();
+  const auto ssh = [&](const std::string& key, bool alter) {
+    return signed_payload(claims, [&](const std::string& b) {
+      return signers_.ssh_sign(key, alter ? altered(b) : b);
+    });
+  };
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>(
+      [&] { (void)broker_->authenticate(challenge_, ssh("ssh-human", true), *registry_); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>(
+      [&] { (void)broker_->authenticate(challenge_, ssh("ssh-stranger", false), *registry_); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+  EXPECT_EQ(broker_->authenticate(challenge_, ssh("ssh-human", false), *registry_).decision,
+            "granted");
+}
+
+TEST_F(ConsentBrokerTest, DecisionPastItsExpiryNeedsReauthentication) {
+  broker_->prepare(challenge_);
+  auto claims = claims_for(challenge_);
+  claims.expires_at = "2026-08-03T12:05:00Z";
+  broker_->authenticate(challenge_, sign(claims), *registry_);
+  clock_.set("2026-08-03T12:06:00Z");
+  EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kReauthRequired);
+  clock_.set("2026-08-03T13:00:01Z");
+  EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kExpired);
+}
+
+}  // namespace
+}  // namespace ctx::runtime

@@ -1,0 +1,119 @@
+// Test helpers for the server: a blocking newline-delimited client over a Unix socket (plain
+// POSIX, so it checks the server's wire format, not Asio's), and a private temporary state dir.
+#ifndef CTX_TESTS_HOST_SERVER_RPC_CLIENT_HPP_
+#define CTX_TESTS_HOST_SERVER_RPC_CLIENT_HPP_
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace ctx::server::testing {
+
+class RpcClient {
+ public:
+  RpcClient() = default;
+  RpcClient(const RpcClient&) = delete;
+  RpcClient& operator=(const RpcClient&) = delete;
+  ~RpcClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // False when the server refuses (no socket, nobody listening).
+  bool connect(const std::filesystem::path& socket) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) return false;
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, socket.c_str(), sizeof(address.sun_path) - 1);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      return false;
+    }
+    return true;
+  }
+
+  // Writes all of `bytes`; false on EPIPE and the like (never SIGPIPE).
+  bool send_all(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  // One reply line (without the newline), or nullopt at EOF/error.
+  std::optional<std::string> read_line() {
+    for (;;) {
+      if (const auto nl = pending_.find('\n'); nl != std::string::npos) {
+        std::string line = pending_.substr(0, nl);
+        pending_.erase(0, nl + 1);
+        return line;
+      }
+      char chunk[65536];
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return std::nullopt;
+      pending_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+
+  std::optional<std::string> call(std::string_view line) {
+    if (!send_all(std::string(line) + "\n")) return std::nullopt;
+    return read_line();
+  }
+
+  int fd() const noexcept { return fd_; }
+
+ private:
+  int fd_ = -1;
+  std::string pending_;
+};
+
+// A fresh 0700 directory under the system temp dir, removed afterwards. Kept short: socket
+// paths are limited to 107 bytes.
+class TempStateDir {
+ public:
+  TempStateDir() {
+    std::random_device random;
+    path_ = std::filesystem::temp_directory_path() /
+            ("ctx-srv-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
+    std::filesystem::create_directory(path_);
+    ::chmod(path_.c_str(), 0700);
+  }
+  TempStateDir(const TempStateDir&) = delete;
+  TempStateDir& operator=(const TempStateDir&) = delete;
+  ~TempStateDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Waits up to 10 s for `path` to exist.
+inline bool wait_for_file(const std::filesystem::path& path) {
+  for (int i = 0; i < 1000; ++i) {
+    if (std::filesystem::exists(path)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+}  // namespace ctx::server::testing
+
+#endif  // CTX_TESTS_HOST_SERVER_RPC_CLIENT_HPP_

@@ -1,0 +1,166 @@
+// `ctx serve` as a real child process: SIGTERM under load drains (every request written before
+// the signal is answered), exit status 0, socket removed; a second `ctx serve` refuses.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <barrier>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "host/core/canonical_json.hpp"
+#include "host/server/server.hpp"
+#include "tests/host/server/rpc_client.hpp"
+
+namespace ctx::server {
+namespace {
+
+using testing::RpcClient;
+using testing::TempStateDir;
+using Json = core::Json;
+
+// Runs `ctx serve --state DIR` with stderr to `err_file`.
+pid_t spawn_serve(const std::filesystem::path& state, const std::filesystem::path& err_file) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) ::dup2(fd, 2);
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+    }
+    ::execl(CTX_BINARY, CTX_BINARY, "serve", "--state", state.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  for (int i = 0; i < 3000; ++i) {  // 30 s
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  ADD_FAILURE() << "ctx serve did not exit within 30 s";
+  return status;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ServeProcess, SigtermUnderLoadAnswersInFlightRequestsExitsZeroAndRemovesTheSocket) {
+  TempStateDir dir;
+  const auto socket = dir.path() / kSocketFile;
+  const auto err_file = dir.path() / "serve.err";
+  const pid_t pid = spawn_serve(dir.path(), err_file);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(testing::wait_for_file(socket)) << read_file(err_file);
+  struct stat st {};
+  ASSERT_EQ(::lstat(socket.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  constexpr int kClients = 8;
+  std::barrier sync(kClients + 1);
+  std::atomic<bool> signalled{false};
+  std::atomic<int> answered_before{0}, lost_before{0}, bad{0}, replies{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      RpcClient client;
+      const bool connected = client.connect(socket);
+      sync.arrive_and_wait();
+      if (!connected) {
+        bad.fetch_add(1);
+        return;
+      }
+      for (int i = 0;; ++i) {
+        const Json id = c * 1000000 + i;
+        const std::string line =
+            Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "plugin.list"}}.dump() + "\n";
+        if (!client.send_all(line)) return;
+        // Written in full before kill() was called: the server must answer it.
+        const bool before = !signalled.load();
+        const auto reply = client.read_line();
+        if (!reply) {
+          if (before) lost_before.fetch_add(1);
+          return;
+        }
+        const Json parsed = Json::parse(*reply, nullptr, false);
+        if (parsed.is_discarded() || parsed["id"] != id || !parsed.contains("result")) {
+          bad.fetch_add(1);
+          return;
+        }
+        replies.fetch_add(1);
+        if (before) answered_before.fetch_add(1);
+      }
+    });
+  }
+  sync.arrive_and_wait();
+  while (replies.load() < kClients * 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  signalled = true;
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  for (auto& t : clients) t.join();
+  const int status = wait_exit(pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status << " " << read_file(err_file);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(err_file);
+  EXPECT_EQ(lost_before.load(), 0);
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GE(answered_before.load(), kClients * 50);
+  EXPECT_FALSE(std::filesystem::exists(socket));
+  RpcClient late;
+  EXPECT_FALSE(late.connect(socket));
+  // One JSON log line per answered request, none with params.
+  std::istringstream log(read_file(err_file));
+  std::string line;
+  int lines = 0;
+  while (std::getline(log, line)) {
+    const Json entry = Json::parse(line, nullptr, false);
+    ASSERT_FALSE(entry.is_discarded()) << line;
+    EXPECT_EQ(entry["method"], "plugin.list");
+    ++lines;
+  }
+  EXPECT_EQ(lines, replies.load());
+}
+
+TEST(ServeProcess, SecondServeOnTheSameStateDirRefusesNamingItAndLeavesTheFirstServing) {
+  TempStateDir dir;
+  const auto socket = dir.path() / kSocketFile;
+  const pid_t first = spawn_serve(dir.path(), dir.path() / "first.err");
+  ASSERT_GT(first, 0);
+  ASSERT_TRUE(testing::wait_for_file(socket));
+  const pid_t second = spawn_serve(dir.path(), dir.path() / "second.err");
+  ASSERT_GT(second, 0);
+  const int second_status = wait_exit(second);
+  ASSERT_TRUE(WIFEXITED(second_status));
+  EXPECT_EQ(WEXITSTATUS(second_status), 1);
+  EXPECT_EQ(read_file(dir.path() / "second.err"),
+            "ctx serve: another ctx serve is already running for state directory " +
+                dir.path().string() + "\n");
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket));
+  const auto reply = client.call(R"({"jsonrpc":"2.0","id":1,"method":"plugin.list"})");
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(Json::parse(*reply)["result"]["plugins"], Json::array());
+  ASSERT_EQ(::kill(first, SIGINT), 0);
+  const int first_status = wait_exit(first);
+  ASSERT_TRUE(WIFEXITED(first_status));
+  EXPECT_EQ(WEXITSTATUS(first_status), 0);
+  EXPECT_FALSE(std::filesystem::exists(socket));
+}
+
+}  // namespace
+}  // namespace ctx::server

@@ -1,0 +1,329 @@
+// The server in process over real Unix sockets: concurrency, framing limits, JSON-RPC errors,
+// deadlines, drain on stop(), one server per state dir, socket mode, the request log.
+#include "host/server/server.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <barrier>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "host/plugins/lock_file.hpp"
+#include "tests/support/expect_throw.hpp"
+#include "tests/host/server/rpc_client.hpp"
+
+namespace ctx::server {
+namespace {
+
+using testing::RpcClient;
+using testing::TempStateDir;
+using Json = core::Json;
+
+// A lock with one pinned entry whose path must never reach a client.
+void write_lock(const std::filesystem::path& state) {
+  plugins::LockFile lock;
+  plugins::LockEntry entry;
+  entry.kind = plugins::PluginKind::kVerifier;
+  entry.id = "valid-verifier";
+  entry.version = "1.2.3";
+  entry.sha256 = std::string(64, 'a');
+  entry.size = 4096;
+  entry.abi_major = 1;
+  entry.abi_minor = 0;
+  entry.needed = {"libc.so.6"};
+  entry.platform = "linux-x86_64";
+  entry.path = "/opt/secret-location/valid_verifier.so";
+  lock.upsert(entry);
+  lock.save(state / "plugins.lock.json");
+}
+
+MethodTable table_for(const std::filesystem::path& state) {
+  MethodTable table;
+  register_builtin_methods(table, state);
+  table.add("test.echo", [](const Json& params) { return params; });
+  table.add("test.sleep", [](const Json& params) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(params.at("ms").get<int>()));
+    return Json("slept");
+  });
+  return table;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void start(ServerOptions options = {}) {
+    options.state_dir = dir_.path();
+    options.log = &log_;
+    server_ = std::make_unique<Server>(std::move(options), table_for(dir_.path()));
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  void stop_and_join() {
+    if (!server_ || !thread_.joinable()) return;
+    server_->stop();
+    thread_.join();
+  }
+  void TearDown() override {
+    stop_and_join();
+    server_.reset();
+  }
+  std::filesystem::path socket() const { return dir_.path() / kSocketFile; }
+
+  static Json call(RpcClient& client, const Json& request) {
+    const auto line = client.call(request.dump());
+    EXPECT_TRUE(line.has_value()) << "no reply to " << request.dump();
+    return line ? Json::parse(*line) : Json();
+  }
+  static Json request(const Json& id, const std::string& method, Json params = nullptr) {
+    Json r{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+    if (!params.is_null()) r["params"] = std::move(params);
+    return r;
+  }
+
+  TempStateDir dir_;
+  std::ostringstream log_;  // written only under the server's mutex; read after join
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+TEST_F(ServerTest, PluginListReturnsLockEntriesWithoutPaths) {
+  write_lock(dir_.path());
+  start();
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  const Json reply = call(client, request(7, "plugin.list"));
+  EXPECT_EQ(reply["jsonrpc"], "2.0");
+  EXPECT_EQ(reply["id"], 7);
+  ASSERT_TRUE(reply.contains("result")) << reply.dump();
+  const Json& plugins = reply["result"]["plugins"];
+  ASSERT_EQ(plugins.size(), 1u);
+  EXPECT_EQ(plugins[0]["kind"], "verifier");
+  EXPECT_EQ(plugins[0]["id"], "valid-verifier");
+  EXPECT_EQ(plugins[0]["version"], "1.2.3");
+  EXPECT_EQ(plugins[0]["sha256"], std::string(64, 'a'));
+  EXPECT_EQ(plugins[0]["abi"], (Json{{"major", 1}, {"minor", 0}}));
+  EXPECT_FALSE(plugins[0].contains("path"));
+  EXPECT_EQ(reply.dump().find("secret-location"), std::string::npos);
+  // Empty params are accepted, others refused with -32602.
+  EXPECT_TRUE(call(client, request(8, "plugin.list", Json::object())).contains("result"));
+  const Json bad = call(client, request(9, "plugin.list", Json{{"x", 1}}));
+  EXPECT_EQ(bad["error"]["code"], kInvalidParams);
+  EXPECT_EQ(bad["id"], 9);
+}
+
+TEST_F(ServerTest, EightConcurrentClientsEachGetEveryReplyMatchedToItsId) {
+  write_lock(dir_.path());
+  start();
+  constexpr int kClients = 8;
+  constexpr int kRequests = 500;
+  std::barrier sync(kClients);
+  std::atomic<int> good{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      RpcClient client;
+      const bool connected = client.connect(socket());
+      sync.arrive_and_wait();
+      if (!connected) return;
+      for (int i = 0; i < kRequests; ++i) {
+        const Json id = (i % 3 == 0) ? Json("c" + std::to_string(c) + "-" + std::to_string(i))
+                                     : Json(c * 100000 + i);
+        const bool echo = i % 2 == 0;
+        const Json params{{"client", c}, {"n", i}, {"marker", "SECRET-PARAM-MARKER"}};
+        const auto line = client.call(
+            (echo ? request(id, "test.echo", params) : request(id, "plugin.list")).dump());
+        if (!line) return;
+        const Json reply = Json::parse(*line, nullptr, false);
+        if (reply.is_discarded() || reply.value("jsonrpc", "") != "2.0" || reply["id"] != id ||
+            !reply.contains("result")) {
+          return;
+        }
+        if (echo ? reply["result"] != params
+                 : reply["result"]["plugins"].size() != 1 ||
+                       reply["result"]["plugins"][0]["id"] != "valid-verifier") {
+          return;
+        }
+        good.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(good.load(), kClients * kRequests);
+  stop_and_join();
+  // One log line per request, naming method, id, status and duration, never params.
+  const std::string log = log_.str();
+  EXPECT_EQ(log.find("SECRET-PARAM-MARKER"), std::string::npos);
+  EXPECT_EQ(log.find("secret-location"), std::string::npos);
+  std::istringstream lines(log);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    const Json entry = Json::parse(line);
+    EXPECT_EQ(entry["event"], "rpc");
+    EXPECT_EQ(entry["status"], "ok");
+    EXPECT_TRUE(entry["duration_us"].is_number_integer());
+    EXPECT_TRUE(entry["method"] == "test.echo" || entry["method"] == "plugin.list");
+    EXPECT_FALSE(entry["id"].is_null());
+    ++count;
+  }
+  EXPECT_EQ(count, kClients * kRequests);
+}
+
+TEST_F(ServerTest, OversizedRequestGetsInvalidRequestErrorThenTheConnectionCloses) {
+  start();
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  // 1 MiB + 1 bytes with no newline: the writer may be cut off when the server closes.
+  std::thread writer([&] {
+    client.send_all(std::string(kDefaultMaxRequestBytes + 1, ' ') + "{}\n");
+  });
+  const auto line = client.read_line();
+  writer.join();
+  ASSERT_TRUE(line.has_value());
+  const Json reply = Json::parse(*line);
+  EXPECT_EQ(reply["error"]["code"], kInvalidRequest);
+  EXPECT_TRUE(reply["id"].is_null());
+  EXPECT_NE(reply["error"]["message"].get<std::string>().find("request too large"),
+            std::string::npos);
+  EXPECT_NE(reply["error"]["message"].get<std::string>().find("1048576"), std::string::npos);
+  EXPECT_FALSE(client.read_line().has_value());  // closed
+  // The server still serves others.
+  RpcClient other;
+  ASSERT_TRUE(other.connect(socket()));
+  EXPECT_TRUE(call(other, request(1, "plugin.list")).contains("result"));
+}
+
+TEST_F(ServerTest, RequestExactlyAtTheLimitIsServedOneByteMoreIsNot) {
+  ServerOptions options;
+  options.max_request_bytes = 4096;
+  start(options);
+  Json at = request(1, "test.echo", Json{{"pad", ""}});
+  at["params"]["pad"] = std::string(4096 - at.dump().size(), 'x');
+  ASSERT_EQ(at.dump().size(), 4096u);
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  EXPECT_TRUE(call(client, at).contains("result"));
+  at["params"]["pad"] = at["params"]["pad"].get<std::string>() + "x";
+  const Json reply = call(client, at);
+  EXPECT_EQ(reply["error"]["code"], kInvalidRequest);
+  EXPECT_FALSE(client.read_line().has_value());
+}
+
+TEST_F(ServerTest, MalformedJsonIsParseErrorAndTheConnectionStaysUsable) {
+  start();
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  for (const std::string& bad : {std::string("{\"jsonrpc\":\"2.0\",\"id\":1,"), std::string("nope"),
+                                std::string("{\"a\":\"\xff\xfe\"}"), std::string("[[[[[[")}) {
+    const auto line = client.call(bad);
+    ASSERT_TRUE(line.has_value());
+    const Json reply = Json::parse(*line);
+    EXPECT_EQ(reply["error"]["code"], kParseError) << bad;
+    EXPECT_TRUE(reply["id"].is_null());
+    EXPECT_EQ(reply["jsonrpc"], "2.0");
+  }
+  EXPECT_TRUE(call(client, request(2, "plugin.list")).contains("result"));
+}
+
+TEST_F(ServerTest, UnknownMethodAndInvalidRequestsGetTheirCodes) {
+  start();
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  const Json unknown = call(client, request("u1", "no.such.method"));
+  EXPECT_EQ(unknown["error"]["code"], kMethodNotFound);
+  EXPECT_EQ(unknown["id"], "u1");
+  EXPECT_EQ(call(client, Json{{"id", 3}, {"method", "plugin.list"}})["error"]["code"],
+            kInvalidRequest);  // no "jsonrpc"
+  EXPECT_EQ(call(client, Json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", 5}})["error"]["code"],
+            kInvalidRequest);
+  EXPECT_EQ(call(client, request(5, "test.echo", Json(17)))["error"]["code"], kInvalidRequest);
+  EXPECT_EQ(call(client, Json{{"jsonrpc", "2.0"}, {"id", Json::object()}, {"method", "x"}})
+                ["error"]["code"],
+            kInvalidRequest);
+  EXPECT_EQ(call(client, Json::array({request(6, "plugin.list")}))["error"]["code"],
+            kInvalidRequest);  // batches are refused, clearly
+  // A notification (no id) gets no reply; the next request's reply is the next line.
+  ASSERT_TRUE(client.send_all(Json{{"jsonrpc", "2.0"}, {"method", "plugin.list"}}.dump() + "\n"));
+  EXPECT_EQ(call(client, request(8, "plugin.list"))["id"], 8);
+}
+
+TEST_F(ServerTest, SlowHandlerPastTheDeadlineGetsDeadlineErrorAndTheConnectionGoesOn) {
+  ServerOptions options;
+  options.deadline = std::chrono::milliseconds(50);
+  start(options);
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  const Json late = call(client, request(1, "test.sleep", Json{{"ms", 400}}));
+  EXPECT_EQ(late["error"]["code"], kDeadlineExceeded);
+  EXPECT_EQ(late["id"], 1);
+  EXPECT_NE(late["error"]["message"].get<std::string>().find("deadline exceeded"),
+            std::string::npos);
+  EXPECT_EQ(call(client, request(2, "test.sleep", Json{{"ms", 1}}))["result"], "slept");
+  // The late result of request 1 is never sent.
+  EXPECT_EQ(call(client, request(3, "plugin.list"))["id"], 3);
+}
+
+TEST_F(ServerTest, StopLetsInFlightRequestsFinishRefusesNewOnesAndRemovesTheSocket) {
+  start();
+  RpcClient busy;
+  ASSERT_TRUE(busy.connect(socket()));
+  RpcClient idle;
+  ASSERT_TRUE(idle.connect(socket()));
+  ASSERT_TRUE(busy.send_all(request(1, "test.sleep", Json{{"ms", 300}}).dump() + "\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  server_->stop();
+  const auto line = busy.read_line();
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(Json::parse(*line)["result"], "slept");
+  EXPECT_FALSE(busy.read_line().has_value());  // then closed
+  EXPECT_FALSE(idle.read_line().has_value());  // idle connections close
+  thread_.join();
+  server_.reset();
+  EXPECT_FALSE(std::filesystem::exists(socket()));
+  RpcClient late;
+  EXPECT_FALSE(late.connect(socket()));
+}
+
+TEST_F(ServerTest, SocketIsMode0600) {
+  start();
+  struct stat st {};
+  ASSERT_EQ(::lstat(socket().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(ServerTest, SecondServerOnTheSameStateDirRefusesNamingIt) {
+  start();
+  ServerOptions options;
+  options.state_dir = dir_.path();
+  CTX_EXPECT_THROW(Server(options, MethodTable{}), FailedPrecondition,
+                   "another ctx serve is already running for state directory " +
+                       dir_.path().string());
+  // The first one is untouched.
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  EXPECT_TRUE(call(client, request(1, "plugin.list")).contains("result"));
+}
+
+TEST(ServerSetup, RefusesAStateDirThatIsNotPrivate) {
+  TempStateDir dir;
+  ::chmod(dir.path().c_str(), 0750);
+  ServerOptions options;
+  options.state_dir = dir.path();
+  CTX_EXPECT_THROW(Server(options, MethodTable{}), FailedPrecondition, "is not private");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / kSocketFile));
+}
+
+TEST(ServerSetup, RegistrationRefusesDuplicatesAndEmptyNames) {
+  MethodTable table;
+  table.add("a", [](const Json&) { return Json(1); });
+  CTX_EXPECT_THROW(table.add("a", [](const Json&) { return Json(2); }), InvalidArgument,
+                   "already registered");
+  CTX_EXPECT_THROW(table.add("", [](const Json&) { return Json(2); }), InvalidArgument, "name");
+  ASSERT_NE(table.find("a"), nullptr);
+  EXPECT_EQ(table.find("b"), nullptr);
+}
+
+}  // namespace
+}  // namespace ctx::server
