@@ -1,7 +1,8 @@
 // SQLite benefit audit store (spec §8.7): one WITHOUT ROWID table benefit_audit_results, rows
 // written once and never changed, every read revalidated. File 0600 in a 0700 directory, WAL,
 // synchronous FULL, trusted_schema OFF. Thread-safe (calls serialize on one connection); several
-// processes may share the file (SQLite locking, busy timeout).
+// processes may share the file (SQLite locking, busy timeout). Schema: PRAGMA user_version 1;
+// a file from a newer schema is BenefitAuditStoreUnavailable ("newer schema version N").
 #ifndef CTX_HOST_STORE_BENEFIT_AUDIT_STORE_HPP_
 #define CTX_HOST_STORE_BENEFIT_AUDIT_STORE_HPP_
 
@@ -13,9 +14,9 @@
 
 #include "host/engine/planning/audit_store.hpp"
 
-struct sqlite3;
-
 namespace ctx::store {
+
+class Database;
 
 class SqliteBenefitAuditStore final : public engine::planning::BenefitAuditStore {
  public:
@@ -39,7 +40,7 @@ class SqliteBenefitAuditStore final : public engine::planning::BenefitAuditStore
  private:
   SqliteBenefitAuditStore() = default;
 
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<Database> db_;
   mutable std::mutex mutex_;
 };
 

@@ -1,7 +1,6 @@
 #include "host/store/graph_store.hpp"
 
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "host/core/error.hpp"
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/lexical.hpp"
+#include "host/store/sqlite.hpp"
 
 namespace ctx::store {
 namespace {
@@ -29,79 +29,34 @@ using engine::planning::RetrievedNode;
 constexpr const char* kSchemaVersion = "1";
 constexpr const char* kUnavailable = "indexed graph candidate source is unavailable";
 
-// ---- small SQLite helpers (errors become the caller's typed error through `fail`) ----
+// The artifact's tables and indexes (PRAGMA user_version 1). Older artifacts without a
+// user_version are version 1.
+constexpr std::string_view kVersion1[] = {
+    "CREATE TABLE metadata(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
+    "CREATE TABLE nodes(id TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, label TEXT NOT NULL,"
+    " title TEXT NOT NULL, tags_json TEXT NOT NULL, attrs_json TEXT NOT NULL,"
+    " search_text TEXT NOT NULL, degree INTEGER NOT NULL DEFAULT 0,"
+    " never_load INTEGER NOT NULL DEFAULT 0)",
+    "CREATE TABLE edges(source TEXT NOT NULL, target TEXT NOT NULL,"
+    " weight REAL NOT NULL DEFAULT 0, attrs_json TEXT NOT NULL DEFAULT '{}',"
+    " PRIMARY KEY(source, target))",
+    "CREATE TABLE node_terms(term TEXT NOT NULL, node_id TEXT NOT NULL)",
+    "CREATE TABLE term_stats(term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE VIRTUAL TABLE label_trigrams USING fts5(label, tokenize='trigram')",
+    "CREATE INDEX idx_nodes_type ON nodes(type)",
+    "CREATE INDEX idx_nodes_search_text ON nodes(search_text)",
+    "CREATE INDEX idx_edges_source ON edges(source)",
+    "CREATE INDEX idx_edges_target ON edges(target)",
+    "CREATE INDEX idx_node_terms_term ON node_terms(term, node_id)",
+};
+constexpr Migration kMigrations[] = {{1, kVersion1}};
+constexpr int kUserVersion = 1;
+constexpr std::string_view kWhat = "graph store";
 
-struct SqliteError {
+// A stored artifact that is not what build_graph_store writes.
+struct InvalidArtifact {
   std::string message;
 };
-
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-      throw SqliteError{sqlite3_errmsg(db)};
-    }
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int index, std::string_view text) {
-    check(sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()),
-                            SQLITE_TRANSIENT));
-    return *this;
-  }
-  Statement& bind(int index, std::int64_t value) {
-    check(sqlite3_bind_int64(stmt_, index, value));
-    return *this;
-  }
-  Statement& bind(int index, double value) {
-    check(sqlite3_bind_double(stmt_, index, value));
-    return *this;
-  }
-  // True when a row is available.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw SqliteError{sqlite3_errmsg(db_)};
-  }
-  void run() {
-    while (step()) {
-    }
-    reset();
-  }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  std::string text(int column) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
-    return p == nullptr ? std::string() : std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
-  }
-  std::int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
-
- private:
-  void check(int rc) {
-    if (rc != SQLITE_OK) throw SqliteError{sqlite3_errmsg(db_)};
-  }
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-void exec(sqlite3* db, const char* sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string text = message == nullptr ? "sqlite error" : message;
-    sqlite3_free(message);
-    throw SqliteError{text};
-  }
-}
-
-struct DbCloser {
-  void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
-};
-using DbHandle = std::unique_ptr<sqlite3, DbCloser>;
 
 // ---- tokenisation shared by build and retrieval ----
 
@@ -214,22 +169,6 @@ std::int64_t normalized_ppm(double ratio) {
   return whole * 1'000'000 + fraction * 100;
 }
 
-std::string uri_escape(const std::string& path) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : path) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
-        c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 // A private directory holding the authenticated copy; removed on destruction.
 class PrivateSnapshot {
  public:
@@ -318,10 +257,10 @@ std::string copy_and_hash(const std::filesystem::path& artifact, const std::file
   return core::to_hex(hash.finish());
 }
 
-void require_schema(sqlite3* db) {
+void require_schema(Database& db) {
   {
-    Statement check(db, "PRAGMA quick_check");
-    if (!check.step() || check.text(0) != "ok") throw SqliteError{"quick_check failed"};
+    auto check = db.prepare("PRAGMA quick_check");
+    if (!check.step() || check.text(0) != "ok") throw InvalidArtifact{"quick_check failed"};
   }
   const std::map<std::string, std::vector<std::string>> columns = {
       {"metadata", {"key", "value"}},
@@ -333,26 +272,26 @@ void require_schema(sqlite3* db) {
       {"label_trigrams", {"label"}}};
   for (const auto& [table, expected] : columns) {
     std::set<std::string> present;
-    Statement info(db, ("PRAGMA table_info(" + table + ")").c_str());
+    auto info = db.prepare("PRAGMA table_info(" + table + ")");
     while (info.step()) present.insert(info.text(1));
     for (const auto& column : expected) {
-      if (!present.count(column)) throw SqliteError{"graph store columns are incomplete"};
+      if (!present.count(column)) throw InvalidArtifact{"graph store columns are incomplete"};
     }
   }
   std::set<std::string> indexes;
-  Statement list(db, "SELECT name FROM sqlite_master WHERE type = 'index'");
+  auto list = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index'");
   while (list.step()) indexes.insert(list.text(0));
   for (const char* name : {"idx_nodes_type", "idx_nodes_search_text", "idx_edges_source",
                            "idx_edges_target", "idx_node_terms_term"}) {
-    if (!indexes.count(name)) throw SqliteError{"graph store indexes are incomplete"};
+    if (!indexes.count(name)) throw InvalidArtifact{"graph store indexes are incomplete"};
   }
 }
 
 std::int64_t parse_count(const std::string& text) {
-  if (text.empty() || text.size() > 18) throw SqliteError{"graph store count metadata is invalid"};
+  if (text.empty() || text.size() > 18) throw InvalidArtifact{"graph store count metadata is invalid"};
   std::int64_t value = 0;
   for (char c : text) {
-    if (c < '0' || c > '9') throw SqliteError{"graph store count metadata is invalid"};
+    if (c < '0' || c > '9') throw InvalidArtifact{"graph store count metadata is invalid"};
     value = value * 10 + (c - '0');
   }
   return value;
@@ -387,32 +326,17 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
     ++degree[edge.target];
   }
 
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                                 nullptr);
-  DbHandle db(raw);
+  std::optional<Database> db;
   try {
-    if (rc != SQLITE_OK) throw SqliteError{raw ? sqlite3_errmsg(raw) : "cannot open"};
-    exec(db.get(),
-         "PRAGMA journal_mode=DELETE;"
-         "PRAGMA synchronous=FULL;"
-         "BEGIN IMMEDIATE;"
-         "CREATE TABLE metadata(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);"
-         "CREATE TABLE nodes(id TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, label TEXT NOT NULL,"
-         " title TEXT NOT NULL, tags_json TEXT NOT NULL, attrs_json TEXT NOT NULL,"
-         " search_text TEXT NOT NULL, degree INTEGER NOT NULL DEFAULT 0,"
-         " never_load INTEGER NOT NULL DEFAULT 0);"
-         "CREATE TABLE edges(source TEXT NOT NULL, target TEXT NOT NULL,"
-         " weight REAL NOT NULL DEFAULT 0, attrs_json TEXT NOT NULL DEFAULT '{}',"
-         " PRIMARY KEY(source, target));"
-         "CREATE TABLE node_terms(term TEXT NOT NULL, node_id TEXT NOT NULL);"
-         "CREATE TABLE term_stats(term TEXT PRIMARY KEY NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID;"
-         "CREATE VIRTUAL TABLE label_trigrams USING fts5(label, tokenize='trigram');");
-    Statement insert_node(db.get(),
+    db.emplace(path, Database::Mode::kReadWriteCreate, 0);
+    db->exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL; PRAGMA cache_size=-65536;");
+    migrate(*db, kWhat, kMigrations, kUserVersion);
+    Transaction tx(*db, Transaction::Kind::kImmediate);
+    auto insert_node = db->prepare(
                           "INSERT INTO nodes(id, type, label, title, tags_json, attrs_json,"
                           " search_text, degree, never_load) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)");
-    Statement insert_term(db.get(), "INSERT INTO node_terms(term, node_id) VALUES(?1, ?2)");
-    Statement insert_trigrams(db.get(),
+    auto insert_term = db->prepare("INSERT INTO node_terms(term, node_id) VALUES(?1, ?2)");
+    auto insert_trigrams = db->prepare(
                               "INSERT INTO label_trigrams(rowid, label) VALUES(?1, ?2)");
     std::map<std::string, std::int64_t> df;
     for (const auto& node : nodes) {
@@ -433,29 +357,34 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
           .bind(8, d == degree.end() ? std::int64_t{0} : d->second)
           .bind(9, std::int64_t{node.never_load ? 1 : 0});
       insert_node.run();
-      const std::int64_t node_rowid = sqlite3_last_insert_rowid(db.get());
+      insert_node.reset();
+      const std::int64_t node_rowid = db->last_insert_rowid();
       for (const auto& term : idf_terms(label, node.tags)) ++df[term];
       if (node.never_load || !retrievable_kind(node.type)) continue;
       for (const auto& term : retrieval_terms(node.id, label, node.tags)) {
         insert_term.bind(1, term).bind(2, node.id);
         insert_term.run();
+        insert_term.reset();
       }
       insert_trigrams.bind(1, node_rowid)
           .bind(2, ascii_lower(label));
       insert_trigrams.run();
+      insert_trigrams.reset();
     }
-    Statement insert_edge(db.get(),
+    auto insert_edge = db->prepare(
                           "INSERT INTO edges(source, target, weight, attrs_json) VALUES(?1,?2,?3,'{}')");
     for (const auto& [key, edge] : edge_rows) {
       insert_edge.bind(1, key.first).bind(2, key.second).bind(3, edge->weight);
       insert_edge.run();
+      insert_edge.reset();
     }
-    Statement insert_df(db.get(), "INSERT INTO term_stats(term, df) VALUES(?1, ?2)");
+    auto insert_df = db->prepare("INSERT INTO term_stats(term, df) VALUES(?1, ?2)");
     for (const auto& [term, count] : df) {
       insert_df.bind(1, term).bind(2, count);
       insert_df.run();
+      insert_df.reset();
     }
-    Statement insert_meta(db.get(), "INSERT INTO metadata(key, value) VALUES(?1, ?2)");
+    auto insert_meta = db->prepare("INSERT INTO metadata(key, value) VALUES(?1, ?2)");
     const std::pair<const char*, std::string> metadata[] = {
         {"schema_version", kSchemaVersion},
         {"node_count", std::to_string(nodes.size())},
@@ -463,20 +392,14 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
     for (const auto& [key, value] : metadata) {
       insert_meta.bind(1, key).bind(2, value);
       insert_meta.run();
+      insert_meta.reset();
     }
-    exec(db.get(),
-         "CREATE INDEX idx_nodes_type ON nodes(type);"
-         "CREATE INDEX idx_nodes_search_text ON nodes(search_text);"
-         "CREATE INDEX idx_edges_source ON edges(source);"
-         "CREATE INDEX idx_edges_target ON edges(target);"
-         "CREATE INDEX idx_node_terms_term ON node_terms(term, node_id);"
-         "COMMIT;");
-  } catch (const SqliteError& e) {
+    tx.commit();
+  } catch (const engine::EngineStoreError& e) {
     db.reset();
     std::filesystem::remove(path, ec);
-    throw SystemError("graph store build failed: " + e.message);
+    throw SystemError(std::string("graph store build failed: ") + e.what());
   }
-  db.reset();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -492,27 +415,29 @@ std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
   }
   std::unique_ptr<GraphStore> store(new GraphStore());
   store->artifact_sha256_ = actual;
-  const std::string uri = "file:" + uri_escape(snapshot.file().string()) + "?mode=ro&immutable=1";
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
-  store->db_ = raw;
   try {
-    if (rc != SQLITE_OK) throw SqliteError{"cannot open snapshot"};
-    exec(raw, "PRAGMA query_only=ON; PRAGMA trusted_schema=OFF;");
-    require_schema(raw);
+    store->db_ = std::make_unique<Database>(snapshot.file(), Database::Mode::kImmutableReadOnly, 0);
+    Database& db = *store->db_;
+    db.exec("PRAGMA query_only=ON; PRAGMA trusted_schema=OFF;");
+    require_schema_version(db, kWhat, kUserVersion, kUserVersion);
+    require_schema(db);
     std::map<std::string, std::string> metadata;
-    Statement meta(raw, "SELECT key, value FROM metadata");
+    auto meta = db.prepare("SELECT key, value FROM metadata");
     while (meta.step()) metadata[meta.text(0)] = meta.text(1);
-    if (metadata["schema_version"] != kSchemaVersion) throw SqliteError{"schema is unsupported"};
+    if (metadata["schema_version"] != kSchemaVersion) throw InvalidArtifact{"schema is unsupported"};
     for (const auto& [key, table] : {std::pair{"node_count", "nodes"}, std::pair{"edge_count", "edges"}}) {
-      Statement count(raw, (std::string("SELECT COUNT(*) FROM ") + table).c_str());
+      auto count = db.prepare(std::string("SELECT COUNT(*) FROM ") + table);
       if (!count.step() || count.integer(0) != parse_count(metadata[key])) {
-        throw SqliteError{"graph store count metadata is invalid"};
+        throw InvalidArtifact{"graph store count metadata is invalid"};
       }
     }
     store->schema_version_ = kSchemaVersion;
     store->node_count_ = parse_count(metadata["node_count"]);
-  } catch (const SqliteError&) {
+  } catch (const NewerSchemaVersion& e) {
+    throw CandidateSourceUnavailable(std::string(kUnavailable) + ": " + e.what());
+  } catch (const InvalidArtifact&) {
+    throw CandidateSourceUnavailable(kUnavailable);
+  } catch (const engine::EngineStoreError&) {
     throw CandidateSourceUnavailable(kUnavailable);
   }
   // SQLite keeps its descriptor of the immutable snapshot; no copy stays behind by name.
@@ -520,23 +445,21 @@ std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
   return store;
 }
 
-GraphStore::~GraphStore() {
-  if (db_ != nullptr) sqlite3_close_v2(db_);
-}
+GraphStore::~GraphStore() = default;
 
 bool GraphStore::read_only() const {
   std::lock_guard lock(mutex_);
-  return sqlite3_db_readonly(db_, "main") == 1;
+  return db_->read_only();
 }
 
 std::vector<std::string> GraphStore::candidate_lookup_plan() const {
   std::lock_guard lock(mutex_);
   std::vector<std::string> lines;
   try {
-    Statement plan(db_, "EXPLAIN QUERY PLAN SELECT node_id FROM node_terms WHERE term = ?1");
+    auto plan = db_->prepare("EXPLAIN QUERY PLAN SELECT node_id FROM node_terms WHERE term = ?1");
     plan.bind(1, std::string_view("python"));
     while (plan.step()) lines.push_back(plan.text(3));
-  } catch (const SqliteError&) {
+  } catch (const engine::EngineStoreError&) {
     throw CandidateSourceUnavailable(kUnavailable);
   }
   return lines;
@@ -575,14 +498,14 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
     // contain a signal of 3+ characters through the trigram index (the substring-only score).
     std::set<std::string> ids;
     {
-      Statement lookup(db_, "SELECT node_id FROM node_terms WHERE term = ?1");
-      Statement substring(db_,
+      auto lookup = db_->cached("SELECT node_id FROM node_terms WHERE term = ?1");
+      auto substring = db_->cached(
                           "SELECT id FROM nodes WHERE rowid IN"
                           " (SELECT rowid FROM label_trigrams WHERE label_trigrams MATCH ?1)");
       for (const auto& s : signals) {
-        lookup.bind(1, s);
-        while (lookup.step()) ids.insert(lookup.text(0));
-        lookup.reset();
+        lookup->bind(1, s);
+        while (lookup->step()) ids.insert(lookup->text(0));
+        lookup->reset();
         if (s.size() < 3) continue;
         std::string phrase = "\"";
         for (char c : s) {
@@ -590,42 +513,42 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
           if (c == '"') phrase.push_back('"');
         }
         phrase.push_back('"');
-        substring.bind(1, phrase);
-        while (substring.step()) ids.insert(substring.text(0));
-        substring.reset();
+        substring->bind(1, phrase);
+        while (substring->step()) ids.insert(substring->text(0));
+        substring->reset();
       }
     }
     std::unordered_map<std::string, double> idf_cache;
-    Statement df_query(db_, "SELECT df FROM term_stats WHERE term = ?1");
+    auto df_query = db_->cached("SELECT df FROM term_stats WHERE term = ?1");
     const auto idf = [&](const std::string& term) {
       const auto it = idf_cache.find(term);
       if (it != idf_cache.end()) return it->second;
       double value = 0.0;
-      df_query.bind(1, term);
-      if (df_query.step() && node_count_ > 0) {
+      df_query->bind(1, term);
+      if (df_query->step() && node_count_ > 0) {
         value = std::log(static_cast<double>(node_count_) /
-                         static_cast<double>(std::max<std::int64_t>(df_query.integer(0), 1)));
+                         static_cast<double>(std::max<std::int64_t>(df_query->integer(0), 1)));
       }
-      df_query.reset();
+      df_query->reset();
       idf_cache.emplace(term, value);
       return value;
     };
-    Statement fetch(db_, "SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
+    auto fetch = db_->cached("SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
     for (const auto& id : ids) {
-      fetch.bind(1, id);
-      if (!fetch.step()) throw SqliteError{"index names a missing node"};
-      std::string type = fetch.text(0);
-      std::string label = fetch.text(1);
-      const std::string tags_json = fetch.text(2);
-      const std::int64_t degree = fetch.integer(3);
-      const bool never_load = fetch.integer(4) != 0;
-      fetch.reset();
+      fetch->bind(1, id);
+      if (!fetch->step()) throw InvalidArtifact{"index names a missing node"};
+      std::string type = fetch->text(0);
+      std::string label = fetch->text(1);
+      const std::string tags_json = fetch->text(2);
+      const std::int64_t degree = fetch->integer(3);
+      const bool never_load = fetch->integer(4) != 0;
+      fetch->reset();
       if (never_load || !retrievable_kind(type)) continue;
       std::set<std::string> node_tags;
       const core::Json tags = core::parse_json(tags_json);
-      if (!tags.is_array()) throw SqliteError{"tags_json is not an array"};
+      if (!tags.is_array()) throw InvalidArtifact{"tags_json is not an array"};
       for (const auto& tag : tags) {
-        if (!tag.is_string()) throw SqliteError{"tags_json holds a non-string"};
+        if (!tag.is_string()) throw InvalidArtifact{"tags_json holds a non-string"};
         node_tags.insert(ascii_lower(tag.get<std::string>()));
       }
       const std::string label_lower = ascii_lower(label);
@@ -668,7 +591,9 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
       scored.push_back(Scored{score, std::move(type), label_lower, id, std::move(label),
                               std::vector<std::string>(node_tags.begin(), node_tags.end())});
     }
-  } catch (const SqliteError&) {
+  } catch (const InvalidArtifact&) {
+    throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");
+  } catch (const engine::EngineStoreError&) {
     throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");
   } catch (const InvalidArgument&) {
     throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");

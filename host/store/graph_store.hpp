@@ -16,9 +16,9 @@
 #include "host/core/canonical_json.hpp"
 #include "host/engine/planning/retrieval.hpp"
 
-struct sqlite3;
-
 namespace ctx::store {
+
+class Database;
 
 // One catalog node: id is "kind:name"; label defaults to the part after ':' and title to label.
 struct GraphNode {
@@ -51,7 +51,8 @@ class GraphStore final : public engine::planning::GraphRetrievalPort {
   // Streams the artifact (a regular, non-symlink, non-writable file without -wal/-shm sidecars)
   // into a private snapshot while hashing it; only when the sha256 equals `expected_sha256` is the
   // snapshot opened read-only (mode=ro&immutable=1) and checked (quick_check, tables, columns,
-  // indexes, count metadata). The snapshot file is unlinked once open.
+  // indexes, count metadata; PRAGMA user_version 1, a newer one is "newer schema version N").
+  // The snapshot file is unlinked once open.
   // Errors: GraphArtifactPinMismatch (sha256 differs), CandidateSourceUnavailable (anything else).
   static std::unique_ptr<GraphStore> open(const std::filesystem::path& path,
                                           std::string_view expected_sha256);
@@ -73,7 +74,7 @@ class GraphStore final : public engine::planning::GraphRetrievalPort {
  private:
   GraphStore() = default;
 
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<Database> db_;  // retrieval's statements are cached on it
   mutable std::mutex mutex_;
   std::string artifact_sha256_;
   std::string schema_version_;

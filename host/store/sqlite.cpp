@@ -38,8 +38,25 @@ Database::Database(const std::filesystem::path& path, Mode mode, int busy_timeou
     case Mode::kReadWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
     case Mode::kReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
     case Mode::kReadOnly: flags |= SQLITE_OPEN_READONLY; break;
+    case Mode::kImmutableReadOnly: flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI; break;
   }
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  std::string name = path.string();
+  if (mode == Mode::kImmutableReadOnly) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string uri = "file:";
+    for (unsigned char c : name) {
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+        uri.push_back(static_cast<char>(c));
+      } else {
+        uri.push_back('%');
+        uri.push_back(kHex[c >> 4]);
+        uri.push_back(kHex[c & 15]);
+      }
+    }
+    name = uri + "?mode=ro&immutable=1";
+  }
+  int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
@@ -86,6 +103,10 @@ Statement Database::prepare(std::string_view sql) {
 
 int Database::changes() const noexcept { return sqlite3_changes(db_); }
 
+std::int64_t Database::last_insert_rowid() const noexcept { return sqlite3_last_insert_rowid(db_); }
+
+bool Database::read_only() const noexcept { return sqlite3_db_readonly(db_, "main") == 1; }
+
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
 Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
@@ -111,6 +132,18 @@ Statement& Statement::bind_optional(int index, const std::optional<std::string>&
 
 Statement& Statement::bind_null(int index) {
   int rc = sqlite3_bind_null(stmt_, index);
+  if (rc != SQLITE_OK) throw_sqlite_error(rc, "bind", db_);
+  return *this;
+}
+
+Statement& Statement::bind(int index, double value) {
+  int rc = sqlite3_bind_double(stmt_, index, value);
+  if (rc != SQLITE_OK) throw_sqlite_error(rc, "bind", db_);
+  return *this;
+}
+
+Statement& Statement::bind_blob(int index, std::string_view bytes) {
+  int rc = sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK) throw_sqlite_error(rc, "bind", db_);
   return *this;
 }
@@ -155,6 +188,21 @@ std::int64_t Statement::integer(int column) const noexcept {
 
 bool Statement::is_integer(int column) const noexcept {
   return sqlite3_column_type(stmt_, column) == SQLITE_INTEGER;
+}
+
+bool Statement::is_blob(int column) const noexcept {
+  return sqlite3_column_type(stmt_, column) == SQLITE_BLOB;
+}
+
+bool Statement::is_text(int column) const noexcept {
+  return sqlite3_column_type(stmt_, column) == SQLITE_TEXT;
+}
+
+std::string Statement::blob(int column) const {
+  const void* data = sqlite3_column_blob(stmt_, column);
+  if (data == nullptr) return {};
+  return std::string(static_cast<const char*>(data),
+                     static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
 Transaction::Transaction(Database& db, Kind kind) : db_(db) {
@@ -207,6 +255,18 @@ int migrate(Database& db, std::string_view what, std::span<const Migration> migr
   }
   tx.commit();
   return found;
+}
+
+int require_schema_version(Database& db, std::string_view what, int supported,
+                           int unversioned_version) {
+  int version = 0;
+  {
+    auto stmt = db.prepare("PRAGMA user_version");
+    if (stmt.step()) version = static_cast<int>(stmt.integer(0));
+  }
+  if (version == 0) version = unversioned_version;
+  if (version > supported) throw NewerSchemaVersion(what, version, supported);
+  return version;
 }
 
 }  // namespace ctx::store

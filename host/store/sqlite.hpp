@@ -54,7 +54,9 @@ class NewerSchemaVersion : public engine::EngineStoreError {
 
 class Database {
  public:
-  enum class Mode { kReadWriteCreate, kReadWrite, kReadOnly };
+  // kImmutableReadOnly: a read-only snapshot no process changes (URI mode=ro&immutable=1:
+  // no locks, no sidecar files).
+  enum class Mode { kReadWriteCreate, kReadWrite, kReadOnly, kImmutableReadOnly };
 
   // Opens (and for kReadWriteCreate creates) the file at `path`, sets busy_timeout first.
   // Errors: StoreBusy, JournalCorruption (not a database), EngineStoreError.
@@ -75,6 +77,10 @@ class Database {
 
   // The number of rows the last INSERT/UPDATE/DELETE changed.
   int changes() const noexcept;
+  // The rowid of the last successful INSERT on this connection.
+  std::int64_t last_insert_rowid() const noexcept;
+  // True when the main database is read-only on this connection.
+  bool read_only() const noexcept;
 
   sqlite3* handle() const noexcept { return db_; }
 
@@ -97,6 +103,8 @@ class Statement {
   Statement& bind(int index, std::int64_t value);
   Statement& bind_optional(int index, const std::optional<std::string>& text);  // nullopt: NULL
   Statement& bind_null(int index);
+  Statement& bind(int index, double value);
+  Statement& bind_blob(int index, std::string_view bytes);  // copied (SQLITE_TRANSIENT)
 
   // Steps once: true when a row is available, false when done. Errors: as the file comment.
   bool step();
@@ -111,6 +119,9 @@ class Statement {
   std::int64_t integer(int column) const noexcept;
   // True when the column holds exactly the INTEGER storage class.
   bool is_integer(int column) const noexcept;
+  bool is_blob(int column) const noexcept;
+  bool is_text(int column) const noexcept;
+  std::string blob(int column) const;  // the column's bytes as a BLOB; NULL reads as ""
 
  private:
   sqlite3* db_;
@@ -183,6 +194,12 @@ struct Migration {
 //   hold the schema its version names).
 int migrate(Database& db, std::string_view what, std::span<const Migration> migrations,
             int unversioned_version);
+
+// For a file this build only reads (no migration possible): returns its PRAGMA user_version
+// (0 read as `unversioned_version`). Errors: NewerSchemaVersion (above `supported`), StoreBusy,
+//   JournalCorruption, EngineStoreError.
+int require_schema_version(Database& db, std::string_view what, int supported,
+                           int unversioned_version);
 
 }  // namespace ctx::store
 

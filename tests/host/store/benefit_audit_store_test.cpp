@@ -154,6 +154,17 @@ TEST_F(BenefitAuditStoreTest, ForeignSchemaObjectsAreCorruption) {
                    "objects are invalid");
 }
 
+TEST_F(BenefitAuditStoreTest, ANewerSchemaVersionIsNamedAndNothingIsWritten) {
+  const auto value = result();
+  { SqliteBenefitAuditStore::open(path_)->store(value); }
+  tamper("PRAGMA user_version = 5");
+  CTX_EXPECT_THROW(SqliteBenefitAuditStore::open(path_), planning::BenefitAuditStoreUnavailable,
+                   "benefit audit store has newer schema version 5 (this build reads up to 1)");
+  EXPECT_EQ(row_count(), 1);
+  tamper("PRAGMA user_version = 1");
+  EXPECT_TRUE(SqliteBenefitAuditStore::open(path_)->load(value.result_digest()) == value);
+}
+
 TEST_F(BenefitAuditStoreTest, OperationalFailuresAreUnavailable) {
   fs::create_directories(dir_ / "blocked");
   const fs::path not_a_dir = dir_ / "blocked" / "file";

@@ -245,6 +245,23 @@ TEST_F(GraphStoreTest, InconsistentMetadataMakesTheSourceUnavailable) {
                    "indexed graph candidate source is unavailable");
 }
 
+TEST_F(GraphStoreTest, ArtifactsAreVersionedAndANewerSchemaIsNamed) {
+  const fs::path path = dir_ / "graph.sqlite3";
+  build_graph_store(path, {GraphNode{"skill:a", "skill", std::nullopt, std::nullopt, {"python"}}});
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  sqlite3_finalize(stmt);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 2", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  ::chmod(path.c_str(), 0444);
+  CTX_EXPECT_THROW(GraphStore::open(path, file_sha256(path)), planning::CandidateSourceUnavailable,
+                   "graph store has newer schema version 2 (this build reads up to 1)");
+}
+
 TEST_F(GraphStoreTest, BuildRejectsDuplicateNodesAndExistingFiles) {
   GraphNode a{"skill:a", "skill", std::nullopt, std::nullopt, {"python"}};
   CTX_EXPECT_THROW(build_graph_store(dir_ / "dup.sqlite3", {a, a}), InvalidArgument, "duplicated");
