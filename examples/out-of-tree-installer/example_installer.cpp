@@ -99,6 +99,15 @@ void write_file(const fs::path& path, const std::string& bytes) {
   fs::rename(temp, path);
 }
 
+// The MaterialIdentity digest of plugin_abi.h: sha-256 of the canonical (sorted, compact,
+// ASCII-escaped) JSON of the identity fields; kind is the capability id up to its first ':'.
+std::string material_identity(const std::string& id, const std::string& sha, std::size_t size) {
+  const Json identity = {{"capability_id", id}, {"content_bytes", size}, {"content_sha256", sha},
+                         {"kind", id.substr(0, id.find(':'))},
+                         {"schema", "ctx.material-identity-v2"}};
+  return sha256_hex(identity.dump(-1, ' ', true));
+}
+
 class Store final : public ctx::sdk::Installer {
  public:
   explicit Store(std::string_view config) {
@@ -144,7 +153,8 @@ class Store final : public ctx::sdk::Installer {
     const std::string content = string_field(request, "content");
     const std::string observed = sha256_hex(content);
     Json reply = {{"capability_id", request["capability_id"]},
-                  {"observed_material_identity_digest", observed}};
+                  {"observed_material_identity_digest",
+                   material_identity(request["capability_id"], observed, content.size())}};
     if (observed != digest) {
       reply["outcome"] = "failed";
       return reply;
@@ -166,7 +176,11 @@ class Store final : public ctx::sdk::Installer {
     std::stringstream buffer;
     buffer << in.rdbuf();
     write_file(root_ / "active" / name, buffer.str());
-    return {{"capability_id", request["capability_id"]}, {"outcome", "applied"}};
+    return {{"capability_id", request["capability_id"]},
+            {"outcome", "applied"},
+            {"observed_material_identity_digest",
+             material_identity(request["capability_id"], digest, buffer.str().size())},
+            {"verification_digest", sha256_hex("example-installer-active:" + digest)}};
   }
 
   Json deactivate_reply(const Json& request) const {
@@ -188,9 +202,16 @@ class Store final : public ctx::sdk::Installer {
       const std::string name = capability_name(item);
       const std::string digest = digest_field(item);
       const bool installed = file_digest(object(digest)) == digest;
-      states.push_back({{"capability_id", item["capability_id"]},
-                        {"installed", installed},
-                        {"active", installed && file_digest(root_ / "active" / name) == digest}});
+      const bool active = installed && file_digest(root_ / "active" / name) == digest;
+      Json state = {{"capability_id", item["capability_id"]},
+                    {"installed", installed},
+                    {"active", active}};
+      if (active) {
+        state["active_material_identity_digest"] = material_identity(
+            item["capability_id"], digest, fs::file_size(root_ / "active" / name));
+        state["verification_digest"] = sha256_hex("example-installer-active:" + digest);
+      }
+      states.push_back(std::move(state));
     }
     return {{"capabilities", states}};
   }

@@ -1,7 +1,5 @@
 #include "host/engine/engine.hpp"
 
-#include <unistd.h>
-
 #include <utility>
 
 #include "host/core/crypto.hpp"
@@ -72,33 +70,23 @@ bool consent_matches(const EngineEvent& event, const HostAction& install) {
              install.payload().at("policy_snapshot_digest");
 }
 
+// The exact decision an interactive UserDecision `event` asserts about its pending `install`.
+InteractiveInstallDecisionReservation reservation_of(const EngineEvent& event,
+                                                     const std::string& source_digest,
+                                                     const HostAction& install) {
+  const Json& payload = event.payload();
+  return InteractiveInstallDecisionReservation{
+      event.scope(),          event.event_id(),        source_digest,
+      payload.at("consent_id"), payload.at("decision"), payload.at("policy_snapshot_digest"),
+      install.action_id(),    install.kind(),          install.content_digest(),
+      install.precondition_revision(), *install.expires_at()};
+}
+
 core::Timestamp at(const std::optional<std::string>& text) {
   return core::parse_rfc3339(text.value_or(""));
 }
 
 }  // namespace
-
-// ---- OutcomePermit --------------------------------------------------------------------------
-
-OutcomePermit::OutcomePermit(const void* engine, ExecutionAuthority authority,
-                             std::string action_content_digest, std::string binding_digest)
-    : engine_(engine),
-      authority_(authority),
-      action_content_digest_(std::move(action_content_digest)),
-      binding_digest_(std::move(binding_digest)),
-      pid_(static_cast<long>(::getpid())) {}
-
-OutcomePermit::OutcomePermit(OutcomePermit&& other) noexcept
-    : engine_(other.engine_),
-      authority_(other.authority_),
-      action_content_digest_(std::move(other.action_content_digest_)),
-      binding_digest_(std::move(other.binding_digest_)),
-      pid_(other.pid_),
-      consumed_(other.consumed_) {
-  other.consumed_ = true;
-}
-
-OutcomePermit::~OutcomePermit() = default;
 
 // ---- ReducerReplayer -------------------------------------------------------------------------
 
@@ -211,7 +199,10 @@ Transition Engine::process_locked(const EngineEvent& ingress,
 
   // Identical retry / collision, before any revision check or planning.
   if (auto found = journal_.find(stream, ingress.event_id())) {
-    if (found->event_content_digest == source_digest) return stored_transition(*found);
+    if (found->event_content_digest == source_digest) {
+      settle_committed_decision(pre.reducer_event, source_digest, *found);
+      return stored_transition(*found);
+    }
     throw EventIdCollision(ingress.event_id(), found->event_content_digest, source_digest);
   }
   const JournalHead head = journal_.head(stream);
@@ -263,18 +254,7 @@ Transition Engine::process_locked(const EngineEvent& ingress,
     } else if (!ports_.interactive_install_decision_guard) {
       throw CtxEngineError("interactive install decision requires a host-authenticated one-shot guard");
     }
-    if (!preapproved) reservation = InteractiveInstallDecisionReservation{
-        event.scope(),
-        event.event_id(),
-        source_digest,
-        payload.at("consent_id"),
-        payload.at("decision"),
-        payload.at("policy_snapshot_digest"),
-        install.action_id(),
-        install.kind(),
-        install.content_digest(),
-        install.precondition_revision(),
-        *install.expires_at()};
+    if (!preapproved) reservation = reservation_of(event, source_digest, install);
   } else if (state && event.event_kind() == EventKind::kInstallConsentExpired) {
     const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
     if (!consent || !consent_matches(event, consent->install_action) ||
@@ -374,18 +354,31 @@ Transition Engine::process_locked(const EngineEvent& ingress,
       throw CtxEngineError("preapproved install policy is no longer authoritative");
     }
   }
+  // The identical decision committed (by this call or a concurrent identical one): settle.
+  const auto settle_committed = [&settle] {
+    if (!settle) return;
+    try {
+      settle();
+    } catch (const std::exception&) {
+      throw CtxEngineError("interactive install decision guard settlement failed");
+    }
+  };
   std::optional<JournalCommit> appended;
   try {
     appended.emplace(journal_.append(request));
   } catch (const RevisionConflict&) {
     if (auto found = journal_.find(stream, ingress.event_id());
         found && found->event_content_digest == source_digest) {
+      settle_committed();
       return stored_transition(*found);
     }
     throw;
   }
   const JournalCommit& commit = *appended;
-  if (commit.replayed) return stored_transition(commit.record);
+  if (commit.replayed) {
+    settle_committed();
+    return stored_transition(commit.record);
+  }
   if (commit.record.transition_digest != request.transition.text.digest() ||
       commit.record.result_state_digest != request.result_state.digest() ||
       commit.record.revision != ingress.expected_revision() + 1) {
@@ -393,14 +386,37 @@ Transition Engine::process_locked(const EngineEvent& ingress,
   }
   remember(Cached{stream.stream_key(), commit.record.revision, commit.record.record_digest,
                   std::make_shared<const EngineState>(std::move(reduction.state))});
-  if (settle) {
-    try {
-      settle();
-    } catch (const std::exception&) {
-      throw CtxEngineError("interactive install decision guard settlement failed");
-    }
-  }
+  settle_committed();
   return std::move(reduction.transition);
+}
+
+void Engine::settle_committed_decision(const EngineEvent& event, const std::string& source_digest,
+                                       const JournalRecord& record) {
+  const Json& payload = event.payload();
+  if (event.kind() != "UserDecision" || payload.value("decision_basis", Json()) != "interactive" ||
+      !ports_.interactive_install_decision_guard || record.revision < 2) {
+    return;
+  }
+  // The reservation names the consent's install action as it was pending before the decision:
+  // the state just before this record, replayed (a rare retry path; the stream stores only its
+  // head state).
+  std::optional<EngineState> prior;
+  for (const auto& earlier : journal_.read(record.stream, 0)) {
+    if (earlier.revision >= record.revision) break;
+    prior = replay_record(prior ? &*prior : nullptr, earlier);
+  }
+  const PendingConsent* consent =
+      prior ? find_consent(*prior, payload.at("consent_id")) : nullptr;
+  if (!consent || !consent->install_action.expires_at()) {
+    throw ReplayDivergenceError(record.revision, "decision-reservation");
+  }
+  const auto reservation = reservation_of(event, source_digest, consent->install_action);
+  try {
+    const auto settle = ports_.interactive_install_decision_guard(reservation);
+    if (settle) settle();
+  } catch (const std::exception&) {
+    throw CtxEngineError("interactive install decision guard settlement failed");
+  }
 }
 
 // ---- host authority -------------------------------------------------------------------------
@@ -488,42 +504,12 @@ ActionClaim Engine::authorize_activation(const HostAction& action,
                                                 installed_by});
 }
 
-OutcomePermit Engine::issue_install_outcome_permit(const HostAction& action,
-                                                   const InstallExecutionBinding& binding) {
-  return OutcomePermit(this, ExecutionAuthority::kInstall, action.content_digest(),
-                       binding.binding_digest());
-}
-
-OutcomePermit Engine::issue_activation_outcome_permit(const HostAction& action,
-                                                      const InstallExecutionBinding& binding) {
-  return OutcomePermit(this, ExecutionAuthority::kActivation, action.content_digest(),
-                       binding.binding_digest());
-}
-
-void Engine::consume(OutcomePermit& permit, ExecutionAuthority authority,
-                     const HostAction& action, const InstallExecutionBinding& binding) const {
-  const char* what = authority == ExecutionAuthority::kInstall ? "install" : "activation";
-  if (permit.consumed_) {
-    throw CtxEngineError(std::string(what) + " outcome authority has already been consumed");
-  }
-  if (permit.pid_ != static_cast<long>(::getpid())) {
-    throw CtxEngineError(std::string(what) + " outcome authority cannot cross a process boundary");
-  }
-  if (permit.engine_ != this || permit.authority_ != authority ||
-      permit.action_content_digest_ != action.content_digest() ||
-      permit.binding_digest_ != binding.binding_digest()) {
-    throw CtxEngineError(std::string(what) + " outcome authority does not match this action");
-  }
-  permit.consumed_ = true;
-}
-
-SettlementGuard Engine::record_install_outcome_with(const HostAction& action,
-                                                    const InstallExecutionBinding& binding,
-                                                    OutcomePermit permit, InstallOutcome outcome,
-                                                    std::optional<std::string> observed,
-                                                    const std::string& verification_digest) {
+SettlementGuard Engine::record_install_outcome(const HostAction& action,
+                                               const InstallExecutionBinding& binding,
+                                               InstallOutcome outcome,
+                                               std::optional<std::string> observed,
+                                               const std::string& verification_digest) {
   std::lock_guard lock(mutex_);
-  consume(permit, ExecutionAuthority::kInstall, action, binding);
   std::optional<std::string> expected;
   if (action.payload().contains("result_material")) {
     expected = action.payload().at("result_material").at("identity_digest").get<std::string>();
@@ -536,37 +522,17 @@ SettlementGuard Engine::record_install_outcome_with(const HostAction& action,
       .settlement_guard();
 }
 
-SettlementGuard Engine::record_activation_outcome_with(const HostAction& action,
-                                                       const InstallExecutionBinding& binding,
-                                                       OutcomePermit permit,
-                                                       const std::string& observed,
-                                                       const std::string& verification_digest) {
+SettlementGuard Engine::record_activation_outcome(const HostAction& action,
+                                                  const InstallExecutionBinding& binding,
+                                                  const std::string& observed,
+                                                  const std::string& verification_digest) {
   std::lock_guard lock(mutex_);
-  consume(permit, ExecutionAuthority::kActivation, action, binding);
   return claims()
       .record_activation_outcome(ActivationOutcomeRequest{action.scope().stream_id(),
                                                           action.to_json_text(),
                                                           binding.binding_digest(), observed,
                                                           verification_digest})
       .settlement_guard();
-}
-
-SettlementGuard Engine::record_install_outcome(const HostAction& action,
-                                               const InstallExecutionBinding& binding,
-                                               InstallOutcome outcome,
-                                               std::optional<std::string> observed,
-                                               const std::string& verification_digest) {
-  return record_install_outcome_with(action, binding, issue_install_outcome_permit(action, binding),
-                                     outcome, std::move(observed), verification_digest);
-}
-
-SettlementGuard Engine::record_activation_outcome(const HostAction& action,
-                                                  const InstallExecutionBinding& binding,
-                                                  const std::string& observed,
-                                                  const std::string& verification_digest) {
-  return record_activation_outcome_with(action, binding,
-                                        issue_activation_outcome_permit(action, binding), observed,
-                                        verification_digest);
 }
 
 InstallExecutionStatus Engine::install_execution_status(const HostAction& action) const {

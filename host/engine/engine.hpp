@@ -87,7 +87,10 @@ struct InteractiveInstallDecisionReservation {
 
 // Host port for interactive decisions: called (entered) before the commit with the exact
 // reservation; throwing refuses the decision. The returned callable settles the reservation
-// once, after a clean commit (it is dropped unsettled when the commit fails).
+// once, after a clean commit (it is dropped unsettled when the commit fails). An identical retry
+// of a committed decision enters the guard again with the same reservation and settles it, so a
+// crash between commit and settlement is recovered by retrying: both steps must be idempotent
+// for a reservation whose decision is committed.
 using InteractiveInstallDecisionGuard =
     std::function<std::function<void()>(const InteractiveInstallDecisionReservation&)>;
 
@@ -123,27 +126,6 @@ struct EnginePorts {
   DecisionPlanner decision_planner;              // required for planning events
   InteractiveInstallDecisionGuard interactive_install_decision_guard{};  // optional
   PreapprovedInstallPolicyGuard preapproved_install_policy_guard{};      // optional
-};
-
-// A one-use, engine- and process-bound authority to record one action's outcome.
-class OutcomePermit {
- public:
-  OutcomePermit(OutcomePermit&&) noexcept;
-  OutcomePermit& operator=(OutcomePermit&&) = delete;
-  OutcomePermit(const OutcomePermit&) = delete;
-  OutcomePermit& operator=(const OutcomePermit&) = delete;
-  ~OutcomePermit();
-
- private:
-  friend class Engine;
-  OutcomePermit(const void* engine, ExecutionAuthority authority, std::string action_content_digest,
-                std::string binding_digest);
-  const void* engine_;
-  ExecutionAuthority authority_;
-  std::string action_content_digest_;
-  std::string binding_digest_;
-  long pid_;
-  bool consumed_ = false;
 };
 
 class Engine {
@@ -203,8 +185,6 @@ class Engine {
   ActivationExecutionStatus activation_execution_status(const HostAction& action) const;
 
  private:
-  friend class EngineTestPeer;  // test-only seam (tests/host/engine/engine_test_peer.hpp)
-
   struct Cached {
     std::string stream_key;
     Revision revision = 0;
@@ -220,22 +200,10 @@ class Engine {
   const PendingEffect& exact_pending(const EngineSnapshot& snapshot, const HostAction& action,
                                      const char* refusal) const;
 
-  OutcomePermit issue_install_outcome_permit(const HostAction& action,
-                                             const InstallExecutionBinding& binding);
-  OutcomePermit issue_activation_outcome_permit(const HostAction& action,
-                                                const InstallExecutionBinding& binding);
-  SettlementGuard record_install_outcome_with(const HostAction& action,
-                                              const InstallExecutionBinding& binding,
-                                              OutcomePermit permit, InstallOutcome outcome,
-                                              std::optional<std::string> observed_material,
-                                              const std::string& verification_digest);
-  SettlementGuard record_activation_outcome_with(const HostAction& action,
-                                                 const InstallExecutionBinding& binding,
-                                                 OutcomePermit permit,
-                                                 const std::string& observed_material,
-                                                 const std::string& verification_digest);
-  void consume(OutcomePermit& permit, ExecutionAuthority authority, const HostAction& action,
-               const InstallExecutionBinding& binding) const;
+  // Re-enters and settles the interactive decision guard for an identical retry of a committed
+  // interactive UserDecision (`record` is its journal record).
+  void settle_committed_decision(const EngineEvent& event, const std::string& source_digest,
+                                 const JournalRecord& record);
 
   JournalStore& journal_;
   ClaimStore* claims_;

@@ -1,13 +1,20 @@
-// Applied-only activation execution (runtime spec §6.4): sequences the engine's one-use claim,
-// the verified applied outcome and the idempotent ActionApplied receipt for one exact pending
-// ActivateCapability. Used through EngineComposition::execute_activation.
+// Activation execution (runtime spec §6.4, issue 6 item 8): sequences the engine's one-use claim,
+// the installer's observation through the ActivationPort, the durable outcome and the idempotent
+// ActionApplied receipt for one exact pending ActivateCapability. Every durable step passes a
+// named crash point (crash_point.hpp), and every re-entry after a crash recovers to exactly one
+// outcome: a claim without an outcome asks the installer's reconcile first. Used through
+// EngineComposition::execute_activation.
 #ifndef CTX_HOST_RUNTIME_ACTIVATION_EXECUTION_HPP_
 #define CTX_HOST_RUNTIME_ACTIVATION_EXECUTION_HPP_
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "host/core/error.hpp"
+#include "host/engine/engine.hpp"
+#include "host/engine/ports/installer_port.hpp"
 #include "host/engine/protocol.hpp"
 
 namespace ctx::runtime {
@@ -19,18 +26,50 @@ class ActivationExecutionError : public FailedPrecondition {
   explicit ActivationExecutionError(const std::string& message) : FailedPrecondition(message) {}
 };
 
-// Safe result of an applied activation: digests and flags only (no path, content or lease).
+// Schema of the verification digest an applied activation outcome records:
+// sha256(canon-A{"caller_verification_digest", "installer_verification_digest",
+// "observed_material_identity_digest", "schema"}).
+inline constexpr std::string_view kActivationVerificationSchema =
+    "ctx.activation-verification-v1";
+
+// Safe result of one execution: digests and flags only (no path, content or lease).
 struct ActivationExecutionReport {
-  std::string outcome;  // always "applied"
+  // "applied" (durably recorded and settled), "failed" (the installer verified it is not active)
+  // or "indeterminate" (no trustworthy observation). Only "applied" records an outcome; the
+  // other two leave the claim open, and a later call recovers through the installer's reconcile.
+  std::string outcome;
   bool claim_was_new = false;
   bool settled = false;
   std::string execution_binding_digest;
-  std::string verification_digest;
-  std::string observed_material_identity_digest;
-  // The receipt transition this call committed; absent when the activation was already settled.
+  // The verification digest (kActivationVerificationSchema) this call recorded; absent when the
+  // outcome was recorded by an earlier call or nothing was recorded.
+  std::optional<std::string> verification_digest;
+  // Applied: the authorised MaterialIdentity digest (an applied outcome records only that one).
+  // Failed / indeterminate: what the installer reported active, if anything.
+  std::optional<std::string> observed_material_identity_digest;
+  // The receipt transition this call committed; absent when nothing was committed by this call.
   std::optional<engine::Transition> transition;
 };
 
+namespace detail {
+
+// What one composition executes activations with. `activation` may be null: then only an already
+// recorded outcome can be settled, and anything that needs the installer fails ("no activation
+// actuator"). `journal_path` names the journal file; per-action execution locks live beside it.
+struct ActivationActuators {
+  engine::Engine& engine;
+  engine::ActivationPort* activation;
+  const std::filesystem::path& journal_path;
+};
+
+// The body of EngineComposition::execute_activation (the caller holds the composition's lock).
+ActivationExecutionReport execute_activation(const ActivationActuators& actuators,
+                                             const engine::HostAction& action,
+                                             const engine::InstallExecutionBinding& binding,
+                                             std::string_view expected_host_descriptor_digest,
+                                             std::string_view verification_digest);
+
+}  // namespace detail
 }  // namespace ctx::runtime
 
 #endif  // CTX_HOST_RUNTIME_ACTIVATION_EXECUTION_HPP_

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <utility>
 
 #include "host/core/canonical_json.hpp"
@@ -10,13 +9,9 @@
 #include "host/engine/lexical.hpp"
 #include "host/runtime/detail/composition_parts.hpp"
 #include "host/runtime/detail/managed_query_projector.hpp"
-#include "host/runtime/file_lock.hpp"
 
 namespace ctx::runtime {
 namespace {
-
-constexpr int kSettlementAttempts = 3;
-constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
 
 void require_digest(const std::string& value, const char* field) {
   if (!engine::is_digest(value)) {
@@ -28,16 +23,6 @@ bool same_optional(const std::optional<std::string>& a, const std::optional<std:
   return a == b;
 }
 
-// `<journal dir>/install-execution-locks/<sha(canon-U{action_id, schema, stream_key})>`: one
-// lock per action, shared by every composition and process on the same journal.
-std::filesystem::path execution_lock_path(const std::filesystem::path& journal_path,
-                                          const engine::HostAction& action) {
-  const core::Json key = {{"action_id", action.action_id()},
-                          {"schema", "ctx.install-execution-lock-v1"},
-                          {"stream_key", action.scope().stream_id().stream_key()}};
-  return journal_path.parent_path() / "install-execution-locks" / core::canonical_digest(key);
-}
-
 }  // namespace
 
 EngineComposition::EngineComposition(std::unique_ptr<detail::CompositionParts> parts)
@@ -47,7 +32,15 @@ EngineComposition::EngineComposition(std::unique_ptr<detail::CompositionParts> p
 }
 
 EngineComposition::~EngineComposition() {
-  if (owner_pid_ == ::getpid()) close();
+  if (owner_pid_ == ::getpid()) {
+    close();
+    return;
+  }
+  // A forked child inherited the parent's SQLite connections and file descriptors. Closing them
+  // here would finalize statements, release locks or checkpoint under the parent (SQLite forbids
+  // carrying a connection across fork), so the child deliberately leaks them; its exit reclaims
+  // the memory and the kernel drops its descriptor copies.
+  static_cast<void>(parts_.release());
 }
 
 void EngineComposition::assert_usable() const {
@@ -262,127 +255,15 @@ ManagedAdvanceResult EngineComposition::advance_managed_query(
   return ManagedQueryProjector::advance(std::move(prepared), std::move(planned));
 }
 
-engine::ActivationExecutionStatus EngineComposition::activation_status(
-    const engine::HostAction& action) {
-  if (activation_status_override_) return activation_status_override_(action);
-  return parts_->engine->activation_execution_status(action);
-}
-
 ActivationExecutionReport EngineComposition::execute_activation(
     const engine::HostAction& action, const engine::InstallExecutionBinding& binding,
     std::string_view expected_host_descriptor_digest, std::string_view verification_digest) {
   std::lock_guard lock(mutex_);
   assert_usable();
-  if (action.action_kind() != engine::ActionKind::kActivateCapability ||
-      !action.payload().is_object() ||
-      action.payload().value("schema", "") != engine::kMaterialActionPayloadSchemaV3) {
-    throw ActivationExecutionError("execution requires an exact schema-v3 activation action");
-  }
-  const auto material = action.payload().find("material_identity");
-  if (material == action.payload().end() || !material->is_object() ||
-      !material->contains("identity_digest") || !(*material)["identity_digest"].is_string()) {
-    throw ActivationExecutionError("activation action has no material identity");
-  }
-  const std::string observed_material = (*material)["identity_digest"].get<std::string>();
-  if (!engine::is_digest(observed_material)) {
-    throw ActivationExecutionError(
-        "observed_material_identity_digest must be a lowercase sha-256 digest");
-  }
-  const std::string verification(verification_digest);
-  if (!engine::is_digest(verification)) {
-    throw ActivationExecutionError("verification_digest must be a lowercase sha-256 digest");
-  }
-  auto& engine = *parts_->engine;
-  ExclusiveFileLock execution_lock(execution_lock_path(parts_->journal_path, action),
-                                   kExecutionLockTimeout);
-
-  auto report = [&](bool claim_was_new, std::optional<engine::Transition> transition) {
-    return ActivationExecutionReport{"applied",
-                                     claim_was_new,
-                                     true,
-                                     binding.binding_digest(),
-                                     verification,
-                                     observed_material,
-                                     std::move(transition)};
-  };
-
-  auto status = activation_status(action);
-  if (status.claimed && status.execution_binding_digest != binding.binding_digest()) {
-    throw ActivationExecutionError("durable activation claim names a different target");
-  }
-  if (status.settled) {
-    if (!status.outcome_digest) {
-      throw ActivationExecutionError("settled activation has no durable outcome");
-    }
-    return report(false, std::nullopt);
-  }
-  bool claim_was_new = false;
-  if (!status.claimed) {
-    try {
-      engine.authorize_activation(action, binding, std::string(expected_host_descriptor_digest));
-      claim_was_new = true;
-    } catch (const engine::ActivationActionAlreadyClaimed&) {
-      claim_was_new = false;  // another owner claimed it first: continue from its claim
-    }
-    status = activation_status(action);
-    if (!status.claimed || status.execution_binding_digest != binding.binding_digest()) {
-      throw ActivationExecutionError("activation claim was not durably bound");
-    }
-  }
-
-  engine::SettlementGuard guard;
-  if (status.outcome_recorded) {
-    if (!status.outcome_digest) {
-      throw ActivationExecutionError("recorded activation outcome has no digest");
-    }
-    guard.authority = engine::ExecutionAuthority::kActivation;
-    guard.action_id = action.action_id();
-    guard.action_content_digest = action.content_digest();
-    guard.mode = engine::GuardMode::kApplied;
-    guard.execution_outcome_digest = status.outcome_digest;
-  } else {
-    guard = engine.record_activation_outcome(action, binding, observed_material, verification);
-  }
-  const auto observed_at = activation_status(action).observed_at;
-  if (!observed_at) {
-    throw ActivationExecutionError("durable activation outcome has no observation time");
-  }
-
-  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
-    const auto current = activation_status(action);
-    if (current.settled) return report(claim_was_new, std::nullopt);
-    const auto head = engine.snapshot(action.scope().stream_id());
-    const auto& expected_state = action.verification().at("expected_state");
-    engine::EngineEvent::Fields receipt{
-        .event_id = "ctx-activation-receipt-" + *guard.execution_outcome_digest,
-        .kind = "ActionApplied",
-        .scope = action.scope(),
-        .expected_revision = head.revision,
-        .occurred_at = *observed_at,
-        .payload = {{"action_id", action.action_id()},
-                    {"action_kind", action.kind()},
-                    {"action_content_digest", action.content_digest()},
-                    {"action_precondition_revision", action.precondition_revision()},
-                    {"verification",
-                     {{"schema", engine::kMaterialReceiptSchemaV3},
-                      {"host_state", expected_state},
-                      {"capability_id", action.entity_id().value_or("")},
-                      {"capability_kind", action.payload().at("capability_kind")},
-                      {"catalog_identity", action.payload().at("catalog_identity")},
-                      {"material_identity", action.payload().at("material_identity")},
-                      {"authorized_material", action.payload().at("authorized_material")}}}},
-        .privacy = action.privacy(),
-        .correlation_id = action.plan_id(),
-        .causation_id = action.action_id()};
-    try {
-      auto transition = engine.process_activation_receipt(
-          engine::EngineEvent::create(std::move(receipt)), guard);
-      return report(claim_was_new, std::move(transition));
-    } catch (const engine::RevisionConflict&) {
-      continue;  // the head moved under us: re-read and settle again
-    }
-  }
-  throw ActivationExecutionError("activation receipt settlement remained contended");
+  const detail::ActivationActuators actuators{*parts_->engine, parts_->activation.get(),
+                                              parts_->journal_path};
+  return detail::execute_activation(actuators, action, binding, expected_host_descriptor_digest,
+                                    verification_digest);
 }
 
 PreparedManagedQuery prepare_managed_query(EngineComposition& composition,

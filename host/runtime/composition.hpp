@@ -6,14 +6,14 @@
 // Thread-safety: every public call holds one re-entrant lock, so a composition may be shared
 // between threads; two compositions on the same journal file race through the journal's
 // optimistic revisions (one wins, the other gets RevisionConflict). Process-bound: a composition
-// used from a forked child throws ("forked process").
+// used from a forked child throws ("forked process"), and one destroyed in a forked child leaves
+// the SQLite handles and files it inherited untouched (they belong to the parent).
 #ifndef CTX_HOST_RUNTIME_COMPOSITION_HPP_
 #define CTX_HOST_RUNTIME_COMPOSITION_HPP_
 
 #include <sys/types.h>
 
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,14 +21,13 @@
 #include <string_view>
 
 #include "host/core/time.hpp"
+#include "host/engine/claim_store.hpp"
+#include "host/engine/journal_store.hpp"
+#include "host/engine/ports/installer_port.hpp"
 #include "host/runtime/activation_execution.hpp"
 #include "host/runtime/engine_snapshot.hpp"
 #include "host/runtime/managed_query.hpp"
 #include "host/runtime/planning_ports.hpp"
-
-namespace ctx::testing {
-class EngineCompositionPeer;
-}  // namespace ctx::testing
 
 namespace ctx::runtime {
 
@@ -52,11 +51,21 @@ struct EngineCompositionOptions {
   std::filesystem::path benefit_audit_path;                // SQLite benefit audit
   std::shared_ptr<MaterialPort> material_port;             // may be null: no load authority
   std::shared_ptr<InstallBundlePort> install_bundle_port;  // may be null: no install authority
+  // The activation actuator execute_activation calls: in production the installer plugin
+  // (activation_port_from_registry), in tests a double. May be null: no activation authority.
+  std::shared_ptr<engine::ActivationPort> activation_port;
   std::string planner_version = std::string(kDefaultRuntimePlannerVersion);
-  // Host-authenticated one-shot guard for interactive install decisions; may be empty.
+  // Host-authenticated one-shot guard for interactive install decisions; may be empty. It must be
+  // idempotent for a committed reservation: an identical retry of a committed decision enters
+  // it again and settles it (how a crash between commit and settlement is recovered).
   InteractiveInstallDecisionGuard interactive_install_decision_guard;
   // Trusted clock for authority checks; null means the system clock.
   std::shared_ptr<const core::Clock> trusted_clock;
+  // Journal and claim ports already open on journal_path (both or neither; typically one
+  // store::SqliteJournalStore, or a wrapper around it that injects faults). Null: the
+  // composition opens store::SqliteJournalStore on journal_path with trusted_clock itself.
+  std::shared_ptr<engine::JournalStore> journal_store;
+  std::shared_ptr<engine::ClaimStore> claim_store;
 };
 
 class EngineComposition final {
@@ -99,8 +108,12 @@ class EngineComposition final {
   PreparedManagedQuery reopen_managed_query(
       const engine::ScopeRef& scope, const std::optional<std::string>& expected_plan_id = {});
 
-  // Claims, records the applied outcome of, and settles one exact pending ActivateCapability
-  // (runtime spec §6.4); idempotent and crash-recovering. Errors: ActivationExecutionError, the
+  // Claims one exact pending ActivateCapability, activates it through the activation port, records
+  // what the installer observed and settles it with an ActionApplied receipt (runtime spec §6.4,
+  // activation_execution.hpp). Idempotent and crash-recovering: re-entry after a crash at any
+  // step ends in exactly one outcome; a claim without an outcome asks the port's reconcile.
+  // "failed" and "indeterminate" observations are reported and leave the claim open.
+  // Errors: ActivationExecutionError ("no activation actuator", "different target", ...), the
   // engine's claim/outcome errors.
   ActivationExecutionReport execute_activation(const engine::HostAction& action,
                                                const engine::InstallExecutionBinding& binding,
@@ -113,7 +126,6 @@ class EngineComposition final {
 
  private:
   friend std::unique_ptr<EngineComposition> open_engine_composition(EngineCompositionOptions);
-  friend class ::ctx::testing::EngineCompositionPeer;  // test-only engine seams
 
   explicit EngineComposition(std::unique_ptr<detail::CompositionParts> parts);
 
@@ -122,7 +134,6 @@ class EngineComposition final {
                                                 const std::optional<std::string>& expected);
   void validate_managed_advance_events(const engine::EngineEvent& session_started,
                                        const engine::EngineEvent& planning_observed) const;
-  engine::ActivationExecutionStatus activation_status(const engine::HostAction& action);
 
   mutable std::recursive_mutex mutex_;
   std::unique_ptr<detail::CompositionParts> parts_;
@@ -130,10 +141,6 @@ class EngineComposition final {
   std::string planner_version_;
   pid_t owner_pid_;
   bool closed_ = false;
-  // Test seam (set only through ctx::testing::EngineCompositionPeer): replaces the activation
-  // status read used by execute_activation.
-  std::function<engine::ActivationExecutionStatus(const engine::HostAction&)>
-      activation_status_override_;
 };
 
 // Opens one composition (§1.2): checks the inputs, pins the material and install-bundle ports,

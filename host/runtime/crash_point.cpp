@@ -1,6 +1,10 @@
 #include "host/runtime/crash_point.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -14,6 +18,7 @@ struct ArmedPoint {
   int skip = 0;
   int hits = 0;
   bool fired = false;
+  CrashMode mode = CrashMode::kThrow;
 };
 
 struct Registry {
@@ -41,14 +46,19 @@ void crash_point(std::string_view name) {
   ++it->second.hits;
   if (it->second.hits <= it->second.skip) return;
   it->second.fired = true;
+  if (it->second.mode == CrashMode::kKill) {
+    ::kill(::getpid(), SIGKILL);
+    std::abort();  // not reached: SIGKILL cannot be caught
+  }
   throw SimulatedCrash(std::string(name));
 }
 
-CrashPointArmed::CrashPointArmed(std::string name, int skip) : name_(std::move(name)) {
+CrashPointArmed::CrashPointArmed(std::string_view name, int skip, CrashMode mode)
+    : name_(name) {
   CTX_CHECK(skip >= 0);
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  bool inserted = r.points.emplace(name_, ArmedPoint{skip, 0, false}).second;
+  bool inserted = r.points.emplace(name_, ArmedPoint{skip, 0, false, mode}).second;
   CTX_CHECK(inserted);
   r.armed.fetch_add(1, std::memory_order_release);
 }

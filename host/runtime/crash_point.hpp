@@ -1,22 +1,43 @@
-// Named crash points: a seam for crash tests. Runtime code calls crash_point("name") at every
-// durable step; it does nothing unless a test armed that name with CrashPointArmed, in which
-// case it throws SimulatedCrash — deliberately NOT a ctx::Error, so no domain error handler
-// swallows it and the step is abandoned exactly as a process death would leave it (no
-// compensating writes). Thread-safe.
+// Named crash points: a seam for crash tests. Runtime code calls crash_point(name) at every
+// durable step, naming it with one of the constants in ctx::runtime::crash_points below; the call
+// does nothing unless a test armed that name with CrashPointArmed. Armed, it either throws
+// SimulatedCrash — deliberately no std::exception and no ctx::Error, so no domain or library
+// handler swallows it and the step is abandoned exactly as a process death would leave it (no
+// compensating writes) — or kills the process with SIGKILL (CrashMode::kKill, for fork tests).
+// Thread-safe.
 #ifndef CTX_HOST_RUNTIME_CRASH_POINT_HPP_
 #define CTX_HOST_RUNTIME_CRASH_POINT_HPP_
 
-#include <exception>
+#include <array>
 #include <string>
 #include <string_view>
 
 namespace ctx::runtime {
 
-// Thrown by an armed crash point. Carries the point's name.
-class SimulatedCrash : public std::exception {
+// Every durable step of the runtime that a crash test must be able to interrupt. Each name is
+// armed by at least one test that crashes there and recovers (tests/host/runtime).
+namespace crash_points {
+// The activation claim is durable (claimed by this call or found claimed); nothing observed.
+inline constexpr std::string_view kAfterActivationClaim = "runtime.activation.after-claim";
+// The installer's applied observation is recorded as the durable outcome; no receipt yet.
+inline constexpr std::string_view kAfterActivationOutcome = "runtime.activation.after-outcome";
+// The ActionApplied receipt and its claim settlement are committed; the report is not returned.
+inline constexpr std::string_view kAfterActivationReceipt = "runtime.activation.after-receipt";
+// An interactive decision is committed; the host's decision guard is not settled yet.
+inline constexpr std::string_view kBeforeDecisionSettlement =
+    "runtime.decision.before-guard-settlement";
+
+inline constexpr std::array<std::string_view, 4> kAll = {
+    kAfterActivationClaim, kAfterActivationOutcome, kAfterActivationReceipt,
+    kBeforeDecisionSettlement};
+}  // namespace crash_points
+
+// Thrown by an armed crash point in CrashMode::kThrow. Carries the point's name. Not derived
+// from std::exception on purpose (see the file comment): only a test's explicit catch sees it.
+class SimulatedCrash {
  public:
   explicit SimulatedCrash(std::string name);
-  const char* what() const noexcept override { return message_.c_str(); }
+  const char* what() const noexcept { return message_.c_str(); }
   const std::string& name() const noexcept { return name_; }
 
  private:
@@ -24,16 +45,22 @@ class SimulatedCrash : public std::exception {
   std::string message_;
 };
 
-// Throws SimulatedCrash if `name` is armed (and its skip count is used up); otherwise returns.
+// What an armed point does when it fires.
+enum class CrashMode : int {
+  kThrow = 1,  // throw SimulatedCrash
+  kKill = 2,   // SIGKILL the calling process: no unwinding, no destructors, no flushes
+};
+
+// Fires if `name` is armed (and its skip count is used up); otherwise returns.
 // Cheap when nothing is armed (one atomic load).
 void crash_point(std::string_view name);
 
-// Arms `name` for its lifetime: the point lets the first `skip` hits pass, then throws once and
+// Arms `name` for its lifetime: the point lets the first `skip` hits pass, then fires once and
 // disarms itself (a process dies once; the recovering code must not crash again). Arming a
 // name that is already armed is a bug (CTX_CHECK). Not copyable or movable.
 class CrashPointArmed {
  public:
-  explicit CrashPointArmed(std::string name, int skip = 0);
+  explicit CrashPointArmed(std::string_view name, int skip = 0, CrashMode mode = CrashMode::kThrow);
   ~CrashPointArmed();
   CrashPointArmed(const CrashPointArmed&) = delete;
   CrashPointArmed& operator=(const CrashPointArmed&) = delete;

@@ -1,6 +1,8 @@
 #include "plugins/common/json_input.hpp"
 
 #include <ctx/sdk/error.hpp>
+
+#include "plugins/common/bytes.hpp"
 #include <set>
 #include <vector>
 
@@ -90,5 +92,15 @@ const Json& require_object(const Json& object, std::string_view key, std::string
 }
 
 std::string dump(const Json& value) { return value.dump(); }
+
+std::string material_identity_digest(std::string_view capability_id,
+                                     std::string_view content_sha256, std::uint64_t content_bytes) {
+  const Json identity = {{"capability_id", capability_id},
+                         {"content_bytes", content_bytes},
+                         {"content_sha256", content_sha256},
+                         {"kind", capability_id.substr(0, capability_id.find(':'))},
+                         {"schema", "ctx.material-identity-v2"}};
+  return sha256_hex(identity.dump(-1, ' ', /*ensure_ascii=*/true));
+}
 
 }  // namespace ctx::plugin_common

@@ -37,6 +37,12 @@ const Json& require_object(const Json& object, std::string_view key, std::string
 // Compact serialisation with sorted keys (nlohmann's object order) and no spaces.
 std::string dump(const Json& value);
 
+// The MaterialIdentity digest an installer reports (plugin_abi.h, "Material identity"): sha-256
+// of the canonical ASCII JSON {capability_id, content_bytes, content_sha256, kind (the id up to
+// its first ':'), schema "ctx.material-identity-v2"}.
+std::string material_identity_digest(std::string_view capability_id,
+                                     std::string_view content_sha256, std::uint64_t content_bytes);
+
 }  // namespace ctx::plugin_common
 
 #endif  // CTX_PLUGINS_COMMON_JSON_INPUT_HPP_

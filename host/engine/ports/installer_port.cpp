@@ -2,8 +2,12 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 
 #include <ctx/sdk/error.hpp>
+
+#include "host/core/error.hpp"
+#include "host/engine/lexical.hpp"
 
 namespace ctx::engine {
 namespace {
@@ -17,6 +21,68 @@ T unsigned_field(const core::Json& value, const char* name) {
                           "\" must be an unsigned integer");
   }
   return static_cast<T>(it->get<std::uint64_t>());
+}
+
+std::optional<std::string> digest_field(const core::Json& object, const char* name) {
+  const auto it = object.find(name);
+  if (it == object.end() || !it->is_string() || !is_digest(it->get<std::string>())) {
+    return std::nullopt;
+  }
+  return it->get<std::string>();
+}
+
+ActivationObservation indeterminate(std::string reason) {
+  return ActivationObservation{ActivationResult::kIndeterminate, std::nullopt, std::nullopt,
+                               std::move(reason)};
+}
+
+ActivationObservation failed(std::string reason) {
+  return ActivationObservation{ActivationResult::kFailed, std::nullopt, std::nullopt,
+                               std::move(reason)};
+}
+
+// Applied, with the material digest under `material_key` and "verification_digest" of `object`;
+// indeterminate when either is missing or not a digest.
+ActivationObservation applied_from(const core::Json& object, const char* material_key) {
+  auto observed = digest_field(object, material_key);
+  auto verification = digest_field(object, "verification_digest");
+  if (!observed || !verification) {
+    return indeterminate("installer reply lacks its material or verification digest");
+  }
+  return {ActivationResult::kApplied, std::move(observed), std::move(verification), ""};
+}
+
+// An activate reply: {"outcome", "observed_material_identity_digest", "verification_digest"}.
+ActivationObservation from_activate_reply(const core::Json& reply) {
+  if (!reply.is_object() || !reply.contains("outcome") || !reply["outcome"].is_string()) {
+    return indeterminate("installer reply has no outcome");
+  }
+  const std::string outcome = reply["outcome"].get<std::string>();
+  if (outcome == "failed") return failed("installer reported the activation failed");
+  if (outcome != "applied") return indeterminate("installer reported an indeterminate activation");
+  return applied_from(reply, "observed_material_identity_digest");
+}
+
+// One capability of a reconcile reply: {"capability_id", "active",
+// "active_material_identity_digest", "verification_digest", ...}.
+ActivationObservation from_reconcile_reply(const core::Json& reply,
+                                           const ActivationRequest& request) {
+  if (!reply.is_object() || !reply.contains("capabilities") || !reply["capabilities"].is_array()) {
+    return indeterminate("installer reconcile reply has no capabilities");
+  }
+  for (const core::Json& item : reply["capabilities"]) {
+    if (!item.is_object() || item.value("capability_id", core::Json()) !=
+                                 request.material.capability_id()) {
+      continue;
+    }
+    const auto active = item.find("active");
+    if (active == item.end() || !active->is_boolean()) {
+      return indeterminate("installer reconcile reply has no active flag");
+    }
+    if (!active->get<bool>()) return failed("installer reports the material is not active");
+    return applied_from(item, "active_material_identity_digest");
+  }
+  return indeterminate("installer reconcile reply does not list the capability");
 }
 
 }  // namespace
@@ -41,6 +107,45 @@ TargetIdentity TargetIdentity::from_json(const core::Json& value) {
   }
   identity.path = path->get<std::string>();
   return identity;
+}
+
+const char* activation_result_name(ActivationResult result) noexcept {
+  static constexpr const char* kNames[] = {"applied", "failed", "indeterminate"};
+  const int index = static_cast<int>(result) - 1;
+  return index >= 0 && index < 3 ? kNames[index] : "indeterminate";
+}
+
+core::Json ActivationRequest::to_json() const {
+  return core::Json{{"capability_id", material.capability_id()},
+                    {"content_bytes", material.content_bytes()},
+                    {"content_sha256", material.content_sha256()},
+                    {"kind", material.kind()},
+                    {"material_identity_digest", material.identity_digest()}};
+}
+
+InstallerActivation::InstallerActivation(std::shared_ptr<InstallerPort> installer)
+    : installer_(std::move(installer)) {
+  CTX_CHECK(installer_ != nullptr);
+}
+
+ActivationObservation InstallerActivation::activate(const ActivationRequest& request) {
+  return from_activate_reply(installer_->activate(request.to_json()));
+}
+
+ActivationObservation InstallerActivation::deactivate(const ActivationRequest& request) {
+  const core::Json reply = installer_->deactivate(request.to_json());
+  if (reply.is_object() && reply.value("outcome", core::Json()) == "applied") {
+    return ActivationObservation{ActivationResult::kApplied, std::nullopt, std::nullopt, ""};
+  }
+  if (reply.is_object() && reply.value("outcome", core::Json()) == "failed") {
+    return failed("installer reported the deactivation failed");
+  }
+  return indeterminate("installer reported an indeterminate deactivation");
+}
+
+ActivationObservation InstallerActivation::reconcile(const ActivationRequest& request) {
+  const core::Json query = {{"capabilities", core::Json::array({request.to_json()})}};
+  return from_reconcile_reply(installer_->reconcile(query), request);
 }
 
 }  // namespace ctx::engine

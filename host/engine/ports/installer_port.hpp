@@ -1,13 +1,18 @@
-// InstallerPort: the engine's view of an installer driver, plus TargetIdentity, the identity of
-// the install root that every install/activation binding captures.
-// Thread-safety: implementations serialise their own calls; TargetIdentity is a plain value.
+// InstallerPort: the engine's view of an installer driver (its JSON contract, plugin_abi.h), plus
+// TargetIdentity, the identity of the install root that every install/activation binding
+// captures, and ActivationPort, the typed activate / deactivate / reconcile view the runtime's
+// activation execution calls (InstallerActivation adapts an InstallerPort to it).
+// Thread-safety: implementations serialise their own calls; the structs are plain values.
 #ifndef CTX_HOST_ENGINE_PORTS_INSTALLER_PORT_HPP_
 #define CTX_HOST_ENGINE_PORTS_INSTALLER_PORT_HPP_
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "host/core/canonical_json.hpp"
+#include "host/engine/identities.hpp"
 
 namespace ctx::engine {
 
@@ -52,6 +57,71 @@ class InstallerPort {
 
   // Digest that pins the exact driver (a plugin's identity digest); recorded in bindings.
   virtual std::string identity_digest() const = 0;
+};
+
+// ---- Activation -----------------------------------------------------------------------------
+
+// What an installer observed for one activation. Persisted names: "applied", "failed",
+// "indeterminate" (activation_result_name); never renumber.
+//   applied: the exact material is active now (observed material + verification digest given);
+//   failed: the installer verified that it is not active (e.g. the material is not installed);
+//   indeterminate: no trustworthy observation (error, conflicting material, malformed reply).
+enum class ActivationResult : int { kApplied = 1, kFailed = 2, kIndeterminate = 3 };
+
+const char* activation_result_name(ActivationResult result) noexcept;
+
+// One capability's authorised material, as an activation request names it.
+struct ActivationRequest {
+  MaterialIdentity material;
+
+  // {"capability_id", "content_bytes", "content_sha256", "kind", "material_identity_digest"}:
+  // the installer activate / deactivate request, and one entry of a reconcile request.
+  core::Json to_json() const;
+};
+
+struct ActivationObservation {
+  ActivationResult result = ActivationResult::kIndeterminate;
+  // The MaterialIdentity digest of what is active (applied only; plugin_abi.h states the schema).
+  std::optional<std::string> observed_material_identity_digest;
+  // The installer's digest of what it verified (applied only).
+  std::optional<std::string> verification_digest;
+  // Why it is not applied; a short fixed phrase, never a path or content.
+  std::string reason;
+
+  friend bool operator==(const ActivationObservation&, const ActivationObservation&) = default;
+};
+
+// The engine's activation actuator: in production the installer plugin (InstallerActivation over
+// plugins::AbiInstaller), in tests a double. Implementations never throw for "not applied": they
+// report kFailed / kIndeterminate. Errors: ctx::Error when the driver cannot be called at all
+// (callers treat it as indeterminate).
+//   activate:   makes `request.material` the active material of its capability; returns what
+//               it verified.
+//   deactivate: deactivates the capability; kApplied when it is (now) inactive.
+//   reconcile:  what is active now, changing nothing (crash recovery): kApplied when exactly
+//               `request.material` is active, kFailed when it verifiably is not, else
+//               kIndeterminate.
+class ActivationPort {
+ public:
+  virtual ~ActivationPort() = default;
+  [[nodiscard]] virtual ActivationObservation activate(const ActivationRequest& request) = 0;
+  [[nodiscard]] virtual ActivationObservation deactivate(const ActivationRequest& request) = 0;
+  [[nodiscard]] virtual ActivationObservation reconcile(const ActivationRequest& request) = 0;
+};
+
+// ActivationPort over an InstallerPort's JSON contract (plugin_abi.h, ctx_installer_ops). A reply
+// that does not follow the contract reads as kIndeterminate, never as applied.
+class InstallerActivation final : public ActivationPort {
+ public:
+  // REQUIRES: installer != nullptr.
+  explicit InstallerActivation(std::shared_ptr<InstallerPort> installer);
+
+  ActivationObservation activate(const ActivationRequest& request) override;
+  ActivationObservation deactivate(const ActivationRequest& request) override;
+  ActivationObservation reconcile(const ActivationRequest& request) override;
+
+ private:
+  std::shared_ptr<InstallerPort> installer_;
 };
 
 }  // namespace ctx::engine

@@ -1,5 +1,8 @@
 #include "host/runtime/detail/composition_parts.hpp"
 
+#include "host/runtime/crash_point.hpp"
+
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -26,15 +29,44 @@ engine::DecisionPlanner decision_planner(const planning::CapabilityPlanner& plan
   };
 }
 
+// The host's interactive decision guard with the settlement crash point between the engine's
+// commit and the host's settlement.
+engine::InteractiveInstallDecisionGuard with_settlement_crash_point(
+    engine::InteractiveInstallDecisionGuard host_guard) {
+  if (!host_guard) return host_guard;
+  return [host = std::move(host_guard)](
+             const engine::InteractiveInstallDecisionReservation& reservation) {
+    std::function<void()> settle = host(reservation);
+    return std::function<void()>([settle = std::move(settle)] {
+      crash_point(crash_points::kBeforeDecisionSettlement);
+      if (settle) settle();
+    });
+  };
+}
+
 }  // namespace
+
+engine::JournalStore& CompositionParts::journal_port() const {
+  if (injected_journal) return *injected_journal;
+  return *journal;
+}
+
+engine::ClaimStore* CompositionParts::claim_port() const {
+  if (injected_claims) return injected_claims.get();
+  return journal.get();
+}
 
 std::unique_ptr<CompositionParts> CompositionParts::open(EngineCompositionOptions options) {
   if (!options.net_benefit_policy) throw InvalidArgument("net_benefit_policy is required");
+  if (static_cast<bool>(options.journal_store) != static_cast<bool>(options.claim_store)) {
+    throw InvalidArgument("journal_store and claim_store must be given together");
+  }
   auto parts = std::make_unique<CompositionParts>();
   parts->journal_path = options.journal_path;
   parts->facts = std::move(options.benefit_facts_port);
   parts->material = std::move(options.material_port);
   parts->install = std::move(options.install_bundle_port);
+  parts->activation = std::move(options.activation_port);
   parts->clock = std::move(options.trusted_clock);
   const core::Clock& clock = parts->clock ? *parts->clock : kSystemClock;
   // The pinned graph artifact and the audit store come first: a graph that fails its pin (or
@@ -47,18 +79,26 @@ std::unique_ptr<CompositionParts> CompositionParts::open(EngineCompositionOption
                                         options.catalog_namespace_digest},
       *options.net_benefit_policy, *parts->graph, *parts->facts, parts->material.get(),
       parts->install.get(), *parts->audit);
-  parts->journal = std::make_unique<store::SqliteJournalStore>(options.journal_path, clock);
+  if (options.journal_store) {
+    parts->injected_journal = std::move(options.journal_store);
+    parts->injected_claims = std::move(options.claim_store);
+  } else {
+    parts->journal = std::make_unique<store::SqliteJournalStore>(options.journal_path, clock);
+  }
   parts->engine = std::make_unique<engine::Engine>(
-      *parts->journal, parts->journal.get(), clock,
-      engine::EnginePorts{std::move(options.observation_normalizer),
-                          decision_planner(*parts->planner),
-                          std::move(options.interactive_install_decision_guard)});
+      parts->journal_port(), parts->claim_port(), clock,
+      engine::EnginePorts{
+          std::move(options.observation_normalizer), decision_planner(*parts->planner),
+          with_settlement_crash_point(std::move(options.interactive_install_decision_guard))});
   return parts;
 }
 
 void CompositionParts::release() noexcept {
   engine.reset();
   journal.reset();
+  injected_claims.reset();
+  injected_journal.reset();
+  activation.reset();
   planner.reset();
   audit.reset();
   graph.reset();

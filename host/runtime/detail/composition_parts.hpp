@@ -23,15 +23,22 @@ struct CompositionParts {
   // Releases the engine, journal, planner, audit store and graph snapshot (idempotent).
   void release() noexcept;
 
+  // The journal and claim ports the engine uses: the injected ones, else `journal`.
+  engine::JournalStore& journal_port() const;
+  engine::ClaimStore* claim_port() const;
+
   std::filesystem::path journal_path;
   std::shared_ptr<planning::BenefitFactsPort> facts;
   std::shared_ptr<planning::MaterialPort> material;
   std::shared_ptr<planning::InstallBundlePort> install;
+  std::shared_ptr<engine::ActivationPort> activation;
   std::shared_ptr<const core::Clock> clock;
   std::unique_ptr<store::GraphStore> graph;
   std::unique_ptr<store::SqliteBenefitAuditStore> audit;
   std::unique_ptr<planning::CapabilityPlanner> planner;
-  std::unique_ptr<store::SqliteJournalStore> journal;
+  std::unique_ptr<store::SqliteJournalStore> journal;  // null when ports were injected
+  std::shared_ptr<engine::JournalStore> injected_journal;
+  std::shared_ptr<engine::ClaimStore> injected_claims;
   std::unique_ptr<engine::Engine> engine;
 };
 

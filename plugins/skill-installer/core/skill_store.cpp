@@ -130,6 +130,16 @@ std::string verification_digest(const std::string& capability_id, const std::str
   return pc::sha256_hex(pc::dump(record));
 }
 
+std::string activation_verification_digest(const std::string& capability_id,
+                                          const std::string& material, const std::string& hex) {
+  return pc::sha256_hex(pc::dump({{"capability_id", capability_id},
+                                  {"material_identity_digest", material},
+                                  {"object", "sha256/" + hex},
+                                  {"schema", kActivationVerificationSchema}}));
+}
+
+using pc::material_identity_digest;
+
 }  // namespace
 
 std::string skill_name(std::string_view capability_id) {
@@ -202,13 +212,14 @@ void SkillStore::require_same_root() const {
   }
 }
 
-std::string SkillStore::hash_object(const std::string& hex) const {
+SkillStore::Object SkillStore::read_object(const std::string& hex) const {
   const auto file = open_optional(objects_fd_.get(), hex, O_RDONLY | O_NOFOLLOW);
   if (!file) return {};
   struct stat st {};
   if (::fstat(file->get(), &st) != 0) throw_os("stat an object");
   if (!S_ISREG(st.st_mode)) return {};
-  return pc::sha256_hex(read_all(file->get()));
+  const std::string bytes = read_all(file->get());
+  return Object{pc::sha256_hex(bytes), bytes.size()};
 }
 
 Json SkillStore::install(std::string_view request_json) {
@@ -224,9 +235,11 @@ Json SkillStore::install(std::string_view request_json) {
   }
   const std::string content = text ? *text : pc::from_base64(*base64, "install request content");
 
+  const std::string received = pc::sha256_hex(content);
   Json reply = {{"capability_id", capability_id},
-                {"observed_material_identity_digest", pc::sha256_hex(content)}};
-  if (reply["observed_material_identity_digest"] != expected) {
+                {"observed_material_identity_digest",
+                 material_identity_digest(capability_id, received, content.size())}};
+  if (received != expected) {
     reply["outcome"] = "failed";
     reply["reason"] = "content digest mismatch";
     return reply;
@@ -255,7 +268,8 @@ Json SkillStore::activate(std::string_view request_json) {
 
   Json reply = {{"capability_id", capability_id}};
   require_same_root();
-  if (hash_object(hex) != hex) {
+  const Object object = read_object(hex);
+  if (object.sha256 != hex) {
     reply["outcome"] = "failed";
     reply["reason"] = "material is not installed";
     return reply;
@@ -270,8 +284,11 @@ Json SkillStore::activate(std::string_view request_json) {
   }
   fsync_or_throw(dir.get(), "the skill directory");
   fsync_or_throw(active_fd_.get(), "the active directory");
+  const std::string material = material_identity_digest(capability_id, hex, object.bytes);
   reply["outcome"] = "applied";
   reply["active_sha256"] = hex;
+  reply["observed_material_identity_digest"] = material;
+  reply["verification_digest"] = activation_verification_digest(capability_id, material, hex);
   return reply;
 }
 
@@ -315,17 +332,27 @@ Json SkillStore::reconcile(std::string_view request_json) const {
 
     const bool installed = hash_object(hex) == hex;
     Json active_sha256 = nullptr;
+    Json active_material = nullptr;
     if (const auto dir =
             open_optional(active_fd_.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) {
       if (const auto file = open_optional(dir->get(), kSkillFile, O_RDONLY)) {
-        active_sha256 = pc::sha256_hex(read_all(file->get()));
+        const std::string bytes = read_all(file->get());
+        active_sha256 = pc::sha256_hex(bytes);
+        active_material = material_identity_digest(capability_id, active_sha256.get<std::string>(),
+                                                   bytes.size());
       }
     }
-    states.push_back({{"capability_id", capability_id},
-                      {"content_sha256", hex},
-                      {"installed", installed},
-                      {"active", installed && active_sha256 == hex},
-                      {"active_sha256", active_sha256}});
+    const bool active = installed && active_sha256 == hex;
+    states.push_back(
+        {{"capability_id", capability_id},
+         {"content_sha256", hex},
+         {"installed", installed},
+         {"active", active},
+         {"active_sha256", active_sha256},
+         {"active_material_identity_digest", active_material},
+         {"verification_digest",
+          active ? Json(activation_verification_digest(capability_id, active_material, hex))
+                 : Json(nullptr)}});
   }
   return Json{{"capabilities", states}};
 }

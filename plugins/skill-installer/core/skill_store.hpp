@@ -14,19 +14,26 @@
 //   install  {"capability_id": "skill:<name>", "content": "<utf-8>" | "content_base64": "<b64>",
 //             "content_sha256": "<hex>"}
 //         -> {"outcome": "applied" | "failed", "capability_id",
-//             "observed_material_identity_digest": <sha256 of the bytes received>,
-//             "verification_digest": <digest of {capability_id, material_sha256 read back from
-//             disk, object, schema}; only when applied>, "reason": <only when failed>}
+//             "observed_material_identity_digest": <MaterialIdentity digest (plugin_abi.h) of the
+//             bytes received>, "verification_digest": <digest of {capability_id, material_sha256
+//             read back from disk, object, schema}; only when applied>, "reason": <only when failed>}
 //   activate   {"capability_id", "content_sha256"}
-//         -> {"outcome": "applied" | "failed", "capability_id", "active_sha256" | "reason"}
+//         -> {"outcome": "applied" | "failed", "capability_id", "active_sha256",
+//             "observed_material_identity_digest": <MaterialIdentity digest of the object now
+//             active>, "verification_digest": <activation verification digest>} | {..., "reason"}
 //   deactivate {"capability_id"} -> {"outcome": "applied", "capability_id", "was_active": bool}
 //   reconcile  {"capabilities": [{"capability_id", "content_sha256"}, ...]}
 //         -> {"capabilities": [{"capability_id", "content_sha256", "installed": bool,
-//             "active": bool, "active_sha256": <hex of what SKILL.md holds> | null}, ...]}
+//             "active": bool, "active_sha256": <hex of what SKILL.md holds> | null,
+//             "active_material_identity_digest": <its MaterialIdentity digest> | null,
+//             "verification_digest": <activation verification digest> | null}, ...]}
+//   activation verification digest: sha256 of the compact JSON {capability_id,
+//   material_identity_digest, object: "sha256/<hex>", schema: kActivationVerificationSchema}.
 //   <name> must match [a-z0-9][a-z0-9._@-]{0,127}; messages never contain paths or content.
 #ifndef CTX_PLUGINS_SKILL_INSTALLER_CORE_SKILL_STORE_HPP_
 #define CTX_PLUGINS_SKILL_INSTALLER_CORE_SKILL_STORE_HPP_
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -37,6 +44,9 @@ using Json = nlohmann::json;
 
 inline constexpr std::string_view kPluginId = "skill-installer";
 inline constexpr std::string_view kVerificationSchema = "ctx.skill-installer.verification.v1";
+inline constexpr std::string_view kActivationVerificationSchema =
+    "ctx.skill-installer.activation-verification.v1";
+
 
 // Returns the skill name of "skill:<name>". Errors: InvalidArgument when the prefix is not
 // "skill:" or the name does not match [a-z0-9][a-z0-9._@-]{0,127}.
@@ -79,8 +89,13 @@ class SkillStore {
 
  private:
   void require_same_root() const;
-  // Hex SHA-256 of the object sha256/<hex>, or empty when it does not exist.
-  std::string hash_object(const std::string& hex) const;
+  // Hex SHA-256 and size of the object sha256/<hex>; sha256 empty when it does not exist.
+  struct Object {
+    std::string sha256;
+    std::uint64_t bytes = 0;
+  };
+  Object read_object(const std::string& hex) const;
+  std::string hash_object(const std::string& hex) const { return read_object(hex).sha256; }
 
   std::string root_;
   FileDescriptor root_fd_;

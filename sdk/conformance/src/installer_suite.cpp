@@ -2,6 +2,7 @@
 // root, using the request contract documented in ctx/conformance/conformance.hpp.
 #include <gtest/gtest.h>
 
+#include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "sdk/conformance/src/plugin_under_test.hpp"
 
@@ -11,6 +12,16 @@ namespace {
 constexpr char kCapability[] = "skill:ctx-conformance";
 constexpr char kBody[] =
     "---\nname: ctx-conformance\ndescription: conformance kit fixture\n---\nSay hello.\n";
+
+// The MaterialIdentity digest plugin_abi.h states, computed here independently of any installer.
+std::string material_identity_digest(const std::string& capability_id, const std::string& bytes) {
+  const Json identity = {{"capability_id", capability_id},
+                         {"content_bytes", bytes.size()},
+                         {"content_sha256", core::sha256_hex(bytes)},
+                         {"kind", capability_id.substr(0, capability_id.find(':'))},
+                         {"schema", "ctx.material-identity-v2"}};
+  return core::canonical_digest(identity, core::Encoding::kAscii);
+}
 
 ctx_bytes bytes_of(const std::string& text) {
   return ctx_bytes{reinterpret_cast<const uint8_t*>(text.data()), text.size()};
@@ -107,20 +118,31 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_FALSE(flag(state, "installed")) << "a fresh root reports the capability installed";
     EXPECT_FALSE(flag(state, "active")) << "a fresh root reports the capability active";
 
+    const std::string material = material_identity_digest(kCapability, kBody);
     const Json installed = installer.install(
         {{"capability_id", kCapability}, {"content", kBody}, {"content_sha256", digest}});
     EXPECT_EQ(installed.value("outcome", ""), "applied");
-    EXPECT_EQ(installed.value("observed_material_identity_digest", ""), digest);
+    EXPECT_EQ(installed.value("observed_material_identity_digest", ""), material)
+        << "install must report the MaterialIdentity digest (plugin_abi.h), not a content hash";
     EXPECT_TRUE(core::is_sha256_hex(installed.value("verification_digest", "")))
         << "an applied install needs a sha-256 \"verification_digest\"";
     state = state_of(installer.reconcile(reconcile));
     EXPECT_TRUE(flag(state, "installed"));
     EXPECT_FALSE(flag(state, "active"));
 
-    EXPECT_EQ(installer.activate(entry).value("outcome", ""), "applied");
+    const Json activated = installer.activate(entry);
+    EXPECT_EQ(activated.value("outcome", ""), "applied");
+    EXPECT_EQ(activated.value("observed_material_identity_digest", ""), material)
+        << "activate must report the MaterialIdentity digest of the active material";
+    EXPECT_TRUE(core::is_sha256_hex(activated.value("verification_digest", "")))
+        << "an applied activation needs a sha-256 \"verification_digest\"";
     state = state_of(installer.reconcile(reconcile));
     EXPECT_TRUE(flag(state, "installed"));
     EXPECT_TRUE(flag(state, "active"));
+    EXPECT_EQ(state.value("active_material_identity_digest", Json()), material)
+        << "reconcile must report the MaterialIdentity digest of the active material";
+    EXPECT_TRUE(core::is_sha256_hex(state.value("verification_digest", "")))
+        << "an active reconcile entry needs a sha-256 \"verification_digest\"";
 
     EXPECT_EQ(installer.deactivate({{"capability_id", kCapability}}).value("outcome", ""),
               "applied");

@@ -11,7 +11,6 @@
 
 #include "host/engine/errors.hpp"
 #include "tests/host/engine/engine_fixtures.hpp"
-#include "tests/host/engine/engine_test_peer.hpp"
 #include "tests/host/engine/fake_claim_journal.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/journal/counting_journal_store.hpp"
@@ -377,15 +376,13 @@ TEST_F(EngineAuthority, ConsentInstallActivationAndRePlanLifecycle) {
   EXPECT_TRUE(engine.install_execution_status(install).claimed);
   EXPECT_FALSE(engine.install_execution_status(install).outcome_recorded);
 
-  // A permit bound to another binding is refused; the right one is consumed once.
+  // An outcome for another binding than the claim's is refused; the claim's binding records it.
   const auto other = InstallExecutionBinding::create(b.driver_id(), b.driver_digest(), sha("h2"), sha("t2"));
-  CTX_EXPECT_THROW(EngineTestPeer::record_install_outcome(
-                       engine, install, b, EngineTestPeer::issue_install_outcome_permit(engine, install, other),
-                       InstallOutcome::kApplied, install_result(kId).identity_digest(), sha("v")),
-                   CtxEngineError, "does not match this action");
-  const auto guard = EngineTestPeer::record_install_outcome(
-      engine, install, b, EngineTestPeer::issue_install_outcome_permit(engine, install, b),
-      InstallOutcome::kApplied, install_result(kId).identity_digest(), sha("v"));
+  CTX_EXPECT_THROW(engine.record_install_outcome(install, other, InstallOutcome::kApplied,
+                                                 install_result(kId).identity_digest(), sha("v")),
+                   InstallExecutionOutcomeConflict, "binding");
+  const auto guard = engine.record_install_outcome(
+      install, b, InstallOutcome::kApplied, install_result(kId).identity_digest(), sha("v"));
   EXPECT_TRUE(engine.install_execution_status(install).outcome_recorded);
 
   const auto installed = engine.process_install_receipt(receipt_event, guard);

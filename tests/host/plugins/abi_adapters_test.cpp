@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "host/core/crypto.hpp"
+#include "host/engine/identities.hpp"
 #include "host/plugins/errors.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
@@ -71,17 +72,28 @@ TEST_F(AbiAdaptersTest, InstallerCarriesJsonBothWays) {
   const std::string digest = core::sha256_hex("fixture skill");
   const core::Json request = {
       {"capability_id", "skill:x"}, {"content", "fixture skill"}, {"content_sha256", digest}};
+  // The installer reports the engine's MaterialIdentity digest (plugin_abi.h), not sha256.
+  const std::string material =
+      engine::MaterialIdentity::create("skill:x", "skill", digest, 13).identity_digest();
   EXPECT_EQ(installer.install(request), (core::Json{{"capability_id", "skill:x"},
-                                                    {"observed_material_identity_digest", digest},
+                                                    {"observed_material_identity_digest", material},
                                                     {"op", "install"},
                                                     {"outcome", "applied"},
                                                     {"verification_digest", digest}}));
   const core::Json entry = {{"capability_id", "skill:x"}, {"content_sha256", digest}};
-  EXPECT_EQ(installer.activate(entry),
-            (core::Json{{"capability_id", "skill:x"}, {"op", "activate"}, {"outcome", "applied"}}));
+  EXPECT_EQ(installer.activate(entry), (core::Json{{"capability_id", "skill:x"},
+                                                   {"observed_material_identity_digest", material},
+                                                   {"op", "activate"},
+                                                   {"outcome", "applied"},
+                                                   {"verification_digest", digest}}));
   EXPECT_EQ(installer.reconcile(core::Json{{"capabilities", core::Json::array({entry})}}),
-            core::Json::parse(R"({"capabilities":[{"active":true,"capability_id":"skill:x",)"
-                              R"("installed":true}],"op":"reconcile"})"));
+            (core::Json{{"capabilities",
+                         {{{"active", true},
+                           {"active_material_identity_digest", material},
+                           {"capability_id", "skill:x"},
+                           {"installed", true},
+                           {"verification_digest", digest}}}},
+                        {"op", "reconcile"}}));
   EXPECT_EQ(
       installer.deactivate(core::Json{{"capability_id", "skill:x"}}),
       (core::Json{{"capability_id", "skill:x"}, {"op", "deactivate"}, {"outcome", "applied"}}));

@@ -1,10 +1,16 @@
-// The crash-point seam: inert unless armed, throws SimulatedCrash (not a ctx::Error) once when
-// armed, honours a skip count, and is safe to hit from many threads.
+// The crash-point seam: inert unless armed, throws SimulatedCrash (no std::exception, no
+// ctx::Error) once when armed, honours a skip count, kills the process in kKill mode, and is
+// safe to hit from many threads.
 #include "host/runtime/crash_point.hpp"
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
+#include <set>
 #include <barrier>
 #include <thread>
 #include <type_traits>
@@ -17,7 +23,8 @@ namespace {
 
 static_assert(!std::is_base_of_v<Error, SimulatedCrash>,
               "a simulated crash must not be caught as a domain error");
-static_assert(std::is_base_of_v<std::exception, SimulatedCrash>);
+static_assert(!std::is_base_of_v<std::exception, SimulatedCrash>,
+              "a simulated crash must not be caught by a catch (const std::exception&) handler");
 static_assert(!std::is_copy_constructible_v<CrashPointArmed>);
 
 TEST(CrashPoint, UnarmedPointsDoNothing) {
@@ -79,6 +86,27 @@ TEST(CrashPoint, ExactlyOneOfManyConcurrentHitsCrashes) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(crashes.load(), 1);
   EXPECT_EQ(armed.hits(), 1);
+}
+
+TEST(CrashPoint, KillModeKillsTheProcessAtThePoint) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    CrashPointArmed armed("kill.point", 1, CrashMode::kKill);
+    crash_point("kill.point");  // skipped
+    crash_point("kill.point");  // dies here
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+TEST(CrashPoint, NamedPointsAreDistinctAndScoped) {
+  std::set<std::string_view> names(crash_points::kAll.begin(), crash_points::kAll.end());
+  EXPECT_EQ(names.size(), crash_points::kAll.size());
+  for (const auto name : crash_points::kAll) EXPECT_EQ(name.substr(0, 8), "runtime.");
 }
 
 }  // namespace

@@ -17,8 +17,11 @@
 
 #include "host/runtime/composition.hpp"
 #include "host/runtime/managed_query.hpp"
+#include "host/runtime/crash_point.hpp"
+#include "tests/support/engine/fake_activation.hpp"
+#include "tests/support/engine/faulty_claim_store.hpp"
 #include "tests/support/engine/managed_query_seed_support.hpp"
-#include "tests/host/engine/engine_test_peer.hpp"
+#include "tests/support/engine/pending_activation.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::runtime {
@@ -27,8 +30,16 @@ namespace {
 namespace fs = std::filesystem;
 using ::ctx::testing::CompositionArgs;
 using ::ctx::testing::digest;
-using ::ctx::testing::EngineCompositionPeer;
 using ::ctx::testing::Facts;
+using ::ctx::testing::FakeActivation;
+using ::ctx::testing::FaultyClaimStore;
+using ::ctx::testing::ActivationOptions;
+using ::ctx::testing::activation_observation;
+using ::ctx::testing::drive_to_pending_activation;
+using ::ctx::testing::host_digest;
+using ::ctx::testing::JournalOwner;
+using ::ctx::testing::PendingActivation;
+using ::ctx::testing::pending_activation_composition;
 using ::ctx::testing::InstallAuthority;
 using ::ctx::testing::MaterialAuthority;
 using ::ctx::testing::ScopedClose;
@@ -84,133 +95,6 @@ template <typename Plan>
 concept ProjectableWithPlanId = requires(const EngineSnapshot& snapshot, const Plan& plan) {
   project_prepared_managed_query_snapshot(snapshot, plan);
 };
-
-// --- the lifecycle prefix shared by the lifecycle and activation seeds -------------------------
-
-struct PendingActivation {
-  engine::EngineEvent session_started;
-  engine::EngineEvent intent_observed;
-  engine::HostAction activation;
-  engine::InstallExecutionBinding binding;
-};
-
-// The body of the seeds' _pending_activation_composition (and of the lifecycle test): plan one
-// install row, desire it, grant consent interactively, install through the engine's exact
-// settlement seam and stop at the pending ActivateCapability.
-PendingActivation drive_to_pending_activation(EngineComposition& composition,
-                                              const std::string& suffix,
-                                              const engine::InstallPlanningBundle& bundle) {
-  auto events = managed_events(composition, suffix);
-  auto session_started = events.first;
-  auto intent_observed = events.second;
-  composition.advance_managed_query(session_started, intent_observed);
-  auto snapshot = composition.snapshot(intent_observed.scope());
-  EXPECT_TRUE(snapshot.state.has_value());
-  const auto& committed = snapshot.state->committed_plan();
-  EXPECT_TRUE(committed.has_value());
-  const auto& capability = committed->capabilities().at(0);
-  const std::string policy_digest = engine::InstallConsentPolicy::safe_default().policy_digest();
-  auto desired = composition.process(replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
-    f.event_id = "event-" + suffix + "-desired";
-    f.kind = "ReassessmentRequested";
-    f.expected_revision = 2;
-    f.payload = {
-        {"owner_id", "owner-" + suffix},
-        {"policy_snapshot_digest", policy_digest},
-        {"desired_capabilities",
-         {{{"capability_id", capability.capability_id()},
-           {"source_digest", capability.source_digest()},
-           {"kind", capability.kind()},
-           {"actionability", capability.actionability()},
-           {"install_descriptor_digest", ::ctx::testing::optional_json(capability.install_descriptor_digest())},
-           {"install_plan_digest", ::ctx::testing::optional_json(capability.install_plan_digest())},
-           {"lease_id", "lease-" + suffix}}}}};
-  }));
-  const auto request = desired.actions().at(0);
-  EXPECT_EQ(request.kind(), "RequestConsent");
-  auto granted = composition.process(replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
-    f.event_id = "event-" + suffix + "-consent-granted";
-    f.kind = "UserDecision";
-    f.expected_revision = 3;
-    f.payload = {{"consent_id", *request.consent_id()},
-                 {"decision", "granted"},
-                 {"decision_basis", "interactive"},
-                 {"policy_snapshot_digest", policy_digest},
-                 {"requested_action_id", request.payload().at("requested_action_id")},
-                 {"requested_action_kind", request.payload().at("requested_action_kind")},
-                 {"requested_action_content_digest",
-                  request.payload().at("requested_action_content_digest")},
-                 {"requested_action_precondition_revision",
-                  request.payload().at("requested_action_precondition_revision")}};
-  }));
-  const auto install = granted.actions().at(0);
-  EXPECT_EQ(install.kind(), "InstallCapability");
-  auto binding = engine::InstallExecutionBinding::create(
-      bundle.descriptor().installer_id(), install.payload().at("installer_digest").get<std::string>(),
-      digest("managed-query-host"), digest("managed-query-target"));
-  auto& engine = EngineCompositionPeer::engine(composition);
-  engine.authorize_install(install, capability, bundle.descriptor(),
-                           composition.catalog_snapshot_digest(), policy_digest, binding);
-  auto install_guard = engine::EngineTestPeer::record_install_outcome(
-      engine, install, binding,
-      engine::EngineTestPeer::issue_install_outcome_permit(engine, install, binding),
-      engine::InstallOutcome::kApplied, bundle.result_material().identity_digest(),
-      digest("managed-query-install-observation"));
-  auto install_status = engine.install_execution_status(install);
-  EXPECT_TRUE(install_status.observed_at.has_value());
-  auto install_receipt = replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
-    f.event_id = "event-" + suffix + "-install-applied";
-    f.kind = "ActionApplied";
-    f.expected_revision = 4;
-    f.occurred_at = *install_status.observed_at;
-    f.payload = {{"action_id", install.action_id()},
-                 {"action_kind", install.kind()},
-                 {"action_content_digest", install.content_digest()},
-                 {"action_precondition_revision", install.precondition_revision()},
-                 {"verification",
-                  {{"schema", engine::kInstallReceiptSchemaV3},
-                   {"host_state", "installed"},
-                   {"capability_id", *install.entity_id()},
-                   {"capability_kind", install.payload().at("capability_kind")},
-                   {"catalog_identity", install.payload().at("catalog_identity")},
-                   {"material_identity", install.payload().at("result_material")},
-                   {"install_plan_descriptor", install.payload().at("install_plan_descriptor")},
-                   {"installer_digest", install.payload().at("installer_digest")},
-                   {"policy_snapshot_digest", install.payload().at("policy_snapshot_digest")}}}};
-  });
-  auto installed = engine.process_install_receipt(install_receipt, install_guard);
-  auto activation = installed.actions().at(0);
-  EXPECT_EQ(activation.kind(), "ActivateCapability");
-  return PendingActivation{session_started, intent_observed, activation, binding};
-}
-
-// The seeds' _pending_activation_composition(tmp_path, suffix=...).
-std::unique_ptr<EngineComposition> pending_activation_composition(const fs::path& tmp,
-                                                                  const std::string& suffix,
-                                                                  std::optional<PendingActivation>* out) {
-  const std::string capability_id = "skill:installed";
-  const std::string installation_snapshot = digest(suffix + "-installation");
-  auto bundle = install_bundle(capability_id, installation_snapshot);
-  CompositionArgs args;
-  args.candidates = {candidate(capability_id, "install", installation_snapshot)};
-  args.install_authority = std::make_shared<InstallAuthority>(
-      installation_snapshot,
-      std::map<std::string, std::optional<engine::InstallPlanningBundle>>{{capability_id, bundle}});
-  args.facts = std::make_shared<Facts>();
-  args.observation_normalizer = normalizer(5);
-  args.interactive_install_decision_guard = true;
-  args.trusted_clock = true;
-  args.suffix = suffix;
-  auto composition = open_composition(tmp, std::move(args));
-  out->emplace(drive_to_pending_activation(*composition, suffix, bundle));
-  return composition;
-}
-
-std::string activation_observation() { return digest("managed-query-activation-observation"); }
-
-std::string host_digest(const engine::EngineEvent& event) {
-  return event.host_descriptor_digest().value_or("");
-}
 
 std::vector<std::string> manual_ids() {
   return {"agent:reviewer", "harness:python-runner", "mcp-server:docs",
@@ -813,24 +697,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_pending_consent_and_effect_before
     ASSERT_TRUE(committed.has_value());
     const auto& capability = committed->capabilities().at(0);
     const std::string policy_digest = engine::InstallConsentPolicy::safe_default().policy_digest();
-    auto desired = composition->process(replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
-      f.event_id = "event-pending-desired";
-      f.kind = "ReassessmentRequested";
-      f.expected_revision = 2;
-      f.payload = {
-          {"owner_id", "owner-pending"},
-          {"policy_snapshot_digest", policy_digest},
-          {"desired_capabilities",
-           {{{"capability_id", capability.capability_id()},
-             {"source_digest", capability.source_digest()},
-             {"kind", capability.kind()},
-             {"actionability", capability.actionability()},
-             {"install_descriptor_digest",
-              ::ctx::testing::optional_json(capability.install_descriptor_digest())},
-             {"install_plan_digest",
-              ::ctx::testing::optional_json(capability.install_plan_digest())},
-             {"lease_id", "lease-pending"}}}}};
-    }));
+    auto desired = composition->process(
+        ::ctx::testing::desire_event(intent_observed, capability, policy_digest, "pending"));
+
     const auto request = desired.actions().at(0);
     EXPECT_EQ(request.kind(), "RequestConsent");
     facts->clear_calls();
@@ -840,21 +709,9 @@ TEST(ManagedQuerySeed, managed_advance_rejects_pending_consent_and_effect_before
                      ManagedQueryError, "settle pending authority");
     EXPECT_EQ(composition->snapshot(intent_observed.scope()), pending_consent);
     EXPECT_TRUE(facts->calls().empty());
-    auto granted = composition->process(replace_event(intent_observed, [&](engine::EngineEvent::Fields& f) {
-      f.event_id = "event-pending-consent-granted";
-      f.kind = "UserDecision";
-      f.expected_revision = 3;
-      f.payload = {{"consent_id", *request.consent_id()},
-                   {"decision", "granted"},
-                   {"decision_basis", "interactive"},
-                   {"policy_snapshot_digest", policy_digest},
-                   {"requested_action_id", request.payload().at("requested_action_id")},
-                   {"requested_action_kind", request.payload().at("requested_action_kind")},
-                   {"requested_action_content_digest",
-                    request.payload().at("requested_action_content_digest")},
-                   {"requested_action_precondition_revision",
-                    request.payload().at("requested_action_precondition_revision")}};
-    }));
+    auto granted = composition->process(::ctx::testing::interactive_grant(
+        {session_started, intent_observed, capability, request, policy_digest}, "pending"));
+
     EXPECT_EQ(granted.actions().at(0).kind(), "InstallCapability");
     const auto pending_effect = composition->snapshot(intent_observed.scope());
     CTX_EXPECT_THROW(composition->advance_managed_query(
@@ -988,12 +845,14 @@ TEST(ManagedQuerySeed, managed_development_preserves_exact_lifecycle_transition_
   args.interactive_install_decision_guard = true;
   args.trusted_clock = true;
   args.suffix = "lifecycle";
+  args.activation_port = std::make_shared<FakeActivation>();
   auto composition = open_composition(tmp.path(), std::move(args));
+  auto owner = ::ctx::testing::open_journal_owner(tmp.path(), "lifecycle");
   std::optional<ManagedAdvanceResult> advanced;
   std::optional<ManagedAdvanceResult> retried;
   {
     ScopedClose scope(*composition);
-    auto pending = drive_to_pending_activation(*composition, "lifecycle", bundle);
+    auto pending = drive_to_pending_activation(*composition, owner->engine, "lifecycle", bundle);
     const auto scope_ref = pending.intent_observed.scope();
     auto applied = composition->execute_activation(pending.activation, pending.binding,
                                                    host_digest(pending.session_started),
@@ -1027,21 +886,15 @@ TEST(ManagedQuerySeed, managed_development_preserves_exact_lifecycle_transition_
 
 TEST(ManagedQuerySeed, execute_activation_recovers_a_recorded_but_unsettled_outcome) {
   TempDir tmp;
-  std::optional<PendingActivation> pending_slot;
-  auto composition = pending_activation_composition(tmp.path(), "rec-outcome", &pending_slot);
-  ASSERT_TRUE(pending_slot.has_value());
-  const PendingActivation& pending = *pending_slot;
+  auto fixture = pending_activation_composition(tmp.path(), "rec-outcome");
+  ASSERT_TRUE(fixture.pending.has_value());
+  const PendingActivation& pending = *fixture.pending;
+  auto& composition = fixture.composition;
   ScopedClose scope(*composition);
-  auto& engine = EngineCompositionPeer::engine(*composition);
+  auto& engine = fixture.owner->engine;
   // Simulate a crash after the durable outcome but before the receipt.
-  engine.authorize_activation(pending.activation, pending.binding,
-                              host_digest(pending.session_started));
-  engine::EngineTestPeer::record_activation_outcome(
-      engine, pending.activation, pending.binding,
-      engine::EngineTestPeer::issue_activation_outcome_permit(engine, pending.activation,
-                                                              pending.binding),
-      pending.activation.payload().at("material_identity").at("identity_digest").get<std::string>(),
-      activation_observation());
+  ASSERT_TRUE(::ctx::testing::crash_execute_activation(*composition, pending,
+                                                       crash_points::kAfterActivationOutcome));
   auto status = engine.activation_execution_status(pending.activation);
   EXPECT_TRUE(status.outcome_recorded);
   EXPECT_FALSE(status.settled);
@@ -1059,15 +912,15 @@ TEST(ManagedQuerySeed, execute_activation_recovers_a_recorded_but_unsettled_outc
 
 TEST(ManagedQuerySeed, execute_activation_recovers_after_a_claim_without_outcome) {
   TempDir tmp;
-  std::optional<PendingActivation> pending_slot;
-  auto composition = pending_activation_composition(tmp.path(), "rec-claim", &pending_slot);
-  ASSERT_TRUE(pending_slot.has_value());
-  const PendingActivation& pending = *pending_slot;
+  auto fixture = pending_activation_composition(tmp.path(), "rec-claim");
+  ASSERT_TRUE(fixture.pending.has_value());
+  const PendingActivation& pending = *fixture.pending;
+  auto& composition = fixture.composition;
   ScopedClose scope(*composition);
-  auto& engine = EngineCompositionPeer::engine(*composition);
+  auto& engine = fixture.owner->engine;
   // Simulate a crash after the durable claim but before the outcome.
-  engine.authorize_activation(pending.activation, pending.binding,
-                              host_digest(pending.session_started));
+  ASSERT_TRUE(::ctx::testing::crash_execute_activation(*composition, pending,
+                                                       crash_points::kAfterActivationClaim));
   auto status = engine.activation_execution_status(pending.activation);
   EXPECT_TRUE(status.claimed);
   EXPECT_FALSE(status.outcome_recorded);
@@ -1083,31 +936,28 @@ TEST(ManagedQuerySeed, execute_activation_recovers_after_a_claim_without_outcome
 
 TEST(ManagedQuerySeed, execute_activation_tolerates_a_lost_claim_race) {
   TempDir tmp;
-  std::optional<PendingActivation> pending_slot;
-  auto composition = pending_activation_composition(tmp.path(), "race-claim", &pending_slot);
-  ASSERT_TRUE(pending_slot.has_value());
-  const PendingActivation& pending = *pending_slot;
+  ActivationOptions options;
+  options.faulty_claims = true;  // the composition's claim port is a FaultyClaimStore
+  auto fixture = pending_activation_composition(tmp.path(), "race-claim", std::move(options));
+  ASSERT_TRUE(fixture.pending.has_value());
+  const PendingActivation& pending = *fixture.pending;
+  auto& composition = fixture.composition;
   ScopedClose scope(*composition);
-  auto& engine = EngineCompositionPeer::engine(*composition);
+  auto& engine = fixture.owner->engine;
   // A competing owner has already burned the exact one-use claim.
   engine.authorize_activation(pending.activation, pending.binding,
                               host_digest(pending.session_started));
-  int calls = 0;
   // Force execute_activation into the authorize branch even though the claim already exists, so
-  // the ActivationActionAlreadyClaimed catch and re-read path are exercised deterministically.
-  EngineCompositionPeer::override_activation_status(
-      *composition, [&](const engine::HostAction& action) {
-        ++calls;
-        if (calls == 1) return engine::ActivationExecutionStatus{};
-        return engine.activation_execution_status(action);
-      });
+  // the ActivationActionAlreadyClaimed catch and re-read path are exercised deterministically:
+  // the composition's claim port reads the first status as unclaimed.
+  fixture.claims->report_activation_unclaimed(1);
   auto report = composition->execute_activation(pending.activation, pending.binding,
                                                 host_digest(pending.session_started),
                                                 activation_observation());
   EXPECT_EQ(report.outcome, "applied");
   EXPECT_TRUE(report.settled);
   EXPECT_FALSE(report.claim_was_new);
-  EXPECT_GE(calls, 2);
+  EXPECT_GE(fixture.claims->calls(FaultyClaimStore::Op::kActivationStatus), 2);
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include "host/engine/errors.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 #include "tests/host/engine/engine_fixtures.hpp"
-#include "tests/host/engine/engine_test_peer.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/journal/journal_fixtures.hpp"
 

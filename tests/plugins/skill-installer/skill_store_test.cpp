@@ -6,18 +6,21 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <ctx/sdk/error.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "plugins/common/bytes.hpp"
+#include "plugins/common/json_input.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::skill_installer {
 namespace {
 
 namespace fs = std::filesystem;
+using plugin_common::material_identity_digest;
 
 constexpr char kBody[] = "---\nname: pdf\ndescription: pdf fixture\n---\nUse pdf.\n";
 const std::string kBodySha = plugin_common::sha256_hex(kBody);
@@ -71,6 +74,13 @@ TEST_F(SkillStoreTest, RejectsBadConfigs) {
                    "not a directory");
 }
 
+// The MaterialIdentity digest of plugin_abi.h, against a vector computed outside ctx (Python's
+// json.dumps(sort_keys=True, separators=(",", ":")) and hashlib.sha256).
+TEST(MaterialIdentityDigest, MatchesTheSdkSchema) {
+  EXPECT_EQ(material_identity_digest("skill:pdf", plugin_common::sha256_hex("hello"), 5),
+            "aafb0c19bbca8d6ac359e5eda66f942753ad195d7969411e859580df8bb0283c");
+}
+
 TEST_F(SkillStoreTest, InstallWritesTheContentAddressedObject) {
   SkillStore store(config());
   const std::string& sha = kBodySha;
@@ -78,7 +88,8 @@ TEST_F(SkillStoreTest, InstallWritesTheContentAddressedObject) {
       Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump());
   EXPECT_EQ(reply.at("outcome"), "applied");
   EXPECT_EQ(reply.at("capability_id"), "skill:pdf");
-  EXPECT_EQ(reply.at("observed_material_identity_digest"), sha);
+  EXPECT_EQ(reply.at("observed_material_identity_digest"),
+            material_identity_digest("skill:pdf", sha, std::strlen(kBody)));
   EXPECT_EQ(reply.at("verification_digest").get<std::string>().size(), 64u);
   const fs::path object = root_ / "sha256" / sha;
   EXPECT_EQ(read(object), kBody);
@@ -146,15 +157,20 @@ TEST_F(SkillStoreTest, ActivateDeactivateAndReconcileRoundTrip) {
   EXPECT_TRUE(state.at("installed"));
   EXPECT_FALSE(state.at("active"));
 
+  const std::string material = material_identity_digest("skill:pdf", sha, std::strlen(kBody));
   const Json activated = store.activate(entry.dump());
   EXPECT_EQ(activated.at("outcome"), "applied");
   EXPECT_EQ(activated.at("active_sha256"), sha);
+  EXPECT_EQ(activated.at("observed_material_identity_digest"), material);
+  EXPECT_EQ(activated.at("verification_digest").get<std::string>().size(), 64u);
   const fs::path skill = root_ / "active" / "pdf" / "SKILL.md";
   EXPECT_TRUE(fs::is_symlink(skill));
   EXPECT_EQ(read(skill), kBody);
   state = store.reconcile(reconcile).at("capabilities").at(0);
   EXPECT_TRUE(state.at("active"));
   EXPECT_EQ(state.at("active_sha256"), sha);
+  EXPECT_EQ(state.at("active_material_identity_digest"), material);
+  EXPECT_EQ(state.at("verification_digest"), activated.at("verification_digest"));
 
   EXPECT_EQ(store.deactivate(entry.dump()).at("was_active"), true);
   EXPECT_FALSE(fs::exists(root_ / "active" / "pdf"));
@@ -178,6 +194,9 @@ TEST_F(SkillStoreTest, ReconcileReportsDriftedActiveContent) {
       store.reconcile(Json{{"capabilities", Json::array({entry})}}.dump()).at("capabilities").at(0);
   EXPECT_FALSE(state.at("active"));
   EXPECT_NE(state.at("active_sha256"), sha);
+  EXPECT_NE(state.at("active_material_identity_digest"),
+            material_identity_digest("skill:pdf", sha, std::strlen(kBody)));
+  EXPECT_TRUE(state.at("verification_digest").is_null());
 }
 
 TEST_F(SkillStoreTest, FailsClosedWhenTheRootIsReplaced) {

@@ -1,7 +1,9 @@
 // Test doubles and builders of seed 000 (test_managed_query.py): the benefit-facts port, the
 // material and install-bundle authorities, the structured observation normaliser, and builders
-// for scopes, events, candidates and compositions. Header-only (ctx::testing is INTERFACE).
-// The fakes are thread-safe where the seeds use them from two threads (Facts).
+// for scopes, events, candidates and compositions, and JournalOwner, a second owner of a
+// composition's journal file (the seeds' `composition._engine`: another engine on the same file,
+// through public engine APIs only). Header-only (ctx::testing is INTERFACE). The fakes are
+// thread-safe where the seeds use them from two threads (Facts).
 #ifndef CTX_TESTS_SUPPORT_ENGINE_MANAGED_QUERY_SEED_SUPPORT_HPP_
 #define CTX_TESTS_SUPPORT_ENGINE_MANAGED_QUERY_SEED_SUPPORT_HPP_
 
@@ -36,7 +38,7 @@
 #include "host/engine/planning/ports.hpp"
 #include "host/engine/protocol.hpp"
 #include "host/store/graph_store.hpp"
-#include "tests/support/engine/composition_peer.hpp"
+#include "host/store/sqlite_journal_store.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::testing {
@@ -225,7 +227,52 @@ struct CompositionArgs {
   bool interactive_install_decision_guard = false;  // the seeds' `lambda _: nullcontext()`
   bool trusted_clock = false;  // the seeds' fixed 2026-08-02T12:01:00Z clock
   std::string suffix = "one";
+  std::shared_ptr<engine::ActivationPort> activation_port;  // may be null
+  // The decision guard to use instead of the seeds' `lambda _: nullcontext()` (requires
+  // interactive_install_decision_guard = true).
+  runtime::InteractiveInstallDecisionGuard decision_guard;
+  // Ports injected instead of the composition's own journal (both or neither).
+  std::shared_ptr<engine::JournalStore> journal_store;
+  std::shared_ptr<engine::ClaimStore> claim_store;
 };
+
+inline constexpr std::string_view kSeedTrustedNow = "2026-08-02T12:01:00Z";
+
+// managed-<suffix>.sqlite3 under `tmp`: the journal open_composition uses.
+inline std::filesystem::path seed_journal_path(const std::filesystem::path& tmp,
+                                               const std::string& suffix) {
+  return tmp / ("managed-" + suffix + ".sqlite3");
+}
+
+// A SqliteJournalStore on `path` with the seeds' trusted clock, shared (the clock lives as long
+// as the store).
+inline std::shared_ptr<store::SqliteJournalStore> open_seed_journal(
+    const std::filesystem::path& path) {
+  auto clock = std::make_shared<FixedClock>(kSeedTrustedNow);
+  return std::shared_ptr<store::SqliteJournalStore>(
+      new store::SqliteJournalStore(path, *clock),
+      [clock](store::SqliteJournalStore* journal) { delete journal; });
+}
+
+// Another owner of a composition's journal file: its own SqliteJournalStore and engine::Engine
+// with the seeds' trusted clock and no planning ports (it claims, records and settles only).
+struct JournalOwner {
+  explicit JournalOwner(const std::filesystem::path& journal_path)
+      : clock(kSeedTrustedNow),
+        journal(journal_path, clock),
+        engine(journal, &journal, clock, engine::EnginePorts{}) {}
+  JournalOwner(const JournalOwner&) = delete;
+  JournalOwner& operator=(const JournalOwner&) = delete;
+
+  FixedClock clock;
+  store::SqliteJournalStore journal;
+  engine::Engine engine;
+};
+
+inline std::unique_ptr<JournalOwner> open_journal_owner(const std::filesystem::path& tmp,
+                                                        const std::string& suffix) {
+  return std::make_unique<JournalOwner>(seed_journal_path(tmp, suffix));
+}
 
 // The seeds' _composition: writes (once per suffix) a read-only graph of the candidates and opens
 // a composition over managed-<suffix>.sqlite3 with the seed's policy and namespace.
@@ -252,7 +299,7 @@ inline std::unique_ptr<runtime::EngineComposition> open_composition(
   runtime::EngineCompositionOptions options;
   options.graph_artifact_path = graph_path;
   options.graph_artifact_sha256 = file_sha256(graph_path);
-  options.journal_path = tmp / ("managed-" + args.suffix + ".sqlite3");
+  options.journal_path = seed_journal_path(tmp, args.suffix);
   options.observation_normalizer = args.observation_normalizer
                                        ? args.observation_normalizer
                                        : normalizer(args.requested_limit);
@@ -269,11 +316,17 @@ inline std::unique_ptr<runtime::EngineComposition> open_composition(
   if (args.interactive_install_decision_guard) {
     // The seeds' `lambda _reservation: nullcontext()`: admit the decision, settle nothing.
     options.interactive_install_decision_guard =
-        [](const engine::InteractiveInstallDecisionReservation&) { return std::function<void()>([] {}); };
+        args.decision_guard ? args.decision_guard
+                            : [](const engine::InteractiveInstallDecisionReservation&) {
+                                return std::function<void()>([] {});
+                              };
   }
   if (args.trusted_clock) {
-    options.trusted_clock = std::make_shared<FixedClock>("2026-08-02T12:01:00Z");
+    options.trusted_clock = std::make_shared<FixedClock>(kSeedTrustedNow);
   }
+  options.activation_port = args.activation_port;
+  options.journal_store = args.journal_store;
+  options.claim_store = args.claim_store;
   return runtime::open_engine_composition(std::move(options));
 }
 

@@ -127,7 +127,21 @@ typedef struct ctx_verifier_ops {
 
 /* Installer driver. Required: target_identity, install, activate, deactivate, reconcile.
  * Every request and reply is a JSON object; the request/reply fields are specified in
- * <ctx/conformance/conformance.hpp> and checked by the kit's installer suite. */
+ * <ctx/conformance/conformance.hpp> and checked by the kit's installer suite.
+ *
+ * Material identity. Every "*material_identity_digest" an installer reports is the engine's
+ * MaterialIdentity digest of the bytes it observed (received for install, active for activate
+ * and reconcile), never a plain content hash:
+ *   lower-case hex SHA-256 of the canonical JSON text of the object
+ *     {"capability_id": <id>, "content_bytes": <byte count>, "content_sha256": <hex sha-256 of
+ *      the bytes>, "kind": <the capability_id up to its first ':'>,
+ *      "schema": "ctx.material-identity-v2"}
+ *   canonical JSON: keys sorted by code point, no insignificant whitespace, integers in plain
+ *   decimal, strings ASCII-only with every non-ASCII character \u-escaped (lower-case hex).
+ *   Example: {"capability_id":"skill:pdf","content_bytes":5,"content_sha256":"<64 hex>",
+ *   "kind":"skill","schema":"ctx.material-identity-v2"}.
+ * The engine records an activation as applied only when the reported digest equals the
+ * authorised one; anything else is a failed or indeterminate observation. */
 typedef struct ctx_installer_ops {
   uint32_t struct_size;
   /* Writes {"device","inode","owner","mode","path"} of the install root into `out`. */
@@ -135,9 +149,12 @@ typedef struct ctx_installer_ops {
   /* Installs the material in `request`; writes {"outcome": "applied"|"failed"|"indeterminate",
    * "observed_material_identity_digest", "verification_digest", ...} into `out`. */
   ctx_code (*install)(void* instance, ctx_bytes request_json, ctx_sink* out, ctx_error* err);
+  /* Activates the installed material {"capability_id", "content_sha256", ...}; writes {"outcome",
+   * "observed_material_identity_digest" and "verification_digest" when applied, ...}. */
   ctx_code (*activate)(void* instance, ctx_bytes request_json, ctx_sink* out, ctx_error* err);
   ctx_code (*deactivate)(void* instance, ctx_bytes request_json, ctx_sink* out, ctx_error* err);
-  /* Reports what is on disk now for the capabilities in `request`, for crash recovery. */
+  /* Reports what is on disk now for the capabilities in `request`, for crash recovery; an active
+   * entry carries "active_material_identity_digest" and "verification_digest". */
   ctx_code (*reconcile)(void* instance, ctx_bytes request_json, ctx_sink* out, ctx_error* err);
 } ctx_installer_ops;
 

@@ -25,10 +25,13 @@
 //   install  {"capability_id", "content" (utf-8) | "content_base64", "content_sha256"}
 //         -> {"outcome": "applied"|"failed"|"indeterminate", "observed_material_identity_digest",
 //             "verification_digest" (when applied), ...}; a digest mismatch is never "applied"
-//   activate {"capability_id", "content_sha256"} -> {"outcome", ...}
+//   activate {"capability_id", "content_sha256"} -> {"outcome", and when applied
+//             "observed_material_identity_digest", "verification_digest", ...}
 //   deactivate {"capability_id"} -> {"outcome", ...}
 //   reconcile {"capabilities": [{"capability_id", "content_sha256"}]}
-//         -> {"capabilities": [{"capability_id", "installed": bool, "active": bool, ...}]}
+//         -> {"capabilities": [{"capability_id", "installed": bool, "active": bool, and when
+//             active "active_material_identity_digest", "verification_digest", ...}]}
+//   Every material identity digest is the MaterialIdentity digest stated in plugin_abi.h.
 //
 // Supervision: the kit process never loads the plugin. It pins and loads it in a child process to
 // learn its kind, and runs every test in a child of its own (fork per test), where each plugin call

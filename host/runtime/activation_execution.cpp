@@ -1,0 +1,209 @@
+#include "host/runtime/activation_execution.hpp"
+
+#include <chrono>
+#include <utility>
+
+#include "host/core/canonical_json.hpp"
+#include "host/engine/identities.hpp"
+#include "host/engine/lexical.hpp"
+#include "host/runtime/crash_point.hpp"
+#include "host/runtime/file_lock.hpp"
+
+namespace ctx::runtime::detail {
+namespace {
+
+constexpr int kSettlementAttempts = 3;
+constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
+
+// `<journal dir>/install-execution-locks/<sha(canon-U{action_id, schema, stream_key})>`: one
+// lock per action, shared by every composition and process on the same journal.
+std::filesystem::path execution_lock_path(const std::filesystem::path& journal_path,
+                                          const engine::HostAction& action) {
+  const core::Json key = {{"action_id", action.action_id()},
+                          {"schema", "ctx.install-execution-lock-v1"},
+                          {"stream_key", action.scope().stream_id().stream_key()}};
+  return journal_path.parent_path() / "install-execution-locks" / core::canonical_digest(key);
+}
+
+engine::MaterialIdentity authorized_material(const engine::HostAction& action) {
+  if (action.kind() != "ActivateCapability" || !action.payload().is_object() ||
+      action.payload().value("schema", "") != engine::kMaterialActionPayloadSchemaV3) {
+    throw ActivationExecutionError("execution requires an exact schema-v3 activation action");
+  }
+  const auto material = action.payload().find("material_identity");
+  if (material == action.payload().end()) {
+    throw ActivationExecutionError("activation action has no material identity");
+  }
+  try {
+    return engine::MaterialIdentity::from_json(*material);
+  } catch (const InvalidArgument&) {
+    throw ActivationExecutionError("activation action has no valid material identity");
+  }
+}
+
+// The installer's observation, or indeterminate when the driver cannot be called at all.
+// SimulatedCrash is no ctx::Error and passes through.
+engine::ActivationObservation observe(engine::ActivationPort& port,
+                                      const engine::ActivationRequest& request,
+                                      bool claim_was_new) {
+  try {
+    // A claim this call created has never been acted on; any other claim may have been (a
+    // crashed or competing owner): ask what is on disk first, then (re)activate only when the
+    // installer verifies the material is not active. Activation is idempotent and the execution
+    // lock excludes a live competing executor, so re-activating is safe.
+    if (!claim_was_new) {
+      auto reconciled = port.reconcile(request);
+      if (reconciled.result != engine::ActivationResult::kFailed) return reconciled;
+    }
+    return port.activate(request);
+  } catch (const Error&) {
+    return engine::ActivationObservation{engine::ActivationResult::kIndeterminate, std::nullopt,
+                                         std::nullopt, "installer could not be called"};
+  }
+}
+
+engine::SettlementGuard stored_guard(const engine::HostAction& action,
+                                     const engine::ActivationExecutionStatus& status) {
+  if (!status.outcome_digest) {
+    throw ActivationExecutionError("recorded activation outcome has no digest");
+  }
+  return engine::SettlementGuard{engine::ExecutionAuthority::kActivation, action.action_id(),
+                                 action.content_digest(), engine::GuardMode::kApplied,
+                                 status.outcome_digest};
+}
+
+engine::EngineEvent receipt_event(const engine::HostAction& action,
+                                  const engine::SettlementGuard& guard, engine::Revision head,
+                                  const std::string& observed_at) {
+  const auto& payload = action.payload();
+  engine::EngineEvent::Fields receipt{
+      .event_id = "ctx-activation-receipt-" + *guard.execution_outcome_digest,
+      .kind = "ActionApplied",
+      .scope = action.scope(),
+      .expected_revision = head,
+      .occurred_at = observed_at,
+      .payload = {{"action_id", action.action_id()},
+                  {"action_kind", action.kind()},
+                  {"action_content_digest", action.content_digest()},
+                  {"action_precondition_revision", action.precondition_revision()},
+                  {"verification",
+                   {{"schema", engine::kMaterialReceiptSchemaV3},
+                    {"host_state", action.verification().at("expected_state")},
+                    {"capability_id", action.entity_id().value_or("")},
+                    {"capability_kind", payload.at("capability_kind")},
+                    {"catalog_identity", payload.at("catalog_identity")},
+                    {"material_identity", payload.at("material_identity")},
+                    {"authorized_material", payload.at("authorized_material")}}}},
+      .privacy = action.privacy(),
+      .correlation_id = action.plan_id(),
+      .causation_id = action.action_id()};
+  return engine::EngineEvent::create(std::move(receipt));
+}
+
+}  // namespace
+
+ActivationExecutionReport execute_activation(const ActivationActuators& actuators,
+                                             const engine::HostAction& action,
+                                             const engine::InstallExecutionBinding& binding,
+                                             std::string_view expected_host_descriptor_digest,
+                                             std::string_view verification_digest) {
+  engine::Engine& engine = actuators.engine;
+  engine::ActivationPort* activation = actuators.activation;
+  const engine::MaterialIdentity material = authorized_material(action);
+  const std::string caller_verification(verification_digest);
+  if (!engine::is_digest(caller_verification)) {
+    throw ActivationExecutionError("verification_digest must be a lowercase sha-256 digest");
+  }
+  ExclusiveFileLock execution_lock(execution_lock_path(actuators.journal_path, action),
+                                   kExecutionLockTimeout);
+
+  ActivationExecutionReport report{"applied", false, false, binding.binding_digest(),
+                                   std::nullopt, material.identity_digest(), std::nullopt};
+
+  auto status = engine.activation_execution_status(action);
+  if (status.claimed && status.execution_binding_digest != binding.binding_digest()) {
+    throw ActivationExecutionError("durable activation claim names a different target");
+  }
+  if (status.settled) {
+    if (!status.outcome_digest) {
+      throw ActivationExecutionError("settled activation has no durable outcome");
+    }
+    report.settled = true;
+    return report;
+  }
+  if (!status.claimed) {
+    if (activation == nullptr) {
+      throw ActivationExecutionError("composition has no activation actuator");
+    }
+    try {
+      engine.authorize_activation(action, binding, std::string(expected_host_descriptor_digest));
+      report.claim_was_new = true;
+    } catch (const engine::ActivationActionAlreadyClaimed&) {
+      report.claim_was_new = false;  // another owner claimed it first: continue from its claim
+    }
+    crash_point(crash_points::kAfterActivationClaim);
+    status = engine.activation_execution_status(action);
+    if (!status.claimed || status.execution_binding_digest != binding.binding_digest()) {
+      throw ActivationExecutionError("activation claim was not durably bound");
+    }
+  }
+
+  engine::SettlementGuard guard;
+  if (status.outcome_recorded) {
+    guard = stored_guard(action, status);
+  } else {
+    if (activation == nullptr) {
+      throw ActivationExecutionError("composition has no activation actuator");
+    }
+    const auto observation =
+        observe(*activation, engine::ActivationRequest{material}, report.claim_was_new);
+    report.observed_material_identity_digest = observation.observed_material_identity_digest;
+    if (observation.result == engine::ActivationResult::kFailed) {
+      report.outcome = "failed";
+      return report;
+    }
+    // Applied counts only for the exact authorised material with a verification digest; any
+    // other material active is a conflict nobody may certify.
+    if (observation.result != engine::ActivationResult::kApplied ||
+        observation.observed_material_identity_digest != material.identity_digest() ||
+        !observation.verification_digest) {
+      report.outcome = "indeterminate";
+      return report;
+    }
+    const std::string verification = engine::identity_digest_of(
+        core::Json{{"caller_verification_digest", caller_verification},
+                   {"installer_verification_digest", *observation.verification_digest},
+                   {"observed_material_identity_digest", material.identity_digest()},
+                   {"schema", kActivationVerificationSchema}});
+    guard = engine.record_activation_outcome(action, binding, material.identity_digest(),
+                                             verification);
+    report.verification_digest = verification;
+    crash_point(crash_points::kAfterActivationOutcome);
+  }
+  report.observed_material_identity_digest = material.identity_digest();
+
+  const auto observed_at = engine.activation_execution_status(action).observed_at;
+  if (!observed_at) {
+    throw ActivationExecutionError("durable activation outcome has no observation time");
+  }
+  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
+    if (engine.activation_execution_status(action).settled) {
+      report.settled = true;
+      return report;
+    }
+    const auto head = engine.snapshot(action.scope().stream_id());
+    try {
+      auto transition = engine.process_activation_receipt(
+          receipt_event(action, guard, head.revision, *observed_at), guard);
+      crash_point(crash_points::kAfterActivationReceipt);
+      report.settled = true;
+      report.transition = std::move(transition);
+      return report;
+    } catch (const engine::RevisionConflict&) {
+      continue;  // the head moved under us: re-read and settle again
+    }
+  }
+  throw ActivationExecutionError("activation receipt settlement remained contended");
+}
+
+}  // namespace ctx::runtime::detail
