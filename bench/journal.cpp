@@ -263,6 +263,9 @@ void BM_RawInsertCommit(benchmark::State& state) {
 void BM_RawInsertCommitEngineRows(benchmark::State& state) {
   static const std::vector<ctx::engine::JournalAppend> rows = engine_rows();
   raw_insert_commit(state, rows);
+  const auto& last = rows.back();
+  state.counters["replay_bytes"] = static_cast<double>(last.replay.text().size());
+  state.counters["state_bytes"] = static_cast<double>(last.result_state.text().size());
 }
 
 

@@ -1,13 +1,17 @@
 // CanonicalText: an immutable canon-U JSON text and its sha-256 digest, computed once when the
 // text is made — by encoding a value, by adopting what a canonical encoder of this process just
 // produced (no re-parse), or by verifying bytes read from outside (parse + canonical check).
-// Thread-safe (immutable value).
+// CanonicalObject composes canon-U object text from members that already are canonical text, so
+// a value that keeps its text is never re-encoded. Thread-safe (immutable values).
 #ifndef CTX_HOST_ENGINE_CANONICAL_TEXT_HPP_
 #define CTX_HOST_ENGINE_CANONICAL_TEXT_HPP_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "host/core/canonical_json.hpp"
 
@@ -35,6 +39,37 @@ class CanonicalText {
   std::string text_;
   std::string digest_;
 };
+
+// Appends the canon-U text of the JSON string `value` to `out` (byte-identical to
+// core::canonical_json of that string). Errors: InvalidArgument (invalid UTF-8).
+void append_canonical_string(std::string& out, std::string_view value);
+
+// Builds the canon-U text of one JSON object, member by member. Keys are string literals given
+// in ascending byte order (canon-U's order; checked, a violation aborts like CTX_CHECK) that
+// need no escaping (checked in debug builds); the result equals core::canonical_json of the
+// same object (checked by tests).
+class CanonicalObject {
+ public:
+  CanonicalObject() { out_ += '{'; }
+  // A member whose value is already canonical text.
+  CanonicalObject& text(std::string_view key, std::string_view canonical);
+  CanonicalObject& string(std::string_view key, std::string_view value);
+  CanonicalObject& optional_string(std::string_view key, const std::optional<std::string>& value);
+  CanonicalObject& integer(std::string_view key, std::int64_t value);
+  CanonicalObject& strings(std::string_view key, const std::vector<std::string>& values);
+  // Encodes `value` (the fallback for members that keep no text).
+  CanonicalObject& json(std::string_view key, const core::Json& value);
+  // The object text (the builder is left empty).
+  std::string finish();
+
+ private:
+  void key(std::string_view key);
+  std::string out_;
+  std::string_view last_key_;  // keys are literals (static storage)
+};
+
+// The canon-U text of an array of canonical texts.
+std::string canonical_array(const std::vector<std::string_view>& items);
 
 }  // namespace ctx::engine
 

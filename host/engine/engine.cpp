@@ -198,14 +198,15 @@ Transition Engine::process_locked(const EngineEvent& ingress,
   const auto& source_digest = pre.source_event_content_digest;
 
   // Identical retry / collision, before any revision check or planning.
-  if (auto found = journal_.find(stream, ingress.event_id())) {
+  const JournalLookup lookup = journal_.lookup(stream, ingress.event_id());
+  if (const auto& found = lookup.existing) {
     if (found->event_content_digest == source_digest) {
       settle_committed_decision(pre.reducer_event, source_digest, *found);
       return stored_transition(*found);
     }
     throw EventIdCollision(ingress.event_id(), found->event_content_digest, source_digest);
   }
-  const JournalHead head = journal_.head(stream);
+  const JournalHead& head = lookup.head;
   if (head.revision != ingress.expected_revision()) {
     throw RevisionConflict(ingress.expected_revision(), head.revision);
   }
@@ -333,7 +334,9 @@ Transition Engine::process_locked(const EngineEvent& ingress,
                         TransitionText{CanonicalText::adopt(reduction.transition.to_json_text()),
                                        reduction.transition.event_id(),
                                        reduction.transition.to_revision(),
-                                       reduction.transition.scope().stream_id()},
+                                       reduction.transition.scope().same_session(ingress.scope())
+                                           ? stream
+                                           : reduction.transition.scope().stream_id()},
                         CanonicalText::adopt(reduction.state.to_json_text()),
                         event.privacy().classification(),
                         event.privacy().retention(),

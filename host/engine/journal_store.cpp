@@ -4,6 +4,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
+#include "host/engine/canonical_text.hpp"
 
 namespace ctx::engine {
 
@@ -23,21 +24,20 @@ EventIdCollision::EventIdCollision(std::string event_id, std::string stored_dige
       submitted_digest_(std::move(submitted_digest)) {}
 
 std::string journal_record_digest(const JournalRecord& record) {
-  core::Json previous = nullptr;
-  if (record.previous_record_digest) previous = *record.previous_record_digest;
-  return core::canonical_digest(core::Json{
-      {"event_content_digest", record.event_content_digest},
-      {"event_id", record.event_id},
-      {"previous_record_digest", previous},
-      {"privacy_classification", record.privacy_classification},
-      {"reducer_version", record.reducer_version},
-      {"replay_digest", record.replay_digest},
-      {"retention_class", record.retention_class},
-      {"result_state_digest", record.result_state_digest},
-      {"revision", record.revision},
-      {"stream_key", record.stream.stream_key()},
-      {"transition_digest", record.transition_digest},
-  });
+  return core::sha256_hex(CanonicalObject()
+                              .string("event_content_digest", record.event_content_digest)
+                              .string("event_id", record.event_id)
+                              .optional_string("previous_record_digest",
+                                               record.previous_record_digest)
+                              .string("privacy_classification", record.privacy_classification)
+                              .string("reducer_version", record.reducer_version)
+                              .string("replay_digest", record.replay_digest)
+                              .string("result_state_digest", record.result_state_digest)
+                              .string("retention_class", record.retention_class)
+                              .integer("revision", record.revision)
+                              .string("stream_key", record.stream.stream_key())
+                              .string("transition_digest", record.transition_digest)
+                              .finish());
 }
 
 }  // namespace ctx::engine
@@ -174,8 +174,7 @@ TransitionText TransitionText::verify(std::string_view text) {
                         std::move(*binding.stream)};
 }
 
-JournalRecord build_journal_record(const JournalAppend& request,
-                                   const std::optional<std::string>& previous_record_digest) {
+JournalRecord build_journal_record(const JournalAppend& request) {
   if (request.expected_revision < 0) throw InvalidArgument("expected_revision must be >= 0");
   require_trimmed(request.event_id, "event_id");
   require_digest(request.event_content_digest, "event_content_digest");
@@ -191,8 +190,6 @@ JournalRecord build_journal_record(const JournalAppend& request,
       !problem.empty()) {
     throw InvalidArgument(problem);
   }
-  if (previous_record_digest) require_digest(*previous_record_digest, "previous_record_digest");
-  CTX_CHECK(previous_record_digest.has_value() == (request.expected_revision > 0));
   JournalRecord record{
       .stream = request.stream,
       .revision = request.expected_revision + 1,
@@ -203,7 +200,7 @@ JournalRecord build_journal_record(const JournalAppend& request,
       .transition_json = request.transition.text.text(),
       .transition_digest = request.transition.text.digest(),
       .result_state_digest = request.result_state.digest(),
-      .previous_record_digest = previous_record_digest,
+      .previous_record_digest = std::nullopt,
       .record_digest = {},
       .privacy_classification = request.privacy_classification,
       .retention_class = request.retention_class,
@@ -212,8 +209,15 @@ JournalRecord build_journal_record(const JournalAppend& request,
   if (std::string problem = field_problem(record); !problem.empty()) {
     throw InvalidArgument(problem);
   }
-  record.record_digest = journal_record_digest(record);
   return record;
+}
+
+void chain_journal_record(JournalRecord& record,
+                          const std::optional<std::string>& previous_record_digest) {
+  if (previous_record_digest) require_digest(*previous_record_digest, "previous_record_digest");
+  CTX_CHECK(previous_record_digest.has_value() == (record.revision > 1));
+  record.previous_record_digest = previous_record_digest;
+  record.record_digest = journal_record_digest(record);
 }
 
 void verify_journal_record(const JournalRecord& record) {

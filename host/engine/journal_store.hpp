@@ -197,14 +197,19 @@ class StreamReplayer {
 // ---- Helpers every implementation uses (so all agree byte for byte) ----
 
 // Validates `request`'s fields and transition binding and builds the record it appends at
-// expected_revision + 1 on top of `previous_record_digest` (nullopt iff expected_revision == 0),
-// using the digests the request's texts carry (no re-parse, no re-hash).
+// expected_revision + 1, using the digests the request's texts carry (no re-parse, no re-hash);
+// the chain fields are left empty for chain_journal_record once the head is known.
 // Errors: InvalidArgument naming the field ("event_id must be a non-empty trimmed string",
 //   "expected_revision must be >= 0", "privacy_classification is not a known classification",
 //   "transition must name the record event id and revision", "transition scope must belong to
 //   the record stream", ...).
-JournalRecord build_journal_record(const JournalAppend& request,
-                                   const std::optional<std::string>& previous_record_digest);
+JournalRecord build_journal_record(const JournalAppend& request);
+
+// Links `record` (from build_journal_record) to the head record `previous_record_digest`
+// (nullopt iff record.revision == 1) and computes its record digest.
+// Errors: InvalidArgument "previous_record_digest must be a lowercase sha-256 digest".
+void chain_journal_record(JournalRecord& record,
+                          const std::optional<std::string>& previous_record_digest);
 
 // Verifies one record read from storage on its own: canonical JSON columns, their digests, the
 // transition binding and the record digest. Errors: JournalCorruption naming what failed.
@@ -215,6 +220,13 @@ void verify_journal_record(const JournalRecord& record);
 // verified with verify_journal_record. Errors: JournalCorruption ("journal revision gap",
 // "journal chain mismatch", ...).
 void verify_journal_chain(const std::vector<JournalRecord>& records, const JournalRecord* anchor);
+
+// What Engine::process reads before it plans: the record of the event id if it is already
+// journaled in the stream, else the stream's head.
+struct JournalLookup {
+  std::optional<JournalRecord> existing;
+  JournalHead head;  // revision 0 when `existing` is set (not read)
+};
 
 // ---- The port ----
 
@@ -256,6 +268,14 @@ class JournalStore {
   //   StoreBusy, JournalCorruption.
   virtual std::optional<JournalRecord> find(const StreamId& stream,
                                             std::string_view event_id) const = 0;
+
+  // find(stream, event_id) and, when that finds nothing, head(stream) — a durable store reads
+  // both in one read transaction. Errors: those of find() and head().
+  virtual JournalLookup lookup(const StreamId& stream, std::string_view event_id) const {
+    JournalLookup out{find(stream, event_id), {}};
+    if (!out.existing) out.head = head(stream);
+    return out;
+  }
 };
 
 }  // namespace ctx::engine

@@ -6,6 +6,7 @@
 
 #include "host/core/crypto.hpp"
 #include "host/core/time.hpp"
+#include "host/engine/canonical_text.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/identities.hpp"
 #include "host/engine/lexical.hpp"
@@ -595,6 +596,18 @@ Json ScopeRef::to_json() const {
           {"workspace_id", workspace_id_}};
 }
 
+std::string ScopeRef::to_json_text() const {
+  return CanonicalObject()
+      .string("exposure_id", exposure_id_)
+      .string("host_context_id", host_context_id_)
+      .optional_string("parent_exposure_id", parent_)
+      .string("repository_id", repository_id_)
+      .string("session_id", session_id_)
+      .string("tenant_id", tenant_id_)
+      .string("workspace_id", workspace_id_)
+      .finish();
+}
+
 StreamId ScopeRef::stream_id() const {
   return StreamId(tenant_id_, workspace_id_, repository_id_, session_id_);
 }
@@ -636,6 +649,13 @@ PrivacyLabel PrivacyLabel::from_json(const Json& value) {
 
 Json PrivacyLabel::to_json() const {
   return {{"classification", classification_}, {"retention", retention_}};
+}
+
+std::string PrivacyLabel::to_json_text() const {
+  return CanonicalObject()
+      .string("classification", classification_)
+      .string("retention", retention_)
+      .finish();
 }
 
 // ---- EngineEvent ----------------------------------------------------------------------------
@@ -684,7 +704,28 @@ EngineEvent EngineEvent::create(Fields f) {
   }
   EngineEvent out(std::move(f));
   out.kind_ = *kind;
-  out.text_ = core::canonical_json(out.to_json());
+  const Fields& e = out.f_;
+  out.text_ = CanonicalObject()
+                  .optional_string("catalog_snapshot_digest", e.catalog_snapshot_digest)
+                  .optional_string("causation_id", e.causation_id)
+                  .optional_string("correlation_id", e.correlation_id)
+                  .optional_string("engine_version", e.engine_version)
+                  .string("event_id", e.event_id)
+                  .integer("expected_revision", e.expected_revision)
+                  .optional_string("host_descriptor_digest", e.host_descriptor_digest)
+                  .string("kind", e.kind)
+                  .string("occurred_at", e.occurred_at)
+                  .json("payload", e.payload)
+                  .optional_string("planner_version", e.planner_version)
+                  .optional_string("policy_version", e.policy_version)
+                  .text("privacy", e.privacy.to_json_text())
+                  .integer("protocol_version", e.protocol_version)
+                  .json("random_seed", e.random_seed)
+                  .text("scope", e.scope.to_json_text())
+                  .optional_string("semantic_index_digest", e.semantic_index_digest)
+                  .optional_string("semantic_model_digest", e.semantic_model_digest)
+                  .optional_string("work_signature", e.work_signature)
+                  .finish();
   out.content_digest_ = core::sha256_hex(out.text_);
   return out;
 }
@@ -792,7 +833,27 @@ HostAction HostAction::create(Fields f) {
   check_action_contract(f);
   HostAction out(std::move(f));
   out.kind_ = *kind;
-  out.content_digest_ = core::sha256_hex(out.to_json_text());
+  const Fields& a = out.f_;
+  out.text_ = CanonicalObject()
+                  .string("action_id", a.action_id)
+                  .optional_string("catalog_snapshot_id", a.catalog_snapshot_id)
+                  .optional_string("consent_id", a.consent_id)
+                  .optional_string("entity_id", a.entity_id)
+                  .optional_string("expires_at", a.expires_at)
+                  .string("kind", a.kind)
+                  .optional_string("lease_id", a.lease_id)
+                  .json("payload", a.payload)
+                  .optional_string("plan_id", a.plan_id)
+                  .integer("precondition_revision", a.precondition_revision)
+                  .text("privacy", a.privacy.to_json_text())
+                  .integer("protocol_version", a.protocol_version)
+                  .optional_string("required_host_feature", a.required_host_feature)
+                  .json("rollback", a.rollback)
+                  .text("scope", a.scope.to_json_text())
+                  .optional_string("source_digest", a.source_digest)
+                  .json("verification", a.verification)
+                  .finish();
+  out.content_digest_ = core::sha256_hex(out.text_);
   return out;
 }
 
@@ -858,7 +919,6 @@ Json HostAction::to_json() const {
           {"verification", f_.verification}};
 }
 
-std::string HostAction::to_json_text() const { return core::canonical_json(to_json()); }
 
 std::string HostAction::identity_digest() const {
   return core::sha256_hex("ctx-engine-action:1:" + f_.action_id);
@@ -934,6 +994,20 @@ Json Transition::to_json() const {
           {"to_revision", to_revision_}};
 }
 
-std::string Transition::to_json_text() const { return core::canonical_json(to_json()); }
+std::string Transition::to_json_text() const {
+  std::vector<std::string_view> actions;
+  actions.reserve(actions_.size());
+  for (const auto& action : actions_) actions.push_back(action.to_json_text());
+  return CanonicalObject()
+      .text("actions", canonical_array(actions))
+      .text("diagnostics", diagnostics_.empty() ? std::string("[]")
+                                                : core::canonical_json(Json(diagnostics_)))
+      .string("event_id", event_id_)
+      .integer("from_revision", from_revision_)
+      .integer("protocol_version", kProtocolVersion)
+      .text("scope", scope_.to_json_text())
+      .integer("to_revision", to_revision_)
+      .finish();
+}
 
 }  // namespace ctx::engine

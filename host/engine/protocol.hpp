@@ -56,6 +56,8 @@ class ScopeRef {
   static ScopeRef from_json(const Json& value);
   // All seven keys.
   Json to_json() const;
+  // canon-U of to_json(), composed without building the JSON value.
+  std::string to_json_text() const;
 
   const std::string& tenant_id() const noexcept { return tenant_id_; }
   const std::string& workspace_id() const noexcept { return workspace_id_; }
@@ -87,6 +89,7 @@ class PrivacyLabel {
   static PrivacyLabel create(std::string classification, std::string retention);
   static PrivacyLabel from_json(const Json& value);
   Json to_json() const;
+  std::string to_json_text() const;  // canon-U of to_json()
   const std::string& classification() const noexcept { return classification_; }
   const std::string& retention() const noexcept { return retention_; }
   friend bool operator==(const PrivacyLabel&, const PrivacyLabel&) = default;
@@ -214,7 +217,8 @@ class HostAction {
 
   // All 17 keys.
   Json to_json() const;
-  std::string to_json_text() const;
+  // canon-U text of to_json(), encoded once when the action was made.
+  const std::string& to_json_text() const noexcept { return text_; }
   const std::string& content_digest() const noexcept { return content_digest_; }
   std::string identity_digest() const;
 
@@ -250,6 +254,7 @@ class HostAction {
   explicit HostAction(Fields fields) : f_(std::move(fields)) {}
   Fields f_;
   ActionKind kind_ = ActionKind::kNoChange;  // parsed from f_.kind by create()
+  std::string text_;                         // canon-U of to_json()
   std::string content_digest_;
 };
 
@@ -263,6 +268,7 @@ class Transition {
   static Transition from_json(const Json& value);
   static Transition from_json_text(std::string_view text);
   Json to_json() const;
+  // canon-U of to_json(), composed from the actions' kept texts.
   std::string to_json_text() const;
 
   const std::string& event_id() const noexcept { return event_id_; }

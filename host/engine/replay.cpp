@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "host/core/crypto.hpp"
+#include "host/engine/canonical_text.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/journal_store.hpp"
 #include "host/engine/lexical.hpp"
@@ -138,9 +139,9 @@ StructuredSurrogate StructuredSurrogate::create(std::string schema_id, std::int6
   out.schema_id_ = std::move(schema_id);
   out.schema_version_ = version;
   out.value_ = std::move(value);
-  const auto text = core::canonical_json(out.value_);
-  if (text.size() > kMaxSurrogateBytes) invalid("surrogate value exceeds its size bound");
-  out.value_digest_ = core::sha256_hex(text);
+  out.value_text_ = core::canonical_json(out.value_);
+  if (out.value_text_.size() > kMaxSurrogateBytes) invalid("surrogate value exceeds its size bound");
+  out.value_digest_ = core::sha256_hex(out.value_text_);
   return out;
 }
 
@@ -162,6 +163,15 @@ Json StructuredSurrogate::to_json() const {
           {"schema_version", schema_version_},
           {"value", value_},
           {"value_digest", value_digest_}};
+}
+
+std::string StructuredSurrogate::to_json_text() const {
+  return CanonicalObject()
+      .string("schema_id", schema_id_)
+      .integer("schema_version", schema_version_)
+      .text("value", value_text_)
+      .string("value_digest", value_digest_)
+      .finish();
 }
 
 // ---- preflight ------------------------------------------------------------------------------
@@ -199,16 +209,18 @@ PreflightedEvent preflight_event(const EngineEvent& ingress) {
   if (seed.is_string() && !is_opaque_token(seed.get_ref<const std::string&>())) {
     privacy("random_seed must be an integer or an opaque safe token");
   }
-  const auto& kind = ingress.kind();
-  if (kind == "SessionStarted" && !ingress.host_descriptor_digest()) {
+  const EventKind kind = ingress.event_kind();
+  if (kind == EventKind::kSessionStarted && !ingress.host_descriptor_digest()) {
     invalid("SessionStarted requires host_descriptor_digest");
   }
 
   PreflightedEvent out{ingress, ingress, ingress.content_digest()};
-  auto fields = ingress.fields();
+  // The reducer event is the ingress event unless its payload is sanitised below (then it is
+  // rebuilt once, with its own text and digest).
+  std::optional<Json> sanitised;
   const Json& payload = ingress.payload();
-  if (kind == "WorkspaceObserved" || kind == "IntentObserved" || kind == "DevelopmentObserved" ||
-      kind == "ValidationObserved") {
+  if (kind == EventKind::kWorkspaceObserved || kind == EventKind::kIntentObserved ||
+      kind == EventKind::kDevelopmentObserved || kind == EventKind::kValidationObserved) {
     const auto it = payload.find("observation_ref");
     if (payload.size() != 1 || it == payload.end() || !it->is_object() || it->size() != 3 ||
         !it->contains("provider_id") || !it->contains("opaque_id") ||
@@ -228,13 +240,19 @@ PreflightedEvent preflight_event(const EngineEvent& ingress) {
     out.observation_reference = ObservationReference{ref.at("provider_id").get<std::string>(),
                                                      ref.at("opaque_id").get<std::string>(),
                                                      ref.at("content_digest").get<std::string>()};
-    fields.payload = Json::object();
-  } else if (kind == "TurnStarting" || kind == "TurnEnded" || kind == "SessionEnded") {
-    if (!payload.empty()) invalid(kind + " payload must be empty");
-  } else if (kind == "ActionFailed") {
-    fields.payload["error"] = {{"code", "redacted-host-failure"}};
+    sanitised = Json::object();
+  } else if (kind == EventKind::kTurnStarting || kind == EventKind::kTurnEnded ||
+             kind == EventKind::kSessionEnded) {
+    if (!payload.empty()) invalid(ingress.kind() + " payload must be empty");
+  } else if (kind == EventKind::kActionFailed) {
+    sanitised = payload;
+    (*sanitised)["error"] = {{"code", "redacted-host-failure"}};
   }
-  out.reducer_event = EngineEvent::create(std::move(fields));
+  if (sanitised) {
+    auto fields = ingress.fields();
+    fields.payload = std::move(*sanitised);
+    out.reducer_event = EngineEvent::create(std::move(fields));
+  }
   return out;
 }
 
@@ -252,7 +270,19 @@ Json ReplayInput::to_json() const {
 }
 
 std::string ReplayInput::to_json_text() const {
-  auto text = core::canonical_json(to_json());
+  const auto surrogate = [](const std::optional<StructuredSurrogate>& s) {
+    return s ? s->to_json_text() : std::string("null");
+  };
+  std::string text = CanonicalObject()
+                         .text("decision_surrogate", surrogate(decision_surrogate))
+                         .string("normalizer_version", normalizer_version)
+                         .text("observation_surrogate", surrogate(observation_surrogate))
+                         .text("reducer_event", reducer_event.to_json_text())
+                         .string("reducer_version", reducer_version)
+                         .string("schema", kReplayInputSchema)
+                         .integer("schema_version", 1)
+                         .string("source_event_content_digest", source_event_content_digest)
+                         .finish();
   if (text.size() > kMaxReplayBytes) invalid("replay input exceeds 64 KiB");
   return text;
 }

@@ -33,6 +33,8 @@ class StructuredSurrogate {
   // Errors: ReplayBindingError "value_digest does not match" and the create() errors.
   static StructuredSurrogate from_json(const Json& value);
   Json to_json() const;
+  // canon-U of to_json(), composed from the value's kept text.
+  std::string to_json_text() const;
   const std::string& schema_id() const noexcept { return schema_id_; }
   std::int64_t schema_version() const noexcept { return schema_version_; }
   const Json& value() const noexcept { return value_; }
@@ -44,6 +46,7 @@ class StructuredSurrogate {
   std::string schema_id_;
   std::int64_t schema_version_ = 1;
   Json value_;
+  std::string value_text_;  // canon-U of value_
   std::string value_digest_;
 };
 
@@ -93,7 +96,8 @@ struct ReplayInput {
   std::string normalizer_version = std::string(kNormalizerVersion);
 
   Json to_json() const;
-  // canon-U; at most 64 KiB (ReplayValidationError otherwise).
+  // canon-U of to_json(), composed from the event's and surrogates' kept texts; at most 64 KiB
+  // (ReplayValidationError otherwise).
   std::string to_json_text() const;
   // Errors: ReplayValidationError / ReplayBindingError; demands canonical text.
   static ReplayInput from_json_text(std::string_view text);

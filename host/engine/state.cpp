@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "host/core/crypto.hpp"
+#include "host/engine/canonical_text.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/lexical.hpp"
 
@@ -48,6 +49,12 @@ Json list_json(const std::vector<T>& values) {
   Json out = Json::array();
   for (const auto& v : values) out.push_back(v.to_json());
   return out;
+}
+
+// canon-U of list_json(values), without building it when empty.
+template <typename T>
+std::string list_text(const std::vector<T>& values) {
+  return values.empty() ? std::string("[]") : core::canonical_json(list_json(values));
 }
 
 HostAction action_from(const Json& value, const char* what) {
@@ -647,7 +654,30 @@ Json EngineState::to_json() const {
           {"terminal_cleanup_notified_ids", f_.terminal_cleanup_notified_ids}};
 }
 
-std::string EngineState::to_json_text() const { return core::canonical_json(to_json()); }
+std::string EngineState::to_json_text() const {
+  return CanonicalObject()
+      .strings("blocked_capability_ids", f_.blocked_capability_ids)
+      .strings("blocked_deactivation_ids", f_.blocked_deactivation_ids)
+      .strings("blocked_install_descriptor_digests", f_.blocked_install_descriptor_digests)
+      .text("capabilities", list_text(f_.capabilities))
+      .text("committed_plan", f_.committed_plan
+                                  ? core::canonical_json(f_.committed_plan->to_json())
+                                  : std::string("null"))
+      .text("evidence", list_text(f_.evidence))
+      .string("host_descriptor_digest", f_.host_descriptor_digest)
+      .string("host_level", to_string(f_.host_level))
+      .optional_string("install_policy_snapshot_digest", f_.install_policy_snapshot_digest)
+      .strings("last_manual_bundle", f_.last_manual_bundle)
+      .text("pending_consents", list_text(f_.pending_consents))
+      .text("pending_effects", list_text(f_.pending_effects))
+      .integer("revision", f_.revision)
+      .strings("rollback_requested_capability_ids", f_.rollback_requested_capability_ids)
+      .text("scope", f_.scope.to_json_text())
+      .string("session_status", to_string(f_.session_status))
+      .string("state_schema", kStateSchemaV3)
+      .strings("terminal_cleanup_notified_ids", f_.terminal_cleanup_notified_ids)
+      .finish();
+}
 
 const CapabilityStateV3* EngineState::capability(std::string_view id) const noexcept {
   for (const auto& c : f_.capabilities) {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "host/core/canonical_json.hpp"
+#include "host/engine/canonical_text.hpp"
 #include "host/core/error.hpp"
 
 namespace ctx::engine {
@@ -32,10 +33,12 @@ StreamId::StreamId(std::string tenant_id, std::string workspace_id, std::string 
   require_trimmed(repository_id_, "repository_id");
   require_trimmed(session_id_, "session_id");
   try {
-    stream_key_ = core::canonical_json(core::Json{{"repository_id", repository_id_},
-                                                  {"session_id", session_id_},
-                                                  {"tenant_id", tenant_id_},
-                                                  {"workspace_id", workspace_id_}});
+    stream_key_ = CanonicalObject()
+                      .string("repository_id", repository_id_)
+                      .string("session_id", session_id_)
+                      .string("tenant_id", tenant_id_)
+                      .string("workspace_id", workspace_id_)
+                      .finish();
   } catch (const InvalidArgument&) {
     throw InvalidArgument("stream id fields must be non-empty trimmed strings of valid utf-8");
   }

@@ -205,8 +205,13 @@ std::string Statement::blob(int column) const {
                      static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
+// BEGIN / COMMIT run as cached statements (parsed once per connection, not once per call).
 Transaction::Transaction(Database& db, Kind kind) : db_(db) {
-  db_.exec(kind == Kind::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
+  if (kind == Kind::kImmediate) {
+    db_.cached("BEGIN IMMEDIATE")->run();
+  } else {
+    db_.cached("BEGIN DEFERRED")->run();
+  }
   open_ = true;
 }
 
@@ -215,7 +220,7 @@ Transaction::~Transaction() {
 }
 
 void Transaction::commit() {
-  db_.exec("COMMIT");
+  db_.cached("COMMIT")->run();
   open_ = false;
 }
 

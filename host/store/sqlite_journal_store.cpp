@@ -65,9 +65,7 @@ class SqliteJournalStore::Impl {
 
   engine::JournalCommit append(const engine::JournalAppend& request) {
     // Validate everything that does not depend on the head before touching the file.
-    std::optional<std::string> placeholder;
-    if (request.expected_revision > 0) placeholder = std::string(64, '0');
-    JournalRecord record = engine::build_journal_record(request, placeholder);
+    JournalRecord record = engine::build_journal_record(request);
     if (request.guard) validate_guard_shape(*request.guard);
 
     // One write transaction: event-id lookup, head check, guard check, insert.
@@ -84,8 +82,7 @@ class SqliteJournalStore::Impl {
     if (head.revision != request.expected_revision) {
       throw RevisionConflict(request.expected_revision, head.revision);
     }
-    record.previous_record_digest = head.record_digest;
-    record.record_digest = engine::journal_record_digest(record);
+    engine::chain_journal_record(record, head.record_digest);
 
     std::optional<PendingSettlement> settlement;
     if (request.guard) {
@@ -220,6 +217,16 @@ std::optional<JournalRecord> SqliteJournalStore::find(const StreamId& stream,
                                                       std::string_view event_id) const {
   std::lock_guard lock(mutex_);
   return impl_->find(stream, event_id);
+}
+
+engine::JournalLookup SqliteJournalStore::lookup(const StreamId& stream,
+                                                std::string_view event_id) const {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->db(), Transaction::Kind::kDeferred);
+  engine::JournalLookup out{impl_->find(stream, event_id), {}};
+  if (!out.existing) out.head = impl_->journal().head(stream);
+  tx.commit();  // ends the read
+  return out;
 }
 
 ActionClaim SqliteJournalStore::claim_install(const ClaimRequest& request) {

@@ -54,6 +54,9 @@ class SqliteJournalStore final : public engine::JournalStore, public engine::Cla
                                           engine::Revision after = 0) const override;
   std::optional<engine::JournalRecord> find(const engine::StreamId& stream,
                                             std::string_view event_id) const override;
+  // One BEGIN DEFERRED for both reads.
+  engine::JournalLookup lookup(const engine::StreamId& stream,
+                               std::string_view event_id) const override;
 
   // ClaimStore
   engine::ActionClaim claim_install(const engine::ClaimRequest& request) override;

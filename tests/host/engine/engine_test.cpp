@@ -417,6 +417,48 @@ TEST_F(EngineAuthority, ConsentInstallActivationAndRePlanLifecycle) {
   EXPECT_EQ(planner_.calls, calls);
 }
 
+// The texts journaled and kept by values are composed, not encoded from JSON: through a whole
+// install lifecycle each equals what the canonical encoder makes of the value.
+TEST_F(EngineAuthority, ComposedTextsEqualTheCanonicalEncoding) {
+  auto engine = make_engine();
+  const auto install = to_install(engine);
+  EXPECT_EQ(install.to_json_text(), core::canonical_json(install.to_json()));
+  EXPECT_EQ(request_.to_json_text(), core::canonical_json(request_.to_json()));
+  const auto snap = engine.snapshot(scope().stream_id());
+  ASSERT_TRUE(snap.state);
+  EXPECT_FALSE(snap.state->pending_effects().empty());
+  EXPECT_TRUE(snap.state->committed_plan().has_value());
+  EXPECT_EQ(snap.state->to_json_text(), core::canonical_json(snap.state->to_json()));
+  const auto records = journal_.read(scope().stream_id(), 0);
+  ASSERT_EQ(records.size(), 4u);
+  for (const auto& record : records) {
+    const auto input = ReplayInput::from_json_text(record.replay_json);
+    EXPECT_EQ(input.to_json_text(), core::canonical_json(input.to_json()));
+    EXPECT_EQ(input.reducer_event.to_json_text(),
+              core::canonical_json(input.reducer_event.to_json()));
+    const auto transition = Transition::from_json_text(record.transition_json);
+    EXPECT_EQ(transition.to_json_text(), core::canonical_json(transition.to_json()));
+    EXPECT_EQ(transition.to_json_text(), record.transition_json);
+    EXPECT_EQ(record.record_digest, core::canonical_digest(Json{
+        {"event_content_digest", record.event_content_digest},
+        {"event_id", record.event_id},
+        {"previous_record_digest", record.previous_record_digest ? Json(*record.previous_record_digest) : Json(nullptr)},
+        {"privacy_classification", record.privacy_classification},
+        {"reducer_version", record.reducer_version},
+        {"replay_digest", record.replay_digest},
+        {"retention_class", record.retention_class},
+        {"result_state_digest", record.result_state_digest},
+        {"revision", record.revision},
+        {"stream_key", record.stream.stream_key()},
+        {"transition_digest", record.transition_digest}}));
+  }
+  EXPECT_EQ(scope().stream_id().stream_key(),
+            core::canonical_json(Json{{"repository_id", "repository-1"},
+                                      {"session_id", "session-one"},
+                                      {"tenant_id", "tenant-1"},
+                                      {"workspace_id", "workspace-1"}}));
+}
+
 TEST_F(EngineAuthority, InteractiveDecisionNeedsTheHostGuard) {
   auto engine = make_engine(false);
   planner_.rows = {plan_row(kId, "install")};

@@ -20,9 +20,7 @@ class MemJournalStore final : public engine::JournalStore {
  public:
   engine::JournalCommit append(const engine::JournalAppend& request) override {
     if (request.guard) throw InvalidArgument("MemJournalStore does not settle claims");
-    std::optional<std::string> placeholder;
-    if (request.expected_revision > 0) placeholder = std::string(64, '0');
-    engine::JournalRecord record = engine::build_journal_record(request, placeholder);
+    engine::JournalRecord record = engine::build_journal_record(request);
     std::lock_guard lock(mutex_);
     if (auto it = by_event_.find(request.event_id); it != by_event_.end()) {
       const engine::JournalRecord& existing = at(it->second);
@@ -38,9 +36,9 @@ class MemJournalStore final : public engine::JournalStore {
     if (actual != request.expected_revision) {
       throw engine::RevisionConflict(request.expected_revision, actual);
     }
-    record.previous_record_digest =
-        records.empty() ? std::nullopt : std::optional<std::string>(records.back().record_digest);
-    record.record_digest = engine::journal_record_digest(record);
+    engine::chain_journal_record(
+        record,
+        records.empty() ? std::nullopt : std::optional<std::string>(records.back().record_digest));
     records.push_back(record);
     states_[request.stream.stream_key()] = request.result_state;
     by_event_.emplace(request.event_id,
