@@ -1,7 +1,7 @@
 // Seed 001 (test_managed_query_service.py): the interactive consent PUBLICATION seeds —
 // set_desired and prepare/reopen publishing exactly one safe current challenge through the real
-// consent broker, bound to the real skill-installer plugin's identity and target — plus the factory and
-// no-challenge seeds of the service piece. One GoogleTest case per seed test (names from
+// consent broker, bound to the real skill-installer plugin's identity and target — plus the
+// factory and no-challenge seeds of the service piece. One GoogleTest case per seed test (names from
 // seed-tests.tsv). Where the seed monkeypatches a method to commit a decision mid-publication,
 // the test interposes on the same step through a port (a broker or installer decorator that
 // delegates to the real one); crashes go through the crash-point seam; races run real threads
