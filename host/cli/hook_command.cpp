@@ -1,0 +1,77 @@
+#include "host/cli/hook_command.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <optional>
+
+#include "host/cli/command_options.hpp"
+#include "host/runtime/hooks/hook_protocol.hpp"
+#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/server/client.hpp"
+
+namespace ctx::cli {
+namespace {
+
+namespace hooks = runtime::hooks;
+
+// How long `ctx hook` waits for a running server (its own per-request deadline is 30 s).
+constexpr std::chrono::milliseconds kServerDeadline{35'000};
+
+// Reads at most kMaxHookPayloadBytes + 1 bytes (enough to tell "too large"), then drains the
+// rest (up to 64 MiB) so the host's writer is not cut off.
+std::string read_payload(std::istream& in) {
+  constexpr std::size_t kKeep = hooks::kMaxHookPayloadBytes + 1;
+  constexpr std::size_t kDrain = std::size_t{64} << 20;
+  std::string payload;
+  char buffer[65536];
+  std::size_t total = 0;
+  while (in && total < kDrain) {
+    in.read(buffer, sizeof buffer);
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (n == 0) break;
+    if (payload.size() < kKeep) payload.append(buffer, std::min(n, kKeep - payload.size()));
+    total += n;
+  }
+  return payload;
+}
+
+}  // namespace
+
+std::string hook_usage() {
+  return "  ctx hook ADAPTER [--state DIR]\n"
+         "      read a coding host's hook payload on stdin and write its reply on stdout\n"
+         "      (ADAPTER: a pinned host adapter: claude-code, codex, generic). Exit 0 with a\n"
+         "      reply or nothing, 1 with one stderr line for a bad payload; never 2\n";
+}
+
+int run_hook_command(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+                     std::ostream& err, const Environment& env) {
+  // A host that stops reading must not kill ctx with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    const CommandLine line = parse_command_line(args, 1, "ctx hook", {}, false);
+    if (line.positional.size() != 1) throw CommandUsage("ctx hook takes one ADAPTER");
+    const std::filesystem::path state = command_state_dir(line, env);
+    hooks::HookRequest request{line.positional[0], read_payload(in)};
+    hooks::check_hook_payload(request.payload);
+    // A running `ctx serve` for this state dir serves the hook; else it runs in process.
+    std::optional<hooks::HookResponse> response;
+    if (const auto result = server::call_running_server(
+            state, hooks::kHookMethod, hooks::hook_request_to_json(request), kServerDeadline)) {
+      response = hooks::hook_response_from_json(*result);
+    } else {
+      hooks::HookRunner runner(state);
+      response = runner.run(request);
+    }
+    if (response->reply) out << *response->reply << "\n";
+    out.flush();
+    return kExitOk;
+  } catch (const std::exception& e) {
+    err << "ctx hook: " << single_line_text(e.what()) << "\n";
+  } catch (...) {
+    err << "ctx hook: unknown failure\n";
+  }
+  return kExitFailure;
+}
+
+}  // namespace ctx::cli
