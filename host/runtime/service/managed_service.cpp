@@ -17,6 +17,7 @@
 #include "host/engine/lexical.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/file_lock.hpp"
+#include "host/runtime/service/preapproved_install.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 
@@ -337,6 +338,8 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
   composition.interactive_install_decision_guard =
       std::move(options.interactive_install_decision_guard);
   composition.trusted_clock = std::move(options.trusted_clock);
+  composition.install_actuator = std::move(options.install_actuator);
+  composition.policy_store_root = std::move(options.policy_store_root);
   auto opened = open_engine_composition(std::move(composition));
   if (opened->catalog_snapshot_digest() != artifact->planning_environment_digest()) {
     opened->close();
@@ -439,6 +442,8 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
   options.install_bundle_port = options_.install_bundle_port;
   options.interactive_install_decision_guard = options_.interactive_install_decision_guard;
   options.trusted_clock = options_.trusted_clock;
+  options.install_actuator = options_.install_actuator;
+  options.policy_store_root = options_.policy_store_root;
   return open_managed_engine_composition(*options_.registry, artifact, std::move(options));
 }
 
@@ -710,10 +715,15 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     reserved.emplace(std::move(*latest));
   } else {
     const auto& state = *snapshot.state;
-    if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
+    const std::string policy_digest =
+        detail::current_install_policy(options_.policy_store_root).policy_digest();
+    // A pending consent under a policy that has since changed does not block a new choice: the
+    // new desired event re-issues it under the current policy (§3.9 step 8).
+    if (!state.pending_effects().empty() ||
+        (!state.pending_consents().empty() &&
+         !detail::install_policy_drifted(snapshot, policy_digest))) {
       throw ManagedDesiredSetBusyError("managed stream has an unresolved lifecycle effect");
     }
-    const std::string policy_digest = engine::InstallConsentPolicy::safe_default().policy_digest();
     const std::string owner = desired_owner_id(decision.scope());
     Json rows = Json::array();
     for (const auto& id : canonical) {
@@ -810,15 +820,30 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       view->desired.transition_digest);
   crash_point(service_crash_points::kAfterDesiredMark);
 
-  // §3.11 status derivation (no consent broker or actuator yet: no challenge, no automatic
-  // install, hence no indeterminate ids and no policy drift).
-  const auto& state = *head.state;
+  // §3.9 steps 11–12: policy drift and the automatic (preapproved) installs (preapproved_install.cpp).
+  std::optional<detail::DesiredProgress> progress;
+  {
+    auto installing = open_composition(input->artifact_handle());
+    progress.emplace(detail::progress_desired_installs(
+        *installing,
+        detail::DesiredInstallContext{parent, marked, options_.policy_store_root, clock}));
+    installing->close();
+  }
+
+  // §3.11 status derivation, in its order.
+  const auto& state = *progress->head.state;
   std::vector<std::string> manual;
   std::vector<std::string> failed;
   std::vector<std::string> install_missing;
+  std::vector<std::string> drifted;
   for (const auto& id : marked.capability_ids()) {
     const auto* row = plan.find(id);
     if (row->actionability() == engine::Actionability::kManual) manual.push_back(id);
+    for (const auto& consent : state.pending_consents()) {
+      if (consent.install_action.entity_id() == std::optional<std::string>(id)) {
+        drifted.push_back(id);
+      }
+    }
     if (row->actionability() != engine::Actionability::kInstall) continue;
     const auto* capability = state.capability(id);
     const bool absent = capability == nullptr || capability->installation == engine::Installation::kAbsent;
@@ -832,11 +857,24 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       install_missing.push_back(id);
     }
   }
-  auto actions = summaries(view->head_transition->actions());
+  auto actions = summaries(progress->head_actions);
   ManagedDesiredStatus status = ManagedDesiredStatus::kReconciled;
   std::optional<std::string> reason;
   std::vector<std::string> deferred;
-  if (!manual.empty()) {
+  if (!progress->indeterminate_ids.empty()) {
+    status = ManagedDesiredStatus::kLifecycleDeferred;
+    reason = "automatic-install-indeterminate";
+    for (const auto& id : marked.capability_ids()) {
+      if (std::find(progress->indeterminate_ids.begin(), progress->indeterminate_ids.end(), id) !=
+          progress->indeterminate_ids.end()) {
+        deferred.push_back(id);
+      }
+    }
+  } else if (progress->policy_drift) {
+    status = ManagedDesiredStatus::kLifecycleDeferred;
+    reason = "install-policy-changed-after-desired-commit";
+    deferred = drifted;
+  } else if (!manual.empty()) {
     status = ManagedDesiredStatus::kManualDeferred;
     reason = "manual-capability-requires-user-action";
     deferred = manual;

@@ -298,6 +298,9 @@ struct ManagedCompositionOptions {
   std::shared_ptr<InstallBundlePort> install_bundle_port;
   InteractiveInstallDecisionGuard interactive_install_decision_guard;
   std::shared_ptr<const core::Clock> trusted_clock;
+  // The physical installation actuator and the install policy root (EngineCompositionOptions).
+  std::shared_ptr<const InstallActuator> install_actuator;
+  std::optional<std::filesystem::path> policy_store_root;
 };
 
 // Opens a composition for an artifact `registry` issued (§1.2 managed form): the ports' snapshot
@@ -324,6 +327,10 @@ struct ManagedQueryServiceOptions {
   std::optional<std::filesystem::path> policy_store_root;  // absolute when given
   InteractiveInstallDecisionGuard interactive_install_decision_guard;
   std::shared_ptr<const core::Clock> trusted_clock;  // null: the system clock
+  // The physical installation actuator (installer drivers, body source, host identity) that
+  // preapproved installs execute through; null: an install cannot be bound ("no physical
+  // installation actuator").
+  std::shared_ptr<const InstallActuator> install_actuator;
 };
 
 class ManagedQueryService final {
