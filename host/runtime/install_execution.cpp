@@ -62,9 +62,7 @@ std::shared_ptr<engine::InstallerPort> resolve_driver(const InstallActuator* act
 engine::InstallExecutionBinding binding_of(const InstallActuator& actuator,
                                            const engine::InstallPlanDescriptor& descriptor,
                                            engine::InstallerPort& driver) {
-  return engine::InstallExecutionBinding::create(descriptor.installer_id(), driver.identity_digest(),
-                                                 actuator.host_identity_digest,
-                                                 driver.target_identity().digest());
+  return install_binding_of(descriptor, driver, actuator.host_identity_digest);
 }
 
 engine::InstallExecutionBinding binding_of(const InstallActuator& actuator,
@@ -238,25 +236,12 @@ std::string outcome_name(const std::optional<engine::InstallOutcome>& outcome) {
 
 }  // namespace
 
-StaticInstallerResolver::StaticInstallerResolver(
-    std::map<std::string, std::shared_ptr<engine::InstallerPort>> installers) {
-  for (auto& [installer_id, driver] : installers) {
-    if (installer_id.empty() || !driver) {
-      throw InvalidArgument("install actuators need a driver for every installer id");
-    }
-    auto captured = driver->target_identity();
-    installers_.emplace(installer_id, Entry{std::move(driver), std::move(captured)});
-  }
-}
-
-std::shared_ptr<engine::InstallerPort> StaticInstallerResolver::resolve(
-    std::string_view installer_id, std::string_view) {
-  const auto it = installers_.find(installer_id);
-  if (it == installers_.end()) return nullptr;
-  if (!(it->second.driver->target_identity() == it->second.captured)) {
-    throw InstallExecutionError("install target root changed after runtime configuration");
-  }
-  return it->second.driver;
+engine::InstallExecutionBinding install_binding_of(const engine::InstallPlanDescriptor& descriptor,
+                                                   engine::InstallerPort& driver,
+                                                   const std::string& host_identity_digest) {
+  return engine::InstallExecutionBinding::create(descriptor.installer_id(), driver.identity_digest(),
+                                                 host_identity_digest,
+                                                 driver.target_identity().digest());
 }
 
 engine::InstallExecutionBinding resolve_install_binding(const InstallActuator* actuator,

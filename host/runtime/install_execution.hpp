@@ -12,7 +12,6 @@
 #define CTX_HOST_RUNTIME_INSTALL_EXECUTION_HPP_
 
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,33 +51,13 @@ class InstallerResolver {
  public:
   virtual ~InstallerResolver() = default;
   virtual std::shared_ptr<engine::InstallerPort> resolve(std::string_view installer_id,
-                                                         std::string_view capability_kind) = 0;
-};
-
-// A fixed set of drivers keyed by descriptor installer id (any capability kind), each with the
-// install root captured at construction: resolve() re-reads the driver's target and throws
-// "root changed" when it is no longer the captured one. Thread-safety: immutable after
-// construction; the drivers serialise their own calls.
-class StaticInstallerResolver final : public InstallerResolver {
- public:
-  // Errors: InvalidArgument (empty id, null driver); the drivers' target_identity errors.
-  explicit StaticInstallerResolver(
-      std::map<std::string, std::shared_ptr<engine::InstallerPort>> installers);
-  std::shared_ptr<engine::InstallerPort> resolve(std::string_view installer_id,
-                                                 std::string_view capability_kind) override;
-
- private:
-  struct Entry {
-    std::shared_ptr<engine::InstallerPort> driver;
-    engine::TargetIdentity captured;
-  };
-  std::map<std::string, Entry, std::less<>> installers_;
+                                                         std::string_view capability_kind) const = 0;
 };
 
 // A composition's physical installation actuator: drivers, bodies and the host identity every
 // binding records.
 struct InstallActuator {
-  std::shared_ptr<InstallerResolver> installers;  // required
+  std::shared_ptr<const InstallerResolver> installers;  // required
   std::shared_ptr<InstallBodySource> bodies;      // required
   std::string host_identity_digest;               // sha256
 };
@@ -109,6 +88,12 @@ struct InstallExecutionReport {
 // physical installation actuator", "root changed", "not an install selection").
 engine::InstallExecutionBinding resolve_install_binding(const InstallActuator* actuator,
                                                         const engine::PlanCapabilityV3& selection);
+
+// The one binding formula: {descriptor installer id, driver identity digest, host identity,
+// the driver's target identity digest now}. Errors: the driver's target_identity errors.
+engine::InstallExecutionBinding install_binding_of(const engine::InstallPlanDescriptor& descriptor,
+                                                   engine::InstallerPort& driver,
+                                                   const std::string& host_identity_digest);
 engine::InstallExecutionBinding resolve_install_binding(
     const InstallActuator* actuator, const engine::InstallPlanDescriptor& descriptor);
 

@@ -27,7 +27,7 @@ class RegistryInstallerResolver final : public InstallerResolver {
   }
 
   std::shared_ptr<engine::InstallerPort> resolve(std::string_view installer_id,
-                                                 std::string_view capability_kind) override {
+                                                 std::string_view capability_kind) const override {
     std::lock_guard lock(mutex_);
     const auto it = entries_.find(std::string(installer_id) + "\n" + std::string(capability_kind));
     if (it == entries_.end()) return nullptr;
@@ -53,8 +53,8 @@ class RegistryInstallerResolver final : public InstallerResolver {
     engine::TargetIdentity captured;
   };
   std::shared_ptr<const plugins::PluginRegistry> registry_;
-  std::mutex mutex_;
-  std::map<std::string, Entry> entries_;  // GUARDED_BY(mutex_)
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, Entry> entries_;  // GUARDED_BY(mutex_)
 };
 
 }  // namespace

@@ -392,6 +392,18 @@ std::shared_ptr<ManagedQueryService> open_managed_query_service(
   }
   require_private_parent(options.journal_path, "journal_path");
   require_private_parent(options.benefit_audit_path, "benefit_audit_path");
+  if (options.consent_broker) {
+    const PathIdentity consent = identity_of(options.consent_broker->path());
+    if (aliases(consent, journal) || aliases(consent, audit) || aliases(consent, store)) {
+      throw InvalidArgument(
+          "managed query service and consent broker persistence paths must be distinct");
+    }
+    if (!core::is_sha256_hex(options.consent_workspace_identity_digest) ||
+        !core::is_sha256_hex(options.consent_release_root_digest)) {
+      throw InvalidArgument(
+          "consent broker workspace and release root identities must be sha256 digests");
+    }
+  }
   return std::shared_ptr<ManagedQueryService>(new ManagedQueryService(std::move(options)));
 }
 
@@ -442,7 +454,13 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
   options.install_bundle_port = options_.install_bundle_port;
   options.interactive_install_decision_guard = options_.interactive_install_decision_guard;
   options.trusted_clock = options_.trusted_clock;
-  options.install_actuator = options_.install_actuator;
+  if (options_.install_actuators) {
+    auto actuator = std::make_shared<InstallActuator>();
+    actuator->installers = options_.install_actuators;
+    actuator->bodies = options_.install_body_source;
+    actuator->host_identity_digest = options_.install_actuators->host_identity_digest();
+    options.install_actuator = std::move(actuator);
+  }
   options.policy_store_root = options_.policy_store_root;
   return open_managed_engine_composition(*options_.registry, artifact, std::move(options));
 }
@@ -556,6 +574,7 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
   const auto& decision = input.decision_event();
   std::optional<ManagedAdvanceResult> advanced;
   std::optional<PreparedManagedQuery> projection;
+  std::optional<ManagedConsentChallengeProjection> challenge;
   {
     auto composition = open_composition(input.artifact_handle());
     if (record.planned()) {
@@ -569,6 +588,10 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
     // The advance's projection is sealed inside it; re-project the same head to own one.
     projection.emplace(
         composition->reopen_managed_query(decision.scope(), decision.correlation_id()));
+    if (auto published =
+            publish_current_consent(*composition, decision.scope(), *decision.correlation_id())) {
+      challenge.emplace(std::move(*published));
+    }
     composition->close();
   }
   if (projection->journal_revision() != advanced->prepared().journal_revision() ||
@@ -611,7 +634,7 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
   }
   crash_point(service_crash_points::kAfterPlanMark);
   return ManagedQueryServiceResult(record.query_ref(), std::move(*projection), std::move(actions),
-                                   std::nullopt);
+                                   std::move(challenge));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -644,6 +667,18 @@ void require_retry_predecessor(ManagedQueryStore& store, const ManagedQueryRecor
     throw ManagedDesiredSetSupersededError(
         "desired choice does not name the exact predecessor of its stored event");
   }
+}
+
+// True when every pending consent of `state` was requested under a policy other than
+// `policy_digest` (so it is deferred rather than offered); false when any is current.
+bool drifted_consents(const engine::EngineState& state, const std::string& policy_digest) {
+  for (const auto& consent : state.pending_consents()) {
+    if (consent.install_action.payload().value("policy_snapshot_digest", Json()) ==
+        Json(policy_digest)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 struct JournalView {
@@ -715,13 +750,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     reserved.emplace(std::move(*latest));
   } else {
     const auto& state = *snapshot.state;
-    const std::string policy_digest =
-        detail::current_install_policy(options_.policy_store_root).policy_digest();
-    // A pending consent under a policy that has since changed does not block a new choice: the
-    // new desired event re-issues it under the current policy (§3.9 step 8).
-    if (!state.pending_effects().empty() ||
-        (!state.pending_consents().empty() &&
-         !detail::install_policy_drifted(snapshot, policy_digest))) {
+    const std::string policy_digest = current_install_policy().policy_digest();
+    if (!state.pending_effects().empty() || !drifted_consents(state, policy_digest)) {
       throw ManagedDesiredSetBusyError("managed stream has an unresolved lifecycle effect");
     }
     const std::string owner = desired_owner_id(decision.scope());
@@ -791,8 +821,6 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     throw ManagedQueryServiceError("managed desired transition does not match its event");
   }
   const auto head = composition->snapshot(decision.scope());
-  composition->close();
-  composition.reset();
 
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   std::optional<JournalView> view;
@@ -820,30 +848,28 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       view->desired.transition_digest);
   crash_point(service_crash_points::kAfterDesiredMark);
 
-  // §3.9 steps 11–12: policy drift and the automatic (preapproved) installs (preapproved_install.cpp).
-  std::optional<detail::DesiredProgress> progress;
-  {
-    auto installing = open_composition(input->artifact_handle());
-    progress.emplace(detail::progress_desired_installs(
-        *installing,
-        detail::DesiredInstallContext{parent, marked, options_.policy_store_root, clock}));
-    installing->close();
+  // §3.9 steps 11–13: policy drift defers; otherwise the automatic (preapproved) installs run
+  // (preapproved_install.cpp) and the remaining interactive consent, if any, is published.
+  auto progress = detail::progress_desired_installs(
+      *composition, detail::DesiredInstallContext{parent, marked, options_.policy_store_root, clock});
+  std::optional<ManagedConsentChallengeProjection> challenge;
+  if (!progress.policy_drift && progress.indeterminate_ids.empty()) {
+    if (auto published =
+            publish_current_consent(*composition, decision.scope(), *parent.plan_id())) {
+      challenge.emplace(std::move(*published));
+    }
   }
+  composition->close();
+  composition.reset();
 
   // §3.11 status derivation, in its order.
-  const auto& state = *progress->head.state;
+  const auto& state = *progress.head.state;
   std::vector<std::string> manual;
   std::vector<std::string> failed;
   std::vector<std::string> install_missing;
-  std::vector<std::string> drifted;
   for (const auto& id : marked.capability_ids()) {
     const auto* row = plan.find(id);
     if (row->actionability() == engine::Actionability::kManual) manual.push_back(id);
-    for (const auto& consent : state.pending_consents()) {
-      if (consent.install_action.entity_id() == std::optional<std::string>(id)) {
-        drifted.push_back(id);
-      }
-    }
     if (row->actionability() != engine::Actionability::kInstall) continue;
     const auto* capability = state.capability(id);
     const bool absent = capability == nullptr || capability->installation == engine::Installation::kAbsent;
@@ -857,23 +883,32 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       install_missing.push_back(id);
     }
   }
-  auto actions = summaries(progress->head_actions);
+  auto actions = summaries(progress.head_actions);
   ManagedDesiredStatus status = ManagedDesiredStatus::kReconciled;
   std::optional<std::string> reason;
   std::vector<std::string> deferred;
-  if (!progress->indeterminate_ids.empty()) {
+  if (!progress.indeterminate_ids.empty()) {
     status = ManagedDesiredStatus::kLifecycleDeferred;
     reason = "automatic-install-indeterminate";
     for (const auto& id : marked.capability_ids()) {
-      if (std::find(progress->indeterminate_ids.begin(), progress->indeterminate_ids.end(), id) !=
-          progress->indeterminate_ids.end()) {
+      if (std::find(progress.indeterminate_ids.begin(), progress.indeterminate_ids.end(), id) !=
+          progress.indeterminate_ids.end()) {
         deferred.push_back(id);
       }
     }
-  } else if (progress->policy_drift) {
+  } else if (challenge) {
+    status = ManagedDesiredStatus::kConsentRequired;
+  } else if (progress.policy_drift) {
     status = ManagedDesiredStatus::kLifecycleDeferred;
     reason = "install-policy-changed-after-desired-commit";
-    deferred = drifted;
+    for (const auto& id : marked.capability_ids()) {
+      for (const auto& consent : state.pending_consents()) {
+        if (consent.install_action.entity_id() == std::optional<std::string>(id)) {
+          deferred.push_back(id);
+          break;
+        }
+      }
+    }
   } else if (!manual.empty()) {
     status = ManagedDesiredStatus::kManualDeferred;
     reason = "manual-capability-requires-user-action";
@@ -893,7 +928,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     deferred = install_missing;
   }
   return ManagedDesiredSetResult::create(marked, std::move(deferred), std::move(failed), status,
-                                         std::move(reason), std::move(actions), std::nullopt);
+                                         std::move(reason), std::move(actions),
+                                         std::move(challenge));
 }
 
 }  // namespace ctx::runtime

@@ -299,8 +299,13 @@ InstallConsentPolicy current_install_policy(const std::optional<std::filesystem:
 
 bool install_policy_drifted(const EngineSnapshot& head, const std::string& current_policy_digest) {
   if (!head.state || head.state->pending_consents().empty()) return false;
-  return head.state->install_policy_snapshot_digest() !=
-         std::optional<std::string>(current_policy_digest);
+  for (const auto& consent : head.state->pending_consents()) {
+    if (consent.install_action.payload().value("policy_snapshot_digest", Json()) ==
+        Json(current_policy_digest)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 DesiredProgress progress_desired_installs(EngineComposition& composition,

@@ -25,7 +25,8 @@ namespace ctx::runtime::detail {
 // no root is configured). Errors: InstallPolicyCorruption, UnsafeStateFile.
 InstallConsentPolicy current_install_policy(const std::optional<std::filesystem::path>& root);
 
-// True when the head has a pending consent whose recorded policy digest is not `current`.
+// True when the head has pending consents and every one was requested under another policy than
+// `current_policy_digest` (so it is deferred rather than offered or granted).
 bool install_policy_drifted(const EngineSnapshot& head, const std::string& current_policy_digest);
 
 // What one committed desired set needs for the automatic installs.

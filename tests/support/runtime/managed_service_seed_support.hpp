@@ -1,20 +1,21 @@
 // Test doubles and the _setup builder of seed 001 (test_managed_query_service.py), for what the
 // prepare/reopen/desired seeds fake: the benefit-facts port (call log, settable snapshot digest),
 // the all-manual material port, the install-bundle port, the input authority, and a fixed
-// trusted clock. ServiceSetup builds the seed's graph, artifact registry, query store and
-// service under one private temporary directory. Header-only; the fakes are thread-safe.
+// trusted clock (settable, for the expiry seeds). ServiceSetup builds the seed's graph, artifact
+// registry, query store and service under one private temporary directory; with
+// SetupArgs::installable it builds the seed's installable catalog with its consent authorities:
+// the real consent broker, the install policy root and the real skill-installer plugin (loaded
+// through the host's PluginLoader) as the physical actuator. Header-only; the fakes are
+// thread-safe.
 #ifndef CTX_TESTS_SUPPORT_RUNTIME_MANAGED_SERVICE_SEED_SUPPORT_HPP_
 #define CTX_TESTS_SUPPORT_RUNTIME_MANAGED_SERVICE_SEED_SUPPORT_HPP_
 
-#include <fcntl.h>
-#include <openssl/evp.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -29,8 +30,14 @@
 #include "host/core/crypto.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/planning/candidate_source.hpp"
+#include "host/plugins/abi_adapters.hpp"
+#include "host/plugins/plugin_loader.hpp"
+#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/composition.hpp"
+#include "host/runtime/consent/consent_broker.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/install_execution.hpp"
+#include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/graph_store.hpp"
 #include "tests/support/engine/seed_benefit_facts.hpp"
@@ -40,6 +47,10 @@ namespace ctx::testing::service {
 namespace planning = ::ctx::engine::planning;
 
 inline constexpr std::string_view kNow = "2026-08-03T12:00:00Z";
+inline constexpr std::string_view kConsentAudience = "ctx-managed-query";
+inline constexpr std::string_view kInstallableSkillBody =
+    "---\nname: installable\ndescription: managed service install fixture\n---\n"
+    "Use the managed service.\n";
 
 inline std::string digest(std::string_view value) { return core::sha256_hex(value); }
 
@@ -144,13 +155,15 @@ class InputAuthority final : public runtime::ManagedInputAuthority {
   std::vector<std::string> calls_;
 };
 
+// The seeds' trusted clock: fixed unless a test moves it (`current[0] = ...`).
 class FixedClock final : public core::Clock {
  public:
-  explicit FixedClock(std::string_view rfc3339) : now_(core::parse_rfc3339(rfc3339)) {}
-  core::Timestamp now() const override { return now_; }
+  explicit FixedClock(std::string_view rfc3339) : micros_(core::parse_rfc3339(rfc3339).micros) {}
+  core::Timestamp now() const override { return core::Timestamp{micros_.load()}; }
+  void set(std::string_view rfc3339) { micros_ = core::parse_rfc3339(rfc3339).micros; }
 
  private:
-  core::Timestamp now_;
+  std::atomic<std::int64_t> micros_;
 };
 
 inline planning::NetBenefitPolicy seed_policy() {
@@ -217,20 +230,14 @@ engine::EngineEvent replace_event(const engine::EngineEvent& event, Edit edit) {
   return engine::EngineEvent::create(std::move(fields));
 }
 
-// The seeds' INSTALLABLE_SKILL_BODY.
-inline constexpr std::string_view kInstallableSkillBody =
-    "---\nname: installable\ndescription: managed service install fixture\n---\n"
-    "Use the managed service.\n";
-
-// The seeds' _install_bundle: a v2 descriptor for ctx-<kind>-installer-v1 whose result material
-// is kInstallableSkillBody.
+// The seeds' _install_bundle: a v2 skill descriptor bound to kInstallableSkillBody.
 inline engine::InstallPlanningBundle install_bundle(const std::string& capability_id,
                                                     const std::string& snapshot_digest,
                                                     bool permission_expansion = false,
                                                     bool credential_requirement = false) {
   const std::string kind = capability_id.substr(0, capability_id.find(':'));
   auto material = engine::MaterialIdentity::create(
-      capability_id, kind, digest(kInstallableSkillBody),
+      capability_id, kind, core::sha256_hex(kInstallableSkillBody),
       static_cast<std::int64_t>(kInstallableSkillBody.size()));
   engine::InstallPlanDescriptor::Fields fields;
   fields.capability_id = capability_id;
@@ -245,7 +252,8 @@ inline engine::InstallPlanningBundle install_bundle(const std::string& capabilit
                                        std::move(material));
 }
 
-// The seeds' _BodySource: counts loads; fails the next `fail_loads_remaining` loads.
+// The seeds' _BodySource: the trusted source of install bodies; counts loads and fails the next
+// fail_next_loads(n) loads ("simulated trusted body-source failure").
 class BodySource final : public runtime::InstallBodySource {
  public:
   std::string load(const engine::MaterialIdentity&) override {
@@ -268,146 +276,35 @@ class BodySource final : public runtime::InstallBodySource {
 
  private:
   mutable std::mutex mutex_;
-  int load_calls_ = 0;
-  int fail_loads_remaining_ = 0;
-};
-
-// The seeds' skill CAS driver behind the installer port: the installed file is
-// `<root>/<content sha256>` holding exactly the body (staged O_EXCL, fsynced, renamed); reconcile
-// reports whether that exact file is there. The target identity is the root's (device, inode,
-// owner, mode, path) now; `identity_label` stands for the plugin identity. `on_target_identity`,
-// when set, runs once at the next target_identity call (a fault injected through the port).
-class SkillCasInstaller final : public engine::InstallerPort {
- public:
-  explicit SkillCasInstaller(std::filesystem::path root,
-                             std::string identity_label = "seed-skill-cas-1.0.0")
-      : root_(std::move(root)), identity_label_(std::move(identity_label)) {}
-
-  engine::TargetIdentity target_identity() override {
-    std::function<void()> hook;
-    {
-      std::lock_guard lock(mutex_);
-      hook = std::exchange(on_target_identity_, nullptr);
-    }
-    if (hook) hook();
-    struct stat info {};
-    if (::stat(root_.c_str(), &info) != 0) throw SystemError("skill root is unavailable");
-    return engine::TargetIdentity{static_cast<std::uint64_t>(info.st_dev),
-                                  static_cast<std::uint64_t>(info.st_ino), info.st_uid,
-                                  info.st_mode, root_.string()};
-  }
-
-  core::Json install(const core::Json& request) override {
-    std::lock_guard lock(mutex_);
-    ++install_calls_;
-    const std::string id = request.at("capability_id");
-    const std::string sha = request.at("content_sha256");
-    const std::string encoded = request.at("content_base64");
-    std::string body(encoded.size(), '\0');
-    const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(body.data()),
-                                        reinterpret_cast<const unsigned char*>(encoded.data()),
-                                        static_cast<int>(encoded.size()));
-    if (decoded < 0) throw InvalidArgument("install body is not base64");
-    std::size_t padding = 0;
-    for (auto it = encoded.rbegin(); it != encoded.rend() && *it == '='; ++it) ++padding;
-    body.resize(static_cast<std::size_t>(decoded) - padding);
-    const std::string kind = id.substr(0, id.find(':'));
-    const std::string observed = engine::MaterialIdentity::create(
-        id, kind, digest(body), static_cast<std::int64_t>(body.size())).identity_digest();
-    if (digest(body) != sha) return {{"outcome", "failed"}, {"capability_id", id}};
-    const auto stage = root_ / (".ctx-skill-" + sha + ".pending");
-    const int fd = ::open(stage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) throw SystemError("cannot stage the skill body");
-    const bool written = ::write(fd, body.data(), body.size()) ==
-                             static_cast<ssize_t>(body.size()) && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!written || ::rename(stage.c_str(), (root_ / sha).c_str()) != 0) {
-      throw SystemError("cannot install the skill body");
-    }
-    return {{"outcome", "applied"},
-            {"capability_id", id},
-            {"observed_material_identity_digest", observed},
-            {"verification_digest", digest("skill-cas-observation:" + sha)}};
-  }
-
-  core::Json reconcile(const core::Json& request) override {
-    std::lock_guard lock(mutex_);
-    core::Json states = core::Json::array();
-    for (const auto& entry : request.at("capabilities")) {
-      const std::string sha = entry.at("content_sha256");
-      const auto path = root_ / sha;
-      const bool installed = std::filesystem::is_regular_file(path) && digest(file_bytes(path)) == sha;
-      states.push_back({{"capability_id", entry.at("capability_id")},
-                        {"installed", installed},
-                        {"active", false}});
-    }
-    return {{"capabilities", states}};
-  }
-
-  core::Json activate(const core::Json&) override { return {{"outcome", "failed"}}; }
-  core::Json deactivate(const core::Json&) override { return {{"outcome", "failed"}}; }
-  std::string id() const override { return "ctx-skill-installer-v1"; }
-  std::string identity_digest() const override { return digest(identity_label_); }
-
-  void on_next_target_identity(std::function<void()> hook) {
-    std::lock_guard lock(mutex_);
-    on_target_identity_ = std::move(hook);
-  }
-  int install_calls() const {
-    std::lock_guard lock(mutex_);
-    return install_calls_;
-  }
-  const std::filesystem::path& root() const noexcept { return root_; }
-
- private:
-  std::filesystem::path root_;
-  std::string identity_label_;
-  mutable std::mutex mutex_;
-  std::function<void()> on_target_identity_;  // GUARDED_BY(mutex_)
-  int install_calls_ = 0;                     // GUARDED_BY(mutex_)
-};
-
-// The seeds' SkillCasRuntimeConfig: the skill driver for ctx-skill-installer-v1 at `root` (its
-// target captured now), `bodies`, and the seeds' host identity.
-inline std::shared_ptr<const runtime::InstallActuator> skill_actuator(
-    std::shared_ptr<SkillCasInstaller> installer, std::shared_ptr<BodySource> bodies) {
-  auto actuator = std::make_shared<runtime::InstallActuator>();
-  actuator->installers = std::make_shared<runtime::StaticInstallerResolver>(
-      std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
-          {"ctx-skill-installer-v1", std::move(installer)}});
-  actuator->bodies = std::move(bodies);
-  actuator->host_identity_digest = digest("managed-service-host");
-  return actuator;
-}
-
-// A trusted clock tests may move.
-class SettableClock final : public core::Clock {
- public:
-  explicit SettableClock(std::string_view rfc3339) : now_(core::parse_rfc3339(rfc3339)) {}
-  core::Timestamp now() const override {
-    std::lock_guard lock(mutex_);
-    return now_;
-  }
-  void set(std::string_view rfc3339) {
-    std::lock_guard lock(mutex_);
-    now_ = core::parse_rfc3339(rfc3339);
-  }
-
- private:
-  mutable std::mutex mutex_;
-  core::Timestamp now_;
+  int load_calls_ = 0;            // GUARDED_BY(mutex_)
+  int fail_loads_remaining_ = 0;  // GUARDED_BY(mutex_)
 };
 
 struct SetupArgs {
   int requested_limit = 5;
-  // The seeds' installable=True catalog: skill:installable, skill:installable-2, ... with
-  // install bundles, a skill driver at <tmp>/private/skills and a body source.
+  // The seeds' installable=True catalog: "skill:installable", "skill:installable-2", ...
   bool installable = false;
   int installable_count = 1;
   bool permission_expansion = false;
   bool credential_requirement = false;
-  std::string trusted_now = std::string(kNow);
-  std::shared_ptr<const core::Clock> trusted_clock = nullptr;  // overrides trusted_now
+  std::string_view trusted_now = kNow;
+  // The consent broker and actuator without an installable catalog (installable implies them).
+  bool consent_authorities = false;
+};
+
+// The consent parts of an installable setup (the seed's consent_broker, skill_runtime, ...).
+struct ConsentSetup {
+  std::filesystem::path consent_store_path;
+  std::filesystem::path skill_root;
+  std::string workspace_identity_digest = digest("managed-service-workspace");
+  std::string release_root_digest = digest("managed-service-release-root");
+  std::string host_identity_digest = digest("managed-service-host");
+  std::shared_ptr<plugins::PluginLoader> loader;
+  std::shared_ptr<plugins::PluginRegistry> plugins;
+  std::shared_ptr<engine::InstallerPort> skill_installer;  // the real skill-installer plugin
+  std::shared_ptr<const runtime::ManagedInstallActuators> actuators;
+  std::shared_ptr<BodySource> body_source = std::make_shared<BodySource>();
+  std::shared_ptr<runtime::ConsentBroker> broker;
 };
 
 // The seed's _Setup / _setup for the non-installable catalog.
@@ -426,13 +323,14 @@ struct ServiceSetup {
   std::shared_ptr<InstallPort> installs;
   std::shared_ptr<InputAuthority> inputs;
   std::shared_ptr<const runtime::ManagedQueryInput> managed_input;
-  std::shared_ptr<const core::Clock> clock;
+  std::shared_ptr<FixedClock> clock;
+  std::optional<ConsentSetup> consent;  // installable setups only
   std::shared_ptr<runtime::ManagedQueryService> service;
-  // installable setups only (null otherwise)
-  std::shared_ptr<BodySource> body_source;
-  std::filesystem::path skill_root;
-  std::shared_ptr<SkillCasInstaller> skill_installer;
-  std::shared_ptr<const runtime::InstallActuator> install_actuator;
+
+  // The seed's persist_install_policy(policy, setup.policy_root).
+  void persist_policy(const runtime::InstallConsentPolicy& value) const {
+    runtime::InstallPolicyStore(policy_root).persist(value);
+  }
 
   // The service factory's options with this setup's inputs (the seeds' keyword arguments).
   runtime::ManagedQueryServiceOptions service_options() const {
@@ -448,7 +346,13 @@ struct ServiceSetup {
     options.input_authority = inputs;
     options.policy_store_root = policy_root;
     options.trusted_clock = clock;
-    options.install_actuator = install_actuator;
+    if (consent) {
+      options.consent_broker = consent->broker;
+      options.consent_workspace_identity_digest = consent->workspace_identity_digest;
+      options.consent_release_root_digest = consent->release_root_digest;
+      options.install_actuators = consent->actuators;
+      options.install_body_source = consent->body_source;
+    }
     return options;
   }
 
@@ -487,17 +391,17 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
                                std::filesystem::perm_options::replace);
   ServiceSetup setup;
   setup.tmp = tmp;
-  std::vector<std::string> capabilities = {"agent:reviewer", "harness:python-runner",
-                                           "mcp-server:docs", "skill:lint",
-                                           "skill:test",      "skill:types"};
+  std::vector<store::GraphNode> nodes;
+  std::vector<std::string> capabilities;
   if (args.installable) {
-    capabilities.clear();
     for (int index = 0; index < args.installable_count; ++index) {
       capabilities.push_back(index == 0 ? std::string("skill:installable")
                                         : "skill:installable-" + std::to_string(index + 1));
     }
+  } else {
+    capabilities = {"agent:reviewer", "harness:python-runner", "mcp-server:docs",
+                    "skill:lint",     "skill:test",            "skill:types"};
   }
-  std::vector<store::GraphNode> nodes;
   for (const auto& capability_id : capabilities) {
     store::GraphNode node;
     node.id = capability_id;
@@ -573,18 +477,32 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
   setup.journal_path = tmp / "private" / "journal.sqlite3";
   setup.audit_path = tmp / "private" / "audit.sqlite3";
   setup.policy_root = tmp / "private" / "install-policy";
-  setup.clock = args.trusted_clock ? args.trusted_clock
-                                   : std::make_shared<FixedClock>(args.trusted_now);
-  if (args.installable) {
-    setup.skill_root = tmp / "private" / "skills";
-    std::filesystem::create_directories(setup.skill_root);
-    std::filesystem::permissions(tmp / "private", std::filesystem::perms::owner_all,
+  setup.clock = std::make_shared<FixedClock>(args.trusted_now);
+  if (args.installable || args.consent_authorities) {
+    ConsentSetup consent;
+    consent.consent_store_path = tmp / "private" / "consent.sqlite3";
+    consent.broker = std::make_shared<runtime::ConsentBroker>(
+        consent.consent_store_path, store_key(), std::string(kConsentAudience), *setup.clock);
+    consent.skill_root = tmp / "private" / "skills";
+    std::filesystem::create_directory(consent.skill_root);
+    std::filesystem::permissions(consent.skill_root, std::filesystem::perms::owner_all,
                                  std::filesystem::perm_options::replace);
-    std::filesystem::permissions(setup.skill_root, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::replace);
-    setup.body_source = std::make_shared<BodySource>();
-    setup.skill_installer = std::make_shared<SkillCasInstaller>(setup.skill_root);
-    setup.install_actuator = skill_actuator(setup.skill_installer, setup.body_source);
+    consent.loader = std::make_shared<plugins::PluginLoader>(tmp / "loader-state");
+    consent.plugins = std::make_shared<plugins::PluginRegistry>();
+#ifdef CTX_SKILL_INSTALLER_SO
+    consent.plugins->add(
+        consent.loader->load(consent.loader->inspect_for_pin(CTX_SKILL_INSTALLER_SO)));
+#else
+    throw std::logic_error("installable setups need CTX_SKILL_INSTALLER_SO (the real plugin)");
+#endif
+    const core::Json config = {{"root", consent.skill_root.string()}};
+    consent.skill_installer = std::make_shared<plugins::AbiInstaller>(
+        consent.plugins->get(plugins::PluginKind::kInstaller, "skill-installer"), config.dump());
+    consent.actuators = std::make_shared<runtime::ManagedInstallActuators>(
+        std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
+            {"ctx-skill-installer-v1", consent.skill_installer}},
+        consent.host_identity_digest);
+    setup.consent.emplace(std::move(consent));
   }
   setup.service = runtime::open_managed_query_service(setup.service_options());
   return setup;

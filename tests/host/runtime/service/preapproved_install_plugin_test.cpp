@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
@@ -48,10 +49,21 @@ std::shared_ptr<const InstallActuator> plugin_actuator(
   return actuator;
 }
 
+// A service on `setup`'s files whose actuator for ctx-skill-installer-v1 is the registry's
+// "fixture-disk-installer" at `root`.
 std::shared_ptr<ManagedQueryService> service_with(const ServiceSetup& setup,
-                                                  std::shared_ptr<const InstallActuator> actuator) {
+                                                  const plugins::PluginRegistry& registry,
+                                                  const fs::path& root,
+                                                  std::shared_ptr<BodySource> bodies) {
+  auto driver = std::make_shared<plugins::AbiInstaller>(
+      registry.get(plugins::PluginKind::kInstaller, "fixture-disk-installer"),
+      core::Json{{"root", root.string()}}.dump());
   auto options = setup.service_options();
-  options.install_actuator = std::move(actuator);
+  options.install_actuators = std::make_shared<ManagedInstallActuators>(
+      std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
+          {"ctx-skill-installer-v1", std::move(driver)}},
+      digest("managed-service-host"));
+  options.install_body_source = std::move(bodies);
   return open_managed_query_service(std::move(options));
 }
 
@@ -71,7 +83,10 @@ TEST(PreapprovedInstallPlugins, RepinnedInstallerBetweenDecisionAndClaimFailsClo
   }());
   InstallConsentPolicy preapproved;
   preapproved.skill_mode = InstallMode::kPreapprovedAuto;
-  InstallPolicyStore(setup.policy_root).persist(preapproved);
+  setup.persist_policy(preapproved);
+  const fs::path root = tmp.path() / "service" / "private" / "disk-installs";
+  fs::create_directory(root);
+  fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
   const plugins::PluginLoader loader(tmp.path() / "loader-state");
   auto v1 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V1);
   auto v2 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V2);
@@ -82,7 +97,7 @@ TEST(PreapprovedInstallPlugins, RepinnedInstallerBetweenDecisionAndClaimFailsClo
   ASSERT_NE(v1_identity.sha256, v2_identity.sha256);
 
   auto bodies = std::make_shared<BodySource>();
-  auto decided = service_with(setup, plugin_actuator(v1, setup.skill_root, bodies));
+  auto decided = service_with(setup, *v1, root, bodies);
   const auto prepared = decided->prepare(ManagedQueryRequest::create(digest("repin-query"), "work-one"));
   const auto request = ManagedDesiredSetRequest::create(prepared.query_ref(), digest("repin-choice"),
                                                         {"skill:installable"});
@@ -94,22 +109,22 @@ TEST(PreapprovedInstallPlugins, RepinnedInstallerBetweenDecisionAndClaimFailsClo
   EXPECT_EQ(sqlite_count(setup.journal_path, "engine_journal"), 4);
 
   // Re-pinned: the registry now holds the rebuilt installer, version 1.1.0, other bytes.
-  auto repinned = service_with(setup, plugin_actuator(v2, setup.skill_root, bodies));
+  auto repinned = service_with(setup, *v2, root, bodies);
   CTX_EXPECT_THROW(repinned->set_desired(request), ManagedQueryServiceError, "captured actuator");
   EXPECT_EQ(bodies->load_calls(), 0);
-  EXPECT_TRUE(entries(setup.skill_root).empty());
+  EXPECT_TRUE(entries(root).empty());
   EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claims"), 0);
   EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_outcomes"), 0);
   EXPECT_EQ(sqlite_count(setup.journal_path, "engine_journal"), 4);
 
   // The decision is not burned: the captured installer pinned again installs exactly once.
-  auto restored = service_with(setup, plugin_actuator(v1, setup.skill_root, bodies));
+  auto restored = service_with(setup, *v1, root, bodies);
   const auto installed = restored->set_desired(request);
   EXPECT_EQ(installed.status(), ManagedDesiredStatus::kEffectPending);
   EXPECT_EQ(bodies->load_calls(), 1);
   const auto sha = setup.installs->bundles.at("skill:installable").result_material().content_sha256();
-  EXPECT_EQ(entries(setup.skill_root), std::vector<fs::path>{setup.skill_root / sha});
-  EXPECT_EQ(file_bytes(setup.skill_root / sha), kInstallableSkillBody);
+  EXPECT_EQ(entries(root), std::vector<fs::path>{root / sha});
+  EXPECT_EQ(file_bytes(root / sha), kInstallableSkillBody);
   const auto binding = engine::InstallExecutionBinding::from_json_text(
       sqlite_scalar(setup.journal_path, "SELECT execution_binding_json FROM engine_install_claims"));
   EXPECT_EQ(binding.driver_digest(), v1_identity.digest());
@@ -126,12 +141,15 @@ TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityBefore
   }());
   InstallConsentPolicy preapproved;
   preapproved.skill_mode = InstallMode::kPreapprovedAuto;
-  InstallPolicyStore(setup.policy_root).persist(preapproved);
+  setup.persist_policy(preapproved);
+  const fs::path root = tmp.path() / "service" / "private" / "disk-installs";
+  fs::create_directory(root);
+  fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
   const plugins::PluginLoader loader(tmp.path() / "loader-state");
   auto v1 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V1);
   auto v2 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V2);
   auto bodies = std::make_shared<BodySource>();
-  auto decided = service_with(setup, plugin_actuator(v1, setup.skill_root, bodies));
+  auto decided = service_with(setup, *v1, root, bodies);
   const auto prepared = decided->prepare(ManagedQueryRequest::create(digest("direct-query"), "work-one"));
   {
     CrashPointArmed crash(crash_points::kAfterInstallDecision);
@@ -150,7 +168,7 @@ TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityBefore
   options.install_bundle_port = setup.installs;
   options.trusted_clock = setup.clock;
   options.policy_store_root = setup.policy_root;
-  options.install_actuator = plugin_actuator(v1, setup.skill_root, bodies);
+  options.install_actuator = plugin_actuator(v1, root, bodies);
   auto captured_composition = open_managed_engine_composition(*setup.registry, setup.artifact, options);
   const auto head = captured_composition->snapshot(seed_scope());
   ASSERT_EQ(head.state->pending_effects().size(), 1u);
@@ -158,7 +176,7 @@ TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityBefore
   const auto* selection = head.state->committed_plan()->find("skill:installable");
   const auto captured = captured_composition->resolve_install_execution_binding(install, *selection);
   captured_composition->close();
-  options.install_actuator = plugin_actuator(v2, setup.skill_root, bodies);
+  options.install_actuator = plugin_actuator(v2, root, bodies);
   auto repinned = open_managed_engine_composition(*setup.registry, setup.artifact, options);
   EXPECT_NE(repinned->resolve_install_execution_binding(install, *selection).driver_digest(),
             captured.driver_digest());
@@ -167,7 +185,7 @@ TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityBefore
                    InstallExecutionError, "captured actuator");
   EXPECT_FALSE(repinned->install_execution_status(install).claimed);
   EXPECT_EQ(bodies->load_calls(), 0);
-  EXPECT_TRUE(entries(setup.skill_root).empty());
+  EXPECT_TRUE(entries(root).empty());
   repinned->close();
 }
 

@@ -1,7 +1,8 @@
 // Seed 001 (test_managed_query_service.py): the preapproved (automatic) install seeds — a desired
 // install whose kind the persisted policy preapproves is granted with a "ctx-auto-install:"
 // decision bound to the captured installer identity and executed through
-// EngineComposition::execute_install exactly once. One GoogleTest case per seed test (names from
+// EngineComposition::execute_install exactly once, here through the real skill-installer plugin
+// (objects under <skill root>/sha256/). One GoogleTest case per seed test (names from
 // seed-tests.tsv). The seeds' monkeypatched crashes are the runtime's named crash points
 // (SimulatedCrash), their policy race is a fault injected through the installer port, their
 // thread race runs behind a std::barrier, and one test SIGKILLs a forked child at each install
@@ -18,9 +19,11 @@
 #include <thread>
 
 #include "host/engine/replay.hpp"
+#include "host/plugins/abi_adapters.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/service/managed_service.hpp"
+#include "host/runtime/service/service_crash_points.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -52,7 +55,7 @@ std::vector<std::string> action_kinds(const std::vector<ManagedActionSummary>& a
 void persist_policy(const ServiceSetup& setup, InstallMode skill_mode) {
   InstallConsentPolicy policy;
   policy.skill_mode = skill_mode;
-  InstallPolicyStore(setup.policy_root).persist(policy);
+  setup.persist_policy(policy);
 }
 
 void persist_preapproved(const ServiceSetup& setup) {
@@ -70,6 +73,9 @@ SetupArgs installable(int count = 1) {
   args.installable_count = count;
   return args;
 }
+
+BodySource& bodies(const ServiceSetup& setup) { return *setup.consent->body_source; }
+const fs::path& skill_root(const ServiceSetup& setup) { return setup.consent->skill_root; }
 
 long count(const ServiceSetup& setup, const std::string& table) {
   return sqlite_count(setup.journal_path, table);
@@ -101,24 +107,68 @@ std::vector<std::string> journal_kinds(const fs::path& journal) {
   return kinds;
 }
 
-std::vector<fs::path> entries(const fs::path& dir) {
+// The skill objects the skill-installer plugin holds under `root` (its sha256/ directory).
+std::vector<fs::path> installed_objects(const fs::path& root) {
   std::vector<fs::path> out;
-  for (const auto& entry : fs::directory_iterator(dir)) out.push_back(entry.path());
+  if (!fs::exists(root / "sha256")) return out;
+  for (const auto& entry : fs::directory_iterator(root / "sha256")) out.push_back(entry.path());
   return out;
 }
 
 fs::path installed_file(const ServiceSetup& setup, const std::string& capability_id) {
-  return setup.skill_root / setup.installs->bundles.at(capability_id).result_material().content_sha256();
+  return skill_root(setup) / "sha256" /
+         setup.installs->bundles.at(capability_id).result_material().content_sha256();
 }
 
-// The seeds' reopened service with another skill driver (the changed-target seed).
-std::shared_ptr<ManagedQueryService> service_with_actuator(
-    const ServiceSetup& setup, std::shared_ptr<const InstallActuator> actuator) {
+// The seeds' SkillCasRuntimeConfig for `root`: the setup's skill-installer plugin configured at
+// `root` (its target captured now) for ctx-skill-installer-v1.
+std::shared_ptr<const ManagedInstallActuators> skill_actuators(
+    const ServiceSetup& setup, const fs::path& root,
+    std::shared_ptr<engine::InstallerPort> driver = nullptr) {
+  if (!driver) {
+    driver = std::make_shared<plugins::AbiInstaller>(
+        setup.consent->plugins->get(plugins::PluginKind::kInstaller, "skill-installer"),
+        core::Json{{"root", root.string()}}.dump());
+  }
+  return std::make_shared<ManagedInstallActuators>(
+      std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
+          {"ctx-skill-installer-v1", std::move(driver)}},
+      setup.consent->host_identity_digest);
+}
+
+// A service on `setup`'s files with other actuators and body source (the seeds' reopened
+// services with another SkillCasRuntimeConfig).
+std::shared_ptr<ManagedQueryService> service_with_actuators(
+    const ServiceSetup& setup, std::shared_ptr<const ManagedInstallActuators> actuators,
+    std::shared_ptr<BodySource> body_source) {
   auto options = setup.service_options();
   options.trusted_clock = std::make_shared<FixedClock>(kNow);
-  options.install_actuator = std::move(actuator);
+  options.install_actuators = std::move(actuators);
+  options.install_body_source = std::move(body_source);
   return open_managed_query_service(std::move(options));
 }
+
+// The installer port with a fault injected: `hook` runs once, at the next target_identity call
+// (which is what install binding resolution reads), then every call goes to `inner`.
+class HookedInstaller final : public engine::InstallerPort {
+ public:
+  explicit HookedInstaller(std::shared_ptr<engine::InstallerPort> inner) : inner_(std::move(inner)) {}
+  void on_next_target_identity(std::function<void()> hook) { hook_ = std::move(hook); }
+  engine::TargetIdentity target_identity() override {
+    if (auto hook = std::exchange(hook_, nullptr)) hook();
+    return inner_->target_identity();
+  }
+  core::Json install(const core::Json& r) override { return inner_->install(r); }
+  core::Json activate(const core::Json& r) override { return inner_->activate(r); }
+  core::Json deactivate(const core::Json& r) override { return inner_->deactivate(r); }
+  core::Json reconcile(const core::Json& r) override { return inner_->reconcile(r); }
+  std::string id() const override { return inner_->id(); }
+  std::string identity_digest() const override { return inner_->identity_digest(); }
+
+ private:
+  std::shared_ptr<engine::InstallerPort> inner_;
+  std::function<void()> hook_;
+};
 
 // ---------------------------------------------------------------------------------------------
 
@@ -144,7 +194,7 @@ TEST(ManagedServiceSeed, preapproved_desired_install_executes_once_and_retries_f
   EXPECT_EQ(first.desired_set_ref(), repeated.desired_set_ref());
   EXPECT_EQ(action_kinds(first.actions()), std::vector<std::string>{"ActivateCapability"});
   EXPECT_EQ(repeated.actions(), first.actions());
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(file_bytes(installed_file(setup, "skill:installable")), kInstallableSkillBody);
   const auto rows = journal_rows(setup.journal_path);
   ASSERT_EQ(rows.size(), 5u);
@@ -155,8 +205,13 @@ TEST(ManagedServiceSeed, preapproved_desired_install_executes_once_and_retries_f
   const auto binding = engine::InstallExecutionBinding::from_json_text(
       sqlite_scalar(setup.journal_path, "SELECT execution_binding_json FROM engine_install_claims"));
   EXPECT_EQ(binding.driver_id(), "ctx-skill-installer-v1");
-  EXPECT_EQ(binding.driver_digest(), setup.skill_installer->identity_digest());
-  EXPECT_EQ(binding.target_identity_digest(), setup.skill_installer->target_identity().digest());
+  EXPECT_EQ(binding.driver_digest(), setup.consent->skill_installer->identity_digest());
+  EXPECT_EQ(binding.driver_digest(),
+            setup.consent->plugins->get(plugins::PluginKind::kInstaller, "skill-installer")
+                ->identity()
+                .digest());
+  EXPECT_EQ(binding.target_identity_digest(),
+            setup.consent->skill_installer->target_identity().digest());
 }
 
 TEST(ManagedServiceSeed, two_services_converge_on_one_preapproved_install_and_receipt) {
@@ -184,13 +239,13 @@ TEST(ManagedServiceSeed, two_services_converge_on_one_preapproved_install_and_re
   EXPECT_EQ(results[0]->status(), ManagedDesiredStatus::kEffectPending);
   EXPECT_EQ(results[1]->status(), ManagedDesiredStatus::kEffectPending);
   EXPECT_EQ(results[0]->actions(), results[1]->actions());
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(count(setup, "engine_journal"), 5);
   EXPECT_EQ(count(setup, "engine_install_claim_settlements"), 1);
   const auto recovered = setup.service->set_desired(request);
   EXPECT_EQ(recovered.status(), ManagedDesiredStatus::kEffectPending);
   EXPECT_TRUE(recovered.failed_capability_ids().empty());
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(count(setup, "engine_journal"), 5);
   EXPECT_EQ(count(setup, "engine_install_claims"), 1);
   EXPECT_EQ(count(setup, "engine_install_outcomes"), 1);
@@ -204,13 +259,14 @@ TEST(ManagedServiceSeed, preapproved_install_requires_captured_actuator_before_g
   const auto prepared = setup.service->prepare(query_request("desired-auto-no-actuator-query"));
   auto options = setup.service_options();
   options.trusted_clock = nullptr;
-  options.install_actuator = nullptr;
+  options.install_actuators = nullptr;
+  options.install_body_source = nullptr;
   auto without_actuator = open_managed_query_service(std::move(options));
   CTX_EXPECT_THROW(without_actuator->set_desired(desired_request(
                        prepared.query_ref(), "desired-auto-no-actuator-choice",
                        {"skill:installable"})),
                    Error, "no physical installation actuator");
-  EXPECT_EQ(setup.body_source->load_calls(), 0);
+  EXPECT_EQ(bodies(setup).load_calls(), 0);
   EXPECT_EQ(journal_kinds(setup.journal_path),
             (std::vector<std::string>{"SessionStarted", "IntentObserved", "ReassessmentRequested"}));
 }
@@ -220,20 +276,23 @@ TEST(ManagedServiceSeed, preapproved_policy_race_fails_before_grant_and_executio
   auto setup = make_setup(tmp.path(), installable());
   persist_preapproved(setup);
   const auto prepared = setup.service->prepare(query_request("desired-auto-policy-race-query"));
-  // The policy changes right after the install binding is resolved (the driver's
-  // target_identity is what binding resolution reads).
-  setup.skill_installer->on_next_target_identity([&] { persist_safe_default(setup); });
+  // The policy changes while the install binding is resolved (the driver's target_identity is
+  // what binding resolution reads), before the grant commits.
+  auto hooked = std::make_shared<HookedInstaller>(setup.consent->skill_installer);
+  auto racing = service_with_actuators(setup, skill_actuators(setup, skill_root(setup), hooked),
+                                       setup.consent->body_source);
+  hooked->on_next_target_identity([&] { persist_safe_default(setup); });
   const auto request = desired_request(prepared.query_ref(), "desired-auto-policy-race-choice",
                                        {"skill:installable"});
-  CTX_EXPECT_THROW(setup.service->set_desired(request), Error, "policy");
-  EXPECT_EQ(setup.body_source->load_calls(), 0);
+  CTX_EXPECT_THROW(racing->set_desired(request), Error, "policy");
+  EXPECT_EQ(bodies(setup).load_calls(), 0);
   EXPECT_EQ(count(setup, "engine_journal"), 3);
 }
 
 TEST(ManagedServiceSeed, indeterminate_preapproved_install_is_explicit_then_settles_failed_once) {
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
-  setup.body_source->fail_next_loads(1);
+  bodies(setup).fail_next_loads(1);
   persist_preapproved(setup);
   const auto prepared = setup.service->prepare(query_request("desired-auto-indeterminate-query"));
   const auto request = desired_request(prepared.query_ref(), "desired-auto-indeterminate-choice",
@@ -254,7 +313,7 @@ TEST(ManagedServiceSeed, indeterminate_preapproved_install_is_explicit_then_sett
   EXPECT_EQ(repeated.deferred_capability_ids(), installable_id);
   EXPECT_EQ(failed.failed_capability_ids(), installable_id);
   EXPECT_EQ(repeated.failed_capability_ids(), installable_id);
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(count(setup, "engine_install_claims"), 1);
   EXPECT_EQ(count(setup, "engine_install_outcomes"), 1);
   EXPECT_EQ(count(setup, "engine_install_claim_settlements"), 1);
@@ -263,7 +322,7 @@ TEST(ManagedServiceSeed, indeterminate_preapproved_install_is_explicit_then_sett
 TEST(ManagedServiceSeed, failed_auto_install_progresses_to_next_capability_without_losing_failure) {
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable(2));
-  setup.body_source->fail_next_loads(1);
+  bodies(setup).fail_next_loads(1);
   persist_preapproved(setup);
   const auto prepared = setup.service->prepare(query_request("desired-auto-mixed-query"));
   const auto request = desired_request(prepared.query_ref(), "desired-auto-mixed-choice",
@@ -279,7 +338,7 @@ TEST(ManagedServiceSeed, failed_auto_install_progresses_to_next_capability_witho
   EXPECT_EQ(progressed.failed_capability_ids(), std::vector<std::string>{"skill:installable"});
   EXPECT_EQ(repeated.failed_capability_ids(), std::vector<std::string>{"skill:installable"});
   EXPECT_EQ(action_kinds(progressed.actions()), std::vector<std::string>{"ActivateCapability"});
-  EXPECT_EQ(setup.body_source->load_calls(), 2);
+  EXPECT_EQ(bodies(setup).load_calls(), 2);
   EXPECT_EQ(count(setup, "engine_install_claims"), 2);
   EXPECT_EQ(count(setup, "engine_install_outcomes"), 2);
   EXPECT_EQ(count(setup, "engine_install_claim_settlements"), 2);
@@ -306,7 +365,7 @@ TEST(ManagedServiceSeed, preapproved_install_recovers_after_crash_following_deci
   const auto recovered = setup.service->set_desired(request);
   EXPECT_EQ(recovered.status(), ManagedDesiredStatus::kEffectPending);
   EXPECT_TRUE(recovered.failed_capability_ids().empty());
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
 }
 
 TEST(ManagedServiceSeed, preapproved_install_rejects_changed_target_after_committed_decision) {
@@ -324,13 +383,13 @@ TEST(ManagedServiceSeed, preapproved_install_rejects_changed_target_after_commit
   fs::create_directory(changed_root);
   fs::permissions(changed_root, fs::perms::owner_all, fs::perm_options::replace);
   auto changed_source = std::make_shared<BodySource>();
-  auto reopened = service_with_actuator(
-      setup, skill_actuator(std::make_shared<SkillCasInstaller>(changed_root), changed_source));
+  auto reopened =
+      service_with_actuators(setup, skill_actuators(setup, changed_root), changed_source);
   CTX_EXPECT_THROW(reopened->set_desired(request), ManagedQueryServiceError, "captured actuator");
-  EXPECT_EQ(setup.body_source->load_calls(), 0);
+  EXPECT_EQ(bodies(setup).load_calls(), 0);
   EXPECT_EQ(changed_source->load_calls(), 0);
-  EXPECT_TRUE(entries(setup.skill_root).empty());
-  EXPECT_TRUE(entries(changed_root).empty());
+  EXPECT_TRUE(installed_objects(skill_root(setup)).empty());
+  EXPECT_TRUE(installed_objects(changed_root).empty());
   EXPECT_EQ(count(setup, "engine_install_claims"), 0);
   EXPECT_EQ(count(setup, "engine_install_outcomes"), 0);
 }
@@ -346,24 +405,21 @@ TEST(ManagedServiceSeed, preapproved_install_never_reapplies_after_crash_followi
     CrashPointArmed crash(crash_points::kAfterInstallClaim);
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
   }
-  EXPECT_EQ(setup.body_source->load_calls(), 0);
+  EXPECT_EQ(bodies(setup).load_calls(), 0);
   EXPECT_EQ(count(setup, "engine_install_claims"), 1);
   EXPECT_EQ(count(setup, "engine_install_outcomes"), 0);
   const auto recovered = setup.service->set_desired(request);
   EXPECT_EQ(recovered.status(), ManagedDesiredStatus::kLifecycleDeferred);
   EXPECT_EQ(recovered.reason_code(), "automatic-install-failed");
   EXPECT_EQ(recovered.failed_capability_ids(), std::vector<std::string>{"skill:installable"});
-  EXPECT_EQ(setup.body_source->load_calls(), 0);
-  EXPECT_EQ(setup.skill_installer->install_calls(), 0);
+  EXPECT_EQ(bodies(setup).load_calls(), 0);
+  EXPECT_TRUE(installed_objects(skill_root(setup)).empty());
 }
 
 TEST(ManagedServiceSeed,
      preapproved_install_expired_before_claim_retires_once_and_next_choice_progresses) {
   TempDir tmp;
-  auto clock = std::make_shared<SettableClock>("2026-08-03T12:00:00Z");
-  auto args = installable();
-  args.trusted_clock = clock;
-  auto setup = make_setup(tmp.path(), args);
+  auto setup = make_setup(tmp.path(), installable());
   persist_preapproved(setup);
   const auto prepared =
       setup.service->prepare(query_request("auto-expired-before-claim-query"));
@@ -373,12 +429,12 @@ TEST(ManagedServiceSeed,
     CrashPointArmed crash(crash_points::kAfterInstallDecision);
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
   }
-  clock->set("2026-08-03T14:00:00Z");
+  setup.clock->set("2026-08-03T14:00:00Z");
   const auto retired = setup.service->set_desired(request);
   const auto repeated = setup.service->set_desired(request);
   EXPECT_EQ(retired.journal_revision(), repeated.journal_revision());
   EXPECT_EQ(retired.journal_record_digest(), repeated.journal_record_digest());
-  EXPECT_EQ(setup.body_source->load_calls(), 0);
+  EXPECT_EQ(bodies(setup).load_calls(), 0);
   EXPECT_EQ(count(setup, "engine_install_claims"), 0);
   EXPECT_EQ(count(setup, "engine_install_outcomes"), 0);
   const auto kinds = journal_kinds(setup.journal_path);
@@ -387,7 +443,7 @@ TEST(ManagedServiceSeed,
       desired_request(prepared.query_ref(), "auto-expired-before-claim-next-choice",
                       {"skill:installable"}, retired.desired_set_ref()));
   EXPECT_NE(progressed.reason_code(), std::optional<std::string>("automatic-install-failed"));
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(count(setup, "engine_install_claims"), 1);
 }
 
@@ -402,14 +458,14 @@ TEST(ManagedServiceSeed, preapproved_install_recovers_after_crash_following_outc
     CrashPointArmed crash(crash_points::kAfterInstallOutcome);
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
   }
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(count(setup, "engine_install_claims"), 1);
   EXPECT_EQ(count(setup, "engine_install_outcomes"), 1);
   EXPECT_EQ(count(setup, "engine_install_claim_settlements"), 0);
   const auto recovered = setup.service->set_desired(request);
   EXPECT_EQ(recovered.status(), ManagedDesiredStatus::kEffectPending);
   EXPECT_TRUE(recovered.failed_capability_ids().empty());
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
 }
 
 TEST(ManagedServiceSeed, preapproved_install_recovers_after_crash_following_receipt) {
@@ -423,14 +479,137 @@ TEST(ManagedServiceSeed, preapproved_install_recovers_after_crash_following_rece
     CrashPointArmed crash(crash_points::kAfterInstallReceipt);
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
   }
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(count(setup, "engine_journal"), 5);
   const auto recovered = setup.service->set_desired(request);
   EXPECT_EQ(recovered.status(), ManagedDesiredStatus::kEffectPending);
-  EXPECT_EQ(setup.body_source->load_calls(), 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(count(setup, "engine_journal"), 5);
   EXPECT_EQ(count(setup, "engine_install_claim_settlements"), 1);
 }
+
+TEST(ManagedServiceSeed, committed_desired_recovery_marks_before_deferring_policy_drift) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path(), installable());
+  persist_safe_default(setup);
+  const auto prepared = setup.service->prepare(query_request("desired-policy-drift-query"));
+  const auto request = desired_request(prepared.query_ref(), "desired-policy-drift-choice",
+                                       {"skill:installable"});
+  {
+    // The desired event commits; the process dies before the store marks it.
+    CrashPointArmed crash(service_crash_points::kAfterDesiredCommit);
+    EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
+  }
+  persist_preapproved(setup);
+  const auto recovered = setup.service->set_desired(request);
+  EXPECT_EQ(recovered.status(), ManagedDesiredStatus::kLifecycleDeferred);
+  EXPECT_EQ(recovered.reason_code(), "install-policy-changed-after-desired-commit");
+  EXPECT_EQ(recovered.deferred_capability_ids(), std::vector<std::string>{"skill:installable"});
+  EXPECT_FALSE(recovered.challenge().has_value());
+  EXPECT_TRUE(setup.store->load_latest_desired_set(prepared.query_ref()).committed());
+  EXPECT_EQ(sqlite_count(setup.consent->consent_store_path, "consent_challenges"), 0);
+}
+
+TEST(ManagedServiceSeed, reserved_desired_policy_drift_commits_and_allows_exact_reassessment) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path(), installable());
+  persist_preapproved(setup);
+  const auto prepared =
+      setup.service->prepare(query_request("desired-reserved-policy-drift-query"));
+  const auto request = desired_request(
+      prepared.query_ref(), "desired-reserved-policy-drift-choice", {"skill:installable"});
+  {
+    // Reserved under the preapproved policy; the process dies before the event commits.
+    CrashPointArmed crash(service_crash_points::kAfterDesiredReservation);
+    EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
+  }
+  const auto pending = setup.store->load_pending_desired_set(seed_scope());
+  persist_safe_default(setup);
+  const auto recovered = setup.service->set_desired(request);
+  EXPECT_EQ(recovered.desired_set_ref(), pending.desired_set_ref());
+  EXPECT_EQ(recovered.status(), ManagedDesiredStatus::kLifecycleDeferred);
+  EXPECT_EQ(recovered.reason_code(), "install-policy-changed-after-desired-commit");
+  EXPECT_EQ(recovered.deferred_capability_ids(), std::vector<std::string>{"skill:installable"});
+  EXPECT_TRUE(setup.store->load_latest_desired_set(prepared.query_ref()).committed());
+  const auto reassessed = setup.service->set_desired(
+      desired_request(prepared.query_ref(), "desired-current-policy-choice", {"skill:installable"},
+                      recovered.desired_set_ref()));
+  EXPECT_EQ(reassessed.status(), ManagedDesiredStatus::kConsentRequired);
+  EXPECT_TRUE(reassessed.challenge().has_value());
+  EXPECT_EQ(reassessed.journal_revision(), recovered.journal_revision() + 1);
+  EXPECT_EQ(bodies(setup).load_calls(), 0);
+  EXPECT_EQ(sqlite_count(setup.store_path,
+                         "managed_desired_sets WHERE journal_revision IS NOT NULL"),
+            2);
+  EXPECT_EQ(count(setup, "engine_journal"), 4);
+}
+
+TEST(ManagedServiceSeed, desired_install_uses_fresh_trusted_time_and_full_digest_identities) {
+  TempDir tmp;
+  auto args = installable();
+  args.trusted_now = "2026-08-03T15:30:00Z";
+  auto setup = make_setup(tmp.path(), args);
+  persist_safe_default(setup);
+  const auto prepared = setup.service->prepare(query_request("desired-fresh-time-query"));
+  const auto result = setup.service->set_desired(
+      desired_request(prepared.query_ref(), "desired-fresh-time-choice", {"skill:installable"}));
+  const auto stored = setup.store->load_latest_desired_set(prepared.query_ref());
+  const auto& event = stored.event();
+  const auto& row = event.payload().at("desired_capabilities").at(0);
+  EXPECT_EQ(event.occurred_at(), "2026-08-03T15:30:00Z");
+  EXPECT_NE(event.occurred_at(), setup.managed_input->decision_event().occurred_at());
+  ASSERT_EQ(event.event_id().rfind("ctx-desired:", 0), 0u);
+  EXPECT_EQ(event.event_id().size() - std::string("ctx-desired:").size(), 64u);
+  const std::string owner_id = event.payload().at("owner_id");
+  ASSERT_EQ(owner_id.rfind("ctx-desired:", 0), 0u);
+  EXPECT_EQ(owner_id.size() - std::string("ctx-desired:").size(), 64u);
+  const std::string lease = row.at("lease_id");
+  ASSERT_EQ(lease.rfind("ctx-lease:", 0), 0u);
+  EXPECT_EQ(lease.size() - std::string("ctx-lease:").size(), 64u);
+  const core::Json lease_mapping = {{"capability_id", row.at("capability_id")},
+                                    {"kind", row.at("kind")},
+                                    {"owner_id", owner_id},
+                                    {"schema", "ctx.managed-desired-lease.v1"},
+                                    {"source_digest", row.at("source_digest")}};
+  // json.dumps(..., ensure_ascii=True, separators=(",", ":"), sort_keys=True), sha256.
+  const std::string expected_lease = core::sha256_hex(lease_mapping.dump(-1, ' ', true));
+  core::Json changed = lease_mapping;
+  changed["source_digest"] = digest("changed-catalog-source");
+  const std::string changed_source_lease = core::sha256_hex(changed.dump(-1, ' ', true));
+  EXPECT_EQ(lease, "ctx-lease:" + expected_lease);
+  EXPECT_NE(changed_source_lease, expected_lease);
+  ASSERT_TRUE(result.challenge().has_value());
+  EXPECT_EQ(result.challenge()->expires_at(), "2026-08-03T16:30:00Z");
+}
+
+class SensitiveRisk : public ::testing::TestWithParam<std::string> {};
+
+// The seed's parametrize("risk", ["permission", "credential"]).
+TEST_P(SensitiveRisk, preapproved_install_still_requires_consent_for_sensitive_risk) {
+  const std::string risk = GetParam();
+  TempDir tmp;
+  auto args = installable();
+  args.permission_expansion = risk == "permission";
+  args.credential_requirement = risk == "credential";
+  auto setup = make_setup(tmp.path(), args);
+  persist_preapproved(setup);
+  const auto prepared =
+      setup.service->prepare(query_request("desired-sensitive-" + risk + "-query"));
+  const auto result = setup.service->set_desired(desired_request(
+      prepared.query_ref(), "desired-sensitive-" + risk + "-choice", {"skill:installable"}));
+  EXPECT_EQ(result.status(), ManagedDesiredStatus::kConsentRequired);
+  EXPECT_EQ(result.reason_code(), std::nullopt);
+  EXPECT_TRUE(result.deferred_capability_ids().empty());
+  EXPECT_TRUE(result.challenge().has_value());
+  EXPECT_EQ(bodies(setup).load_calls(), 0);
+  EXPECT_EQ(count(setup, "engine_install_claims"), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(ManagedServiceSeed, SensitiveRisk,
+                         ::testing::Values("permission", "credential"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 // The sealed-result concepts: the seeds' "has no attribute X".
 template <typename T>
@@ -513,8 +692,7 @@ std::shared_ptr<ManagedQueryService> open_process_service(const ServiceSetup& se
   options.query_store = open_managed_query_store(setup.store_path, store_key());
   options.input_authority = inputs;
   options.trusted_clock = std::make_shared<FixedClock>(kNow);
-  options.install_actuator = skill_actuator(std::make_shared<SkillCasInstaller>(setup.skill_root),
-                                            std::make_shared<BodySource>());
+  options.install_body_source = std::make_shared<BodySource>();
   return open_managed_query_service(std::move(options));
 }
 
@@ -556,7 +734,7 @@ TEST_P(PreapprovedInstallKilled, RecoversToExactlyOneInstallAndSettlement) {
   EXPECT_EQ(sqlite_count(setup.journal_path,
                          "engine_journal WHERE event_id LIKE 'ctx-auto-install:%'"),
             1);
-  const auto on_disk = entries(setup.skill_root);
+  const auto on_disk = installed_objects(skill_root(setup));
   if (GetParam() == crash_points::kAfterInstallClaim) {
     // The claim survived the death before the driver ran: recovery only reconciles (absent),
     // settles failed and never applies.
