@@ -328,7 +328,8 @@ std::string usage() {
          hooks_usage() + catalog_usage() + query_usage() + hook_usage() + policy_usage() + journal_usage() +
          "\n"
          "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"
-         "exit codes: 0 ok, 1 command failed, 2 usage error\n";
+         "exit codes: 0 ok, 1 command failed, 2 usage error; ctx hook exits 0 (a reply or\n"
+         "nothing) or 1 (one stderr line) and never 2, which would block the host\n";
 }
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

@@ -6,7 +6,8 @@
 //      loaded through the PluginLoader and created with the installation key;
 //   3. parse_hook → {event, scope, signals, work_ref}; an "ignored" event → no reply;
 //   4. the signals are kept only where they are catalog vocabulary (inside the input authority,
-//      before anything is stored); none left → no reply;
+//      before anything is stored); none left → the adapter's reply to nothing (its empty
+//      object), with no store opened;
 //   5. StateService::prepare (the work's identity is an HMAC under the installation key); when a
 //      new plan cannot replace the session's current one (pending authority, a changed selection
 //      of a capability already loaded), the current plan is reopened instead;
