@@ -26,34 +26,13 @@ namespace fs = std::filesystem;
 using Json = core::Json;
 using testing::RpcClient;
 
-// Runs the ctx binary; returns its exit status and stdout.
-std::pair<int, std::string> ctx_run(const std::string& args, const std::string& stdin_text = "") {
-  ctx::testing::TempDir io;
-  const fs::path in = io / "in";
-  const fs::path out = io / "out";
-  std::ofstream(in) << stdin_text;
-  const std::string command = std::string(CTX_BINARY) + " " + args + " <" + in.string() + " >" +
-                              out.string() + " 2>/dev/null";
-  const int status = std::system(command.c_str());
-  std::ifstream reader(out);
-  std::stringstream text;
-  text << reader.rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
-}
-
 std::string trim_newline(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
 
 // A state dir with the bundled plugins pinned and the example catalog imported.
-void prepare_state(const fs::path& state) {
-  ASSERT_EQ(ctx_run("init --state " + state.string()).first, 0);
-  ASSERT_EQ(ctx_run("catalog import " + std::string(CTX_SOURCE_DIR) + "/examples/catalog --state " +
-                    state.string())
-                .first,
-            0);
-}
+void prepare_state(const fs::path& state) { ASSERT_TRUE(testing::prepare_state_dir(state)); }
 
 Json claude_prompt(const std::string& session, const std::string& prompt) {
   return {{"session_id", session},
@@ -133,17 +112,17 @@ TEST_F(ServiceMethodsTest, EachMethodMirrorsItsCliCommandsJsonOutput) {
   // The CLI first, in process (no server yet); then the same requests through the server.
   const Json prompt = claude_prompt("mirror-1", "please add a PDF export of the quarterly report");
   const auto [hook_status, hook_out] =
-      ctx_run("hook claude-code --state " + state_.string(), prompt.dump());
+      testing::run_ctx("hook claude-code --state " + state_.string(), prompt.dump());
   ASSERT_EQ(hook_status, 0);
   const fs::path work_file = dir_ / "work.json";
   std::ofstream(work_file) << work_for(0).dump();
-  const auto [prepare_status, prepare_out] =
-      ctx_run("query prepare --work " + work_file.string() + " --json --state " + state_.string());
+  const auto [prepare_status, prepare_out] = testing::run_ctx(
+      "query prepare --work " + work_file.string() + " --json --state " + state_.string());
   ASSERT_EQ(prepare_status, 0);
   const Json prepared = Json::parse(prepare_out);
   const std::string query_ref = prepared.at("query_ref");
   const auto [reopen_status, reopen_out] =
-      ctx_run("query reopen " + query_ref + " --json --state " + state_.string());
+      testing::run_ctx("query reopen " + query_ref + " --json --state " + state_.string());
   ASSERT_EQ(reopen_status, 0);
 
   start();
@@ -168,8 +147,8 @@ TEST_F(ServiceMethodsTest, EachMethodMirrorsItsCliCommandsJsonOutput) {
       call(client, 4, "desired.set", {{"query_ref", query_ref}, {"capability_ids", {ids[0]}}});
   ASSERT_TRUE(desired.contains("result")) << desired.dump();
   stop();
-  const auto [desired_status, desired_out] =
-      ctx_run("desired set " + query_ref + " " + ids[0] + " --json --state " + state_.string());
+  const auto [desired_status, desired_out] = testing::run_ctx(
+      "desired set " + query_ref + " " + ids[0] + " --json --state " + state_.string());
   ASSERT_EQ(desired_status, 0);
   EXPECT_EQ(desired["result"], Json::parse(desired_out));
 
@@ -227,14 +206,15 @@ TEST_F(ServiceMethodsTest, EightConcurrentClientsLoseAndDuplicateNoEffectAndTheJ
   const fs::path baseline = dir_ / "b";
   prepare_state(baseline);
   for (int c = 0; c < kClients; ++c) {
-    ASSERT_EQ(ctx_run("hook claude-code --state " + baseline.string(), prompt_of(c).dump()).first,
+    ASSERT_EQ(testing::run_ctx("hook claude-code --state " + baseline.string(), prompt_of(c).dump())
+                  .first,
               0);
     const fs::path work_file = dir_ / ("w" + std::to_string(c));
     std::ofstream(work_file) << work_for(c).dump();
-    ASSERT_EQ(
-        ctx_run("query prepare --work " + work_file.string() + " --state " + baseline.string())
-            .first,
-        0);
+    ASSERT_EQ(testing::run_ctx("query prepare --work " + work_file.string() + " --state " +
+                               baseline.string())
+                  .first,
+              0);
   }
   const std::int64_t journal_rows =
       count_rows(baseline / "service/journal.sqlite3", "engine_journal");
@@ -301,7 +281,7 @@ TEST_F(ServiceMethodsTest, EightConcurrentClientsLoseAndDuplicateNoEffectAndTheJ
 
   EXPECT_EQ(count_rows(state_ / "service/journal.sqlite3", "engine_journal"), journal_rows);
   EXPECT_EQ(count_rows(state_ / "service/queries.sqlite3", "managed_queries"), query_rows);
-  EXPECT_EQ(ctx_run("journal verify --state " + state_.string()).first, 0);
+  EXPECT_EQ(testing::run_ctx("journal verify --state " + state_.string()).first, 0);
   const std::string log = log_.str();
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), kClients * kRequests);
   EXPECT_EQ(log.find("\"status\":\"error\""), std::string::npos);
