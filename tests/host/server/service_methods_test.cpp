@@ -5,9 +5,14 @@
 // and `ctx journal verify` passes afterwards.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -157,6 +162,42 @@ TEST_F(ServiceMethodsTest, EachMethodMirrorsItsCliCommandsJsonOutput) {
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 4);
   EXPECT_EQ(log.find("quarterly"), std::string::npos);
   EXPECT_EQ(log.find("PDF"), std::string::npos);
+}
+
+// `ctx hook` goes through the running server of its state dir (the server logs the request) and
+// prints what the in-process path prints; with nobody listening on a leftover socket file it
+// runs in process again.
+TEST_F(ServiceMethodsTest, CtxHookTalksToTheRunningServerOfItsStateDirElseRunsInProcess) {
+  const Json prompt = claude_prompt("client-1", "export the report to PDF please");
+  const std::string hook = "hook claude-code --state " + state_.string();
+  const auto [in_process_status, in_process] = testing::run_ctx(hook, prompt.dump());
+  ASSERT_EQ(in_process_status, 0);
+  ASSERT_FALSE(in_process.empty());
+
+  start();
+  const auto [served_status, served] = testing::run_ctx(hook, prompt.dump());
+  EXPECT_EQ(served_status, 0);
+  EXPECT_EQ(served, in_process);
+  // A malformed payload is the server's -32602: one stderr line, exit 1, never 2.
+  EXPECT_EQ(testing::run_ctx(hook, "{\"hook_event_name\":").first, 1);
+  stop();
+  const std::string log = log_.str();
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  EXPECT_NE(log.find("\"method\":\"hook\""), std::string::npos) << log;
+
+  // A socket file nobody listens on (a crashed server): in process, same reply.
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, (state_ / kSocketFile).c_str(), sizeof(address.sun_path) - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    ::close(fd);
+  }
+  ASSERT_TRUE(fs::exists(state_ / kSocketFile));
+  const auto [fallback_status, fallback] = testing::run_ctx(hook, prompt.dump());
+  EXPECT_EQ(fallback_status, 0);
+  EXPECT_EQ(fallback, in_process);
 }
 
 TEST_F(ServiceMethodsTest, BadParamsAreInvalidParamsThatNeverQuoteThePayload) {
