@@ -52,9 +52,12 @@ class HookRunner {
   // payload); the state service's errors (not initialised, no catalog, store failures).
   HookResponse run(const HookRequest& request);
 
+  // The state dir's service, opened on first use and shared with run() (the server's query and
+  // desired methods use it too). Errors: StateService::open's.
+  StateService& state();
+
  private:
   std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id);
-  StateService& state();
 
   std::filesystem::path state_dir_;
   std::mutex mutex_;
