@@ -16,6 +16,7 @@ namespace ctx::runtime {
 namespace {
 
 using core::Json;
+namespace fs = std::filesystem;
 
 constexpr std::size_t kMaxInputFileBytes = 64u << 10;
 const core::SystemClock kSystemClock;
@@ -58,17 +59,55 @@ CatalogInputAuthority::CatalogInputAuthority(CatalogInputAuthorityOptions option
     throw InvalidArgument("catalog input authority paths must be absolute");
   }
   ensure_private_dir(options_.inputs_dir, "managed input directory");
-  // The planning environment the service's compositions will pin, computed as the planner does.
-  const auto graph =
-      store::GraphStore::open(options_.catalog->graph_path(), options_.catalog->graph_sha256());
-  const auto audit = store::SqliteBenefitAuditStore::open(options_.benefit_audit_path);
-  const planning::CapabilityPlanner planner(
-      planning::CapabilityPlannerConfig{options_.planner_version,
-                                        options_.catalog->catalog_digest()},
-      *options_.net_benefit_policy, *graph, *options_.benefit_facts_port,
-      options_.material_port.get(), options_.install_bundle_port.get(), *audit);
-  environment_digest_ = planner.planning_environment_digest();
-  retrieval_digest_ = planner.catalog_retrieval_snapshot_digest();
+  // The planning environment the service's compositions will pin, as the planner computes it;
+  // remembered (keyed, authenticated) per set of inputs so a later process need not open the
+  // graph and audit store for it. A wrong value cannot do harm: every composition recomputes
+  // it and refuses a handle that does not match.
+  const Json inputs = {{"benefit_facts", options_.benefit_facts_port->benefit_facts_snapshot_digest()},
+                       {"catalog", options_.catalog->catalog_digest()},
+                       {"graph", options_.catalog->graph_sha256()},
+                       {"installation", options_.install_bundle_port->installation_snapshot_digest()},
+                       {"material", options_.material_port->material_snapshot_digest()},
+                       {"planner_version", options_.planner_version},
+                       {"policy", options_.net_benefit_policy->policy_digest()},
+                       {"schema", "ctx.planning-environment-cache-v1"}};
+  const fs::path cache =
+      options_.inputs_dir / ("environment-" + core::canonical_digest(inputs) + ".json");
+  const std::string domain = "ctx.planning-environment-cache-v1";
+  if (const auto bytes = read_private_file(cache, 4096, "planning environment cache")) {
+    try {
+      std::string_view text(*bytes);
+      if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+      Json value = core::parse_canonical_json(text);
+      const std::string mac = value.at("mac").get<std::string>();
+      value.erase("mac");
+      if (value.at("inputs") == inputs &&
+          core::constant_time_equal(
+              mac, keyed(options_.installation_key, domain, core::canonical_json(value)))) {
+        environment_digest_ = value.at("environment").get<std::string>();
+        retrieval_digest_ = value.at("retrieval").get<std::string>();
+      }
+    } catch (const std::exception&) {
+      // Recomputed below and rewritten.
+    }
+  }
+  if (environment_digest_.empty()) {
+    const auto graph =
+        store::GraphStore::open(options_.catalog->graph_path(), options_.catalog->graph_sha256());
+    const auto audit = store::SqliteBenefitAuditStore::open(options_.benefit_audit_path);
+    const planning::CapabilityPlanner planner(
+        planning::CapabilityPlannerConfig{options_.planner_version,
+                                          options_.catalog->catalog_digest()},
+        *options_.net_benefit_policy, *graph, *options_.benefit_facts_port,
+        options_.material_port.get(), options_.install_bundle_port.get(), *audit);
+    environment_digest_ = planner.planning_environment_digest();
+    retrieval_digest_ = planner.catalog_retrieval_snapshot_digest();
+    Json value = {{"environment", environment_digest_},
+                  {"inputs", inputs},
+                  {"retrieval", retrieval_digest_}};
+    value["mac"] = keyed(options_.installation_key, domain, core::canonical_json(value));
+    write_private_file(cache, core::canonical_json(value) + "\n", "planning environment cache");
+  }
 }
 
 std::optional<CatalogInputAuthority::Stored> CatalogInputAuthority::load(
@@ -132,20 +171,6 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   };
   const auto plan_of = [](const std::string& logical) { return "plan-" + logical.substr(0, 40); };
 
-  ManagedArtifactIngest ingest;
-  ingest.graph_store_path = options_.catalog->graph_path();
-  ingest.expected_graph_artifact_digest = options_.catalog->graph_sha256();
-  ingest.planning_environment_digest = environment_digest_;
-  ingest.catalog_namespace_digest = options_.catalog->catalog_digest();
-  ingest.catalog_retrieval_digest = retrieval_digest_;
-  ingest.benefit_facts_snapshot_digest = options_.benefit_facts_port->benefit_facts_snapshot_digest();
-  ingest.benefit_policy_snapshot_digest = options_.net_benefit_policy->policy_digest();
-  ingest.material_snapshot_digest = options_.material_port->material_snapshot_digest();
-  ingest.installation_snapshot_digest = options_.install_bundle_port->installation_snapshot_digest();
-  ingest.observation_surrogate = resolved.surrogate;
-  ingest.planning_schema_version = options_.planner_version;
-  auto artifact = options_.registry->ingest_graph_store(ingest);
-
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   engine::Revision head = 0;
   std::optional<std::string> head_plan;
@@ -158,8 +183,23 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
     }
   }
 
+  std::shared_ptr<const ManagedArtifactHandle> artifact;
+  // A stored registration's artifact, by the manifest its decision references.
+  const auto reopen_artifact = [&](const Stored& stored) {
+    const auto& payload = stored.decision.payload();
+    const std::string opaque = payload.at("observation_ref").at("opaque_id").get<std::string>();
+    constexpr std::string_view kPrefix = "manifest-";
+    if (opaque.rfind(kPrefix, 0) != 0) {
+      throw ManagedQueryStoreCorruption("managed input registration authentication failed");
+    }
+    artifact = options_.registry->reopen(opaque.substr(kPrefix.size()), environment_digest_);
+  };
   const auto finish = [&](const std::string& plan_id, Stored stored, bool reused) {
-    if (!reused) store(plan_id, stored);
+    if (reused) {
+      reopen_artifact(stored);
+    } else {
+      store(plan_id, stored);
+    }
     CurrentWorkRegistration out{"work-" + stored.logical_query_id, stored.logical_query_id,
                                 plan_id, reused};
     auto input = ManagedQueryInput::create(artifact, std::move(stored.session_started),
@@ -189,6 +229,20 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
     throw FailedPrecondition(
         "the session's first plan was interrupted; repeat the request that started it");
   }
+
+  ManagedArtifactIngest ingest;
+  ingest.graph_store_path = options_.catalog->graph_path();
+  ingest.expected_graph_artifact_digest = options_.catalog->graph_sha256();
+  ingest.planning_environment_digest = environment_digest_;
+  ingest.catalog_namespace_digest = options_.catalog->catalog_digest();
+  ingest.catalog_retrieval_digest = retrieval_digest_;
+  ingest.benefit_facts_snapshot_digest = options_.benefit_facts_port->benefit_facts_snapshot_digest();
+  ingest.benefit_policy_snapshot_digest = options_.net_benefit_policy->policy_digest();
+  ingest.material_snapshot_digest = options_.material_port->material_snapshot_digest();
+  ingest.installation_snapshot_digest = options_.install_bundle_port->installation_snapshot_digest();
+  ingest.observation_surrogate = resolved.surrogate;
+  ingest.planning_schema_version = options_.planner_version;
+  artifact = options_.registry->ingest_graph_store(ingest);
 
   const std::string now = core::format_rfc3339(clock.now());
   std::optional<engine::EngineEvent> started;

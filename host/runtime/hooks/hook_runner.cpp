@@ -9,6 +9,7 @@
 #include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
+#include "host/runtime/catalog/state_dir.hpp"
 #include "host/runtime/catalog/state_service.hpp"
 
 namespace ctx::runtime::hooks {
@@ -76,7 +77,8 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& 
   if (entry == nullptr) {
     throw HookPayloadError("no host adapter \"" + id + "\" is pinned in the state directory");
   }
-  const std::string key = state().installation_key();
+  // Only the key: an ignored event never opens the stores.
+  const std::string key = read_installation_key(state_dir_);
   const plugins::PluginLoader loader(state_dir_);
   const Json config = {{"installation_key", core::to_hex(
                                                 reinterpret_cast<const std::uint8_t*>(key.data()),
@@ -120,6 +122,7 @@ HookResponse HookRunner::run(const HookRequest& request) {
       if (signal.is_string()) signals.push_back(signal.get<std::string>());
     }
   }
+  if (signals.empty()) return HookResponse{};  // Stop, SessionEnd, ...: nothing to plan
   StateService& service = state();
   // Nothing of the catalog's vocabulary: nothing to plan, nothing stored.
   if (service.vocabulary().filter(signals).empty()) return HookResponse{};
