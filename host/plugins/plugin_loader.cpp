@@ -215,7 +215,7 @@ void check_loadable(SealedPlugin& plugin, const std::string& label) {
                            elf.filters.front() + "\", which would load unpinned code");
   }
   detail::DependencyResolver resolver;
-  for (const std::string& soname : elf.needed) resolver.resolve(soname, label);
+  resolver.check(elf.needed, label);
   if (!elf.identity_note) {
     throw PluginNoteMismatch("plugin " + label + " has no identity note (section " +
                              std::string(detail::kIdentityNoteSection) +

@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -116,7 +116,8 @@ void copy_serial(int in, int out, std::uint64_t size, const std::string& path,
                  core::Sha256& hasher) {
   char* const buffer = ring_buffer();
   for (std::uint64_t done = 0; done < size;) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kChunkBytes));
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kChunkBytes));
     const std::size_t n = read_some(in, buffer, want, done, path);
     hasher.update(buffer, n);
     write_all(out, buffer, n);
@@ -136,10 +137,10 @@ bool copy_pipelined(int in, int out, std::uint64_t size, const std::string& path
   char* const ring = ring_buffer();
   std::mutex mutex;
   std::condition_variable filled_more, freed_more;
-  std::uint64_t filled = 0;   // GUARDED_BY(mutex): bytes read into the ring and written
-  std::uint64_t hashed = 0;   // GUARDED_BY(mutex): bytes hashed; their chunks are reusable
+  std::uint64_t filled = 0;  // GUARDED_BY(mutex): bytes read into the ring and written
+  std::uint64_t hashed = 0;  // GUARDED_BY(mutex): bytes hashed; their chunks are reusable
   std::uint64_t wake_copier_at = kAbandoned;  // GUARDED_BY(mutex): `hashed` the copier awaits
-  bool abandoned = false;     // GUARDED_BY(mutex): one side failed; the other stops
+  bool abandoned = false;                     // GUARDED_BY(mutex): one side failed; the other stops
   std::exception_ptr copy_error;
   const auto give_up = [&] {
     {
@@ -195,8 +196,7 @@ bool copy_pipelined(int in, int out, std::uint64_t size, const std::string& path
         ready = filled;
       }
       while (at < ready) {
-        const std::uint64_t n =
-            std::min<std::uint64_t>(kChunkBytes - at % kChunkBytes, ready - at);
+        const std::uint64_t n = std::min<std::uint64_t>(kChunkBytes - at % kChunkBytes, ready - at);
         hasher.update(ring_at(ring, at), static_cast<std::size_t>(n));
         at += n;
         bool wake = false;
@@ -271,9 +271,9 @@ SealedCopy make_sealed_copy(int in, std::uint64_t size, const std::string& label
   SealedCopy out;
   out.memfd = make_private_memfd(label);
   core::Sha256 hasher;
-  const bool pipelined = strategy == CopyStrategy::kPipelined ||
-                         (strategy == CopyStrategy::kAuto && size > kSerialHashMaxBytes &&
-                          a_core_is_idle());
+  const bool pipelined =
+      strategy == CopyStrategy::kPipelined ||
+      (strategy == CopyStrategy::kAuto && size > kSerialHashMaxBytes && a_core_is_idle());
   if (!pipelined || !copy_pipelined(in, out.memfd.get(), size, path, hasher)) {
     copy_serial(in, out.memfd.get(), size, path, hasher);
   }

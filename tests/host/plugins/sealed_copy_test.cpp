@@ -5,13 +5,12 @@
 #include "host/plugins/detail/sealed_copy.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -44,7 +43,8 @@ std::string memfd_bytes(int fd) {
   std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
   std::size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    const ssize_t n =
+        ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
     if (n <= 0) return "<pread failed>";
     done += static_cast<std::size_t>(n);
   }
@@ -96,8 +96,7 @@ TEST_P(SealedCopyTest, FileShorterThanItsPinnedSizeIsRefused) {
   const UniqueFd in = open_file(file);
   ASSERT_TRUE(in);
   try {
-    static_cast<void>(
-        make_sealed_copy(in.get(), (4u << 20), "t:x", file.string(), GetParam()));
+    static_cast<void>(make_sealed_copy(in.get(), (4u << 20), "t:x", file.string(), GetParam()));
     FAIL() << "a short file was copied";
   } catch (const UnsafePluginFile& e) {
     EXPECT_NE(std::string(e.what()).find("shrank while it was read"), std::string::npos)
@@ -161,8 +160,8 @@ TEST(SealedCopyRaceTest, SameUidRacerNeverOpensTheMemfdForWriting) {
     int bad = 0;
     for (int i = 0; i < 200; ++i) {
       const CopyStrategy strategy = i % 2 ? CopyStrategy::kPipelined : CopyStrategy::kSerial;
-      const SealedCopy copy = make_sealed_copy(in.get(), bytes.size(), "t:race", file.string(),
-                                               strategy);
+      const SealedCopy copy =
+          make_sealed_copy(in.get(), bytes.size(), "t:race", file.string(), strategy);
       if (copy.sha256 != digest || core::sha256_hex(memfd_bytes(copy.memfd.get())) != digest) {
         ++bad;
       }
