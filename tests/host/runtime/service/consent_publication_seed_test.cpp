@@ -17,6 +17,8 @@
 
 #include "host/core/crypto.hpp"
 #include "host/runtime/crash_point.hpp"
+#include "host/runtime/install_execution.hpp"
+#include "host/runtime/plugin_ports.hpp"
 #include "host/runtime/service/consent_publication.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
@@ -81,9 +83,10 @@ long consent_rows(const ServiceSetup& setup) {
   return sqlite_count(setup.consent->consent_store_path, "consent_challenges");
 }
 
-// Nothing was installed (the seeds' `body_source.load_calls == 0`): the skill installer's root
-// holds no stored object and no active skill.
+// The seeds' `body_source.load_calls == 0`, and nothing reached the skill installer's root (no
+// stored object, no active skill).
 bool skill_root_empty(const ServiceSetup& setup) {
+  if (setup.consent->body_source->load_calls() != 0) return false;
   for (const char* part : {"sha256", "active"}) {
     const auto dir = setup.consent->skill_root / part;
     if (std::filesystem::exists(dir) && !std::filesystem::is_empty(dir)) return false;
@@ -333,6 +336,67 @@ TEST(ManagedConsentSeed, desired_result_factory_requires_challenge_action_corres
       ManagedDesiredSetResult::create(record, {}, {}, ManagedDesiredStatus::kConsentRequired,
                                       std::nullopt, {}, std::move(challenge)),
       ManagedQueryServiceError, "action summary");
+}
+
+TEST(ManagedConsentSeed, desired_retry_refuses_interactive_effect_without_signed_execution_path) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path(), installable());
+  setup.persist_policy(InstallConsentPolicy::safe_default());
+  const auto prepared = setup.service->prepare(query_request("desired-pending-effect-query"));
+  const auto request =
+      desired_request(prepared.query_ref(), "desired-pending-effect-choice", {"skill:installable"});
+  const auto desired = setup.service->set_desired(request);
+  EXPECT_EQ(desired.status(), ManagedDesiredStatus::kConsentRequired);
+  const auto& original = setup.managed_input->decision_event();
+  {
+    auto composition = guarded_composition(setup);
+    const auto snapshot = composition->snapshot(original.scope());
+    ASSERT_TRUE(snapshot.state);
+    const auto& pending = snapshot.state->pending_consents().at(0);
+    // The seed's service._current_consent_request: the RequestConsent of the head transition.
+    store::SqliteJournalStore journal(setup.journal_path, *setup.clock);
+    const auto head = journal.read(original.scope().stream_id(), snapshot.revision - 1);
+    ASSERT_EQ(head.size(), 1u);
+    const auto consent_request = consent_request_for(
+        engine::Transition::from_json_text(head.front().transition_json), pending);
+    ASSERT_TRUE(consent_request.has_value());
+    const auto& p = consent_request->payload();
+    const auto granted =
+        composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
+          f.event_id = "event-desired-pending-effect-granted";
+          f.kind = "UserDecision";
+          f.expected_revision = snapshot.revision;
+          f.payload = {{"consent_id", *consent_request->consent_id()},
+                       {"decision", "granted"},
+                       {"decision_basis", "interactive"},
+                       {"policy_snapshot_digest", safe_policy_digest()},
+                       {"requested_action_id", p.at("requested_action_id")},
+                       {"requested_action_kind", p.at("requested_action_kind")},
+                       {"requested_action_content_digest", p.at("requested_action_content_digest")},
+                       {"requested_action_precondition_revision",
+                        p.at("requested_action_precondition_revision")}};
+        }));
+    std::vector<std::string> granted_kinds;
+    for (const auto& action : granted.actions()) granted_kinds.push_back(action.kind());
+    EXPECT_EQ(granted_kinds, std::vector<std::string>{"InstallCapability"});
+    const auto observed =
+        composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
+          f.event_id = "event-desired-pending-effect-observed";
+          f.kind = "ProviderSubmissionObserved";
+          f.expected_revision = granted.to_revision();
+          f.payload = {{"capabilities", Json::array()}};
+        }));
+    EXPECT_TRUE(observed.actions().empty());
+    const auto state = composition->snapshot(original.scope()).state;
+    ASSERT_TRUE(state);
+    ASSERT_EQ(state->pending_effects().size(), 1u);
+    EXPECT_EQ(state->pending_effects().front().effect, engine::Effect::kInstall);
+    EXPECT_EQ(state->pending_effects().front().action.kind(), "InstallCapability");
+  }
+  CTX_EXPECT_THROW(setup.service->set_desired(request), ManagedQueryServiceError,
+                   "interactive install decision");
+  EXPECT_TRUE(skill_root_empty(setup));
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claims"), 0);
 }
 
 TEST(ManagedConsentSeed, actionless_revision_reoffers_consent_and_retry_never_reports_reconciled) {
@@ -649,6 +713,137 @@ TEST(ManagedConsentSeed, service_rejects_actuator_target_drift_before_broker_pub
                                std::filesystem::perm_options::replace);
   CTX_EXPECT_THROW(setup.service->reopen(initial.query_ref()), Error, "root changed");
   EXPECT_EQ(consent_rows(setup), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// task shift
+
+// The seed drives one install and activation below the service (its composition's engine seam).
+// Here the same lifecycle runs through a composition with the setup's physical actuators: the
+// install through execute_install and the real skill-installer plugin, the activation through
+// execute_activation and the same plugin's activation port.
+std::unique_ptr<EngineComposition> lifecycle_composition(const ServiceSetup& setup) {
+  const auto artifact = setup.artifact;
+  EngineCompositionOptions options;
+  options.graph_artifact_path = setup.registry->graph_artifact_path(*artifact);
+  options.graph_artifact_sha256 = artifact->graph_artifact_digest();
+  options.journal_path = setup.journal_path;
+  options.observation_normalizer = [artifact](const engine::ObservationReference& reference,
+                                              const engine::EngineState*) {
+    return artifact->normalize(reference);
+  };
+  options.benefit_facts_port = setup.facts;
+  options.net_benefit_policy = setup.policy;
+  options.catalog_namespace_digest = artifact->catalog_namespace_digest();
+  options.benefit_audit_path = setup.audit_path;
+  options.material_port = setup.materials;
+  options.install_bundle_port = setup.installs;
+  options.planner_version = artifact->planning_schema_version();
+  options.activation_port =
+      activation_port_from_registry(*setup.consent->plugins, "skill-installer",
+                                    Json{{"root", setup.consent->skill_root.string()}}.dump());
+  options.interactive_install_decision_guard =
+      [](const engine::InteractiveInstallDecisionReservation&) {
+        return std::function<void()>([] {});
+      };
+  options.trusted_clock = std::make_shared<FixedClock>("2026-08-03T12:01:00Z");
+  auto actuator = std::make_shared<InstallActuator>();
+  actuator->installers = setup.consent->actuators;
+  actuator->bodies = setup.consent->body_source;
+  actuator->host_identity_digest = setup.consent->host_identity_digest;
+  options.install_actuator = std::move(actuator);
+  return open_engine_composition(std::move(options));
+}
+
+TEST(ManagedConsentSeed, service_summarizes_task_shift_deactivation_without_exposing_authority) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path(), installable());
+  const auto initial = setup.service->prepare(query_request("lifecycle-initial"));
+  const auto& original = setup.managed_input->decision_event();
+  {
+    auto composition = lifecycle_composition(setup);
+    const auto snapshot = composition->snapshot(original.scope());
+    ASSERT_TRUE(snapshot.state && snapshot.state->committed_plan());
+    const auto capability = snapshot.state->committed_plan()->capabilities().front();
+    const auto desired =
+        composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
+          f.event_id = "event-lifecycle-desired";
+          f.kind = "ReassessmentRequested";
+          f.expected_revision = 2;
+          f.payload = {
+              {"owner_id", "owner-lifecycle"},
+              {"policy_snapshot_digest", safe_policy_digest()},
+              {"desired_capabilities",
+               Json::array({{{"capability_id", capability.capability_id()},
+                             {"source_digest", capability.source_digest()},
+                             {"kind", capability.kind()},
+                             {"actionability", capability.actionability()},
+                             {"install_descriptor_digest", *capability.install_descriptor_digest()},
+                             {"install_plan_digest", *capability.install_plan_digest()},
+                             {"lease_id", "lease-lifecycle"}}})}};
+        }));
+    const auto request = desired.actions().at(0);
+    ASSERT_EQ(request.kind(), "RequestConsent");
+    const auto& p = request.payload();
+    const auto granted =
+        composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
+          f.event_id = "event-lifecycle-consent-granted";
+          f.kind = "UserDecision";
+          f.expected_revision = 3;
+          f.payload = {{"consent_id", *request.consent_id()},
+                       {"decision", "granted"},
+                       {"decision_basis", "interactive"},
+                       {"policy_snapshot_digest", safe_policy_digest()},
+                       {"requested_action_id", p.at("requested_action_id")},
+                       {"requested_action_kind", p.at("requested_action_kind")},
+                       {"requested_action_content_digest", p.at("requested_action_content_digest")},
+                       {"requested_action_precondition_revision",
+                        p.at("requested_action_precondition_revision")}};
+        }));
+    const auto install = granted.actions().at(0);
+    ASSERT_EQ(install.kind(), "InstallCapability");
+    const auto binding = composition->resolve_install_execution_binding(install, capability);
+    const auto installed =
+        composition->execute_install(install, capability, binding, safe_policy_digest());
+    ASSERT_EQ(installed.outcome, "applied");
+    ASSERT_TRUE(installed.settled && installed.transition);
+    const auto activation = installed.transition->actions().at(0);
+    ASSERT_EQ(activation.kind(), "ActivateCapability");
+    const auto activated = composition->execute_activation(
+        activation, binding,
+        setup.managed_input->session_started().host_descriptor_digest().value_or(""),
+        digest("managed-service-activation-observation"));
+    ASSERT_EQ(activated.outcome, "applied");
+    ASSERT_TRUE(activated.settled);
+    composition->close();
+  }
+  const auto replacement = setup.registry->ingest_graph_store(reingest(setup, surrogate(0)));
+  const auto development = replace_event(original, [&](engine::EngineEvent::Fields& f) {
+    f.event_id = "event-lifecycle-development";
+    f.kind = "DevelopmentObserved";
+    f.expected_revision = 6;
+    f.payload = observation_payload(*replacement);
+    f.correlation_id = "plan-lifecycle-development";
+    f.causation_id = "event-lifecycle-activation-applied";
+    f.work_signature = digest("lifecycle-development-work");
+  });
+  setup.inputs->set(
+      "work-lifecycle-development",
+      ManagedQueryInput::create(replacement, setup.managed_input->session_started(), development));
+  const auto shifted =
+      setup.service->prepare(query_request("lifecycle-development", "work-lifecycle-development"));
+  const auto calls_after_shift = setup.facts->calls();
+  const auto reopened = setup.service->reopen(shifted.query_ref());
+  EXPECT_EQ(initial.prepared().status(), "ready");
+  EXPECT_EQ(shifted.prepared().status(), "abstained");
+  ASSERT_EQ(shifted.actions().size(), 1u);
+  EXPECT_EQ(shifted.actions().front().kind(), "DeactivateCapability");
+  EXPECT_EQ(shifted.actions().front().entity_id(), std::optional<std::string>("skill:installable"));
+  EXPECT_EQ(shifted.actions(), reopened.actions());
+  EXPECT_EQ(setup.facts->calls(), calls_after_shift);
+  // The summary carries only {action_id, kind, entity_id}: no payload, lease, binding or path.
+  EXPECT_EQ(printed(shifted).find(tmp.path().string()), std::string::npos);
+  EXPECT_FALSE(shifted.challenge().has_value());
 }
 
 }  // namespace
