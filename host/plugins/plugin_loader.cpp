@@ -28,13 +28,10 @@
 #include "host/plugins/detail/dependencies.hpp"
 #include "host/plugins/detail/elf_reader.hpp"
 #include "host/plugins/detail/ops_table.hpp"
+#include "host/plugins/detail/sealed_copy.hpp"
 #include "host/plugins/detail/trusted_path.hpp"
 #include "host/plugins/detail/unique_fd.hpp"
 #include "host/plugins/errors.hpp"
-
-#ifndef MFD_EXEC
-#define MFD_EXEC 0x0010U  // Linux >= 6.3; older kernels reject it with EINVAL
-#endif
 
 namespace ctx::plugins {
 
@@ -73,83 +70,16 @@ std::string identity_text(const PluginIdentity& id) {
   return id.label() + " " + id.version + " (abi " + abi_text(id.abi_major, id.abi_minor) + ")";
 }
 
-// Unmaps on destruction.
-class Mapping {
- public:
-  Mapping(int fd, std::size_t size) : size_(size) {
-    data_ = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (data_ == MAP_FAILED) {
-      data_ = nullptr;
-      throw SystemError("cannot map the sealed plugin copy: " + errno_text(errno));
-    }
-  }
-  ~Mapping() {
-    if (data_ != nullptr) ::munmap(data_, size_);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(data_), size_}; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t size_;
-};
-
 // The bytes of one plugin file, sealed in a memfd, with what was read from them.
 struct SealedPlugin {
-  UniqueFd memfd;                    // the sealed copy, when it is to be mapped
-  std::span<const std::byte> bytes;  // else: the copy in this thread's private buffer
+  detail::SealedCopy sealed;         // the sealed memfd and its mapping, when it is to be mapped
+  std::span<const std::byte> bytes;  // the bytes checked: sealed.map, or this thread's buffer
   std::string path;                  // absolute, normalised
   std::uint64_t size = 0;
   std::string sha256;
   detail::ElfPluginView elf;
   std::optional<PluginIdentity> note;  // set by check_loadable (always, once checked)
 };
-
-UniqueFd make_memfd(const std::string& label) {
-  const std::string name = "ctx-plugin:" + label.substr(0, 200);
-  int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-  if (fd < 0 && errno == EINVAL) fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0)
-    throw SystemError("cannot create a memfd for plugin " + label + ": " + errno_text(errno));
-  return UniqueFd(fd);
-}
-
-constexpr std::size_t kCopyBufferBytes = 256 * 1024;  // stays in L2 between read, hash, write
-
-// Copies exactly `size` bytes of `in` (from offset 0) into the memfd `out`, hashing the very
-// buffers written. Only this process holds `out` (reaching it through /proc/<pid>/fd takes
-// ptrace rights over ctx, which pinning does not claim to stop), and it is sealed before
-// anything maps it, so the digest is the digest of what can ever be mapped.
-std::string copy_and_hash(int in, int out, std::uint64_t size, const std::string& path) {
-  core::Sha256 hasher;
-  // Reused by every load on this thread: no allocation (and no fresh pages) per load.
-  thread_local const auto buffer = std::make_unique_for_overwrite<char[]>(kCopyBufferBytes);
-  std::uint64_t done = 0;
-  while (done < size) {
-    const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kCopyBufferBytes));
-    const ssize_t n = ::pread(in, buffer.get(), want, static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError("cannot read plugin file " + path + ": " + errno_text(errno));
-    }
-    if (n == 0) {
-      throw UnsafePluginFile("plugin file " + path + " shrank while it was read (size)");
-    }
-    hasher.update(buffer.get(), static_cast<std::size_t>(n));
-    for (ssize_t written = 0; written < n;) {
-      const ssize_t w = ::write(out, buffer.get() + written, static_cast<std::size_t>(n - written));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        throw SystemError("cannot fill the plugin memfd: " + errno_text(errno));
-      }
-      written += w;
-    }
-    done += static_cast<std::uint64_t>(n);
-  }
-  return core::to_hex(hasher.finish());
-}
 
 // Parses a note descriptor: strictly canonical {"abi":{"major","minor"},"id","kind","version"}.
 PluginIdentity parse_note(const std::string& text, const std::string& label) {
@@ -194,6 +124,8 @@ PluginIdentity parse_note(const std::string& text, const std::string& label) {
 // Steps 2-4 of the file comment, up to (not including) the dependency trust check.
 void parse_sealed(SealedPlugin& plugin, const std::string& label);
 
+constexpr std::size_t kReadChunkBytes = 256 * 1024;
+
 // Where the checked bytes are kept: a sealed memfd (to be mapped by load) or, for checks that
 // never map anything (pin, verify), a private buffer of this thread, reused across calls.
 enum class Copy { kSealedMemfd, kPrivateBuffer };
@@ -211,7 +143,7 @@ std::span<const std::byte> read_private(int in, std::uint64_t size, const std::s
   std::uint64_t done = 0;
   while (done < size) {
     const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kCopyBufferBytes));
+        static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kReadChunkBytes));
     const ssize_t n = ::pread(in, buffer.get() + done, want, static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -246,33 +178,17 @@ SealedPlugin read_sealed(const std::string& path, std::optional<std::uint64_t> p
     if (!pinned_size) parse_sealed(out, label);
     return out;
   }
-  out.memfd = make_memfd(label);
-  out.sha256 = copy_and_hash(file.fd.get(), out.memfd.get(), out.size, path);
-  if (::fcntl(out.memfd.get(), F_ADD_SEALS,
-              F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
-    throw SystemError("cannot seal the copy of plugin " + label + ": " + errno_text(errno));
-  }
-  struct stat st {};
-  if (::fstat(out.memfd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != out.size) {
-    throw SystemError("the sealed copy of plugin " + label + " has the wrong size");
-  }
-  if (pinned_size) return out;  // the caller compares the digest before parsing anything
-  const Mapping map(out.memfd.get(), out.size);
-  try {
-    out.elf = detail::read_elf_plugin(map.bytes(), CTX_PLUGIN_ENTRY_SYMBOL);
-  } catch (const MalformedElf& e) {
-    throw MalformedElf("plugin " + label + " is not a loadable elf plugin: " + e.what());
-  }
+  out.sealed = detail::make_sealed_copy(file.fd.get(), out.size, label, path);
+  out.bytes = out.sealed.map.bytes();
+  out.sha256 = out.sealed.sha256;
+  if (!pinned_size) parse_sealed(out, label);  // else the caller compares the digest first
   return out;
 }
 
 // Parses the ELF of an already-compared copy (second half of read_sealed for pinned loads).
 void parse_sealed(SealedPlugin& plugin, const std::string& label) {
-  std::optional<Mapping> map;
-  if (plugin.memfd) map.emplace(plugin.memfd.get(), plugin.size);
   try {
-    plugin.elf =
-        detail::read_elf_plugin(map ? map->bytes() : plugin.bytes, CTX_PLUGIN_ENTRY_SYMBOL);
+    plugin.elf = detail::read_elf_plugin(plugin.bytes, CTX_PLUGIN_ENTRY_SYMBOL);
   } catch (const MalformedElf& e) {
     throw MalformedElf("plugin " + label + " is not a loadable elf plugin: " + e.what());
   }
@@ -299,7 +215,7 @@ void check_loadable(SealedPlugin& plugin, const std::string& label) {
                            elf.filters.front() + "\", which would load unpinned code");
   }
   detail::DependencyResolver resolver;
-  for (const std::string& soname : elf.needed) resolver.resolve(soname, label);
+  resolver.check(elf.needed, label);
   if (!elf.identity_note) {
     throw PluginNoteMismatch("plugin " + label + " has no identity note (section " +
                              std::string(detail::kIdentityNoteSection) +
@@ -477,7 +393,7 @@ std::shared_ptr<const LoadedPlugin> map_sealed(SealedPlugin&& plugin, const std:
                                                const std::optional<PluginIdentity>& pinned) {
   const std::optional<PluginIdentity> note = plugin.note;
   auto library = std::make_unique<LoadedPlugin::Library>();
-  library->memfd = std::move(plugin.memfd);
+  library->memfd = std::move(plugin.sealed.memfd);
   library->name = "/proc/self/fd/" + std::to_string(library->memfd.get());
   // glibc matches dlopen names against loaded objects before opening anything: if this name is
   // taken (an earlier object kept resident), move the memfd to a fresh descriptor number.

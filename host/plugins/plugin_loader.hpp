@@ -6,8 +6,11 @@
 //   2. walks every directory from "/" to the file with openat(O_NOFOLLOW|O_DIRECTORY) (owned by
 //      root or us, not group/other-writable unless sticky), opens the file O_NOFOLLOW|O_CLOEXEC
 //      and checks from fstat: regular, owner, mode, size equal to the pin;
-//   3. copies exactly that many bytes into a memfd while hashing the buffers written, seals it
-//      (F_SEAL_WRITE|GROW|SHRINK|SEAL) and compares: these bytes and only these are ever mapped;
+//   3. copies exactly that many bytes into a memfd that no other process can open (mode 0 from
+//      its creation, made while the process is non-dumpable) while hashing the buffers written
+//      (a second thread copies ahead when a core is idle; detail/sealed_copy.hpp), seals it
+//      (F_SEAL_WRITE|GROW|SHRINK|SEAL), makes it 0400 and compares: these bytes and only these
+//      are ever mapped;
 //   4. reads the program headers and PT_DYNAMIC (bounds-checked; detail/elf_reader.hpp): the
 //      identity note must equal the lock entry, DT_NEEDED must equal the recorded sonames and
 //      each must resolve to a root-owned system library; DT_RPATH/DT_RUNPATH and filters are

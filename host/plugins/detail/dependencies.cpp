@@ -1,13 +1,18 @@
 #include "host/plugins/detail/dependencies.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "host/core/error.hpp"
+#include "host/plugins/detail/elf_reader.hpp"
 #include "host/plugins/detail/trusted_path.hpp"
 #include "host/plugins/errors.hpp"
 
@@ -71,7 +76,133 @@ std::string_view c_string(std::string_view data, std::uint64_t offset) {
   return end == std::string_view::npos ? std::string_view{} : rest.substr(0, end);
 }
 
+// Where `path` (absolute) lives: everything before its last '/'.
+std::string dirname_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+// A directory ld.so searches must be one that only root or we can add files to: when it
+// exists, a trusted directory (as the loader walks plugin directories); when it does not, its
+// deepest existing ancestor must be trusted and not writable by group or other even if sticky
+// (anyone may create a new entry in /tmp).
+std::string search_dir_problem(const std::string& dir) {
+  std::string at = dir;
+  for (int up = 0;; ++up) {
+    try {
+      const UniqueFd fd = open_trusted_dir(at, Owners::kRootOrUs, "library search directory");
+      if (up == 0) return {};
+      struct stat st {};
+      if (::fstat(fd.get(), &st) != 0) return "cannot stat " + at;
+      if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        return "it does not exist and " + at + " lets others create it";
+      }
+      return {};
+    } catch (const PluginFileNotFound&) {
+      if (at == "/" || up > 64) return "it does not exist";
+      at = dirname_of(at);
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+}
+
+// The directories of one DT_RPATH/DT_RUNPATH value of the object at `file`: ':'-separated,
+// $ORIGIN and ${ORIGIN} expanded to the object's directory, absolute and normalised. Empty
+// entries and other $ tokens (ld.so's $LIB, $PLATFORM) are refused: `problem` says why.
+std::vector<std::string> search_dirs(const std::vector<std::string>& values,
+                                     const std::string& file, std::string* problem) {
+  std::vector<std::string> dirs;
+  for (const std::string& value : values) {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t end = value.find(':', start);
+      std::string dir = value.substr(start, end == std::string::npos ? end : end - start);
+      for (const std::string_view token :
+           {std::string_view("${ORIGIN}"), std::string_view("$ORIGIN")}) {
+        for (std::size_t at = dir.find(token); at != std::string::npos; at = dir.find(token, at)) {
+          dir.replace(at, token.size(), dirname_of(file));
+        }
+      }
+      if (dir.empty() || dir.front() != '/' || dir.find('$') != std::string::npos) {
+        *problem = "search path \"" + value +
+                   "\" has an entry ld.so would not resolve to a fixed directory";
+        return {};
+      }
+      dirs.push_back(absolute_normal(dir));
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  return dirs;
+}
+
+// The dynamic section of the library at `real` (a path open_system_file already accepted),
+// read from a private read-only mapping of the file opened again the same way.
+ElfPluginView read_library(const std::string& real) {
+  TrustedFile file = open_system_file(real, nullptr);
+  const auto size = static_cast<std::size_t>(file.st.st_size);
+  if (size == 0) throw MalformedElf("empty");
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd.get(), 0);
+  if (data == MAP_FAILED) throw SystemError("cannot map " + real + ": " + std::strerror(errno));
+  struct Unmap {
+    void* data;
+    std::size_t size;
+    ~Unmap() { ::munmap(data, size); }
+  } unmap{data, size};
+  return read_elf_dependency(std::span(static_cast<const std::byte*>(data), size));
+}
+
+std::string key_of(const std::vector<std::string>& dirs, std::string_view soname) {
+  std::string key;
+  for (const std::string& dir : dirs) key += dir + ":";
+  return key + "|" + std::string(soname);
+}
+
 }  // namespace
+
+const std::vector<std::string>& program_rpath() {
+  static const std::vector<std::string> dirs = [] {
+    std::vector<std::string> out;
+    char exe[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const UniqueFd fd(::open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+    if (n <= 0 || !fd) return out;  // no /proc: nothing to add to the search
+    const std::string path(exe, static_cast<std::size_t>(n));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || st.st_size <= 0) return out;
+    const auto size = static_cast<std::size_t>(st.st_size);
+    void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (data == MAP_FAILED)
+      throw SystemError("cannot map the program: " + std::string(std::strerror(errno)));
+    ElfPluginView view;
+    try {
+      view = read_elf_dependency(std::span(static_cast<const std::byte*>(data), size));
+    } catch (...) {
+      ::munmap(data, size);
+      throw;
+    }
+    ::munmap(data, size);
+    if (!view.runpath.empty() || view.rpath.empty()) return out;
+    std::string problem;
+    out = search_dirs(view.rpath, path, &problem);
+    for (const std::string& dir : out) {
+      if (!problem.empty()) break;
+      if (std::string why = search_dir_problem(dir); !why.empty()) problem = dir + ": " + why;
+    }
+    if (!problem.empty()) {
+      throw UnsafeDependency("this program (" + path + ") was built with DT_RPATH \"" +
+                             view.rpath.front() +
+                             "\", which the dynamic loader searches for the "
+                             "dependencies of every plugin, and " +
+                             problem +
+                             "; rebuild it without an RPATH (or with RUNPATH: link with "
+                             "--enable-new-dtags) before loading plugins");
+    }
+    return out;
+  }();
+  return dirs;
+}
 
 DependencyResolver::DependencyResolver() {
   try {
@@ -108,13 +239,12 @@ DependencyResolver::DependencyResolver() {
   }
 }
 
-const std::vector<std::string>& DependencyResolver::resolve(std::string_view soname,
-                                                            const std::string& plugin) {
-  if (const auto it = resolved_.find(soname); it != resolved_.end()) return it->second;
-  const std::string name(soname);
-  const auto refuse = [&](const std::string& why) {
-    return UnsafeDependency("plugin " + plugin + " needs \"" + name + "\": " + why);
-  };
+const std::vector<std::string>& DependencyResolver::resolve(const std::string& name,
+                                                            const std::vector<std::string>& dirs,
+                                                            const std::string& via) {
+  const std::string key = key_of(dirs, name);
+  if (const auto it = resolved_.find(key); it != resolved_.end()) return it->second;
+  const auto refuse = [&](const std::string& why) { return UnsafeDependency(via + ": " + why); };
   if (name.empty()) throw refuse("an empty soname");
   if (name.find('/') != std::string::npos) {
     throw refuse(
@@ -122,8 +252,17 @@ const std::vector<std::string>& DependencyResolver::resolve(std::string_view son
         "library directories");
   }
   std::vector<std::string> candidates;
-  for (const auto& [key, value] : cache_) {
-    if (key == name) candidates.emplace_back(value);
+  for (const std::string& dir : dirs) {  // DT_RPATH / DT_RUNPATH first, as ld.so does
+    const std::string path = dir + "/" + name;
+    if (::access(path.c_str(), F_OK) == 0) {
+      candidates.push_back(path);
+      break;
+    }
+  }
+  if (candidates.empty()) {
+    for (const auto& [k, value] : cache_) {
+      if (k == name) candidates.emplace_back(value);
+    }
   }
   if (candidates.empty()) {
     for (const std::string& dir :
@@ -154,7 +293,61 @@ const std::vector<std::string>& DependencyResolver::resolve(std::string_view son
     real_paths.push_back(real);
   }
   if (real_paths.empty()) throw refuse("none of the files it names exists");
-  return resolved_.emplace(name, std::move(real_paths)).first->second;
+  return resolved_.emplace(key, std::move(real_paths)).first->second;
+}
+
+void DependencyResolver::check(const std::vector<std::string>& needed, const std::string& plugin) {
+  // The plugin's own DT_RPATH/DT_RUNPATH were refused: ld.so searches the program's DT_RPATH.
+  const std::vector<std::string>& inherited = program_rpath();
+  for (const std::string& soname : needed) {
+    const std::string via = "plugin " + plugin + " needs \"" + soname + "\"";
+    for (const std::string& file : resolve(soname, inherited, via)) {
+      visit(file, inherited, via, 1);
+    }
+  }
+}
+
+void DependencyResolver::visit(const std::string& file, const std::vector<std::string>& inherited,
+                               const std::string& via, std::size_t depth) {
+  if (!visited_.insert(key_of(inherited, file)).second) return;
+  const auto refuse = [&](const std::string& why) { return UnsafeDependency(via + ": " + why); };
+  if (visited_.size() > kMaxDependencyFiles)
+    throw refuse("too many libraries in its dependency tree");
+  ElfPluginView library;
+  try {
+    library = read_library(file);
+  } catch (const MalformedElf& e) {
+    throw refuse(file + " is not a loadable library: " + e.what());
+  } catch (const Error& e) {
+    throw refuse(file + " is not trusted: " + e.what());
+  }
+  // ld.so: an object with DT_RUNPATH is searched through that alone (its DT_RPATH ignored);
+  // one without searches its DT_RPATH, then its loaders', then the program's.
+  std::string problem;
+  const std::vector<std::string> own_rpath = library.runpath.empty()
+                                                 ? search_dirs(library.rpath, file, &problem)
+                                                 : std::vector<std::string>{};
+  std::vector<std::string> children = own_rpath;
+  children.insert(children.end(), inherited.begin(), inherited.end());
+  const std::vector<std::string> search =
+      library.runpath.empty() ? children : search_dirs(library.runpath, file, &problem);
+  if (!problem.empty()) throw refuse(file + ": " + problem);
+  for (const std::string& dir : search) {
+    if (std::string why = search_dir_problem(dir); !why.empty()) {
+      throw refuse(file + " searches " + dir + " for its own dependencies, and " + why);
+    }
+  }
+  std::vector<std::string> next = library.needed;
+  next.insert(next.end(), library.filters.begin(), library.filters.end());
+  if (!next.empty() && depth >= kMaxDependencyDepth) {
+    throw refuse("its dependencies nest deeper than " + std::to_string(kMaxDependencyDepth));
+  }
+  for (const std::string& soname : next) {
+    const std::string chain = via + " → \"" + soname + "\"";
+    for (const std::string& dep : resolve(soname, search, chain)) {
+      visit(dep, children, chain, depth + 1);
+    }
+  }
 }
 
 }  // namespace ctx::plugins::detail

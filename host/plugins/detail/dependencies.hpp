@@ -1,17 +1,34 @@
-// Where ld.so would find a plugin's DT_NEEDED sonames, and whether only root can change those
-// files: looked up in /etc/ld.so.cache (every entry for this machine), else in the default
-// directories, and opened through open_system_file (root-owned, not other-writable, root-owned
-// directory chain). Not thread-safe: one resolver per thread (it memoises answers).
+// Where ld.so would find a plugin's DT_NEEDED sonames, and those of every library they pull in,
+// and whether only root can change those files. Each soname is looked up as ld.so looks it up:
+// first in the DT_RPATH directories of the objects that led to it and of the main program
+// (unless the object asking has DT_RUNPATH, then in that), then in /etc/ld.so.cache (every
+// entry for this machine), then in the default directories; each file found is opened through
+// open_system_file (root-owned, not other-writable, root-owned directory chain) and its own
+// DT_NEEDED (and filters) are checked the same way, at most kMaxDependencyDepth deep. Search
+// directories must be ones only root or we can add files to. Not thread-safe: one resolver
+// per thread (it memoises answers).
 #ifndef CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
 #define CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
 
+#include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace ctx::plugins::detail {
+
+inline constexpr std::size_t kMaxDependencyDepth = 16;
+inline constexpr std::size_t kMaxDependencyFiles = 512;
+
+// The DT_RPATH directories of the running program ($ORIGIN expanded) that ld.so searches for
+// the dependencies of every dlopened object: empty when the program has DT_RUNPATH (which ld.so
+// applies to the program's own dependencies only) or no search path. Read once per process
+// from /proc/self/exe. Errors: UnsafeDependency when a directory is not one only root or we
+// can add files to (the message says how to rebuild); MalformedElf; SystemError.
+const std::vector<std::string>& program_rpath();
 
 class DependencyResolver {
  public:
@@ -21,15 +38,27 @@ class DependencyResolver {
   DependencyResolver(const DependencyResolver&) = delete;  // cache_ views data_
   DependencyResolver& operator=(const DependencyResolver&) = delete;
 
-  // Checks one DT_NEEDED soname of `plugin`; returns the file(s) ld.so may map for it.
-  // Errors: UnsafeDependency ("contains '/'", "does not resolve", "<path>: <why unsafe>").
-  const std::vector<std::string>& resolve(std::string_view soname, const std::string& plugin);
+  // Checks the DT_NEEDED sonames of `plugin` (which has no search path of its own) and,
+  // recursively, of the libraries they resolve to. Errors: UnsafeDependency naming the chain
+  // ("plugin P needs \"a\" → \"b\": <why>"): contains '/', does not resolve, untrusted file or
+  // search directory, too deep; program_rpath()'s errors.
+  void check(const std::vector<std::string>& needed, const std::string& plugin);
 
  private:
+  // The file(s) ld.so may map for `soname` searched from `dirs` first; `via` names the chain.
+  const std::vector<std::string>& resolve(const std::string& soname,
+                                          const std::vector<std::string>& dirs,
+                                          const std::string& via);
+  // Checks the library `file` (a resolved real path) reached through `via`, whose loaders'
+  // DT_RPATH directories (nearest first, the program's last) are `inherited`.
+  void visit(const std::string& file, const std::vector<std::string>& inherited,
+             const std::string& via, std::size_t depth);
+
   std::string data_;  // the bytes of /etc/ld.so.cache
   // (soname, path) views into data_ of this machine's entries, in cache order.
   std::vector<std::pair<std::string_view, std::string_view>> cache_;
-  std::map<std::string, std::vector<std::string>, std::less<>> resolved_;
+  std::map<std::string, std::vector<std::string>, std::less<>> resolved_;  // key: dirs + soname
+  std::set<std::string, std::less<>> visited_;  // files checked, with their inherited dirs
 };
 
 }  // namespace ctx::plugins::detail

@@ -120,15 +120,20 @@ struct Dynamic {
 
 class Parser {
  public:
+  // `symbol` empty: read as a dependency or the main program (see read_elf_dependency).
   Parser(std::span<const std::byte> bytes, std::string_view symbol)
-      : file_(bytes), symbol_(symbol) {}
+      : file_(bytes), symbol_(symbol), dependency_(symbol.empty()) {}
 
   ElfPluginView run() {
     read_header();
     read_program_headers();
-    if (!dynamic_) bad("no PT_DYNAMIC segment");
+    if (!dynamic_) {
+      if (dependency_) return std::move(view_);  // statically linked: needs nothing
+      bad("no PT_DYNAMIC segment");
+    }
     read_dynamic();
     resolve_strings();
+    if (dependency_) return std::move(view_);
     find_entry();
     if (!view_.identity_note) read_note_sections();
     return std::move(view_);
@@ -144,7 +149,9 @@ class Parser {
     if (header_.e_ident[EI_VERSION] != EV_CURRENT || header_.e_version != EV_CURRENT) {
       bad("unknown ELF version");
     }
-    if (header_.e_type != ET_DYN) bad("not a shared object (ET_DYN)");
+    if (header_.e_type != ET_DYN && !(dependency_ && header_.e_type == ET_EXEC)) {
+      bad(dependency_ ? "not a shared object or executable" : "not a shared object (ET_DYN)");
+    }
     if (header_.e_machine != kHostMachine) bad("built for another machine");
     if (header_.e_phentsize != sizeof(Elf64_Phdr)) bad("unexpected program header size");
     if (header_.e_phnum == 0 || header_.e_phnum == PN_XNUM) bad("bad program header count");
@@ -184,12 +191,14 @@ class Parser {
           notes_.push_back(p);
           break;
         case PT_INTERP:
-          bad(where + ": PT_INTERP (an executable, not a plugin)");
+          if (!dependency_) bad(where + ": PT_INTERP (an executable, not a plugin)");
+          break;
         default:
           break;
       }
     }
     if (map_.empty()) bad("no PT_LOAD segment");
+    if (dependency_) return;
     for (const Elf64_Phdr& note : notes_) read_notes(note.p_offset, note.p_filesz, note.p_align);
   }
 
@@ -280,7 +289,7 @@ class Parser {
     }
     if (!terminated) bad("dynamic section has no DT_NULL terminator");
     if (!dyn_.strtab || !dyn_.strsz) bad("no DT_STRTAB/DT_STRSZ");
-    if (!dyn_.symtab) bad("no DT_SYMTAB");
+    if (!dyn_.symtab && !dependency_) bad("no DT_SYMTAB");
     if (dyn_.syment && *dyn_.syment != sizeof(Elf64_Sym)) bad("DT_SYMENT is not 24");
     const auto strtab = map_.offset_of(*dyn_.strtab, *dyn_.strsz);
     if (!strtab || *dyn_.strsz == 0) bad("DT_STRTAB/DT_STRSZ not inside a PT_LOAD");
@@ -439,6 +448,7 @@ class Parser {
 
   Reader file_;
   std::string_view symbol_;
+  bool dependency_;
   Elf64_Ehdr header_{};
   AddressMap map_;
   std::optional<Elf64_Phdr> dynamic_;
@@ -451,7 +461,12 @@ class Parser {
 }  // namespace
 
 ElfPluginView read_elf_plugin(std::span<const std::byte> bytes, std::string_view symbol) {
+  if (symbol.empty()) throw MalformedElf("no entry symbol to look up");
   return Parser(bytes, symbol).run();
+}
+
+ElfPluginView read_elf_dependency(std::span<const std::byte> bytes) {
+  return Parser(bytes, {}).run();
 }
 
 }  // namespace ctx::plugins::detail

@@ -37,6 +37,12 @@ struct ElfPluginView {
 // Errors: MalformedElf with the reason (no file name; callers prefix it).
 ElfPluginView read_elf_plugin(std::span<const std::byte> bytes, std::string_view symbol);
 
+// Reads only what decides which further files the dynamic loader maps for `bytes` as a
+// dependency or as the main program: needed, rpath, runpath and filters (entry_found stays
+// false, identity_note empty). Accepts ET_DYN and ET_EXEC of this machine, with or without
+// PT_INTERP; a file without PT_DYNAMIC needs nothing. Errors: MalformedElf.
+ElfPluginView read_elf_dependency(std::span<const std::byte> bytes);
+
 }  // namespace ctx::plugins::detail
 
 #endif  // CTX_HOST_PLUGINS_DETAIL_ELF_READER_HPP_
