@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "host/cli/bundled_plugins.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/catalog.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
@@ -89,7 +90,8 @@ int guarded(std::ostream& err, F&& body) {
 
 std::string catalog_usage() {
   return "  ctx init [--state DIR]\n"
-         "      create the private state directory and its installation key; idempotent\n"
+         "      create the private state directory and its installation key, and pin the\n"
+         "      plugins bundled next to ctx into DIR/plugins.lock.json; idempotent\n"
          "  ctx catalog import DIR [--state DIR] [--json]\n"
          "      validate a catalog (skills/<name>/SKILL.md, agents/<name>.md,\n"
          "      mcp-servers/<name>.json, harnesses/<name>.json) and import it; one error\n"
@@ -106,6 +108,11 @@ int run_init_command(const std::vector<std::string>& args, std::ostream& out, st
       out << "initialized state directory " << dir.string() << "\n";
     } else {
       out << "state directory " << dir.string() << " is already initialized\n";
+    }
+    const BundledPinResult pins = pin_bundled_plugins(dir);
+    if (!pins.pinned.empty()) {
+      out << "pinned " << pins.pinned.size() << " bundled plugin"
+          << (pins.pinned.size() == 1 ? "" : "s") << " from " << pins.directory->string() << "\n";
     }
     return kExitOk;
   });

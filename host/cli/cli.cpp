@@ -3,12 +3,17 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <iostream>
 #include <set>
 #include <string_view>
 #include <utility>
 
 #include "host/cli/catalog_command.hpp"
+#include "host/cli/hook_command.hpp"
 #include "host/cli/hooks_command.hpp"
+#include "host/cli/journal_command.hpp"
+#include "host/cli/policy_command.hpp"
+#include "host/cli/query_command.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 #include "host/plugins/errors.hpp"
@@ -257,6 +262,11 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (first == "hooks") return run_hooks_command(args, out, err, env);
   if (first == "init") return run_init_command(args, out, err, env);
   if (first == "catalog") return run_catalog_command(args, out, err, env);
+  if (first == "hook") return run_hook_command(args, std::cin, out, err, env);
+  if (first == "query") return run_query_command(args, out, err, env);
+  if (first == "desired") return run_desired_command(args, out, err, env);
+  if (first == "policy") return run_policy_command(args, out, err, env);
+  if (first == "journal") return run_journal_command(args, out, err, env);
   if (first == "serve") {
     // ctx serve [--state DIR]: logic in host/server; the log and errors go to `err`.
     std::optional<fs::path> state;
@@ -315,7 +325,7 @@ std::string usage() {
          "      show the pinned plugins\n"
          "  ctx serve [--state DIR]\n"
          "      JSON-RPC 2.0 server on DIR/ctx.sock (0600) until SIGTERM/SIGINT\n" +
-         hooks_usage() + catalog_usage() +
+         hooks_usage() + catalog_usage() + query_usage() + hook_usage() + policy_usage() + journal_usage() +
          "\n"
          "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"
          "exit codes: 0 ok, 1 command failed, 2 usage error\n";

@@ -1,6 +1,14 @@
 // The JSON-RPC methods that exist today, and `ctx serve`.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <ostream>
+#include <tuple>
 
 #include "host/plugins/lock_file.hpp"
 #include "host/server/server.hpp"
@@ -11,13 +19,35 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// plugin.list: no params (absent, {} or []). Result: {"plugins":[{kind,id,version,sha256,size,
-// abi:{major,minor},platform,needed}]} in the lock's (kind, id) order; paths are never sent.
-core::Json plugin_list(const fs::path& lock_path, const core::Json& params) {
-  if (!params.is_null() && !params.empty()) {
-    throw InvalidParams("plugin.list takes no params");
+// What identifies one version of the lock file without reading it: a pin replaces the file
+// (new inode), and an in-place edit changes size or mtime; owner and mode are part of its trust.
+struct LockSignature {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  uid_t owner = 0;
+  mode_t mode = 0;
+  friend bool operator==(const LockSignature&, const LockSignature&) = default;
+};
+
+// nullopt when there is no lock file (an empty list).
+std::optional<LockSignature> signature_of(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::nullopt;
+    throw SystemError("cannot stat the plugin lock file: " + std::string(std::strerror(errno)));
   }
-  const plugins::LockFile lock = plugins::LockFile::load_or_empty(lock_path);
+  return LockSignature{st.st_dev,
+                       st.st_ino,
+                       st.st_size,
+                       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
+                           st.st_mtim.tv_nsec,
+                       st.st_uid,
+                       st.st_mode};
+}
+
+core::Json plugin_list_json(const plugins::LockFile& lock) {
   core::Json list = core::Json::array();
   for (const plugins::LockEntry& entry : lock.entries()) {
     list.push_back({{"kind", plugins::kind_name(entry.kind)},
@@ -32,12 +62,44 @@ core::Json plugin_list(const fs::path& lock_path, const core::Json& params) {
   return core::Json{{"plugins", std::move(list)}};
 }
 
+// plugin.list: the lock is read (with all of LockFile's checks) once, then again only when its
+// signature changes; concurrent requests share one cached result.
+class PluginListMethod {
+ public:
+  explicit PluginListMethod(fs::path lock_path) : lock_path_(std::move(lock_path)) {}
+
+  // No params (absent, {} or []). Result: {"plugins":[{kind,id,version,sha256,size,
+  // abi:{major,minor},platform,needed}]} in the lock's (kind, id) order; paths are never sent.
+  core::Json operator()(const core::Json& params) {
+    if (!params.is_null() && !params.empty()) {
+      throw InvalidParams("plugin.list takes no params");
+    }
+    const std::lock_guard lock(mutex_);
+    const std::optional<LockSignature> now = signature_of(lock_path_);
+    if (cached_ && now == signature_) return *cached_;
+    core::Json result = plugin_list_json(plugins::LockFile::load_or_empty(lock_path_));
+    // Cache only what was read under a signature that did not move while reading.
+    if (signature_of(lock_path_) == now) {
+      signature_ = now;
+      cached_ = result;
+    } else {
+      cached_.reset();
+    }
+    return result;
+  }
+
+ private:
+  fs::path lock_path_;
+  std::mutex mutex_;
+  std::optional<LockSignature> signature_;  // GUARDED_BY(mutex_)
+  std::optional<core::Json> cached_;        // GUARDED_BY(mutex_)
+};
+
 }  // namespace
 
 void register_builtin_methods(MethodTable& table, const fs::path& state_dir) {
-  table.add("plugin.list", [lock_path = state_dir / "plugins.lock.json"](const core::Json& params) {
-    return plugin_list(lock_path, params);
-  });
+  auto method = std::make_shared<PluginListMethod>(state_dir / "plugins.lock.json");
+  table.add("plugin.list", [method](const core::Json& params) { return (*method)(params); });
 }
 
 int serve(const fs::path& state_dir, std::ostream& log, std::ostream& err) {

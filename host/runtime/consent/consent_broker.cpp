@@ -637,10 +637,10 @@ ConsentBroker::Guard ConsentBroker::interactive_guard(const VerifiedHumanDecisio
   return Guard(*this, decision);
 }
 
-ConsentBroker::Guard::Guard(ConsentBroker& broker, VerifiedHumanDecision decision)
+ConsentDecisionGuard::ConsentDecisionGuard(ConsentBroker& broker, VerifiedHumanDecision decision)
     : broker_(&broker), decision_(std::move(decision)) {}
 
-ConsentBroker::Guard::~Guard() {
+ConsentDecisionGuard::~ConsentDecisionGuard() {
   if (broker_ == nullptr || token_.empty() || settled_) return;
   try {
     std::lock_guard lock(broker_->mutex_);
@@ -648,7 +648,7 @@ ConsentBroker::Guard::~Guard() {
     auto existing = broker_->load_locked("challenge_id", decision_.challenge_id);
     if (existing && existing->record.state == ConsentState::kReserved &&
         existing->reservation_token_digest == core::sha256_hex(token_)) {
-      Row row = std::move(*existing);
+      ConsentBroker::Row row = std::move(*existing);
       row.record.state = ConsentState::kDecisionReady;
       row.record.reservation_event_id.reset();
       row.record.reservation_event_content_digest.reset();
@@ -662,7 +662,7 @@ ConsentBroker::Guard::~Guard() {
   }
 }
 
-void ConsentBroker::Guard::reserve(const ConsentReservation& reservation) {
+void ConsentDecisionGuard::reserve(const ConsentReservation& reservation) {
   if (!token_.empty()) throw ConsentBrokerConflict("consent guard is already reserved");
   auto lease = std::make_unique<ExclusiveFileLock>(broker_->lease_path(decision_.challenge_id),
                                                    std::chrono::seconds(30));
@@ -672,7 +672,7 @@ void ConsentBroker::Guard::reserve(const ConsentReservation& reservation) {
   auto existing = broker_->load_locked("challenge_id", decision_.challenge_id);
   if (!existing) throw ConsentBrokerChallengeNotFound("install consent challenge is unknown");
   bool changed = false;
-  Row row = broker_->apply_expiry_locked(std::move(*existing), now, changed);
+  ConsentBroker::Row row = broker_->apply_expiry_locked(std::move(*existing), now, changed);
   if (changed) {
     broker_->write_locked(row, false);
     txn.commit();
@@ -711,7 +711,7 @@ void ConsentBroker::Guard::reserve(const ConsentReservation& reservation) {
   lease_ = std::move(lease);
 }
 
-ConsentRecord ConsentBroker::Guard::settle() {
+ConsentRecord ConsentDecisionGuard::settle() {
   if (token_.empty() || settled_) throw ConsentBrokerConflict("consent guard is not reserved");
   std::lock_guard lock(broker_->mutex_);
   store::Transaction txn(*broker_->db_, store::Transaction::Kind::kImmediate);
@@ -721,7 +721,7 @@ ConsentRecord ConsentBroker::Guard::settle() {
       existing->reservation_token_digest != core::sha256_hex(token_)) {
     throw ConsentBrokerConflict("consent reservation is not held by this guard");
   }
-  Row row = std::move(*existing);
+  ConsentBroker::Row row = std::move(*existing);
   row.record.state = ConsentState::kSettled;
   row.record.settled_at = now_text(now);
   row.reservation_token_digest.reset();

@@ -190,37 +190,62 @@ struct ConsentReconciliation {
   ConsentRecord record;
 };
 
-class ConsentBroker {
+class ConsentBroker;
+
+// An armed guard for one verified decision (spec §5.5). reserve() takes the cross-process
+// lease lock and moves decision-ready → reserved; settle() → settled; destruction without
+// settle() releases back to decision-ready.
+class ConsentDecisionGuard {
+ public:
+  ConsentDecisionGuard(const ConsentDecisionGuard&) = delete;
+  ConsentDecisionGuard& operator=(const ConsentDecisionGuard&) = delete;
+  ConsentDecisionGuard(ConsentDecisionGuard&&) noexcept = default;
+  ~ConsentDecisionGuard();
+  // Errors: ConsentBrokerConflict (already reserved, not decision-ready, decision differs);
+  // ConsentBrokerBindingError (reservation does not match the challenge); ConsentBrokerExpired.
+  void reserve(const ConsentReservation& reservation);
+  // Errors: ConsentBrokerConflict when not reserved by this guard.
+  ConsentRecord settle();
+
+ private:
+  friend class ConsentBroker;
+  ConsentDecisionGuard(ConsentBroker& broker, VerifiedHumanDecision decision);
+  ConsentBroker* broker_;
+  VerifiedHumanDecision decision_;
+  std::unique_ptr<ExclusiveFileLock> lease_;
+  std::string token_;
+  bool settled_ = false;
+};
+
+// The broker as its callers (the managed service) see it; ConsentBroker implements it. A port
+// so that a test can interpose on one operation (e.g. commit a journal decision while a
+// challenge is being published) and delegate the rest to a real broker.
+class ConsentBrokerPort {
+ public:
+  virtual ~ConsentBrokerPort() = default;
+  // The SQLite file of the store (for the service's path-aliasing checks).
+  virtual const std::filesystem::path& path() const noexcept = 0;
+  virtual const std::string& audience() const noexcept = 0;
+  virtual ConsentRecord prepare(const ConsentChallenge& challenge) = 0;
+  virtual ConsentRecord status(std::string_view challenge_id) = 0;
+  virtual ConsentRecord status_by_challenge_digest(std::string_view challenge_digest) = 0;
+  virtual VerifiedHumanDecision authenticate(const ConsentChallenge& current,
+                                             std::string_view wire_payload,
+                                             VerifierDirectory& verifiers) = 0;
+  virtual ConsentDecisionGuard interactive_guard(const VerifiedHumanDecision& decision,
+                                                 std::string_view execution_binding_digest) = 0;
+  virtual ConsentReconciliation reconcile(std::string_view challenge_id,
+                                          DecisionEvidencePort& evidence) = 0;
+};
+
+class ConsentBroker final : public ConsentBrokerPort {
  public:
   struct Options {
     std::size_t capacity = kDefaultConsentCapacity;  // 1..kMaxConsentCapacity
     int busy_timeout_ms = 30000;
   };
 
-  // An armed guard for one verified decision (spec §5.5). reserve() takes the cross-process
-  // lease lock and moves decision-ready → reserved; settle() → settled; destruction without
-  // settle() releases back to decision-ready.
-  class Guard {
-   public:
-    Guard(const Guard&) = delete;
-    Guard& operator=(const Guard&) = delete;
-    Guard(Guard&&) noexcept = default;
-    ~Guard();
-    // Errors: ConsentBrokerConflict (already reserved, not decision-ready, decision differs);
-    // ConsentBrokerBindingError (reservation does not match the challenge); ConsentBrokerExpired.
-    void reserve(const ConsentReservation& reservation);
-    // Errors: ConsentBrokerConflict when not reserved by this guard.
-    ConsentRecord settle();
-
-   private:
-    friend class ConsentBroker;
-    Guard(ConsentBroker& broker, VerifiedHumanDecision decision);
-    ConsentBroker* broker_;
-    VerifiedHumanDecision decision_;
-    std::unique_ptr<ExclusiveFileLock> lease_;
-    std::string token_;
-    bool settled_ = false;
-  };
+  using Guard = ConsentDecisionGuard;
 
   // Opens or creates the store at `path` (file 0600 in a 0700 directory owned by this user).
   // `installation_key` is exactly 32 bytes; `audience` a token; `clock` outlives the broker.
@@ -237,18 +262,19 @@ class ConsentBroker {
   ConsentBroker(const ConsentBroker&) = delete;
   ConsentBroker& operator=(const ConsentBroker&) = delete;
 
-  const std::string& audience() const noexcept { return audience_; }
+  const std::filesystem::path& path() const noexcept override { return path_; }
+  const std::string& audience() const noexcept override { return audience_; }
 
   // Publishes `challenge` as pending (idempotent: the same challenge returns its record).
   // Errors: ConsentBrokerDecisionRejected (other audience); ConsentBrokerConflict (id or digest
   // bound to another challenge); ConsentBrokerExpired (already past expires_at);
   // ConsentBrokerCapacityExceeded; ConsentBrokerCorruption.
-  ConsentRecord prepare(const ConsentChallenge& challenge);
+  ConsentRecord prepare(const ConsentChallenge& challenge) override;
 
   // The record, after durably applying due expiry (spec §5.3).
   // Errors: ConsentBrokerChallengeNotFound; ConsentBrokerCorruption.
-  ConsentRecord status(std::string_view challenge_id);
-  ConsentRecord status_by_challenge_digest(std::string_view challenge_digest);
+  ConsentRecord status(std::string_view challenge_id) override;
+  ConsentRecord status_by_challenge_digest(std::string_view challenge_digest) override;
 
   // Authenticates the human decision `wire_payload` for the challenge the caller re-derived now
   // (`current`). Order: decode; audience (ConsentBrokerAudienceMismatch) and verifier lookup
@@ -260,20 +286,23 @@ class ConsentBroker {
   // (ConsentBrokerDecisionRejected); assertion expired (ConsentBrokerExpired). Only success
   // changes the store. Codec errors: AssertionCodecError.
   VerifiedHumanDecision authenticate(const ConsentChallenge& current,
-                                     std::string_view wire_payload, VerifierDirectory& verifiers);
+                                     std::string_view wire_payload,
+                                     VerifierDirectory& verifiers) override;
 
   // Arms the guard for `decision` (issued by this broker) and the binding being executed.
   // Errors: ConsentBrokerBindingError (binding differs from the challenge's, or `decision` was
   // not issued by this instance).
   Guard interactive_guard(const VerifiedHumanDecision& decision,
-                          std::string_view execution_binding_digest);
+                          std::string_view execution_binding_digest) override;
 
   // Reconciles a decided challenge with the journal (spec §5.5).
   // Errors: ConsentBrokerConflict (pending rows cannot be reconciled);
   // ConsentBrokerChallengeNotFound; ConsentBrokerCorruption.
-  ConsentReconciliation reconcile(std::string_view challenge_id, DecisionEvidencePort& evidence);
+  ConsentReconciliation reconcile(std::string_view challenge_id,
+                                  DecisionEvidencePort& evidence) override;
 
  private:
+  friend class ConsentDecisionGuard;
   struct Row;
   core::Timestamp trusted_now_locked();
   std::optional<Row> load_locked(std::string_view column_sql_key, std::string_view value);

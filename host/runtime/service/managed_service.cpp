@@ -389,6 +389,18 @@ std::shared_ptr<ManagedQueryService> open_managed_query_service(
   }
   require_private_parent(options.journal_path, "journal_path");
   require_private_parent(options.benefit_audit_path, "benefit_audit_path");
+  if (options.consent_broker) {
+    const PathIdentity consent = identity_of(options.consent_broker->path());
+    if (aliases(consent, journal) || aliases(consent, audit) || aliases(consent, store)) {
+      throw InvalidArgument(
+          "managed query service and consent broker persistence paths must be distinct");
+    }
+    if (!core::is_sha256_hex(options.consent_workspace_identity_digest) ||
+        !core::is_sha256_hex(options.consent_release_root_digest)) {
+      throw InvalidArgument(
+          "consent broker workspace and release root identities must be sha256 digests");
+    }
+  }
   return std::shared_ptr<ManagedQueryService>(new ManagedQueryService(std::move(options)));
 }
 
@@ -551,6 +563,7 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
   const auto& decision = input.decision_event();
   std::optional<ManagedAdvanceResult> advanced;
   std::optional<PreparedManagedQuery> projection;
+  std::optional<ManagedConsentChallengeProjection> challenge;
   {
     auto composition = open_composition(input.artifact_handle());
     if (record.planned()) {
@@ -564,6 +577,10 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
     // The advance's projection is sealed inside it; re-project the same head to own one.
     projection.emplace(
         composition->reopen_managed_query(decision.scope(), decision.correlation_id()));
+    if (auto published =
+            publish_current_consent(*composition, decision.scope(), *decision.correlation_id())) {
+      challenge.emplace(std::move(*published));
+    }
     composition->close();
   }
   if (projection->journal_revision() != advanced->prepared().journal_revision() ||
@@ -606,7 +623,7 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
   }
   crash_point(service_crash_points::kAfterPlanMark);
   return ManagedQueryServiceResult(record.query_ref(), std::move(*projection), std::move(actions),
-                                   std::nullopt);
+                                   std::move(challenge));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -639,6 +656,18 @@ void require_retry_predecessor(ManagedQueryStore& store, const ManagedQueryRecor
     throw ManagedDesiredSetSupersededError(
         "desired choice does not name the exact predecessor of its stored event");
   }
+}
+
+// True when every pending consent of `state` was requested under a policy other than
+// `policy_digest` (so it is deferred rather than offered); false when any is current.
+bool drifted_consents(const engine::EngineState& state, const std::string& policy_digest) {
+  for (const auto& consent : state.pending_consents()) {
+    if (consent.install_action.payload().value("policy_snapshot_digest", Json()) ==
+        Json(policy_digest)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 struct JournalView {
@@ -710,10 +739,10 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     reserved.emplace(std::move(*latest));
   } else {
     const auto& state = *snapshot.state;
-    if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
+    const std::string policy_digest = current_install_policy().policy_digest();
+    if (!state.pending_effects().empty() || !drifted_consents(state, policy_digest)) {
       throw ManagedDesiredSetBusyError("managed stream has an unresolved lifecycle effect");
     }
-    const std::string policy_digest = engine::InstallConsentPolicy::safe_default().policy_digest();
     const std::string owner = desired_owner_id(decision.scope());
     Json rows = Json::array();
     for (const auto& id : canonical) {
@@ -781,8 +810,6 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     throw ManagedQueryServiceError("managed desired transition does not match its event");
   }
   const auto head = composition->snapshot(decision.scope());
-  composition->close();
-  composition.reset();
 
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   std::optional<JournalView> view;
@@ -810,8 +837,23 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       view->desired.transition_digest);
   crash_point(service_crash_points::kAfterDesiredMark);
 
-  // §3.11 status derivation (no consent broker or actuator yet: no challenge, no automatic
-  // install, hence no indeterminate ids and no policy drift).
+  // §3.9 steps 11–13: a pending consent recorded under another policy is deferred, not offered;
+  // otherwise the current consent (if any) is published.
+  exact_parent_plan(composition->snapshot(decision.scope()), parent);
+  const bool policy_drift =
+      !head.state->pending_consents().empty() &&
+      drifted_consents(*head.state, current_install_policy().policy_digest());
+  std::optional<ManagedConsentChallengeProjection> challenge;
+  if (!policy_drift) {
+    if (auto published =
+            publish_current_consent(*composition, decision.scope(), *parent.plan_id())) {
+      challenge.emplace(std::move(*published));
+    }
+  }
+  composition->close();
+  composition.reset();
+
+  // §3.11 status derivation (no automatic install yet: no indeterminate ids).
   const auto& state = *head.state;
   std::vector<std::string> manual;
   std::vector<std::string> failed;
@@ -836,7 +878,20 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
   ManagedDesiredStatus status = ManagedDesiredStatus::kReconciled;
   std::optional<std::string> reason;
   std::vector<std::string> deferred;
-  if (!manual.empty()) {
+  if (challenge) {
+    status = ManagedDesiredStatus::kConsentRequired;
+  } else if (policy_drift) {
+    status = ManagedDesiredStatus::kLifecycleDeferred;
+    reason = "install-policy-changed-after-desired-commit";
+    for (const auto& id : marked.capability_ids()) {
+      for (const auto& consent : state.pending_consents()) {
+        if (consent.install_action.entity_id() == std::optional<std::string>(id)) {
+          deferred.push_back(id);
+          break;
+        }
+      }
+    }
+  } else if (!manual.empty()) {
     status = ManagedDesiredStatus::kManualDeferred;
     reason = "manual-capability-requires-user-action";
     deferred = manual;
@@ -855,7 +910,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     deferred = install_missing;
   }
   return ManagedDesiredSetResult::create(marked, std::move(deferred), std::move(failed), status,
-                                         std::move(reason), std::move(actions), std::nullopt);
+                                         std::move(reason), std::move(actions),
+                                         std::move(challenge));
 }
 
 }  // namespace ctx::runtime

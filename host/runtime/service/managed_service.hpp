@@ -27,10 +27,15 @@
 
 #include "host/core/time.hpp"
 #include "host/runtime/composition.hpp"
+#include "host/runtime/consent/consent_broker.hpp"
+#include "host/runtime/consent/consent_challenge.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
+#include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/managed_query.hpp"
 #include "host/runtime/planning_ports.hpp"
 #include "host/runtime/service/artifact_registry.hpp"
 #include "host/runtime/service/errors.hpp"
+#include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/query_store.hpp"
 
 namespace ctx::runtime {
@@ -159,10 +164,12 @@ class ManagedActionSummary final {
   std::optional<std::string> entity_id_;
 };
 
-// The host-visible part of one pending consent challenge (§3.1): five fields, nothing else.
-// Published by the consent broker (a later piece); no result carries one until it exists.
+// The host-visible part of one pending consent challenge (§3.1): five fields, nothing else
+// (no challenge id, scope, binding, selection or proof).
 class ManagedConsentChallengeProjection final {
  public:
+  // The projection of a challenge the consent broker holds.
+  static ManagedConsentChallengeProjection of(const ConsentChallenge& challenge);
   ManagedConsentChallengeProjection(const ManagedConsentChallengeProjection&) = delete;
   ManagedConsentChallengeProjection& operator=(const ManagedConsentChallengeProjection&) = delete;
   ManagedConsentChallengeProjection(ManagedConsentChallengeProjection&&) noexcept = default;
@@ -309,8 +316,7 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
     const ManagedArtifactRegistry& registry, std::shared_ptr<const ManagedArtifactHandle> artifact,
     ManagedCompositionOptions options);
 
-// Inputs of open_managed_query_service (§3.4). The consent broker, verifier registry and
-// physical actuators join in the consent-and-install piece.
+// Inputs of open_managed_query_service (§3.4).
 struct ManagedQueryServiceOptions {
   std::shared_ptr<ManagedArtifactRegistry> registry;
   std::shared_ptr<ManagedQueryStore> query_store;
@@ -324,6 +330,17 @@ struct ManagedQueryServiceOptions {
   std::optional<std::filesystem::path> policy_store_root;  // absolute when given
   InteractiveInstallDecisionGuard interactive_install_decision_guard;
   std::shared_ptr<const core::Clock> trusted_clock;  // null: the system clock
+  // Interactive consent (§3.13–§3.21). Without a broker a pending interactive consent fails
+  // closed ("publication authorities"); with one, both digests are sha256 and the broker's file
+  // is distinct from the journal, audit and store.
+  std::shared_ptr<ConsentBrokerPort> consent_broker;
+  std::string consent_workspace_identity_digest;
+  std::string consent_release_root_digest;
+  // The trusted human-decision verifiers resolve_consent authenticates with; may be null.
+  std::shared_ptr<VerifierDirectory> verifier_registry;
+  // The physical installation actuators (installer drivers + captured targets); null: an install
+  // cannot be bound ("no physical installation actuator").
+  std::shared_ptr<const ManagedInstallActuators> install_actuators;
 };
 
 class ManagedQueryService final {
@@ -368,6 +385,16 @@ class ManagedQueryService final {
   ManagedQueryServiceResult advance_record(ManagedQueryRecord record,
                                            const ManagedQueryInput& input);
   std::shared_ptr<const ManagedQueryInput> input_of(const ManagedQueryRecord& record) const;
+  // The persisted install policy (the safe default when none is), and whether one is persisted.
+  InstallConsentPolicy current_install_policy() const;
+  // §3.13 (consent_publication.cpp): publishes the single pending interactive consent of the
+  // head of `scope` through the broker, idempotently, and projects it; nullopt when there is
+  // none, it routes automatically, or the broker record is not pending. Errors:
+  // ManagedQueryHeadDriftError ("changed", "stale"), ManagedQueryServiceError ("publication
+  // authorities", "policy snapshot"), InstallActuatorError, broker errors.
+  std::optional<ManagedConsentChallengeProjection> publish_current_consent(
+      EngineComposition& composition, const engine::ScopeRef& scope,
+      const std::string& expected_plan_id);
 
   ManagedQueryServiceOptions options_;
   std::filesystem::path lifecycle_lock_path_;

@@ -23,9 +23,15 @@ inline constexpr std::string_view kAfterDesiredCommit = "runtime.service.desired
 // set_desired: the reservation is marked committed; the result is not returned.
 inline constexpr std::string_view kAfterDesiredMark = "runtime.service.desired.after-mark";
 
-inline constexpr std::array<std::string_view, 6> kAll = {
+// prepare/reopen/set_desired: the consent challenge is published in the broker; the result is
+// not returned.
+inline constexpr std::string_view kAfterChallengePublication =
+    "runtime.service.consent.after-publication";
+
+inline constexpr std::array<std::string_view, 7> kAll = {
     kAfterRegistration,       kAfterPlanCommit,    kAfterPlanMark,
-    kAfterDesiredReservation, kAfterDesiredCommit, kAfterDesiredMark};
+    kAfterDesiredReservation, kAfterDesiredCommit, kAfterDesiredMark,
+    kAfterChallengePublication};
 
 }  // namespace ctx::runtime::service_crash_points
 

@@ -5,21 +5,6 @@
 #include "plugins/hosts/common/hook_input.hpp"
 
 namespace ctx::host_adapters {
-namespace {
-
-bool is_tenant_token(std::string_view text) noexcept {
-  if (text.empty() || text.size() > 128) return false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!alnum && (i == 0 || !(c == '.' || c == '_' || c == ':' || c == '@' || c == '-'))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 AdapterConfig read_adapter_config(std::string_view text, std::string_view what,
                                   const std::set<std::string, std::less<>>& allowed) {
@@ -36,7 +21,7 @@ AdapterConfig read_adapter_config(std::string_view text, std::string_view what,
     if (key == "installation_key") {
       config.installation_key = parse_installation_key(text_value, name);
     } else if (key == "tenant_id") {
-      if (!is_tenant_token(text_value)) throw InvalidArgument(name + " tenant_id is not a token");
+      if (!is_engine_token(text_value)) throw InvalidArgument(name + " tenant_id is not a token");
       config.tenant_id = text_value;
     } else if (key == "home" || key == "project_dir") {
       if (text_value.front() != '/') {

@@ -86,13 +86,6 @@ std::string bounded_string(const Json& payload, std::string_view key, std::size_
   return *value;
 }
 
-bool is_engine_token(std::string_view text) noexcept {
-  if (text.empty() || text.size() > kMaxEngineTokenChars || !is_alnum(text.front())) return false;
-  for (const char c : text) {
-    if (!(is_alnum(c) || c == '.' || c == '_' || c == ':' || c == '@' || c == '-')) return false;
-  }
-  return true;
-}
 
 std::string keyed_hex(std::string_view key, std::string_view domain, std::string_view text) {
   std::string input(domain);
@@ -101,6 +94,14 @@ std::string keyed_hex(std::string_view key, std::string_view domain, std::string
 }
 
 }  // namespace
+
+bool is_engine_token(std::string_view text) noexcept {
+  if (text.empty() || text.size() > kMaxEngineTokenChars || !is_alnum(text.front())) return false;
+  for (const char c : text) {
+    if (!(is_alnum(c) || c == '.' || c == '_' || c == ':' || c == '@' || c == '-')) return false;
+  }
+  return true;
+}
 
 bool is_valid_utf8(std::string_view text) noexcept {
   std::size_t i = 0;

@@ -98,6 +98,9 @@ std::string classify_event(const HookFields& fields, const std::set<std::string>
 // language of tool_input.file_path / path, and the words of a Bash tool_input.command.
 void add_event_signals(const HookFields& fields, std::string_view event, SignalSet& signals);
 
+// [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}: the engine's token grammar.
+bool is_engine_token(std::string_view text) noexcept;
+
 // A session id usable as an engine token ([A-Za-z0-9][A-Za-z0-9._:@-]{0,127}) as it is; any
 // other one becomes "ses-" + first 32 hex of HMAC(key, "ctx.host.session-v1\0" || id).
 std::string session_token(std::string_view session_id, std::string_view key);

@@ -2,18 +2,20 @@
 // deadlines, drain on stop(), one server per state dir, socket mode, the request log.
 #include "host/server/server.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <atomic>
 #include <barrier>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "host/plugins/lock_file.hpp"
-#include "tests/support/expect_throw.hpp"
 #include "tests/host/server/rpc_client.hpp"
+#include "tests/support/expect_throw.hpp"
 
 namespace ctx::server {
 namespace {
@@ -22,12 +24,10 @@ using testing::RpcClient;
 using testing::TempStateDir;
 using Json = core::Json;
 
-// A lock with one pinned entry whose path must never reach a client.
-void write_lock(const std::filesystem::path& state) {
-  plugins::LockFile lock;
+plugins::LockEntry pinned_entry(plugins::PluginKind kind, std::string id, std::string path) {
   plugins::LockEntry entry;
-  entry.kind = plugins::PluginKind::kVerifier;
-  entry.id = "valid-verifier";
+  entry.kind = kind;
+  entry.id = std::move(id);
   entry.version = "1.2.3";
   entry.sha256 = std::string(64, 'a');
   entry.size = 4096;
@@ -35,8 +35,15 @@ void write_lock(const std::filesystem::path& state) {
   entry.abi_minor = 0;
   entry.needed = {"libc.so.6"};
   entry.platform = "linux-x86_64";
-  entry.path = "/opt/secret-location/valid_verifier.so";
-  lock.upsert(entry);
+  entry.path = std::move(path);
+  return entry;
+}
+
+// A lock with one pinned entry whose path must never reach a client.
+void write_lock(const std::filesystem::path& state) {
+  plugins::LockFile lock;
+  lock.upsert(pinned_entry(plugins::PluginKind::kVerifier, "valid-verifier",
+                           "/opt/secret-location/valid_verifier.so"));
   lock.save(state / "plugins.lock.json");
 }
 
@@ -112,6 +119,47 @@ TEST_F(ServerTest, PluginListReturnsLockEntriesWithoutPaths) {
   EXPECT_EQ(bad["id"], 9);
 }
 
+// The lock is read once and then only when its file changes: a same-size in-place rewrite
+// that keeps the signature (inode, size, mtime, owner, mode) is not seen, a re-pin is.
+TEST_F(ServerTest, PluginListReadsTheLockOnceAndAgainOnlyWhenItChanges) {
+  write_lock(dir_.path());
+  start();
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  const Json first = call(client, request(1, "plugin.list"));
+  ASSERT_EQ(first["result"]["plugins"].size(), 1u) << first.dump();
+
+  const std::filesystem::path lock_path = dir_.path() / "plugins.lock.json";
+  struct stat before {};
+  ASSERT_EQ(::stat(lock_path.c_str(), &before), 0);
+  {
+    // Same bytes count, not a lock any more; then the old mtime back.
+    std::string garbage(static_cast<std::size_t>(before.st_size), 'x');
+    std::FILE* file = std::fopen(lock_path.c_str(), "r+");
+    ASSERT_NE(file, nullptr);
+    ASSERT_EQ(std::fwrite(garbage.data(), 1, garbage.size(), file), garbage.size());
+    std::fclose(file);
+    const timespec times[2] = {before.st_atim, before.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, lock_path.c_str(), times, 0), 0);
+  }
+  EXPECT_EQ(call(client, request(2, "plugin.list"))["result"], first["result"])
+      << "the unchanged signature must be served from the cache, not re-read";
+
+  // A pin replaces the file: the next request sees the new entry.
+  plugins::LockFile lock;
+  for (const char* id : {"alpha", "beta"}) {
+    lock.upsert(
+        pinned_entry(plugins::PluginKind::kInstaller, id, std::string("/opt/") + id + ".so"));
+  }
+  lock.save(lock_path);
+  const Json second = call(client, request(3, "plugin.list"));
+  ASSERT_EQ(second["result"]["plugins"].size(), 2u) << second.dump();
+  EXPECT_EQ(second["result"]["plugins"][0]["id"], "alpha");
+  // Removing the lock empties the list.
+  std::filesystem::remove(lock_path);
+  EXPECT_EQ(call(client, request(4, "plugin.list"))["result"]["plugins"], Json::array());
+}
+
 TEST_F(ServerTest, EightConcurrentClientsEachGetEveryReplyMatchedToItsId) {
   write_lock(dir_.path());
   start();
@@ -175,9 +223,8 @@ TEST_F(ServerTest, OversizedRequestGetsInvalidRequestErrorThenTheConnectionClose
   RpcClient client;
   ASSERT_TRUE(client.connect(socket()));
   // 1 MiB + 1 bytes with no newline: the writer may be cut off when the server closes.
-  std::thread writer([&] {
-    client.send_all(std::string(kDefaultMaxRequestBytes + 1, ' ') + "{}\n");
-  });
+  std::thread writer(
+      [&] { client.send_all(std::string(kDefaultMaxRequestBytes + 1, ' ') + "{}\n"); });
   const auto line = client.read_line();
   writer.join();
   ASSERT_TRUE(line.has_value());
@@ -215,7 +262,7 @@ TEST_F(ServerTest, MalformedJsonIsParseErrorAndTheConnectionStaysUsable) {
   RpcClient client;
   ASSERT_TRUE(client.connect(socket()));
   for (const std::string& bad : {std::string("{\"jsonrpc\":\"2.0\",\"id\":1,"), std::string("nope"),
-                                std::string("{\"a\":\"\xff\xfe\"}"), std::string("[[[[[[")}) {
+                                 std::string("{\"a\":\"\xff\xfe\"}"), std::string("[[[[[[")}) {
     const auto line = client.call(bad);
     ASSERT_TRUE(line.has_value());
     const Json reply = Json::parse(*line);
@@ -238,9 +285,10 @@ TEST_F(ServerTest, UnknownMethodAndInvalidRequestsGetTheirCodes) {
   EXPECT_EQ(call(client, Json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", 5}})["error"]["code"],
             kInvalidRequest);
   EXPECT_EQ(call(client, request(5, "test.echo", Json(17)))["error"]["code"], kInvalidRequest);
-  EXPECT_EQ(call(client, Json{{"jsonrpc", "2.0"}, {"id", Json::object()}, {"method", "x"}})
-                ["error"]["code"],
-            kInvalidRequest);
+  EXPECT_EQ(
+      call(client,
+           Json{{"jsonrpc", "2.0"}, {"id", Json::object()}, {"method", "x"}})["error"]["code"],
+      kInvalidRequest);
   EXPECT_EQ(call(client, Json::array({request(6, "plugin.list")}))["error"]["code"],
             kInvalidRequest);  // batches are refused, clearly
   // A notification (no id) gets no reply; the next request's reply is the next line.
@@ -297,9 +345,9 @@ TEST_F(ServerTest, SecondServerOnTheSameStateDirRefusesNamingIt) {
   start();
   ServerOptions options;
   options.state_dir = dir_.path();
-  CTX_EXPECT_THROW(Server(options, MethodTable{}), FailedPrecondition,
-                   "another ctx serve is already running for state directory " +
-                       dir_.path().string());
+  CTX_EXPECT_THROW(
+      Server(options, MethodTable{}), FailedPrecondition,
+      "another ctx serve is already running for state directory " + dir_.path().string());
   // The first one is untouched.
   RpcClient client;
   ASSERT_TRUE(client.connect(socket()));

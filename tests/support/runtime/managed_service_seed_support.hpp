@@ -1,14 +1,19 @@
 // Test doubles and the _setup builder of seed 001 (test_managed_query_service.py), for what the
 // prepare/reopen/desired seeds fake: the benefit-facts port (call log, settable snapshot digest),
 // the all-manual material port, the install-bundle port, the input authority, and a fixed
-// trusted clock. ServiceSetup builds the seed's graph, artifact registry, query store and
-// service under one private temporary directory. Header-only; the fakes are thread-safe.
+// trusted clock (settable, for the expiry seeds). ServiceSetup builds the seed's graph, artifact
+// registry, query store and service under one private temporary directory; with
+// SetupArgs::installable it builds the seed's installable catalog with its consent authorities:
+// the real consent broker, the install policy root and the real skill-installer plugin (loaded
+// through the host's PluginLoader) as the physical actuator. Header-only; the fakes are
+// thread-safe.
 #ifndef CTX_TESTS_SUPPORT_RUNTIME_MANAGED_SERVICE_SEED_SUPPORT_HPP_
 #define CTX_TESTS_SUPPORT_RUNTIME_MANAGED_SERVICE_SEED_SUPPORT_HPP_
 
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -25,7 +30,13 @@
 #include "host/core/crypto.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/planning/candidate_source.hpp"
+#include "host/plugins/abi_adapters.hpp"
+#include "host/plugins/plugin_loader.hpp"
+#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/composition.hpp"
+#include "host/runtime/consent/consent_broker.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
+#include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/graph_store.hpp"
 #include "tests/support/engine/seed_benefit_facts.hpp"
@@ -35,6 +46,10 @@ namespace ctx::testing::service {
 namespace planning = ::ctx::engine::planning;
 
 inline constexpr std::string_view kNow = "2026-08-03T12:00:00Z";
+inline constexpr std::string_view kConsentAudience = "ctx-managed-query";
+inline constexpr std::string_view kInstallableSkillBody =
+    "---\nname: installable\ndescription: managed service install fixture\n---\n"
+    "Use the managed service.\n";
 
 inline std::string digest(std::string_view value) { return core::sha256_hex(value); }
 
@@ -139,13 +154,15 @@ class InputAuthority final : public runtime::ManagedInputAuthority {
   std::vector<std::string> calls_;
 };
 
+// The seeds' trusted clock: fixed unless a test moves it (`current[0] = ...`).
 class FixedClock final : public core::Clock {
  public:
-  explicit FixedClock(std::string_view rfc3339) : now_(core::parse_rfc3339(rfc3339)) {}
-  core::Timestamp now() const override { return now_; }
+  explicit FixedClock(std::string_view rfc3339) : micros_(core::parse_rfc3339(rfc3339).micros) {}
+  core::Timestamp now() const override { return core::Timestamp{micros_.load()}; }
+  void set(std::string_view rfc3339) { micros_ = core::parse_rfc3339(rfc3339).micros; }
 
  private:
-  core::Timestamp now_;
+  std::atomic<std::int64_t> micros_;
 };
 
 inline planning::NetBenefitPolicy seed_policy() {
@@ -212,8 +229,52 @@ engine::EngineEvent replace_event(const engine::EngineEvent& event, Edit edit) {
   return engine::EngineEvent::create(std::move(fields));
 }
 
+// The seeds' _install_bundle: a v2 skill descriptor bound to kInstallableSkillBody.
+inline engine::InstallPlanningBundle install_bundle(const std::string& capability_id,
+                                                    const std::string& snapshot_digest,
+                                                    bool permission_expansion = false,
+                                                    bool credential_requirement = false) {
+  const std::string kind = capability_id.substr(0, capability_id.find(':'));
+  auto material = engine::MaterialIdentity::create(
+      capability_id, kind, core::sha256_hex(kInstallableSkillBody),
+      static_cast<std::int64_t>(kInstallableSkillBody.size()));
+  engine::InstallPlanDescriptor::Fields fields;
+  fields.capability_id = capability_id;
+  fields.kind = kind;
+  fields.installer_id = "ctx-" + kind + "-installer-v1";
+  fields.plan_digest = digest("install-plan:" + capability_id);
+  fields.provenance_digest = snapshot_digest;
+  fields.permission_expansion = permission_expansion;
+  fields.credential_requirement = credential_requirement;
+  fields.result_material_identity_digest = material.identity_digest();
+  return engine::InstallPlanningBundle(engine::InstallPlanDescriptor::create(std::move(fields)),
+                                       std::move(material));
+}
+
 struct SetupArgs {
   int requested_limit = 5;
+  // The seeds' installable=True catalog: "skill:installable", "skill:installable-2", ...
+  bool installable = false;
+  int installable_count = 1;
+  bool permission_expansion = false;
+  bool credential_requirement = false;
+  std::string_view trusted_now = kNow;
+  // The consent broker and actuator without an installable catalog (installable implies them).
+  bool consent_authorities = false;
+};
+
+// The consent parts of an installable setup (the seed's consent_broker, skill_runtime, ...).
+struct ConsentSetup {
+  std::filesystem::path consent_store_path;
+  std::filesystem::path skill_root;
+  std::string workspace_identity_digest = digest("managed-service-workspace");
+  std::string release_root_digest = digest("managed-service-release-root");
+  std::string host_identity_digest = digest("managed-service-host");
+  std::shared_ptr<plugins::PluginLoader> loader;
+  std::shared_ptr<plugins::PluginRegistry> plugins;
+  std::shared_ptr<engine::InstallerPort> skill_installer;  // the real skill-installer plugin
+  std::shared_ptr<const runtime::ManagedInstallActuators> actuators;
+  std::shared_ptr<runtime::ConsentBroker> broker;
 };
 
 // The seed's _Setup / _setup for the non-installable catalog.
@@ -232,8 +293,14 @@ struct ServiceSetup {
   std::shared_ptr<InstallPort> installs;
   std::shared_ptr<InputAuthority> inputs;
   std::shared_ptr<const runtime::ManagedQueryInput> managed_input;
-  std::shared_ptr<const core::Clock> clock;
+  std::shared_ptr<FixedClock> clock;
+  std::optional<ConsentSetup> consent;  // installable setups only
   std::shared_ptr<runtime::ManagedQueryService> service;
+
+  // The seed's persist_install_policy(policy, setup.policy_root).
+  void persist_policy(const runtime::InstallConsentPolicy& value) const {
+    runtime::InstallPolicyStore(policy_root).persist(value);
+  }
 
   // The service factory's options with this setup's inputs (the seeds' keyword arguments).
   runtime::ManagedQueryServiceOptions service_options() const {
@@ -249,6 +316,12 @@ struct ServiceSetup {
     options.input_authority = inputs;
     options.policy_store_root = policy_root;
     options.trusted_clock = clock;
+    if (consent) {
+      options.consent_broker = consent->broker;
+      options.consent_workspace_identity_digest = consent->workspace_identity_digest;
+      options.consent_release_root_digest = consent->release_root_digest;
+      options.install_actuators = consent->actuators;
+    }
     return options;
   }
 
@@ -288,9 +361,17 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
   ServiceSetup setup;
   setup.tmp = tmp;
   std::vector<store::GraphNode> nodes;
-  for (const char* id : {"agent:reviewer", "harness:python-runner", "mcp-server:docs", "skill:lint",
-                         "skill:test", "skill:types"}) {
-    const std::string capability_id(id);
+  std::vector<std::string> capabilities;
+  if (args.installable) {
+    for (int index = 0; index < args.installable_count; ++index) {
+      capabilities.push_back(index == 0 ? std::string("skill:installable")
+                                        : "skill:installable-" + std::to_string(index + 1));
+    }
+  } else {
+    capabilities = {"agent:reviewer", "harness:python-runner", "mcp-server:docs",
+                    "skill:lint",     "skill:test",            "skill:types"};
+  }
+  for (const auto& capability_id : capabilities) {
     store::GraphNode node;
     node.id = capability_id;
     node.type = capability_id.substr(0, capability_id.find(':'));
@@ -306,6 +387,14 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
   setup.facts = std::make_shared<Facts>();
   setup.materials = std::make_shared<MaterialPort>();
   setup.installs = std::make_shared<InstallPort>();
+  if (args.installable) {
+    for (const auto& capability_id : capabilities) {
+      setup.installs->bundles.emplace(
+          capability_id,
+          install_bundle(capability_id, setup.installs->installation_snapshot_digest(),
+                         args.permission_expansion, args.credential_requirement));
+    }
+  }
   const auto current_work = surrogate(args.requested_limit);
   std::string retrieval_digest;
   {
@@ -357,7 +446,33 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
   setup.journal_path = tmp / "private" / "journal.sqlite3";
   setup.audit_path = tmp / "private" / "audit.sqlite3";
   setup.policy_root = tmp / "private" / "install-policy";
-  setup.clock = std::make_shared<FixedClock>(kNow);
+  setup.clock = std::make_shared<FixedClock>(args.trusted_now);
+  if (args.installable || args.consent_authorities) {
+    ConsentSetup consent;
+    consent.consent_store_path = tmp / "private" / "consent.sqlite3";
+    consent.broker = std::make_shared<runtime::ConsentBroker>(
+        consent.consent_store_path, store_key(), std::string(kConsentAudience), *setup.clock);
+    consent.skill_root = tmp / "private" / "skills";
+    std::filesystem::create_directory(consent.skill_root);
+    std::filesystem::permissions(consent.skill_root, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace);
+    consent.loader = std::make_shared<plugins::PluginLoader>(tmp / "loader-state");
+    consent.plugins = std::make_shared<plugins::PluginRegistry>();
+#ifdef CTX_SKILL_INSTALLER_SO
+    consent.plugins->add(
+        consent.loader->load(consent.loader->inspect_for_pin(CTX_SKILL_INSTALLER_SO)));
+#else
+    throw std::logic_error("installable setups need CTX_SKILL_INSTALLER_SO (the real plugin)");
+#endif
+    const core::Json config = {{"root", consent.skill_root.string()}};
+    consent.skill_installer = std::make_shared<plugins::AbiInstaller>(
+        consent.plugins->get(plugins::PluginKind::kInstaller, "skill-installer"), config.dump());
+    consent.actuators = std::make_shared<runtime::ManagedInstallActuators>(
+        std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
+            {"ctx-skill-installer-v1", consent.skill_installer}},
+        consent.host_identity_digest);
+    setup.consent.emplace(std::move(consent));
+  }
   setup.service = runtime::open_managed_query_service(setup.service_options());
   return setup;
 }

@@ -1,56 +1,20 @@
 #include "plugins/hosts/claude-code/core/claude_code_adapter.hpp"
 
-#include "plugins/hosts/common/host_adapter.hpp"
-#include "plugins/hosts/common/reply_request.hpp"
-
 namespace ctx::claude_code_host {
-namespace {
 
-namespace ha = ctx::host_adapters;
-
-const std::set<std::string, std::less<>> kConfigMembers = {"installation_key", "tenant_id", "home",
-                                                           "project_dir", "scope"};
-const std::set<std::string, std::less<>> kContextEvents = {"SessionStart", "UserPromptSubmit",
-                                                           "PreToolUse", "PostToolUse"};
-const std::set<std::string, std::less<>> kMessageOnlyEvents = {"Stop", "SubagentStop",
-                                                               "PreCompact"};
-
-}  // namespace
-
-const std::set<std::string>& documented_events() {
-  static const std::set<std::string> kEvents = {
-      "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-      "Stop",         "SubagentStop",     "PreCompact", "SessionEnd"};
-  return kEvents;
-}
-
-ClaudeCodeAdapter::ClaudeCodeAdapter(std::string_view config_json)
-    : config_(ha::read_adapter_config(config_json, "claude-code adapter", kConfigMembers)) {}
-
-Json ClaudeCodeAdapter::parse_hook(std::string_view payload_json) const {
-  return ha::parse_hook_payload(payload_json, documented_events(), config_, kPluginId);
-}
-
-Json ClaudeCodeAdapter::render_reply(std::string_view request_json) const {
-  const ha::ReplyRequest request = ha::read_reply_request(request_json);
-  const std::string text = ha::reply_text(request);
-  Json reply = Json::object();
-  const std::string event = request.event.value_or("");
-  if (kContextEvents.count(event) != 0) {
-    Json specific = {{"hookEventName", event}};
-    if (!text.empty()) specific["additionalContext"] = text;
-    if (event == "SessionStart" && !request.installed.empty()) specific["reloadSkills"] = true;
-    if (specific.size() > 1) reply["hookSpecificOutput"] = specific;
-    if (!text.empty()) reply["systemMessage"] = text;
-  } else if ((event.empty() || kMessageOnlyEvents.count(event) != 0) && !text.empty()) {
-    reply["systemMessage"] = text;
-  }
-  return reply;
-}
-
-Json ClaudeCodeAdapter::install_locations() const {
-  return ha::install_locations_json(config_, {".claude/skills", ".claude/agents", ".claude.json"},
-                                    {".claude/skills", ".claude/agents", ".mcp.json"}, "json");
+const host_adapters::NativeHostProfile& host_profile() {
+  static const host_adapters::NativeHostProfile kProfile{
+      .id = kPluginId,
+      .documented_events = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                            "Stop", "SubagentStop", "PreCompact", "SessionEnd"},
+      .context_events = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"},
+      .message_events = {"Stop", "SubagentStop", "PreCompact"},
+      .reloads_skills = true,
+      .user = {".claude/skills", ".claude/agents", ".claude.json"},
+      .project = {".claude/skills", ".claude/agents", ".mcp.json"},
+      .mcp_format = "json",
+  };
+  return kProfile;
 }
 
 }  // namespace ctx::claude_code_host

@@ -15,19 +15,6 @@ const std::set<std::string, std::less<>> kConfigMembers = {"installation_key", "
 constexpr const char* kScopeOverrides[] = {"tenant_id", "workspace_id", "repository_id",
                                            "exposure_id", "host_context_id"};
 
-// [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}
-bool is_engine_token(std::string_view text) noexcept {
-  if (text.empty() || text.size() > 128) return false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!alnum && (i == 0 || !(c == '.' || c == '_' || c == ':' || c == '@' || c == '-'))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 const ha::Json* string_array(const ha::Json& payload, const char* key) {
   const auto it = payload.find(key);
   if (it == payload.end() || it->is_null()) return nullptr;
@@ -67,7 +54,7 @@ Json GenericAdapter::parse_hook(std::string_view payload_json) const {
   for (const char* key : kScopeOverrides) {
     const auto it = payload.find(key);
     if (it == payload.end()) continue;
-    if (!it->is_string() || !is_engine_token(it->get_ref<const std::string&>())) {
+    if (!it->is_string() || !ha::is_engine_token(it->get_ref<const std::string&>())) {
       throw InvalidArgument("hook payload " + std::string(key) + " must be an engine token");
     }
     scope[key] = *it;

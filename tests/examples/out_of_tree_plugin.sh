@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# out_of_tree_installer.sh BUILD_DIR EXAMPLE_DIR CLANGXX
-# Installs the ctx build into a temporary prefix, configures and builds the example with
-# CLANGXX against that prefix only, checks the module exports just the entry symbol, then runs
-# the installed ctx-conformance on it and the example's own ctest (the kit linked as a library).
+# out_of_tree_plugin.sh BUILD_DIR EXAMPLE_DIR CLANGXX MODULE NOTE
+# Installs the ctx build into a temporary prefix, configures and builds the example plugin with
+# CLANGXX against that prefix only, checks that its module MODULE exports just the entry symbol
+# and carries the identity note NOTE, then runs the installed ctx-conformance on it and the
+# example's own ctest (the kit linked as a library).
 set -euo pipefail
 build_dir=$1
 example_dir=$2
 clangxx=$3
+module=$4
+want=$5
 work=$(mktemp -d "${TMPDIR:-/tmp}/ctx-example-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 log=$work/log
@@ -29,7 +32,7 @@ run cmake -S "$example_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWith
 grep -q "CMAKE_CXX_COMPILER_ID:.*Clang\|CMAKE_CXX_COMPILER:.*clang" "$work/build/CMakeCache.txt" || {
   echo "the example was not configured with clang++" >&2; exit 1; }
 run cmake --build "$work/build"
-plugin=$work/build/ctx_plugin_example_installer.so
+plugin=$work/build/$module
 
 step "the module exports only ctx_plugin_entry"
 exports=$(nm -D --defined-only "$plugin" | awk '{print $3}')
@@ -38,7 +41,6 @@ exports=$(nm -D --defined-only "$plugin" | awk '{print $3}')
 step "the module carries the ctx identity note"
 objcopy -O binary --only-section=.note.ctx.plugin "$plugin" "$work/note"
 note=$(tail -c +17 "$work/note" | tr -d '\0')
-want='{"abi":{"major":1,"minor":0},"id":"example-installer","kind":"installer","version":"1.0.0"}'
 [ "$note" = "$want" ] || { readelf -n "$plugin" >&2; echo "unexpected note: $note" >&2; exit 1; }
 
 step "installed ctx-conformance on the example"

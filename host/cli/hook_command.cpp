@@ -1,0 +1,64 @@
+#include "host/cli/hook_command.hpp"
+
+#include <csignal>
+
+#include "host/cli/command_options.hpp"
+#include "host/runtime/hooks/hook_protocol.hpp"
+#include "host/runtime/hooks/hook_runner.hpp"
+
+namespace ctx::cli {
+namespace {
+
+namespace hooks = runtime::hooks;
+
+// Reads at most kMaxHookPayloadBytes + 1 bytes (enough to tell "too large"), then drains the
+// rest (up to 64 MiB) so the host's writer is not cut off.
+std::string read_payload(std::istream& in) {
+  constexpr std::size_t kKeep = hooks::kMaxHookPayloadBytes + 1;
+  constexpr std::size_t kDrain = std::size_t{64} << 20;
+  std::string payload;
+  char buffer[65536];
+  std::size_t total = 0;
+  while (in && total < kDrain) {
+    in.read(buffer, sizeof buffer);
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (n == 0) break;
+    if (payload.size() < kKeep) payload.append(buffer, std::min(n, kKeep - payload.size()));
+    total += n;
+  }
+  return payload;
+}
+
+}  // namespace
+
+std::string hook_usage() {
+  return "  ctx hook ADAPTER [--state DIR]\n"
+         "      read a coding host's hook payload on stdin and write its reply on stdout\n"
+         "      (ADAPTER: a pinned host adapter: claude-code, codex, generic). Exit 0 with a\n"
+         "      reply or nothing, 1 with one stderr line for a bad payload; never 2\n";
+}
+
+int run_hook_command(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+                     std::ostream& err, const Environment& env) {
+  // A host that stops reading must not kill ctx with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    const CommandLine line = parse_command_line(args, 1, "ctx hook", {}, false);
+    if (line.positional.size() != 1) throw CommandUsage("ctx hook takes one ADAPTER");
+    const std::filesystem::path state = command_state_dir(line, env);
+    hooks::HookRequest request{line.positional[0], read_payload(in)};
+    hooks::check_hook_payload(request.payload);
+    hooks::HookRunner runner(state);
+    const hooks::HookResponse response = runner.run(request);
+    if (response.reply) out << *response.reply << "\n";
+    out.flush();
+    return kExitOk;
+  } catch (const std::exception& e) {
+    err << "ctx hook: " << single_line_text(e.what()) << "\n";
+  } catch (...) {
+    err << "ctx hook: unknown failure\n";
+  }
+  return kExitFailure;
+}
+
+}  // namespace ctx::cli

@@ -1,0 +1,29 @@
+// `ctx hook ADAPTER [--state DIR]`: reads one hook payload from stdin (a coding host's hook
+// event), writes the host's native reply on stdout (runtime/hooks/hook_runner.hpp, served in
+// this process on the embedded default). ADAPTER is the id of a host-adapter plugin pinned in
+// the state dir (claude-code, codex, generic).
+// Exit codes (the hosts' non-blocking contract): 0 with a reply line or with nothing; 1 with one
+// stderr line for a malformed, truncated, oversized (> 1 MiB) or non-UTF-8 payload, an unknown
+// adapter, a bad command line or a state dir that cannot serve. Never 2: ctx never blocks a
+// prompt or a tool.
+#ifndef CTX_HOST_CLI_HOOK_COMMAND_HPP_
+#define CTX_HOST_CLI_HOOK_COMMAND_HPP_
+
+#include <istream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "host/cli/cli.hpp"
+
+namespace ctx::cli {
+
+// args[0] == "hook". Reads the payload from `in`. Never throws; never returns 2.
+int run_hook_command(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+                     std::ostream& err, const Environment& env);
+
+std::string hook_usage();
+
+}  // namespace ctx::cli
+
+#endif  // CTX_HOST_CLI_HOOK_COMMAND_HPP_

@@ -1,0 +1,321 @@
+#include "host/runtime/catalog/catalog_input_authority.hpp"
+
+#include <utility>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/crypto.hpp"
+#include "host/engine/planning/candidate_source.hpp"
+#include "host/engine/planning/planner.hpp"
+#include "host/engine/state.hpp"
+#include "host/runtime/consent/private_file.hpp"
+#include "host/store/benefit_audit_store.hpp"
+#include "host/store/graph_store.hpp"
+#include "host/store/sqlite_journal_store.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+using core::Json;
+namespace fs = std::filesystem;
+
+constexpr std::size_t kMaxInputFileBytes = 64u << 10;
+const core::SystemClock kSystemClock;
+
+std::string keyed(std::string_view key, std::string_view domain, std::string_view message) {
+  std::string input(domain);
+  input.push_back('\0');
+  input.append(message);
+  return core::hmac_sha256_hex(key, input);
+}
+
+Json observation_payload(const ManagedArtifactHandle& artifact) {
+  const auto& reference = artifact.observation_reference();
+  return {{"observation_ref",
+           {{"provider_id", reference.provider_id},
+            {"opaque_id", reference.opaque_id},
+            {"content_digest", reference.content_digest}}}};
+}
+
+}  // namespace
+
+struct CatalogInputAuthority::Stored {
+  std::string logical_query_id;
+  engine::EngineEvent session_started;
+  engine::EngineEvent decision;
+};
+
+CatalogInputAuthority::CatalogInputAuthority(CatalogInputAuthorityOptions options)
+    : options_(std::move(options)),
+      work_authority_(options_.catalog) {
+  if (!options_.registry || !options_.query_store || !options_.benefit_facts_port ||
+      !options_.material_port || !options_.install_bundle_port || !options_.net_benefit_policy) {
+    throw InvalidArgument("catalog input authority needs the registry, store, ports and policy");
+  }
+  if (options_.installation_key.size() != 32) {
+    throw InvalidArgument("catalog input authority needs the 32-byte installation key");
+  }
+  if (!options_.journal_path.is_absolute() || !options_.benefit_audit_path.is_absolute() ||
+      !options_.inputs_dir.is_absolute()) {
+    throw InvalidArgument("catalog input authority paths must be absolute");
+  }
+  ensure_private_dir(options_.inputs_dir, "managed input directory");
+  // The planning environment the service's compositions will pin, as the planner computes it;
+  // remembered (keyed, authenticated) per set of inputs so a later process need not open the
+  // graph and audit store for it. A wrong value cannot do harm: every composition recomputes
+  // it and refuses a handle that does not match.
+  const Json inputs = {{"benefit_facts", options_.benefit_facts_port->benefit_facts_snapshot_digest()},
+                       {"catalog", options_.catalog->catalog_digest()},
+                       {"graph", options_.catalog->graph_sha256()},
+                       {"installation", options_.install_bundle_port->installation_snapshot_digest()},
+                       {"material", options_.material_port->material_snapshot_digest()},
+                       {"planner_version", options_.planner_version},
+                       {"policy", options_.net_benefit_policy->policy_digest()},
+                       {"schema", "ctx.planning-environment-cache-v1"}};
+  const fs::path cache =
+      options_.inputs_dir / ("environment-" + core::canonical_digest(inputs) + ".json");
+  const std::string domain = "ctx.planning-environment-cache-v1";
+  if (const auto bytes = read_private_file(cache, 4096, "planning environment cache")) {
+    try {
+      std::string_view text(*bytes);
+      if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+      Json value = core::parse_canonical_json(text);
+      const std::string mac = value.at("mac").get<std::string>();
+      value.erase("mac");
+      if (value.at("inputs") == inputs &&
+          core::constant_time_equal(
+              mac, keyed(options_.installation_key, domain, core::canonical_json(value)))) {
+        environment_digest_ = value.at("environment").get<std::string>();
+        retrieval_digest_ = value.at("retrieval").get<std::string>();
+      }
+    } catch (const std::exception&) {
+      // Recomputed below and rewritten.
+    }
+  }
+  if (environment_digest_.empty()) {
+    const auto graph =
+        store::GraphStore::open(options_.catalog->graph_path(), options_.catalog->graph_sha256());
+    const auto audit = store::SqliteBenefitAuditStore::open(options_.benefit_audit_path);
+    const planning::CapabilityPlanner planner(
+        planning::CapabilityPlannerConfig{options_.planner_version,
+                                          options_.catalog->catalog_digest()},
+        *options_.net_benefit_policy, *graph, *options_.benefit_facts_port,
+        options_.material_port.get(), options_.install_bundle_port.get(), *audit);
+    environment_digest_ = planner.planning_environment_digest();
+    retrieval_digest_ = planner.catalog_retrieval_snapshot_digest();
+    Json value = {{"environment", environment_digest_},
+                  {"inputs", inputs},
+                  {"retrieval", retrieval_digest_}};
+    value["mac"] = keyed(options_.installation_key, domain, core::canonical_json(value));
+    write_private_file(cache, core::canonical_json(value) + "\n", "planning environment cache");
+  }
+}
+
+std::optional<CatalogInputAuthority::Stored> CatalogInputAuthority::load(
+    const std::string& plan_id) const {
+  const auto bytes = read_private_file(options_.inputs_dir / (plan_id + ".json"),
+                                       kMaxInputFileBytes, "managed input registration");
+  if (!bytes) return std::nullopt;
+  try {
+    std::string_view text(*bytes);
+    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    Json value = core::parse_canonical_json(text);
+    const std::string mac = value.at("mac").get<std::string>();
+    value.erase("mac");
+    if (value.at("schema") != std::string(kManagedInputSchema) ||
+        !core::constant_time_equal(
+            mac, keyed(options_.installation_key, kManagedInputSchema, core::canonical_json(value)))) {
+      throw ManagedQueryStoreCorruption("managed input registration authentication failed");
+    }
+    return Stored{value.at("logical_query_id").get<std::string>(),
+                  engine::EngineEvent::from_json(value.at("session_started")),
+                  engine::EngineEvent::from_json(value.at("decision"))};
+  } catch (const ManagedQueryStoreCorruption&) {
+    throw;
+  } catch (const std::exception&) {
+    throw ManagedQueryStoreCorruption("managed input registration authentication failed");
+  }
+}
+
+void CatalogInputAuthority::store(const std::string& plan_id, const Stored& stored) const {
+  Json value = {{"decision", stored.decision.to_json()},
+                {"logical_query_id", stored.logical_query_id},
+                {"schema", std::string(kManagedInputSchema)},
+                {"session_started", stored.session_started.to_json()}};
+  value["mac"] =
+      keyed(options_.installation_key, kManagedInputSchema, core::canonical_json(value));
+  write_private_file(options_.inputs_dir / (plan_id + ".json"), core::canonical_json(value) + "\n",
+                     "managed input registration");
+}
+
+CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
+  const std::string& key = options_.installation_key;
+  // Vocabulary filtering first: only catalog terms go on.
+  const std::string scratch = "work-unfiltered";
+  const ResolvedCurrentWork resolved = [&] {
+    std::lock_guard lock(mutex_);
+    work_authority_.register_work(scratch, std::move(work));
+    return work_authority_.resolve(scratch);
+  }();
+  const auto scope = engine::ScopeRef::create(
+      resolved.tenant, resolved.workspace, resolved.repository, resolved.session,
+      std::string(kDefaultExposureId), std::string(kDefaultHostContextId));
+  const std::string work_digest =
+      keyed(key, "ctx.current-work-v1",
+            core::canonical_json(Json{{"observation", resolved.surrogate.value_digest()},
+                                      {"repository", resolved.repository},
+                                      {"session", resolved.session},
+                                      {"tenant", resolved.tenant},
+                                      {"workspace", resolved.workspace}}));
+  const auto logical_at = [&](std::int64_t revision) {
+    return keyed(key, "ctx.logical-query-v1", work_digest + '\0' + std::to_string(revision));
+  };
+  const auto plan_of = [](const std::string& logical) { return "plan-" + logical.substr(0, 40); };
+
+  const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
+  engine::Revision head = 0;
+  std::optional<std::string> head_plan;
+  {
+    const store::SqliteJournalStore journal(options_.journal_path, clock);
+    if (const auto latest = journal.latest(scope.stream_id())) {
+      head = latest->revision;
+      const auto state = engine::EngineState::from_json_text(latest->state.text());
+      if (state.committed_plan()) head_plan = state.committed_plan()->plan_id();
+    }
+  }
+
+  std::shared_ptr<const ManagedArtifactHandle> artifact;
+  // A stored registration's artifact, by the manifest its decision references.
+  const auto reopen_artifact = [&](const Stored& stored) {
+    const auto& payload = stored.decision.payload();
+    const std::string opaque = payload.at("observation_ref").at("opaque_id").get<std::string>();
+    constexpr std::string_view kPrefix = "manifest-";
+    if (opaque.rfind(kPrefix, 0) != 0) {
+      throw ManagedQueryStoreCorruption("managed input registration authentication failed");
+    }
+    artifact = options_.registry->reopen(opaque.substr(kPrefix.size()), environment_digest_);
+  };
+  const auto finish = [&](const std::string& plan_id, Stored stored, bool reused) {
+    if (reused) {
+      reopen_artifact(stored);
+    } else {
+      store(plan_id, stored);
+    }
+    CurrentWorkRegistration out{"work-" + stored.logical_query_id, stored.logical_query_id,
+                                plan_id, reused};
+    auto input = ManagedQueryInput::create(artifact, std::move(stored.session_started),
+                                           std::move(stored.decision));
+    std::lock_guard lock(mutex_);
+    inputs_[out.current_work_ref] = std::move(input);
+    return out;
+  };
+
+  // The head's plan is this work: an exact retry.
+  std::optional<Stored> head_stored;
+  if (head_plan) {
+    head_stored = load(*head_plan);
+    if (head_stored &&
+        head_stored->logical_query_id == logical_at(head_stored->decision.expected_revision())) {
+      return finish(*head_plan, std::move(*head_stored), true);
+    }
+  }
+  const engine::Revision revision = head <= 1 ? 1 : head;
+  const std::string logical = logical_at(revision);
+  const std::string plan_id = plan_of(logical);
+  // Registered earlier and not finished (a crash before the plan was committed).
+  if (auto earlier = load(plan_id); earlier && earlier->logical_query_id == logical) {
+    return finish(plan_id, std::move(*earlier), true);
+  }
+  if (head == 1) {
+    throw FailedPrecondition(
+        "the session's first plan was interrupted; repeat the request that started it");
+  }
+
+  ManagedArtifactIngest ingest;
+  ingest.graph_store_path = options_.catalog->graph_path();
+  ingest.expected_graph_artifact_digest = options_.catalog->graph_sha256();
+  ingest.planning_environment_digest = environment_digest_;
+  ingest.catalog_namespace_digest = options_.catalog->catalog_digest();
+  ingest.catalog_retrieval_digest = retrieval_digest_;
+  ingest.benefit_facts_snapshot_digest = options_.benefit_facts_port->benefit_facts_snapshot_digest();
+  ingest.benefit_policy_snapshot_digest = options_.net_benefit_policy->policy_digest();
+  ingest.material_snapshot_digest = options_.material_port->material_snapshot_digest();
+  ingest.installation_snapshot_digest = options_.install_bundle_port->installation_snapshot_digest();
+  ingest.observation_surrogate = resolved.surrogate;
+  ingest.planning_schema_version = options_.planner_version;
+  artifact = options_.registry->ingest_graph_store(ingest);
+
+  const std::string now = core::format_rfc3339(clock.now());
+  std::optional<engine::EngineEvent> started;
+  if (revision == 1) {
+    engine::EngineEvent::Fields fields{.event_id = "start-" + logical.substr(0, 40),
+                                       .kind = "SessionStarted",
+                                       .scope = scope,
+                                       .expected_revision = 0,
+                                       .occurred_at = now,
+                                       .payload = {{"host_level", "managing"}}};
+    fields.correlation_id = plan_id;
+    fields.causation_id = "ctx-session-start";
+    fields.engine_version = "ctx-engine-v1";
+    fields.planner_version = options_.planner_version;
+    fields.policy_version = options_.net_benefit_policy->policy_digest().substr(0, 16);
+    fields.host_descriptor_digest = core::sha256_hex("ctx.host-descriptor-v1 managing");
+    fields.catalog_snapshot_digest = environment_digest_;
+    fields.semantic_model_digest = core::sha256_hex("ctx.semantic-model-disabled");
+    fields.semantic_index_digest = core::sha256_hex("ctx.semantic-index-disabled");
+    fields.work_signature = work_digest;
+    fields.random_seed = 0;
+    started = engine::EngineEvent::create(std::move(fields));
+  } else if (head_stored) {
+    started = head_stored->session_started;
+  } else if (head_plan) {
+    if (auto record = options_.query_store->find_planned_by_scope_and_plan(scope, *head_plan)) {
+      started = record->session_started();
+    }
+  }
+  if (!started) {
+    throw FailedPrecondition("the session's stream was not started by this installation");
+  }
+  engine::EngineEvent::Fields decision = started->fields();
+  decision.event_id = "work-" + logical.substr(0, 40);
+  decision.kind = revision == 1 ? "IntentObserved" : "DevelopmentObserved";
+  decision.expected_revision = revision;
+  decision.occurred_at = now;
+  decision.payload = observation_payload(*artifact);
+  decision.correlation_id = plan_id;
+  decision.causation_id = started->event_id();
+  decision.work_signature = revision == 1 ? started->work_signature() : work_digest;
+  decision.catalog_snapshot_digest = environment_digest_;
+  decision.planner_version = options_.planner_version;
+  return finish(plan_id,
+                Stored{logical, *started, engine::EngineEvent::create(std::move(decision))},
+                false);
+}
+
+std::optional<std::string> CatalogInputAuthority::current_query_ref(const CurrentWork& work) const {
+  const auto scope = engine::ScopeRef::create(work.tenant, work.workspace, work.repository,
+                                              work.session, std::string(kDefaultExposureId),
+                                              std::string(kDefaultHostContextId));
+  const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
+  std::optional<std::string> plan_id;
+  {
+    const store::SqliteJournalStore journal(options_.journal_path, clock);
+    const auto latest = journal.latest(scope.stream_id());
+    if (!latest) return std::nullopt;
+    const auto state = engine::EngineState::from_json_text(latest->state.text());
+    if (!state.committed_plan()) return std::nullopt;
+    plan_id = state.committed_plan()->plan_id();
+  }
+  auto record = options_.query_store->find_planned_by_scope_and_plan(scope, *plan_id);
+  if (!record) return std::nullopt;
+  return record->query_ref();
+}
+
+std::shared_ptr<const ManagedQueryInput> CatalogInputAuthority::resolve(
+    const std::string& current_work_ref) {
+  std::lock_guard lock(mutex_);
+  const auto it = inputs_.find(current_work_ref);
+  if (it == inputs_.end()) throw NotFound("current-work reference is unavailable");
+  return it->second;
+}
+
+}  // namespace ctx::runtime

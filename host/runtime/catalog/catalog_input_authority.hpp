@@ -1,0 +1,98 @@
+// CatalogInputAuthority: the service's ManagedInputAuthority over an imported catalog — the link
+// that lets a host (the CLI, a hook, the server) open the managed query service on a state dir.
+//
+// register_work(work) keeps only the catalog-vocabulary terms of the work's signals (no other
+// word reaches anything durable), ingests the graph artifact with that observation into the
+// registry, reads the stream's head from the journal and derives the planning events:
+//   W  = HMAC(key, "ctx.current-work-v1\0" || canon{scope ids, observation value digest})
+//   L  = HMAC(key, "ctx.logical-query-v1\0" || W || "\0" || r)   (the logical query id)
+//   plan id "plan-" + L[0..40), current-work reference "work-" + L,
+// where r is the decision revision: 1 (IntentObserved, with a new SessionStarted) on a fresh
+// stream, else the head revision (DevelopmentObserved after the session's own SessionStarted).
+// When the head's committed plan is this same work (an exact retry, also after set_desired moved
+// the head), or this work's registration at r was written but not finished (a crash), the stored
+// events are reused, so the service's exact-retry and recovery paths apply.
+// Registrations are kept in <inputs_dir>/<plan id>.json (0600, HMAC under the key; they hold
+// scope tokens and digests only). resolve() answers references registered in this object.
+// Thread-safe.
+#ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_INPUT_AUTHORITY_HPP_
+#define CTX_HOST_RUNTIME_CATALOG_CATALOG_INPUT_AUTHORITY_HPP_
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "host/core/time.hpp"
+#include "host/runtime/catalog/catalog.hpp"
+#include "host/runtime/catalog/catalog_ports.hpp"
+#include "host/runtime/service/managed_service.hpp"
+
+namespace ctx::runtime {
+
+inline constexpr std::string_view kManagedInputSchema = "ctx.managed-input-v1";
+inline constexpr std::string_view kDefaultExposureId = "exposure-main";
+inline constexpr std::string_view kDefaultHostContextId = "host-neutral";
+
+struct CatalogInputAuthorityOptions {
+  std::shared_ptr<const ImportedCatalog> catalog;
+  std::shared_ptr<ManagedArtifactRegistry> registry;
+  std::shared_ptr<ManagedQueryStore> query_store;
+  std::shared_ptr<BenefitFactsPort> benefit_facts_port;
+  std::shared_ptr<MaterialPort> material_port;
+  std::shared_ptr<InstallBundlePort> install_bundle_port;
+  std::optional<NetBenefitPolicy> net_benefit_policy;
+  std::filesystem::path journal_path;        // the service's journal (read for the head only)
+  std::filesystem::path benefit_audit_path;  // the service's audit store
+  std::filesystem::path inputs_dir;          // private (0700), created when missing
+  std::string installation_key;              // 32 bytes
+  std::string planner_version;
+  std::shared_ptr<const core::Clock> trusted_clock;  // null: the system clock
+};
+
+// One registered current work: what prepare needs.
+struct CurrentWorkRegistration {
+  std::string current_work_ref;  // "work-" + 64 hex
+  std::string logical_query_id;  // 64 hex
+  std::string plan_id;
+  bool reused = false;  // the events of an earlier registration of this work
+};
+
+class CatalogInputAuthority final : public ManagedInputAuthority {
+ public:
+  // Errors: InvalidArgument (missing part, key size), the catalog ports' and registry's errors.
+  explicit CatalogInputAuthority(CatalogInputAuthorityOptions options);
+
+  // See the file comment. Errors: InvalidArgument naming the work field; FailedPrecondition
+  // ("interrupted") when the session's first plan was left half-done by other work;
+  // ManagedArtifactRegistryError; JournalCorruption / StoreBusy from the journal;
+  // ManagedQueryStoreCorruption ("authentication failed") for a tampered registration file.
+  CurrentWorkRegistration register_work(CurrentWork work);
+
+  // The query whose plan is committed at the head of `work`'s session stream, if any (what a
+  // host shows when a new plan cannot replace it). Errors: the journal's and store's.
+  std::optional<std::string> current_query_ref(const CurrentWork& work) const;
+
+  // Errors: NotFound ("current-work reference is unavailable").
+  std::shared_ptr<const ManagedQueryInput> resolve(const std::string& current_work_ref) override;
+
+  const CatalogVocabulary& vocabulary() const noexcept { return work_authority_.vocabulary(); }
+  const std::string& planning_environment_digest() const noexcept { return environment_digest_; }
+
+ private:
+  struct Stored;
+  std::optional<Stored> load(const std::string& plan_id) const;
+  void store(const std::string& plan_id, const Stored& stored) const;
+
+  CatalogInputAuthorityOptions options_;
+  CatalogWorkAuthority work_authority_;
+  std::string environment_digest_;
+  std::string retrieval_digest_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const ManagedQueryInput>> inputs_;  // GUARDED_BY(mutex_)
+};
+
+}  // namespace ctx::runtime
+
+#endif  // CTX_HOST_RUNTIME_CATALOG_CATALOG_INPUT_AUTHORITY_HPP_

@@ -1,0 +1,157 @@
+#include "host/runtime/hooks/hook_runner.hpp"
+
+#include <utility>
+
+#include "host/core/crypto.hpp"
+#include "host/core/json_reader.hpp"
+#include "host/engine/errors.hpp"
+#include "host/engine/lexical.hpp"
+#include "host/plugins/abi_adapters.hpp"
+#include "host/plugins/lock_file.hpp"
+#include "host/plugins/plugin_loader.hpp"
+#include "host/runtime/catalog/state_dir.hpp"
+#include "host/runtime/catalog/state_service.hpp"
+
+namespace ctx::runtime::hooks {
+namespace {
+
+using core::Json;
+namespace fs = std::filesystem;
+
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+// The scope member `key` of parse_hook's result, an opaque token.
+std::string scope_token(const Json& scope, const char* key) {
+  if (!scope.is_object() || !scope.contains(key) || !scope[key].is_string() ||
+      !engine::is_opaque_token(scope[key].get_ref<const std::string&>())) {
+    throw HookPayloadError(std::string("host adapter returned no usable scope ") + key);
+  }
+  return scope[key].get<std::string>();
+}
+
+// The reply request for one plan result (reply_request.hpp's shape).
+Json reply_request(const std::string& event, const ManagedQueryServiceResult& result) {
+  Json actions = Json::array();
+  const auto& prepared = result.prepared();
+  if (prepared.status() == "ready" && !prepared.selections().empty()) {
+    Json capabilities = Json::array();
+    for (const auto& row : prepared.selections()) {
+      capabilities.push_back({{"capability_id", row.capability_id()}});
+    }
+    actions.push_back({{"kind", "PresentBundle"}, {"payload", {{"capabilities", capabilities}}}});
+  }
+  Json request = {{"event", event}, {"actions", std::move(actions)}};
+  if (const auto& challenge = result.challenge()) {
+    request["challenge"] = {{"challenge_digest", challenge->challenge_digest()},
+                            {"capability_id", challenge->capability_id()}};
+  }
+  return request;
+}
+
+}  // namespace
+
+HookRunner::HookRunner(fs::path state_dir) : state_dir_(std::move(state_dir)) {
+  if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
+}
+
+HookRunner::~HookRunner() = default;
+
+StateService& HookRunner::state() {
+  std::lock_guard lock(mutex_);
+  if (!state_) state_ = StateService::open(state_dir_);
+  return *state_;
+}
+
+std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& id) {
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = adapters_.find(id); it != adapters_.end()) return it->second;
+  }
+  const auto lock_file = plugins::LockFile::load_or_empty(state_dir_ / kPluginLockFile);
+  const plugins::LockEntry* entry = lock_file.find(plugins::PluginKind::kHostAdapter, id);
+  if (entry == nullptr) {
+    throw HookPayloadError("no host adapter \"" + id + "\" is pinned in the state directory");
+  }
+  // Only the key: an ignored event never opens the stores.
+  const std::string key = read_installation_key(state_dir_);
+  const plugins::PluginLoader loader(state_dir_);
+  const Json config = {{"installation_key", core::to_hex(
+                                                reinterpret_cast<const std::uint8_t*>(key.data()),
+                                                key.size())}};
+  auto port =
+      std::make_shared<plugins::AbiHostAdapter>(loader.load(*entry), core::canonical_json(config));
+  std::lock_guard lock(mutex_);
+  return adapters_.emplace(id, std::move(port)).first->second;
+}
+
+HookResponse HookRunner::run(const HookRequest& request) {
+  check_hook_payload(request.payload);
+  if (!engine::is_canonical_token(request.adapter)) {
+    throw HookPayloadError("hook adapter must be a plugin id");
+  }
+  Json payload;
+  try {
+    payload = core::parse_json(request.payload);
+  } catch (const core::JsonFieldError& e) {
+    throw HookPayloadError(std::string("hook payload ") + one_line(e.what()));
+  }
+  if (!payload.is_object()) throw HookPayloadError("hook payload is not a json object");
+  const auto port = adapter(request.adapter);
+  Json parsed;
+  try {
+    parsed = port->parse_hook(payload);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kInvalidArgument) {
+      throw HookPayloadError(one_line(e.what()));
+    }
+    throw;
+  }
+  if (!parsed.is_object() || !parsed.contains("event") || !parsed["event"].is_string()) {
+    throw HookPayloadError("host adapter returned no event");
+  }
+  const std::string event = parsed["event"].get<std::string>();
+  if (event == "ignored") return HookResponse{};
+  std::vector<std::string> signals;
+  if (parsed.contains("signals") && parsed["signals"].is_array()) {
+    for (const auto& signal : parsed["signals"]) {
+      if (signal.is_string()) signals.push_back(signal.get<std::string>());
+    }
+  }
+  if (signals.empty()) return HookResponse{};  // Stop, SessionEnd, ...: nothing to plan
+  StateService& service = state();
+  // Nothing of the catalog's vocabulary: nothing to plan, nothing stored.
+  if (service.vocabulary().filter(signals).empty()) return HookResponse{};
+  const Json& scope = parsed.contains("scope") ? parsed["scope"] : Json();
+  CurrentWork work;
+  work.tenant = scope_token(scope, "tenant_id");
+  work.workspace = scope_token(scope, "workspace_id");
+  work.repository = scope_token(scope, "repository_id");
+  work.session = scope_token(scope, "session_id");
+  work.signals = std::move(signals);
+  if (work.signals.size() > 256) work.signals.resize(256);
+  work.requested_limit = kHookRequestedLimit;
+  std::optional<ManagedQueryServiceResult> result;
+  // The session's current plan stands when a new one cannot replace it (pending authority, a
+  // loaded capability's selection would change): show it instead of replanning.
+  const auto reopen_current = [&] {
+    auto current = service.reopen_current(work);
+    if (!current) throw;
+    result.emplace(std::move(*current));
+  };
+  try {
+    result.emplace(service.prepare(work));
+  } catch (const FailedPrecondition&) {
+    reopen_current();
+  } catch (const engine::InvalidEventError&) {
+    reopen_current();
+  }
+  const Json reply = port->render_reply(reply_request(event, *result));
+  return HookResponse{reply.dump()};
+}
+
+}  // namespace ctx::runtime::hooks

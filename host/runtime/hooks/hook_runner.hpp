@@ -1,0 +1,65 @@
+// HookRunner: serves one `hook` request (hook_protocol.hpp) on a state dir — what `ctx hook`
+// runs in process and what the server's "hook" method calls.
+//
+//   1. check_hook_payload; parse it as JSON (depth ≤ 64, no duplicate keys);
+//   2. the adapter: the host-adapter plugin pinned under that id in <state>/plugins.lock.json,
+//      loaded through the PluginLoader and created with the installation key;
+//   3. parse_hook → {event, scope, signals, work_ref}; an "ignored" event → no reply;
+//   4. the signals are kept only where they are catalog vocabulary (inside the input authority,
+//      before anything is stored); none left → no reply;
+//   5. StateService::prepare (the work's identity is an HMAC under the installation key); when a
+//      new plan cannot replace the session's current one (pending authority, a changed selection
+//      of a capability already loaded), the current plan is reopened instead;
+//   6. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
+//      "challenge"} → the reply text.
+// Thread-safe: adapters are loaded once per id and serialise their own calls; the state service
+// is opened on first use and shared. Process-bound (the service is).
+#ifndef CTX_HOST_RUNTIME_HOOKS_HOOK_RUNNER_HPP_
+#define CTX_HOST_RUNTIME_HOOKS_HOOK_RUNNER_HPP_
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "host/runtime/hooks/hook_protocol.hpp"
+
+namespace ctx::engine {
+class HostAdapterPort;
+}  // namespace ctx::engine
+
+namespace ctx::runtime {
+class StateService;
+}  // namespace ctx::runtime
+
+namespace ctx::runtime::hooks {
+
+inline constexpr const char* kPluginLockFile = "plugins.lock.json";
+inline constexpr std::int64_t kHookRequestedLimit = 3;
+
+class HookRunner {
+ public:
+  // `state_dir` must be absolute. Nothing is opened until the first run().
+  explicit HookRunner(std::filesystem::path state_dir);
+  ~HookRunner();
+  HookRunner(const HookRunner&) = delete;
+  HookRunner& operator=(const HookRunner&) = delete;
+
+  // Errors: HookPayloadError (malformed payload, unknown adapter — one line, never the
+  // payload); the state service's errors (not initialised, no catalog, store failures).
+  HookResponse run(const HookRequest& request);
+
+ private:
+  std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id);
+  StateService& state();
+
+  std::filesystem::path state_dir_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<engine::HostAdapterPort>> adapters_;  // GUARDED_BY
+  std::unique_ptr<StateService> state_;                                       // GUARDED_BY
+};
+
+}  // namespace ctx::runtime::hooks
+
+#endif  // CTX_HOST_RUNTIME_HOOKS_HOOK_RUNNER_HPP_

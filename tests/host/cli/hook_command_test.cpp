@@ -1,0 +1,376 @@
+// `ctx hook ADAPTER` as a real process: every documented Claude Code and Codex event (host-formats
+// §1.4 and §3.1, with unknown fields added) gets a valid reply or nothing; malformed payloads get
+// the documented non-blocking error (exit 1, one stderr line); never exit 2, never a signal,
+// never a hang; no prompt word outside the catalog vocabulary reaches any file or output.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/host/cli/process_runner.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace ctx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ctx::testing::ProcessResult;
+using ctx::testing::run_process;
+using ctx::testing::TempDir;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using Json = nlohmann::json;
+
+const fs::path kSource = fs::path(CTX_SOURCE_DIR);
+constexpr const char* kMarker = "quokkazebramarker";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ProcessResult ctx_process(std::vector<std::string> args, const fs::path& state,
+                          const std::string& input) {
+  args.insert(args.begin(), CTX_BINARY);
+  args.push_back("--state");
+  args.push_back(state.string());
+  return run_process(args, input, std::chrono::seconds(120));
+}
+
+void init_state(const fs::path& state) {
+  ASSERT_EQ(ctx_process({"init"}, state, "").code, 0);
+  const auto import =
+      ctx_process({"catalog", "import", (kSource / "examples/catalog").string()}, state, "");
+  ASSERT_EQ(import.code, 0) << import.err;
+}
+
+// Unknown fields every payload carries (hosts add fields; adapters must ignore them).
+Json with_unknown_fields(Json payload) {
+  payload["future_field"] = {{"nested", {1, 2.5, "x"}}};
+  payload["another_unknown"] = nullptr;
+  return payload;
+}
+
+Json claude_common(const std::string& event) {
+  return {{"session_id", "abc123"},
+          {"transcript_path", "/home/u/.claude/projects/p/abc123.jsonl"},
+          {"cwd", "/home/u/proj"},
+          {"permission_mode", "default"},
+          {"hook_event_name", event}};
+}
+
+Json codex_common(const std::string& event) {
+  return {{"session_id", "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"},
+          {"turn_id", "0199a1b2-0000-7e5f-8a9b-0c1d2e3f4a5b"},
+          {"transcript_path", nullptr},
+          {"cwd", "/home/u/proj"},
+          {"hook_event_name", event},
+          {"model", "gpt-5.4"},
+          {"permission_mode", "default"}};
+}
+
+const char* kPdfPrompt = "please add a PDF export of the quarterly report";
+
+// Every documented Claude Code event (§1.4), plus later events that are ignored.
+std::vector<Json> claude_code_events() {
+  std::vector<Json> out;
+  Json start = claude_common("SessionStart");
+  start["source"] = "startup";
+  start["model"] = "claude-sonnet-5";
+  out.push_back(start);
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["prompt"] = kPdfPrompt;
+  prompt["prompt_id"] = "prompt-1";
+  out.push_back(prompt);
+  Json pre = claude_common("PreToolUse");
+  pre["tool_name"] = "Bash";
+  pre["tool_input"] = {{"command", "npm test"}, {"description", "Run tests"}};
+  pre["tool_use_id"] = "toolu_01X";
+  pre["effort"] = {{"level", "high"}};
+  out.push_back(pre);
+  Json post = claude_common("PostToolUse");
+  post["tool_name"] = "Write";
+  post["tool_input"] = {{"file_path", "/home/u/proj/report.md"}, {"content", "# Report"}};
+  post["tool_response"] = {{"success", true}};
+  post["tool_use_id"] = "toolu_02Y";
+  post["duration_ms"] = 12;
+  out.push_back(post);
+  Json stop = claude_common("Stop");
+  stop["stop_hook_active"] = false;
+  stop["last_assistant_message"] = "done";
+  stop["background_tasks"] = Json::array();
+  out.push_back(stop);
+  Json subagent = claude_common("SubagentStop");
+  subagent["stop_hook_active"] = true;
+  subagent["last_assistant_message"] = nullptr;
+  subagent["agent_id"] = "agent-1";
+  subagent["agent_type"] = "code-reviewer";
+  out.push_back(subagent);
+  Json compact = claude_common("PreCompact");
+  compact["trigger"] = "manual";
+  compact["custom_instructions"] = "keep the report";
+  out.push_back(compact);
+  Json end = claude_common("SessionEnd");
+  end["reason"] = "prompt_input_exit";
+  out.push_back(end);
+  for (const char* later : {"Notification", "PermissionRequest", "PostCompact", "CwdChanged"}) {
+    out.push_back(claude_common(later));
+  }
+  for (auto& payload : out) payload = with_unknown_fields(payload);
+  return out;
+}
+
+// Every documented Codex event (§3.1).
+std::vector<Json> codex_events() {
+  std::vector<Json> out;
+  Json start = codex_common("SessionStart");
+  start["source"] = "startup";
+  out.push_back(start);
+  Json prompt = codex_common("UserPromptSubmit");
+  prompt["prompt"] = kPdfPrompt;
+  out.push_back(prompt);
+  Json pre = codex_common("PreToolUse");
+  pre["tool_name"] = "Bash";
+  pre["tool_use_id"] = "call_1";
+  pre["tool_input"] = {{"command", "pytest -q"}};
+  out.push_back(pre);
+  Json post = codex_common("PostToolUse");
+  post["tool_name"] = "apply_patch";
+  post["tool_use_id"] = "call_2";
+  post["tool_input"] = {{"command", "*** Begin Patch"}};
+  post["tool_response"] = "ok";
+  out.push_back(post);
+  Json stop = codex_common("Stop");
+  stop["stop_hook_active"] = false;
+  stop["last_assistant_message"] = "done";
+  out.push_back(stop);
+  Json subagent = codex_common("SubagentStop");
+  subagent["stop_hook_active"] = false;
+  subagent["agent_id"] = "a-1";
+  subagent["agent_type"] = "worker";
+  out.push_back(subagent);
+  Json pre_compact = codex_common("PreCompact");
+  pre_compact["trigger"] = "auto";
+  out.push_back(pre_compact);
+  Json post_compact = codex_common("PostCompact");
+  post_compact["trigger"] = "auto";
+  out.push_back(post_compact);
+  out.push_back(codex_common("SubagentStart"));
+  for (auto& payload : out) payload = with_unknown_fields(payload);
+  return out;
+}
+
+class HookCommandTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    shared_dir_ = new TempDir();
+    init_state(shared_state());
+  }
+  static void TearDownTestSuite() {
+    delete shared_dir_;
+    shared_dir_ = nullptr;
+  }
+  static fs::path shared_state() { return shared_dir_->path() / "state"; }
+  static ProcessResult hook(const std::string& adapter, const std::string& payload,
+                            const fs::path& state = shared_state()) {
+    return ctx_process({"hook", adapter}, state, payload);
+  }
+
+  static TempDir* shared_dir_;
+};
+
+TempDir* HookCommandTest::shared_dir_ = nullptr;
+
+// Exit 0 with nothing, or one line holding the host's JSON reply object.
+void expect_valid_reply(const ProcessResult& r, const std::string& adapter, const Json& payload) {
+  const std::string event = payload["hook_event_name"];
+  SCOPED_TRACE(adapter + " " + event);
+  ASSERT_FALSE(r.timed_out);
+  ASSERT_TRUE(r.exited) << "signal " << r.signal;
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  if (r.out.empty()) return;
+  ASSERT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1);
+  const Json reply = Json::parse(r.out);
+  ASSERT_TRUE(reply.is_object());
+  EXPECT_FALSE(reply.contains("decision"));
+  EXPECT_FALSE(reply.contains("continue"));
+  if (reply.contains("hookSpecificOutput")) {
+    EXPECT_EQ(reply["hookSpecificOutput"]["hookEventName"], event);
+    EXPECT_LE(reply["hookSpecificOutput"]["additionalContext"].get<std::string>().size(), 10000u);
+  }
+}
+
+TEST_F(HookCommandTest, EveryDocumentedClaudeCodeEventGetsAValidReply) {
+  for (const Json& payload : claude_code_events()) {
+    const auto r = hook("claude-code", payload.dump());
+    expect_valid_reply(r, "claude-code", payload);
+    const std::string event = payload["hook_event_name"];
+    if (event == "UserPromptSubmit") {
+      EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
+      const Json reply = Json::parse(r.out);
+      EXPECT_THAT(reply["hookSpecificOutput"]["additionalContext"].get<std::string>(),
+                  HasSubstr("pdf-export (skill)"));
+    }
+    if (event == "Notification" || event == "PermissionRequest" || event == "CwdChanged" ||
+        event == "SessionEnd" || event == "Stop") {
+      EXPECT_EQ(r.out, "") << event;
+    }
+  }
+}
+
+TEST_F(HookCommandTest, EveryDocumentedCodexEventGetsAValidReply) {
+  for (const Json& payload : codex_events()) {
+    const auto r = hook("codex", payload.dump());
+    expect_valid_reply(r, "codex", payload);
+    if (payload["hook_event_name"] == "UserPromptSubmit") {
+      EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
+    }
+  }
+}
+
+TEST_F(HookCommandTest, ThePdfPromptSurfacesTheSkillThroughEveryAdapter) {
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["prompt"] = "Export this document to PDF please";
+  for (const char* adapter : {"claude-code", "codex", "generic"}) {
+    const auto r = hook(adapter, prompt.dump());
+    ASSERT_EQ(r.code, 0) << adapter << ": " << r.err;
+    EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)")) << adapter;
+  }
+}
+
+TEST_F(HookCommandTest, MalformedPayloadsGetTheNonBlockingError) {
+  const std::string valid = claude_code_events()[1].dump();
+  std::string deep(200000, '[');
+  deep += std::string(200000, ']');
+  std::string deep_object = "{\"session_id\":\"s\",\"hook_event_name\":\"UserPromptSubmit\",\"x\":";
+  deep_object += std::string(100, '[') + std::string(100, ']') + "}";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"empty", ""},
+      {"truncated", valid.substr(0, valid.size() / 2)},
+      {"10 MiB", "{\"prompt\":\"" + std::string(10u << 20, 'a') + "\"}"},
+      {"just over 1 MiB", std::string((1u << 20) + 1, ' ')},
+      {"invalid UTF-8", "{\"session_id\":\"abc\",\"hook_event_name\":\"UserPromptSubmit\","
+                        "\"prompt\":\"pdf \xff\xfe export\"}"},
+      {"overlong UTF-8", "{\"session_id\":\"abc\",\"hook_event_name\":\"Stop\",\"x\":\"\xc0\xaf\"}"},
+      {"deep nesting", deep},
+      {"deep nesting in an object", deep_object},
+      {"not an object", "[1,2,3]"},
+      {"a string", "\"UserPromptSubmit\""},
+      {"duplicate key", "{\"session_id\":\"a\",\"session_id\":\"b\",\"hook_event_name\":\"Stop\"}"},
+      {"wrong type: session_id", "{\"session_id\":5,\"hook_event_name\":\"Stop\"}"},
+      {"wrong type: prompt", "{\"session_id\":\"a\",\"hook_event_name\":\"UserPromptSubmit\","
+                             "\"prompt\":[\"pdf\"]}"},
+      {"wrong type: tool_input", "{\"session_id\":\"a\",\"hook_event_name\":\"PreToolUse\","
+                                 "\"tool_name\":\"Bash\",\"tool_input\":\"rm\"}"},
+      {"wrong type: hook_event_name", "{\"session_id\":\"a\",\"hook_event_name\":7}"},
+      {"missing prompt", "{\"session_id\":\"a\",\"hook_event_name\":\"UserPromptSubmit\"}"},
+      {"binary", std::string("\x00\x01\x02{", 4)},
+  };
+  for (const char* adapter : {"claude-code", "codex"}) {
+    for (const auto& [name, payload] : cases) {
+      SCOPED_TRACE(std::string(adapter) + ": " + name);
+      const auto r = hook(adapter, payload);
+      ASSERT_FALSE(r.timed_out);
+      ASSERT_TRUE(r.exited) << "signal " << r.signal;
+      EXPECT_EQ(r.code, 1);
+      EXPECT_EQ(r.out, "");
+      EXPECT_THAT(r.err, StartsWith("ctx hook: "));
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_LT(r.err.size(), 300u);
+      EXPECT_EQ(r.err.find("pdf"), std::string::npos) << r.err;
+    }
+  }
+}
+
+TEST_F(HookCommandTest, CommandLineAndStateProblemsNeverExitTwo) {
+  const std::string valid = claude_code_events()[1].dump();
+  TempDir empty;
+  const std::vector<std::vector<std::string>> cases = {
+      {CTX_BINARY, "hook"},
+      {CTX_BINARY, "hook", "claude-code", "extra"},
+      {CTX_BINARY, "hook", "claude-code", "--bogus"},
+      {CTX_BINARY, "hook", "no-such-adapter", "--state", shared_state().string()},
+      {CTX_BINARY, "hook", "Bad Adapter", "--state", shared_state().string()},
+      {CTX_BINARY, "hook", "claude-code", "--state", (empty.path() / "none").string()},
+  };
+  for (const auto& args : cases) {
+    const auto r = run_process(args, valid, std::chrono::seconds(60));
+    ASSERT_TRUE(r.exited);
+    EXPECT_EQ(r.code, 1) << args.back() << ": " << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// A marker word of the prompt (and of a tool command and a file path) is not catalog vocabulary:
+// it must appear in no file of the state dir and in no output.
+TEST_F(HookCommandTest, APromptMarkerWordNeverReachesAFileOrAnOutput) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  init_state(state);
+  std::vector<Json> payloads;
+  Json claude = claude_common("UserPromptSubmit");
+  claude["prompt"] = std::string("export the ") + kMarker + " report as a pdf";
+  payloads.push_back(claude);
+  Json codex = codex_common("UserPromptSubmit");
+  codex["prompt"] = std::string(kMarker) + " please make a PDF export";
+  payloads.push_back(codex);
+  Json tool = claude_common("PreToolUse");
+  tool["tool_name"] = "Bash";
+  tool["tool_input"] = {{"command", std::string("pdf export ") + kMarker}};
+  payloads.push_back(tool);
+  Json write = claude_common("PostToolUse");
+  write["tool_name"] = "Write";
+  write["tool_input"] = {{"file_path", std::string("/home/u/") + kMarker + ".py"},
+                         {"content", kMarker}};
+  payloads.push_back(write);
+  std::string outputs;
+  for (const auto& payload : payloads) {
+    const std::string adapter = payload.contains("turn_id") ? "codex" : "claude-code";
+    const auto r = hook(adapter, payload.dump(), state);
+    ASSERT_EQ(r.code, 0) << r.err;
+    outputs += r.out + r.err;
+  }
+  // A malformed payload's error does not quote it either.
+  const auto bad = hook("claude-code", std::string("{\"prompt\":\"") + kMarker + "\xff\"}", state);
+  EXPECT_EQ(bad.code, 1);
+  outputs += bad.out + bad.err;
+  EXPECT_THAT(outputs, HasSubstr("pdf-export"));
+  EXPECT_EQ(outputs.find(kMarker), std::string::npos);
+  std::size_t files = 0;
+  for (const auto& item : fs::recursive_directory_iterator(state)) {
+    if (!item.is_regular_file()) continue;
+    ++files;
+    EXPECT_EQ(read_file(item.path()).find(kMarker), std::string::npos) << item.path();
+  }
+  EXPECT_GT(files, 5u);
+  EXPECT_TRUE(fs::exists(state / "service/journal.sqlite3"));
+}
+
+// Two prompts in one session: the second either replans or shows the session's current plan.
+TEST_F(HookCommandTest, ASecondPromptInTheSameSessionStillReplies) {
+  Json first = codex_common("UserPromptSubmit");
+  first["session_id"] = "session-two-prompts";
+  first["prompt"] = "export the report as pdf";
+  Json second = first;
+  second["turn_id"] = "turn-2";
+  second["prompt"] = "now convert the markdown notes to a pdf document";
+  for (const auto& payload : {first, second, first}) {
+    const auto r = hook("codex", payload.dump());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
+  }
+}
+
+}  // namespace
+}  // namespace ctx::cli

@@ -1,0 +1,164 @@
+// StateService and CatalogInputAuthority on a real state dir (the example catalog): exact
+// retries, host neutrality, replacement plans, a tampered registration, and recovery after a
+// real process death (fork + SIGKILL at the service's crash points).
+#include "host/runtime/catalog/state_service.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "host/runtime/catalog/state_dir.hpp"
+#include "host/runtime/crash_point.hpp"
+#include "host/runtime/service/service_crash_points.hpp"
+#include "tests/support/expect_throw.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using ctx::testing::TempDir;
+
+const fs::path kExamples = fs::path(CTX_EXAMPLES_DIR) / "catalog";
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CurrentWork pdf_work(std::vector<std::string> signals = {"please", "export", "the", "quarterly",
+                                                         "report", "as", "a", "PDF"},
+                     std::int64_t limit = 3) {
+  return CurrentWork{"local", "home", "repo-1", "session-1", std::move(signals), {"markdown"},
+                     limit};
+}
+
+struct State {
+  TempDir temp;
+  fs::path dir = temp.path() / "state";
+  State() {
+    init_state_dir(dir);
+    import_catalog(kExamples, dir);
+  }
+  std::vector<fs::path> input_files() const {
+    std::vector<fs::path> out;
+    for (const auto& item : fs::directory_iterator(dir / "service/inputs")) {
+      if (item.path().filename().string().rfind("plan-", 0) == 0) out.push_back(item.path());
+    }
+    return out;
+  }
+};
+
+TEST(StateService, PreparesARealPlanAndAnExactRetryReusesIt) {
+  State state;
+  auto service = StateService::open(state.dir);
+  const auto first = service->prepare(pdf_work());
+  EXPECT_EQ(first.prepared().status(), "ready");
+  ASSERT_FALSE(first.prepared().selections().empty());
+  EXPECT_EQ(first.prepared().selections().front().capability_id(), "skill:pdf-export");
+  EXPECT_EQ(first.prepared().journal_revision(), 2);
+  const auto journal = read(state.dir / "service/journal.sqlite3");
+  // Another process (a new service on the same files) retrying the same work.
+  service.reset();
+  auto again = StateService::open(state.dir);
+  const auto retry = again->prepare(pdf_work());
+  EXPECT_EQ(retry.query_ref(), first.query_ref());
+  EXPECT_EQ(retry.prepared().decision_digest(), first.prepared().decision_digest());
+  EXPECT_EQ(state.input_files().size(), 1u);
+  EXPECT_EQ(again->reopen(first.query_ref()).prepared().plan_id(), first.prepared().plan_id());
+}
+
+// Raw tokens that are not vocabulary, their case and order do not change the work: the same
+// query, whichever host adapter produced them.
+TEST(StateService, EquivalentWorkFromDifferentHostsIsOneQuery) {
+  State state;
+  auto service = StateService::open(state.dir);
+  const auto claude = service->prepare(pdf_work({"Export", "PDF", "report", "zzzunknownword"}));
+  const auto codex = service->prepare(pdf_work({"pdf", "the", "report", "export", "EXPORT"}));
+  EXPECT_EQ(claude.query_ref(), codex.query_ref());
+  EXPECT_EQ(claude.prepared().plan_id(), codex.prepared().plan_id());
+}
+
+TEST(StateService, OtherWorkInTheSessionReplacesThePlanAndSupersedesTheOldQuery) {
+  State state;
+  auto service = StateService::open(state.dir);
+  const auto first = service->prepare(pdf_work());
+  const auto replacement = service->prepare(pdf_work({"export", "pdf"}, 0));
+  EXPECT_NE(replacement.prepared().plan_id(), first.prepared().plan_id());
+  EXPECT_EQ(replacement.prepared().status(), "abstained");
+  EXPECT_EQ(replacement.prepared().abstention_code(), std::optional<std::string>("limit-zero"));
+  EXPECT_EQ(replacement.prepared().journal_revision(), 3);
+  CTX_EXPECT_THROW(service->reopen(first.query_ref()), ManagedQuerySupersededError, "superseded");
+  // The session's current plan is the replacement.
+  const auto current = service->reopen_current(pdf_work());
+  ASSERT_TRUE(current.has_value());
+  EXPECT_EQ(current->query_ref(), replacement.query_ref());
+}
+
+TEST(StateService, ATamperedRegistrationFailsTypedAndChangesNothing) {
+  State state;
+  auto service = StateService::open(state.dir);
+  service->prepare(pdf_work());
+  const auto files = state.input_files();
+  ASSERT_EQ(files.size(), 1u);
+  std::string bytes = read(files[0]);
+  const auto at = bytes.find("managing");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] = 'M';
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << bytes;
+  const auto journal = read(state.dir / "service/journal.sqlite3");
+  const auto queries = read(state.dir / "service/queries.sqlite3");
+  auto reopened = StateService::open(state.dir);
+  CTX_EXPECT_THROW(reopened->prepare(pdf_work()), ManagedQueryStoreCorruption,
+                   "authentication failed");
+  EXPECT_EQ(read(state.dir / "service/journal.sqlite3"), journal);
+  EXPECT_EQ(read(state.dir / "service/queries.sqlite3"), queries);
+}
+
+// A real process death at each of the service's prepare steps: the next process preparing the
+// same work finishes it exactly once (the stored registration is reused, not replaced).
+TEST(StateService, APreparerKilledAtEachStepIsFinishedByTheNextProcess) {
+  for (const auto point : {service_crash_points::kAfterRegistration,
+                           service_crash_points::kAfterPlanCommit,
+                           service_crash_points::kAfterPlanMark}) {
+    SCOPED_TRACE(std::string(point));
+    State state;
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      auto service = StateService::open(state.dir);
+      CrashPointArmed armed(point, 0, CrashMode::kKill);
+      service->prepare(pdf_work());
+      ::_exit(3);  // not reached when the crash point fired
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    EXPECT_EQ(WTERMSIG(status), SIGKILL);
+    auto service = StateService::open(state.dir);
+    const auto result = service->prepare(pdf_work());
+    EXPECT_EQ(result.prepared().status(), "ready");
+    EXPECT_EQ(result.prepared().journal_revision(), 2);  // one SessionStarted, one plan
+    EXPECT_EQ(state.input_files().size(), 1u);
+    EXPECT_EQ(service->reopen(result.query_ref()).prepared().plan_id(),
+              result.prepared().plan_id());
+  }
+}
+
+TEST(StateService, OpeningNeedsAnInitialisedStateDirWithACatalog) {
+  TempDir temp;
+  CTX_EXPECT_THROW(StateService::open(temp.path() / "none"), NotFound, "ctx init");
+  init_state_dir(temp.path() / "state");
+  CTX_EXPECT_THROW(StateService::open(temp.path() / "state"), NotFound, "ctx catalog import");
+  CTX_EXPECT_THROW(StateService::open("relative/state"), InvalidArgument, "absolute");
+}
+
+}  // namespace
+}  // namespace ctx::runtime
