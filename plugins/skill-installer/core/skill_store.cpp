@@ -631,7 +631,10 @@ Json SkillStore::install(std::string_view request_json) {
       throw_os("move a corrupt object aside");
     }
     fsync_or_throw(objects_fd_.get(), "the object directory");
-    remove_tree_at(tmp_fd_.get(), aside);
+    try {
+      remove_tree_at(tmp_fd_.get(), aside);
+    } catch (const Error&) {  // another instance's sweep may be removing it too; sweeps finish it
+    }
   }
   return reply;
 }

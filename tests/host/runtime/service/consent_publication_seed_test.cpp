@@ -84,7 +84,7 @@ long consent_rows(const ServiceSetup& setup) {
 // Nothing was installed (the seeds' `body_source.load_calls == 0`): the skill installer's root
 // holds no stored object and no active skill.
 bool skill_root_empty(const ServiceSetup& setup) {
-  for (const char* part : {"sha256", "active"}) {
+  for (const char* part : {"objects", "tmp", "active"}) {
     const auto dir = setup.consent->skill_root / part;
     if (std::filesystem::exists(dir) && !std::filesystem::is_empty(dir)) return false;
   }
