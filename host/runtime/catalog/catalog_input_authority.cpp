@@ -4,6 +4,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
+#include "host/engine/lexical.hpp"
 #include "host/engine/planning/candidate_source.hpp"
 #include "host/engine/planning/planner.hpp"
 #include "host/engine/state.hpp"
@@ -37,6 +38,13 @@ Json observation_payload(const ManagedArtifactHandle& artifact) {
 }
 
 }  // namespace
+
+std::string CatalogInputAuthority::engine_session(const std::string& session) const {
+  const std::string suffix = "@" + environment_digest_.substr(0, 12);
+  if (session.size() + suffix.size() <= engine::kMaxTokenChars) return session + suffix;
+  return "ses-" + keyed(options_.installation_key, "ctx.engine-session-v1", session).substr(0, 32) +
+         suffix;
+}
 
 struct CatalogInputAuthority::Stored {
   std::string logical_query_id;
@@ -157,13 +165,13 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
     return work_authority_.resolve(scratch);
   }();
   const auto scope = engine::ScopeRef::create(
-      resolved.tenant, resolved.workspace, resolved.repository, resolved.session,
+      resolved.tenant, resolved.workspace, resolved.repository, engine_session(resolved.session),
       std::string(kDefaultExposureId), std::string(kDefaultHostContextId));
   const std::string work_digest =
       keyed(key, "ctx.current-work-v1",
             core::canonical_json(Json{{"observation", resolved.surrogate.value_digest()},
                                       {"repository", resolved.repository},
-                                      {"session", resolved.session},
+                                      {"session", scope.session_id()},
                                       {"tenant", resolved.tenant},
                                       {"workspace", resolved.workspace}}));
   const auto logical_at = [&](std::int64_t revision) {
@@ -292,9 +300,9 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
 }
 
 std::optional<std::string> CatalogInputAuthority::current_query_ref(const CurrentWork& work) const {
-  const auto scope = engine::ScopeRef::create(work.tenant, work.workspace, work.repository,
-                                              work.session, std::string(kDefaultExposureId),
-                                              std::string(kDefaultHostContextId));
+  const auto scope = engine::ScopeRef::create(
+      work.tenant, work.workspace, work.repository, engine_session(work.session),
+      std::string(kDefaultExposureId), std::string(kDefaultHostContextId));
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   std::optional<std::string> plan_id;
   {

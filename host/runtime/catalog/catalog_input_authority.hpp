@@ -4,7 +4,8 @@
 // register_work(work) keeps only the catalog-vocabulary terms of the work's signals (no other
 // word reaches anything durable), ingests the graph artifact with that observation into the
 // registry, reads the stream's head from the journal and derives the planning events:
-//   W  = HMAC(key, "ctx.current-work-v1\0" || canon{scope ids, observation value digest})
+//   W  = HMAC(key, "ctx.current-work-v1\0" || canon{scope ids (the engine session), observation
+//        value digest})
 //   L  = HMAC(key, "ctx.logical-query-v1\0" || W || "\0" || r)   (the logical query id)
 //   plan id "plan-" + L[0..40), current-work reference "work-" + L,
 // where r is the decision revision: 1 (IntentObserved, with a new SessionStarted) on a fresh
@@ -12,6 +13,9 @@
 // When the head's committed plan is this same work (an exact retry, also after set_desired moved
 // the head), or this work's registration at r was written but not finished (a crash), the stored
 // events are reused, so the service's exact-retry and recovery paths apply.
+// The engine stream of a host session is bound to one planning environment: its session id is
+// the host's id + "@" + 12 hex of the environment digest (a keyed digest of a long host id
+// otherwise), so importing another catalog starts a fresh stream instead of breaking the old one.
 // Registrations are kept in <inputs_dir>/<plan id>.json (0600, HMAC under the key; they hold
 // scope tokens and digests only). resolve() answers references registered in this object.
 // Thread-safe.
@@ -82,6 +86,7 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
 
  private:
   struct Stored;
+  std::string engine_session(const std::string& session) const;
   std::optional<Stored> load(const std::string& plan_id) const;
   void store(const std::string& plan_id, const Stored& stored) const;
 

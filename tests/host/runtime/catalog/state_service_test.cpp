@@ -152,6 +152,25 @@ TEST(StateService, APreparerKilledAtEachStepIsFinishedByTheNextProcess) {
   }
 }
 
+// A session's stream is bound to one planning environment: after another catalog is imported,
+// the same host session plans again on a fresh stream instead of failing.
+TEST(StateService, ANewCatalogMidSessionStartsAFreshStream) {
+  State state;
+  const auto first = StateService::open(state.dir)->prepare(pdf_work());
+  const fs::path changed = state.temp.path() / "catalog";
+  fs::copy(kExamples, changed, fs::copy_options::recursive);
+  std::ofstream(changed / "harnesses/extra-runner.json")
+      << R"({"name":"extra-runner","description":"Runs extra checks for tests"})";
+  ASSERT_TRUE(import_catalog(changed, state.dir).changed);
+  auto service = StateService::open(state.dir);
+  const auto second = service->prepare(pdf_work());
+  EXPECT_EQ(second.prepared().status(), "ready");
+  EXPECT_EQ(second.prepared().journal_revision(), 2);
+  EXPECT_NE(second.query_ref(), first.query_ref());
+  EXPECT_NE(second.prepared().planning_environment_digest(),
+            first.prepared().planning_environment_digest());
+}
+
 TEST(StateService, OpeningNeedsAnInitialisedStateDirWithACatalog) {
   TempDir temp;
   CTX_EXPECT_THROW(StateService::open(temp.path() / "none"), NotFound, "ctx init");

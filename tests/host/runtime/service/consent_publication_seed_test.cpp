@@ -1,8 +1,8 @@
 // Seed 001 (test_managed_query_service.py): the interactive consent PUBLICATION seeds —
 // set_desired and prepare/reopen publishing exactly one safe current challenge through the real
 // consent broker, bound to the real skill-installer plugin's identity and target — plus the
-// factory and no-challenge seeds of the service piece. One GoogleTest case per seed test (names from
-// seed-tests.tsv). Where the seed monkeypatches a method to commit a decision mid-publication,
+// factory and no-challenge seeds of the service piece. One GoogleTest case per seed test (names
+// from seed-tests.tsv). Where the seed monkeypatches a method to commit a decision mid-publication,
 // the test interposes on the same step through a port (a broker or installer decorator that
 // delegates to the real one); crashes go through the crash-point seam; races run real threads
 // behind a std::barrier.
@@ -505,6 +505,64 @@ TEST(ManagedConsentSeed, service_rejects_decision_committed_during_registry_bind
     commit_consent_decision(setup, request);
   };
   CTX_EXPECT_THROW(service->reopen(initial.query_ref()), ManagedQueryHeadDriftError, "changed");
+  EXPECT_EQ(consent_rows(setup), 0);
+}
+
+// A material port of the same snapshot whose retrieval fails: a plan made with it is degraded
+// ("catalog-unavailable"), the one kind of plan the engine lets replace a plan that still has a
+// pending consent.
+class UnavailableMaterialPort final : public planning::MaterialPort {
+ public:
+  std::string material_snapshot_digest() const override {
+    return digest("managed-service-materials");
+  }
+  engine::MaterialDescriptor describe(const std::string&, const std::string&) override {
+    throw std::runtime_error("material retrieval is unavailable");
+  }
+};
+
+// The seed swaps the head snapshot for one whose committed plan is "plan-race-b" once the binding
+// is resolved. Here another writer really commits plan B at that moment (a degraded replacement,
+// made through a composition whose material retrieval fails).
+TEST(ManagedConsentSeed, service_never_mixes_plan_a_result_with_plan_b_consent) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path(), installable());
+  auto [initial, request] = commit_pending_consent(setup);
+  auto installer = std::make_shared<InterposedInstaller>(setup.consent->skill_installer);
+  auto actuators = std::make_shared<ManagedInstallActuators>(
+      std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
+          {"ctx-skill-installer-v1", installer}},
+      setup.consent->host_identity_digest);
+  auto service =
+      service_with(setup, [&](ManagedQueryServiceOptions& o) { o.install_actuators = actuators; });
+  bool drifted = false;
+  installer->after_target_identity = [&] {
+    ManagedCompositionOptions options;
+    options.journal_path = setup.journal_path;
+    options.benefit_audit_path = setup.audit_path;
+    options.benefit_facts_port = setup.facts;
+    options.net_benefit_policy = setup.policy;
+    options.material_port = std::make_shared<UnavailableMaterialPort>();
+    options.install_bundle_port = setup.installs;
+    auto composition =
+        open_managed_engine_composition(*setup.registry, setup.artifact, std::move(options));
+    const auto& original = setup.managed_input->decision_event();
+    composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
+      f.event_id = "event-plan-race-b";
+      f.kind = "DevelopmentObserved";
+      f.expected_revision = 3;
+      f.correlation_id = "plan-race-b";
+      f.causation_id = original.event_id();
+      f.work_signature = digest("plan-race-b-work");
+    }));
+    const auto head = composition->snapshot(original.scope());
+    drifted = head.state && head.state->committed_plan() &&
+              head.state->committed_plan()->plan_id() == "plan-race-b" &&
+              head.state->pending_consents().size() == 1;
+    composition->close();
+  };
+  CTX_EXPECT_THROW(service->reopen(initial.query_ref()), ManagedQueryHeadDriftError, "changed");
+  EXPECT_TRUE(drifted);
   EXPECT_EQ(consent_rows(setup), 0);
 }
 
