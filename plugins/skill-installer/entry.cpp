@@ -1,4 +1,5 @@
-// The "skill-installer" plugin: SkillStore behind the SDK's installer base class.
+// The "skill-installer" plugin: SkillStore behind the SDK's installer base class. Installs poll
+// the host's cancellation service between streamed chunks.
 #include <ctx/sdk/plugin.hpp>
 
 #include <string>
@@ -10,7 +11,8 @@ namespace {
 
 class SkillInstallerPlugin final : public ctx::sdk::Installer {
  public:
-  explicit SkillInstallerPlugin(std::string_view config_json) : store_(config_json) {}
+  SkillInstallerPlugin(const ctx::sdk::Host& host, std::string_view config_json)
+      : host_(host), store_(config_json, [this] { return host_.cancelled(); }) {}
   std::string target_identity() override { return store_.target_identity().dump(); }
   std::string install(std::string_view request) override { return store_.install(request).dump(); }
   std::string activate(std::string_view request) override {
@@ -24,6 +26,7 @@ class SkillInstallerPlugin final : public ctx::sdk::Installer {
   }
 
  private:
+  ctx::sdk::Host host_;
   ctx::skill_installer::SkillStore store_;
 };
 

@@ -79,6 +79,10 @@ ActivationObservation from_reconcile_reply(const core::Json& reply,
     if (active == item.end() || !active->is_boolean()) {
       return indeterminate("installer reconcile reply has no active flag");
     }
+    // An installer that cannot tell (a tampered tree, a slot it did not create) says so.
+    if (item.value("activation_state", core::Json()) == "indeterminate") {
+      return indeterminate("installer cannot tell whether the material is active");
+    }
     if (!active->get<bool>()) return failed("installer reports the material is not active");
     return applied_from(item, "active_material_identity_digest");
   }

@@ -100,7 +100,8 @@ struct ActivationObservation {
 //   deactivate: deactivates the capability; kApplied when it is (now) inactive.
 //   reconcile:  what is active now, changing nothing (crash recovery): kApplied when exactly
 //               `request.material` is active, kFailed when it verifiably is not, else
-//               kIndeterminate.
+//               kIndeterminate (InstallerActivation: also when the entry's optional
+//               "activation_state" is "indeterminate").
 class ActivationPort {
  public:
   virtual ~ActivationPort() = default;

@@ -1,17 +1,24 @@
 #include "plugins/skill-installer/core/skill_store.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <ctx/sdk/error.hpp>
-#include <optional>
+#include <functional>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "plugins/common/bytes.hpp"
 #include "plugins/common/json_input.hpp"
+#include "plugins/skill-installer/core/skill_tree.hpp"
 
 namespace ctx::skill_installer {
 namespace {
@@ -20,101 +27,104 @@ namespace pc = ctx::plugin_common;
 
 constexpr std::string_view kSkillPrefix = "skill:";
 constexpr std::size_t kMaxNameLength = 128;
-constexpr char kSkillFile[] = "SKILL.md";
+constexpr std::size_t kChunk = 1 << 16;
+constexpr std::uint64_t kDefaultFileBytes = 1ull << 20;
+constexpr std::uint64_t kDefaultTreeBytes = 16ull << 20;
+constexpr std::uint64_t kDefaultFiles = 256;
+constexpr char kStageSuffix[] = ".stage";
+constexpr char kBadSuffix[] = ".bad";
+constexpr char kLinkPrefix[] = ".ctx-";
+constexpr char kLinkSuffix[] = ".link";
 
-// Operating-system failure; the message names the action and errno's text, never a path.
-[[noreturn]] void throw_os(std::string_view action) {
-  const int error = errno;
-  throw Error("skill-installer could not " + std::string(action) + ": " + std::strerror(error),
-              ErrorCode::kInternal);
-}
-
-// A name unique within this process and across processes for staging files.
-std::string staging_name(std::string_view stem) {
-  static std::atomic<unsigned long> counter{0};
-  return std::string(stem) + "." + std::to_string(::getpid()) + "." +
-         std::to_string(counter.fetch_add(1)) + ".tmp";
-}
+// Material the store refuses to install: an outcome "failed" with this fixed reason (never a
+// path or content), not an error.
+struct MaterialRefused {
+  std::string reason;
+};
 
 bool is_name_char(char c, bool first) noexcept {
   if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) return true;
   return !first && (c == '.' || c == '_' || c == '@' || c == '-');
 }
 
-void fsync_or_throw(int fd, std::string_view what) {
-  if (::fsync(fd) != 0) throw_os("sync " + std::string(what));
+bool ends_with(std::string_view text, std::string_view suffix) noexcept {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// Creates directory `name` under `parent` (0700) unless present and opens it without following
-// a symlink. Errors: InvalidArgument when something other than a directory is there.
-FileDescriptor open_directory_at(int parent, const std::string& name) {
-  if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST) throw_os("create a directory");
-  const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+bool starts_with(std::string_view text, std::string_view prefix) noexcept {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// A name unique within this process and across processes, for staging entries.
+std::string unique_suffix() {
+  static std::atomic<unsigned long> counter{0};
+  return "." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+}
+
+// The root rules: a directory owned by this euid and not writable by group or others.
+void require_private(const struct stat& st, std::string_view what) {
+  if (!S_ISDIR(st.st_mode)) {
+    throw InvalidArgument("skill-installer " + std::string(what) + " is not a directory");
+  }
+  if (st.st_uid != ::geteuid()) {
+    throw Error("skill-installer " + std::string(what) + " is owned by another user",
+                ErrorCode::kPermissionDenied);
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    throw Error("skill-installer " + std::string(what) + " is writable by group or others",
+                ErrorCode::kPermissionDenied);
+  }
+}
+
+std::string absolute_path(const Json& config, const char* key) {
+  const std::string& path = pc::require_string(config, key, "skill-installer config");
+  if (path.empty() || path.front() != '/' || path.find('\0') != std::string::npos) {
+    throw InvalidArgument("skill-installer config " + std::string(key) +
+                          " must be an absolute path");
+  }
+  std::string out = path;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+std::uint64_t cap(const Json& config, const char* key, std::uint64_t fallback) {
+  const auto it = config.find(key);
+  if (it == config.end()) return fallback;
+  if (!it->is_number_unsigned() || it->get<std::uint64_t>() == 0) {
+    throw InvalidArgument("skill-installer config " + std::string(key) +
+                          " must be a positive integer");
+  }
+  return it->get<std::uint64_t>();
+}
+
+// Creates `path` (and missing ancestors, `mode`) and opens it O_DIRECTORY|O_NOFOLLOW.
+FileDescriptor open_or_create_root(const std::string& path, mode_t mode, std::string_view what) {
+  for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string prefix = path.substr(0, slash);
+    if (::mkdir(prefix.c_str(), mode) == 0) {
+      const std::size_t parent_end = prefix.rfind('/');
+      const std::string parent = parent_end == 0 ? "/" : prefix.substr(0, parent_end);
+      FileDescriptor parent_fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (parent_fd.valid()) fsync_or_throw(parent_fd.get(), "a directory");
+    } else if (errno != EEXIST) {
+      throw_os("create the " + std::string(what));
+    }
+    if (slash == std::string::npos) break;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ELOOP || errno == ENOTDIR) {
-      throw InvalidArgument("skill-installer store layout is corrupt: " + name +
-                            " is not a directory");
+      throw InvalidArgument("skill-installer " + std::string(what) +
+                            " is not a directory (symlinks are refused)");
     }
-    throw_os("open a directory");
+    throw_os("open the " + std::string(what));
   }
-  return FileDescriptor(fd);
+  FileDescriptor out(fd);
+  require_private(fstat_or_throw(out.get()), what);
+  return out;
 }
 
-std::optional<FileDescriptor> open_optional(int dir, const std::string& name, int flags) {
-  const int fd = ::openat(dir, name.c_str(), flags | O_CLOEXEC);
-  if (fd >= 0) return FileDescriptor(fd);
-  if (errno == ENOENT) return std::nullopt;
-  if (errno == ELOOP || errno == ENOTDIR) return std::nullopt;  // not what we store: absent
-  throw_os("open a store entry");
-}
-
-std::string read_all(int fd) {
-  std::string bytes;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n == 0) return bytes;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_os("read a store entry");
-    }
-    bytes.append(buffer, static_cast<std::size_t>(n));
-  }
-}
-
-void write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_os("write an object");
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
-// Writes `bytes` as `dir`/`name` atomically: staging file in `staging_dir`, fsync, rename,
-// directory fsync. The staging file is removed when anything fails.
-void write_atomically(int staging_dir, int dir, const std::string& name, std::string_view bytes) {
-  const std::string staging = staging_name(name);
-  FileDescriptor file(::openat(staging_dir, staging.c_str(),
-                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-  if (file.get() < 0) throw_os("create a staging file");
-  try {
-    write_all(file.get(), bytes);
-    fsync_or_throw(file.get(), "an object");
-    if (::close(file.release()) != 0) throw_os("close an object");
-    if (::renameat(staging_dir, staging.c_str(), dir, name.c_str()) != 0) {
-      throw_os("publish an object");
-    }
-  } catch (...) {
-    ::unlinkat(staging_dir, staging.c_str(), 0);
-    throw;
-  }
-  fsync_or_throw(dir, "the object directory");
-}
-
-const std::string& require_digest(const pc::Json& request, std::string_view what) {
+const std::string& require_digest(const Json& request, std::string_view what) {
   const std::string& hex = pc::require_string(request, "content_sha256", what);
   if (!pc::is_sha256_hex(hex)) {
     throw InvalidArgument(std::string(what) + " content_sha256 is not a lower-case sha-256 digest");
@@ -122,23 +132,78 @@ const std::string& require_digest(const pc::Json& request, std::string_view what
   return hex;
 }
 
-std::string verification_digest(const std::string& capability_id, const std::string& stored) {
-  const pc::Json record = {{"capability_id", capability_id},
-                           {"material_sha256", stored},
-                           {"object", "sha256/" + stored},
-                           {"schema", kVerificationSchema}};
-  return pc::sha256_hex(pc::dump(record));
+std::string install_verification_digest(const std::string& capability_id,
+                                        const std::string& material, const std::string& hex) {
+  return pc::sha256_hex(pc::dump({{"capability_id", capability_id},
+                                  {"material_identity_digest", material},
+                                  {"object", "objects/" + hex},
+                                  {"schema", kVerificationSchema}}));
 }
 
 std::string activation_verification_digest(const std::string& capability_id,
-                                          const std::string& material, const std::string& hex) {
-  return pc::sha256_hex(pc::dump({{"capability_id", capability_id},
+                                           const std::string& name, const std::string& material,
+                                           const std::string& hex) {
+  return pc::sha256_hex(pc::dump({{"activation", name},
+                                  {"capability_id", capability_id},
                                   {"material_identity_digest", material},
-                                  {"object", "sha256/" + hex},
+                                  {"object", "objects/" + hex},
                                   {"schema", kActivationVerificationSchema}}));
 }
 
-using pc::material_identity_digest;
+// Hashes one regular file below an installed object, or nullopt when it cannot be read.
+std::optional<TreeFile> hash_file(int dir, const std::string& name, const std::string& path) {
+  auto file = open_optional(dir, name, O_RDONLY);
+  if (!file) return std::nullopt;
+  const struct stat st = fstat_or_throw(file->get());
+  if (!S_ISREG(st.st_mode)) return std::nullopt;
+  Sha256Stream hash;
+  std::uint64_t bytes = 0;
+  char buffer[kChunk];
+  for (;;) {
+    const ssize_t n = ::read(file->get(), buffer, sizeof buffer);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_os("read an installed file");
+    }
+    hash.update(std::string_view(buffer, static_cast<std::size_t>(n)));
+    bytes += static_cast<std::uint64_t>(n);
+  }
+  return TreeFile{path, bytes, hash.hex()};
+}
+
+// Collects the files below `dir`; false when something there is not a valid tree entry.
+bool collect_tree(int dir, const std::string& prefix, std::size_t depth,
+                  std::vector<TreeFile>& files) {
+  if (depth > kMaxTreeDepth) return false;
+  for (const std::string& name : list_directory(dir)) {
+    if (!is_tree_component(name)) return false;
+    const std::string path = prefix.empty() ? name : prefix + "/" + name;
+    struct stat st {};
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    if (S_ISDIR(st.st_mode)) {
+      auto child = open_optional(dir, name, O_RDONLY | O_DIRECTORY);
+      if (!child || !collect_tree(child->get(), path, depth + 1, files)) return false;
+    } else if (S_ISREG(st.st_mode)) {
+      auto file = hash_file(dir, name, path);
+      if (!file) return false;
+      files.push_back(std::move(*file));
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool pid_alive(const std::string& text) {
+  try {
+    const long pid = std::stol(text);
+    if (pid <= 0 || pid > INT_MAX) return false;
+    return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 }  // namespace
 
@@ -153,42 +218,54 @@ std::string skill_name(std::string_view capability_id) {
   return std::string(name);
 }
 
-FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.release();
-  }
-  return *this;
-}
+// One staging directory under tmp/, flock'ed while this object lives; removed unless published.
+struct SkillStore::Staged {
+  int tmp = -1;
+  std::string name;
+  FileDescriptor dir;
+  bool published = false;
+  std::vector<TreeFile> files;
+  std::uint64_t tree_bytes = 0;
 
-FileDescriptor::~FileDescriptor() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-int FileDescriptor::release() noexcept {
-  const int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-SkillStore::SkillStore(std::string_view config_json) {
-  const pc::Json config = pc::parse_object(config_json, "skill-installer config");
-  root_ = pc::require_string(config, "root", "skill-installer config");
-  if (root_.empty() || root_.front() != '/' || root_.find('\0') != std::string::npos) {
-    throw InvalidArgument("skill-installer config root must be an absolute path");
-  }
-  if (::mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST) throw_os("create the root");
-  const int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ELOOP || errno == ENOTDIR) {
-      throw InvalidArgument("skill-installer root is not a directory (symlinks are refused)");
+  Staged() = default;
+  Staged(Staged&&) noexcept = default;
+  Staged& operator=(Staged&&) = delete;
+  ~Staged() {
+    if (published || name.empty() || tmp < 0) return;
+    try {
+      remove_tree_at(tmp, name);
+      ::fsync(tmp);
+    } catch (...) {  // a sweep removes what is left once this process is gone
     }
-    throw_os("open the root");
   }
-  root_fd_ = FileDescriptor(fd);
-  objects_fd_ = open_directory_at(root_fd_.get(), "sha256");
-  active_fd_ = open_directory_at(root_fd_.get(), "active");
-  tmp_fd_ = open_directory_at(root_fd_.get(), "tmp");
+};
+
+SkillStore::SkillStore(std::string_view config_json, CancelCheck cancelled)
+    : cancelled_(std::move(cancelled)) {
+  const Json config = pc::parse_object(config_json, "skill-installer config");
+  for (const auto& [key, value] : config.items()) {
+    if (key != "root" && key != "activation_root" && key != "max_file_bytes" &&
+        key != "max_tree_bytes" && key != "max_files") {
+      throw InvalidArgument("skill-installer config has an unknown field");
+    }
+  }
+  root_ = absolute_path(config, "root");
+  activation_root_ =
+      config.contains("activation_root") ? absolute_path(config, "activation_root") : "";
+  caps_ = Caps{cap(config, "max_file_bytes", kDefaultFileBytes),
+               cap(config, "max_tree_bytes", kDefaultTreeBytes),
+               cap(config, "max_files", kDefaultFiles)};
+  root_fd_ = open_or_create_root(root_, 0700, "root");
+  objects_fd_ = open_directory_at(root_fd_.get(), "objects", 0700);
+  tmp_fd_ = open_directory_at(root_fd_.get(), "tmp", 0700);
+  if (activation_root_.empty()) {
+    activation_root_ = root_ + "/active";
+    activation_fd_ = open_directory_at(root_fd_.get(), "active", 0700);
+    require_private(fstat_or_throw(activation_fd_.get()), "activation root");
+  } else {
+    activation_fd_ = open_or_create_root(activation_root_, 0755, "activation root");
+  }
+  sweep_stale_staging();
 }
 
 Json SkillStore::target_identity() const {
@@ -203,156 +280,491 @@ Json SkillStore::target_identity() const {
 
 void SkillStore::require_same_root() const {
   struct stat named {};
-  struct stat opened {};
-  if (::fstat(root_fd_.get(), &opened) != 0) throw_os("stat the root");
+  const struct stat opened = fstat_or_throw(root_fd_.get());
   if (::lstat(root_.c_str(), &named) != 0 || named.st_dev != opened.st_dev ||
-      named.st_ino != opened.st_ino) {
+      named.st_ino != opened.st_ino || named.st_uid != opened.st_uid ||
+      named.st_mode != opened.st_mode) {
     throw Error("skill-installer root changed since the instance was created",
                 ErrorCode::kFailedPrecondition);
   }
+  require_private(opened, "root");
+  require_private(fstat_or_throw(activation_fd_.get()), "activation root");
 }
 
-SkillStore::Object SkillStore::read_object(const std::string& hex) const {
-  const auto file = open_optional(objects_fd_.get(), hex, O_RDONLY | O_NOFOLLOW);
-  if (!file) return {};
+int SkillStore::sweep_stale_staging() {
+  int removed = 0;
+  for (const std::string& name : list_directory(tmp_fd_.get())) {
+    if (ends_with(name, kBadSuffix)) {
+      remove_tree_at(tmp_fd_.get(), name);
+      ++removed;
+      continue;
+    }
+    if (!ends_with(name, kStageSuffix)) continue;
+    auto dir = open_optional(tmp_fd_.get(), name, O_RDONLY | O_DIRECTORY);
+    if (!dir) {  // not a directory: never ours in use
+      remove_tree_at(tmp_fd_.get(), name);
+      ++removed;
+      continue;
+    }
+    if (!try_lock(dir->get())) continue;  // its writer is alive
+    remove_tree_at(tmp_fd_.get(), name);
+    ++removed;
+  }
+  if (removed > 0) fsync_or_throw(tmp_fd_.get(), "the staging directory");
+  // Activation links staged by a process that died before renaming them.
+  bool unlinked = false;
+  for (const std::string& name : list_directory(activation_fd_.get())) {
+    if (!starts_with(name, kLinkPrefix) || !ends_with(name, kLinkSuffix)) continue;
+    const std::string middle = name.substr(0, name.size() - std::strlen(kLinkSuffix));
+    const std::size_t last = middle.rfind('.');
+    const std::size_t pid_dot = last == std::string::npos ? last : middle.rfind('.', last - 1);
+    if (pid_dot == std::string::npos) continue;
+    if (pid_alive(middle.substr(pid_dot + 1, last - pid_dot - 1))) continue;
+    if (::unlinkat(activation_fd_.get(), name.c_str(), 0) == 0) unlinked = true;
+  }
+  if (unlinked) fsync_or_throw(activation_fd_.get(), "the activation root");
+  return removed;
+}
+
+SkillStore::Object SkillStore::inspect_object(const std::string& hex) const {
   struct stat st {};
-  if (::fstat(file->get(), &st) != 0) throw_os("stat an object");
-  if (!S_ISREG(st.st_mode)) return {};
-  const std::string bytes = read_all(file->get());
-  return Object{pc::sha256_hex(bytes), bytes.size()};
+  if (::fstatat(objects_fd_.get(), hex.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return {};
+    throw_os("stat an installed object");
+  }
+  Object out;
+  out.state = Object::State::kCorrupt;
+  auto dir = S_ISDIR(st.st_mode) ? open_optional(objects_fd_.get(), hex, O_RDONLY | O_DIRECTORY)
+                                 : std::nullopt;
+  std::vector<TreeFile> files;
+  if (!dir || !collect_tree(dir->get(), "", 1, files)) return out;
+  if (files.size() == 1 && files[0].path == kSkillFile && files[0].sha256 == hex) {
+    return Object{Object::State::kVerified, Form::kFile, files[0].bytes};
+  }
+  try {
+    const std::string manifest = tree_manifest_text(files);
+    if (pc::sha256_hex(manifest) == hex) {
+      return Object{Object::State::kVerified, Form::kTree, manifest.size()};
+    }
+  } catch (const InvalidArgument&) {  // no SKILL.md, bad paths: not an object we wrote
+  }
+  return out;
+}
+
+bool SkillStore::live_staging_for(const std::string& hex) const {
+  for (const std::string& name : list_directory(tmp_fd_.get())) {
+    if (!starts_with(name, hex + ".") || !ends_with(name, kStageSuffix)) continue;
+    auto dir = open_optional(tmp_fd_.get(), name, O_RDONLY | O_DIRECTORY);
+    if (dir && !try_lock(dir->get())) return true;
+  }
+  return false;
+}
+
+std::string SkillStore::object_link(const std::string& hex) const {
+  return root_ + "/objects/" + hex;
+}
+
+// The object hex the slot links to; "" when the slot is empty; nullopt when it holds something
+// ctx did not create.
+std::optional<std::string> SkillStore::slot_target(const std::string& name) const {
+  struct stat st {};
+  if (::fstatat(activation_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return std::string();
+    throw_os("stat an activation slot");
+  }
+  if (!S_ISLNK(st.st_mode)) return std::nullopt;
+  char buffer[PATH_MAX];
+  const ssize_t n = ::readlinkat(activation_fd_.get(), name.c_str(), buffer, sizeof buffer);
+  if (n < 0) throw_os("read an activation slot");
+  const std::string target(buffer, static_cast<std::size_t>(n));
+  const std::string prefix = root_ + "/objects/";
+  if (!starts_with(target, prefix)) return std::nullopt;
+  const std::string hex = target.substr(prefix.size());
+  if (!pc::is_sha256_hex(hex)) return std::nullopt;
+  return hex;
+}
+
+SkillStore::Staged SkillStore::stage(const Json& request, Form form) {
+  const std::string& hex = pc::require_string(request, "content_sha256", "install request");
+  Staged staged;
+  staged.tmp = tmp_fd_.get();
+  for (;;) {
+    const std::string name = hex + unique_suffix() + kStageSuffix;
+    if (::mkdirat(tmp_fd_.get(), name.c_str(), 0700) != 0) {
+      if (errno == EEXIST) continue;
+      throw_os("create a staging directory");
+    }
+    auto dir = open_optional(tmp_fd_.get(), name, O_RDONLY | O_DIRECTORY);
+    if (!dir) continue;  // swept between mkdir and open
+    if (::flock(dir->get(), LOCK_EX) != 0) throw_os("lock a staging directory");
+    if (fstat_or_throw(dir->get()).st_nlink == 0) continue;  // swept before we held the lock
+    staged.name = name;
+    staged.dir = std::move(*dir);
+    break;
+  }
+  fsync_or_throw(tmp_fd_.get(), "the staging directory");
+
+  const auto poll = [this] {
+    if (cancelled_ && cancelled_()) {
+      throw Error("skill-installer install was cancelled by the host", ErrorCode::kCancelled);
+    }
+  };
+  // Streams `source` (a readable descriptor) into a new file `name` of `dir`.
+  const auto stream_file = [&](int source, int dir, const std::string& name,
+                               const std::string& path) {
+    if (staged.files.size() >= caps_.files) throw MaterialRefused{"material has too many files"};
+    FileDescriptor out(::openat(dir, name.c_str(),
+                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+    if (!out.valid()) throw_os("create a staged file");
+    Sha256Stream hash;
+    std::uint64_t bytes = 0;
+    char buffer[kChunk];
+    for (;;) {
+      poll();
+      const ssize_t n = ::read(source, buffer, sizeof buffer);
+      if (n == 0) break;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw MaterialRefused{"material source could not be read"};
+      }
+      bytes += static_cast<std::uint64_t>(n);
+      staged.tree_bytes += static_cast<std::uint64_t>(n);
+      if (bytes > caps_.file_bytes || staged.tree_bytes > caps_.tree_bytes) {
+        throw MaterialRefused{"material exceeds the size cap"};
+      }
+      const std::string_view chunk(buffer, static_cast<std::size_t>(n));
+      hash.update(chunk);
+      write_all(out.get(), chunk);
+    }
+    fsync_or_throw(out.get(), "a staged file");
+    if (::close(out.release()) != 0) throw_os("close a staged file");
+    staged.files.push_back(TreeFile{path, bytes, hash.hex()});
+  };
+
+  const auto source = request.find("source");
+  if (source == request.end()) {  // inline body: one SKILL.md
+    const auto text = pc::optional_string(request, "content", "install request");
+    const std::string content = text ? *text
+                                     : pc::from_base64(pc::require_string(
+                                                           request, "content_base64",
+                                                           "install request"),
+                                                       "install request content");
+    if (content.size() > caps_.file_bytes) throw MaterialRefused{"material exceeds the size cap"};
+    // The inline body goes through the same streaming writer as a file source.
+    FileDescriptor out(::openat(staged.dir.get(), kSkillFile,
+                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+    if (!out.valid()) throw_os("create a staged file");
+    Sha256Stream hash;
+    for (std::size_t at = 0; at < content.size(); at += kChunk) {
+      poll();
+      const std::string_view chunk = std::string_view(content).substr(at, kChunk);
+      hash.update(chunk);
+      write_all(out.get(), chunk);
+    }
+    fsync_or_throw(out.get(), "a staged file");
+    if (::close(out.release()) != 0) throw_os("close a staged file");
+    staged.files.push_back(TreeFile{kSkillFile, content.size(), hash.hex()});
+  } else if (form == Form::kFile) {
+    const std::string& path = pc::require_string(*source, "file", "install request source");
+    FileDescriptor in(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    if (!in.valid()) throw MaterialRefused{"material source could not be opened"};
+    if (!S_ISREG(fstat_or_throw(in.get()).st_mode)) {
+      throw MaterialRefused{"material source is not a regular file"};
+    }
+    stream_file(in.get(), staged.dir.get(), kSkillFile, kSkillFile);
+  } else {
+    const std::string& path = pc::require_string(*source, "directory", "install request source");
+    FileDescriptor in(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!in.valid()) throw MaterialRefused{"material source could not be opened"};
+    // Depth-first copy; every staged directory is fsynced once its entries exist.
+    const std::function<void(int, int, const std::string&, std::size_t)> copy =
+        [&](int from, int to, const std::string& prefix, std::size_t depth) {
+          if (depth > kMaxTreeDepth) throw MaterialRefused{"material tree is nested too deeply"};
+          for (const std::string& name : list_directory(from)) {
+            if (!is_tree_component(name)) {
+              throw MaterialRefused{"material source holds a name the store does not accept"};
+            }
+            const std::string child = prefix.empty() ? name : prefix + "/" + name;
+            struct stat st {};
+            if (::fstatat(from, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+              throw MaterialRefused{"material source could not be read"};
+            }
+            if (S_ISDIR(st.st_mode)) {
+              auto sub = open_optional(from, name, O_RDONLY | O_DIRECTORY);
+              if (!sub) throw MaterialRefused{"material source could not be read"};
+              if (::mkdirat(to, name.c_str(), 0700) != 0) throw_os("create a staged directory");
+              auto staged_sub = open_optional(to, name, O_RDONLY | O_DIRECTORY);
+              if (!staged_sub) throw_os("open a staged directory");
+              copy(sub->get(), staged_sub->get(), child, depth + 1);
+              if (::fchmod(staged_sub->get(), 0555) != 0) throw_os("seal a staged directory");
+              fsync_or_throw(staged_sub->get(), "a staged directory");
+            } else if (S_ISREG(st.st_mode)) {
+              auto file = open_optional(from, name, O_RDONLY | O_NONBLOCK);
+              if (!file || !S_ISREG(fstat_or_throw(file->get()).st_mode)) {
+                throw MaterialRefused{"material source could not be read"};
+              }
+              stream_file(file->get(), to, name, child);
+            } else {
+              throw MaterialRefused{
+                  "material source holds something other than files and directories"};
+            }
+          }
+        };
+    copy(in.get(), staged.dir.get(), "", 1);
+  }
+  fsync_or_throw(staged.dir.get(), "the staging directory");
+  return staged;
 }
 
 Json SkillStore::install(std::string_view request_json) {
   constexpr std::string_view kWhat = "install request";
-  const pc::Json request = pc::parse_object(request_json, kWhat);
+  const Json request = pc::parse_object(request_json, kWhat);
   const std::string& capability_id = pc::require_string(request, "capability_id", kWhat);
   skill_name(capability_id);
   const std::string& expected = require_digest(request, kWhat);
-  const auto text = pc::optional_string(request, "content", kWhat);
-  const auto base64 = pc::optional_string(request, "content_base64", kWhat);
-  if (text.has_value() == base64.has_value()) {
-    throw InvalidArgument("install request needs exactly one of content, content_base64");
+  const bool has_text = request.contains("content");
+  const bool has_base64 = request.contains("content_base64");
+  const auto source = request.find("source");
+  const bool has_source = source != request.end();
+  if (int(has_text) + int(has_base64) + int(has_source) != 1) {
+    throw InvalidArgument(
+        "install request needs exactly one of content, content_base64, source");
   }
-  const std::string content = text ? *text : pc::from_base64(*base64, "install request content");
+  Form form = Form::kFile;
+  if (has_source) {
+    if (!source->is_object() || source->size() != 1 ||
+        !(source->contains("file") || source->contains("directory"))) {
+      throw InvalidArgument("install request source needs exactly one of file, directory");
+    }
+    form = source->contains("directory") ? Form::kTree : Form::kFile;
+  }
+  std::optional<std::uint64_t> expected_bytes;
+  if (const auto it = request.find("content_bytes"); it != request.end()) {
+    if (!it->is_number_unsigned()) {
+      throw InvalidArgument("install request content_bytes must be an unsigned integer");
+    }
+    expected_bytes = it->get<std::uint64_t>();
+  }
+  const auto expected_material = pc::optional_string(request, "material_identity_digest", kWhat);
+  if (expected_material && !pc::is_sha256_hex(*expected_material)) {
+    throw InvalidArgument("install request material_identity_digest is not a sha-256 digest");
+  }
 
-  const std::string received = pc::sha256_hex(content);
   Json reply = {{"capability_id", capability_id},
-                {"observed_material_identity_digest",
-                 material_identity_digest(capability_id, received, content.size())}};
-  if (received != expected) {
+                {"form", form == Form::kTree ? "tree" : "file"}};
+  // Applied when the observed material matches every expectation; failed with `reason` else.
+  const auto settle = [&](const std::string& observed_sha, std::uint64_t observed_bytes,
+                          bool rewritten) -> std::optional<std::string> {
+    const std::string material =
+        pc::material_identity_digest(capability_id, observed_sha, observed_bytes);
+    reply["observed_material_identity_digest"] = material;
+    if (observed_sha != expected) return "content digest mismatch";
+    if (expected_bytes && *expected_bytes != observed_bytes) return "content size mismatch";
+    if (expected_material && *expected_material != material) {
+      return "material identity digest mismatch";
+    }
+    reply["outcome"] = "applied";
+    reply["rewritten"] = rewritten;
+    reply["verification_digest"] = install_verification_digest(capability_id, material, expected);
+    return std::nullopt;
+  };
+  const auto refuse = [&](const std::string& reason) {
     reply["outcome"] = "failed";
-    reply["reason"] = "content digest mismatch";
+    reply["reason"] = reason;
     return reply;
-  }
+  };
+
   require_same_root();
-  if (hash_object(expected) != expected) {
-    write_atomically(tmp_fd_.get(), objects_fd_.get(), expected, content);
-  }
-  const std::string stored = hash_object(expected);
-  if (stored != expected) {
-    reply["outcome"] = "failed";
-    reply["reason"] = "stored object does not verify";
+  const Object existing = inspect_object(expected);
+  if (existing.state == Object::State::kVerified && existing.form == form) {
+    if (auto reason = settle(expected, existing.material_bytes, false)) return refuse(*reason);
     return reply;
   }
-  reply["outcome"] = "applied";
-  reply["verification_digest"] = verification_digest(capability_id, stored);
+
+  std::optional<Staged> staged;
+  try {
+    staged.emplace(stage(request, form));
+  } catch (const MaterialRefused& refused) {
+    return refuse(refused.reason);
+  }
+  std::string observed_sha;
+  std::uint64_t observed_bytes = 0;
+  if (form == Form::kFile) {
+    observed_sha = staged->files.at(0).sha256;
+    observed_bytes = staged->files.at(0).bytes;
+  } else {
+    std::string manifest;
+    try {
+      manifest = tree_manifest_text(staged->files);
+    } catch (const InvalidArgument&) {
+      return refuse("material tree has no top-level SKILL.md");
+    }
+    observed_sha = pc::sha256_hex(manifest);
+    observed_bytes = manifest.size();
+  }
+  if (auto reason = settle(observed_sha, observed_bytes, true)) return refuse(*reason);
+
+  // Publish: one rename. An object already there either verifies (another writer won) or is
+  // moved aside into tmp/ and replaced.
+  for (int attempt = 0;; ++attempt) {
+    if (::renameat(tmp_fd_.get(), staged->name.c_str(), objects_fd_.get(), expected.c_str()) ==
+        0) {
+      staged->published = true;
+      if (::fchmod(staged->dir.get(), 0555) != 0) throw_os("seal an installed object");
+      fsync_or_throw(staged->dir.get(), "an installed object");
+      fsync_or_throw(objects_fd_.get(), "the object directory");
+      fsync_or_throw(tmp_fd_.get(), "the staging directory");
+      break;
+    }
+    if ((errno != EEXIST && errno != ENOTEMPTY && errno != ENOTDIR && errno != EISDIR) ||
+        attempt > 0) {
+      throw_os("publish an installed object");
+    }
+    const Object now = inspect_object(expected);
+    if (now.state == Object::State::kVerified && now.form == form) {
+      reply["rewritten"] = false;
+      return reply;
+    }
+    const std::string aside = expected + unique_suffix() + kBadSuffix;
+    ::fchmodat(objects_fd_.get(), expected.c_str(), 0700, 0);
+    if (::renameat(objects_fd_.get(), expected.c_str(), tmp_fd_.get(), aside.c_str()) != 0) {
+      throw_os("move a corrupt object aside");
+    }
+    fsync_or_throw(objects_fd_.get(), "the object directory");
+    try {
+      remove_tree_at(tmp_fd_.get(), aside);
+    } catch (const Error&) {  // another instance's sweep may be removing it too; sweeps finish it
+    }
+  }
   return reply;
 }
 
 Json SkillStore::activate(std::string_view request_json) {
   constexpr std::string_view kWhat = "activate request";
-  const pc::Json request = pc::parse_object(request_json, kWhat);
+  const Json request = pc::parse_object(request_json, kWhat);
   const std::string& capability_id = pc::require_string(request, "capability_id", kWhat);
   const std::string name = skill_name(capability_id);
   const std::string& hex = require_digest(request, kWhat);
 
   Json reply = {{"capability_id", capability_id}};
-  require_same_root();
-  const Object object = read_object(hex);
-  if (object.sha256 != hex) {
+  const auto refuse = [&](const char* reason) {
     reply["outcome"] = "failed";
-    reply["reason"] = "material is not installed";
+    reply["reason"] = reason;
     return reply;
+  };
+  require_same_root();
+  const Object object = inspect_object(hex);
+  if (object.state == Object::State::kAbsent) return refuse("material is not installed");
+  if (object.state == Object::State::kCorrupt) return refuse("installed material does not verify");
+  if (!slot_target(name)) return refuse("activation slot holds something ctx did not create");
+
+  const std::string staging = kLinkPrefix + name + unique_suffix() + kLinkSuffix;
+  if (::symlinkat(object_link(hex).c_str(), activation_fd_.get(), staging.c_str()) != 0) {
+    throw_os("stage an activation link");
   }
-  const FileDescriptor dir = open_directory_at(active_fd_.get(), name);
-  const std::string staging = staging_name(kSkillFile);
-  const std::string target = "../../sha256/" + hex;
-  if (::symlinkat(target.c_str(), dir.get(), staging.c_str()) != 0) throw_os("stage a link");
-  if (::renameat(dir.get(), staging.c_str(), dir.get(), kSkillFile) != 0) {
-    ::unlinkat(dir.get(), staging.c_str(), 0);
-    throw_os("publish a link");
+  if (::renameat(activation_fd_.get(), staging.c_str(), activation_fd_.get(), name.c_str()) != 0) {
+    ::unlinkat(activation_fd_.get(), staging.c_str(), 0);
+    throw_os("publish an activation link");
   }
-  fsync_or_throw(dir.get(), "the skill directory");
-  fsync_or_throw(active_fd_.get(), "the active directory");
-  const std::string material = material_identity_digest(capability_id, hex, object.bytes);
+  fsync_or_throw(activation_fd_.get(), "the activation root");
+  const std::string material =
+      pc::material_identity_digest(capability_id, hex, object.material_bytes);
   reply["outcome"] = "applied";
   reply["active_sha256"] = hex;
   reply["observed_material_identity_digest"] = material;
-  reply["verification_digest"] = activation_verification_digest(capability_id, material, hex);
+  reply["verification_digest"] = activation_verification_digest(capability_id, name, material, hex);
   return reply;
 }
 
 Json SkillStore::deactivate(std::string_view request_json) {
   constexpr std::string_view kWhat = "deactivate request";
-  const pc::Json request = pc::parse_object(request_json, kWhat);
+  const Json request = pc::parse_object(request_json, kWhat);
   const std::string& capability_id = pc::require_string(request, "capability_id", kWhat);
   const std::string name = skill_name(capability_id);
 
   require_same_root();
+  const auto target = slot_target(name);
+  if (!target) {
+    return Json{{"capability_id", capability_id},
+                {"outcome", "failed"},
+                {"reason", "activation slot holds something ctx did not create"}};
+  }
   bool was_active = false;
-  if (const auto dir = open_optional(active_fd_.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) {
-    if (::unlinkat(dir->get(), kSkillFile, 0) == 0) {
-      was_active = true;
-      fsync_or_throw(dir->get(), "the skill directory");
-    } else if (errno != ENOENT) {
-      throw_os("remove a link");
+  if (!target->empty()) {
+    if (::unlinkat(activation_fd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+      throw_os("remove an activation link");
     }
-    // The skill directory goes too when nothing else is left in it.
-    if (::unlinkat(active_fd_.get(), name.c_str(), AT_REMOVEDIR) == 0) {
-      fsync_or_throw(active_fd_.get(), "the active directory");
-    }
+    was_active = true;
+    fsync_or_throw(activation_fd_.get(), "the activation root");
   }
   return Json{{"capability_id", capability_id}, {"outcome", "applied"}, {"was_active", was_active}};
 }
 
 Json SkillStore::reconcile(std::string_view request_json) const {
   constexpr std::string_view kWhat = "reconcile request";
-  const pc::Json request = pc::parse_object(request_json, kWhat);
+  const Json request = pc::parse_object(request_json, kWhat);
   const auto list = request.find("capabilities");
   if (list == request.end() || !list->is_array()) {
     throw InvalidArgument("reconcile request needs an array \"capabilities\"");
   }
   require_same_root();
   Json states = Json::array();
-  for (const pc::Json& item : *list) {
+  for (const Json& item : *list) {
     if (!item.is_object()) throw InvalidArgument("reconcile request capabilities must be objects");
     const std::string& capability_id = pc::require_string(item, "capability_id", kWhat);
     const std::string name = skill_name(capability_id);
     const std::string& hex = require_digest(item, kWhat);
 
-    const bool installed = hash_object(hex) == hex;
-    Json active_sha256 = nullptr;
-    Json active_material = nullptr;
-    if (const auto dir =
-            open_optional(active_fd_.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) {
-      if (const auto file = open_optional(dir->get(), kSkillFile, O_RDONLY)) {
-        const std::string bytes = read_all(file->get());
-        active_sha256 = pc::sha256_hex(bytes);
-        active_material = material_identity_digest(capability_id, active_sha256.get<std::string>(),
-                                                   bytes.size());
+    Json state = {{"capability_id", capability_id},
+                  {"content_sha256", hex},
+                  {"installed", false},
+                  {"active", false},
+                  {"active_sha256", nullptr},
+                  {"active_material_identity_digest", nullptr},
+                  {"verification_digest", nullptr}};
+    std::vector<std::string> reasons;
+    const Object object = inspect_object(hex);
+    if (object.state == Object::State::kVerified) {
+      state["installed"] = true;
+      state["install_state"] = "applied";
+    } else if (object.state == Object::State::kCorrupt) {
+      state["install_state"] = "indeterminate";
+      reasons.emplace_back("installed material does not verify");
+    } else if (live_staging_for(hex)) {
+      state["install_state"] = "indeterminate";
+      reasons.emplace_back("an install of the material is in progress");
+    } else {
+      state["install_state"] = "absent";
+    }
+
+    const auto target = slot_target(name);
+    if (!target) {
+      state["activation_state"] = "indeterminate";
+      reasons.emplace_back("activation slot holds something ctx did not create");
+    } else if (target->empty()) {
+      state["activation_state"] = "absent";
+    } else {
+      state["active_sha256"] = *target;
+      const Object active = *target == hex ? object : inspect_object(*target);
+      if (active.state != Object::State::kVerified) {
+        state["activation_state"] = "indeterminate";
+        reasons.emplace_back("active material does not verify");
+      } else {
+        const std::string material =
+            pc::material_identity_digest(capability_id, *target, active.material_bytes);
+        state["active_material_identity_digest"] = material;
+        if (*target == hex) {
+          state["active"] = true;
+          state["activation_state"] = "applied";
+          state["verification_digest"] =
+              activation_verification_digest(capability_id, name, material, hex);
+        } else {
+          state["activation_state"] = "absent";  // verifiably another material is active
+        }
       }
     }
-    const bool active = installed && active_sha256 == hex;
-    states.push_back(
-        {{"capability_id", capability_id},
-         {"content_sha256", hex},
-         {"installed", installed},
-         {"active", active},
-         {"active_sha256", active_sha256},
-         {"active_material_identity_digest", active_material},
-         {"verification_digest",
-          active ? Json(activation_verification_digest(capability_id, active_material, hex))
-                 : Json(nullptr)}});
+    if (!reasons.empty()) state["reason"] = reasons.front();
+    states.push_back(std::move(state));
   }
   return Json{{"capabilities", states}};
 }

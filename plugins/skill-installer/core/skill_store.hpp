@@ -1,107 +1,135 @@
 // Content-addressed skill store: the logic behind the "skill-installer" plugin, linked straight
-// into tests. Not thread-safe: the host serialises calls per instance (plugin_abi.h rule 7).
+// into tests. Not thread-safe within one instance (the host serialises calls, plugin_abi.h rule 7);
+// several instances and processes may share one root (staging is per process and flock-guarded).
 //
-// Layout under the configured root (created 0700 when missing; never a symlink):
-//   sha256/<hex>            immutable object (mode 0444) whose SHA-256 is <hex>
-//   active/<name>/SKILL.md  relative symlink to ../../sha256/<hex>: the activated skill
-//   tmp/                    private staging for atomic writes
-// Every write is temp file + fsync + rename + directory fsync. Mutations first check that the
-// root path still names the directory opened at construction ("root changed" otherwise).
+// Layout under the configured root (created 0700 when missing; owned by this euid and not
+// writable by group or others, else refused; never a symlink):
+//   objects/<hex>/          one installed material, immutable (dirs 0555, files 0444), named by
+//                           its material content_sha256 (file form: sha256 of SKILL.md; tree
+//                           form: the tree digest, plugin_abi.h "Tree material")
+//   tmp/<hex>.<pid>.<n>.stage/  staging of one install, flock'ed by its writer for its lifetime;
+//                           published by one rename into objects/. Unlocked staging belongs to a
+//                           dead writer and is swept when an instance starts.
+//   <activation root>/<name>    symlink to <root>/objects/<hex>: the active skill, where the host
+//                           adapter says skills live (config "activation_root", default
+//                           <root>/active; same owner and mode rules as the root).
+// Every file is created O_EXCL and fsynced, every directory created or renamed into is fsynced,
+// publication is an atomic rename. Mutations first check that the root path still names the
+// directory opened at construction, with its owner and mode ("root changed" otherwise).
 //
-// JSON contract (the kit's installer suite, sdk/conformance, exercises exactly these fields):
-//   config             {"root": "<absolute directory>"}
-//   target_identity -> {"device": u64, "inode": u64, "owner": uid, "mode": st_mode, "path": root}
-//   install  {"capability_id": "skill:<name>", "content": "<utf-8>" | "content_base64": "<b64>",
-//             "content_sha256": "<hex>"}
-//         -> {"outcome": "applied" | "failed", "capability_id",
-//             "observed_material_identity_digest": <MaterialIdentity digest (plugin_abi.h) of the
-//             bytes received>, "verification_digest": <digest of {capability_id, material_sha256
-//             read back from disk, object, schema}; only when applied>, "reason": <only when failed>}
-//   activate   {"capability_id", "content_sha256"}
-//         -> {"outcome": "applied" | "failed", "capability_id", "active_sha256",
-//             "observed_material_identity_digest": <MaterialIdentity digest of the object now
-//             active>, "verification_digest": <activation verification digest>} | {..., "reason"}
-//   deactivate {"capability_id"} -> {"outcome": "applied", "capability_id", "was_active": bool}
-//   reconcile  {"capabilities": [{"capability_id", "content_sha256"}, ...]}
-//         -> {"capabilities": [{"capability_id", "content_sha256", "installed": bool,
-//             "active": bool, "active_sha256": <hex of what SKILL.md holds> | null,
-//             "active_material_identity_digest": <its MaterialIdentity digest> | null,
-//             "verification_digest": <activation verification digest> | null}, ...]}
-//   activation verification digest: sha256 of the compact JSON {capability_id,
-//   material_identity_digest, object: "sha256/<hex>", schema: kActivationVerificationSchema}.
-//   <name> must match [a-z0-9][a-z0-9._@-]{0,127}; messages never contain paths or content.
+// JSON contract (sdk/conformance's installer suite checks it; ctx's runtime sends these fields):
+//   config  {"root": "<abs dir>", "activation_root"?: "<abs dir>", "max_file_bytes"?: n (1 MiB),
+//            "max_tree_bytes"?: n (16 MiB), "max_files"?: n (256)}
+//   target_identity -> {"device", "inode", "owner", "mode", "path"} of the root (lstat)
+//   install {"capability_id": "skill:<name>", "content_sha256": <hex of the material>,
+//            exactly one body source: "content" (utf-8) | "content_base64" |
+//            "source": {"file": "<abs path of SKILL.md>"} (file form) |
+//            "source": {"directory": "<abs dir holding SKILL.md and resources>"} (tree form),
+//            "content_bytes"?: n, "material_identity_digest"?: <expected MaterialIdentity digest>}
+//      -> {"outcome": "applied"|"failed", "capability_id", "form": "file"|"tree",
+//          "observed_material_identity_digest" (whenever material was observed),
+//          "verification_digest" + "rewritten": bool (applied), "reason" (failed)}
+//      Already installed exactly: applied with rewritten false, the body source is not read.
+//      Bodies are streamed (64 KiB chunks, host cancellation polled per chunk) under the caps;
+//      anything over a cap, a digest, size or material identity mismatch, or a source holding
+//      anything but regular files and directories fails with nothing published.
+//   activate {"capability_id", "content_sha256", ...}
+//      -> {"outcome": "applied"|"failed", "capability_id", and when applied "active_sha256",
+//          "observed_material_identity_digest", "verification_digest"; "reason" when failed}
+//   deactivate {"capability_id", ...} -> {"outcome": "applied", "capability_id", "was_active"} |
+//          {"outcome": "failed", "reason"} when the slot holds something ctx did not create
+//   reconcile {"capabilities": [{"capability_id", "content_sha256", ...}]}
+//      -> {"capabilities": [{"capability_id", "content_sha256",
+//          "installed": bool, "install_state": "applied"|"absent"|"indeterminate",
+//          "active": bool, "activation_state": "applied"|"absent"|"indeterminate",
+//          "active_sha256": <hex the slot names> | null,
+//          "active_material_identity_digest": <MaterialIdentity digest of it> | null,
+//          "verification_digest": <activation verification digest> | null, "reason"?}]}
+//      indeterminate = cannot tell: an object that does not verify (partial or tampered tree),
+//      a live staging of the material in another process, a slot ctx did not create.
+//   verification digests: sha256 of the compact JSON {capability_id, material_identity_digest,
+//   object: "objects/<hex>", schema: kVerificationSchema} (install) and the same plus
+//   "activation": <name> under kActivationVerificationSchema (activate / reconcile).
+//   <name> matches [a-z0-9][a-z0-9._@-]{0,127}; messages never contain paths or content.
 #ifndef CTX_PLUGINS_SKILL_INSTALLER_CORE_SKILL_STORE_HPP_
 #define CTX_PLUGINS_SKILL_INSTALLER_CORE_SKILL_STORE_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "plugins/skill-installer/core/fs.hpp"
 
 namespace ctx::skill_installer {
 
 using Json = nlohmann::json;
 
 inline constexpr std::string_view kPluginId = "skill-installer";
-inline constexpr std::string_view kVerificationSchema = "ctx.skill-installer.verification.v1";
+inline constexpr std::string_view kVerificationSchema = "ctx.skill-installer.verification.v2";
 inline constexpr std::string_view kActivationVerificationSchema =
-    "ctx.skill-installer.activation-verification.v1";
-
+    "ctx.skill-installer.activation-verification.v2";
 
 // Returns the skill name of "skill:<name>". Errors: InvalidArgument when the prefix is not
 // "skill:" or the name does not match [a-z0-9][a-z0-9._@-]{0,127}.
 std::string skill_name(std::string_view capability_id);
 
-// Owns a file descriptor; closes it on destruction. Move-only.
-class FileDescriptor {
- public:
-  FileDescriptor() = default;
-  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
-  FileDescriptor(FileDescriptor&& other) noexcept : fd_(other.release()) {}
-  FileDescriptor& operator=(FileDescriptor&& other) noexcept;
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor();
-  int get() const noexcept { return fd_; }
-  int release() noexcept;
-
- private:
-  int fd_ = -1;
-};
-
 class SkillStore {
  public:
-  // Opens (creating 0700 when missing) the root named by `config_json`.
-  // Errors: InvalidArgument (config malformed, root not absolute, not a directory or a symlink),
-  // ctx::Error kInternal when the operating system refuses.
-  explicit SkillStore(std::string_view config_json);
+  // Polled between streamed chunks; true asks the install to stop (ctx::Error kCancelled).
+  using CancelCheck = std::function<bool()>;
+
+  // Opens (creating 0700 when missing) the root and the activation root named by `config_json`,
+  // checks their owner and mode, and sweeps staging left by dead writers.
+  // Errors: InvalidArgument (config malformed, a root not absolute, not a directory or a
+  // symlink), ctx::Error kPermissionDenied (a root owned by another user or writable by group or
+  // others), ctx::Error kInternal when the operating system refuses.
+  explicit SkillStore(std::string_view config_json, CancelCheck cancelled = {});
 
   // Identity of the root as the path names it now (lstat), see the header comment.
   Json target_identity() const;
 
   // Each operation takes the request JSON and returns the reply object documented above.
-  // Errors: InvalidArgument for a malformed request; FailedPrecondition-coded ctx::Error
-  // "root changed"; ctx::Error kInternal for operating-system failures.
+  // Errors: InvalidArgument for a malformed request; kFailedPrecondition "root changed";
+  // kCancelled when the host cancelled an install; kInternal for operating-system failures.
   Json install(std::string_view request_json);
   Json activate(std::string_view request_json);
   Json deactivate(std::string_view request_json);
   Json reconcile(std::string_view request_json) const;
 
+  // Removes staging whose writer is gone (unlocked); returns how many entries it removed.
+  int sweep_stale_staging();
+
  private:
-  void require_same_root() const;
-  // Hex SHA-256 and size of the object sha256/<hex>; sha256 empty when it does not exist.
+  enum class Form { kFile, kTree };
+  // What objects/<hex> holds.
   struct Object {
-    std::string sha256;
-    std::uint64_t bytes = 0;
+    enum class State { kAbsent, kVerified, kCorrupt } state = State::kAbsent;
+    Form form = Form::kFile;
+    std::uint64_t material_bytes = 0;  // the MaterialIdentity content_bytes
   };
-  Object read_object(const std::string& hex) const;
-  std::string hash_object(const std::string& hex) const { return read_object(hex).sha256; }
+  struct Caps {
+    std::uint64_t file_bytes = 0, tree_bytes = 0, files = 0;
+  };
+  struct Staged;
+
+  void require_same_root() const;
+  Object inspect_object(const std::string& hex) const;
+  bool live_staging_for(const std::string& hex) const;
+  std::optional<std::string> slot_target(const std::string& name) const;
+  Staged stage(const Json& request, Form form);
+  std::string object_link(const std::string& hex) const;
 
   std::string root_;
+  std::string activation_root_;
+  Caps caps_;
+  CancelCheck cancelled_;
   FileDescriptor root_fd_;
-  FileDescriptor objects_fd_;  // sha256/
-  FileDescriptor active_fd_;   // active/
-  FileDescriptor tmp_fd_;      // tmp/
+  FileDescriptor objects_fd_;     // objects/
+  FileDescriptor tmp_fd_;         // tmp/
+  FileDescriptor activation_fd_;  // the activation root
 };
 
 }  // namespace ctx::skill_installer

@@ -1,6 +1,17 @@
-// The installer suite: target identity and an install/activate/reconcile round trip in a fresh
-// root, using the request contract documented in ctx/conformance/conformance.hpp.
+// The installer suite: target identity, an install/activate/reconcile round trip in a fresh root,
+// idempotent install (nothing rewritten), refusal of mismatched material, the MaterialIdentity
+// schema of file and tree material, and recovery after a writer killed mid-staging, using the
+// request contract documented in ctx/conformance/conformance.hpp.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
@@ -23,6 +34,78 @@ std::string material_identity_digest(const std::string& capability_id, const std
   return core::canonical_digest(identity, core::Encoding::kAscii);
 }
 
+namespace fs = std::filesystem;
+
+// The tree material of plugin_abi.h ("Tree material"): the canonical JSON manifest of `files`
+// (path -> bytes), computed here independently of any installer.
+std::string tree_manifest(const std::map<std::string, std::string>& files) {
+  Json list = Json::array();
+  for (const auto& [path, bytes] : files) {  // std::map: bytewise path order
+    list.push_back({{"bytes", bytes.size()}, {"path", path}, {"sha256", core::sha256_hex(bytes)}});
+  }
+  return core::canonical_json(Json{{"files", list}, {"schema", "ctx.skill-tree-v1"}},
+                              core::Encoding::kAscii);
+}
+
+std::map<std::string, std::string> sample_tree(std::size_t resource_bytes) {
+  return {{"SKILL.md", kBody},
+          {"reference.md", "# Reference\n" + std::string(resource_bytes, 'r') + "\n"},
+          {"scripts/run.sh", "#!/bin/sh\necho conformance\n"}};
+}
+
+// Writes `files` below `dir`.
+void write_tree(const fs::path& dir, const std::map<std::string, std::string>& files) {
+  for (const auto& [path, bytes] : files) {
+    fs::create_directories((dir / path).parent_path());
+    std::ofstream(dir / path, std::ios::binary) << bytes;
+  }
+}
+
+// The install request of tree material read from `source`.
+Json tree_request(const fs::path& source, const std::map<std::string, std::string>& files) {
+  const std::string manifest = tree_manifest(files);
+  return {{"capability_id", kCapability},
+          {"content_sha256", core::sha256_hex(manifest)},
+          {"content_bytes", manifest.size()},
+          {"material_identity_digest",
+           material_identity_digest(kCapability, manifest)},
+          {"source", {{"directory", source.string()}}}};
+}
+
+Json file_request() {
+  return {{"capability_id", kCapability},
+          {"content", kBody},
+          {"content_sha256", core::sha256_hex(kBody)}};
+}
+
+// Every entry below `dir` (not following symlinks) with what a rewrite would change.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0) continue;
+    out[it->path().lexically_relative(dir).string()] =
+        std::to_string(st.st_ino) + "/" + std::to_string(st.st_size) + "/" +
+        std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  }
+  return out;
+}
+
+std::set<std::string> paths_of(const std::map<std::string, std::string>& snapshot) {
+  std::set<std::string> out;
+  for (const auto& [path, state] : snapshot) out.insert(path);
+  return out;
+}
+
+bool tree_material_enabled(const PluginUnderTest& plugin) {
+  const Json& config = plugin.kit_config();
+  const auto installer = config.find("installer");
+  if (installer == config.end()) return true;
+  return installer->value("tree_material", true);
+}
+
 ctx_bytes bytes_of(const std::string& text) {
   return ctx_bytes{reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
@@ -30,8 +113,9 @@ ctx_bytes bytes_of(const std::string& text) {
 // Calls one request op and returns its reply object (recording failures).
 class Installer {
  public:
-  explicit Installer(PluginUnderTest& plugin)
-      : ops_(*plugin.loaded().installer_ops()), instance_(plugin, plugin.fresh_config()) {}
+  explicit Installer(PluginUnderTest& plugin) : Installer(plugin, plugin.fresh_config()) {}
+  Installer(PluginUnderTest& plugin, const std::string& config)
+      : ops_(*plugin.loaded().installer_ops()), instance_(plugin, config) {}
 
   bool created() const { return instance_.created().code == CTX_OK; }
   const std::string& create_message() const { return instance_.created().message; }
@@ -90,9 +174,55 @@ bool flag(const Json& state, const char* name) {
   return state[name].get<bool>();
 }
 
+// Grandchild host services for the crash test: the second cancellation poll kills the process.
+int32_t kill_on_second_poll(void*) noexcept {
+  static int polls = 0;
+  if (++polls == 2) ::kill(::getpid(), SIGKILL);
+  return 0;
+}
+void quiet_log(void*, int32_t, const char*, size_t) noexcept {}
+void quiet_progress(void*, uint64_t, uint64_t) noexcept {}
+int64_t zero_clock(void*) noexcept { return 0; }
+
+// Runs `request` through a new instance created from `config` in a forked child whose host
+// kills it (SIGKILL) at its second cancellation poll. Returns the child's wait status. The child
+// calls the raw ABI only (no kit machinery) and never returns.
+int install_in_doomed_child(PluginUnderTest& plugin, const std::string& config,
+                            const std::string& request) {
+  const ctx_plugin_descriptor& descriptor = plugin.descriptor();
+  const ctx_installer_ops& ops = *plugin.loaded().installer_ops();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    static const ctx_host_api host = {sizeof(ctx_host_api), nullptr,         &quiet_log,
+                                      &quiet_progress,      &kill_on_second_poll, &zero_clock};
+    ctx_error err;
+    void* instance = nullptr;
+    if (descriptor.create(&host, bytes_of(config), &instance, &err) != CTX_OK) ::_exit(3);
+    Sink sink;
+    const ctx_code code = ops.install(instance, bytes_of(request), sink.get(), &err);
+    ::_exit(code == CTX_OK ? 0 : 4);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
+  return status;
+}
+
 }  // namespace
 
 void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
+  {
+    const Json& config = plugin->kit_config();
+    const auto installer = config.find("installer");
+    if (installer != config.end() &&
+        (!installer->is_object() ||
+         (installer->contains("tree_material") && !installer->at("tree_material").is_boolean()))) {
+      add_kit_test("KitConfig", "IsUsable", [] {
+        FAIL() << "kit config installer needs to be an object with an optional boolean "
+                  "\"tree_material\"";
+      });
+      return;
+    }
+  }
   add_plugin_test(plugin, "Installer", "TargetIdentityDescribesTheRoot", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
@@ -162,6 +292,149 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     const Json state = state_of(installer.reconcile({{"capabilities", Json::array({entry})}}));
     EXPECT_FALSE(flag(state, "installed"))
         << "material that failed its digest is reported installed";
+  });
+
+  add_plugin_test(plugin, "Installer", "InstallIsIdempotent", [plugin] {
+    const std::string config = plugin->fresh_config();
+    const fs::path root = plugin->last_instance_dir();
+    Installer installer(*plugin, config);
+    ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
+    const Json first = installer.install(file_request());
+    ASSERT_EQ(first.value("outcome", ""), "applied") << first.dump();
+    const auto before = snapshot(root);
+    const Json second = installer.install(file_request());
+    EXPECT_EQ(second.value("outcome", ""), "applied")
+        << "a second install of installed material must be applied";
+    EXPECT_EQ(second.value("observed_material_identity_digest", ""),
+              first.value("observed_material_identity_digest", ""));
+    EXPECT_EQ(second.value("verification_digest", ""), first.value("verification_digest", ""));
+    EXPECT_EQ(snapshot(root), before)
+        << "a second install of installed material rewrote files (inode, size or mtime changed)";
+    const Json entry = {{"capability_id", kCapability}, {"content_sha256", core::sha256_hex(kBody)}};
+    EXPECT_TRUE(flag(state_of(installer.reconcile({{"capabilities", Json::array({entry})}})),
+                     "installed"));
+  });
+
+  add_plugin_test(plugin, "Installer", "RefusesAMismatchedMaterialDigest", [plugin] {
+    Installer installer(*plugin);
+    ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
+    const std::string digest = core::sha256_hex(kBody);
+    Json other_identity = file_request();
+    other_identity["material_identity_digest"] =
+        material_identity_digest("skill:ctx-conformance-other", kBody);
+    Json other_size = file_request();
+    other_size["content_bytes"] = std::string(kBody).size() + 1;
+    for (const auto& [what, request] :
+         {std::pair{"a material identity digest of other material", other_identity},
+          std::pair{"a content_bytes that is not the body's", other_size}}) {
+      const Json reply = installer.install(request);
+      EXPECT_NE(reply.value("outcome", ""), "applied") << "an install with " << what
+                                                       << " was applied";
+      const Json entry = {{"capability_id", kCapability}, {"content_sha256", digest}};
+      EXPECT_FALSE(flag(state_of(installer.reconcile({{"capabilities", Json::array({entry})}})),
+                        "installed"))
+          << "an install with " << what << " left the material installed";
+    }
+    Json matching = file_request();
+    matching["material_identity_digest"] = material_identity_digest(kCapability, kBody);
+    matching["content_bytes"] = std::string(kBody).size();
+    EXPECT_EQ(installer.install(matching).value("outcome", ""), "applied")
+        << "an install whose material_identity_digest and content_bytes match was not applied";
+  });
+
+  if (tree_material_enabled(*plugin)) {
+    add_plugin_test(plugin, "Installer", "TreeMaterialIdentityFollowsTheSchema", [plugin] {
+      Installer installer(*plugin);
+      ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
+      const auto files = sample_tree(300);
+      const fs::path source = plugin->fresh_directory();
+      write_tree(source, files);
+      const Json request = tree_request(source, files);
+      const std::string material = request.at("material_identity_digest");
+      const Json installed = installer.install(request);
+      EXPECT_EQ(installed.value("outcome", ""), "applied") << installed.dump();
+      EXPECT_EQ(installed.value("observed_material_identity_digest", ""), material)
+          << "tree material must be reported as the MaterialIdentity digest of its manifest "
+             "(plugin_abi.h, \"Tree material\")";
+      const Json entry = {{"capability_id", kCapability},
+                          {"content_sha256", request.at("content_sha256")}};
+      const Json activated = installer.activate(entry);
+      EXPECT_EQ(activated.value("outcome", ""), "applied");
+      EXPECT_EQ(activated.value("observed_material_identity_digest", ""), material);
+      const Json state = state_of(installer.reconcile({{"capabilities", Json::array({entry})}}));
+      EXPECT_TRUE(flag(state, "installed"));
+      EXPECT_TRUE(flag(state, "active"));
+      EXPECT_EQ(state.value("active_material_identity_digest", Json()), material);
+
+      // One changed resource byte is other material: never applied under this digest.
+      std::map<std::string, std::string> altered = files;
+      altered["reference.md"].back() = '!';
+      const fs::path other = plugin->fresh_directory();
+      write_tree(other, altered);
+      Json wrong = request;
+      wrong["source"]["directory"] = other.string();
+      Installer fresh(*plugin);
+      ASSERT_TRUE(fresh.created());
+      EXPECT_NE(fresh.install(wrong).value("outcome", ""), "applied")
+          << "a tree whose bytes do not match content_sha256 was applied";
+      EXPECT_FALSE(
+          flag(state_of(fresh.reconcile({{"capabilities", Json::array({entry})}})), "installed"));
+    });
+  }
+
+  add_plugin_test(plugin, "Installer", "ReconcileAfterPartialStaging", [plugin] {
+    const bool tree = tree_material_enabled(*plugin);
+    const auto files = sample_tree(1 << 19);  // 512 KiB resource: many polls while streaming
+    Json request;
+    if (tree) {
+      const fs::path source = plugin->fresh_directory();
+      write_tree(source, files);
+      request = tree_request(source, files);
+    } else {
+      const std::string body = std::string(kBody) + std::string(1 << 19, 'x');
+      request = {{"capability_id", kCapability},
+                 {"content", body},
+                 {"content_sha256", core::sha256_hex(body)}};
+    }
+    const std::string config = plugin->fresh_config();
+    const fs::path root = plugin->last_instance_dir();
+    {  // the root exists before the doomed writer starts, as it would in production
+      Installer first(*plugin, config);
+      ASSERT_TRUE(first.created()) << "create failed: " << first.create_message();
+    }
+    int status = 0;
+    {
+      const CallScope scope("install (in a child killed at its second cancellation poll)");
+      status = install_in_doomed_child(*plugin, config, request.dump());
+    }
+    ASSERT_NE(status, -1) << "the kit could not run the doomed child";
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "the install was not interrupted: an installer must poll the host's cancelled() "
+           "while it streams a body (the kit kills the process at the second poll); child status "
+        << status;
+
+    Installer recovered(*plugin, config);
+    ASSERT_TRUE(recovered.created()) << "create after the crash failed: "
+                                     << recovered.create_message();
+    const Json entry = {{"capability_id", kCapability},
+                        {"content_sha256", request.at("content_sha256")}};
+    const Json reconcile = {{"capabilities", Json::array({entry})}};
+    Json state = state_of(recovered.reconcile(reconcile));
+    EXPECT_FALSE(flag(state, "installed")) << "partial staging is reported installed";
+    EXPECT_NE(state.value("install_state", ""), "applied");
+    const Json reply = recovered.install(request);
+    EXPECT_EQ(reply.value("outcome", ""), "applied") << "install after the crash: " << reply.dump();
+    state = state_of(recovered.reconcile(reconcile));
+    EXPECT_TRUE(flag(state, "installed"));
+
+    // After recovery the root holds exactly what a root that never crashed holds.
+    const std::string clean_config = plugin->fresh_config();
+    const fs::path clean_root = plugin->last_instance_dir();
+    Installer clean(*plugin, clean_config);
+    ASSERT_TRUE(clean.created());
+    EXPECT_EQ(clean.install(request).value("outcome", ""), "applied");
+    EXPECT_EQ(paths_of(snapshot(root)), paths_of(snapshot(clean_root)))
+        << "staging left by the killed writer survived recovery";
   });
 }
 

@@ -327,14 +327,19 @@ void PluginUnderTest::in_sandbox(const std::function<void()>& body) const {
   restore();
 }
 
-std::string PluginUnderTest::fresh_config() {
-  const auto config = kit_config_.find("plugin_config");
-  if (config == kit_config_.end()) return {};
+fs::path PluginUnderTest::fresh_directory() {
   std::string pattern = (base_ / "instances" / "XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     throw SystemError("conformance kit could not create an instance directory");
   }
-  const fs::path dir = pattern;
+  return pattern;
+}
+
+std::string PluginUnderTest::fresh_config() {
+  const auto config = kit_config_.find("plugin_config");
+  if (config == kit_config_.end()) return {};
+  const fs::path dir = fresh_directory();
+  last_instance_dir_ = dir;
   Json value = *config;
   substitute(value, dir.string());
   collect_strings(value, secrets_);

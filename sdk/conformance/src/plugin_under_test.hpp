@@ -133,6 +133,10 @@ class PluginUnderTest {
   // empty directory (unique across tests). Strings of it (>= 16 bytes) are remembered as secrets.
   // Empty when the kit config has no plugin_config.
   std::string fresh_config();
+  // The directory the last fresh_config() substituted for "@TEMP_DIR@" (empty before).
+  const std::filesystem::path& last_instance_dir() const { return last_instance_dir_; }
+  // A new empty directory under the kit's temporary tree (e.g. for a body source).
+  std::filesystem::path fresh_directory();
   // Strings no error message may contain: config strings, the input marker.
   const std::vector<std::string>& secrets() const { return secrets_; }
   // The first secret `message` contains, or empty.
@@ -153,6 +157,7 @@ class PluginUnderTest {
   std::shared_ptr<const plugins::LoadedPlugin> loaded_;
   ctx_plugin_entry_fn entry_function_ = nullptr;
   std::set<std::string> sandbox_before_;
+  std::filesystem::path last_instance_dir_;
   std::vector<std::string> secrets_;
   plugins::PluginKind kind_ = plugins::PluginKind::kVerifier;
   bool has_install_locations_ = false;

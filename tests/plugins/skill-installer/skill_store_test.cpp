@@ -5,48 +5,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <ctx/sdk/error.hpp>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "plugins/common/bytes.hpp"
-#include "plugins/common/json_input.hpp"
+#include "plugins/skill-installer/core/skill_tree.hpp"
+#include "tests/plugins/skill-installer/skill_store_fixture.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::skill_installer {
 namespace {
 
-namespace fs = std::filesystem;
 using plugin_common::material_identity_digest;
+using plugin_common::sha256_hex;
+using namespace ctx::skill_installer::testing;
 
-constexpr char kBody[] = "---\nname: pdf\ndescription: pdf fixture\n---\nUse pdf.\n";
-const std::string kBodySha = plugin_common::sha256_hex(kBody);
+const std::string kBodySha = sha256_hex(kBody);
 
-class SkillStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/ctx-skill-store-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    base_ = pattern;
-    root_ = base_ / "root";
+Json file_request(const std::string& body = kBody) {
+  return Json{{"capability_id", "skill:pdf"}, {"content", body},
+              {"content_sha256", sha256_hex(body)}};
+}
+
+ErrorCode code_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.code();
   }
-  void TearDown() override { fs::remove_all(base_); }
-
-  std::string config() const { return Json{{"root", root_.string()}}.dump(); }
-
-  static std::string read(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
-  }
-
-  fs::path base_;
-  fs::path root_;
-};
+  return ErrorCode::kOk;
+}
 
 TEST_F(SkillStoreTest, CreatesTheRootPrivatelyAndReportsItsIdentity) {
   SkillStore store(config());
@@ -59,12 +46,17 @@ TEST_F(SkillStoreTest, CreatesTheRootPrivatelyAndReportsItsIdentity) {
   EXPECT_EQ(identity.at("owner"), static_cast<std::uint64_t>(::getuid()));
   EXPECT_EQ(identity.at("mode"), static_cast<std::uint64_t>(st.st_mode));
   EXPECT_EQ(identity.at("path"), root_.string());
+  EXPECT_TRUE(fs::is_directory(skills_)) << "the activation root is created";
+  EXPECT_EQ(listing(root_), (std::set<std::string>{"objects", "tmp"}));
 }
 
 TEST_F(SkillStoreTest, RejectsBadConfigs) {
   CTX_EXPECT_THROW(SkillStore(""), InvalidArgument, "config is not valid json");
   CTX_EXPECT_THROW(SkillStore("{}"), InvalidArgument, "needs a string \"root\"");
   CTX_EXPECT_THROW(SkillStore(R"({"root":"relative/dir"})"), InvalidArgument, "absolute");
+  CTX_EXPECT_THROW(SkillStore(config({{"activation_root", "rel"}})), InvalidArgument, "absolute");
+  CTX_EXPECT_THROW(SkillStore(config({{"max_file_bytes", 0}})), InvalidArgument, "positive");
+  CTX_EXPECT_THROW(SkillStore(config({{"surprise", 1}})), InvalidArgument, "unknown field");
   fs::create_directories(base_ / "real");
   fs::create_directory_symlink(base_ / "real", base_ / "link");
   CTX_EXPECT_THROW(SkillStore(Json{{"root", (base_ / "link").string()}}.dump()), InvalidArgument,
@@ -74,140 +66,382 @@ TEST_F(SkillStoreTest, RejectsBadConfigs) {
                    "not a directory");
 }
 
+TEST_F(SkillStoreTest, RefusesARootOwnedByAnotherUserOrWritableByOthers) {
+  fs::create_directories(root_);
+  for (const mode_t mode : {0770, 0702, 0722}) {
+    ASSERT_EQ(::chmod(root_.c_str(), mode), 0);
+    EXPECT_EQ(code_of([&] { SkillStore store(config()); }), ErrorCode::kPermissionDenied);
+    CTX_EXPECT_THROW(SkillStore{config()}, Error, "root is writable by group or others");
+  }
+  ASSERT_EQ(::chmod(root_.c_str(), 0700), 0);
+  const uid_t other = ::geteuid() == 0 ? 65534 : 0;
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(root_.c_str(), other, static_cast<gid_t>(-1)), 0);
+    CTX_EXPECT_THROW(SkillStore{config()}, Error, "root is owned by another user");
+    ASSERT_EQ(::chown(root_.c_str(), 0, static_cast<gid_t>(-1)), 0);
+  } else {
+    CTX_EXPECT_THROW(SkillStore(Json{{"root", "/usr"}}.dump()), Error,
+                     "root is owned by another user");
+  }
+  // The activation root obeys the same rules.
+  fs::create_directories(skills_);
+  ASSERT_EQ(::chmod(skills_.c_str(), 0777), 0);
+  CTX_EXPECT_THROW(SkillStore{config()}, Error, "activation root is writable by group or others");
+  ASSERT_EQ(::chmod(skills_.c_str(), 0755), 0);
+  SkillStore store(config());
+  // Loosened after start: the next mutation refuses.
+  ASSERT_EQ(::chmod(root_.c_str(), 0770), 0);
+  EXPECT_EQ(code_of([&] { store.install(file_request().dump()); }), ErrorCode::kPermissionDenied);
+  EXPECT_FALSE(fs::exists(root_ / "objects" / kBodySha));
+}
+
 // The MaterialIdentity digest of plugin_abi.h, against a vector computed outside ctx (Python's
 // json.dumps(sort_keys=True, separators=(",", ":")) and hashlib.sha256).
 TEST(MaterialIdentityDigest, MatchesTheSdkSchema) {
-  EXPECT_EQ(material_identity_digest("skill:pdf", plugin_common::sha256_hex("hello"), 5),
+  EXPECT_EQ(material_identity_digest("skill:pdf", sha256_hex("hello"), 5),
             "aafb0c19bbca8d6ac359e5eda66f942753ad195d7969411e859580df8bb0283c");
 }
 
-TEST_F(SkillStoreTest, InstallWritesTheContentAddressedObject) {
-  SkillStore store(config());
-  const std::string& sha = kBodySha;
-  const Json reply = store.install(
-      Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump());
-  EXPECT_EQ(reply.at("outcome"), "applied");
-  EXPECT_EQ(reply.at("capability_id"), "skill:pdf");
-  EXPECT_EQ(reply.at("observed_material_identity_digest"),
-            material_identity_digest("skill:pdf", sha, std::strlen(kBody)));
-  EXPECT_EQ(reply.at("verification_digest").get<std::string>().size(), 64u);
-  const fs::path object = root_ / "sha256" / sha;
-  EXPECT_EQ(read(object), kBody);
-  EXPECT_EQ(fs::status(object).permissions() & fs::perms::all,
-            fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
-  // Idempotent: the same install again yields the same digests.
-  EXPECT_EQ(
-      store.install(
-          Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump()),
-      reply);
+// The tree manifest against the spelled-out text (and a digest computed with Python's hashlib
+// over that exact text).
+TEST(SkillTree, ManifestIsTheCanonicalSortedFileList) {
+  const std::string text = tree_manifest_text(
+      {TreeFile{"b/x.txt", 1, std::string(64, 'b')}, TreeFile{"SKILL.md", 5, sha256_hex("hello")}});
+  EXPECT_EQ(text,
+            "{\"files\":[{\"bytes\":5,\"path\":\"SKILL.md\",\"sha256\":\"" + sha256_hex("hello") +
+                "\"},{\"bytes\":1,\"path\":\"b/x.txt\",\"sha256\":\"" + std::string(64, 'b') +
+                "\"}],\"schema\":\"ctx.skill-tree-v1\"}");
+  // Python: json.dumps(manifest, sort_keys=True, separators=(",", ":")), hashlib.sha256.
+  const std::string one =
+      tree_manifest_text({TreeFile{"SKILL.md", 5, sha256_hex("hello")}});
+  EXPECT_EQ(sha256_hex(one), "f1fb0ee931f6c63afc6633517d15ba64cdce6b4f4c4bd7886b48d085fb7ef8b9");
+  EXPECT_EQ(material_identity_digest("skill:pdf", sha256_hex(one), one.size()),
+            "0161cee8203f07e3437de051ee6256d048c367048b09362c4cdc4614a410c240");
+  EXPECT_EQ(one, manifest_of({{"SKILL.md", "hello"}}));
+  CTX_EXPECT_THROW(tree_manifest_text({TreeFile{"README.md", 1, std::string(64, 'a')}}),
+                   InvalidArgument, "SKILL.md");
+  CTX_EXPECT_THROW(tree_manifest_text({TreeFile{"SKILL.md", 1, std::string(64, 'a')},
+                                       TreeFile{"SKILL.md", 1, std::string(64, 'a')}}),
+                   InvalidArgument, "twice");
+  for (const char* bad : {"", ".hidden", "a/../b", "a//b", "/abs", "a/", "sp ace", "a\\b"}) {
+    EXPECT_FALSE(is_tree_path(bad)) << bad;
+  }
+  for (const char* good : {"SKILL.md", "scripts/run.sh", "_x/Y-1.2", "a/b/c/d/e/f/g/h"}) {
+    EXPECT_TRUE(is_tree_path(good)) << good;
+  }
+  EXPECT_FALSE(is_tree_path("a/b/c/d/e/f/g/h/i"));
 }
 
-TEST_F(SkillStoreTest, InstallAcceptsBase64Content) {
+TEST_F(SkillStoreTest, InstallWritesTheContentAddressedObjectOnce) {
   SkillStore store(config());
-  const std::string sha =
-      "252f10c83610ebca1a059c0bae8255eba2f95be4d1d7bcfa89d7248a82d9f111";  // "f"
-  const Json reply = store.install(Json{
-      {"capability_id", "skill:f"},
-      {"content_base64", "Zg=="},
-      {"content_sha256", sha}}.dump());
+  const Json reply = store.install(file_request().dump());
   EXPECT_EQ(reply.at("outcome"), "applied");
-  EXPECT_EQ(read(root_ / "sha256" / sha), "f");
+  EXPECT_EQ(reply.at("form"), "file");
+  EXPECT_EQ(reply.at("rewritten"), true);
+  EXPECT_EQ(reply.at("observed_material_identity_digest"),
+            material_identity_digest("skill:pdf", kBodySha, std::strlen(kBody)));
+  EXPECT_EQ(reply.at("verification_digest").get<std::string>().size(), 64u);
+  const fs::path object = root_ / "objects" / kBodySha;
+  EXPECT_EQ(read(object / "SKILL.md"), kBody);
+  EXPECT_EQ(fs::status(object / "SKILL.md").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  EXPECT_EQ(fs::status(object).permissions() & fs::perms::owner_write, fs::perms::none);
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+
+  // Idempotent: the same install again is applied without rewriting anything.
+  struct stat before {};
+  ASSERT_EQ(::stat((object / "SKILL.md").c_str(), &before), 0);
+  Json again = store.install(file_request().dump());
+  EXPECT_EQ(again.at("rewritten"), false);
+  again["rewritten"] = true;
+  EXPECT_EQ(again, reply);
+  struct stat after {};
+  ASSERT_EQ(::stat((object / "SKILL.md").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+  EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+}
+
+TEST_F(SkillStoreTest, InstallAcceptsBase64ContentAndAFileSource) {
+  SkillStore store(config());
+  const std::string sha = "252f10c83610ebca1a059c0bae8255eba2f95be4d1d7bcfa89d7248a82d9f111";  // f
+  const Json reply = store.install(Json{
+      {"capability_id", "skill:f"}, {"content_base64", "Zg=="}, {"content_sha256", sha}}.dump());
+  EXPECT_EQ(reply.at("outcome"), "applied");
+  EXPECT_EQ(read(root_ / "objects" / sha / "SKILL.md"), "f");
+
+  const std::string body(200000, 'z');  // several streamed chunks
+  write(base_ / "body" / "SKILL.md", body);
+  const Json streamed = store.install(Json{{"capability_id", "skill:zed"},
+                                           {"content_sha256", sha256_hex(body)},
+                                           {"source", {{"file", (base_ / "body/SKILL.md").string()}}}}
+                                          .dump());
+  EXPECT_EQ(streamed.at("outcome"), "applied");
+  EXPECT_EQ(streamed.at("observed_material_identity_digest"),
+            material_identity_digest("skill:zed", sha256_hex(body), body.size()));
+  EXPECT_EQ(read(root_ / "objects" / sha256_hex(body) / "SKILL.md"), body);
 }
 
 TEST_F(SkillStoreTest, DigestMismatchFailsWithoutWriting) {
   SkillStore store(config());
-  const Json reply = store.install(Json{
-      {"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", std::string(64, 'a')}}
-                                       .dump());
+  Json request = file_request();
+  request["content_sha256"] = std::string(64, 'a');
+  const Json reply = store.install(request.dump());
   EXPECT_EQ(reply.at("outcome"), "failed");
   EXPECT_EQ(reply.at("reason"), "content digest mismatch");
+  EXPECT_EQ(reply.at("observed_material_identity_digest"),
+            material_identity_digest("skill:pdf", kBodySha, std::strlen(kBody)));
   EXPECT_FALSE(reply.contains("verification_digest"));
-  EXPECT_TRUE(fs::is_empty(root_ / "sha256"));
+  EXPECT_TRUE(fs::is_empty(root_ / "objects"));
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
 }
 
-TEST_F(SkillStoreTest, RepairsACorruptedObject) {
+TEST_F(SkillStoreTest, InstallsADirectoryTreeContentAddressed) {
   SkillStore store(config());
-  const std::string& sha = kBodySha;
-  const std::string request =
-      Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump();
-  store.install(request);
-  const fs::path object = root_ / "sha256" / sha;
-  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
-  std::ofstream(object) << "tampered";
-  EXPECT_EQ(store.install(request).at("outcome"), "applied");
-  EXPECT_EQ(read(object), kBody);
-}
+  const auto files = sample_tree(150000);
+  const fs::path source = source_tree("src", files);
+  const Json request = tree_request("skill:pdf", source, files);
+  const std::string tree = request.at("content_sha256");
+  const std::string manifest = manifest_of(files);
 
-TEST_F(SkillStoreTest, ActivateDeactivateAndReconcileRoundTrip) {
-  SkillStore store(config());
-  const std::string& sha = kBodySha;
-  const Json entry = {{"capability_id", "skill:pdf"}, {"content_sha256", sha}};
-  const std::string reconcile = Json{{"capabilities", Json::array({entry})}}.dump();
+  const Json reply = store.install(request.dump());
+  EXPECT_EQ(reply.at("outcome"), "applied") << reply.dump();
+  EXPECT_EQ(reply.at("form"), "tree");
+  EXPECT_EQ(reply.at("observed_material_identity_digest"),
+            material_identity_digest("skill:pdf", tree, manifest.size()));
+  const fs::path object = root_ / "objects" / tree;
+  EXPECT_EQ(listing(object),
+            (std::set<std::string>{"SKILL.md", "reference.md", "scripts", "scripts/run.sh"}));
+  for (const auto& [path, bytes] : files) EXPECT_EQ(read(object / path), bytes) << path;
+  EXPECT_EQ(fs::status(object / "scripts").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
 
-  Json state = store.reconcile(reconcile).at("capabilities").at(0);
-  EXPECT_FALSE(state.at("installed"));
-  EXPECT_FALSE(state.at("active"));
-  EXPECT_TRUE(state.at("active_sha256").is_null());
-
-  EXPECT_EQ(store.activate(entry.dump()).at("outcome"), "failed");  // not installed yet
-  store.install(
-      Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump());
-  state = store.reconcile(reconcile).at("capabilities").at(0);
+  // Idempotent: applied again without even reading the body source.
+  fs::remove_all(source);
+  const Json again = store.install(request.dump());
+  EXPECT_EQ(again.at("outcome"), "applied");
+  EXPECT_EQ(again.at("rewritten"), false);
+  EXPECT_EQ(again.at("verification_digest"), reply.at("verification_digest"));
+  const Json state = reconcile_of(store, "skill:pdf", tree);
+  EXPECT_EQ(state.at("install_state"), "applied");
   EXPECT_TRUE(state.at("installed"));
-  EXPECT_FALSE(state.at("active"));
+}
 
-  const std::string material = material_identity_digest("skill:pdf", sha, std::strlen(kBody));
+TEST_F(SkillStoreTest, RefusesAMismatchedMaterialIdentityOrSize) {
+  SkillStore store(config());
+  const auto files = sample_tree();
+  Json request = tree_request("skill:pdf", source_tree("src", files), files);
+  Json wrong_identity = request;
+  wrong_identity["material_identity_digest"] = material_identity_digest(
+      "skill:other", request.at("content_sha256").get<std::string>(),
+      request.at("content_bytes").get<std::uint64_t>());
+  Json reply = store.install(wrong_identity.dump());
+  EXPECT_EQ(reply.at("outcome"), "failed");
+  EXPECT_EQ(reply.at("reason"), "material identity digest mismatch");
+  Json wrong_size = request;
+  wrong_size["content_bytes"] = request.at("content_bytes").get<std::uint64_t>() + 1;
+  EXPECT_EQ(store.install(wrong_size.dump()).at("reason"), "content size mismatch");
+  Json wrong_tree = request;
+  wrong_tree["content_sha256"] = sha256_hex("another tree");
+  EXPECT_EQ(store.install(wrong_tree.dump()).at("reason"), "content digest mismatch");
+  EXPECT_TRUE(fs::is_empty(root_ / "objects"));
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+
+  request["material_identity_digest"] = material_identity_digest(
+      "skill:pdf", request.at("content_sha256").get<std::string>(),
+      request.at("content_bytes").get<std::uint64_t>());
+  EXPECT_EQ(store.install(request.dump()).at("outcome"), "applied");
+  // Installed now; a mismatched expectation is still refused (no "applied" for other material).
+  EXPECT_EQ(store.install(wrong_identity.dump()).at("reason"), "material identity digest mismatch");
+}
+
+TEST_F(SkillStoreTest, SizeCapsRefuseWhileStreaming) {
+  const auto files = sample_tree(5000);
+  const Json request = tree_request("skill:pdf", source_tree("src", files), files);
+  for (const Json& caps : {Json{{"max_file_bytes", 4096}}, Json{{"max_tree_bytes", 5000}},
+                           Json{{"max_files", 2}}}) {
+    SkillStore store(config(caps));
+    const Json reply = store.install(request.dump());
+    EXPECT_EQ(reply.at("outcome"), "failed") << caps.dump();
+    EXPECT_THAT(reply.at("reason").get<std::string>(),
+                ::testing::AnyOf(::testing::HasSubstr("size cap"),
+                                 ::testing::HasSubstr("too many files")));
+    EXPECT_FALSE(reply.contains("observed_material_identity_digest"));
+    EXPECT_TRUE(fs::is_empty(root_ / "objects"));
+    EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+  }
+  SkillStore small(config({{"max_file_bytes", 8}}));
+  EXPECT_EQ(small.install(file_request().dump()).at("reason"), "material exceeds the size cap");
+}
+
+TEST_F(SkillStoreTest, RefusesSourcesThatAreNotPlainTrees) {
+  SkillStore store(config());
+  auto files = sample_tree();
+  const fs::path source = source_tree("src", files);
+  const Json request = tree_request("skill:pdf", source, files);
+  fs::create_symlink("/etc/passwd", source / "leak");
+  EXPECT_EQ(store.install(request.dump()).at("reason"),
+            "material source holds something other than files and directories");
+  fs::remove(source / "leak");
+  ASSERT_EQ(::mkfifo((source / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(store.install(request.dump()).at("reason"),
+            "material source holds something other than files and directories");
+  fs::remove(source / "fifo");
+  write(source / ".git" / "config", "x");
+  EXPECT_EQ(store.install(request.dump()).at("reason"),
+            "material source holds a name the store does not accept");
+  fs::remove_all(source / ".git");
+  fs::remove(source / "SKILL.md");
+  EXPECT_EQ(store.install(request.dump()).at("reason"), "material tree has no top-level SKILL.md");
+  Json missing = request;
+  missing["source"]["directory"] = (base_ / "nowhere").string();
+  EXPECT_EQ(store.install(missing.dump()).at("reason"), "material source could not be opened");
+  EXPECT_TRUE(fs::is_empty(root_ / "objects"));
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+}
+
+TEST_F(SkillStoreTest, TamperedOrPartialTreesAreIndeterminateAndRepaired) {
+  SkillStore store(config());
+  const auto files = sample_tree();
+  const fs::path source = source_tree("src", files);
+  const Json request = tree_request("skill:pdf", source, files);
+  const std::string tree = request.at("content_sha256");
+  ASSERT_EQ(store.install(request.dump()).at("outcome"), "applied");
+  const fs::path object = root_ / "objects" / tree;
+
+  fs::permissions(object / "scripts", fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(object / "scripts/run.sh", fs::perms::owner_write, fs::perm_options::add);
+  write(object / "scripts/run.sh", "#!/bin/sh\nrm -rf ~\n");
+  Json state = reconcile_of(store, "skill:pdf", tree);
+  EXPECT_EQ(state.at("install_state"), "indeterminate");
+  EXPECT_EQ(state.at("reason"), "installed material does not verify");
+  EXPECT_FALSE(state.at("installed"));
+  EXPECT_EQ(store.activate(Json{{"capability_id", "skill:pdf"}, {"content_sha256", tree}}.dump())
+                .at("reason"),
+            "installed material does not verify");
+
+  const Json repaired = store.install(request.dump());
+  EXPECT_EQ(repaired.at("outcome"), "applied");
+  EXPECT_EQ(repaired.at("rewritten"), true);
+  EXPECT_EQ(read(object / "scripts/run.sh"), files.at("scripts/run.sh"));
+  EXPECT_EQ(reconcile_of(store, "skill:pdf", tree).at("install_state"), "applied");
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+
+  // A partial tree (a resource gone) is not "applied" either.
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  fs::remove(object / "reference.md");
+  state = reconcile_of(store, "skill:pdf", tree);
+  EXPECT_EQ(state.at("install_state"), "indeterminate");
+  EXPECT_FALSE(state.at("installed"));
+}
+
+TEST_F(SkillStoreTest, ActivationExposesTheTreeWhereTheHostLooks) {
+  SkillStore store(config());
+  const auto files = sample_tree();
+  const Json request = tree_request("skill:pdf", source_tree("src", files), files);
+  const std::string tree = request.at("content_sha256");
+  const Json entry = {{"capability_id", "skill:pdf"}, {"content_sha256", tree}};
+
+  Json state = reconcile_of(store, "skill:pdf", tree);
+  EXPECT_EQ(state.at("install_state"), "absent");
+  EXPECT_EQ(state.at("activation_state"), "absent");
+  EXPECT_EQ(store.activate(entry.dump()).at("reason"), "material is not installed");
+
+  ASSERT_EQ(store.install(request.dump()).at("outcome"), "applied");
+  const std::string material =
+      material_identity_digest("skill:pdf", tree, manifest_of(files).size());
   const Json activated = store.activate(entry.dump());
   EXPECT_EQ(activated.at("outcome"), "applied");
-  EXPECT_EQ(activated.at("active_sha256"), sha);
+  EXPECT_EQ(activated.at("active_sha256"), tree);
   EXPECT_EQ(activated.at("observed_material_identity_digest"), material);
-  EXPECT_EQ(activated.at("verification_digest").get<std::string>().size(), 64u);
-  const fs::path skill = root_ / "active" / "pdf" / "SKILL.md";
-  EXPECT_TRUE(fs::is_symlink(skill));
-  EXPECT_EQ(read(skill), kBody);
-  state = store.reconcile(reconcile).at("capabilities").at(0);
+  const fs::path slot = skills_ / "pdf";
+  EXPECT_TRUE(fs::is_symlink(slot));
+  EXPECT_EQ(read(slot / "SKILL.md"), kBody);
+  EXPECT_EQ(read(slot / "scripts/run.sh"), files.at("scripts/run.sh"));
+  EXPECT_EQ(listing(skills_).count("pdf"), 1u);
+  EXPECT_EQ(fs::directory_iterator(skills_)->path().filename(), "pdf") << "no staging left";
+
+  state = reconcile_of(store, "skill:pdf", tree);
   EXPECT_TRUE(state.at("active"));
-  EXPECT_EQ(state.at("active_sha256"), sha);
+  EXPECT_EQ(state.at("activation_state"), "applied");
   EXPECT_EQ(state.at("active_material_identity_digest"), material);
   EXPECT_EQ(state.at("verification_digest"), activated.at("verification_digest"));
+  EXPECT_EQ(store.activate(entry.dump()), activated) << "re-activation is idempotent";
+
+  // Another material of the same skill replaces the link; this one is then verifiably inactive.
+  ASSERT_EQ(store.install(file_request().dump()).at("outcome"), "applied");
+  store.activate(Json{{"capability_id", "skill:pdf"}, {"content_sha256", kBodySha}}.dump());
+  state = reconcile_of(store, "skill:pdf", tree);
+  EXPECT_FALSE(state.at("active"));
+  EXPECT_EQ(state.at("activation_state"), "absent");
+  EXPECT_EQ(state.at("active_sha256"), kBodySha);
+  EXPECT_TRUE(state.at("verification_digest").is_null());
 
   EXPECT_EQ(store.deactivate(entry.dump()).at("was_active"), true);
-  EXPECT_FALSE(fs::exists(root_ / "active" / "pdf"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(slot)));
   EXPECT_EQ(store.deactivate(entry.dump()).at("was_active"), false);
-  state = store.reconcile(reconcile).at("capabilities").at(0);
+  state = reconcile_of(store, "skill:pdf", tree);
   EXPECT_TRUE(state.at("installed"));
-  EXPECT_FALSE(state.at("active"));
+  EXPECT_EQ(state.at("activation_state"), "absent");
 }
 
-TEST_F(SkillStoreTest, ReconcileReportsDriftedActiveContent) {
+TEST_F(SkillStoreTest, NeverTouchesASkillCtxDidNotCreate) {
   SkillStore store(config());
-  const std::string& sha = kBodySha;
-  const Json entry = {{"capability_id", "skill:pdf"}, {"content_sha256", sha}};
-  store.install(
-      Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", sha}}.dump());
-  store.activate(entry.dump());
-  const fs::path skill = root_ / "active" / "pdf" / "SKILL.md";
-  fs::remove(skill);
-  std::ofstream(skill) << "edited by hand";
-  const Json state =
-      store.reconcile(Json{{"capabilities", Json::array({entry})}}.dump()).at("capabilities").at(0);
+  ASSERT_EQ(store.install(file_request().dump()).at("outcome"), "applied");
+  write(skills_ / "pdf" / "SKILL.md", "the user's own skill");
+  const Json entry = {{"capability_id", "skill:pdf"}, {"content_sha256", kBodySha}};
+  EXPECT_EQ(store.activate(entry.dump()).at("reason"),
+            "activation slot holds something ctx did not create");
+  EXPECT_EQ(store.deactivate(entry.dump()).at("outcome"), "failed");
+  const Json state = reconcile_of(store, "skill:pdf", kBodySha);
+  EXPECT_EQ(state.at("activation_state"), "indeterminate");
   EXPECT_FALSE(state.at("active"));
-  EXPECT_NE(state.at("active_sha256"), sha);
-  EXPECT_NE(state.at("active_material_identity_digest"),
-            material_identity_digest("skill:pdf", sha, std::strlen(kBody)));
-  EXPECT_TRUE(state.at("verification_digest").is_null());
+  EXPECT_EQ(read(skills_ / "pdf" / "SKILL.md"), "the user's own skill");
+  fs::remove_all(skills_ / "pdf");
+  fs::create_symlink("/etc", skills_ / "pdf");
+  EXPECT_EQ(store.activate(entry.dump()).at("outcome"), "failed");
+  EXPECT_EQ(fs::read_symlink(skills_ / "pdf"), "/etc");
+}
+
+TEST_F(SkillStoreTest, DefaultActivationRootLivesUnderTheRoot) {
+  SkillStore store(Json{{"root", root_.string()}}.dump());
+  ASSERT_EQ(store.install(file_request().dump()).at("outcome"), "applied");
+  store.activate(Json{{"capability_id", "skill:pdf"}, {"content_sha256", kBodySha}}.dump());
+  EXPECT_EQ(read(root_ / "active" / "pdf" / "SKILL.md"), kBody);
 }
 
 TEST_F(SkillStoreTest, FailsClosedWhenTheRootIsReplaced) {
   SkillStore store(config());
   fs::rename(root_, base_ / "moved");
   fs::create_directory(root_);
-  CTX_EXPECT_THROW(
-      store.install(
-          Json{{"capability_id", "skill:pdf"}, {"content", kBody}, {"content_sha256", kBodySha}}
-              .dump()),
-      Error, "root changed");
+  ::chmod(root_.c_str(), 0700);
+  CTX_EXPECT_THROW(store.install(file_request().dump()), Error, "root changed");
+  CTX_EXPECT_THROW(reconcile_of(store, "skill:pdf", kBodySha), Error, "root changed");
+  EXPECT_TRUE(fs::is_empty(root_));
+}
+
+TEST_F(SkillStoreTest, CancelledInstallLeavesNothing) {
+  int polls = 0;
+  SkillStore store(config(), [&] { return ++polls >= 2; });
+  const auto files = sample_tree(200000);
+  const Json request = tree_request("skill:pdf", source_tree("src", files), files);
+  EXPECT_EQ(code_of([&] { store.install(request.dump()); }), ErrorCode::kCancelled);
+  EXPECT_GE(polls, 2);
+  EXPECT_TRUE(fs::is_empty(root_ / "objects"));
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+}
+
+TEST_F(SkillStoreTest, StartSweepsStaleActivationLinks) {
+  { SkillStore store(config()); }
+  fs::create_symlink(root_ / "objects" / kBodySha, skills_ / ".ctx-pdf.999999999.0.link");
+  fs::create_symlink(root_ / "objects" / kBodySha,
+                     skills_ / (".ctx-pdf." + std::to_string(::getpid()) + ".0.link"));
+  SkillStore store(config());
+  EXPECT_EQ(listing(skills_),
+            (std::set<std::string>{".ctx-pdf." + std::to_string(::getpid()) + ".0.link"}))
+      << "only the dead writer's link is swept";
 }
 
 TEST(SkillName, AcceptsOnlySafeNames) {
@@ -234,13 +468,23 @@ TEST_F(SkillStoreTest, RejectsMalformedRequestsWithoutEchoingContent) {
   CTX_EXPECT_THROW(
       store.install(Json{{"capability_id", "skill:a"}, {"content_sha256", zero}}.dump()),
       InvalidArgument, "exactly one of content");
-  CTX_EXPECT_THROW(store.install(Json{
-                       {"capability_id", "skill:a"},
-                       {"content", "secret-body"},
-                       {"content_base64", "Zg=="},
-                       {"content_sha256",
-                        zero}}.dump()),
+  CTX_EXPECT_THROW(store.install(Json{{"capability_id", "skill:a"},
+                                      {"content", "secret-body"},
+                                      {"content_base64", "Zg=="},
+                                      {"content_sha256", zero}}
+                                     .dump()),
                    InvalidArgument, "exactly one of content");
+  CTX_EXPECT_THROW(store.install(Json{{"capability_id", "skill:a"},
+                                      {"source", {{"file", "/x"}, {"directory", "/y"}}},
+                                      {"content_sha256", zero}}
+                                     .dump()),
+                   InvalidArgument, "exactly one of file, directory");
+  CTX_EXPECT_THROW(store.install(Json{{"capability_id", "skill:a"},
+                                      {"content", "x"},
+                                      {"content_bytes", -1},
+                                      {"content_sha256", zero}}
+                                     .dump()),
+                   InvalidArgument, "content_bytes");
   CTX_EXPECT_THROW(store.reconcile("{}"), InvalidArgument, "capabilities");
   CTX_EXPECT_THROW(store.reconcile(R"({"capabilities":[1]})"), InvalidArgument, "objects");
   try {

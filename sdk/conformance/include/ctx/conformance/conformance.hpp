@@ -17,21 +17,32 @@
 //                    "proof" (or wire "proof_base64") strings are changed and truncated to build
 //                    wrong proofs. Optional "other_plugin_config": <object>, the plugin's config
 //                    for another key, under which the vector must be rejected.
+//   "installer":     {"tree_material": false} leaves out the tree-material tests, for an
+//                    installer of single-file material only (default true).
 //   "host_adapter":  {"hook_payload": <object>}  replaces the built-in sample hook payload.
 //
 // Installer request contract (what the installer suite sends and expects; ctx's runtime uses the
 // same fields):
 //   target_identity -> {"device","inode","owner","mode": unsigned integers, "path": string}
-//   install  {"capability_id", "content" (utf-8) | "content_base64", "content_sha256"}
+//   install  {"capability_id", "content_sha256", one body source: "content" (utf-8) |
+//             "content_base64" | "source": {"file": "<abs path>"} | "source": {"directory":
+//             "<abs dir of tree material>"}, optional "content_bytes", "material_identity_digest"}
 //         -> {"outcome": "applied"|"failed"|"indeterminate", "observed_material_identity_digest",
-//             "verification_digest" (when applied), ...}; a digest mismatch is never "applied"
+//             "verification_digest" (when applied), ...}; a content digest, content_bytes or
+//             material identity digest that does not match the bytes is never "applied" and
+//             leaves nothing installed; installing installed material again is "applied" and
+//             rewrites nothing; an install streaming a body polls the host's cancelled() (the
+//             kit SIGKILLs a writer at its second poll, then a new instance on the same root
+//             must reconcile it not installed, install it, and leave no staging behind)
 //   activate {"capability_id", "content_sha256"} -> {"outcome", and when applied
 //             "observed_material_identity_digest", "verification_digest", ...}
 //   deactivate {"capability_id"} -> {"outcome", ...}
 //   reconcile {"capabilities": [{"capability_id", "content_sha256"}]}
 //         -> {"capabilities": [{"capability_id", "installed": bool, "active": bool, and when
-//             active "active_material_identity_digest", "verification_digest", ...}]}
-//   Every material identity digest is the MaterialIdentity digest stated in plugin_abi.h.
+//             active "active_material_identity_digest", "verification_digest"; optional
+//             "install_state" / "activation_state": "applied"|"absent"|"indeterminate", ...}]}
+//   Every material identity digest is the MaterialIdentity digest stated in plugin_abi.h (for
+//   tree material: of its manifest, "Tree material" there).
 //
 // Supervision: the kit process never loads the plugin. It pins and loads it in a child process to
 // learn its kind, and runs every test in a child of its own (fork per test), where each plugin call

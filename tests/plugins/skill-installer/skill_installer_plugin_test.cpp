@@ -1,0 +1,93 @@
+// The real skill-installer .so through the host's pinned loader and plugin registry, as the
+// runtime drives it: install of a directory-tree skill through AbiInstaller, then activation and
+// reconcile through activation_port_from_registry with the engine's own MaterialIdentity, so the
+// tree digest the SDK header states is the material identity the engine authorises.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "host/engine/identities.hpp"
+#include "host/plugins/abi_adapters.hpp"
+#include "host/plugins/plugin_loader.hpp"
+#include "host/plugins/plugin_registry.hpp"
+#include "host/runtime/plugin_ports.hpp"
+#include "tests/plugins/skill-installer/skill_store_fixture.hpp"
+
+namespace ctx::skill_installer {
+namespace {
+
+using namespace ctx::skill_installer::testing;
+
+class SkillInstallerPluginTest : public SkillStoreTest {
+ protected:
+  void SetUp() override {
+    SkillStoreTest::SetUp();
+    loader_ = std::make_unique<plugins::PluginLoader>(base_ / "loader-state");
+    registry_.add(loader_->load(loader_->inspect_for_pin(CTX_SKILL_INSTALLER_SO)));
+  }
+
+  std::unique_ptr<plugins::PluginLoader> loader_;
+  plugins::PluginRegistry registry_;
+};
+
+TEST_F(SkillInstallerPluginTest, TreeSkillInstallsAndActivatesUnderTheEnginesMaterialIdentity) {
+  const auto files = sample_tree(100000);
+  const Json request = tree_request("skill:pdf", source_tree("src", files), files);
+  const std::string manifest = manifest_of(files);
+  const auto material = engine::MaterialIdentity::create(
+      "skill:pdf", "skill", request.at("content_sha256"), static_cast<std::int64_t>(manifest.size()));
+
+  plugins::AbiInstaller installer(
+      registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());
+  Json install = request;
+  install["material_identity_digest"] = material.identity_digest();
+  const core::Json reply = installer.install(core::Json::parse(install.dump()));
+  EXPECT_EQ(reply.at("outcome"), "applied") << reply.dump();
+  EXPECT_EQ(reply.at("observed_material_identity_digest"), material.identity_digest());
+  EXPECT_EQ(installer.target_identity().path, root_.string());
+
+  const auto port = runtime::activation_port_from_registry(registry_, "skill-installer", config());
+  const engine::ActivationRequest activation{material};
+  engine::ActivationObservation seen = port->activate(activation);
+  ASSERT_EQ(seen.result, engine::ActivationResult::kApplied) << seen.reason;
+  EXPECT_EQ(seen.observed_material_identity_digest, material.identity_digest());
+  EXPECT_EQ(read(skills_ / "pdf" / "scripts" / "run.sh"), files.at("scripts/run.sh"));
+  seen = port->reconcile(activation);
+  EXPECT_EQ(seen.result, engine::ActivationResult::kApplied) << seen.reason;
+  EXPECT_EQ(seen.observed_material_identity_digest, material.identity_digest());
+
+  // A tampered tree: the installer cannot vouch for it, and the engine hears "indeterminate",
+  // not "verifiably inactive".
+  const fs::path object = root_ / "objects" / material.content_sha256();
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  write(object / "extra.md", "injected\n");
+  seen = port->reconcile(activation);
+  EXPECT_EQ(seen.result, engine::ActivationResult::kIndeterminate);
+  fs::remove(object / "extra.md");
+  EXPECT_EQ(port->reconcile(activation).result, engine::ActivationResult::kApplied);
+
+  EXPECT_EQ(port->deactivate(activation).result, engine::ActivationResult::kApplied);
+  EXPECT_EQ(port->reconcile(activation).result, engine::ActivationResult::kFailed);
+}
+
+TEST_F(SkillInstallerPluginTest, TargetIdentityDigestChangesWhenTheRootIsReplaced) {
+  plugins::AbiInstaller installer(
+      registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());
+  const engine::TargetIdentity before = installer.target_identity();
+  EXPECT_EQ(before.owner, ::geteuid());
+  EXPECT_EQ(before.mode & 0777, 0700u);
+  fs::rename(root_, base_ / "moved");
+  fs::create_directory(root_);
+  ::chmod(root_.c_str(), 0700);
+  const engine::TargetIdentity after = installer.target_identity();
+  EXPECT_NE(after.digest(), before.digest());
+  EXPECT_EQ(after.path, before.path);
+  EXPECT_THROW(installer.install(core::Json::parse(
+                   Json{{"capability_id", "skill:pdf"},
+                        {"content", kBody},
+                        {"content_sha256", plugin_common::sha256_hex(kBody)}}
+                       .dump())),
+               Error);
+}
+
+}  // namespace
+}  // namespace ctx::skill_installer
