@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "host/cli/catalog_command.hpp"
+#include "host/cli/consent_command.hpp"
+#include "host/cli/demo_command.hpp"
 #include "host/cli/hook_command.hpp"
 #include "host/cli/hooks_command.hpp"
 #include "host/cli/journal_command.hpp"
@@ -267,6 +269,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (first == "desired") return run_desired_command(args, out, err, env);
   if (first == "policy") return run_policy_command(args, out, err, env);
   if (first == "journal") return run_journal_command(args, out, err, env);
+  if (first == "consent") return run_consent_command(args, out, err, env);
+  if (first == "demo") return run_demo_command(args, out, err, env);
   if (first == "serve") {
     // ctx serve [--state DIR]: logic in host/server; the log and errors go to `err`.
     std::optional<fs::path> state;
@@ -326,6 +330,7 @@ std::string usage() {
          "  ctx serve [--state DIR]\n"
          "      JSON-RPC 2.0 server on DIR/ctx.sock (0600) until SIGTERM/SIGINT\n" +
          hooks_usage() + catalog_usage() + query_usage() + hook_usage() + policy_usage() + journal_usage() +
+         consent_usage() + demo_usage() +
          "\n"
          "--state defaults to $XDG_STATE_HOME/ctx, else ~/.local/state/ctx.\n"
          "exit codes: 0 ok, 1 command failed, 2 usage error; ctx hook exits 0 (a reply or\n"

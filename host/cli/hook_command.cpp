@@ -1,15 +1,21 @@
 #include "host/cli/hook_command.hpp"
 
+#include <chrono>
 #include <csignal>
+#include <optional>
 
 #include "host/cli/command_options.hpp"
 #include "host/runtime/hooks/hook_protocol.hpp"
 #include "host/runtime/hooks/hook_runner.hpp"
+#include "host/server/client.hpp"
 
 namespace ctx::cli {
 namespace {
 
 namespace hooks = runtime::hooks;
+
+// How long `ctx hook` waits for a running server (its own per-request deadline is 30 s).
+constexpr std::chrono::milliseconds kServerDeadline{35'000};
 
 // Reads at most kMaxHookPayloadBytes + 1 bytes (enough to tell "too large"), then drains the
 // rest (up to 64 MiB) so the host's writer is not cut off.
@@ -48,9 +54,16 @@ int run_hook_command(const std::vector<std::string>& args, std::istream& in, std
     const std::filesystem::path state = command_state_dir(line, env);
     hooks::HookRequest request{line.positional[0], read_payload(in)};
     hooks::check_hook_payload(request.payload);
-    hooks::HookRunner runner(state);
-    const hooks::HookResponse response = runner.run(request);
-    if (response.reply) out << *response.reply << "\n";
+    // A running `ctx serve` for this state dir serves the hook; else it runs in process.
+    std::optional<hooks::HookResponse> response;
+    if (const auto result = server::call_running_server(
+            state, hooks::kHookMethod, hooks::hook_request_to_json(request), kServerDeadline)) {
+      response = hooks::hook_response_from_json(*result);
+    } else {
+      hooks::HookRunner runner(state);
+      response = runner.run(request);
+    }
+    if (response->reply) out << *response->reply << "\n";
     out.flush();
     return kExitOk;
   } catch (const std::exception& e) {

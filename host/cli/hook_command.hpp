@@ -1,6 +1,7 @@
 // `ctx hook ADAPTER [--state DIR]`: reads one hook payload from stdin (a coding host's hook
-// event), writes the host's native reply on stdout (runtime/hooks/hook_runner.hpp, served in
-// this process on the embedded default). ADAPTER is the id of a host-adapter plugin pinned in
+// event), writes the host's native reply on stdout: through the `ctx serve` of that state dir
+// when its socket answers (the server's "hook" method), else in this process on the embedded
+// default (runtime/hooks/hook_runner.hpp). ADAPTER is the id of a host-adapter plugin pinned in
 // the state dir (claude-code, codex, generic).
 // Exit codes (the hosts' non-blocking contract): 0 with a reply line or with nothing; 1 with one
 // stderr line for a malformed, truncated, oversized (> 1 MiB) or non-UTF-8 payload, an unknown

@@ -1,4 +1,4 @@
-// The JSON-RPC methods that exist today, and `ctx serve`.
+// The built-in JSON-RPC method (plugin.list), and `ctx serve`.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -38,13 +38,10 @@ std::optional<LockSignature> signature_of(const fs::path& path) {
     if (errno == ENOENT) return std::nullopt;
     throw SystemError("cannot stat the plugin lock file: " + std::string(std::strerror(errno)));
   }
-  return LockSignature{st.st_dev,
-                       st.st_ino,
-                       st.st_size,
-                       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
-                           st.st_mtim.tv_nsec,
-                       st.st_uid,
-                       st.st_mode};
+  return LockSignature{
+      st.st_dev,  st.st_ino,
+      st.st_size, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+      st.st_uid,  st.st_mode};
 }
 
 core::Json plugin_list_json(const plugins::LockFile& lock) {
@@ -106,6 +103,7 @@ int serve(const fs::path& state_dir, std::ostream& log, std::ostream& err) {
   try {
     MethodTable table;
     register_builtin_methods(table, state_dir);
+    register_service_methods(table, state_dir);
     ServerOptions options;
     options.state_dir = state_dir;
     options.handle_signals = true;

@@ -93,12 +93,17 @@ class Server {
   std::shared_ptr<Impl> impl_;
 };
 
-// Registers the methods that exist today: `plugin.list` (the state dir's plugins.lock.json
-// entries, without paths).
+// Registers `plugin.list` (the state dir's plugins.lock.json entries, without paths; the lock is
+// read again only when its file changes).
 void register_builtin_methods(MethodTable& table, const std::filesystem::path& state_dir);
 
-// `ctx serve`: the built-in methods, signals handled, log on `log`. Returns the exit code
-// (0 after a graceful stop, 1 when the server cannot start, with one line on `err`).
+// Registers the methods over the state dir's managed query service, each mirroring its CLI
+// command's --json result (service_methods.cpp): `hook`, `query.prepare`, `query.reopen`,
+// `desired.set`. Nothing is opened until the first request.
+void register_service_methods(MethodTable& table, const std::filesystem::path& state_dir);
+
+// `ctx serve`: the built-in and service methods, signals handled, log on `log`. Returns the exit
+// code (0 after a graceful stop, 1 when the server cannot start, with one line on `err`).
 int serve(const std::filesystem::path& state_dir, std::ostream& log, std::ostream& err);
 
 }  // namespace ctx::server

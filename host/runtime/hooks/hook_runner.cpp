@@ -122,10 +122,15 @@ HookResponse HookRunner::run(const HookRequest& request) {
       if (signal.is_string()) signals.push_back(signal.get<std::string>());
     }
   }
-  if (signals.empty()) return HookResponse{};  // Stop, SessionEnd, ...: nothing to plan
+  // Nothing to plan (Stop, SessionEnd, ..., or no catalog term): the host's empty reply (a JSON
+  // object: Codex requires one on Stop), and nothing opened or stored.
+  const auto nothing = [&] {
+    return HookResponse{
+        port->render_reply(Json{{"event", event}, {"actions", Json::array()}}).dump()};
+  };
+  if (signals.empty()) return nothing();
   StateService& service = state();
-  // Nothing of the catalog's vocabulary: nothing to plan, nothing stored.
-  if (service.vocabulary().filter(signals).empty()) return HookResponse{};
+  if (service.vocabulary().filter(signals).empty()) return nothing();
   const Json& scope = parsed.contains("scope") ? parsed["scope"] : Json();
   CurrentWork work;
   work.tenant = scope_token(scope, "tenant_id");

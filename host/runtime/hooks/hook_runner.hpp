@@ -6,7 +6,8 @@
 //      loaded through the PluginLoader and created with the installation key;
 //   3. parse_hook → {event, scope, signals, work_ref}; an "ignored" event → no reply;
 //   4. the signals are kept only where they are catalog vocabulary (inside the input authority,
-//      before anything is stored); none left → no reply;
+//      before anything is stored); none left → the adapter's reply to nothing (its empty
+//      object), with no store opened;
 //   5. StateService::prepare (the work's identity is an HMAC under the installation key); when a
 //      new plan cannot replace the session's current one (pending authority, a changed selection
 //      of a capability already loaded), the current plan is reopened instead;
@@ -50,9 +51,12 @@ class HookRunner {
   // payload); the state service's errors (not initialised, no catalog, store failures).
   HookResponse run(const HookRequest& request);
 
+  // The state dir's service, opened on first use and shared with run() (the server's query and
+  // desired methods use it too). Errors: StateService::open's.
+  StateService& state();
+
  private:
   std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id);
-  StateService& state();
 
   std::filesystem::path state_dir_;
   std::mutex mutex_;

@@ -221,9 +221,13 @@ TEST_F(HookCommandTest, EveryDocumentedClaudeCodeEventGetsAValidReply) {
       EXPECT_THAT(reply["hookSpecificOutput"]["additionalContext"].get<std::string>(),
                   HasSubstr("pdf-export (skill)"));
     }
-    if (event == "Notification" || event == "PermissionRequest" || event == "CwdChanged" ||
-        event == "SessionEnd" || event == "Stop") {
+    // Undocumented events are ignored (no reply); documented ones with nothing to plan get the
+    // host's empty reply object.
+    if (event == "Notification" || event == "PermissionRequest" || event == "CwdChanged") {
       EXPECT_EQ(r.out, "") << event;
+    }
+    if (event == "SessionEnd" || event == "Stop" || event == "SubagentStop") {
+      EXPECT_EQ(r.out, "{}\n") << event;
     }
   }
 }
@@ -232,8 +236,13 @@ TEST_F(HookCommandTest, EveryDocumentedCodexEventGetsAValidReply) {
   for (const Json& payload : codex_events()) {
     const auto r = hook("codex", payload.dump());
     expect_valid_reply(r, "codex", payload);
-    if (payload["hook_event_name"] == "UserPromptSubmit") {
+    const std::string event = payload["hook_event_name"];
+    if (event == "UserPromptSubmit") {
       EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
+    }
+    // Codex requires JSON on Stop and SubagentStop when exiting 0.
+    if (event == "Stop" || event == "SubagentStop") {
+      EXPECT_EQ(r.out, "{}\n") << event;
     }
   }
 }

@@ -1,0 +1,173 @@
+#include "host/cli/demo_command.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "host/cli/catalog_command.hpp"
+#include "host/cli/command_options.hpp"
+#include "host/cli/consent_command.hpp"
+#include "host/cli/consent_key.hpp"
+#include "host/cli/hook_command.hpp"
+#include "host/core/canonical_json.hpp"
+#include "host/plugins/plugin_registry.hpp"
+#include "host/runtime/consent/private_file.hpp"
+#include "host/runtime/consent/verifier_registry.hpp"
+
+#ifndef CTX_SOURCE_DIR
+#error "CTX_SOURCE_DIR must be defined by the build"
+#endif
+
+namespace ctx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A step failed: its own command already wrote why.
+struct StepFailed {
+  int code;
+};
+
+// The step's output as one line.
+std::string one_line_of(const std::string& text) {
+  std::string line;
+  std::istringstream in(text);
+  for (std::string part; std::getline(in, part);) {
+    if (part.empty()) continue;
+    if (!line.empty()) line += "; ";
+    line += part;
+  }
+  return line;
+}
+
+// Runs one CLI command in process; its stdout becomes the step's line.
+template <typename F>
+std::string run_step(F&& command) {
+  std::ostringstream out;
+  const int code = command(out);
+  if (code != kExitOk) throw StepFailed{code};
+  return one_line_of(out.str());
+}
+
+fs::path default_catalog() {
+  std::error_code ec;
+  if (fs::is_directory("examples/catalog", ec)) return fs::absolute("examples/catalog");
+  return fs::path(CTX_SOURCE_DIR) / "examples" / "catalog";
+}
+
+// Makes <state>/demo/decision-key.pem once (0600 in a 0700 directory).
+bool ensure_demo_key(const fs::path& file) {
+  std::error_code ec;
+  if (fs::exists(file, ec)) return false;
+  runtime::ensure_private_dir(file.parent_path(), "demo key directory");
+  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (key == nullptr || bio == nullptr ||
+      PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    EVP_PKEY_free(key);
+    BIO_free(bio);
+    throw SystemError("openssl could not make the demo Ed25519 key");
+  }
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  const std::string pem(data, static_cast<std::size_t>(size));
+  BIO_free(bio);
+  EVP_PKEY_free(key);
+  runtime::write_private_file(file, pem, "demo key");
+  return true;
+}
+
+// True when <state>'s registry already trusts `key` for the demo audience.
+bool already_trusted(const fs::path& state, const UserDecisionKey& key) {
+  const plugins::PluginRegistry none;
+  const runtime::TrustedVerifierRegistry registry(state, none);
+  for (const runtime::VerifierRegistration& registration : registry.registrations()) {
+    if (registration.key.audience == kDemoAudience &&
+        key.matches(registration.plugin_id, registration.config)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A UserPromptSubmit payload exactly as Claude Code writes it on the hook's stdin.
+std::string claude_code_prompt(const fs::path& project) {
+  return core::Json{{"session_id", "9f2c4e1a-demo-4b7e-8c21-5d3f6a0b9e71"},
+                    {"transcript_path", (project / ".claude" / "transcript.jsonl").string()},
+                    {"cwd", project.string()},
+                    {"permission_mode", "default"},
+                    {"hook_event_name", "UserPromptSubmit"},
+                    {"prompt", "Please add a PDF export of the monthly report to this project"}}
+      .dump();
+}
+
+}  // namespace
+
+std::string demo_usage() {
+  return "  ctx demo [--state DIR] [--catalog DIR]\n"
+         "      the main job, one line per step: init, import the example catalog, a demo\n"
+         "      decision key trusted for consent, a Claude Code prompt through ctx hook\n";
+}
+
+int run_demo_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                     const Environment& env) {
+  return run_guarded(err, kExitUsage, [&]() -> int {
+    const CommandLine line = parse_command_line(args, 1, "ctx demo", {"--catalog"}, false);
+    if (!line.positional.empty()) throw CommandUsage("ctx demo takes no positional arguments");
+    const fs::path state = command_state_dir(line, env);
+    const auto catalog = line.values.find("--catalog");
+    const fs::path catalog_dir =
+        catalog == line.values.end() ? default_catalog() : fs::absolute(catalog->second);
+    const std::string state_arg = state.string();
+    const fs::path project = state / "demo-project";
+    try {
+      out << "ctx demo: state directory " << state_arg << "\n";
+      out << "1 init: " << run_step([&](std::ostream& o) {
+        return run_init_command({"init", "--state", state_arg}, o, err, env);
+      }) << "\n";
+      out << "2 catalog: " << run_step([&](std::ostream& o) {
+        return run_catalog_command(
+            {"catalog", "import", catalog_dir.string(), "--state", state_arg}, o, err, env);
+      }) << "\n";
+
+      const fs::path key_file = state / "demo" / "decision-key.pem";
+      const bool made = ensure_demo_key(key_file);
+      const UserDecisionKey key = UserDecisionKey::load(key_file);
+      out << "3 key: " << (made ? "created" : "reused") << " the demo Ed25519 decision key "
+          << key_file.string() << " (principal " << key.default_principal_digest() << ")\n";
+
+      if (already_trusted(state, key)) {
+        out << "4 trust: the demo key is already trusted for audience " << kDemoAudience << "\n";
+      } else {
+        const fs::path config = state / "demo" / "verifier-config.json";
+        runtime::write_private_file(config, core::canonical_json(key.verifier_config()),
+                                    "demo verifier config");
+        out << "4 trust: " << run_step([&](std::ostream& o) {
+          return run_consent_command(
+              {"consent", "trust", "--audience", kDemoAudience, "--authenticator",
+               kDemoAuthenticator, "--principal", key.default_principal_digest(), "--verifier",
+               std::string(key.verifier_id()), "--config", config.string(), "--state", state_arg},
+              o, err, env);
+        }) << "\n";
+      }
+
+      runtime::ensure_private_dir(project, "demo project");
+      std::istringstream payload(claude_code_prompt(project));
+      const std::string reply = run_step([&](std::ostream& o) {
+        return run_hook_command({"hook", "claude-code", "--state", state_arg}, payload, o, err,
+                                env);
+      });
+      out << "5 hook: fed a Claude Code UserPromptSubmit payload (cwd " << project.string()
+          << ") through ctx hook claude-code; the host's reply: "
+          << (reply.empty() ? "(nothing to say)" : reply) << "\n";
+    } catch (const StepFailed& failed) {
+      return failed.code;
+    }
+    return kExitOk;
+  });
+}
+
+}  // namespace ctx::cli

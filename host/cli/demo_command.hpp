@@ -1,0 +1,34 @@
+// `ctx demo [--state DIR] [--catalog DIR]`: the main job on one state directory, one output line
+// per step saying what it did, each step the real command (nothing is simulated):
+//   1. ctx init (state dir, installation key, bundled plugins pinned)
+//   2. ctx catalog import DIR (default: examples/catalog of this checkout)
+//   3. a demo Ed25519 decision key, <state>/demo/decision-key.pem (0600), made once
+//   4. ctx consent trust of that key (verifier ed25519) for the local audience
+//   5. a real Claude Code UserPromptSubmit payload through ctx hook claude-code (through a
+//      running ctx serve of the state dir when there is one) and the host's reply
+// A second run on the same state dir succeeds too (every step is idempotent). The demo key sits
+// in the state dir only because it is a demo: a real decision key must live where the coding
+// agent cannot use it (README). Exit codes: 0 done, 1 a step failed (its error on stderr), 2 usage.
+#ifndef CTX_HOST_CLI_DEMO_COMMAND_HPP_
+#define CTX_HOST_CLI_DEMO_COMMAND_HPP_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "host/cli/cli.hpp"
+
+namespace ctx::cli {
+
+inline constexpr const char* kDemoAudience = "ctx-local";
+inline constexpr const char* kDemoAuthenticator = "demo-key";
+
+// args[0] is "demo". Never throws.
+int run_demo_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                     const Environment& env);
+
+std::string demo_usage();
+
+}  // namespace ctx::cli
+
+#endif  // CTX_HOST_CLI_DEMO_COMMAND_HPP_

@@ -1,0 +1,88 @@
+// The JSON-RPC methods over the state dir's managed query service, mirroring the CLI: each
+// method's result is exactly what the command prints with --json.
+//
+//   hook           {"adapter", "payload"} -> {"reply": TEXT | null}      (hook_protocol.hpp)
+//   query.prepare  {"work": CURRENT-WORK}  -> managed_result_json        (ctx query prepare)
+//   query.reopen   {"query_ref"}           -> managed_result_json        (ctx query reopen)
+//   desired.set    {"query_ref", "capability_ids": [...], "choice"?}
+//                                          -> desired_result_json        (ctx desired set)
+// The service is opened on first use and shared by every method and worker (it is thread-safe);
+// a state dir that is not ready yet (no init, no catalog) fails that request only.
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host/core/json_reader.hpp"
+#include "host/runtime/catalog/catalog_ports.hpp"
+#include "host/runtime/catalog/state_service.hpp"
+#include "host/runtime/hooks/hook_protocol.hpp"
+#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/server/server.hpp"
+
+namespace ctx::server {
+namespace {
+
+namespace fs = std::filesystem;
+namespace hooks = runtime::hooks;
+
+core::JsonObjectReader params_of(const core::Json& params, const std::string& method) {
+  return core::JsonObjectReader(params, method + " params", &core::raise_as<InvalidParams>);
+}
+
+// Bad request bytes are the caller's error (-32602); anything else keeps its type.
+template <typename F>
+core::Json invalid_params_on_bad_input(F&& body) {
+  try {
+    return body();
+  } catch (const hooks::HookPayloadError& e) {
+    throw InvalidParams(e.what());
+  } catch (const core::JsonFieldError& e) {
+    throw InvalidParams(e.what());
+  }
+}
+
+}  // namespace
+
+void register_service_methods(MethodTable& table, const fs::path& state_dir) {
+  auto runner = std::make_shared<hooks::HookRunner>(state_dir);
+
+  table.add(std::string(hooks::kHookMethod), [runner](const core::Json& params) {
+    return invalid_params_on_bad_input([&] {
+      return hooks::hook_response_to_json(runner->run(hooks::hook_request_from_json(params)));
+    });
+  });
+
+  table.add("query.prepare", [runner](const core::Json& params) {
+    const core::Json& work =
+        params_of(params, "query.prepare").exact({"work"}).object_value("work");
+    std::optional<runtime::CurrentWork> current;
+    try {
+      current = runtime::current_work_from_json(work.dump());
+    } catch (const InvalidArgument& e) {
+      throw InvalidParams(e.what());
+    }
+    return runtime::managed_result_json(runner->state().prepare(std::move(*current)));
+  });
+
+  table.add("query.reopen", [runner](const core::Json& params) {
+    const auto reader = params_of(params, "query.reopen");
+    reader.exact({"query_ref"});
+    return runtime::managed_result_json(runner->state().reopen(reader.string("query_ref")));
+  });
+
+  table.add("desired.set", [runner](const core::Json& params) {
+    const auto reader = params_of(params, "desired.set");
+    reader.expect({"query_ref", "capability_ids"}, {"choice"});
+    std::vector<std::string> ids;
+    for (const core::Json& id : reader.array("capability_ids")) {
+      if (!id.is_string()) throw InvalidParams("desired.set capability_ids must be strings");
+      ids.push_back(id.get<std::string>());
+    }
+    return runtime::desired_result_json(runner->state().set_desired(
+        reader.string("query_ref"), std::move(ids), reader.optional_string("choice")));
+  });
+}
+
+}  // namespace ctx::server
