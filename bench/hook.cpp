@@ -3,9 +3,10 @@
 // log to /dev/null) on a state dir with the example catalog, at 1 and 8 concurrent clients,
 // against a raw Unix-socket echo server (one blocking thread per connection) returning the same
 // request bytes, in the same run. Prints p50/p99 per case, `ratio server/echo p50 1 client: X`,
-// `ratio server/echo p50 8 clients: X` (target <= 10), the p99 ratios, and the idle `ctx serve`
-// VmRSS after start and after the service is open, as `ratio idle ctx serve RSS/20 MB: X`
-// (target <= 1).
+// `ratio server/echo p50 8 clients: X` (target <= 10), the p99 ratios, the same for `plugin.list`
+// (the server's own cost without the service: `ratio server/echo plugin.list p50 ...`), and the
+// idle `ctx serve` VmRSS after start and after the service is open, as `ratio idle ctx serve
+// RSS/20 MB: X` (target <= 1).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -51,6 +52,9 @@ std::string hook_request() {
 }
 
 const std::string kRequest = hook_request();
+// The server's own cost without the service: the cheapest method (a cached lock read).
+const std::string kListRequest = R"({"jsonrpc":"2.0","id":1,"method":"plugin.list"})"
+                                 "\n";
 
 fs::path g_server_socket;
 fs::path g_echo_socket;
@@ -107,7 +111,8 @@ void run_echo_server(int listener) {
   }
 }
 
-void round_trip(benchmark::State& state, const fs::path* socket, const char* name) {
+void round_trip(benchmark::State& state, const fs::path* socket, const char* name,
+                const std::string& request) {
   const std::string key = std::string(name) + "/" + std::to_string(state.threads());
   if (state.thread_index() == 0) {
     const std::lock_guard lock(g_mutex);
@@ -118,7 +123,7 @@ void round_trip(benchmark::State& state, const fs::path* socket, const char* nam
   std::vector<double> mine;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    if (!write_all(fd, kRequest.data(), kRequest.size()) || !read_reply(fd, reply)) {
+    if (!write_all(fd, request.data(), request.size()) || !read_reply(fd, reply)) {
       state.SkipWithError("connection lost");
       break;
     }
@@ -132,10 +137,20 @@ void round_trip(benchmark::State& state, const fs::path* socket, const char* nam
   all.insert(all.end(), mine.begin(), mine.end());
 }
 
-void BM_ServerRoundTrip(benchmark::State& state) { round_trip(state, &g_server_socket, "server"); }
-void BM_EchoRoundTrip(benchmark::State& state) { round_trip(state, &g_echo_socket, "echo"); }
-BENCHMARK(BM_ServerRoundTrip)->Threads(1)->Threads(8)->UseRealTime();
-BENCHMARK(BM_EchoRoundTrip)->Threads(1)->Threads(8)->UseRealTime();
+void BM_ServerHook(benchmark::State& state) {
+  round_trip(state, &g_server_socket, "server", kRequest);
+}
+void BM_EchoHook(benchmark::State& state) { round_trip(state, &g_echo_socket, "echo", kRequest); }
+void BM_ServerPluginList(benchmark::State& state) {
+  round_trip(state, &g_server_socket, "server-list", kListRequest);
+}
+void BM_EchoPluginList(benchmark::State& state) {
+  round_trip(state, &g_echo_socket, "echo-list", kListRequest);
+}
+BENCHMARK(BM_ServerHook)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_EchoHook)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_ServerPluginList)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_EchoPluginList)->Threads(1)->Threads(8)->UseRealTime();
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -217,20 +232,24 @@ int main(int argc, char** argv) {
   int status = 0;
   ::waitpid(server, &status, 0);
 
-  for (const char* name : {"server", "echo"}) {
+  for (const char* name : {"server", "echo", "server-list", "echo-list"}) {
     for (int threads : {1, 8}) {
       const auto& samples = g_samples[std::string(name) + "/" + std::to_string(threads)];
       std::printf("%s %d client(s): p50 %.1f us, p99 %.1f us (%zu round trips)\n", name, threads,
                   percentile(samples, 0.50), percentile(samples, 0.99), samples.size());
     }
   }
-  for (int threads : {1, 8}) {
-    const auto& s = g_samples["server/" + std::to_string(threads)];
-    const auto& e = g_samples["echo/" + std::to_string(threads)];
-    const char* label = threads == 1 ? "1 client" : "8 clients";
-    std::printf("ratio server/echo p50 %s: %.2f\n", label, percentile(s, 0.5) / percentile(e, 0.5));
-    std::printf("ratio server/echo p99 %s: %.2f\n", label,
-                percentile(s, 0.99) / percentile(e, 0.99));
+  for (const char* what : {"", "plugin.list "}) {
+    const std::string suffix = *what == '\0' ? "" : "-list";
+    for (int threads : {1, 8}) {
+      const auto& s = g_samples["server" + suffix + "/" + std::to_string(threads)];
+      const auto& e = g_samples["echo" + suffix + "/" + std::to_string(threads)];
+      const char* label = threads == 1 ? "1 client" : "8 clients";
+      std::printf("ratio server/echo %sp50 %s: %.2f\n", what, label,
+                  percentile(s, 0.5) / percentile(e, 0.5));
+      std::printf("ratio server/echo %sp99 %s: %.2f\n", what, label,
+                  percentile(s, 0.99) / percentile(e, 0.99));
+    }
   }
   std::printf(
       "idle ctx serve VmRSS: %ld kB after start, %ld kB with the service open, %ld kB after the "

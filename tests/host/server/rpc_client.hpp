@@ -6,16 +6,21 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 namespace ctx::server::testing {
 
@@ -112,6 +117,33 @@ inline bool wait_for_file(const std::filesystem::path& path) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
+}
+
+// Runs the ctx binary with `args` (stdin from `stdin_text`, stderr discarded); returns its exit
+// status and stdout.
+inline std::pair<int, std::string> run_ctx(const std::string& args,
+                                           const std::string& stdin_text = "") {
+  char pattern[] = "/tmp/ctx-run-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) return {-1, ""};
+  const std::filesystem::path io(pattern);
+  std::ofstream(io / "in") << stdin_text;
+  const std::string command = std::string(CTX_BINARY) + " " + args + " <" + (io / "in").string() +
+                              " >" + (io / "out").string() + " 2>/dev/null";
+  const int status = std::system(command.c_str());
+  std::ifstream reader(io / "out");
+  std::stringstream text;
+  text << reader.rdbuf();
+  std::error_code ignored;
+  std::filesystem::remove_all(io, ignored);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+}
+
+// `ctx init` (bundled plugins pinned) and the example catalog imported into `state`.
+inline bool prepare_state_dir(const std::filesystem::path& state) {
+  return run_ctx("init --state " + state.string()).first == 0 &&
+         run_ctx("catalog import " + std::string(CTX_SOURCE_DIR) + "/examples/catalog --state " +
+                 state.string())
+                 .first == 0;
 }
 
 }  // namespace ctx::server::testing

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <barrier>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -62,11 +63,15 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-TEST(ServeProcess, SigtermUnderLoadAnswersInFlightRequestsExitsZeroAndRemovesTheSocket) {
-  TempStateDir dir;
-  const auto socket = dir.path() / kSocketFile;
-  const auto err_file = dir.path() / "serve.err";
-  const pid_t pid = spawn_serve(dir.path(), err_file);
+// SIGTERM while 8 clients keep sending `request(client, i)`: every request written in full before
+// the signal is answered, the exit status is 0, the socket is gone, and there is one JSON log
+// line (method, status; never params) per answered request.
+void expect_sigterm_drains(const std::filesystem::path& state,
+                           const std::function<Json(int client, int i)>& request,
+                           int replies_before_signal) {
+  const auto socket = state / kSocketFile;
+  const auto err_file = state / "serve.err";
+  const pid_t pid = spawn_serve(state, err_file);
   ASSERT_GT(pid, 0);
   ASSERT_TRUE(testing::wait_for_file(socket)) << read_file(err_file);
   struct stat st {};
@@ -89,9 +94,10 @@ TEST(ServeProcess, SigtermUnderLoadAnswersInFlightRequestsExitsZeroAndRemovesThe
       }
       for (int i = 0;; ++i) {
         const Json id = c * 1000000 + i;
-        const std::string line =
-            Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "plugin.list"}}.dump() + "\n";
-        if (!client.send_all(line)) return;
+        Json message = request(c, i);
+        message["jsonrpc"] = "2.0";
+        message["id"] = id;
+        if (!client.send_all(message.dump() + "\n")) return;
         // Written in full before kill() was called: the server must answer it.
         const bool before = !signalled.load();
         const auto reply = client.read_line();
@@ -110,7 +116,9 @@ TEST(ServeProcess, SigtermUnderLoadAnswersInFlightRequestsExitsZeroAndRemovesThe
     });
   }
   sync.arrive_and_wait();
-  while (replies.load() < kClients * 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (replies.load() < replies_before_signal) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   signalled = true;
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   for (auto& t : clients) t.join();
@@ -119,21 +127,51 @@ TEST(ServeProcess, SigtermUnderLoadAnswersInFlightRequestsExitsZeroAndRemovesThe
   EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(err_file);
   EXPECT_EQ(lost_before.load(), 0);
   EXPECT_EQ(bad.load(), 0);
-  EXPECT_GE(answered_before.load(), kClients * 50);
+  EXPECT_GE(answered_before.load(), replies_before_signal);
   EXPECT_FALSE(std::filesystem::exists(socket));
   RpcClient late;
   EXPECT_FALSE(late.connect(socket));
-  // One JSON log line per answered request, none with params.
   std::istringstream log(read_file(err_file));
   std::string line;
   int lines = 0;
   while (std::getline(log, line)) {
     const Json entry = Json::parse(line, nullptr, false);
     ASSERT_FALSE(entry.is_discarded()) << line;
-    EXPECT_EQ(entry["method"], "plugin.list");
+    EXPECT_FALSE(entry.contains("params")) << line;
+    EXPECT_EQ(entry["status"], "ok") << line;
     ++lines;
   }
   EXPECT_EQ(lines, replies.load());
+}
+
+TEST(ServeProcess, SigtermUnderLoadAnswersInFlightRequestsExitsZeroAndRemovesTheSocket) {
+  TempStateDir dir;
+  expect_sigterm_drains(
+      dir.path(),
+      [](int, int) {
+        return Json{{"method", "plugin.list"}};
+      },
+      8 * 50);
+}
+
+// The same with hooks and queries in flight on a state dir with the example catalog (each takes
+// milliseconds, so the signal lands while handlers run); the journal verifies afterwards.
+TEST(ServeProcess, SigtermWhileHooksAndQueriesRunDrainsThemAndTheJournalVerifies) {
+  TempStateDir dir;
+  ASSERT_TRUE(testing::prepare_state_dir(dir.path()));
+  expect_sigterm_drains(
+      dir.path(),
+      [](int c, int i) {
+        if (i % 2 == 1) return Json{{"method", "plugin.list"}};
+        const Json payload = {{"session_id", "drain-" + std::to_string(c)},
+                              {"cwd", "/home/u/project"},
+                              {"hook_event_name", "UserPromptSubmit"},
+                              {"prompt", i % 4 == 0 ? "export a PDF" : "write sql migrations"}};
+        return Json{{"method", "hook"},
+                    {"params", {{"adapter", "claude-code"}, {"payload", payload.dump()}}}};
+      },
+      8 * 4);
+  EXPECT_EQ(testing::run_ctx("journal verify --state " + dir.path().string()).first, 0);
 }
 
 TEST(ServeProcess, SecondServeOnTheSameStateDirRefusesNamingItAndLeavesTheFirstServing) {

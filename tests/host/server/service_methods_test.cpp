@@ -5,9 +5,14 @@
 // and `ctx journal verify` passes afterwards.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -26,34 +31,13 @@ namespace fs = std::filesystem;
 using Json = core::Json;
 using testing::RpcClient;
 
-// Runs the ctx binary; returns its exit status and stdout.
-std::pair<int, std::string> ctx_run(const std::string& args, const std::string& stdin_text = "") {
-  ctx::testing::TempDir io;
-  const fs::path in = io / "in";
-  const fs::path out = io / "out";
-  std::ofstream(in) << stdin_text;
-  const std::string command = std::string(CTX_BINARY) + " " + args + " <" + in.string() + " >" +
-                              out.string() + " 2>/dev/null";
-  const int status = std::system(command.c_str());
-  std::ifstream reader(out);
-  std::stringstream text;
-  text << reader.rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
-}
-
 std::string trim_newline(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
 
 // A state dir with the bundled plugins pinned and the example catalog imported.
-void prepare_state(const fs::path& state) {
-  ASSERT_EQ(ctx_run("init --state " + state.string()).first, 0);
-  ASSERT_EQ(ctx_run("catalog import " + std::string(CTX_SOURCE_DIR) + "/examples/catalog --state " +
-                    state.string())
-                .first,
-            0);
-}
+void prepare_state(const fs::path& state) { ASSERT_TRUE(testing::prepare_state_dir(state)); }
 
 Json claude_prompt(const std::string& session, const std::string& prompt) {
   return {{"session_id", session},
@@ -133,17 +117,17 @@ TEST_F(ServiceMethodsTest, EachMethodMirrorsItsCliCommandsJsonOutput) {
   // The CLI first, in process (no server yet); then the same requests through the server.
   const Json prompt = claude_prompt("mirror-1", "please add a PDF export of the quarterly report");
   const auto [hook_status, hook_out] =
-      ctx_run("hook claude-code --state " + state_.string(), prompt.dump());
+      testing::run_ctx("hook claude-code --state " + state_.string(), prompt.dump());
   ASSERT_EQ(hook_status, 0);
   const fs::path work_file = dir_ / "work.json";
   std::ofstream(work_file) << work_for(0).dump();
-  const auto [prepare_status, prepare_out] =
-      ctx_run("query prepare --work " + work_file.string() + " --json --state " + state_.string());
+  const auto [prepare_status, prepare_out] = testing::run_ctx(
+      "query prepare --work " + work_file.string() + " --json --state " + state_.string());
   ASSERT_EQ(prepare_status, 0);
   const Json prepared = Json::parse(prepare_out);
   const std::string query_ref = prepared.at("query_ref");
   const auto [reopen_status, reopen_out] =
-      ctx_run("query reopen " + query_ref + " --json --state " + state_.string());
+      testing::run_ctx("query reopen " + query_ref + " --json --state " + state_.string());
   ASSERT_EQ(reopen_status, 0);
 
   start();
@@ -168,8 +152,8 @@ TEST_F(ServiceMethodsTest, EachMethodMirrorsItsCliCommandsJsonOutput) {
       call(client, 4, "desired.set", {{"query_ref", query_ref}, {"capability_ids", {ids[0]}}});
   ASSERT_TRUE(desired.contains("result")) << desired.dump();
   stop();
-  const auto [desired_status, desired_out] =
-      ctx_run("desired set " + query_ref + " " + ids[0] + " --json --state " + state_.string());
+  const auto [desired_status, desired_out] = testing::run_ctx(
+      "desired set " + query_ref + " " + ids[0] + " --json --state " + state_.string());
   ASSERT_EQ(desired_status, 0);
   EXPECT_EQ(desired["result"], Json::parse(desired_out));
 
@@ -178,6 +162,42 @@ TEST_F(ServiceMethodsTest, EachMethodMirrorsItsCliCommandsJsonOutput) {
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 4);
   EXPECT_EQ(log.find("quarterly"), std::string::npos);
   EXPECT_EQ(log.find("PDF"), std::string::npos);
+}
+
+// `ctx hook` goes through the running server of its state dir (the server logs the request) and
+// prints what the in-process path prints; with nobody listening on a leftover socket file it
+// runs in process again.
+TEST_F(ServiceMethodsTest, CtxHookTalksToTheRunningServerOfItsStateDirElseRunsInProcess) {
+  const Json prompt = claude_prompt("client-1", "export the report to PDF please");
+  const std::string hook = "hook claude-code --state " + state_.string();
+  const auto [in_process_status, in_process] = testing::run_ctx(hook, prompt.dump());
+  ASSERT_EQ(in_process_status, 0);
+  ASSERT_FALSE(in_process.empty());
+
+  start();
+  const auto [served_status, served] = testing::run_ctx(hook, prompt.dump());
+  EXPECT_EQ(served_status, 0);
+  EXPECT_EQ(served, in_process);
+  // A malformed payload is the server's -32602: one stderr line, exit 1, never 2.
+  EXPECT_EQ(testing::run_ctx(hook, "{\"hook_event_name\":").first, 1);
+  stop();
+  const std::string log = log_.str();
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  EXPECT_NE(log.find("\"method\":\"hook\""), std::string::npos) << log;
+
+  // A socket file nobody listens on (a crashed server): in process, same reply.
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, (state_ / kSocketFile).c_str(), sizeof(address.sun_path) - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    ::close(fd);
+  }
+  ASSERT_TRUE(fs::exists(state_ / kSocketFile));
+  const auto [fallback_status, fallback] = testing::run_ctx(hook, prompt.dump());
+  EXPECT_EQ(fallback_status, 0);
+  EXPECT_EQ(fallback, in_process);
 }
 
 TEST_F(ServiceMethodsTest, BadParamsAreInvalidParamsThatNeverQuoteThePayload) {
@@ -227,14 +247,15 @@ TEST_F(ServiceMethodsTest, EightConcurrentClientsLoseAndDuplicateNoEffectAndTheJ
   const fs::path baseline = dir_ / "b";
   prepare_state(baseline);
   for (int c = 0; c < kClients; ++c) {
-    ASSERT_EQ(ctx_run("hook claude-code --state " + baseline.string(), prompt_of(c).dump()).first,
+    ASSERT_EQ(testing::run_ctx("hook claude-code --state " + baseline.string(), prompt_of(c).dump())
+                  .first,
               0);
     const fs::path work_file = dir_ / ("w" + std::to_string(c));
     std::ofstream(work_file) << work_for(c).dump();
-    ASSERT_EQ(
-        ctx_run("query prepare --work " + work_file.string() + " --state " + baseline.string())
-            .first,
-        0);
+    ASSERT_EQ(testing::run_ctx("query prepare --work " + work_file.string() + " --state " +
+                               baseline.string())
+                  .first,
+              0);
   }
   const std::int64_t journal_rows =
       count_rows(baseline / "service/journal.sqlite3", "engine_journal");
@@ -301,7 +322,7 @@ TEST_F(ServiceMethodsTest, EightConcurrentClientsLoseAndDuplicateNoEffectAndTheJ
 
   EXPECT_EQ(count_rows(state_ / "service/journal.sqlite3", "engine_journal"), journal_rows);
   EXPECT_EQ(count_rows(state_ / "service/queries.sqlite3", "managed_queries"), query_rows);
-  EXPECT_EQ(ctx_run("journal verify --state " + state_.string()).first, 0);
+  EXPECT_EQ(testing::run_ctx("journal verify --state " + state_.string()).first, 0);
   const std::string log = log_.str();
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), kClients * kRequests);
   EXPECT_EQ(log.find("\"status\":\"error\""), std::string::npos);
