@@ -456,8 +456,9 @@ ActionClaim Engine::authorize_install(const HostAction& action, const PlanCapabi
       snap.state->install_policy_snapshot_digest() != expected_policy_digest) {
     throw CtxEngineError(kRefusal);
   }
-  if (binding.driver_id() != descriptor.installer_id() ||
-      payload.at("installer_digest") != binding.driver_digest()) {
+  // The binding names the driver by its plugin identity digest (captured by the runtime when
+  // the decision was committed); the payload's installer_digest names the typed-plan executor.
+  if (binding.driver_id() != descriptor.installer_id()) {
     throw InvalidArgument("execution binding does not name the install descriptor's driver");
   }
   const std::string action_json = action.to_json_text();

@@ -10,13 +10,7 @@
 #include "host/runtime/file_lock.hpp"
 
 namespace ctx::runtime::detail {
-namespace {
 
-constexpr int kSettlementAttempts = 3;
-constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
-
-// `<journal dir>/install-execution-locks/<sha(canon-U{action_id, schema, stream_key})>`: one
-// lock per action, shared by every composition and process on the same journal.
 std::filesystem::path execution_lock_path(const std::filesystem::path& journal_path,
                                           const engine::HostAction& action) {
   const core::Json key = {{"action_id", action.action_id()},
@@ -24,6 +18,11 @@ std::filesystem::path execution_lock_path(const std::filesystem::path& journal_p
                           {"stream_key", action.scope().stream_id().stream_key()}};
   return journal_path.parent_path() / "install-execution-locks" / core::canonical_digest(key);
 }
+
+namespace {
+
+constexpr int kSettlementAttempts = 3;
+constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
 
 engine::MaterialIdentity authorized_material(const engine::HostAction& action) {
   if (action.kind() != "ActivateCapability" || !action.payload().is_object() ||

@@ -62,6 +62,12 @@ struct ActivationActuators {
   const std::filesystem::path& journal_path;
 };
 
+// `<journal dir>/install-execution-locks/<sha(canon-U{action_id, schema, stream_key})>`: one
+// execution lock per action (install or activation), shared by every composition and process
+// on the same journal.
+std::filesystem::path execution_lock_path(const std::filesystem::path& journal_path,
+                                          const engine::HostAction& action);
+
 // The body of EngineComposition::execute_activation (the caller holds the composition's lock).
 ActivationExecutionReport execute_activation(const ActivationActuators& actuators,
                                              const engine::HostAction& action,

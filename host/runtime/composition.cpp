@@ -72,6 +72,11 @@ void EngineComposition::close() {
 engine::Transition EngineComposition::process(const engine::EngineEvent& event) {
   std::lock_guard lock(mutex_);
   assert_usable();
+  // A policy the engine held for a preapproved grant stays held only for this one transition.
+  struct ReleaseHeldPolicy {
+    detail::CompositionParts& parts;
+    ~ReleaseHeldPolicy() { parts.release_held_policy(); }
+  } release{*parts_};
   return parts_->engine->process(event);
 }
 
@@ -264,6 +269,66 @@ ActivationExecutionReport EngineComposition::execute_activation(
                                               parts_->journal_path};
   return detail::execute_activation(actuators, action, binding, expected_host_descriptor_digest,
                                     verification_digest);
+}
+
+engine::InstallExecutionBinding EngineComposition::resolve_install_execution_binding(
+    const engine::HostAction& action, const engine::PlanCapabilityV3& selection) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  if (!selection.is_install() || !selection.install_descriptor() ||
+      !selection.install_result_material()) {
+    throw InstallExecutionError("install binding requires a selection with install authority");
+  }
+  if (!parts_->install_actuator) {
+    throw InstallExecutionError("composition has no physical installation actuator");
+  }
+  const auto& payload = action.payload();
+  if (action.action_kind() != engine::ActionKind::kInstallCapability || !payload.is_object() ||
+      action.entity_id() != std::optional<std::string>(selection.capability_id()) ||
+      action.source_digest() != std::optional<std::string>(selection.source_digest()) ||
+      action.catalog_snapshot_id() != std::optional<std::string>(catalog_snapshot_digest_) ||
+      payload.value("catalog_identity", core::Json()) != selection.catalog_identity().to_json() ||
+      payload.value("install_plan_descriptor", core::Json()) !=
+          selection.install_descriptor()->to_json() ||
+      payload.value("result_material", core::Json()) !=
+          selection.install_result_material()->to_json()) {
+    throw InstallExecutionError("install action does not match its selection");
+  }
+  return resolve_install_binding(parts_->install_actuator.get(), selection);
+}
+
+InstallExecutionReport EngineComposition::execute_install(
+    const engine::HostAction& action, const engine::PlanCapabilityV3& selection,
+    const engine::InstallExecutionBinding& captured_binding,
+    std::string_view expected_policy_digest) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  if (!parts_->install_actuator) {
+    throw InstallExecutionError("composition has no physical installation actuator");
+  }
+  const detail::InstallActuators actuators{*parts_->engine, parts_->install_actuator.get(),
+                                           parts_->journal_path, catalog_snapshot_digest_};
+  return detail::execute_install(actuators, action, selection, captured_binding,
+                                 expected_policy_digest);
+}
+
+engine::InstallExecutionStatus EngineComposition::install_execution_status(
+    const engine::HostAction& action) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  return parts_->engine->install_execution_status(action);
+}
+
+std::optional<engine::JournalRecord> EngineComposition::journal_record(
+    const engine::ScopeRef& scope, engine::Revision revision) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  if (revision < 1) return std::nullopt;
+  for (auto& record : parts_->journal_port().read(scope.stream_id(), revision - 1)) {
+    if (record.revision == revision) return std::move(record);
+    if (record.revision > revision) break;
+  }
+  return std::nullopt;
 }
 
 PreparedManagedQuery prepare_managed_query(EngineComposition& composition,

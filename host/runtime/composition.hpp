@@ -26,6 +26,7 @@
 #include "host/engine/ports/installer_port.hpp"
 #include "host/runtime/activation_execution.hpp"
 #include "host/runtime/engine_snapshot.hpp"
+#include "host/runtime/install_execution.hpp"
 #include "host/runtime/managed_query.hpp"
 #include "host/runtime/planning_ports.hpp"
 
@@ -54,6 +55,14 @@ struct EngineCompositionOptions {
   // The activation actuator execute_activation calls: in production the installer plugin
   // (activation_port_from_registry), in tests a double. May be null: no activation authority.
   std::shared_ptr<engine::ActivationPort> activation_port;
+  // The physical installation actuator execute_install and resolve_install_execution_binding
+  // use: installer drivers resolved through the plugin registry in production
+  // (installer_resolver_from_registry), doubles in tests. Null: no install authority
+  // ("no physical installation actuator").
+  std::shared_ptr<const InstallActuator> install_actuator;
+  // Root of the install policy store (consent/install_policy_store.hpp) the engine's preapproved
+  // grant guard holds around an automatic grant's commit. Absent: preapproved grants are refused.
+  std::optional<std::filesystem::path> policy_store_root;
   std::string planner_version = std::string(kDefaultRuntimePlannerVersion);
   // Host-authenticated one-shot guard for interactive install decisions; may be empty. It must be
   // idempotent for a committed reservation: an identical retry of a committed decision enters
@@ -119,6 +128,33 @@ class EngineComposition final {
                                                const engine::InstallExecutionBinding& binding,
                                                std::string_view expected_host_descriptor_digest,
                                                std::string_view verification_digest);
+
+  // The binding the current installer driver of `selection` would execute `action` under
+  // (driver id, plugin identity digest, host identity, install root digest), without installing
+  // anything. `action` must be the exact v3 InstallCapability of `selection` (same entity,
+  // descriptor and result material). Errors: InstallExecutionError ("no physical installation
+  // actuator", "root changed", "does not match its selection").
+  engine::InstallExecutionBinding resolve_install_execution_binding(
+      const engine::HostAction& action, const engine::PlanCapabilityV3& selection);
+
+  // Claims one exact pending InstallCapability under `captured_binding` (the binding committed
+  // with its decision), installs through the installer driver, records what it observed and
+  // settles it with a receipt (install_execution.hpp). Before claiming and before calling the
+  // driver the installer is re-resolved: another identity → "captured actuator", another root →
+  // "root changed", both before any claim or host mutation. Idempotent and crash-recovering: a
+  // claim without an outcome only reconciles. Errors: InstallExecutionError, the engine's claim
+  // errors (InstallActionClaimExpired, ...).
+  InstallExecutionReport execute_install(const engine::HostAction& action,
+                                         const engine::PlanCapabilityV3& selection,
+                                         const engine::InstallExecutionBinding& captured_binding,
+                                         std::string_view expected_policy_digest);
+
+  // Durable progress of one install action (claimed / outcome recorded / settled).
+  engine::InstallExecutionStatus install_execution_status(const engine::HostAction& action);
+
+  // The journal record of `scope`'s stream at `revision`, if one exists.
+  std::optional<engine::JournalRecord> journal_record(const engine::ScopeRef& scope,
+                                                      engine::Revision revision);
 
   // Releases the pinned graph snapshot; idempotent.
   void close();

@@ -27,9 +27,25 @@ inline constexpr std::string_view kAfterActivationReceipt = "runtime.activation.
 inline constexpr std::string_view kBeforeDecisionSettlement =
     "runtime.decision.before-guard-settlement";
 
+// A preapproved (automatic) install grant is committed; nothing is claimed yet.
+inline constexpr std::string_view kAfterInstallDecision = "runtime.install.after-decision";
+// The install claim is durable (claimed by this call or found claimed); the driver not called.
+inline constexpr std::string_view kAfterInstallClaim = "runtime.install.after-claim";
+// The driver's observation (applied or failed) is the durable outcome; no receipt yet.
+inline constexpr std::string_view kAfterInstallOutcome = "runtime.install.after-outcome";
+// The install receipt and its claim settlement are committed; the report is not returned.
+inline constexpr std::string_view kAfterInstallReceipt = "runtime.install.after-receipt";
+// The service observed the settled install; its desired result is not returned.
+inline constexpr std::string_view kAfterInstallSettlement = "runtime.install.after-settlement";
+
+// The activation and decision-settlement points (armed by tests/host/runtime).
 inline constexpr std::array<std::string_view, 4> kAll = {
     kAfterActivationClaim, kAfterActivationOutcome, kAfterActivationReceipt,
     kBeforeDecisionSettlement};
+// The install points (armed by tests/host/runtime/service/preapproved_install_seed_test.cpp).
+inline constexpr std::array<std::string_view, 5> kInstall = {
+    kAfterInstallDecision, kAfterInstallClaim, kAfterInstallOutcome, kAfterInstallReceipt,
+    kAfterInstallSettlement};
 }  // namespace crash_points
 
 // Thrown by an armed crash point in CrashMode::kThrow. Carries the point's name. Not derived

@@ -5,10 +5,13 @@
 #define CTX_HOST_RUNTIME_PLUGIN_PORTS_HPP_
 
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/engine/ports/installer_port.hpp"
 #include "host/plugins/plugin_registry.hpp"
+#include "host/runtime/install_execution.hpp"
 
 namespace ctx::runtime {
 
@@ -19,6 +22,25 @@ namespace ctx::runtime {
 std::shared_ptr<engine::ActivationPort> activation_port_from_registry(
     const plugins::PluginRegistry& registry, std::string_view installer_id,
     std::string_view config_json);
+
+// One installer driver an install descriptor may name: descriptors whose installer_id and kind
+// match are installed by the registry's installer plugin `plugin_id`, created with `config_json`.
+struct InstallerRegistration {
+  std::string installer_id;     // the descriptor's installer id, e.g. "ctx-skill-installer-v1"
+  std::string capability_kind;  // "skill" | "agent" | "mcp-server"
+  std::string plugin_id;        // the pinned installer plugin, e.g. "skill-installer"
+  std::string config_json;      // the plugin's configuration, e.g. {"root": ...}
+};
+
+// The InstallerResolver over the installer plugins of `registry`: resolve() looks the plugin up
+// again on every call (its identity digest is the one the registry holds now) and keeps one
+// plugin instance per (registration, plugin identity). Each registration's install root is
+// captured at construction; resolve() → InstallExecutionError ("root changed") when the plugin's
+// target identity differs from it. Errors: PluginNotPinned ("not pinned") for a registration
+// whose plugin is absent; ctx::Error from the plugin's create / target_identity.
+std::shared_ptr<InstallerResolver> installer_resolver_from_registry(
+    std::shared_ptr<const plugins::PluginRegistry> registry,
+    std::vector<InstallerRegistration> registrations);
 
 }  // namespace ctx::runtime
 

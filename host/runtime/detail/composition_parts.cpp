@@ -44,7 +44,43 @@ engine::InteractiveInstallDecisionGuard with_settlement_crash_point(
   };
 }
 
+engine::InstallConsentPolicy engine_policy(const InstallConsentPolicy& policy) {
+  return engine::InstallConsentPolicy::create(std::string(install_mode_name(policy.skill_mode)),
+                                              std::string(install_mode_name(policy.agent_mode)),
+                                              std::string(install_mode_name(policy.mcp_server_mode)));
+}
+
+// The engine's preapproved-grant guard over the install policy store: hold() locks the store and
+// answers the current policy when it is the expected digest; assert_current() re-reads it just
+// before the commit. The hold lasts until the transition ends (release_held_policy).
+engine::PreapprovedInstallPolicyGuard policy_guard(CompositionParts& parts) {
+  if (!parts.policy_store) return {};
+  return engine::PreapprovedInstallPolicyGuard{
+      [&parts](const std::string& digest) -> std::optional<engine::InstallConsentPolicy> {
+        std::lock_guard lock(parts.held_policy_mutex);
+        parts.held_policy.reset();
+        try {
+          parts.held_policy.emplace(parts.policy_store->hold(digest));
+        } catch (const InstallPolicyChanged&) {
+          return std::nullopt;
+        } catch (const InstallPolicyMissing&) {
+          return std::nullopt;
+        }
+        return engine_policy(parts.held_policy->policy());
+      },
+      [&parts] {
+        std::lock_guard lock(parts.held_policy_mutex);
+        if (!parts.held_policy) throw InstallPolicyChanged("install policy is not held");
+        parts.held_policy->assert_current();
+      }};
+}
+
 }  // namespace
+
+void CompositionParts::release_held_policy() noexcept {
+  std::lock_guard lock(held_policy_mutex);
+  held_policy.reset();
+}
 
 engine::JournalStore& CompositionParts::journal_port() const {
   if (injected_journal) return *injected_journal;
@@ -67,6 +103,8 @@ std::unique_ptr<CompositionParts> CompositionParts::open(EngineCompositionOption
   parts->material = std::move(options.material_port);
   parts->install = std::move(options.install_bundle_port);
   parts->activation = std::move(options.activation_port);
+  parts->install_actuator = std::move(options.install_actuator);
+  if (options.policy_store_root) parts->policy_store.emplace(*options.policy_store_root);
   parts->clock = std::move(options.trusted_clock);
   const core::Clock& clock = parts->clock ? *parts->clock : kSystemClock;
   // The pinned graph artifact and the audit store come first: a graph that fails its pin (or
@@ -89,16 +127,19 @@ std::unique_ptr<CompositionParts> CompositionParts::open(EngineCompositionOption
       parts->journal_port(), parts->claim_port(), clock,
       engine::EnginePorts{
           std::move(options.observation_normalizer), decision_planner(*parts->planner),
-          with_settlement_crash_point(std::move(options.interactive_install_decision_guard))});
+          with_settlement_crash_point(std::move(options.interactive_install_decision_guard)),
+          policy_guard(*parts)});
   return parts;
 }
 
 void CompositionParts::release() noexcept {
   engine.reset();
+  release_held_policy();
   journal.reset();
   injected_claims.reset();
   injected_journal.reset();
   activation.reset();
+  install_actuator.reset();
   planner.reset();
   audit.reset();
   graph.reset();

@@ -5,10 +5,13 @@
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "host/engine/engine.hpp"
 #include "host/engine/planning/planner.hpp"
 #include "host/runtime/composition.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
 #include "host/store/benefit_audit_store.hpp"
 #include "host/store/graph_store.hpp"
 #include "host/store/sqlite_journal_store.hpp"
@@ -27,11 +30,18 @@ struct CompositionParts {
   engine::JournalStore& journal_port() const;
   engine::ClaimStore* claim_port() const;
 
+  // Drops the install policy the engine's preapproved guard held for the last transition.
+  void release_held_policy() noexcept;
+
   std::filesystem::path journal_path;
   std::shared_ptr<planning::BenefitFactsPort> facts;
   std::shared_ptr<planning::MaterialPort> material;
   std::shared_ptr<planning::InstallBundlePort> install;
   std::shared_ptr<engine::ActivationPort> activation;
+  std::shared_ptr<const InstallActuator> install_actuator;
+  std::optional<InstallPolicyStore> policy_store;
+  std::mutex held_policy_mutex;
+  std::optional<InstallPolicyStore::Hold> held_policy;  // GUARDED_BY(held_policy_mutex)
   std::shared_ptr<const core::Clock> clock;
   std::unique_ptr<store::GraphStore> graph;
   std::unique_ptr<store::SqliteBenefitAuditStore> audit;

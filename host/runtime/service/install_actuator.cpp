@@ -31,19 +31,24 @@ std::shared_ptr<engine::InstallerPort> ManagedInstallActuators::installer(
   return it->second.driver;
 }
 
-engine::InstallExecutionBinding ManagedInstallActuators::binding(
-    const engine::InstallPlanDescriptor& descriptor) const {
-  const auto it = installers_.find(descriptor.installer_id());
-  if (it == installers_.end()) {
-    throw InstallActuatorError("install descriptor has no physical installation actuator");
-  }
+std::shared_ptr<engine::InstallerPort> ManagedInstallActuators::resolve(
+    std::string_view installer_id, std::string_view) const {
+  const auto it = installers_.find(installer_id);
+  if (it == installers_.end()) return nullptr;
   const auto& [driver, captured] = it->second;
   if (!(driver->target_identity() == captured)) {
     throw InstallActuatorError("install target root changed after runtime configuration");
   }
-  return engine::InstallExecutionBinding::create(descriptor.installer_id(),
-                                                 driver->identity_digest(), host_identity_digest_,
-                                                 captured.digest());
+  return driver;
+}
+
+engine::InstallExecutionBinding ManagedInstallActuators::binding(
+    const engine::InstallPlanDescriptor& descriptor) const {
+  auto driver = resolve(descriptor.installer_id(), descriptor.kind());
+  if (!driver) {
+    throw InstallActuatorError("install descriptor has no physical installation actuator");
+  }
+  return install_binding_of(descriptor, *driver, host_identity_digest_);
 }
 
 }  // namespace ctx::runtime

@@ -17,6 +17,7 @@
 #include "host/core/error.hpp"
 #include "host/engine/identities.hpp"
 #include "host/engine/ports/installer_port.hpp"
+#include "host/runtime/install_execution.hpp"
 
 namespace ctx::runtime {
 
@@ -28,7 +29,8 @@ class InstallActuatorError : public FailedPrecondition {
   using FailedPrecondition::FailedPrecondition;
 };
 
-class ManagedInstallActuators final {
+// Also the InstallerResolver the service's compositions execute installs through.
+class ManagedInstallActuators final : public InstallerResolver {
  public:
   // `installers` maps a descriptor installer id (e.g. "ctx-skill-installer-v1") to its driver;
   // each driver's target identity is captured now. `host_identity_digest` is a sha256.
@@ -47,6 +49,11 @@ class ManagedInstallActuators final {
   std::shared_ptr<engine::InstallerPort> installer(std::string_view installer_id) const;
 
   const std::string& host_identity_digest() const noexcept { return host_identity_digest_; }
+
+  // InstallerResolver: the driver for `installer_id` (any kind), nullptr when none is configured.
+  // Errors: InstallActuatorError ("root changed") when its target is not the captured one.
+  std::shared_ptr<engine::InstallerPort> resolve(std::string_view installer_id,
+                                                 std::string_view capability_kind) const override;
 
  private:
   struct Entry {

@@ -17,6 +17,7 @@
 #include "host/engine/lexical.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/file_lock.hpp"
+#include "host/runtime/service/preapproved_install.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 
@@ -337,6 +338,8 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
   composition.interactive_install_decision_guard =
       std::move(options.interactive_install_decision_guard);
   composition.trusted_clock = std::move(options.trusted_clock);
+  composition.install_actuator = std::move(options.install_actuator);
+  composition.policy_store_root = std::move(options.policy_store_root);
   auto opened = open_engine_composition(std::move(composition));
   if (opened->catalog_snapshot_digest() != artifact->planning_environment_digest()) {
     opened->close();
@@ -451,6 +454,14 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
   options.install_bundle_port = options_.install_bundle_port;
   options.interactive_install_decision_guard = options_.interactive_install_decision_guard;
   options.trusted_clock = options_.trusted_clock;
+  if (options_.install_actuators) {
+    auto actuator = std::make_shared<InstallActuator>();
+    actuator->installers = options_.install_actuators;
+    actuator->bodies = options_.install_body_source;
+    actuator->host_identity_digest = options_.install_actuators->host_identity_digest();
+    options.install_actuator = std::move(actuator);
+  }
+  options.policy_store_root = options_.policy_store_root;
   return open_managed_engine_composition(*options_.registry, artifact, std::move(options));
 }
 
@@ -837,14 +848,12 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       view->desired.transition_digest);
   crash_point(service_crash_points::kAfterDesiredMark);
 
-  // §3.9 steps 11–13: a pending consent recorded under another policy is deferred, not offered;
-  // otherwise the current consent (if any) is published.
-  exact_parent_plan(composition->snapshot(decision.scope()), parent);
-  const bool policy_drift =
-      !head.state->pending_consents().empty() &&
-      drifted_consents(*head.state, current_install_policy().policy_digest());
+  // §3.9 steps 11–13: policy drift defers; otherwise the automatic (preapproved) installs run
+  // (preapproved_install.cpp) and the remaining interactive consent, if any, is published.
+  auto progress = detail::progress_desired_installs(
+      *composition, detail::DesiredInstallContext{parent, marked, options_.policy_store_root, clock});
   std::optional<ManagedConsentChallengeProjection> challenge;
-  if (!policy_drift) {
+  if (!progress.policy_drift && progress.indeterminate_ids.empty()) {
     if (auto published =
             publish_current_consent(*composition, decision.scope(), *parent.plan_id())) {
       challenge.emplace(std::move(*published));
@@ -853,8 +862,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
   composition->close();
   composition.reset();
 
-  // §3.11 status derivation (no automatic install yet: no indeterminate ids).
-  const auto& state = *head.state;
+  // §3.11 status derivation, in its order.
+  const auto& state = *progress.head.state;
   std::vector<std::string> manual;
   std::vector<std::string> failed;
   std::vector<std::string> install_missing;
@@ -874,13 +883,22 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       install_missing.push_back(id);
     }
   }
-  auto actions = summaries(view->head_transition->actions());
+  auto actions = summaries(progress.head_actions);
   ManagedDesiredStatus status = ManagedDesiredStatus::kReconciled;
   std::optional<std::string> reason;
   std::vector<std::string> deferred;
-  if (challenge) {
+  if (!progress.indeterminate_ids.empty()) {
+    status = ManagedDesiredStatus::kLifecycleDeferred;
+    reason = "automatic-install-indeterminate";
+    for (const auto& id : marked.capability_ids()) {
+      if (std::find(progress.indeterminate_ids.begin(), progress.indeterminate_ids.end(), id) !=
+          progress.indeterminate_ids.end()) {
+        deferred.push_back(id);
+      }
+    }
+  } else if (challenge) {
     status = ManagedDesiredStatus::kConsentRequired;
-  } else if (policy_drift) {
+  } else if (progress.policy_drift) {
     status = ManagedDesiredStatus::kLifecycleDeferred;
     reason = "install-policy-changed-after-desired-commit";
     for (const auto& id : marked.capability_ids()) {

@@ -371,6 +371,9 @@ struct ManagedCompositionOptions {
   std::shared_ptr<InstallBundlePort> install_bundle_port;
   InteractiveInstallDecisionGuard interactive_install_decision_guard;
   std::shared_ptr<const core::Clock> trusted_clock;
+  // The physical installation actuator and the install policy root (EngineCompositionOptions).
+  std::shared_ptr<const InstallActuator> install_actuator;
+  std::optional<std::filesystem::path> policy_store_root;
 };
 
 // Opens a composition for an artifact `registry` issued (§1.2 managed form): the ports' snapshot
@@ -407,6 +410,9 @@ struct ManagedQueryServiceOptions {
   // The physical installation actuators (installer drivers + captured targets); null: an install
   // cannot be bound ("no physical installation actuator").
   std::shared_ptr<const ManagedInstallActuators> install_actuators;
+  // The trusted source of install bodies preapproved installs load after their claim; null:
+  // installs cannot apply ("no physical installation actuator body source").
+  std::shared_ptr<InstallBodySource> install_body_source;
 };
 
 class ManagedQueryService final {

@@ -36,6 +36,7 @@
 #include "host/runtime/composition.hpp"
 #include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
+#include "host/runtime/install_execution.hpp"
 #include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/graph_store.hpp"
@@ -251,6 +252,34 @@ inline engine::InstallPlanningBundle install_bundle(const std::string& capabilit
                                        std::move(material));
 }
 
+// The seeds' _BodySource: the trusted source of install bodies; counts loads and fails the next
+// fail_next_loads(n) loads ("simulated trusted body-source failure").
+class BodySource final : public runtime::InstallBodySource {
+ public:
+  std::string load(const engine::MaterialIdentity&) override {
+    std::lock_guard lock(mutex_);
+    ++load_calls_;
+    if (fail_loads_remaining_ > 0) {
+      --fail_loads_remaining_;
+      throw std::runtime_error("simulated trusted body-source failure");
+    }
+    return std::string(kInstallableSkillBody);
+  }
+  int load_calls() const {
+    std::lock_guard lock(mutex_);
+    return load_calls_;
+  }
+  void fail_next_loads(int count) {
+    std::lock_guard lock(mutex_);
+    fail_loads_remaining_ = count;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  int load_calls_ = 0;            // GUARDED_BY(mutex_)
+  int fail_loads_remaining_ = 0;  // GUARDED_BY(mutex_)
+};
+
 struct SetupArgs {
   int requested_limit = 5;
   // The seeds' installable=True catalog: "skill:installable", "skill:installable-2", ...
@@ -274,6 +303,7 @@ struct ConsentSetup {
   std::shared_ptr<plugins::PluginRegistry> plugins;
   std::shared_ptr<engine::InstallerPort> skill_installer;  // the real skill-installer plugin
   std::shared_ptr<const runtime::ManagedInstallActuators> actuators;
+  std::shared_ptr<BodySource> body_source = std::make_shared<BodySource>();
   std::shared_ptr<runtime::ConsentBroker> broker;
 };
 
@@ -321,6 +351,7 @@ struct ServiceSetup {
       options.consent_workspace_identity_digest = consent->workspace_identity_digest;
       options.consent_release_root_digest = consent->release_root_digest;
       options.install_actuators = consent->actuators;
+      options.install_body_source = consent->body_source;
     }
     return options;
   }

@@ -1,0 +1,359 @@
+#include "host/runtime/install_execution.hpp"
+
+#include <openssl/evp.h>
+
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "host/core/canonical_json.hpp"
+#include "host/core/crypto.hpp"
+#include "host/engine/claim_store.hpp"
+#include "host/engine/identities.hpp"
+#include "host/engine/lexical.hpp"
+#include "host/runtime/activation_execution.hpp"
+#include "host/runtime/crash_point.hpp"
+#include "host/runtime/file_lock.hpp"
+
+namespace ctx::runtime {
+namespace {
+
+using core::Json;
+
+constexpr int kSettlementAttempts = 3;
+constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
+
+std::string base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int written =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(bytes.data()),
+                      static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(written));
+  return out;
+}
+
+const engine::InstallPlanDescriptor& descriptor_of(const engine::PlanCapabilityV3& selection) {
+  if (!selection.is_install() || !selection.install_descriptor()) {
+    throw InstallExecutionError("install execution requires a selection with install authority");
+  }
+  return *selection.install_descriptor();
+}
+
+// The resolved driver of `descriptor`, or "no physical installation actuator".
+std::shared_ptr<engine::InstallerPort> resolve_driver(const InstallActuator* actuator,
+                                                      const engine::InstallPlanDescriptor& descriptor) {
+  if (actuator == nullptr || !actuator->installers) {
+    throw InstallExecutionError("composition has no physical installation actuator");
+  }
+  auto driver = actuator->installers->resolve(descriptor.installer_id(), descriptor.kind());
+  if (!driver) {
+    throw InstallExecutionError(
+        "composition has no physical installation actuator for the descriptor's installer");
+  }
+  return driver;
+}
+
+std::shared_ptr<engine::InstallerPort> resolve_driver(const InstallActuator* actuator,
+                                                      const engine::PlanCapabilityV3& selection) {
+  return resolve_driver(actuator, descriptor_of(selection));
+}
+
+engine::InstallExecutionBinding binding_of(const InstallActuator& actuator,
+                                           const engine::InstallPlanDescriptor& descriptor,
+                                           engine::InstallerPort& driver) {
+  return install_binding_of(descriptor, driver, actuator.host_identity_digest);
+}
+
+engine::InstallExecutionBinding binding_of(const InstallActuator& actuator,
+                                           const engine::PlanCapabilityV3& selection,
+                                           engine::InstallerPort& driver) {
+  return binding_of(actuator, descriptor_of(selection), driver);
+}
+
+// Re-resolves the driver and requires it to be exactly the captured one: another plugin
+// identity → "captured actuator"; another install root → "root changed". Nothing is claimed or
+// mutated before this returns.
+std::shared_ptr<engine::InstallerPort> require_captured(const InstallActuator* actuator,
+                                                        const engine::PlanCapabilityV3& selection,
+                                                        const engine::InstallExecutionBinding& captured) {
+  auto driver = resolve_driver(actuator, selection);
+  const auto current = binding_of(*actuator, selection, *driver);
+  if (current.driver_id() != captured.driver_id() ||
+      current.driver_digest() != captured.driver_digest() ||
+      current.host_identity_digest() != captured.host_identity_digest()) {
+    throw InstallExecutionError(
+        "installer driver is no longer the captured actuator of this install authority");
+  }
+  if (current.target_identity_digest() != captured.target_identity_digest()) {
+    throw InstallExecutionError("install target root changed after the captured binding");
+  }
+  return driver;
+}
+
+engine::MaterialIdentity result_material(const engine::HostAction& action,
+                                         const engine::PlanCapabilityV3& selection) {
+  if (action.action_kind() != engine::ActionKind::kInstallCapability ||
+      !action.payload().is_object() ||
+      action.payload().value("schema", "") != engine::kInstallActionPayloadSchemaV3) {
+    throw InstallExecutionError("execution requires an exact schema-v3 install action");
+  }
+  if (action.entity_id() != std::optional<std::string>(selection.capability_id())) {
+    throw InstallExecutionError("install action does not belong to its selection");
+  }
+  try {
+    return engine::MaterialIdentity::from_json(action.payload().at("result_material"));
+  } catch (const std::exception&) {
+    throw InstallExecutionError("install action has no valid result material");
+  }
+}
+
+// What the driver observed for one install.
+struct Observation {
+  enum class State { kInstalled, kAbsent, kIndeterminate } state = State::kIndeterminate;
+  std::optional<std::string> installer_verification_digest;
+};
+
+// The driver's reconcile answer for exactly `material`: installed, absent or indeterminate.
+Observation reconcile(engine::InstallerPort& driver, const engine::MaterialIdentity& material) {
+  Observation out;
+  try {
+    const Json reply = driver.reconcile(
+        {{"capabilities",
+          Json::array({{{"capability_id", material.capability_id()},
+                        {"content_sha256", material.content_sha256()}}})}});
+    const auto list = reply.find("capabilities");
+    if (list == reply.end() || !list->is_array() || list->size() != 1) return out;
+    const Json& entry = list->front();
+    if (!entry.is_object() || entry.value("capability_id", Json()) != material.capability_id()) {
+      return out;
+    }
+    const auto installed = entry.find("installed");
+    if (installed == entry.end() || !installed->is_boolean()) return out;
+    out.state = installed->get<bool>() ? Observation::State::kInstalled
+                                       : Observation::State::kAbsent;
+  } catch (const Error&) {
+    out.state = Observation::State::kIndeterminate;
+  } catch (const std::exception&) {
+    out.state = Observation::State::kIndeterminate;
+  }
+  return out;
+}
+
+// Applies once (only for a claim this call created) and then always reconciles. A body that
+// cannot be loaded or verified, or an install the driver could not complete, leaves the outcome
+// indeterminate for this call: recovery reconciles and never re-applies.
+Observation observe(const InstallActuator& actuator, engine::InstallerPort& driver,
+                    const engine::MaterialIdentity& material, bool claim_was_new) {
+  std::optional<std::string> installer_verification;
+  if (claim_was_new) {
+    try {
+      const std::string body = actuator.bodies->load(material);
+      if (static_cast<std::int64_t>(body.size()) != material.content_bytes() ||
+          core::sha256_hex(body) != material.content_sha256()) {
+        return {};
+      }
+      const Json reply = driver.install({{"capability_id", material.capability_id()},
+                                         {"content_base64", base64(body)},
+                                         {"content_sha256", material.content_sha256()}});
+      const auto outcome = reply.value("outcome", Json());
+      if (outcome == "applied") {
+        if (reply.value("observed_material_identity_digest", Json()) !=
+            material.identity_digest()) {
+          return {};
+        }
+        const auto verification = reply.find("verification_digest");
+        if (verification != reply.end() && verification->is_string() &&
+            engine::is_digest(verification->get<std::string>())) {
+          installer_verification = verification->get<std::string>();
+        }
+      } else if (outcome != "failed") {
+        return {};
+      }
+    } catch (const Error&) {
+      return {};
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+  Observation observed = reconcile(driver, material);
+  observed.installer_verification_digest = std::move(installer_verification);
+  return observed;
+}
+
+engine::SettlementGuard stored_guard(const engine::HostAction& action,
+                                     const engine::InstallExecutionStatus& status) {
+  if (!status.outcome_digest || !status.outcome) {
+    throw InstallExecutionError("recorded install outcome has no digest");
+  }
+  return engine::SettlementGuard{
+      engine::ExecutionAuthority::kInstall, action.action_id(), action.content_digest(),
+      *status.outcome == engine::InstallOutcome::kApplied ? engine::GuardMode::kApplied
+                                                          : engine::GuardMode::kFailed,
+      status.outcome_digest};
+}
+
+// §6.2 step 6: ActionApplied with the install receipt verification, or ActionFailed
+// "install-driver-verified-absent"; id "ctx-install-receipt-<outcome digest>".
+engine::EngineEvent receipt_event(const engine::HostAction& action,
+                                  const engine::SettlementGuard& guard, engine::Revision head,
+                                  const std::string& observed_at) {
+  const auto& payload = action.payload();
+  Json body = {{"action_id", action.action_id()},
+               {"action_kind", action.kind()},
+               {"action_content_digest", action.content_digest()},
+               {"action_precondition_revision", action.precondition_revision()}};
+  const bool applied = guard.mode == engine::GuardMode::kApplied;
+  if (applied) {
+    body["verification"] = {{"schema", engine::kInstallReceiptSchemaV3},
+                            {"host_state", "installed"},
+                            {"capability_id", action.entity_id().value_or("")},
+                            {"capability_kind", payload.at("capability_kind")},
+                            {"catalog_identity", payload.at("catalog_identity")},
+                            {"material_identity", payload.at("result_material")},
+                            {"install_plan_descriptor", payload.at("install_plan_descriptor")},
+                            {"installer_digest", payload.at("installer_digest")},
+                            {"policy_snapshot_digest", payload.at("policy_snapshot_digest")}};
+  } else {
+    body["error"] = {{"code", "install-driver-verified-absent"}};
+  }
+  engine::EngineEvent::Fields receipt{
+      .event_id = "ctx-install-receipt-" + *guard.execution_outcome_digest,
+      .kind = applied ? "ActionApplied" : "ActionFailed",
+      .scope = action.scope(),
+      .expected_revision = head,
+      .occurred_at = observed_at,
+      .payload = std::move(body),
+      .privacy = action.privacy(),
+      .correlation_id = action.plan_id(),
+      .causation_id = action.action_id()};
+  return engine::EngineEvent::create(std::move(receipt));
+}
+
+std::string outcome_name(const std::optional<engine::InstallOutcome>& outcome) {
+  return outcome ? engine::install_outcome_name(*outcome) : "indeterminate";
+}
+
+}  // namespace
+
+engine::InstallExecutionBinding install_binding_of(const engine::InstallPlanDescriptor& descriptor,
+                                                   engine::InstallerPort& driver,
+                                                   const std::string& host_identity_digest) {
+  return engine::InstallExecutionBinding::create(descriptor.installer_id(), driver.identity_digest(),
+                                                 host_identity_digest,
+                                                 driver.target_identity().digest());
+}
+
+engine::InstallExecutionBinding resolve_install_binding(const InstallActuator* actuator,
+                                                        const engine::PlanCapabilityV3& selection) {
+  return resolve_install_binding(actuator, descriptor_of(selection));
+}
+
+engine::InstallExecutionBinding resolve_install_binding(
+    const InstallActuator* actuator, const engine::InstallPlanDescriptor& descriptor) {
+  auto driver = resolve_driver(actuator, descriptor);
+  return binding_of(*actuator, descriptor, *driver);
+}
+
+namespace detail {
+
+InstallExecutionReport execute_install(const InstallActuators& actuators,
+                                       const engine::HostAction& action,
+                                       const engine::PlanCapabilityV3& selection,
+                                       const engine::InstallExecutionBinding& captured,
+                                       std::string_view expected_policy_digest) {
+  engine::Engine& engine = actuators.engine;
+  const engine::MaterialIdentity material = result_material(action, selection);
+  const auto& descriptor = descriptor_of(selection);
+  if (captured.driver_id() != descriptor.installer_id()) {
+    throw InstallExecutionError("captured binding does not name the descriptor's installer");
+  }
+  ExclusiveFileLock execution_lock(execution_lock_path(actuators.journal_path, action),
+                                   kExecutionLockTimeout);
+  InstallExecutionReport report{"indeterminate", false, false, captured.binding_digest(),
+                                std::nullopt, std::nullopt};
+
+  auto status = engine.install_execution_status(action);
+  if (status.claimed && status.execution_binding_digest != captured.binding_digest()) {
+    throw InstallExecutionError(
+        "durable install claim names another actuator than the captured actuator");
+  }
+  if (status.settled) {
+    report.outcome = outcome_name(status.outcome);
+    report.settled = true;
+    return report;
+  }
+  if (!status.claimed) {
+    // Fail closed before any claim: the driver must still be the captured one.
+    require_captured(actuators.actuator, selection, captured);
+    try {
+      engine.authorize_install(action, selection, descriptor, actuators.catalog_snapshot_digest,
+                               std::string(expected_policy_digest), captured);
+      report.claim_was_new = true;
+    } catch (const engine::InstallActionAlreadyClaimed&) {
+      report.claim_was_new = false;  // another owner claimed it first: continue from its claim
+    }
+    crash_point(crash_points::kAfterInstallClaim);
+    status = engine.install_execution_status(action);
+    if (!status.claimed || status.execution_binding_digest != captured.binding_digest()) {
+      throw InstallExecutionError("install claim was not durably bound to the captured actuator");
+    }
+  }
+
+  engine::SettlementGuard guard;
+  if (status.outcome_recorded) {
+    guard = stored_guard(action, status);
+    report.outcome = outcome_name(status.outcome);
+  } else {
+    // Fail closed before the driver is called: same plugin identity, same root.
+    auto driver = require_captured(actuators.actuator, selection, captured);
+    if (!actuators.actuator->bodies) {
+      throw InstallExecutionError("composition has no physical installation actuator body source");
+    }
+    const Observation observed =
+        observe(*actuators.actuator, *driver, material, report.claim_was_new);
+    if (observed.state == Observation::State::kIndeterminate) return report;
+    const bool installed = observed.state == Observation::State::kInstalled;
+    const std::string verification = engine::identity_digest_of(
+        Json{{"binding_digest", captured.binding_digest()},
+             {"installed", installed},
+             {"installer_verification_digest",
+              observed.installer_verification_digest ? Json(*observed.installer_verification_digest)
+                                                     : Json(nullptr)},
+             {"material_identity_digest", material.identity_digest()},
+             {"schema", kInstallVerificationSchema}});
+    guard = engine.record_install_outcome(
+        action, captured, installed ? engine::InstallOutcome::kApplied : engine::InstallOutcome::kFailed,
+        installed ? std::optional<std::string>(material.identity_digest()) : std::nullopt,
+        verification);
+    report.outcome = installed ? "applied" : "failed";
+    report.verification_digest = verification;
+    crash_point(crash_points::kAfterInstallOutcome);
+  }
+
+  const auto observed_at = engine.install_execution_status(action).observed_at;
+  if (!observed_at) {
+    throw InstallExecutionError("durable install outcome has no observation time");
+  }
+  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
+    if (engine.install_execution_status(action).settled) {
+      report.settled = true;
+      return report;
+    }
+    const auto head = engine.snapshot(action.scope().stream_id());
+    try {
+      auto transition =
+          engine.process_install_receipt(receipt_event(action, guard, head.revision, *observed_at), guard);
+      crash_point(crash_points::kAfterInstallReceipt);
+      report.settled = true;
+      report.transition = std::move(transition);
+      return report;
+    } catch (const engine::RevisionConflict&) {
+      continue;  // the head moved under us: re-read and settle again
+    }
+  }
+  throw InstallExecutionError("install receipt settlement remained contended");
+}
+
+}  // namespace detail
+}  // namespace ctx::runtime
