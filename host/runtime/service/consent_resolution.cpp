@@ -27,6 +27,7 @@
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/file_lock.hpp"
+#include "host/runtime/install_execution.hpp"
 #include "host/runtime/service/consent_publication.hpp"
 #include "host/runtime/service/consent_resolution_crash_points.hpp"
 #include "host/runtime/service/managed_service.hpp"
@@ -315,7 +316,14 @@ class ConsentResolution {
     options.install_bundle_port = options_.install_bundle_port;
     options.interactive_install_decision_guard = std::move(guard);
     options.trusted_clock = options_.trusted_clock;
-    (void)include_actuators;  // the composition's install actuator joins with install execution
+    if (include_actuators && options_.install_actuators) {
+      auto actuator = std::make_shared<InstallActuator>();
+      actuator->installers = options_.install_actuators;
+      actuator->bodies = options_.install_body_source;
+      actuator->host_identity_digest = options_.install_actuators->host_identity_digest();
+      options.install_actuator = std::move(actuator);
+    }
+    options.policy_store_root = options_.policy_store_root;
     return open_managed_engine_composition(*options_.registry, owner.input->artifact_handle(),
                                            std::move(options));
   }
@@ -719,7 +727,7 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
       throw ManagedQueryServiceError("install consent decision is not its exact journal record");
     }
   }
-  const auto now = composition.snapshot(scope);
+  auto now = composition.snapshot(scope);
   require_exact_plan(now, owner.query);
   if (*record.decision == "denied") {
     if (pending_effect(*now.state, install.action_id())) {
@@ -739,9 +747,17 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
         (context.binding && !(binding == *context.binding))) {
       throw ManagedQueryHeadDriftError("current install target no longer matches consent");
     }
-    throw ManagedQueryServiceError(
-        "managed consent grant is committed but install execution is not available in this "
-        "build; recover it once the install executor is configured");
+    const auto report = composition.execute_install(
+        install, context.selection, binding,
+        install.payload().at("policy_snapshot_digest").get<std::string>());
+    if (report.execution_binding_digest != binding.binding_digest()) {
+      throw ManagedQueryServiceError("install report does not name the captured actuator");
+    }
+    if (report.outcome == "indeterminate") {
+      return result(challenge, ManagedConsentOutcome::kInstallIndeterminate,
+                    "physical-install-outcome-indeterminate", false);
+    }
+    now = composition.snapshot(scope);
   }
   const auto* capability = now.state->capability(challenge.fields().capability_id);
   const auto& blocked = now.state->fields().blocked_install_descriptor_digests;

@@ -1,10 +1,9 @@
 // The signed-consent parts of seed 001's _setup (test_managed_query_service.py) on top of the
-// installable ServiceSetup: the seed's _BodySource (load counter, injected failures), the real
+// installable ServiceSetup (whose skill-installer actuator and _BodySource it uses): the real
 // consent broker behind a ConsentBrokerPort that can forbid the lookups a seed proves are never
 // reached, the trusted verifier registry over a real verifier module (optionally with a hook
-// that runs once after the module verified), and the seeds' _prepare_public_consent /
-// _consent_assertion_payload. Used by the consent-resolution seeds. Header-only; the doubles are
-// thread-safe.
+// that runs once after the module verified), and the seeds' _prepare_public_consent / _consent_assertion_payload. Used by the consent-resolution seeds and
+// bench/consent. Header-only; the doubles are thread-safe.
 #ifndef CTX_TESTS_SUPPORT_RUNTIME_CONSENT_RESOLUTION_SUPPORT_HPP_
 #define CTX_TESTS_SUPPORT_RUNTIME_CONSENT_RESOLUTION_SUPPORT_HPP_
 
@@ -63,22 +62,6 @@ inline std::string raw_bytes(const std::string& hex) {
   }
   return raw;
 }
-
-// The seed's _BodySource: counts loads; can fail the next N loads. (It becomes the install
-// actuator's body source when install execution joins the service.)
-class BodySource final {
- public:
-  std::string load(const engine::MaterialIdentity&) {
-    ++load_calls;
-    if (fail_loads_remaining > 0) {
-      --fail_loads_remaining;
-      throw std::runtime_error("simulated trusted body-source failure");
-    }
-    return std::string(kInstallableSkillBody);
-  }
-  std::atomic<int> load_calls{0};
-  std::atomic<int> fail_loads_remaining{0};
-};
 
 // The real broker behind a port that can forbid the lookups a seed proves are never reached.
 class WatchedBroker final : public ConsentBrokerPort {
@@ -174,7 +157,6 @@ struct ConsentSeed {
   ServiceSetup setup;
   std::shared_ptr<WatchedBroker> broker;
   std::shared_ptr<Verifiers> verifiers;
-  std::shared_ptr<BodySource> bodies = std::make_shared<BodySource>();
 
   std::filesystem::path skill_root() const { return setup.consent->skill_root; }
   ManagedQueryServiceOptions options() const {
@@ -190,18 +172,19 @@ struct ConsentSeed {
     return open_managed_query_service(std::move(options));
   }
   ManagedQueryService& service() const { return *setup.service; }
-  int load_calls() const { return bodies->load_calls.load(); }
+  BodySource& bodies() const { return *setup.consent->body_source; }
+  int load_calls() const { return bodies().load_calls(); }
 };
 
 // The seeds' _setup(tmp_path, requested_limit=1, installable=True) with the signed-consent
 // authorities: the verifier registry (the verifier module at `verifier_so`, registered as
-// `plugin_id` with `config`) over the setup's skill-installer actuator.
+// `plugin_id` with `config`) over the setup's skill-installer actuator and body source.
 inline ConsentSeed consent_seed(const std::filesystem::path& tmp, const char* verifier_so,
                                 const std::string& plugin_id, const core::Json& config) {
   SetupArgs args;
   args.requested_limit = 1;
   args.installable = true;
-  ConsentSeed seed{make_setup(tmp, args), nullptr, nullptr, std::make_shared<BodySource>()};
+  ConsentSeed seed{make_setup(tmp, args), nullptr, nullptr};
   auto& consent = *seed.setup.consent;
   consent.plugins->add(consent.loader->load(consent.loader->inspect_for_pin(verifier_so)));
   seed.broker = std::make_shared<WatchedBroker>(consent.broker);

@@ -19,6 +19,7 @@
 #include "host/plugins/abi_adapters.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/crash_point.hpp"
+#include "host/runtime/install_execution.hpp"
 #include "host/runtime/service/consent_resolution_crash_points.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/sqlite_journal_store.hpp"
@@ -104,6 +105,36 @@ struct DisplacedRoot {
 
 // ---------------------------------------------------------------------------------------------
 
+TEST(ManagedConsentSeed, service_resolves_signed_grant_and_recovers_installed_inactive) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "signed-consent");
+  const auto& challenge = *desired.challenge();
+  const auto result = seed.service().resolve_consent(assertion_payload(challenge));
+  const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
+  EXPECT_EQ(result.outcome(), ManagedConsentOutcome::kInstalledInactive);
+  EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kInstalledInactive);
+  EXPECT_EQ(result.reason_code(), "physical-install-applied");
+  EXPECT_EQ(recovered.reason_code(), "physical-install-applied");
+  EXPECT_FALSE(result.next_challenge().has_value());
+  EXPECT_FALSE(recovered.next_challenge().has_value());
+  EXPECT_EQ(result.capability_id(), challenge.capability_id());
+  EXPECT_EQ(result.kind(), challenge.kind());
+  EXPECT_EQ(result.challenge_digest(), challenge.challenge_digest());
+  EXPECT_GE(result.journal_revision(), desired.journal_revision() + 2);
+  EXPECT_EQ(result.journal_record_digest().size(), 64U);
+  EXPECT_EQ(seed.load_calls(), 1);
+  EXPECT_THAT(printed(result), ::testing::Not(HasSubstr(tmp.path().string())));
+  static_assert(kSealed<ManagedConsentResolutionResult>);
+  static_assert(!HasScope<ManagedConsentResolutionResult> &&
+                !HasChallengeId<ManagedConsentResolutionResult> &&
+                !HasDriver<ManagedConsentResolutionResult> &&
+                !HasBinding<ManagedConsentResolutionResult> &&
+                !HasVerifier<ManagedConsentResolutionResult> &&
+                !HasProof<ManagedConsentResolutionResult> &&
+                !HasPrincipal<ManagedConsentResolutionResult>);
+}
+
 TEST(ManagedConsentSeed, service_signed_denial_never_invokes_install_driver) {
   TempDir tmp;
   auto seed = consent_seed(tmp.path());
@@ -155,6 +186,63 @@ TEST(ManagedConsentSeed,
   EXPECT_NE(next_choice.challenge()->challenge_digest(), challenge.challenge_digest());
 }
 
+TEST(ManagedConsentSeed,
+     signed_grant_claimed_before_ttl_reconciles_after_ttl_without_reapply_or_expiry) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "signed-claimed-before-expiry");
+  const auto& challenge = *desired.challenge();
+  {
+    CrashPointArmed crash(crash_points::kAfterInstallClaim);
+    EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), SimulatedCrash);
+    ASSERT_TRUE(crash.fired());
+  }
+  seed.setup.clock->set("2026-08-03T14:00:00Z");
+  const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
+  EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kInstallFailed);
+  EXPECT_EQ(seed.load_calls(), 0);
+  EXPECT_EQ(sqlite_count(seed.setup.journal_path, "engine_install_claims"), 1);
+  EXPECT_EQ(count_events(seed, "ActionExpired"), 0U);
+}
+
+TEST(ManagedConsentSeed, service_recovery_never_mints_decision_after_precommit_crash) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "precommit-crash");
+  const auto& challenge = *desired.challenge();
+  {
+    CrashPointArmed crash(consent_crash_points::kAfterAuthentication);
+    EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), SimulatedCrash);
+    ASSERT_TRUE(crash.fired());
+  }
+  const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
+  EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kReauthenticationRequired);
+  ASSERT_TRUE(recovered.next_challenge().has_value());
+  EXPECT_EQ(*recovered.next_challenge(), challenge);
+  EXPECT_EQ(seed.load_calls(), 0);
+  AssertionArgs fresh;
+  fresh.nonce = "managed-consent-fresh-after-crash";
+  const auto resolved = seed.service().resolve_consent(assertion_payload(challenge, fresh));
+  EXPECT_EQ(resolved.outcome(), ManagedConsentOutcome::kInstalledInactive);
+  EXPECT_EQ(seed.load_calls(), 1);
+}
+
+TEST(ManagedConsentSeed, service_recovers_commit_before_broker_settle_without_reauthentication) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "postcommit-crash");
+  const auto& challenge = *desired.challenge();
+  {
+    CrashPointArmed crash(crash_points::kBeforeDecisionSettlement);
+    EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), SimulatedCrash);
+    ASSERT_TRUE(crash.fired());
+  }
+  EXPECT_NE(broker_record(seed, desired).state, ConsentState::kSettled);
+  const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
+  EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kInstalledInactive);
+  EXPECT_EQ(seed.load_calls(), 1);
+}
+
 TEST(ManagedConsentSeed, decision_ready_grant_recovery_after_challenge_ttl_needs_no_live_target) {
   TempDir tmp;
   auto seed = consent_seed(tmp.path());
@@ -192,6 +280,19 @@ TEST(ManagedConsentSeed, service_rejects_unknown_human_identity_before_state_or_
   EXPECT_EQ(seed.load_calls(), 0);
 }
 
+TEST(ManagedConsentSeed, service_target_drift_does_not_burn_signed_assertion) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "target-drift");
+  const auto payload = assertion_payload(*desired.challenge());
+  DisplacedRoot displaced(seed.skill_root(), "skills-displaced");
+  CTX_EXPECT_THROW(seed.service().resolve_consent(payload), std::exception, "root changed");
+  displaced.restore();
+  const auto result = seed.service().resolve_consent(payload);
+  EXPECT_EQ(result.outcome(), ManagedConsentOutcome::kInstalledInactive);
+  EXPECT_EQ(seed.load_calls(), 1);
+}
+
 TEST(ManagedConsentSeed,
      target_replacement_after_authentication_never_reaches_broker_guard_or_driver) {
   TempDir tmp;
@@ -214,6 +315,72 @@ TEST(ManagedConsentSeed,
   EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kReauthenticationRequired);
   ASSERT_TRUE(recovered.next_challenge().has_value());
   EXPECT_EQ(*recovered.next_challenge(), challenge);
+}
+
+TEST(ManagedConsentSeed,
+     target_replacement_after_decision_commit_never_reaches_claim_or_driver) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "post-commit-target-drift");
+  const auto& challenge = *desired.challenge();
+  {
+    CrashPointArmed crash(consent_crash_points::kAfterDecisionCommit);
+    EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), SimulatedCrash);
+    ASSERT_TRUE(crash.fired());
+  }
+  DisplacedRoot displaced(seed.skill_root(), "skills-post-commit-displaced");
+  CTX_EXPECT_THROW(seed.service().recover_consent(challenge.challenge_digest()),
+                       std::exception, "root changed");
+  EXPECT_EQ(seed.load_calls(), 0);
+  EXPECT_EQ(sqlite_count(seed.setup.journal_path, "engine_install_claims"), 0);
+  EXPECT_EQ(sqlite_count(seed.setup.journal_path, "engine_install_outcomes"), 0);
+  displaced.restore();
+  const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
+  EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kInstalledInactive);
+  EXPECT_EQ(seed.load_calls(), 1);
+}
+
+TEST(ManagedConsentSeed, service_policy_drift_does_not_burn_signed_assertion) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "signed-policy-drift");
+  const auto payload = assertion_payload(*desired.challenge());
+  InstallConsentPolicy preapproved;
+  preapproved.skill_mode = InstallMode::kPreapprovedAuto;
+  seed.setup.persist_policy(preapproved);
+  CTX_EXPECT_THROW(seed.service().resolve_consent(payload), ManagedQueryHeadDriftError,
+                       "policy changed");
+  seed.setup.persist_policy(InstallConsentPolicy::safe_default());
+  const auto result = seed.service().resolve_consent(payload);
+  EXPECT_EQ(result.outcome(), ManagedConsentOutcome::kInstalledInactive);
+  EXPECT_EQ(seed.load_calls(), 1);
+}
+
+TEST(ManagedConsentSeed, concurrent_signed_resolution_executes_install_at_most_once) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "signed-concurrency");
+  const auto payload = assertion_payload(*desired.challenge());
+  const auto peer = seed.peer();
+  std::barrier start(2);
+  std::vector<std::string> outcomes(2);
+  auto resolve = [&](ManagedQueryService& service, std::size_t slot) {
+    start.arrive_and_wait();
+    try {
+      outcomes[slot] = std::string(to_string(service.resolve_consent(payload).outcome()));
+    } catch (const ManagedQueryServiceError&) {
+      outcomes[slot] = "already-consumed";
+    }
+  };
+  std::thread left(resolve, std::ref(seed.service()), 0);
+  std::thread right(resolve, std::ref(*peer), 1);
+  left.join();
+  right.join();
+  std::sort(outcomes.begin(), outcomes.end());
+  EXPECT_EQ(outcomes, (std::vector<std::string>{"already-consumed", "installed-inactive"}));
+  EXPECT_EQ(seed.load_calls(), 1);
+  EXPECT_EQ(seed.service().recover_consent(desired.challenge()->challenge_digest()).outcome(),
+            ManagedConsentOutcome::kInstalledInactive);
 }
 
 TEST(ManagedConsentSeed, pending_consent_recovery_requires_no_verifier_or_authentication) {
@@ -404,6 +571,21 @@ TEST(ManagedConsentSeed, head_drift_is_rejected_before_broker_authentication) {
   EXPECT_EQ(broker_record(seed, desired).state, ConsentState::kPending);
 }
 
+TEST(ManagedConsentSeed, signed_install_indeterminate_then_recovers_failed) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  seed.bodies().fail_next_loads(1);
+  const auto desired = prepare_public_consent(seed, "signed-indeterminate");
+  const auto& challenge = *desired.challenge();
+  const auto indeterminate = seed.service().resolve_consent(assertion_payload(challenge));
+  const auto failed = seed.service().recover_consent(challenge.challenge_digest());
+  EXPECT_EQ(indeterminate.outcome(), ManagedConsentOutcome::kInstallIndeterminate);
+  EXPECT_EQ(indeterminate.reason_code(), "physical-install-outcome-indeterminate");
+  EXPECT_EQ(failed.outcome(), ManagedConsentOutcome::kInstallFailed);
+  EXPECT_EQ(failed.reason_code(), "physical-install-failed");
+  EXPECT_EQ(seed.load_calls(), 1);
+}
+
 TEST(ManagedConsentSeed, recovery_quarantines_decision_when_journal_head_advanced) {
   TempDir tmp;
   auto seed = consent_seed(tmp.path());
@@ -431,6 +613,24 @@ TEST(ManagedConsentSeed, recovery_quarantines_decision_when_journal_head_advance
   EXPECT_FALSE(recovered.next_challenge().has_value());
   EXPECT_EQ(seed.load_calls(), 0);
 }
+
+TEST(ManagedConsentSeed, signed_recovery_after_receipt_crash_does_not_reinvoke_driver) {
+  TempDir tmp;
+  auto seed = consent_seed(tmp.path());
+  const auto desired = prepare_public_consent(seed, "signed-receipt-crash");
+  const auto& challenge = *desired.challenge();
+  {
+    CrashPointArmed crash(crash_points::kAfterInstallReceipt);
+    EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), SimulatedCrash);
+    ASSERT_TRUE(crash.fired());
+  }
+  const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
+  EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kInstalledInactive);
+  EXPECT_EQ(seed.load_calls(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The result factory (§3.1) and the outcome vocabulary (§3.2).
 
 TEST(ManagedConsentResult, factory_enforces_next_challenge_and_identity_invariants) {
   TempDir tmp;
