@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "host/plugins/lock_file.hpp"
+#include "host/server/file_signature.hpp"
 #include "host/server/server.hpp"
 
 namespace ctx::server {
@@ -18,31 +19,6 @@ namespace ctx::server {
 namespace fs = std::filesystem;
 
 namespace {
-
-// What identifies one version of the lock file without reading it: a pin replaces the file
-// (new inode), and an in-place edit changes size or mtime; owner and mode are part of its trust.
-struct LockSignature {
-  dev_t device = 0;
-  ino_t inode = 0;
-  off_t size = 0;
-  std::int64_t mtime_ns = 0;
-  uid_t owner = 0;
-  mode_t mode = 0;
-  friend bool operator==(const LockSignature&, const LockSignature&) = default;
-};
-
-// nullopt when there is no lock file (an empty list).
-std::optional<LockSignature> signature_of(const fs::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return std::nullopt;
-    throw SystemError("cannot stat the plugin lock file: " + std::string(std::strerror(errno)));
-  }
-  return LockSignature{
-      st.st_dev,  st.st_ino,
-      st.st_size, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-      st.st_uid,  st.st_mode};
-}
 
 core::Json plugin_list_json(const plugins::LockFile& lock) {
   core::Json list = core::Json::array();
@@ -72,11 +48,11 @@ class PluginListMethod {
       throw InvalidParams("plugin.list takes no params");
     }
     const std::lock_guard lock(mutex_);
-    const std::optional<LockSignature> now = signature_of(lock_path_);
+    const std::optional<FileSignature> now = file_signature(lock_path_);
     if (cached_ && now == signature_) return *cached_;
     core::Json result = plugin_list_json(plugins::LockFile::load_or_empty(lock_path_));
     // Cache only what was read under a signature that did not move while reading.
-    if (signature_of(lock_path_) == now) {
+    if (file_signature(lock_path_) == now) {
       signature_ = now;
       cached_ = result;
     } else {
@@ -88,7 +64,7 @@ class PluginListMethod {
  private:
   fs::path lock_path_;
   std::mutex mutex_;
-  std::optional<LockSignature> signature_;  // GUARDED_BY(mutex_)
+  std::optional<FileSignature> signature_;  // GUARDED_BY(mutex_)
   std::optional<core::Json> cached_;        // GUARDED_BY(mutex_)
 };
 

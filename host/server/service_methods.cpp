@@ -7,8 +7,12 @@
 //   desired.set    {"query_ref", "capability_ids": [...], "choice"?}
 //                                          -> desired_result_json        (ctx desired set)
 // The service is opened on first use and shared by every method and worker (it is thread-safe);
-// a state dir that is not ready yet (no init, no catalog) fails that request only.
+// a state dir that is not ready yet (no init, no catalog) fails that request only. A catalog
+// imported or a plugin pinned while the server runs (catalog/CURRENT or plugins.lock.json
+// replaced) is used from the next request on; requests already running finish on the service
+// they started with.
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +23,7 @@
 #include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/hooks/hook_protocol.hpp"
 #include "host/runtime/hooks/hook_runner.hpp"
+#include "host/server/file_signature.hpp"
 #include "host/server/server.hpp"
 
 namespace ctx::server {
@@ -43,18 +48,45 @@ core::Json invalid_params_on_bad_input(F&& body) {
   }
 }
 
+// The HookRunner (its StateService and loaded adapters) of the current catalog import and plugin
+// lock: either file replaced means a new runner.
+class CurrentRunner {
+ public:
+  explicit CurrentRunner(fs::path state_dir) : state_dir_(std::move(state_dir)) {}
+
+  std::shared_ptr<hooks::HookRunner> get() {
+    const Signature now{file_signature(state_dir_ / "catalog" / "CURRENT"),
+                        file_signature(state_dir_ / hooks::kPluginLockFile)};
+    const std::lock_guard lock(mutex_);
+    if (!runner_ || now != signature_) {
+      runner_ = std::make_shared<hooks::HookRunner>(state_dir_);
+      signature_ = now;
+    }
+    return runner_;
+  }
+
+ private:
+  using Signature = std::pair<std::optional<FileSignature>, std::optional<FileSignature>>;
+  fs::path state_dir_;
+  std::mutex mutex_;
+  std::shared_ptr<hooks::HookRunner> runner_;  // GUARDED_BY(mutex_)
+  Signature signature_;                        // GUARDED_BY(mutex_)
+};
+
 }  // namespace
 
 void register_service_methods(MethodTable& table, const fs::path& state_dir) {
-  auto runner = std::make_shared<hooks::HookRunner>(state_dir);
+  auto current = std::make_shared<CurrentRunner>(state_dir);
 
-  table.add(std::string(hooks::kHookMethod), [runner](const core::Json& params) {
+  table.add(std::string(hooks::kHookMethod), [current](const core::Json& params) {
+    const auto runner = current->get();
     return invalid_params_on_bad_input([&] {
       return hooks::hook_response_to_json(runner->run(hooks::hook_request_from_json(params)));
     });
   });
 
-  table.add("query.prepare", [runner](const core::Json& params) {
+  table.add("query.prepare", [current](const core::Json& params) {
+    const auto runner = current->get();
     const core::Json& work =
         params_of(params, "query.prepare").exact({"work"}).object_value("work");
     std::optional<runtime::CurrentWork> current;
@@ -66,13 +98,15 @@ void register_service_methods(MethodTable& table, const fs::path& state_dir) {
     return runtime::managed_result_json(runner->state().prepare(std::move(*current)));
   });
 
-  table.add("query.reopen", [runner](const core::Json& params) {
+  table.add("query.reopen", [current](const core::Json& params) {
+    const auto runner = current->get();
     const auto reader = params_of(params, "query.reopen");
     reader.exact({"query_ref"});
     return runtime::managed_result_json(runner->state().reopen(reader.string("query_ref")));
   });
 
-  table.add("desired.set", [runner](const core::Json& params) {
+  table.add("desired.set", [current](const core::Json& params) {
+    const auto runner = current->get();
     const auto reader = params_of(params, "desired.set");
     reader.expect({"query_ref", "capability_ids"}, {"choice"});
     std::vector<std::string> ids;

@@ -221,8 +221,8 @@ const engine::HostAction* pending_install(const engine::EngineState& state) {
 }
 
 // One iteration of §3.10: the install action to execute (granting it first when the policy
-// preapproves it) and its binding, or nullopt to stop. `retired` is set when an expired
-// unclaimed install was retired.
+// preapproves it) and its binding, or nullopt to stop (nothing automatic is left, or an expired
+// unclaimed install was retired).
 struct NextInstall {
   engine::HostAction action;
   const engine::PlanCapabilityV3* selection;
@@ -231,7 +231,7 @@ struct NextInstall {
 
 std::optional<NextInstall> next_install(EngineComposition& composition,
                                         const DesiredInstallContext& context,
-                                        const engine::CommittedPlanV3& plan, bool& retired) {
+                                        const engine::CommittedPlanV3& plan) {
   const auto& scope = context.desired.event().scope();
   const auto head = composition.snapshot(scope);
   if (!head.state) return std::nullopt;
@@ -243,10 +243,7 @@ std::optional<NextInstall> next_install(EngineComposition& composition,
       throw ManagedQueryServiceError("managed install effects must remain globally serialized");
     }
     const auto& selection = selection_for(plan, context.desired, *install);
-    if (retire_if_expired_unclaimed(composition, context, *install)) {
-      retired = true;
-      return std::nullopt;
-    }
+    if (retire_if_expired_unclaimed(composition, context, *install)) return std::nullopt;
     auto binding = composition.resolve_install_execution_binding(*install, selection);
     return NextInstall{*install, &selection, std::move(binding)};
   }
@@ -317,8 +314,7 @@ DesiredProgress progress_desired_installs(EngineComposition& composition,
       progress.head, current_install_policy(context.policy_store_root).policy_digest());
   if (!progress.policy_drift) {
     for (std::size_t i = 0; i < context.desired.capability_ids().size(); ++i) {
-      bool retired = false;
-      auto next = next_install(composition, context, plan, retired);
+      auto next = next_install(composition, context, plan);
       if (!next) break;
       if (next->binding.driver_id() != next->selection->install_descriptor()->installer_id()) {
         throw ManagedQueryServiceError("managed install binding does not name its installer");

@@ -200,6 +200,31 @@ TEST_F(ServiceMethodsTest, CtxHookTalksToTheRunningServerOfItsStateDirElseRunsIn
   EXPECT_EQ(fallback, in_process);
 }
 
+// A catalog imported while the server runs is what the next hook plans from (the server does not
+// keep serving the catalog it opened first).
+TEST_F(ServiceMethodsTest, ACatalogImportedWhileServingIsUsedFromTheNextRequestOn) {
+  start();
+  RpcClient client;
+  ASSERT_TRUE(client.connect(state_ / kSocketFile));
+  const auto hook = [&](int id, const std::string& session) {
+    const Json reply = call(client, id, "hook",
+                            {{"adapter", "claude-code"},
+                             {"payload", claude_prompt(session, "export a PDF report").dump()}});
+    EXPECT_TRUE(reply.contains("result")) << reply.dump();
+    return reply["result"]["reply"].is_string() ? reply["result"]["reply"].get<std::string>()
+                                                : std::string();
+  };
+  EXPECT_NE(hook(1, "before-import").find("pdf-export"), std::string::npos);
+  // The example catalog without its pdf-export skill.
+  const fs::path smaller = dir_ / "catalog";
+  fs::copy(std::string(CTX_SOURCE_DIR) + "/examples/catalog", smaller, fs::copy_options::recursive);
+  fs::remove_all(smaller / "skills" / "pdf-export");
+  ASSERT_EQ(
+      testing::run_ctx("catalog import " + smaller.string() + " --state " + state_.string()).first,
+      0);
+  EXPECT_EQ(hook(2, "after-import").find("pdf-export"), std::string::npos);
+}
+
 TEST_F(ServiceMethodsTest, BadParamsAreInvalidParamsThatNeverQuoteThePayload) {
   start();
   RpcClient client;

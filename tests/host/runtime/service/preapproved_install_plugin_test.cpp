@@ -3,6 +3,8 @@
 // rebuilt installer of another version between the committed decision and the claim fails
 // closed with "captured actuator": nothing claimed, nothing on disk, no body loaded — and the
 // decision is not burned: with the captured plugin pinned again the same request installs once.
+// execute_install itself refuses another plugin identity ("captured actuator") or a replaced
+// install root ("root changed") before claiming.
 // Two builds of tests/fixtures/plugins/disk_installer.cpp are loaded through the host's
 // PluginLoader into PluginRegistry instances (one per pinned lock state).
 #include <gmock/gmock.h>
@@ -131,7 +133,7 @@ TEST(PreapprovedInstallPlugins, RepinnedInstallerBetweenDecisionAndClaimFailsClo
   EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claim_settlements"), 1);
 }
 
-TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityBeforeClaiming) {
+TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityOrRootBeforeClaiming) {
   TempDir tmp;
   auto setup = make_setup(tmp.path() / "service", [] {
     SetupArgs args;
@@ -187,6 +189,20 @@ TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityBefore
   EXPECT_EQ(bodies->load_calls(), 0);
   EXPECT_TRUE(entries(root).empty());
   repinned->close();
+
+  // The captured plugin again, but its install root replaced (rename + recreate: new inode):
+  // "root changed", still before any claim or write.
+  fs::rename(root, root.parent_path() / "disk-installs-old");
+  fs::create_directory(root);
+  fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
+  options.install_actuator = plugin_actuator(v1, root, bodies);
+  auto replaced = open_managed_engine_composition(*setup.registry, setup.artifact, options);
+  CTX_EXPECT_THROW(replaced->execute_install(install, *selection, captured, policy),
+                   InstallExecutionError, "root changed");
+  EXPECT_FALSE(replaced->install_execution_status(install).claimed);
+  EXPECT_EQ(bodies->load_calls(), 0);
+  EXPECT_TRUE(entries(root).empty());
+  replaced->close();
 }
 
 }  // namespace
