@@ -9,6 +9,7 @@
 #include "host/engine/planning/planner.hpp"
 #include "host/engine/state.hpp"
 #include "host/runtime/consent/private_file.hpp"
+#include "host/runtime/file_lock.hpp"
 #include "host/store/benefit_audit_store.hpp"
 #include "host/store/graph_store.hpp"
 #include "host/store/sqlite_journal_store.hpp"
@@ -179,6 +180,10 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   };
   const auto plan_of = [](const std::string& logical) { return "plan-" + logical.substr(0, 40); };
 
+  // One registration at a time across processes: two preparers of the same work must store (and
+  // then register) the same events, not each their own.
+  const ExclusiveFileLock registration_lock(options_.inputs_dir / ".registration.lock",
+                                            std::chrono::seconds(30));
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   engine::Revision head = 0;
   std::optional<std::string> head_plan;
@@ -234,8 +239,9 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
     return finish(plan_id, std::move(*earlier), true);
   }
   if (head == 1) {
-    throw FailedPrecondition(
-        "the session's first plan was interrupted; repeat the request that started it");
+    throw SessionStartPending(
+        "the session's first plan is not committed yet (it is being prepared, or was "
+        "interrupted: repeat the request that started it)");
   }
 
   ManagedArtifactIngest ingest;

@@ -55,6 +55,14 @@ struct CatalogInputAuthorityOptions {
   std::shared_ptr<const core::Clock> trusted_clock;  // null: the system clock
 };
 
+// The session's stream holds a SessionStarted whose first plan (other work) is not committed yet:
+// another preparer is committing it right now, or died between the two commits (then only a
+// retry of that same work finishes it). Code: kFailedPrecondition. Retry: shortly.
+class SessionStartPending : public FailedPrecondition {
+ public:
+  explicit SessionStartPending(const std::string& message) : FailedPrecondition(message) {}
+};
+
 // One registered current work: what prepare needs.
 struct CurrentWorkRegistration {
   std::string current_work_ref;  // "work-" + 64 hex
@@ -68,8 +76,8 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
   // Errors: InvalidArgument (missing part, key size), the catalog ports' and registry's errors.
   explicit CatalogInputAuthority(CatalogInputAuthorityOptions options);
 
-  // See the file comment. Errors: InvalidArgument naming the work field; FailedPrecondition
-  // ("interrupted") when the session's first plan was left half-done by other work;
+  // See the file comment. Errors: InvalidArgument naming the work field; SessionStartPending
+  // when the session's first plan (other work) is not committed yet;
   // ManagedArtifactRegistryError; JournalCorruption / StoreBusy from the journal;
   // ManagedQueryStoreCorruption ("authentication failed") for a tampered registration file.
   CurrentWorkRegistration register_work(CurrentWork work);

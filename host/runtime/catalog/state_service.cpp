@@ -1,11 +1,15 @@
 #include "host/runtime/catalog/state_service.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "host/core/crypto.hpp"
+#include "host/engine/journal_store.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
 #include "host/runtime/consent/private_file.hpp"
+#include "host/runtime/file_lock.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -69,7 +73,12 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   }
   ensure_private_dir(paths.service_dir, "service directory");
   auto registry = open_managed_artifact_registry(paths.registry);
-  state->store_ = open_managed_query_store(paths.queries, state->key_);
+  {
+    // Concurrent first opens (several hooks at a session's start) would race the store's
+    // creation (one opener sweeps another's unpublished stage); one at a time.
+    const ExclusiveFileLock creating(paths.service_dir / ".open.lock", std::chrono::seconds(30));
+    state->store_ = open_managed_query_store(paths.queries, state->key_);
+  }
   auto facts = std::make_shared<CatalogBenefitFactsPort>(state->catalog_);
   auto material = std::make_shared<CatalogMaterialPort>(state->catalog_);
   auto install = std::make_shared<CatalogInstallBundlePort>(state->catalog_);
@@ -112,9 +121,28 @@ StateService::~StateService() {
 }
 
 ManagedQueryServiceResult StateService::prepare(CurrentWork work) {
-  const auto registration = authority_->register_work(std::move(work));
-  return service_->prepare(ManagedQueryRequest::create(registration.logical_query_id,
-                                                       registration.current_work_ref));
+  // Another preparer of other work in the same session can move the stream's head between this
+  // registration and its commit; the work is then registered again on the new head.
+  // A session whose first plan another preparer is committing is waited for (up to ~2 s).
+  constexpr int kConflictAttempts = 8;
+  constexpr int kPendingAttempts = 40;
+  int conflicts = 0;
+  int pending = 0;
+  for (;;) {
+    try {
+      const auto registration = authority_->register_work(work);
+      return service_->prepare(ManagedQueryRequest::create(registration.logical_query_id,
+                                                           registration.current_work_ref));
+    } catch (const engine::RevisionConflict&) {
+      if (++conflicts == kConflictAttempts) throw;
+    } catch (const ManagedQuerySupersededError&) {
+      // This work's plan was the head when it was registered; another one replaced it since.
+      if (++conflicts == kConflictAttempts) throw;
+    } catch (const SessionStartPending&) {
+      if (++pending == kPendingAttempts) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
 }
 
 ManagedQueryServiceResult StateService::reopen(const std::string& query_ref) {

@@ -52,7 +52,11 @@ class StateService {
   ~StateService();
 
   // Registers `work` with the input authority and prepares it (an exact retry of the same work
-  // returns the same result). Errors: the authority's and the service's.
+  // returns the same result); when a concurrent preparer of other work in the session moved the
+  // head first (RevisionConflict, or this work's plan was superseded since it was found at the
+  // head), registers again on the new head, up to eight attempts; while
+  // another preparer commits the session's first plan (SessionStartPending), waits up to ~2 s.
+  // Errors: the authority's and the service's.
   ManagedQueryServiceResult prepare(CurrentWork work);
   ManagedQueryServiceResult reopen(const std::string& query_ref);
   // Reopens the plan committed at the head of `work`'s session, if there is one.

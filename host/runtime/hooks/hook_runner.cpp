@@ -1,5 +1,7 @@
 #include "host/runtime/hooks/hook_runner.hpp"
 
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "host/core/crypto.hpp"
@@ -143,10 +145,20 @@ HookResponse HookRunner::run(const HookRequest& request) {
   std::optional<ManagedQueryServiceResult> result;
   // The session's current plan stands when a new one cannot replace it (pending authority, a
   // loaded capability's selection would change): show it instead of replanning.
+  // Another preparer may be between committing the current plan and marking it, or replace it
+  // again meanwhile: a few short retries (then the original error).
   const auto reopen_current = [&] {
-    auto current = service.reopen_current(work);
-    if (!current) throw;
-    result.emplace(std::move(*current));
+    for (int attempt = 0; attempt < 25; ++attempt) {
+      try {
+        if (auto current = service.reopen_current(work)) {
+          result.emplace(std::move(*current));
+          return;
+        }
+      } catch (const ManagedQuerySupersededError&) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    throw;
   };
   try {
     result.emplace(service.prepare(work));

@@ -10,7 +10,8 @@
 //      object), with no store opened;
 //   5. StateService::prepare (the work's identity is an HMAC under the installation key); when a
 //      new plan cannot replace the session's current one (pending authority, a changed selection
-//      of a capability already loaded), the current plan is reopened instead;
+//      of a capability already loaded), the current plan is reopened instead (retried briefly
+//      while a concurrent preparer is between its commit and its mark);
 //   6. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
 //      "challenge"} → the reply text.
 // Thread-safe: adapters are loaded once per id and serialise their own calls; the state service

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <barrier>
 #include <memory>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -379,6 +381,54 @@ TEST_F(HookCommandTest, ASecondPromptInTheSameSessionStillReplies) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
   }
+}
+
+// Real races: six `ctx hook` processes released together on a fresh state dir, first with the
+// same prompt (one plan, six identical replies), then with six different prompts in one session
+// (each replies; the journal verifies afterwards).
+TEST_F(HookCommandTest, ConcurrentHooksOnOneSessionAllReplyAndTheJournalVerifies) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  init_state(state);
+  constexpr int kProcesses = 6;
+  const auto race = [&](const std::vector<std::string>& payloads) {
+    std::vector<ProcessResult> results(payloads.size());
+    std::barrier start(static_cast<std::ptrdiff_t>(payloads.size()));
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < payloads.size(); ++i) {
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        results[i] = hook("claude-code", payloads[i], state);
+      });
+    }
+    for (auto& t : threads) t.join();
+    return results;
+  };
+  Json same = claude_common("UserPromptSubmit");
+  same["session_id"] = "race-same";
+  same["prompt"] = "export the report as pdf";
+  const auto first = race(std::vector<std::string>(kProcesses, same.dump()));
+  for (const auto& r : first) {
+    ASSERT_TRUE(r.exited) << r.signal;
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, first[0].out);
+  }
+  EXPECT_THAT(first[0].out, HasSubstr("pdf-export (skill)"));
+  const char* words[] = {"markdown", "docker", "python", "node", "review", "typescript"};
+  std::vector<std::string> distinct;
+  for (const char* word : words) {
+    Json payload = claude_common("UserPromptSubmit");
+    payload["session_id"] = "race-distinct";
+    payload["prompt"] = std::string("export the report as pdf ") + word;
+    distinct.push_back(payload.dump());
+  }
+  for (const auto& r : race(distinct)) {
+    ASSERT_TRUE(r.exited) << r.signal;
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
+  }
+  const auto verify = ctx_process({"journal", "verify"}, state, "");
+  EXPECT_EQ(verify.code, 0) << verify.err;
 }
 
 }  // namespace
