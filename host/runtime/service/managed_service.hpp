@@ -41,6 +41,7 @@
 namespace ctx::runtime {
 
 class ManagedQueryService;
+class ConsentResolution;
 
 // Caps of every result.
 inline constexpr std::size_t kMaxManagedActionSummaries = 16;
@@ -295,6 +296,71 @@ class ManagedDesiredSetResult final {
   std::optional<ManagedConsentChallengeProjection> challenge_;
 };
 
+// The outcome of one signed consent resolution or recovery (§3.1, §3.2).
+enum class ManagedConsentOutcome {
+  kConsentRequired,
+  kReauthenticationRequired,
+  kDenied,
+  kInstalledInactive,
+  kInstallFailed,
+  kInstallIndeterminate,
+  kExpired,
+  kQuarantined,
+  kSuperseded,
+};
+// "consent-required", "reauthentication-required", "denied", "installed-inactive",
+// "install-failed", "install-indeterminate", "expired", "quarantined", "superseded".
+std::string_view to_string(ManagedConsentOutcome outcome) noexcept;
+std::ostream& operator<<(std::ostream& out, ManagedConsentOutcome outcome);
+
+// resolve_consent / recover_consent's result (9 fields, §3.1): no scope, challenge id, driver,
+// binding, verifier, proof or principal. The journal fields are the stream head's.
+class ManagedConsentResolutionResult final {
+ public:
+  // The only factory. Invariants: challenge digest and record digest 64 hex, capability id and
+  // reason code tokens, revision ≥ 1, ≤ 16 actions; a next challenge exactly for
+  // consent-required / reauthentication-required, naming the same capability and kind (and, for
+  // reauthentication, the same challenge digest). Errors: ManagedQueryServiceError.
+  static ManagedConsentResolutionResult create(
+      std::string challenge_digest, std::string capability_id, std::string kind,
+      ManagedConsentOutcome outcome, std::string reason_code,
+      std::optional<ManagedConsentChallengeProjection> next_challenge,
+      std::vector<ManagedActionSummary> actions, std::int64_t journal_revision,
+      std::string journal_record_digest);
+  ManagedConsentResolutionResult(const ManagedConsentResolutionResult&) = delete;
+  ManagedConsentResolutionResult& operator=(const ManagedConsentResolutionResult&) = delete;
+  ManagedConsentResolutionResult(ManagedConsentResolutionResult&&) noexcept = default;
+  ManagedConsentResolutionResult& operator=(ManagedConsentResolutionResult&&) = delete;
+
+  const std::string& challenge_digest() const noexcept { return challenge_digest_; }
+  const std::string& capability_id() const noexcept { return capability_id_; }
+  const std::string& kind() const noexcept { return kind_; }
+  ManagedConsentOutcome outcome() const noexcept { return outcome_; }
+  const std::string& reason_code() const noexcept { return reason_code_; }
+  const std::optional<ManagedConsentChallengeProjection>& next_challenge() const noexcept {
+    return next_challenge_;
+  }
+  // Summaries of the head transition's actions.
+  const std::vector<ManagedActionSummary>& actions() const noexcept { return actions_; }
+  std::int64_t journal_revision() const noexcept { return journal_revision_; }
+  const std::string& journal_record_digest() const noexcept { return journal_record_digest_; }
+
+  // Prints challenge_digest, outcome and reason_code only.
+  friend std::ostream& operator<<(std::ostream& out, const ManagedConsentResolutionResult& value);
+
+ private:
+  ManagedConsentResolutionResult() = default;
+  std::string challenge_digest_;
+  std::string capability_id_;
+  std::string kind_;
+  ManagedConsentOutcome outcome_ = ManagedConsentOutcome::kQuarantined;
+  std::string reason_code_;
+  std::optional<ManagedConsentChallengeProjection> next_challenge_;
+  std::vector<ManagedActionSummary> actions_;
+  std::int64_t journal_revision_ = 0;
+  std::string journal_record_digest_;
+};
+
 // Inputs of open_managed_engine_composition: one composition over a registry artifact.
 struct ManagedCompositionOptions {
   std::filesystem::path journal_path;
@@ -371,6 +437,21 @@ class ManagedQueryService final {
   // contained", "another event"), ManagedDesiredSetBusyError, ManagedDesiredSetSupersededError.
   ManagedDesiredSetResult set_desired(const ManagedDesiredSetRequest& request);
 
+  // §3.14: authenticates one signed human decision (the exact wire payload, spec §5.6) for its
+  // published challenge and commits it; a grant installs through the captured actuator.
+  // Refused before any broker lookup: AssertionCodecError (malformed payload),
+  // ManagedQueryServiceError ("audience"), UnknownHumanDecisionVerifier. Refused before
+  // authentication (the assertion is not burned): ManagedQueryHeadDriftError ("policy changed",
+  // "current pending"), "root changed". Broker refusals (ConsentBrokerDecisionRejected,
+  // ConsentBrokerExpired, ConsentBrokerReplay) leave the consent store and journal unchanged.
+  ManagedConsentResolutionResult resolve_consent(std::string_view assertion_payload);
+
+  // §3.20: finishes whatever a challenge's durable state allows without authenticating:
+  // still pending → consent-required; decided → reconciles the broker with the journal and
+  // finishes (or expires) exactly once. Errors: InvalidArgument (not 64 hex),
+  // ConsentBrokerChallengeNotFound, ManagedQueryServiceError.
+  ManagedConsentResolutionResult recover_consent(const std::string& challenge_digest);
+
   // Idempotent; afterwards every operation throws ("closed").
   void close();
   bool closed() const;
@@ -381,6 +462,7 @@ class ManagedQueryService final {
  private:
   friend std::shared_ptr<ManagedQueryService> open_managed_query_service(
       ManagedQueryServiceOptions options);
+  friend class ConsentResolution;  // consent_resolution.cpp
   explicit ManagedQueryService(ManagedQueryServiceOptions options);
 
   struct Guard;

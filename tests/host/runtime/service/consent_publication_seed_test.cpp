@@ -16,10 +16,12 @@
 #include <thread>
 
 #include "host/core/crypto.hpp"
+#include "host/engine/replay.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/install_execution.hpp"
 #include "host/runtime/plugin_ports.hpp"
 #include "host/runtime/service/consent_publication.hpp"
+#include "host/runtime/service/consent_resolution_crash_points.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "host/store/sqlite_journal_store.hpp"
@@ -717,6 +719,128 @@ TEST(ManagedConsentSeed, service_rejects_actuator_target_drift_before_broker_pub
                                std::filesystem::perm_options::replace);
   CTX_EXPECT_THROW(setup.service->reopen(initial.query_ref()), Error, "root changed");
   EXPECT_EQ(consent_rows(setup), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// expiry of a published challenge (recover_consent, spec §3.20–§3.21)
+
+// The seeds' _prepare_public_consent: a safe-default policy, a prepared plan and a desired choice
+// of its first capability that publishes a challenge.
+ManagedDesiredSetResult prepare_public_consent(ServiceSetup& setup, const std::string& label) {
+  setup.persist_policy(InstallConsentPolicy::safe_default());
+  const auto prepared = setup.service->prepare(query_request(label + ":query"));
+  auto result = setup.service->set_desired(
+      desired_request(prepared.query_ref(), label + ":desired",
+                      {prepared.prepared().selections().at(0).capability_id()}));
+  EXPECT_EQ(result.status(), ManagedDesiredStatus::kConsentRequired);
+  EXPECT_TRUE(result.challenge().has_value());
+  return result;
+}
+
+std::size_t count_events(const ServiceSetup& setup, const std::string& kind) {
+  store::SqliteJournalStore journal(setup.journal_path, *setup.clock);
+  std::size_t count = 0;
+  for (const auto& record : journal.read(seed_scope().stream_id(), 0)) {
+    if (engine::ReplayInput::from_json_text(record.replay_json).reducer_event.kind() == kind) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+TEST(ManagedConsentSeed,
+     terminal_broker_expiry_durably_retires_pending_consent_and_allows_next_choice) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path(), installable());
+  const auto desired = prepare_public_consent(setup, "terminal-expiry");
+  ASSERT_TRUE(desired.challenge().has_value());
+  const auto digest_of_challenge = desired.challenge()->challenge_digest();
+  setup.clock->set("2026-08-03T14:00:00Z");
+  const auto skill_root = setup.consent->skill_root;
+  const auto displaced = skill_root.parent_path() / "skills-expiry-displaced";
+  std::filesystem::rename(skill_root, displaced);
+  std::filesystem::create_directory(skill_root);
+  std::filesystem::permissions(skill_root, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace);
+  setup.persist_policy(InstallConsentPolicy{.skill_mode = InstallMode::kPreapprovedAuto});
+  const auto expired = setup.service->recover_consent(digest_of_challenge);
+  const auto repeated = setup.service->recover_consent(digest_of_challenge);
+  EXPECT_EQ(expired.outcome(), ManagedConsentOutcome::kExpired);
+  EXPECT_EQ(repeated.outcome(), ManagedConsentOutcome::kExpired);
+  EXPECT_EQ(expired.journal_revision(), desired.journal_revision() + 1);
+  EXPECT_EQ(repeated.journal_revision(), desired.journal_revision() + 1);
+  EXPECT_EQ(expired.journal_record_digest(), repeated.journal_record_digest());
+  {
+    auto composition = setup.open_composition();
+    const auto state = composition->snapshot(seed_scope()).state;
+    ASSERT_TRUE(state);
+    EXPECT_TRUE(state->pending_consents().empty());
+  }
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claims"), 0);
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_outcomes"), 0);
+  std::filesystem::remove(skill_root);
+  std::filesystem::rename(displaced, skill_root);
+  setup.persist_policy(InstallConsentPolicy::safe_default());
+  const auto next_choice = setup.service->set_desired(ManagedDesiredSetRequest::create(
+      desired.query_ref(), digest("terminal-expiry-next-choice"),
+      {desired.challenge()->capability_id()}, desired.desired_set_ref()));
+  EXPECT_EQ(next_choice.status(), ManagedDesiredStatus::kConsentRequired);
+  ASSERT_TRUE(next_choice.challenge().has_value());
+  EXPECT_NE(next_choice.challenge()->challenge_digest(), digest_of_challenge);
+}
+
+TEST(ManagedConsentSeed, consent_expiry_recovers_after_journal_commit_before_result) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path(), installable());
+  const auto desired = prepare_public_consent(setup, "expiry-result-crash");
+  ASSERT_TRUE(desired.challenge().has_value());
+  setup.clock->set("2026-08-03T14:00:00Z");
+  {
+    CrashPointArmed armed(consent_crash_points::kAfterExpiryCommit);
+    EXPECT_THROW(setup.service->recover_consent(desired.challenge()->challenge_digest()),
+                 SimulatedCrash);
+    EXPECT_TRUE(armed.fired());
+  }
+  const auto recovered = setup.service->recover_consent(desired.challenge()->challenge_digest());
+  EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kExpired);
+  EXPECT_EQ(recovered.journal_revision(), desired.journal_revision() + 1);
+  EXPECT_EQ(count_events(setup, "InstallConsentExpired"), 1u);
+}
+
+TEST(ManagedConsentSeed, expired_old_challenge_cannot_cancel_refreshed_current_consent) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path(), installable());
+  const auto desired = prepare_public_consent(setup, "old-expired-refreshed");
+  ASSERT_TRUE(desired.challenge().has_value());
+  const auto old_challenge_id =
+      setup.consent->broker->status_by_challenge_digest(desired.challenge()->challenge_digest())
+          .challenge.challenge_id();
+  const auto& original = setup.managed_input->decision_event();
+  std::optional<EngineSnapshot> held;
+  {
+    auto composition = setup.open_composition();
+    composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
+      f.event_id = "event-refresh-before-old-consent-expiry";
+      f.kind = "ProviderSubmissionObserved";
+      f.expected_revision = desired.journal_revision();
+      f.payload = {{"capabilities", Json::array()}};
+    }));
+    held.emplace(composition->snapshot(seed_scope()));
+  }
+  const EngineSnapshot& before = *held;
+  ASSERT_TRUE(before.state);
+  const auto replacement = before.state->pending_consents();
+  ASSERT_EQ(replacement.size(), 1u);
+  EXPECT_NE(replacement.front().consent_id, old_challenge_id);
+  setup.clock->set("2026-08-03T14:00:00Z");
+  const auto recovered = setup.service->recover_consent(desired.challenge()->challenge_digest());
+  EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kSuperseded);
+  auto composition = setup.open_composition();
+  const auto after = composition->snapshot(seed_scope());
+  EXPECT_EQ(after.revision, before.revision);
+  EXPECT_EQ(after.record_digest, before.record_digest);
+  ASSERT_TRUE(after.state);
+  EXPECT_EQ(after.state->pending_consents(), replacement);
 }
 
 // ---------------------------------------------------------------------------------------------
