@@ -88,12 +88,8 @@ long consent_rows(const ServiceSetup& setup) {
 // The seeds' `body_source.load_calls == 0`, and nothing reached the skill installer's root (no
 // stored object, no active skill).
 bool skill_root_empty(const ServiceSetup& setup) {
-<<<<<<< HEAD
   if (setup.consent->body_source->load_calls() != 0) return false;
-  for (const char* part : {"sha256", "active"}) {
-=======
   for (const char* part : {"objects", "tmp", "active"}) {
->>>>>>> wt-skillinst
     const auto dir = setup.consent->skill_root / part;
     if (std::filesystem::exists(dir) && !std::filesystem::is_empty(dir)) return false;
   }
