@@ -1,9 +1,13 @@
 // Example out-of-tree installer plugin "example-installer": stores each capability's content as
-// <root>/objects/<sha256> and activates it by copying to <root>/active/<name>. It follows the
-// installer request contract of ctx/conformance/conformance.hpp:
-//   config     {"root": "<absolute directory>"} (created when missing)
-//   install    {"capability_id", "content" | "content_base64", "content_sha256"}
-//              -> {"outcome", ...}
+// <root>/objects/<sha256> (staged in <root>/tmp/<sha256>.<pid>, published by one rename) and
+// activates it by copying to <root>/active/<name>. It follows the installer request contract of
+// ctx/conformance/conformance.hpp (file material only: conformance.json opts out of trees):
+//   config     {"root": "<absolute directory>"} (created when missing; staging of dead writers
+//              is swept at start)
+//   install    {"capability_id", "content" | "content_base64", "content_sha256",
+//               "content_bytes"?, "material_identity_digest"?} -> {"outcome", ...}
+//              Installed material is never rewritten; the body is hashed in 64 KiB chunks and the
+//              host's cancelled() is polled between them.
 //   activate   {"capability_id", "content_sha256"}
 //   deactivate {"capability_id"}
 //   reconcile  {"capabilities": [{"capability_id", "content_sha256"}]}
@@ -11,8 +15,13 @@
 // Capability ids are "<kind>:<name>" with name [a-z0-9][a-z0-9._-]{0,63}. (Base64 content is
 // not supported by this example: it answers CTX_UNIMPLEMENTED.)
 #include <openssl/evp.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <ctx/sdk/plugin.hpp>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +41,32 @@ std::string sha256_hex(const std::string& bytes) {
   if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
     throw ctx::Error("sha-256 failed", ctx::ErrorCode::kInternal);
   }
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xf];
+  }
+  return hex;
+}
+
+// sha-256 of `bytes` in 64 KiB chunks; throws ctx::Error(kCancelled) when the host cancels.
+std::string streamed_sha256_hex(const std::string& bytes, const ctx::sdk::Host& host) {
+  constexpr std::size_t kChunk = 64 * 1024;
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  bool ok = md != nullptr && EVP_DigestInit_ex(md, EVP_sha256(), nullptr) == 1;
+  for (std::size_t at = 0; ok && at < bytes.size(); at += kChunk) {
+    if (host.cancelled()) {
+      EVP_MD_CTX_free(md);
+      throw ctx::Error("install cancelled", ctx::ErrorCode::kCancelled);
+    }
+    ok = EVP_DigestUpdate(md, bytes.data() + at, std::min(kChunk, bytes.size() - at)) == 1;
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  ok = ok && EVP_DigestFinal_ex(md, digest, &size) == 1;
+  EVP_MD_CTX_free(md);
+  if (!ok) throw ctx::Error("sha-256 failed", ctx::ErrorCode::kInternal);
   static const char kHex[] = "0123456789abcdef";
   std::string hex;
   for (unsigned int i = 0; i < size; ++i) {
@@ -87,9 +122,8 @@ std::string file_digest(const fs::path& path) {
   return sha256_hex(buffer.str());
 }
 
-// Writes `bytes` to `path` through a temporary file and a rename.
-void write_file(const fs::path& path, const std::string& bytes) {
-  const fs::path temp = path.string() + ".tmp";
+// Writes `bytes` to `path` through `temp` and a rename.
+void write_file(const fs::path& path, const std::string& bytes, const fs::path& temp) {
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out << bytes;
@@ -110,12 +144,12 @@ std::string material_identity(const std::string& id, const std::string& sha, std
 
 class Store final : public ctx::sdk::Installer {
  public:
-  explicit Store(std::string_view config) {
+  Store(const ctx::sdk::Host& host, std::string_view config) : host_(host) {
     const Json parsed = parse_request(config);
     root_ = string_field(parsed, "root");
     if (!root_.is_absolute()) throw ctx::InvalidArgument("config root must be absolute");
-    fs::create_directories(root_ / "objects");
-    fs::create_directories(root_ / "active");
+    for (const char* dir : {"objects", "active", "tmp"}) fs::create_directories(root_ / dir);
+    sweep_dead_staging();
   }
 
   std::string target_identity() override {
@@ -151,18 +185,26 @@ class Store final : public ctx::sdk::Installer {
       throw ctx::Error("base64 content is not supported", ctx::ErrorCode::kUnimplemented);
     }
     const std::string content = string_field(request, "content");
-    const std::string observed = sha256_hex(content);
-    Json reply = {{"capability_id", request["capability_id"]},
-                  {"observed_material_identity_digest",
-                   material_identity(request["capability_id"], observed, content.size())}};
-    if (observed != digest) {
+    const std::string id = request["capability_id"];
+    const std::string verification = sha256_hex("example-installer:" + digest);
+    if (file_digest(object(digest)) == digest) {  // installed already: rewrite nothing
+      return {{"capability_id", id}, {"outcome", "applied"}, {"verification_digest", verification},
+              {"observed_material_identity_digest",
+               material_identity(id, digest, fs::file_size(object(digest)))}};
+    }
+    const std::string observed = streamed_sha256_hex(content, host_);
+    const std::string material = material_identity(id, observed, content.size());
+    Json reply = {{"capability_id", id}, {"observed_material_identity_digest", material}};
+    const bool size_matches = request.value("content_bytes", content.size()) == content.size();
+    const bool material_matches = request.value("material_identity_digest", material) == material;
+    if (observed != digest || !size_matches || !material_matches) {
       reply["outcome"] = "failed";
       return reply;
     }
-    write_file(object(digest), content);
+    write_file(object(digest), content, staging(digest));
     const bool verified = file_digest(object(digest)) == digest;
     reply["outcome"] = verified ? "applied" : "indeterminate";
-    if (verified) reply["verification_digest"] = sha256_hex("example-installer:" + digest);
+    if (verified) reply["verification_digest"] = verification;
     return reply;
   }
 
@@ -175,7 +217,7 @@ class Store final : public ctx::sdk::Installer {
     std::ifstream in(object(digest), std::ios::binary);
     std::stringstream buffer;
     buffer << in.rdbuf();
-    write_file(root_ / "active" / name, buffer.str());
+    write_file(root_ / "active" / name, buffer.str(), staging(digest));
     return {{"capability_id", request["capability_id"]},
             {"outcome", "applied"},
             {"observed_material_identity_digest",
@@ -216,7 +258,21 @@ class Store final : public ctx::sdk::Installer {
     return {{"capabilities", states}};
   }
 
+  // Removes staging files (tmp/<sha256>.<pid>) whose writer process is gone.
+  void sweep_dead_staging() const {
+    for (const auto& entry : fs::directory_iterator(root_ / "tmp")) {
+      const std::string name = entry.path().filename().string();
+      const auto dot = name.rfind('.');
+      const pid_t writer = dot == std::string::npos ? 0 : std::atoi(name.c_str() + dot + 1);
+      if (writer <= 0 || (::kill(writer, 0) != 0 && errno == ESRCH)) fs::remove(entry.path());
+    }
+  }
+
   fs::path object(const std::string& digest) const { return root_ / "objects" / digest; }
+  fs::path staging(const std::string& digest) const {
+    return root_ / "tmp" / (digest + "." + std::to_string(::getpid()));
+  }
+  ctx::sdk::Host host_;
   fs::path root_;
 };
 

@@ -107,17 +107,19 @@ std::vector<std::string> journal_kinds(const fs::path& journal) {
   return kinds;
 }
 
-// The skill objects the skill-installer plugin holds under `root` (its sha256/ directory).
+// The skill objects the skill-installer plugin holds under `root` (its objects/ directory).
 std::vector<fs::path> installed_objects(const fs::path& root) {
   std::vector<fs::path> out;
-  if (!fs::exists(root / "sha256")) return out;
-  for (const auto& entry : fs::directory_iterator(root / "sha256")) out.push_back(entry.path());
+  if (!fs::exists(root / "objects")) return out;
+  for (const auto& entry : fs::directory_iterator(root / "objects")) out.push_back(entry.path());
   return out;
 }
 
+// The stored SKILL.md of a file-form install: objects/<content sha256>/SKILL.md.
 fs::path installed_file(const ServiceSetup& setup, const std::string& capability_id) {
-  return skill_root(setup) / "sha256" /
-         setup.installs->bundles.at(capability_id).result_material().content_sha256();
+  return skill_root(setup) / "objects" /
+         setup.installs->bundles.at(capability_id).result_material().content_sha256() /
+         "SKILL.md";
 }
 
 // The seeds' SkillCasRuntimeConfig for `root`: the setup's skill-installer plugin configured at
@@ -742,8 +744,8 @@ TEST_P(PreapprovedInstallKilled, RecoversToExactlyOneInstallAndSettlement) {
     EXPECT_EQ(repeated.reason_code(), std::optional<std::string>("automatic-install-failed"));
   } else {
     ASSERT_EQ(on_disk.size(), 1u);
-    EXPECT_EQ(on_disk.front(), installed_file(setup, "skill:installable"));
-    EXPECT_EQ(file_bytes(on_disk.front()), kInstallableSkillBody);
+    EXPECT_EQ(on_disk.front() / "SKILL.md", installed_file(setup, "skill:installable"));
+    EXPECT_EQ(file_bytes(installed_file(setup, "skill:installable")), kInstallableSkillBody);
     EXPECT_EQ(repeated.status(), ManagedDesiredStatus::kEffectPending);
   }
 }
