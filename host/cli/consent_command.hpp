@@ -1,4 +1,20 @@
-// `ctx consent ...`: the human side of install consent.
+// `ctx consent ...`: the human side of install consent (the state dir's StateService).
+//   ctx consent show [--state DIR] [--json]
+//       the current challenges awaiting a decision (StateService::pending_challenges): for each
+//       {audience, capability_id, challenge_digest, expires_at, kind, approve, deny} — approve /
+//       deny are the exact commands to run; no paths, secrets or bodies.
+//   ctx consent approve|deny CHALLENGE_DIGEST --key FILE [--state DIR] [--json]
+//       builds the spec §5.6 assertion for the challenge (a fresh random nonce, issued now,
+//       expiring at the earlier of the challenge's expiry and now + 10 min), signs it with the
+//       user's key (consent_key.hpp; the key must be trusted for the challenge's audience:
+//       ctx consent trust) and resolves it; after a grant the skill is installed and activated.
+//   ctx consent resolve --assertion FILE|- [--state DIR] [--json]
+//       resolves an already signed wire payload (one trailing newline ignored).
+//   ctx consent recover CHALLENGE_DIGEST [--state DIR] [--json]
+//       recover_consent: finishes what the challenge's durable state allows, no authentication.
+//   --json of approve/deny/resolve/recover: consent_decision_json (state_service.hpp).
+//   Refusals (malformed, tampered, replayed, wrong audience, unknown principal, expired, already
+//   decided) are typed errors: exit 1 with one stderr line, consent store and journal unchanged.
 //   ctx consent trust --audience A --authenticator ID --principal DIGEST --verifier PLUGIN_ID
 //                     --config FILE [--state DIR] [--json]
 //       registers the verifier plugin PLUGIN_ID (pinned in <state>/plugins.lock.json; loaded and

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "host/cli/catalog_command.hpp"
@@ -13,9 +14,16 @@
 #include "host/cli/consent_key.hpp"
 #include "host/cli/hook_command.hpp"
 #include "host/core/canonical_json.hpp"
+#include "host/core/crypto.hpp"
+#include "host/plugins/abi_adapters.hpp"
+#include "host/plugins/lock_file.hpp"
+#include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/plugin_registry.hpp"
+#include "host/runtime/catalog/state_dir.hpp"
+#include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
+#include "host/runtime/hooks/hook_runner.hpp"
 
 #ifndef CTX_SOURCE_DIR
 #error "CTX_SOURCE_DIR must be defined by the build"
@@ -104,12 +112,48 @@ std::string claude_code_prompt(const fs::path& project) {
       .dump();
 }
 
+constexpr const char* kDemoAdapter = "claude-code";
+
+// The pinned Claude Code adapter of the state dir, created with its installation key (as
+// ctx hook creates it).
+std::unique_ptr<plugins::AbiHostAdapter> demo_adapter(const fs::path& state) {
+  const auto lock = plugins::LockFile::load(state / runtime::hooks::kPluginLockFile);
+  const plugins::LockEntry* entry = lock.find(plugins::PluginKind::kHostAdapter, kDemoAdapter);
+  if (entry == nullptr) throw NotFound("the claude-code host adapter is not pinned (ctx init)");
+  const std::string key = runtime::read_installation_key(state);
+  const core::Json config = {
+      {"installation_key",
+       core::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size())}};
+  return std::make_unique<plugins::AbiHostAdapter>(plugins::PluginLoader(state).load(*entry),
+                                                   core::canonical_json(config));
+}
+
+// The current work ctx hook registered for `payload` (same adapter, same scope and signals).
+runtime::CurrentWork work_of(plugins::AbiHostAdapter& adapter, const std::string& payload) {
+  const core::Json parsed = adapter.parse_hook(core::parse_json(payload));
+  const core::Json& scope = parsed.at("scope");
+  runtime::CurrentWork work;
+  work.tenant = scope.at("tenant_id").get<std::string>();
+  work.workspace = scope.at("workspace_id").get<std::string>();
+  work.repository = scope.at("repository_id").get<std::string>();
+  work.session = scope.at("session_id").get<std::string>();
+  for (const auto& signal : parsed.at("signals")) work.signals.push_back(signal.get<std::string>());
+  work.requested_limit = runtime::hooks::kHookRequestedLimit;
+  return work;
+}
+
+std::string skill_name_of(const std::string& capability_id) {
+  return capability_id.substr(capability_id.find(':') + 1);
+}
+
 }  // namespace
 
 std::string demo_usage() {
   return "  ctx demo [--state DIR] [--catalog DIR]\n"
          "      the main job, one line per step: init, import the example catalog, a demo\n"
-         "      decision key trusted for consent, a Claude Code prompt through ctx hook\n";
+         "      decision key trusted for consent, a Claude Code prompt through ctx hook, the\n"
+         "      plan and its consent challenge, approval with the demo key, the skill installed\n"
+         "      and activated in DIR/demo-project/.claude/skills/NAME/, the host's reply\n";
 }
 
 int run_demo_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
@@ -155,7 +199,11 @@ int run_demo_command(const std::vector<std::string>& args, std::ostream& out, st
       }
 
       runtime::ensure_private_dir(project, "demo project");
-      std::istringstream payload(claude_code_prompt(project));
+      // Installed skills become active where Claude Code looks for the project's skills.
+      const runtime::ActivationTarget target =
+          runtime::set_activation_target(state, kDemoAdapter, project);
+      const std::string prompt = claude_code_prompt(project);
+      std::istringstream payload(prompt);
       const std::string reply = run_step([&](std::ostream& o) {
         return run_hook_command({"hook", "claude-code", "--state", state_arg}, payload, o, err,
                                 env);
@@ -163,6 +211,71 @@ int run_demo_command(const std::vector<std::string>& args, std::ostream& out, st
       out << "5 hook: fed a Claude Code UserPromptSubmit payload (cwd " << project.string()
           << ") through ctx hook claude-code; the host's reply: "
           << (reply.empty() ? "(nothing to say)" : reply) << "\n";
+
+      // 6: the plan ctx hook committed for that prompt, and the user's choice of its skill.
+      auto adapter = demo_adapter(state);
+      const runtime::CurrentWork work = work_of(*adapter, prompt);
+      std::string capability;
+      std::optional<std::string> challenge;
+      {
+        auto service = runtime::StateService::open(state);
+        const auto current = service->reopen_current(work);
+        if (!current) throw NotFound("ctx hook committed no plan for the demo prompt");
+        std::string plan;
+        for (const auto& row : current->prepared().selections()) {
+          if (!plan.empty()) plan += ", ";
+          plan += row.capability_id() + " (" + row.actionability() + ")";
+          if (capability.empty() && row.kind() == "skill" && row.actionability() == "install") {
+            capability = row.capability_id();
+          }
+        }
+        if (capability.empty()) throw NotFound("the demo plan recommends no installable skill");
+        const auto desired = service->set_desired(current->query_ref(), {capability});
+        out << "6 plan: " << current->prepared().plan_id() << " recommends " << plan
+            << "; chose " << capability << " -> " << runtime::to_string(desired.status());
+        if (desired.challenge()) {
+          challenge = desired.challenge()->challenge_digest();
+          out << ", consent challenge " << *challenge << " (expires "
+              << desired.challenge()->expires_at() << ")";
+        }
+        out << "\n";
+      }
+
+      // 7: what is waiting for the user's decision.
+      out << "7 consent: " << run_step([&](std::ostream& o) {
+        return run_consent_command({"consent", "show", "--state", state_arg}, o, err, env);
+      }) << "\n";
+
+      // 8: the decision, signed with the demo key; a grant installs and activates the skill.
+      const fs::path skill_md = target.skills_dir / skill_name_of(capability) / "SKILL.md";
+      std::error_code ec;
+      if (challenge) {
+        const std::string decided = run_step([&](std::ostream& o) {
+          return run_consent_command({"consent", "approve", *challenge, "--key",
+                                      key_file.string(), "--state", state_arg},
+                                     o, err, env);
+        });
+        if (!fs::is_regular_file(skill_md, ec)) {
+          err << "ctx demo: the approved skill is not at " << skill_md.string() << "\n";
+          return kExitFailure;
+        }
+        out << "8 approve: signed the grant with the demo key: " << decided << "; "
+            << capability << " is active at " << skill_md.string() << "\n";
+      } else if (fs::is_regular_file(skill_md, ec)) {
+        out << "8 approve: nothing to approve: " << capability
+            << " was approved and installed by an earlier run; active at " << skill_md.string()
+            << "\n";
+      } else {
+        err << "ctx demo: " << capability << " has no consent challenge and is not installed\n";
+        return kExitFailure;
+      }
+
+      // 9: what Claude Code is told when its session (re)starts: reload the skill directories.
+      const core::Json reply_request = {{"event", "SessionStart"},
+                                        {"actions", core::Json::array()},
+                                        {"installed", core::Json::array({capability})}};
+      out << "9 reply: Claude Code's SessionStart reply: "
+          << adapter->render_reply(reply_request).dump() << "\n";
     } catch (const StepFailed& failed) {
       return failed.code;
     }

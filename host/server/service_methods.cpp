@@ -6,6 +6,12 @@
 //   query.reopen   {"query_ref"}           -> managed_result_json        (ctx query reopen)
 //   desired.set    {"query_ref", "capability_ids": [...], "choice"?}
 //                                          -> desired_result_json        (ctx desired set)
+//   consent.show   {}                      -> consent_show_json          (ctx consent show)
+//   consent.resolve {"assertion": WIRE-PAYLOAD TEXT}
+//                                          -> consent_decision_json      (ctx consent resolve)
+//   consent.recover {"challenge_digest"}   -> consent_decision_json      (ctx consent recover)
+// A refused decision (codec, audience, unknown principal, replay, expiry) is an error reply with
+// the error's code and one-line message; nothing durable changed.
 // The service is opened on first use and shared by every method and worker (it is thread-safe);
 // a state dir that is not ready yet (no init, no catalog) fails that request only. A catalog
 // imported or a plugin pinned while the server runs (catalog/CURRENT or plugins.lock.json
@@ -18,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/runtime/catalog/catalog_ports.hpp"
 #include "host/runtime/catalog/state_service.hpp"
@@ -116,6 +123,33 @@ void register_service_methods(MethodTable& table, const fs::path& state_dir) {
     }
     return runtime::desired_result_json(runner->state().set_desired(
         reader.string("query_ref"), std::move(ids), reader.optional_string("choice")));
+  });
+
+  table.add("consent.show", [current](const core::Json& params) {
+    const auto runner = current->get();
+    if (!params.is_null() && !(params.is_object() && params.empty())) {
+      throw InvalidParams("consent.show takes no params");
+    }
+    return runtime::consent_show_json(runner->state().pending_challenges());
+  });
+
+  table.add("consent.resolve", [current](const core::Json& params) {
+    const auto runner = current->get();
+    const auto reader = params_of(params, "consent.resolve");
+    reader.exact({"assertion"});
+    return runtime::consent_decision_json(
+        runner->state().resolve_consent(reader.string("assertion")));
+  });
+
+  table.add("consent.recover", [current](const core::Json& params) {
+    const auto runner = current->get();
+    const auto reader = params_of(params, "consent.recover");
+    reader.exact({"challenge_digest"});
+    const std::string digest = reader.string("challenge_digest");
+    if (!core::is_sha256_hex(digest)) {
+      throw InvalidParams("consent.recover challenge_digest must be 64 lower-case hex");
+    }
+    return runtime::consent_decision_json(runner->state().recover_consent(digest));
   });
 }
 

@@ -161,18 +161,16 @@ CatalogMaterialPort::CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> 
   for (const auto& e : catalog_->entries()) {
     const std::string id = e.capability_id();
     if (e.kind == "skill" && fits_material(e.primary)) {
-      catalog_->read_object(e.primary.sha256);  // verified now, so describe() never lies
-      const auto identity =
-          engine::MaterialIdentity::create(id, e.kind, e.primary.sha256, e.primary.bytes);
-      descriptors_.emplace(
-          id, engine::MaterialDescriptor::create(id, e.kind, "load", e.primary.sha256,
-                                                 e.primary.bytes, tokens_for(e.primary.bytes),
-                                                 snapshot_digest_, identity.identity_digest()));
-    } else {
-      descriptors_.emplace(
-          id, engine::MaterialDescriptor::create(id, e.kind, "manual", std::nullopt, 0, 0,
-                                                 snapshot_digest_, std::nullopt));
+      catalog_->read_object(e.primary.sha256);  // verified now, so the bytes never lie
+      identities_.emplace(
+          id, engine::MaterialIdentity::create(id, e.kind, e.primary.sha256, e.primary.bytes));
     }
+    // No load authority: an imported entry is not installed where the host loads skills from
+    // (a load row is installed material, engine spec §3.4), so the planner offers it through
+    // the install bundle port, and installing it passes the install consent policy.
+    descriptors_.emplace(id, engine::MaterialDescriptor::create(id, e.kind, "manual", std::nullopt,
+                                                                0, 0, snapshot_digest_,
+                                                                std::nullopt));
   }
 }
 
@@ -184,21 +182,15 @@ engine::MaterialDescriptor CatalogMaterialPort::describe(const std::string& capa
 
 std::optional<engine::MaterialIdentity> CatalogMaterialPort::material_identity(
     const std::string& capability_id) const {
-  const auto it = descriptors_.find(capability_id);
-  if (it == descriptors_.end() || it->second.actionability() != engine::Actionability::kLoad) {
-    return std::nullopt;
-  }
-  const auto& d = it->second;
-  return engine::MaterialIdentity::create(d.capability_id(), d.kind(), *d.content_sha256(),
-                                          d.content_bytes());
+  const auto it = identities_.find(capability_id);
+  if (it == identities_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string CatalogMaterialPort::material_content(const std::string& capability_id) const {
-  const auto it = descriptors_.find(capability_id);
-  if (it == descriptors_.end() || it->second.actionability() != engine::Actionability::kLoad) {
-    throw NotFound("capability has no loadable catalog material");
-  }
-  return catalog_->read_object(*it->second.content_sha256());
+  const auto it = identities_.find(capability_id);
+  if (it == identities_.end()) throw NotFound("capability has no loadable catalog material");
+  return catalog_->read_object(it->second.content_sha256());
 }
 
 // ---- install bundles ----

@@ -16,8 +16,11 @@
 //                    credential_requirement adds credential_burden_units 1
 //   coverage_keys    the entry's explicit tags that are observation signals
 //   evidence         none observed (zero counts) in window sha256("ctx.catalog-evidence-none-v1")
-// Material: a skill whose SKILL.md is 1..6000 bytes is "load" (v2, MaterialIdentity over the
-// SKILL.md bytes, estimated_tokens ceil(bytes/4)); everything else is "manual".
+// Material: every entry is "manual" — nothing in an imported catalog is installed where a host
+// loads it from, and a load row is installed material (engine spec §3.4 "new load row →
+// installed"); skills reach the host through the install bundle below, so an install passes the
+// consent policy (ask-each-time by default). material_identity / material_content still name a
+// skill's SKILL.md (1..6000 bytes): the bytes an install of it writes.
 // Install bundles (skill, agent, mcp-server whose entry file is 1..6000 bytes; harnesses never):
 // installer_id "ctx-<kind>-installer-v1"; plan_digest = canon-A sha256 of {capability_id, files,
 // kind, schema "ctx.catalog-install-plan-v1", target_scope "user"}; the result material is the
@@ -79,16 +82,17 @@ class CatalogMaterialPort final : public MaterialPort {
   // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
   engine::MaterialDescriptor describe(const std::string& capability_id,
                                       const std::string& kind) override;
-  // The identity of a loadable entry's material, or nullopt (manual).
+  // The identity of a skill's SKILL.md material (1..6000 bytes), or nullopt.
   std::optional<engine::MaterialIdentity> material_identity(const std::string& capability_id) const;
-  // The stored bytes a load descriptor names (verified against its content digest).
-  // Errors: NotFound (not loadable), DataLoss.
+  // Those stored bytes (verified against their content digest).
+  // Errors: NotFound (no such material), DataLoss.
   std::string material_content(const std::string& capability_id) const;
 
  private:
   std::shared_ptr<const ImportedCatalog> catalog_;
   std::string snapshot_digest_;
   std::map<std::string, engine::MaterialDescriptor> descriptors_;
+  std::map<std::string, engine::MaterialIdentity> identities_;
 };
 
 class CatalogInstallBundlePort final : public InstallBundlePort {

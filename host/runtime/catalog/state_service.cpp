@@ -5,11 +5,19 @@
 #include <thread>
 #include <utility>
 
+#include <set>
+
 #include "host/core/crypto.hpp"
 #include "host/engine/journal_store.hpp"
+#include "host/plugins/abi_adapters.hpp"
+#include "host/plugins/lock_file.hpp"
+#include "host/plugins/plugin_loader.hpp"
+#include "host/plugins/plugin_registry.hpp"
+#include "host/runtime/activation_execution.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
+#include "host/runtime/plugin_ports.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -32,6 +40,69 @@ Json actions_json(const std::vector<ManagedActionSummary>& actions) {
   return out;
 }
 
+constexpr std::size_t kMaxActivationTargetBytes = 16384;
+constexpr std::size_t kMaxShownChallenges = 16;
+
+// Install bodies: the imported catalog's object of the material's content digest (re-hashed by
+// the catalog; the executor checks size and digest again).
+class CatalogBodySource final : public InstallBodySource {
+ public:
+  explicit CatalogBodySource(std::shared_ptr<const ImportedCatalog> catalog)
+      : catalog_(std::move(catalog)) {}
+  std::string load(const engine::MaterialIdentity& material) override {
+    return catalog_->read_object(material.content_sha256());
+  }
+
+ private:
+  std::shared_ptr<const ImportedCatalog> catalog_;
+};
+
+// The trusted verifier registry of the state dir, opened on the first decision: the verifier
+// plugins its registrations name are loaded (pinned, from plugins.lock.json) only then, so a
+// hook never pays for them.
+class StateVerifiers final : public VerifierDirectory {
+ public:
+  StateVerifiers(fs::path state_dir, fs::path plugin_lock)
+      : state_dir_(std::move(state_dir)), plugin_lock_(std::move(plugin_lock)) {}
+
+  std::shared_ptr<const PinnedVerifier> resolve(const VerifierKey& key) override {
+    std::lock_guard lock(mutex_);
+    if (!registry_) {
+      auto loaded = std::make_shared<plugins::PluginRegistry>();
+      std::set<std::string> wanted;
+      {
+        const TrustedVerifierRegistry listing(state_dir_, *loaded);
+        for (const auto& registration : listing.registrations()) {
+          wanted.insert(registration.plugin_id);
+        }
+      }
+      if (!wanted.empty()) {
+        const auto lock_file = plugins::LockFile::load_or_empty(plugin_lock_);
+        const plugins::PluginLoader loader(state_dir_);
+        for (const auto& id : wanted) {
+          if (const auto* entry = lock_file.find(plugins::PluginKind::kVerifier, id)) {
+            loaded->add(loader.load(*entry));
+          }
+        }
+      }
+      plugins_ = std::move(loaded);
+      registry_ = std::make_unique<TrustedVerifierRegistry>(state_dir_, *plugins_);
+    }
+    return registry_->resolve(key);
+  }
+
+ private:
+  fs::path state_dir_;
+  fs::path plugin_lock_;
+  std::mutex mutex_;
+  std::shared_ptr<plugins::PluginRegistry> plugins_;   // GUARDED_BY(mutex_)
+  std::unique_ptr<TrustedVerifierRegistry> registry_;  // GUARDED_BY(mutex_)
+};
+
+std::string key_hex(const std::string& key) {
+  return core::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
+}
+
 }  // namespace
 
 StatePaths StatePaths::of(const fs::path& state_dir) {
@@ -45,7 +116,65 @@ StatePaths StatePaths::of(const fs::path& state_dir) {
   paths.queries = paths.service_dir / "queries.sqlite3";
   paths.inputs = paths.service_dir / "inputs";
   paths.install_policy = paths.state_dir / "install-policy";
+  paths.plugin_lock = paths.state_dir / "plugins.lock.json";
+  paths.consent_store = paths.service_dir / "consent.sqlite3";
+  paths.skills = paths.state_dir / "skills";
+  paths.activation_target = paths.state_dir / "activation-target.json";
   return paths;
+}
+
+ActivationTarget set_activation_target(const fs::path& state_dir, const std::string& adapter,
+                                       const fs::path& project_dir) {
+  const StatePaths paths = StatePaths::of(state_dir);
+  if (!project_dir.is_absolute()) throw InvalidArgument("project directory must be absolute");
+  const std::string key = read_installation_key(paths.state_dir);
+  const auto lock_file = plugins::LockFile::load_or_empty(paths.plugin_lock);
+  const plugins::LockEntry* entry = lock_file.find(plugins::PluginKind::kHostAdapter, adapter);
+  if (entry == nullptr) {
+    throw NotFound("no host adapter \"" + adapter + "\" is pinned in the state directory");
+  }
+  const plugins::PluginLoader loader(paths.state_dir);
+  const Json config = {{"installation_key", key_hex(key)},
+                       {"project_dir", project_dir.lexically_normal().string()},
+                       {"scope", "project"}};
+  plugins::AbiHostAdapter port(loader.load(*entry), core::canonical_json(config));
+  const auto locations = port.install_locations();
+  if (!locations || !locations->is_object() || !locations->contains("skills") ||
+      !(*locations)["skills"].is_string()) {
+    throw InvalidArgument("host adapter " + adapter + " names no skills location");
+  }
+  fs::path skills = (*locations)["skills"].get<std::string>();
+  if (skills.is_relative()) skills = project_dir / skills;
+  ActivationTarget target{adapter, project_dir.lexically_normal(), skills.lexically_normal()};
+  const Json stored = {{"adapter", target.adapter},
+                       {"project_dir", target.project_dir.string()},
+                       {"schema", "ctx.activation-target-v1"},
+                       {"skills_dir", target.skills_dir.string()}};
+  write_private_file(paths.activation_target, core::canonical_json(stored) + "\n",
+                     "activation target");
+  return target;
+}
+
+std::optional<ActivationTarget> read_activation_target(const fs::path& state_dir) {
+  const StatePaths paths = StatePaths::of(state_dir);
+  const auto bytes =
+      read_private_file(paths.activation_target, kMaxActivationTargetBytes, "activation target");
+  if (!bytes) return std::nullopt;
+  try {
+    const Json stored = core::parse_json(*bytes);
+    ActivationTarget target{stored.at("adapter").get<std::string>(),
+                            stored.at("project_dir").get<std::string>(),
+                            stored.at("skills_dir").get<std::string>()};
+    if (stored.at("schema") != "ctx.activation-target-v1" || !target.skills_dir.is_absolute() ||
+        !target.project_dir.is_absolute()) {
+      throw DataLoss("activation target is malformed");
+    }
+    return target;
+  } catch (const DataLoss&) {
+    throw;
+  } catch (const std::exception&) {
+    throw DataLoss("activation target is malformed");
+  }
 }
 
 NetBenefitPolicy default_net_benefit_policy() {
@@ -72,7 +201,9 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
     throw NotFound("no catalog is imported (run ctx catalog import DIR)");
   }
   ensure_private_dir(paths.service_dir, "service directory");
+  state->clock_ = clock ? clock : std::make_shared<core::SystemClock>();
   auto registry = open_managed_artifact_registry(paths.registry);
+  state->registry_ = registry;
   {
     // Concurrent first opens (several hooks at a session's start) would race the store's
     // creation (one opener sweeps another's unpublished stage); one at a time.
@@ -82,6 +213,9 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   auto facts = std::make_shared<CatalogBenefitFactsPort>(state->catalog_);
   auto material = std::make_shared<CatalogMaterialPort>(state->catalog_);
   auto install = std::make_shared<CatalogInstallBundlePort>(state->catalog_);
+  state->facts_ = facts;
+  state->material_ = material;
+  state->install_ = install;
   const NetBenefitPolicy policy = default_net_benefit_policy();
 
   CatalogInputAuthorityOptions authority;
@@ -111,7 +245,49 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   options.install_bundle_port = install;
   options.input_authority = state->authority_;
   options.policy_store_root = paths.install_policy;
-  options.trusted_clock = std::move(clock);
+  options.trusted_clock = state->clock_;
+
+  // Consent: the broker, the verifiers, and the install actuators over the pinned installer.
+  state->broker_ = std::make_shared<ConsentBroker>(paths.consent_store, state->key_,
+                                                   std::string(kStateConsentAudience),
+                                                   *state->clock_);
+  options.consent_broker = state->broker_;
+  options.consent_workspace_identity_digest = core::hmac_sha256_hex(
+      state->key_, "ctx.state-consent-workspace-v1" + std::string(1, '\0') +
+                       paths.state_dir.string());
+  options.consent_release_root_digest = core::canonical_digest(
+      Json{{"catalog_digest", state->catalog_->catalog_digest()},
+           {"schema", "ctx.state-consent-release-root-v1"}},
+      core::Encoding::kAscii);
+  options.verifier_registry = std::make_shared<StateVerifiers>(paths.state_dir, paths.plugin_lock);
+  const auto lock_file = plugins::LockFile::load_or_empty(paths.plugin_lock);
+  if (const auto* entry =
+          lock_file.find(plugins::PluginKind::kInstaller, kSkillInstallerPluginId)) {
+    const auto target = read_activation_target(paths.state_dir);
+    Json config = {{"root", paths.skills.string()}};
+    if (target) {
+      // The installer creates the activation root itself (0700); its parents are the project's.
+      std::error_code ec;
+      fs::create_directories(target->skills_dir.parent_path(), ec);
+      config["activation_root"] = target->skills_dir.string();
+    }
+    const std::string config_json = core::canonical_json(config);
+    auto plugins = std::make_shared<plugins::PluginRegistry>();
+    plugins->add(plugins::PluginLoader(paths.state_dir).load(*entry));
+    auto driver = std::make_shared<plugins::AbiInstaller>(
+        plugins->get(plugins::PluginKind::kInstaller, kSkillInstallerPluginId), config_json);
+    const std::string host_identity = core::canonical_digest(
+        Json{{"adapter", target ? target->adapter : std::string("none")},
+             {"schema", "ctx.state-install-host-v1"}},
+        core::Encoding::kAscii);
+    state->actuators_ = std::make_shared<ManagedInstallActuators>(
+        std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
+            {std::string(kSkillInstallerId), driver}},
+        host_identity);
+    state->activation_ = std::make_shared<engine::InstallerActivation>(driver);
+    options.install_actuators = state->actuators_;
+    options.install_body_source = std::make_shared<CatalogBodySource>(state->catalog_);
+  }
   state->service_ = open_managed_query_service(std::move(options));
   return state;
 }
@@ -190,6 +366,128 @@ ManagedDesiredSetResult StateService::set_desired(const std::string& query_ref,
   if (!logical_choice_id) logical_choice_id = choice_of(previous ? *previous : "none");
   return service_->set_desired(ManagedDesiredSetRequest::create(
       query_ref, *logical_choice_id, std::move(capability_ids), std::move(previous)));
+}
+
+std::vector<ManagedConsentChallengeProjection> StateService::pending_challenges() {
+  std::vector<ManagedConsentChallengeProjection> out;
+  for (const ConsentRecord& record : broker_->awaiting_decision(kMaxShownChallenges)) {
+    try {
+      const auto current = service_->recover_consent(record.challenge.digest());
+      if (current.outcome() == ManagedConsentOutcome::kConsentRequired ||
+          current.outcome() == ManagedConsentOutcome::kReauthenticationRequired) {
+        out.push_back(ManagedConsentChallengeProjection::of(record.challenge));
+      }
+    } catch (const std::exception&) {
+      // Not current any more (its plan or head moved on): not shown.
+    }
+  }
+  return out;
+}
+
+ManagedConsentChallengeProjection StateService::challenge(const std::string& challenge_digest) {
+  return ManagedConsentChallengeProjection::of(
+      broker_->status_by_challenge_digest(challenge_digest).challenge);
+}
+
+ConsentDecisionResult StateService::resolve_consent(std::string_view assertion_payload) {
+  auto resolution = service_->resolve_consent(assertion_payload);
+  std::optional<ActivationSummary> activation;
+  if (resolution.outcome() == ManagedConsentOutcome::kInstalledInactive) {
+    activation = activate_installed(resolution.challenge_digest());
+  }
+  return ConsentDecisionResult{std::move(resolution), std::move(activation)};
+}
+
+ConsentDecisionResult StateService::recover_consent(const std::string& challenge_digest) {
+  auto resolution = service_->recover_consent(challenge_digest);
+  std::optional<ActivationSummary> activation;
+  if (resolution.outcome() == ManagedConsentOutcome::kInstalledInactive) {
+    activation = activate_installed(resolution.challenge_digest());
+  }
+  return ConsentDecisionResult{std::move(resolution), std::move(activation)};
+}
+
+std::optional<ActivationSummary> StateService::activate_installed(
+    const std::string& challenge_digest) {
+  const ConsentRecord record = broker_->status_by_challenge_digest(challenge_digest);
+  const ConsentChallengeFields& fields = record.challenge.fields();
+  const engine::ScopeRef scope = engine::ScopeRef::from_json(fields.scope);
+  const auto query = store_->find_planned_by_scope_and_plan(scope, fields.plan_id);
+  if (!query) return std::nullopt;
+  auto artifact =
+      registry_->reopen(query->artifact_manifest_digest(), query->planning_environment_digest());
+  ManagedCompositionOptions options;
+  options.journal_path = paths_.journal;
+  options.benefit_audit_path = paths_.audit;
+  options.benefit_facts_port = facts_;
+  options.net_benefit_policy = default_net_benefit_policy();
+  options.material_port = material_;
+  options.install_bundle_port = install_;
+  options.trusted_clock = clock_;
+  options.policy_store_root = paths_.install_policy;
+  options.activation_port = activation_;
+  auto composition = open_managed_engine_composition(*registry_, artifact, std::move(options));
+  const auto snapshot = composition->snapshot(scope);
+  if (!snapshot.state) return std::nullopt;
+  for (const auto& pending : snapshot.state->pending_effects()) {
+    if (pending.effect != engine::Effect::kActivate ||
+        pending.action.entity_id() != std::optional<std::string>(fields.capability_id)) {
+      continue;
+    }
+    const auto* capability = snapshot.state->capability(fields.capability_id);
+    if (capability == nullptr || !capability->selection.install_descriptor()) {
+      throw ActivationExecutionError("pending activation has no installed capability");
+    }
+    if (!actuators_) throw InstallActuatorError("no physical installation actuator is configured");
+    const auto binding = actuators_->binding(*capability->selection.install_descriptor());
+    const std::string verification = core::canonical_digest(
+        Json{{"action_id", pending.action.action_id()},
+             {"challenge_digest", challenge_digest},
+             {"schema", "ctx.state-activation-request-v1"}},
+        core::Encoding::kAscii);
+    const auto report = composition->execute_activation(
+        pending.action, binding, snapshot.state->host_descriptor_digest(), verification);
+    composition->close();
+    return ActivationSummary{fields.capability_id, report.outcome, report.settled};
+  }
+  composition->close();
+  return std::nullopt;
+}
+
+Json consent_result_json(const ManagedConsentResolutionResult& result) {
+  return {{"challenge_digest", result.challenge_digest()},
+          {"capability_id", result.capability_id()},
+          {"kind", result.kind()},
+          {"outcome", std::string(to_string(result.outcome()))},
+          {"reason_code", result.reason_code()},
+          {"next_challenge", challenge_json(result.next_challenge())},
+          {"actions", actions_json(result.actions())},
+          {"journal_revision", result.journal_revision()},
+          {"journal_record_digest", result.journal_record_digest()}};
+}
+
+Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges) {
+  Json list = Json::array();
+  for (const auto& c : challenges) {
+    list.push_back({{"audience", c.audience()},
+                    {"capability_id", c.capability_id()},
+                    {"challenge_digest", c.challenge_digest()},
+                    {"expires_at", c.expires_at()},
+                    {"kind", c.kind()},
+                    {"approve", "ctx consent approve " + c.challenge_digest() + " --key FILE"},
+                    {"deny", "ctx consent deny " + c.challenge_digest() + " --key FILE"}});
+  }
+  return Json{{"challenges", std::move(list)}};
+}
+
+Json consent_decision_json(const ConsentDecisionResult& result) {
+  Json activation = nullptr;
+  if (result.activation) {
+    activation = {{"capability_id", result.activation->capability_id},
+                  {"outcome", result.activation->outcome},
+                  {"settled", result.activation->settled}};
+  }
+  return {{"resolution", consent_result_json(result.resolution)}, {"activation", activation}};
 }
 
 Json challenge_json(const std::optional<ManagedConsentChallengeProjection>& challenge) {

@@ -5,6 +5,18 @@
 //   <state>/registry/           the managed artifact registry
 //   <state>/service/            journal.sqlite3, audit.sqlite3, queries.sqlite3, inputs/
 //   <state>/install-policy/     the install consent policy (ctx policy set)
+//   <state>/service/consent.sqlite3   the consent broker (audience kStateConsentAudience;
+//                               rows HMAC'd under the installation key like the query store)
+//   <state>/consent-verifiers.json    the trusted verifier registry (ctx consent trust)
+//   <state>/skills/             the skill installer's content-addressed store (objects/, tmp/)
+//   <state>/activation-target.json    where installed skills become active for the host
+//                               (set_activation_target; default <state>/skills/active)
+// Consent and install wiring (issue 10): the broker, the trusted verifier registry (verifier
+// plugins pinned in <state>/plugins.lock.json, loaded on the first decision), the trusted clock,
+// and the install actuators — the pinned "skill-installer" plugin for descriptors of
+// "ctx-skill-installer-v1" (root <state>/skills, activation root as above), install bodies read
+// from the imported catalog's verified objects. Without a pinned skill-installer a pending
+// consent fails closed ("no physical installation actuator").
 // Results are projected to JSON with the seed's field names (managed_result_json,
 // desired_result_json): no paths, bodies, prompts or secrets.
 // Thread-safe (the service and the authority are); process-bound like the service.
@@ -23,8 +35,19 @@
 
 namespace ctx::runtime {
 
+// The one audience of the state dir's consent broker: assertions for it are signed by the
+// user's own key (ctx consent approve|deny).
+inline constexpr std::string_view kStateConsentAudience = "ctx-local";
+// The installer plugin and the descriptor installer id it installs skills for.
+inline constexpr std::string_view kSkillInstallerPluginId = "skill-installer";
+inline constexpr std::string_view kSkillInstallerId = "ctx-skill-installer-v1";
+
 struct StatePaths {
   std::filesystem::path state_dir;
+  std::filesystem::path plugin_lock;
+  std::filesystem::path consent_store;
+  std::filesystem::path skills;
+  std::filesystem::path activation_target;
   std::filesystem::path registry;
   std::filesystem::path service_dir;
   std::filesystem::path journal;
@@ -39,6 +62,37 @@ struct StatePaths {
 // The net-benefit policy of the embedded default (calibration "ctx.default-calibration-v1":
 // relevance must be positive, each context token costs one unit).
 NetBenefitPolicy default_net_benefit_policy();
+
+// Where the state dir's installed skills are activated: the skills directory the pinned host
+// adapter `adapter` names for `project_dir` (its install_locations "skills", project scope).
+struct ActivationTarget {
+  std::string adapter;
+  std::filesystem::path project_dir;
+  std::filesystem::path skills_dir;
+};
+
+// Asks the pinned host adapter `adapter` (loaded from <state>/plugins.lock.json) where
+// `project_dir`'s skills live and records it in <state>/activation-target.json (0600,
+// canonical JSON); later opens activate skills there. Idempotent. Errors: NotFound (adapter not
+// pinned, not initialised), InvalidArgument (relative path, no skills location), plugin errors.
+ActivationTarget set_activation_target(const std::filesystem::path& state_dir,
+                                       const std::string& adapter,
+                                       const std::filesystem::path& project_dir);
+// The recorded target, if any. Errors: UnsafeStateFile, DataLoss (malformed file).
+std::optional<ActivationTarget> read_activation_target(const std::filesystem::path& state_dir);
+
+// What activating an installed capability did (activate_installed).
+struct ActivationSummary {
+  std::string capability_id;
+  std::string outcome;  // "applied" | "failed" | "indeterminate"
+  bool settled = false;
+};
+
+// A consent decision and, after a grant installed the capability, its activation.
+struct ConsentDecisionResult {
+  ManagedConsentResolutionResult resolution;
+  std::optional<ActivationSummary> activation;
+};
 
 class StateService {
  public:
@@ -68,6 +122,25 @@ class StateService {
                                       std::vector<std::string> capability_ids,
                                       std::optional<std::string> logical_choice_id = std::nullopt);
 
+  // The challenges still awaiting a human decision that are current (recover_consent reports
+  // consent-required or reauthentication-required for them), oldest first, at most 16.
+  // Errors: broker errors.
+  std::vector<ManagedConsentChallengeProjection> pending_challenges();
+  // The projection of one published challenge, whatever its state.
+  // Errors: InvalidArgument (not 64 hex), ConsentBrokerChallengeNotFound.
+  ManagedConsentChallengeProjection challenge(const std::string& challenge_digest);
+
+  // resolve_consent (§3.14) of the exact wire payload; after an installed-inactive outcome the
+  // installed capability is activated (activate_installed). Errors: the service's.
+  ConsentDecisionResult resolve_consent(std::string_view assertion_payload);
+  // recover_consent (§3.20), then the same activation step.
+  ConsentDecisionResult recover_consent(const std::string& challenge_digest);
+  // Executes the pending ActivateCapability of the challenge's capability on its stream, if
+  // there is one (claim → installer activate → outcome → receipt, exactly once; a re-run after
+  // a crash reconciles). nullopt when no activation is pending. Errors: ActivationExecutionError,
+  // InstallActuatorError ("no physical installation actuator"), broker and engine errors.
+  std::optional<ActivationSummary> activate_installed(const std::string& challenge_digest);
+
   const CatalogVocabulary& vocabulary() const noexcept { return authority_->vocabulary(); }
   const std::string& installation_key() const noexcept { return key_; }
   const StatePaths& paths() const noexcept { return paths_; }
@@ -78,6 +151,14 @@ class StateService {
   StateService() = default;
   StatePaths paths_;
   std::string key_;
+  std::shared_ptr<const core::Clock> clock_;
+  std::shared_ptr<ManagedArtifactRegistry> registry_;
+  std::shared_ptr<ConsentBroker> broker_;
+  std::shared_ptr<const ManagedInstallActuators> actuators_;
+  std::shared_ptr<engine::ActivationPort> activation_;
+  std::shared_ptr<BenefitFactsPort> facts_;
+  std::shared_ptr<MaterialPort> material_;
+  std::shared_ptr<InstallBundlePort> install_;
   std::shared_ptr<const ImportedCatalog> catalog_;
   std::shared_ptr<ManagedQueryStore> store_;
   std::shared_ptr<CatalogInputAuthority> authority_;
@@ -95,6 +176,14 @@ core::Json managed_result_json(const ManagedQueryServiceResult& result);
 // The 14 fields of ManagedDesiredSetResult with "status" spelled as to_string().
 core::Json desired_result_json(const ManagedDesiredSetResult& result);
 core::Json challenge_json(const std::optional<ManagedConsentChallengeProjection>& challenge);
+// The 9 fields of ManagedConsentResolutionResult ("outcome" spelled as to_string()).
+core::Json consent_result_json(const ManagedConsentResolutionResult& result);
+// {"challenges": [{"audience","capability_id","challenge_digest","expires_at","kind",
+//   "approve": "ctx consent approve DIGEST --key FILE", "deny": "ctx consent deny ..."}]}:
+// what `ctx consent show --json` and the server's consent.show return.
+core::Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges);
+// {"resolution": consent_result_json, "activation": {"capability_id","outcome","settled"}|null}.
+core::Json consent_decision_json(const ConsentDecisionResult& result);
 
 }  // namespace ctx::runtime
 

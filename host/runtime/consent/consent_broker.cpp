@@ -503,6 +503,26 @@ ConsentRecord ConsentBroker::status_by_challenge_digest(std::string_view challen
   return status_locked("challenge_digest", challenge_digest);
 }
 
+std::vector<ConsentRecord> ConsentBroker::awaiting_decision(std::size_t limit) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> ids;
+  {
+    auto select = db_->cached(
+        "SELECT challenge_id FROM consent_challenges WHERE state IN "
+        "('pending', 'reauthentication-required') ORDER BY created_at, challenge_id");
+    while (select->step()) ids.push_back(select->text(0));
+  }
+  std::vector<ConsentRecord> out;
+  for (const auto& id : ids) {
+    if (out.size() >= limit) break;
+    ConsentRecord record = status_locked("challenge_id", id);
+    if (record.state == ConsentState::kPending || record.state == ConsentState::kReauthRequired) {
+      out.push_back(std::move(record));
+    }
+  }
+  return out;
+}
+
 std::string ConsentBroker::seal_of(const VerifiedHumanDecision& d) const {
   const Json fields{{"audience", d.audience},         {"authenticator_id", d.authenticator_id},
                     {"challenge_digest", d.challenge_digest},

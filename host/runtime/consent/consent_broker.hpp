@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/core/error.hpp"
 #include "host/core/time.hpp"
@@ -275,6 +276,11 @@ class ConsentBroker final : public ConsentBrokerPort {
   // Errors: ConsentBrokerChallengeNotFound; ConsentBrokerCorruption.
   ConsentRecord status(std::string_view challenge_id) override;
   ConsentRecord status_by_challenge_digest(std::string_view challenge_digest) override;
+
+  // The records still awaiting a human decision (state pending or reauthentication-required
+  // after due expiry is durably applied, as status() does), oldest first, at most `limit`.
+  // Errors: ConsentBrokerCorruption.
+  std::vector<ConsentRecord> awaiting_decision(std::size_t limit = 64);
 
   // Authenticates the human decision `wire_payload` for the challenge the caller re-derived now
   // (`current`). Order: decode; audience (ConsentBrokerAudienceMismatch) and verifier lookup

@@ -340,6 +340,7 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
   composition.trusted_clock = std::move(options.trusted_clock);
   composition.install_actuator = std::move(options.install_actuator);
   composition.policy_store_root = std::move(options.policy_store_root);
+  composition.activation_port = std::move(options.activation_port);
   auto opened = open_engine_composition(std::move(composition));
   if (opened->catalog_snapshot_digest() != artifact->planning_environment_digest()) {
     opened->close();

@@ -374,6 +374,8 @@ struct ManagedCompositionOptions {
   // The physical installation actuator and the install policy root (EngineCompositionOptions).
   std::shared_ptr<const InstallActuator> install_actuator;
   std::optional<std::filesystem::path> policy_store_root;
+  // The activation actuator execute_activation calls (EngineCompositionOptions); may be null.
+  std::shared_ptr<engine::ActivationPort> activation_port;
 };
 
 // Opens a composition for an artifact `registry` issued (§1.2 managed form): the ports' snapshot

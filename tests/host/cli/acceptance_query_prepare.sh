@@ -13,5 +13,5 @@ trap 'rm -rf "$(dirname "$state")"' EXIT
 out="$("$ctx" query prepare --work examples/work/pdf-export.json --json --state "$state")"
 echo "$out"
 echo "$out" | grep -q '"status":"ready"' || { echo "not a ready plan" >&2; exit 1; }
-echo "$out" | grep -q '"selections":\[{"actionability":"load","benefit_tier":"executable","capability_id":"skill:pdf-export"' \
+echo "$out" | grep -q '"selections":\[{"actionability":"install","benefit_tier":"executable","capability_id":"skill:pdf-export"' \
   || { echo "pdf-export is not the first selection" >&2; exit 1; }

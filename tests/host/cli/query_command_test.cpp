@@ -85,7 +85,7 @@ TEST_F(QueryCommandTest, CleanStateDirImportAndPrepareGiveAReadyPlan) {
   const Json& first = result["selections"][0];
   EXPECT_EQ(first["capability_id"], "skill:pdf-export");
   EXPECT_EQ(first["kind"], "skill");
-  EXPECT_EQ(first["actionability"], "load");
+  EXPECT_EQ(first["actionability"], "install");
   EXPECT_TRUE(result.contains("challenge"));
   EXPECT_TRUE(result["challenge"].is_null());
   // Nothing but the seed's fields: no paths, no bodies.

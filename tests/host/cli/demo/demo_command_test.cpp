@@ -1,6 +1,9 @@
 // `ctx demo` as a real process on a fresh state dir, twice: every step's line, exit 0 both times,
-// the host's reply recommends the PDF skill, and no word of the demo prompt that is not catalog
-// vocabulary ("monthly") is in any file of the state dir.
+// the host's reply recommends the PDF skill, the first run asks for consent, approves it with the
+// demo key and the skill's SKILL.md ends up where Claude Code looks for project skills
+// (<state>/demo-project/.claude/skills/pdf-export/SKILL.md, the catalog's exact bytes; installed
+// once), the second run has nothing left to approve, and no word of the demo prompt that is not
+// catalog vocabulary ("monthly") is in any file of the state dir.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -44,7 +47,7 @@ TEST(DemoCommand, RunsEveryStepOnAFreshStateDirAndAgainOnTheSameOne) {
     const auto [status, output] = run_demo(state, dir / ("out" + std::to_string(run)));
     ASSERT_EQ(status, 0) << output;
     const std::vector<std::string> lines = lines_of(output);
-    ASSERT_EQ(lines.size(), 6u) << output;
+    ASSERT_EQ(lines.size(), 10u) << output;
     EXPECT_THAT(lines[0], StartsWith("ctx demo: state directory "));
     EXPECT_THAT(lines[1], StartsWith("1 init: "));
     EXPECT_THAT(lines[2], StartsWith("2 catalog: "));
@@ -54,6 +57,37 @@ TEST(DemoCommand, RunsEveryStepOnAFreshStateDirAndAgainOnTheSameOne) {
     EXPECT_THAT(lines[5], StartsWith("5 hook: "));
     EXPECT_THAT(lines[5], HasSubstr("\"hookEventName\":\"UserPromptSubmit\""));
     EXPECT_THAT(lines[5], HasSubstr("pdf-export (skill)"));
+    EXPECT_THAT(lines[6], StartsWith("6 plan: "));
+    EXPECT_THAT(lines[6], HasSubstr("skill:pdf-export (install)"));
+    EXPECT_THAT(lines[7], StartsWith("7 consent: "));
+    if (run == 1) {
+      EXPECT_THAT(lines[6], HasSubstr("-> consent-required, consent challenge "));
+      EXPECT_THAT(lines[7], HasSubstr("ctx consent approve "));
+      EXPECT_THAT(lines[8], StartsWith("8 approve: signed the grant with the demo key: "));
+      EXPECT_THAT(lines[8], HasSubstr("installed-inactive"));
+      EXPECT_THAT(lines[8], HasSubstr("activation applied"));
+    } else {
+      EXPECT_THAT(lines[7], HasSubstr("no install consent is pending"));
+      EXPECT_THAT(lines[8], StartsWith("8 approve: nothing to approve: "));
+    }
+    EXPECT_THAT(lines[9], StartsWith("9 reply: "));
+    EXPECT_THAT(lines[9], HasSubstr("\"hookEventName\":\"SessionStart\""));
+    EXPECT_THAT(lines[9], HasSubstr("\"reloadSkills\":true"));
+    const fs::path skill = state / "demo-project" / ".claude" / "skills" / "pdf-export" / "SKILL.md";
+    std::ifstream installed(skill);
+    std::stringstream got;
+    got << installed.rdbuf();
+    std::ifstream source(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md");
+    std::stringstream want;
+    want << source.rdbuf();
+    EXPECT_FALSE(want.str().empty());
+    EXPECT_EQ(got.str(), want.str()) << skill;
+    std::size_t objects = 0;
+    for (auto it = fs::directory_iterator(state / "skills" / "objects");
+         it != fs::directory_iterator(); ++it) {
+      ++objects;
+    }
+    EXPECT_EQ(objects, 1u);
     EXPECT_THAT(output, ::testing::Not(HasSubstr("monthly")));
   }
   const auto mode = fs::status(state / "demo" / "decision-key.pem").permissions();

@@ -1,0 +1,286 @@
+// `ctx consent show|approve|deny|resolve|recover` as real processes on a real state dir (ctx
+// init, the example catalog, a real Ed25519 key made by the openssl binary and trusted with
+// ctx consent trust, a plan and its consent challenge through ctx query prepare / ctx desired
+// set). A grant installs and activates the skill once (<state>/skills/active/pdf-export/SKILL.md
+// holds the catalog's bytes), a second decision is refused, a denial installs nothing, and every
+// bad assertion — a tampered byte, a replay, another audience, an unknown principal, a
+// non-canonical payload — is a typed refusal (exit 1, one stderr line) that leaves the consent
+// store and the journal byte-identical.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "host/cli/consent_key.hpp"
+#include "host/core/canonical_json.hpp"
+#include "host/plugins/plugin_registry.hpp"
+#include "host/runtime/consent/assertion_codec.hpp"
+#include "host/runtime/consent/verifier_registry.hpp"
+#include "tests/host/cli/process_runner.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace ctx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using core::Json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string read_all(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct CtxRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CtxRun ctx(std::vector<std::string> args, const std::string& input = "") {
+  args.insert(args.begin(), CTX_BINARY);
+  const auto result = ctx::testing::run_process(args, input, std::chrono::seconds(120));
+  return {result.exited ? result.code : -1, result.out, result.err};
+}
+
+std::size_t entries_in(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  std::size_t n = 0;
+  for (auto it = fs::directory_iterator(dir); it != fs::directory_iterator(); ++it) ++n;
+  return n;
+}
+
+class ConsentDecisionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_ = dir_ / "state";
+    const std::string s = state_.string();
+    ASSERT_EQ(ctx({"init", "--state", s}).code, 0);
+    ASSERT_EQ(ctx({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
+                   "--state", s})
+                  .code,
+              0);
+    key_ = dir_ / "decision-key.pem";
+    const auto made = ctx::testing::run_process(
+        {"/usr/bin/openssl", "genpkey", "-algorithm", "ed25519", "-out", key_.string()}, "");
+    ASSERT_EQ(made.code, 0) << made.err;
+    ::chmod(key_.c_str(), 0600);
+    const auto pub =
+        ctx::testing::run_process({"/usr/bin/openssl", "pkey", "-in", key_.string(), "-pubout"}, "");
+    ASSERT_EQ(pub.code, 0) << pub.err;
+    std::ofstream(dir_ / "verifier.json") << Json{{"public_key_pem", pub.out}}.dump();
+    const CtxRun trusted = ctx({"consent", "trust", "--audience", "ctx-local", "--authenticator",
+                             "laptop", "--principal", std::string(64, 'a'), "--verifier",
+                             "ed25519", "--config", (dir_ / "verifier.json").string(), "--state",
+                             s});
+    ASSERT_EQ(trusted.code, 0) << trusted.err;
+    const CtxRun prepared = ctx({"query", "prepare", "--work",
+                              std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json",
+                              "--json", "--state", s});
+    ASSERT_EQ(prepared.code, 0) << prepared.err;
+    const Json plan = Json::parse(prepared.out);
+    const CtxRun desired = ctx({"desired", "set", plan.at("query_ref").get<std::string>(),
+                             "skill:pdf-export", "--json", "--state", s});
+    ASSERT_EQ(desired.code, 0) << desired.err;
+    const Json result = Json::parse(desired.out);
+    // The default policy (ask-each-time) asks for the catalog skill's install.
+    ASSERT_EQ(result.at("status"), "consent-required") << desired.out;
+    challenge_ = result.at("challenge").at("challenge_digest");
+    expires_at_ = result.at("challenge").at("expires_at");
+  }
+
+  // A signed assertion of `decision` for the challenge, as `ctx consent approve` builds it,
+  // optionally for another audience or principal than the trusted registration's.
+  std::string assertion(const std::string& decision, const std::string& audience = "ctx-local",
+                        const std::string& principal = "") const {
+    const UserDecisionKey key = UserDecisionKey::load(key_);
+    const plugins::PluginRegistry none;
+    const runtime::TrustedVerifierRegistry trusted(state_, none);
+    runtime::VerifierRegistration registration =
+        registration_for(trusted.registrations(), "ctx-local", key);
+    registration.key.audience = audience;
+    if (!principal.empty()) registration.key.principal_digest = principal;
+    const core::SystemClock clock;
+    return runtime::encode_signed_assertion(sign_decision(
+        key, registration, challenge_, decision, clock.now(), core::parse_rfc3339(expires_at_)));
+  }
+
+  fs::path write(const std::string& name, const std::string& bytes) const {
+    const fs::path file = dir_ / name;
+    std::ofstream(file, std::ios::binary) << bytes;
+    return file;
+  }
+
+  // The durable consent and journal bytes (database files and any WAL).
+  std::string durable_bytes() const {
+    std::string bytes;
+    for (const char* name : {"consent.sqlite3", "consent.sqlite3-wal", "journal.sqlite3",
+                             "journal.sqlite3-wal"}) {
+      bytes += std::string(name) + "=" + read_all(state_ / "service" / name) + "\n";
+    }
+    return bytes;
+  }
+
+  fs::path active_skill() const { return state_ / "skills" / "active" / "pdf-export" / "SKILL.md"; }
+  std::string catalog_skill() const {
+    return read_all(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md");
+  }
+  std::vector<std::string> with_state(std::vector<std::string> args) const {
+    args.push_back("--state");
+    args.push_back(state_.string());
+    return args;
+  }
+
+  ctx::testing::TempDir dir_;
+  fs::path state_;
+  fs::path key_;
+  std::string challenge_;
+  std::string expires_at_;
+};
+
+TEST_F(ConsentDecisionTest, ShowListsTheCurrentChallengeWithTheExactCommands) {
+  const CtxRun shown = ctx(with_state({"consent", "show", "--json"}));
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  const Json json = Json::parse(shown.out);
+  ASSERT_EQ(json.at("challenges").size(), 1u) << shown.out;
+  const Json& c = json["challenges"][0];
+  EXPECT_EQ(c.at("challenge_digest"), challenge_);
+  EXPECT_EQ(c.at("capability_id"), "skill:pdf-export");
+  EXPECT_EQ(c.at("kind"), "skill");
+  EXPECT_EQ(c.at("audience"), "ctx-local");
+  EXPECT_EQ(c.at("expires_at"), expires_at_);
+  EXPECT_EQ(c.at("approve"), "ctx consent approve " + challenge_ + " --key FILE");
+  EXPECT_EQ(c.at("deny"), "ctx consent deny " + challenge_ + " --key FILE");
+  // No paths, secrets or bodies.
+  EXPECT_THAT(shown.out, Not(HasSubstr(state_.string())));
+  EXPECT_THAT(shown.out, Not(HasSubstr("PDF export")));
+  const CtxRun text = ctx(with_state({"consent", "show"}));
+  ASSERT_EQ(text.code, 0);
+  EXPECT_THAT(text.out, HasSubstr("ctx consent approve " + challenge_ + " --key FILE"));
+  // Nothing was installed by looking.
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+}
+
+TEST_F(ConsentDecisionTest, ApproveInstallsAndActivatesOnceAndASecondApproveIsRefused) {
+  const CtxRun approved =
+      ctx(with_state({"consent", "approve", challenge_, "--key", key_.string(), "--json"}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  const Json result = Json::parse(approved.out);
+  EXPECT_EQ(result["resolution"]["outcome"], "installed-inactive") << approved.out;
+  EXPECT_EQ(result["resolution"]["reason_code"], "physical-install-applied");
+  EXPECT_EQ(result["resolution"]["capability_id"], "skill:pdf-export");
+  EXPECT_EQ(result["activation"]["outcome"], "applied") << approved.out;
+  EXPECT_EQ(result["activation"]["settled"], true);
+  for (const char* hidden : {"principal", "proof", "binding", "scope", "challenge_id"}) {
+    EXPECT_FALSE(result["resolution"].contains(hidden)) << hidden;
+  }
+  EXPECT_THAT(approved.out, Not(HasSubstr(state_.string())));
+  // Installed content-addressed once, active where the host loads skills.
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
+  EXPECT_EQ(read_all(active_skill()), catalog_skill());
+  EXPECT_TRUE(fs::is_symlink(state_ / "skills" / "active" / "pdf-export"));
+
+  // The challenge is decided: nothing is pending, a second approve is refused and changes
+  // nothing, and recovery finishes without installing again.
+  const CtxRun shown = ctx(with_state({"consent", "show", "--json"}));
+  EXPECT_EQ(Json::parse(shown.out)["challenges"].size(), 0u) << shown.out;
+  const std::string before = durable_bytes();
+  const CtxRun again = ctx(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  EXPECT_EQ(again.code, 1) << again.out;
+  EXPECT_THAT(again.err, HasSubstr("not awaiting fresh authentication"));
+  EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1);
+  EXPECT_EQ(durable_bytes(), before);
+  const CtxRun recovered = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(recovered.code, 0) << recovered.err;
+  EXPECT_NE(Json::parse(recovered.out)["resolution"]["outcome"], "install-failed");
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
+  EXPECT_EQ(read_all(active_skill()), catalog_skill());
+}
+
+TEST_F(ConsentDecisionTest, DenyNeverInstalls) {
+  const CtxRun denied =
+      ctx(with_state({"consent", "deny", challenge_, "--key", key_.string(), "--json"}));
+  ASSERT_EQ(denied.code, 0) << denied.err;
+  const Json result = Json::parse(denied.out);
+  EXPECT_EQ(result["resolution"]["outcome"], "denied") << denied.out;
+  EXPECT_EQ(result["resolution"]["reason_code"], "human-denied-install");
+  EXPECT_TRUE(result["activation"].is_null());
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+  EXPECT_FALSE(fs::exists(active_skill()));
+  const CtxRun recovered = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(recovered.code, 0) << recovered.err;
+  EXPECT_EQ(Json::parse(recovered.out)["resolution"]["outcome"], "denied");
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+}
+
+TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
+  const std::string valid = assertion("granted");
+  std::string tampered = valid;
+  const auto nonce = tampered.find("\"nonce\":\"") + 9;
+  tampered[nonce] = tampered[nonce] == '0' ? '1' : '0';
+  std::string spaced = valid;
+  spaced.insert(1, " ");
+  const struct {
+    std::string name, payload, message;
+  } cases[] = {
+      {"tampered byte", tampered, "signature"},
+      {"wrong audience", assertion("granted", "another-audience"), "audience"},
+      {"unknown principal", assertion("granted", "ctx-local", std::string(64, 'b')),
+       "verifier"},
+      {"non-canonical", spaced, "assertion"},
+      {"not json", "not a signed assertion", "assertion"},
+  };
+  const std::string before = durable_bytes();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CtxRun run =
+        ctx(with_state({"consent", "resolve", "--assertion", write("bad.json", c.payload).string()}));
+    EXPECT_EQ(run.code, 1) << run.out;
+    EXPECT_THAT(run.err, HasSubstr(c.message));
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    EXPECT_EQ(durable_bytes(), before);
+    EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+  }
+  // The challenge is still pending, and the valid assertion (from stdin) installs; replaying
+  // the same bytes is refused and changes nothing.
+  EXPECT_EQ(Json::parse(ctx(with_state({"consent", "show", "--json"})).out)["challenges"].size(),
+            1u);
+  const CtxRun resolved = ctx(with_state({"consent", "resolve", "--assertion", "-", "--json"}), valid);
+  ASSERT_EQ(resolved.code, 0) << resolved.err;
+  EXPECT_EQ(Json::parse(resolved.out)["resolution"]["outcome"], "installed-inactive");
+  EXPECT_EQ(read_all(active_skill()), catalog_skill());
+  const std::string installed = durable_bytes();
+  const CtxRun replayed = ctx(with_state({"consent", "resolve", "--assertion", "-"}), valid);
+  EXPECT_EQ(replayed.code, 1) << replayed.out;
+  EXPECT_EQ(std::count(replayed.err.begin(), replayed.err.end(), '\n'), 1) << replayed.err;
+  EXPECT_EQ(durable_bytes(), installed);
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
+}
+
+TEST_F(ConsentDecisionTest, RecoverOfAPendingChallengeAsksForADecisionAndUsageErrorsExitTwo) {
+  const CtxRun recovered = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(recovered.code, 0) << recovered.err;
+  const Json result = Json::parse(recovered.out);
+  EXPECT_EQ(result["resolution"]["outcome"], "consent-required");
+  EXPECT_EQ(result["resolution"]["reason_code"], "fresh-human-decision-required");
+  EXPECT_EQ(result["resolution"]["next_challenge"]["challenge_digest"], challenge_);
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+  const CtxRun unknown = ctx(with_state({"consent", "recover", std::string(64, 'c')}));
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_EQ(ctx(with_state({"consent", "approve", challenge_})).code, 2);  // no --key
+  EXPECT_EQ(ctx(with_state({"consent", "recover"})).code, 2);
+  EXPECT_EQ(ctx(with_state({"consent", "resolve"})).code, 2);
+  EXPECT_EQ(ctx(with_state({"consent", "approve", "nothex", "--key", key_.string()})).code, 1);
+}
+
+}  // namespace
+}  // namespace ctx::cli
