@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "host/cli/bundled_plugins.hpp"
+#include "host/runtime/catalog/state_service.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/catalog.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
@@ -113,6 +115,14 @@ int run_init_command(const std::vector<std::string>& args, std::ostream& out, st
     if (!pins.pinned.empty()) {
       out << "pinned " << pins.pinned.size() << " bundled plugin"
           << (pins.pinned.size() == 1 ? "" : "s") << " from " << pins.directory->string() << "\n";
+    }
+    // The safe default (ask-each-time for every kind), persisted: a signed decision is only
+    // resolved against a persisted policy (runtime spec §3.14 step 10).
+    const runtime::InstallPolicyStore policy(runtime::StatePaths::of(dir).install_policy);
+    if (!policy.has_persisted()) {
+      policy.persist(runtime::InstallConsentPolicy::safe_default());
+      out << "persisted the default install policy: ask-each-time for skills, agents and mcp "
+             "servers\n";
     }
     return kExitOk;
   });
