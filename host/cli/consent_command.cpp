@@ -134,6 +134,9 @@ void print_decision(const runtime::ConsentDecisionResult& result, bool json, std
   const auto& r = result.resolution;
   out << r.capability_id() << " (" << r.kind() << "): " << to_string(r.outcome()) << " ("
       << r.reason_code() << ")";
+  if (r.reason_code() == "installed-capability-is-already-active") {
+    out << ": it is installed and active";
+  }
   if (result.activation) {
     out << "; activation " << result.activation->outcome
         << (result.activation->outcome == "applied" ? " (active where the host loads skills)"

@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "host/core/canonical_json.hpp"
+#include "host/core/error.hpp"
+#include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/hooks/hooks_config.hpp"
 
 namespace ctx::cli {
@@ -84,6 +86,18 @@ int run(const HooksOptions& options, std::ostream& out, const Environment& env) 
   } else {
     change = hk::uninstall_hooks(target);
   }
+  // A project's hooks: the state dir's installed skills activate where that host looks for the
+  // project's skills (when the state dir is initialised and the host's adapter is pinned).
+  std::optional<fs::path> activation;
+  if (options.install && options.scope == hk::HookScope::kProject) {
+    try {
+      const fs::path state =
+          options.state ? fs::absolute(*options.state) : default_state_dir(env);
+      activation = runtime::set_activation_target(state, host, project).skills_dir;
+    } catch (const NotFound&) {
+    } catch (const InvalidArgument&) {
+    }
+  }
   if (options.json) {
     core::Json result = {{"host", host},
                          {"action", options.install ? "install" : "uninstall"},
@@ -92,6 +106,7 @@ int run(const HooksOptions& options, std::ostream& out, const Environment& env) 
                          {"events", change.events}};
     if (change.backup) result["backup"] = change.backup->string();
     if (options.install) result["notice"] = change.notice;
+    if (activation) result["skills_activate_in"] = activation->string();
     out << core::canonical_json(result) << "\n";
     return kExitOk;
   }
@@ -104,6 +119,10 @@ int run(const HooksOptions& options, std::ostream& out, const Environment& env) 
       out << "ctx hooks for " << host << " are already installed in " << file << "\n";
     }
     out << change.notice << "\n";
+    if (activation) {
+      out << "skills you approve (ctx consent approve) activate in " << activation->string()
+          << "\n";
+    }
   } else if (change.changed) {
     out << "removed ctx hooks for " << host << " from " << file << "\n";
   } else {
@@ -117,7 +136,8 @@ int run(const HooksOptions& options, std::ostream& out, const Environment& env) 
 std::string hooks_usage() {
   return "  ctx hooks install claude-code|codex [--project DIR | --user] [--state DIR] [--json]\n"
          "      add `ctx hook <host>` to the host's hook configuration (.claude/settings.json,\n"
-         "      .codex/hooks.json); idempotent, other settings kept, backup in <file>.ctx-backup\n"
+         "      .codex/hooks.json); idempotent, other settings kept, backup in <file>.ctx-backup;\n"
+         "      with --project, approved skills then activate in that project's skills dir\n"
          "  ctx hooks uninstall claude-code|codex [--project DIR | --user] [--json]\n"
          "      remove exactly the handlers ctx added\n";
 }

@@ -113,7 +113,7 @@ TEST_F(QueryCommandTest, ExactRetryAndReopenReturnTheSamePlanWithoutReplanning) 
   EXPECT_EQ(read_file(journal), journal_before);
   const auto text = ctx({"query", "reopen", first["query_ref"]});
   EXPECT_EQ(text.code, 0);
-  EXPECT_THAT(text.out, HasSubstr("skill:pdf-export load"));
+  EXPECT_THAT(text.out, HasSubstr("skill:pdf-export install"));
 }
 
 TEST_F(QueryCommandTest, DesiredSetRecordsTheChoiceAndAnExactRetryConverges) {
