@@ -276,9 +276,11 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
     plugins->add(plugins::PluginLoader(paths.state_dir).load(*entry));
     auto driver = std::make_shared<plugins::AbiInstaller>(
         plugins->get(plugins::PluginKind::kInstaller, kSkillInstallerPluginId), config_json);
+    // The install writes the state dir's store (its root is the binding's target identity);
+    // where it is activated later is not part of the install a human approves, so moving the
+    // activation target leaves published challenges valid.
     const std::string host_identity = core::canonical_digest(
-        Json{{"adapter", target ? target->adapter : std::string("none")},
-             {"schema", "ctx.state-install-host-v1"}},
+        Json{{"schema", "ctx.state-install-host-v1"}, {"skills_root", paths.skills.string()}},
         core::Encoding::kAscii);
     state->actuators_ = std::make_shared<ManagedInstallActuators>(
         std::map<std::string, std::shared_ptr<engine::InstallerPort>>{

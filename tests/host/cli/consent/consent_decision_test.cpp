@@ -282,5 +282,26 @@ TEST_F(ConsentDecisionTest, RecoverOfAPendingChallengeAsksForADecisionAndUsageEr
   EXPECT_EQ(ctx(with_state({"consent", "approve", "nothex", "--key", key_.string()})).code, 1);
 }
 
+TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhereClaudeCodeLooks) {
+  // Installing the hooks for a project records the adapter's skills location for it; the
+  // next decision's install activates there (the challenge binds the installer's root, not the
+  // activation directory, so the pending challenge stays valid).
+  const fs::path project = dir_ / "project";
+  fs::create_directory(project);
+  const CtxRun hooked = ctx({"hooks", "install", "claude-code", "--project", project.string(),
+                          "--state", state_.string(), "--json"});
+  ASSERT_EQ(hooked.code, 0) << hooked.err;
+  EXPECT_EQ(Json::parse(hooked.out).at("skills_activate_in"),
+            (project / ".claude" / "skills").string());
+  const CtxRun approved = ctx(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  EXPECT_THAT(approved.out, HasSubstr("installed-inactive"));
+  EXPECT_THAT(approved.out, HasSubstr("activation applied"));
+  const fs::path skill = project / ".claude" / "skills" / "pdf-export" / "SKILL.md";
+  EXPECT_EQ(read_all(skill), catalog_skill());
+  EXPECT_FALSE(fs::exists(active_skill()));
+  EXPECT_TRUE(fs::exists(project / ".claude" / "settings.json"));
+}
+
 }  // namespace
 }  // namespace ctx::cli
