@@ -8,9 +8,13 @@
 // store and the journal byte-identical.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,9 +23,12 @@
 
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"
+#include "host/core/crypto.hpp"
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
+#include "host/runtime/catalog/state_service.hpp"
+#include "host/runtime/crash_point.hpp"
 #include "tests/host/cli/process_runner.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -125,7 +132,8 @@ class ConsentDecisionTest : public ::testing::Test {
     std::string bytes;
     for (const char* name : {"consent.sqlite3", "consent.sqlite3-wal", "journal.sqlite3",
                              "journal.sqlite3-wal"}) {
-      bytes += std::string(name) + "=" + read_all(state_ / "service" / name) + "\n";
+      bytes += std::string(name) + "=" + core::sha256_hex(read_all(state_ / "service" / name)) +
+               "\n";
     }
     return bytes;
   }
@@ -302,6 +310,68 @@ TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhe
   EXPECT_FALSE(fs::exists(active_skill()));
   EXPECT_TRUE(fs::exists(project / ".claude" / "settings.json"));
 }
+
+// kill -9 of a real process at each install and activation step of a signed grant: the
+// process (forked, StateService in process) dies at the armed crash point; `ctx consent
+// recover` (a new process) finishes exactly once — a claim the dead process never acted on is
+// reconciled, never re-applied (install-failed, nothing on disk); any later step ends with the
+// skill installed once and active — and a second recovery changes no durable byte.
+class ConsentCrashTest : public ConsentDecisionTest,
+                         public ::testing::WithParamInterface<std::string_view> {};
+
+TEST_P(ConsentCrashTest, KilledGrantRecoversExactlyOnce) {
+  const std::string payload = assertion("granted");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      auto state = runtime::StateService::open(state_);
+      const runtime::CrashPointArmed crash(GetParam(), 0, runtime::CrashMode::kKill);
+      state->resolve_consent(payload);
+    } catch (...) {
+    }
+    ::_exit(3);  // the crash point was not reached
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+
+  const CtxRun recovered = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(recovered.code, 0) << recovered.err;
+  const Json result = Json::parse(recovered.out);
+  const std::string outcome = result["resolution"]["outcome"];
+  if (GetParam() == runtime::crash_points::kAfterInstallClaim) {
+    EXPECT_EQ(outcome, "install-failed") << recovered.out;
+    EXPECT_FALSE(fs::exists(active_skill()));
+  } else {
+    EXPECT_TRUE(outcome == "installed-inactive" || outcome == "quarantined") << recovered.out;
+    EXPECT_EQ(read_all(active_skill()), catalog_skill());
+    EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
+  }
+  EXPECT_LE(entries_in(state_ / "skills" / "objects"), 1u);
+  // A second recovery finds everything finished: no journal record, no install, no activation.
+  const std::string journal = read_all(state_ / "service" / "journal.sqlite3");
+  const CtxRun again = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(Json::parse(again.out)["activation"].is_null()) << again.out;
+  EXPECT_EQ(read_all(state_ / "service" / "journal.sqlite3"), journal);
+  EXPECT_EQ(ctx(with_state({"journal", "verify"})).code, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryStep, ConsentCrashTest,
+    ::testing::Values(runtime::crash_points::kAfterInstallClaim,
+                      runtime::crash_points::kAfterInstallOutcome,
+                      runtime::crash_points::kAfterInstallReceipt,
+                      runtime::crash_points::kBeforeDecisionSettlement,
+                      runtime::crash_points::kAfterActivationClaim,
+                      runtime::crash_points::kAfterActivationOutcome,
+                      runtime::crash_points::kAfterActivationReceipt),
+    [](const ::testing::TestParamInfo<std::string_view>& info) {
+      std::string name;
+      for (const char c : info.param) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
 
 }  // namespace
 }  // namespace ctx::cli
