@@ -192,7 +192,13 @@ TEST_F(ConsentKeyTest, OpenSshPublicKeyFileSignsThroughSshAgent) {
   for (int i = 0; i < 200 && !fs::exists(socket); ++i) ::usleep(10'000);
   ASSERT_TRUE(fs::exists(socket));
   ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
-  EXPECT_EQ(run_quiet("ssh-add " + file.string()), 0);
+  // The socket can exist a moment before the agent accepts on it (exit 2: no agent yet).
+  int added = -1;
+  for (int i = 0; i < 100 && added != 0; ++i) {
+    added = run_quiet("ssh-add " + file.string());
+    if (added != 0) ::usleep(20'000);
+  }
+  EXPECT_EQ(added, 0);
   fs::remove(file);  // only the agent holds the private key now
   const UserDecisionKey key = UserDecisionKey::load(file.string() + ".pub");
   EXPECT_EQ(key.type(), UserDecisionKey::Type::kOpenSsh);
