@@ -123,7 +123,9 @@ class StateService {
                                       std::optional<std::string> logical_choice_id = std::nullopt);
 
   // The challenges still awaiting a human decision that are current (recover_consent reports
-  // consent-required or reauthentication-required for them), oldest first, at most 16.
+  // consent-required or reauthentication-required for them), oldest first, at most 16. Like
+  // every broker read and recover_consent, this durably applies due expiry (an expired
+  // challenge's InstallConsentExpired is committed, once) — nothing else changes.
   // Errors: broker errors.
   std::vector<ManagedConsentChallengeProjection> pending_challenges();
   // The projection of one published challenge, whatever its state.
