@@ -1,0 +1,139 @@
+#include "host/runtime/hooks/state_watch.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "host/core/error.hpp"
+#include "host/store/sqlite.hpp"
+
+namespace ctx::runtime::hooks {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kProbeBusyTimeoutMs = 5000;
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// SQLite's sidecars: their content is what data_version reports on.
+bool is_sqlite_sidecar(std::string_view name) {
+  return ends_with(name, ".sqlite3-wal") || ends_with(name, ".sqlite3-shm") ||
+         ends_with(name, ".sqlite3-journal");
+}
+
+template <typename T>
+void put(std::string& out, const T& value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+// Appends `path`'s identity and stat fields; returns the stat (nullopt: missing).
+std::optional<struct stat> add_signature(const fs::path& path, std::string& out) {
+  out += path.native();
+  out.push_back('\0');
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT && errno != ENOTDIR) {
+      throw SystemError("cannot stat a state file: " + std::string(std::strerror(errno)));
+    }
+    out.push_back('-');
+    return std::nullopt;
+  }
+  out.push_back('+');
+  put(out, st.st_dev);
+  put(out, st.st_ino);
+  put(out, st.st_size);
+  put(out, st.st_mtim.tv_sec);
+  put(out, st.st_mtim.tv_nsec);
+  put(out, st.st_ctim.tv_sec);
+  put(out, st.st_ctim.tv_nsec);
+  put(out, st.st_uid);
+  put(out, st.st_mode);
+  put(out, st.st_nlink);
+  return st;
+}
+
+// The names in `dir`, sorted ("." and ".." left out); empty when it cannot be listed (its own
+// signature, taken by the caller, records why).
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  DIR* handle = ::opendir(dir.c_str());
+  if (handle == nullptr) return names;
+  while (const dirent* entry = ::readdir(handle)) {
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    names.emplace_back(name);
+  }
+  ::closedir(handle);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+StateWatch::StateWatch(fs::path state_dir) : state_dir_(std::move(state_dir)) {
+  if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
+}
+
+StateWatch::~StateWatch() = default;
+
+void StateWatch::add_database(const fs::path& path, std::string& out) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // the signature says so
+  std::string identity;
+  put(identity, st.st_dev);
+  put(identity, st.st_ino);
+  Probe& probe = probes_[path.filename().string()];
+  if (!probe.db || probe.identity != identity) {
+    probe.db.reset();
+    probe.db = std::make_unique<store::Database>(path, store::Database::Mode::kReadWrite,
+                                                 kProbeBusyTimeoutMs);
+    probe.identity = std::move(identity);
+    probe.generation = ++generations_;
+  }
+  auto statement = probe.db->cached("PRAGMA data_version");
+  if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
+  put(out, probe.generation);
+  put(out, statement->integer(0));
+}
+
+std::string StateWatch::capture(const std::vector<fs::path>& files) {
+  std::string out;
+  out.reserve(4096);
+  add_signature(state_dir_, out);
+  std::vector<std::string> databases;
+  for (const std::string& top : entries(state_dir_)) {
+    if (is_sqlite_sidecar(top)) continue;
+    const fs::path top_path = state_dir_ / top;
+    const auto st = add_signature(top_path, out);
+    if (!st || !S_ISDIR(st->st_mode)) continue;
+    for (const std::string& name : entries(top_path)) {
+      if (is_sqlite_sidecar(name)) continue;
+      if (top == "registry" && name == "artifacts") continue;
+      add_signature(top_path / name, out);
+      if (top == "service" && ends_with(name, ".sqlite3")) databases.push_back(name);
+    }
+  }
+  // Probes of databases that are gone are closed; the others report their data version (each
+  // connection is used by one thread at a time: the stat calls above run unlocked).
+  const std::lock_guard lock(mutex_);
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    if (std::find(databases.begin(), databases.end(), it->first) == databases.end()) {
+      it = probes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const std::string& name : databases) add_database(state_dir_ / "service" / name, out);
+  out.push_back('\n');
+  for (const fs::path& file : files) add_signature(file, out);
+  return out;
+}
+
+}  // namespace ctx::runtime::hooks

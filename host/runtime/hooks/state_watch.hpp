@@ -1,0 +1,60 @@
+// StateWatch: a cheap, cross-process "has anything a hook reply depends on changed?" check over
+// one state directory, for HookRunner's exact-retry replies. capture() returns an opaque
+// fingerprint; two equal fingerprints taken by the same StateWatch mean that between them
+//   - no SQLite database directly in <state>/service/ (journal, audit, query store, consent
+//     store, any later one) had a transaction committed by any connection of any process
+//     (PRAGMA data_version on a connection this object keeps open to each file; the file's
+//     identity is part of the fingerprint, so a replaced file is seen too), and
+//   - no entry of the state dir, of its subdirectories (one level down; registry/ and
+//     service/inputs/ only as directories: they grow with every plan) or of `files` was
+//     created, removed, renamed, rewritten or re-moded (device, inode, size, mtime, ctime,
+//     owner, mode; ctime cannot be set back from user space).
+// Entries whose content the databases already cover (SQLite's -wal/-shm/-journal sidecars) and
+// registry/artifacts/ (its scratch copies come and go with every composition) are left out.
+// Thread-safe. Process-bound (the probes are SQLite connections).
+#ifndef CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
+#define CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ctx::store {
+class Database;
+}  // namespace ctx::store
+
+namespace ctx::runtime::hooks {
+
+class StateWatch {
+ public:
+  // `state_dir` must be absolute. Nothing is opened until the first capture().
+  explicit StateWatch(std::filesystem::path state_dir);
+  ~StateWatch();
+  StateWatch(const StateWatch&) = delete;
+  StateWatch& operator=(const StateWatch&) = delete;
+
+  // The fingerprint now, covering `files` (absolute paths; a missing one is recorded as
+  // missing) besides the layout above. Errors: the databases' (engine::StoreBusy,
+  // EngineStoreError) — callers treat any error as "changed".
+  std::string capture(const std::vector<std::filesystem::path>& files);
+
+ private:
+  struct Probe {
+    std::string identity;  // device + inode of the file the connection was opened on
+    std::uint64_t generation = 0;
+    std::unique_ptr<store::Database> db;
+  };
+  void add_database(const std::filesystem::path& path, std::string& out);
+
+  std::filesystem::path state_dir_;
+  std::mutex mutex_;
+  std::uint64_t generations_ = 0;            // GUARDED_BY(mutex_)
+  std::map<std::string, Probe> probes_;      // GUARDED_BY(mutex_), by file name in service/
+};
+
+}  // namespace ctx::runtime::hooks
+
+#endif  // CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
