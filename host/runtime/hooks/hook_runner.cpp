@@ -130,7 +130,8 @@ HookResponse HookRunner::run(const HookRequest& request) {
     }
     if (known) {
       try {
-        if (core::sha256_hex(watch_.capture(known->sources)) == known->fingerprint) {
+        if (const auto now = watch_.capture(known->sources);
+            now && core::sha256_hex(*now) == known->fingerprint) {
           ++exact_retry_replies_;
           return HookResponse{std::move(known->reply)};
         }
@@ -202,7 +203,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
       }
     }
     try {
-      before = core::sha256_hex(watch_.capture(watched));
+      if (const auto now = watch_.capture(watched)) before = core::sha256_hex(*now);
     } catch (const std::exception&) {
       before.reset();
     }
@@ -239,14 +240,14 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   // Remembered for the next identical request only when this run was a plain prepare with no
   // consent challenge (whose expiry is time, not state) and nothing it depends on moved while
   // it ran; the first run only names the files to watch.
-  if (before && direct && !result->challenge()) {
+  if (key && ::getpid() == owner_pid_ && direct && !result->challenge()) {
     Remembered remembered;
     remembered.sources = sources;
     try {
-      std::string after = core::sha256_hex(watch_.capture(sources));
-      if (sources == watched && after == *before) {
+      const auto after = before ? watch_.capture(sources) : std::nullopt;
+      if (after && sources == watched && core::sha256_hex(*after) == *before) {
         remembered.reply = response.reply;
-        remembered.fingerprint = std::move(after);
+        remembered.fingerprint = *before;
       }
     } catch (const std::exception&) {
       remembered.reply.reset();

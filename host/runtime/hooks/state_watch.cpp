@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kProbeBusyTimeoutMs = 5000;
+// Changes this recent are not trusted to show in stat fields (see add_signature).
+constexpr std::int64_t kRacyNs = 50'000'000;
 
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
@@ -33,8 +36,15 @@ void put(std::string& out, const T& value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-// Appends `path`'s identity and stat fields; returns the stat (nullopt: missing).
-std::optional<struct stat> add_signature(const fs::path& path, std::string& out) {
+std::int64_t nanoseconds(const timespec& t) {
+  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// Appends `path`'s identity and stat fields; returns the stat (nullopt: missing). A file changed
+// less than kRacyNs before `now_ns` makes the capture racy: a file system whose timestamps are
+// coarse (one clock tick) could change it again within the same tick, leaving the same fields.
+std::optional<struct stat> add_signature(const fs::path& path, std::int64_t now_ns, bool& racy,
+                                         std::string& out) {
   out += path.native();
   out.push_back('\0');
   struct stat st {};
@@ -56,12 +66,13 @@ std::optional<struct stat> add_signature(const fs::path& path, std::string& out)
   put(out, st.st_uid);
   put(out, st.st_mode);
   put(out, st.st_nlink);
+  if (std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) > now_ns - kRacyNs) racy = true;
   return st;
 }
 
 // The names in `dir`, sorted ("." and ".." left out); empty when it cannot be listed (its own
 // signature, taken by the caller, records why).
-std::vector<std::string> entries(const fs::path& dir) {
+std::vector<std::string> list_directory(const fs::path& dir) {
   std::vector<std::string> names;
   DIR* handle = ::opendir(dir.c_str());
   if (handle == nullptr) return names;
@@ -103,23 +114,59 @@ void StateWatch::add_database(const fs::path& path, std::string& out) {
   put(out, statement->integer(0));
 }
 
-std::string StateWatch::capture(const std::vector<fs::path>& files) {
-  std::string out;
-  out.reserve(4096);
-  add_signature(state_dir_, out);
-  std::vector<std::string> databases;
-  for (const std::string& top : entries(state_dir_)) {
-    if (is_sqlite_sidecar(top)) continue;
-    const fs::path top_path = state_dir_ / top;
-    const auto st = add_signature(top_path, out);
-    if (!st || !S_ISDIR(st->st_mode)) continue;
-    for (const std::string& name : entries(top_path)) {
-      if (is_sqlite_sidecar(name)) continue;
-      if (top == "registry" && name == "artifacts") continue;
-      add_signature(top_path / name, out);
-      if (top == "service" && ends_with(name, ".sqlite3")) databases.push_back(name);
+std::vector<std::string> StateWatch::listing(const fs::path& dir, const struct stat& st,
+                                             std::int64_t now_ns) {
+  // A directory's names change only with its mtime (and ctime); a recent one is listed afresh.
+  std::string identity;
+  put(identity, st.st_dev);
+  put(identity, st.st_ino);
+  put(identity, st.st_size);
+  put(identity, st.st_mtim.tv_sec);
+  put(identity, st.st_mtim.tv_nsec);
+  put(identity, st.st_ctim.tv_sec);
+  put(identity, st.st_ctim.tv_nsec);
+  const bool settled =
+      std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) <= now_ns - kRacyNs;
+  {
+    const std::lock_guard lock(listings_mutex_);
+    if (const auto it = listings_.find(dir.native());
+        settled && it != listings_.end() && it->second.first == identity) {
+      return it->second.second;
     }
   }
+  std::vector<std::string> names = list_directory(dir);
+  if (settled) {
+    const std::lock_guard lock(listings_mutex_);
+    listings_[dir.native()] = {std::move(identity), names};
+  }
+  return names;
+}
+
+std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files) {
+  timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const std::int64_t now_ns = nanoseconds(now);
+  bool racy = false;
+  std::string out;
+  out.reserve(4096);
+  const auto state = add_signature(state_dir_, now_ns, racy, out);
+  if (!state || !S_ISDIR(state->st_mode)) return std::nullopt;
+  std::vector<std::string> databases;
+  for (const std::string& top : listing(state_dir_, *state, now_ns)) {
+    if (is_sqlite_sidecar(top)) continue;
+    const fs::path top_path = state_dir_ / top;
+    const auto st = add_signature(top_path, now_ns, racy, out);
+    if (!st || !S_ISDIR(st->st_mode)) continue;
+    for (const std::string& name : listing(top_path, *st, now_ns)) {
+      if (is_sqlite_sidecar(name)) continue;
+      if (top == "registry" && name == "artifacts") continue;
+      bool db_racy = false;  // a database's content is what its data version reports on
+      const bool database = top == "service" && ends_with(name, ".sqlite3");
+      add_signature(top_path / name, now_ns, database ? db_racy : racy, out);
+      if (database) databases.push_back(name);
+    }
+  }
+  for (const fs::path& file : files) add_signature(file, now_ns, racy, out);
   // Probes of databases that are gone are closed; the others report their data version (each
   // connection is used by one thread at a time: the stat calls above run unlocked).
   const std::lock_guard lock(mutex_);
@@ -130,9 +177,10 @@ std::string StateWatch::capture(const std::vector<fs::path>& files) {
       ++it;
     }
   }
+  // (Opened even for a racy capture: while they are open, the stores' own connections never
+  // are the last, so SQLite stops creating and deleting sidecars in service/ on every open.)
   for (const std::string& name : databases) add_database(state_dir_ / "service" / name, out);
-  out.push_back('\n');
-  for (const fs::path& file : files) add_signature(file, out);
+  if (racy) return std::nullopt;
   return out;
 }
 

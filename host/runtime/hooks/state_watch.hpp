@@ -15,11 +15,16 @@
 #ifndef CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
 #define CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
 
+#include <sys/stat.h>
+
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ctx::store {
@@ -37,9 +42,12 @@ class StateWatch {
   StateWatch& operator=(const StateWatch&) = delete;
 
   // The fingerprint now, covering `files` (absolute paths; a missing one is recorded as
-  // missing) besides the layout above. Errors: the databases' (engine::StoreBusy,
-  // EngineStoreError) — callers treat any error as "changed".
-  std::string capture(const std::vector<std::filesystem::path>& files);
+  // missing) besides the layout above; nullopt when an entry (other than a database, whose
+  // content its data version covers) changed less than 50 ms ago: on a file system with coarse
+  // timestamps a second change within the same clock tick could leave every stat field as it
+  // was (git's "racy" entries), so such a state is never vouched for. Errors: the databases'
+  // (engine::StoreBusy, EngineStoreError) — callers treat any error as "changed".
+  std::optional<std::string> capture(const std::vector<std::filesystem::path>& files);
 
  private:
   struct Probe {
@@ -48,11 +56,17 @@ class StateWatch {
     std::unique_ptr<store::Database> db;
   };
   void add_database(const std::filesystem::path& path, std::string& out);
+  // The names in `dir` (stat `st`), remembered while its stat fields stay the same.
+  std::vector<std::string> listing(const std::filesystem::path& dir, const struct stat& st,
+                                   std::int64_t now_ns);
 
   std::filesystem::path state_dir_;
   std::mutex mutex_;
   std::uint64_t generations_ = 0;            // GUARDED_BY(mutex_)
   std::map<std::string, Probe> probes_;      // GUARDED_BY(mutex_), by file name in service/
+  std::mutex listings_mutex_;
+  // directory -> (its stat identity, its sorted names)
+  std::map<std::string, std::pair<std::string, std::vector<std::string>>> listings_;  // GUARDED_BY
 };
 
 }  // namespace ctx::runtime::hooks
