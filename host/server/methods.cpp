@@ -43,6 +43,15 @@ class PluginListMethod {
 
   // No params (absent, {} or []). Result: {"plugins":[{kind,id,version,sha256,size,
   // abi:{major,minor},platform,needed}]} in the lock's (kind, id) order; paths are never sent.
+  // The cached result while the lock file's signature holds, without waiting (FastHandler).
+  std::optional<core::Json> cached(const core::Json& params) {
+    if (!params.is_null() && !params.empty()) return std::nullopt;
+    const std::optional<FileSignature> now = file_signature(lock_path_);
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || !cached_ || now != signature_) return std::nullopt;
+    return *cached_;
+  }
+
   core::Json operator()(const core::Json& params) {
     if (!params.is_null() && !params.empty()) {
       throw InvalidParams("plugin.list takes no params");
@@ -72,7 +81,9 @@ class PluginListMethod {
 
 void register_builtin_methods(MethodTable& table, const fs::path& state_dir) {
   auto method = std::make_shared<PluginListMethod>(state_dir / "plugins.lock.json");
-  table.add("plugin.list", [method](const core::Json& params) { return (*method)(params); });
+  table.add(
+      "plugin.list", [method](const core::Json& params) { return (*method)(params); },
+      [method](const core::Json& params) { return method->cached(params); });
 }
 
 int serve(const fs::path& state_dir, std::ostream& log, std::ostream& err) {

@@ -85,8 +85,13 @@ StateService& HookRunner::state() {
   return *state_;
 }
 
-StateService* HookRunner::opened_state() {
-  std::lock_guard lock(mutex_);
+StateService* HookRunner::opened_state(bool wait) {
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return nullptr;
+  }
   return state_.get();
 }
 
@@ -112,35 +117,54 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& 
   return adapters_.emplace(id, std::move(port)).first->second;
 }
 
-HookResponse HookRunner::run(const HookRequest& request) {
+std::optional<HookResponse> HookRunner::remembered(const HookRequest& request, bool wait,
+                                                   std::optional<std::string>& key) {
   check_hook_payload(request.payload);
   if (!engine::is_canonical_token(request.adapter)) {
     throw HookPayloadError("hook adapter must be a plugin id");
   }
   // Replies are remembered only once the service is open (a reply needs it), never in a child.
-  std::optional<std::string> key;
-  if (StateService* service = opened_state(); service != nullptr && ::getpid() == owner_pid_) {
-    key = reply_key(*service, request);
-    std::optional<Remembered> known;
-    {
-      std::lock_guard lock(mutex_);
-      if (const auto it = remembered_.find(*key); it != remembered_.end() && it->second.reply) {
-        known = it->second;
-      }
+  StateService* service = opened_state(wait);
+  if (service == nullptr || ::getpid() != owner_pid_) return std::nullopt;
+  key = reply_key(*service, request);
+  std::optional<Remembered> known;
+  {
+    std::unique_lock lock(mutex_, std::defer_lock);
+    if (wait) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return std::nullopt;
     }
-    if (known) {
-      try {
-        if (const auto now = watch_.capture(known->sources);
-            now && core::sha256_hex(*now) == known->fingerprint) {
-          ++exact_retry_replies_;
-          return HookResponse{std::move(known->reply)};
-        }
-      } catch (const std::exception&) {
-        // Unknown: the full path decides.
-      }
+    if (const auto it = remembered_.find(*key); it != remembered_.end() && it->second.reply) {
+      known = it->second;
     }
   }
-  return run_full(request, key);
+  if (!known) return std::nullopt;
+  try {
+    if (const auto now = watch_.capture(known->sources, wait);
+        now && core::sha256_hex(*now) == known->fingerprint) {
+      ++exact_retry_replies_;
+      return HookResponse{std::move(known->reply)};
+    }
+  } catch (const std::exception&) {
+    // Unknown: the full path decides.
+  }
+  return std::nullopt;
+}
+
+std::optional<HookResponse> HookRunner::try_remembered(const HookRequest& request) noexcept {
+  try {
+    std::optional<std::string> key;
+    return remembered(request, false, key);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+HookResponse HookRunner::run(const HookRequest& request) {
+  std::optional<std::string> key;
+  if (auto response = remembered(request, true, key)) return std::move(*response);
+  return run_full(request, std::move(key));
 }
 
 HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std::string> key) {

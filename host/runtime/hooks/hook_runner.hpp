@@ -72,7 +72,12 @@ class HookRunner {
   // desired methods use it too). Errors: StateService::open's.
   StateService& state();
 
-  // How many run() calls were answered with a remembered exact-retry reply.
+  // The remembered exact-retry reply of `request` when it holds now, found without waiting (no
+  // lock another thread holds, no busy database, no plugin call, nothing opened that is not yet
+  // open): what the server answers on its I/O thread. nullopt: run() decides. Never throws.
+  std::optional<HookResponse> try_remembered(const HookRequest& request) noexcept;
+
+  // How many run() / try_remembered() calls were answered with a remembered reply.
   std::uint64_t exact_retry_replies() const noexcept { return exact_retry_replies_.load(); }
 
  private:
@@ -82,7 +87,11 @@ class HookRunner {
     std::string fingerprint;                     // sha256 of the StateWatch fingerprint
   };
   std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id);
-  StateService* opened_state();
+  StateService* opened_state(bool wait);
+  // The remembered reply of `request` if the state watch vouches for it now; sets `key` (once
+  // the service is open). Errors: check_hook_payload's (with `wait`).
+  std::optional<HookResponse> remembered(const HookRequest& request, bool wait,
+                                         std::optional<std::string>& key);
   HookResponse run_full(const HookRequest& request, std::optional<std::string> key);
 
   std::filesystem::path state_dir_;

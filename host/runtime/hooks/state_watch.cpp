@@ -1,6 +1,7 @@
 #include "host/runtime/hooks/state_watch.hpp"
 
 #include <dirent.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -10,6 +11,7 @@
 #include <utility>
 
 #include "host/core/error.hpp"
+#include "host/engine/journal_store.hpp"
 #include "host/store/sqlite.hpp"
 
 namespace ctx::runtime::hooks {
@@ -94,7 +96,7 @@ StateWatch::StateWatch(fs::path state_dir) : state_dir_(std::move(state_dir)) {
 
 StateWatch::~StateWatch() = default;
 
-void StateWatch::add_database(const fs::path& path, std::string& out) {
+void StateWatch::add_database(const fs::path& path, bool wait, std::string& out) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // the signature says so
   std::string identity;
@@ -108,6 +110,7 @@ void StateWatch::add_database(const fs::path& path, std::string& out) {
     probe.identity = std::move(identity);
     probe.generation = ++generations_;
   }
+  ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
   auto statement = probe.db->cached("PRAGMA data_version");
   if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
   put(out, probe.generation);
@@ -127,10 +130,10 @@ std::vector<std::string> StateWatch::listing(const fs::path& dir, const struct s
   put(identity, st.st_ctim.tv_nsec);
   const bool settled =
       std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) <= now_ns - kRacyNs;
-  {
+  if (settled) {
     const std::lock_guard lock(listings_mutex_);
     if (const auto it = listings_.find(dir.native());
-        settled && it != listings_.end() && it->second.first == identity) {
+        it != listings_.end() && it->second.first == identity) {
       return it->second.second;
     }
   }
@@ -142,7 +145,7 @@ std::vector<std::string> StateWatch::listing(const fs::path& dir, const struct s
   return names;
 }
 
-std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files) {
+std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files, bool wait) {
   timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const std::int64_t now_ns = nanoseconds(now);
@@ -169,7 +172,12 @@ std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& file
   for (const fs::path& file : files) add_signature(file, now_ns, racy, out);
   // Probes of databases that are gone are closed; the others report their data version (each
   // connection is used by one thread at a time: the stat calls above run unlocked).
-  const std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return std::nullopt;
+  }
   for (auto it = probes_.begin(); it != probes_.end();) {
     if (std::find(databases.begin(), databases.end(), it->first) == databases.end()) {
       it = probes_.erase(it);
@@ -179,7 +187,14 @@ std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& file
   }
   // (Opened even for a racy capture: while they are open, the stores' own connections never
   // are the last, so SQLite stops creating and deleting sidecars in service/ on every open.)
-  for (const std::string& name : databases) add_database(state_dir_ / "service" / name, out);
+  try {
+    for (const std::string& name : databases) {
+      add_database(state_dir_ / "service" / name, wait, out);
+    }
+  } catch (const engine::StoreBusy&) {
+    if (wait) throw;
+    return std::nullopt;
+  }
   if (racy) return std::nullopt;
   return out;
 }

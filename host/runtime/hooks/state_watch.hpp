@@ -47,7 +47,10 @@ class StateWatch {
   // timestamps a second change within the same clock tick could leave every stat field as it
   // was (git's "racy" entries), so such a state is never vouched for. Errors: the databases'
   // (engine::StoreBusy, EngineStoreError) — callers treat any error as "changed".
-  std::optional<std::string> capture(const std::vector<std::filesystem::path>& files);
+  // With `wait` false it never waits: a lock another thread holds, or a database another
+  // connection is writing (SQLITE_BUSY at once), is nullopt too.
+  std::optional<std::string> capture(const std::vector<std::filesystem::path>& files,
+                                     bool wait = true);
 
  private:
   struct Probe {
@@ -55,7 +58,7 @@ class StateWatch {
     std::uint64_t generation = 0;
     std::unique_ptr<store::Database> db;
   };
-  void add_database(const std::filesystem::path& path, std::string& out);
+  void add_database(const std::filesystem::path& path, bool wait, std::string& out);
   // The names in `dir` (stat `st`), remembered while its stat fields stay the same.
   std::vector<std::string> listing(const std::filesystem::path& dir, const struct stat& st,
                                    std::int64_t now_ns);
