@@ -5,8 +5,9 @@
 // request bytes, in the same run. Prints p50/p99 per case, `ratio server/echo p50 1 client: X`,
 // `ratio server/echo p50 8 clients: X` (target <= 10), the p99 ratios, the same for `plugin.list`
 // (the server's own cost without the service: `ratio server/echo plugin.list p50 ...`), and the
-// idle `ctx serve` VmRSS after start and after the service is open, as `ratio idle ctx serve
-// RSS/20 MB: X` (target <= 1).
+// idle `ctx serve` VmRSS after start, after the service is open and after the run (idle again),
+// as `ratio idle ctx serve RSS/20 MB: X` and `ratio idle ctx serve RSS after the run/20 MB: X`
+// (target <= 1).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -256,6 +257,8 @@ int main(int argc, char** argv) {
       "run (target <= 20480 kB)\n",
       idle_rss, open_rss, loaded_rss);
   std::printf("ratio idle ctx serve RSS/20 MB: %.2f\n", static_cast<double>(open_rss) / 20480.0);
+  std::printf("ratio idle ctx serve RSS after the run/20 MB: %.2f\n",
+              static_cast<double>(loaded_rss) / 20480.0);
   std::printf("ctx serve exit status after SIGTERM: %d\n",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   ::close(listener);

@@ -3,7 +3,7 @@
 #include <ctx/abi/plugin_abi.h>
 #include <ctx/sdk/error.hpp>
 
-#include <regex>
+#include <algorithm>
 
 namespace ctx::plugins {
 
@@ -42,18 +42,70 @@ bool is_valid_plugin_id(std::string_view id) noexcept {
   return true;
 }
 
+namespace {
+
+bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+bool is_identifier_char(char c) noexcept {
+  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+}
+
+// Splits `text` at the first of `stops` (or its end) into [head, rest) and returns head.
+std::string_view take_until(std::string_view& text, std::string_view stops) noexcept {
+  const std::size_t at = std::min(text.find_first_of(stops), text.size());
+  const std::string_view head = text.substr(0, at);
+  text.remove_prefix(at);
+  return head;
+}
+
+// 0 | [1-9][0-9]*
+bool is_numeric_identifier(std::string_view part) noexcept {
+  if (part.empty() || (part.size() > 1 && part.front() == '0')) return false;
+  for (const char c : part) {
+    if (!is_digit(c)) return false;
+  }
+  return true;
+}
+
+// Dot-separated non-empty [0-9A-Za-z-]+ identifiers; with `prerelease`, an all-digit one is a
+// numeric identifier (no leading zero).
+bool is_identifier_list(std::string_view list, bool prerelease) noexcept {
+  for (;;) {
+    const std::string_view part = take_until(list, ".");
+    if (part.empty()) return false;
+    bool digits_only = true;
+    for (const char c : part) {
+      if (!is_identifier_char(c)) return false;
+      digits_only = digits_only && is_digit(c);
+    }
+    if (prerelease && digits_only && !is_numeric_identifier(part)) return false;
+    if (list.empty()) return true;
+    list.remove_prefix(1);  // the dot
+  }
+}
+
+}  // namespace
+
+// semver.org's grammar (the same language as its recommended expression), by hand: std::regex
+// costs milliseconds to compile, on every cold start that reads a lock file.
 bool is_valid_semver(std::string_view version) noexcept {
   if (version.empty() || version.size() > 64) return false;
-  // semver.org's recommended expression.
-  static const std::regex kSemver(
-      R"(^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*))"
-      R"((?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?)"
-      R"((?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$)");
-  try {
-    return std::regex_match(version.begin(), version.end(), kSemver);
-  } catch (...) {
-    return false;
+  std::string_view rest = version;
+  for (int i = 0; i < 3; ++i) {
+    if (!is_numeric_identifier(take_until(rest, i < 2 ? "." : "-+"))) return false;
+    if (i < 2) {
+      if (rest.empty()) return false;
+      rest.remove_prefix(1);  // the dot
+    }
   }
+  if (!rest.empty() && rest.front() == '-') {
+    rest.remove_prefix(1);
+    if (!is_identifier_list(take_until(rest, "+"), true)) return false;
+  }
+  if (!rest.empty()) {  // '+' here
+    rest.remove_prefix(1);
+    if (!is_identifier_list(rest, false)) return false;
+  }
+  return true;
 }
 
 std::string current_platform() {

@@ -24,16 +24,16 @@ namespace fs = std::filesystem;
 using Protocol = asio::local::stream_protocol;
 using Clock = std::chrono::steady_clock;
 
-void MethodTable::add(std::string name, Handler handler) {
+void MethodTable::add(std::string name, Handler handler, FastHandler fast) {
   if (name.empty()) throw InvalidArgument("a JSON-RPC method needs a name");
   if (!handler) throw InvalidArgument("JSON-RPC method " + name + " needs a handler");
   if (methods_.contains(name)) {
     throw InvalidArgument("JSON-RPC method " + name + " is already registered");
   }
-  methods_.emplace(std::move(name), std::move(handler));
+  methods_.emplace(std::move(name), Method{std::move(handler), std::move(fast)});
 }
 
-const Handler* MethodTable::find(std::string_view name) const noexcept {
+const Method* MethodTable::find(std::string_view name) const noexcept {
   const auto it = methods_.find(name);
   return it == methods_.end() ? nullptr : &it->second;
 }
@@ -70,6 +70,7 @@ struct Server::Impl {
   explicit Impl(ServerOptions opts, MethodTable table)
       : options(std::move(opts)),
         methods(std::move(table)),
+        io(static_cast<int>(options.io_threads == 0 ? 1 : options.io_threads)),
         workers(options.worker_threads == 0 ? 1 : options.worker_threads) {}
 
   void start_accept();
@@ -221,7 +222,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       }
       params = std::move(*it);
     }
-    const Handler* handler = server_.methods.find(method->get_ref<const std::string&>());
+    const Method* handler = server_.methods.find(method->get_ref<const std::string&>());
     if (handler == nullptr) {
       server_.log_request("", id, kMethodNotFound, started);
       if (!has_id) return read_next();
@@ -230,8 +231,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
             false);
       return;
     }
-    dispatch(*handler, method->get<std::string>(), std::move(params), std::move(id), has_id,
-             started);
+    if (handler->fast) {
+      std::optional<core::Json> known;
+      try {
+        known = handler->fast(params);
+      } catch (...) {
+        known.reset();  // the worker's handler decides, errors included
+      }
+      if (known) {
+        server_.log_request(method->get<std::string>(), id, 0, started);
+        if (!has_id) return read_next();
+        write(core::Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(*known)}}, false);
+        return;
+      }
+    }
+    dispatch(handler->handler, method->get<std::string>(), std::move(params), std::move(id),
+             has_id, started);
   }
 
   void dispatch(const Handler& handler, std::string method, core::Json params, core::Json id,

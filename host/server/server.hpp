@@ -1,7 +1,8 @@
 // The `ctx serve` server: JSON-RPC 2.0, one message per line, over the Unix stream socket
 // <state>/ctx.sock (0600). One server per state dir (flock on <state>/ctx.sock.lock). Methods come
 // from a MethodTable (name -> handler); handlers run on a small worker pool under a per-request
-// deadline. stop() (or SIGTERM/SIGINT when handle_signals) refuses new connections, lets
+// deadline, after a method's optional non-blocking fast path (FastHandler) found no answer on the
+// connection's I/O thread. stop() (or SIGTERM/SIGINT when handle_signals) refuses new connections, lets
 // in-flight requests finish, removes the socket file; run() then returns.
 #ifndef CTX_HOST_SERVER_SERVER_HPP_
 #define CTX_HOST_SERVER_SERVER_HPP_
@@ -12,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -45,20 +47,34 @@ class InvalidParams : public InvalidArgument {
 // carry secrets); anything else -> -32603 "internal error".
 using Handler = std::function<core::Json(const core::Json& params)>;
 
-// Name -> handler. Filled before the server starts; read-only afterwards.
+// A method's optional fast path: tried first, on the connection's I/O thread (no hop to the
+// worker pool and back), for answers known without waiting (a remembered reply). It must not
+// block (no lock waits, no busy waits, no plugin calls) and is bounded by its own work, not by
+// the deadline; nullopt — or any exception — means "not known now": the request then goes to
+// the worker pool's Handler as usual, which gives every error.
+using FastHandler = std::function<std::optional<core::Json>(const core::Json& params)>;
+
+struct Method {
+  Handler handler;
+  FastHandler fast;  // may be empty
+};
+
+// Name -> method. Filled before the server starts; read-only afterwards.
 class MethodTable {
  public:
   // Errors: InvalidArgument when `name` is empty or already registered.
-  void add(std::string name, Handler handler);
-  const Handler* find(std::string_view name) const noexcept;
+  void add(std::string name, Handler handler, FastHandler fast = nullptr);
+  const Method* find(std::string_view name) const noexcept;
 
  private:
-  std::map<std::string, Handler, std::less<>> methods_;
+  std::map<std::string, Method, std::less<>> methods_;
 };
 
 struct ServerOptions {
   std::filesystem::path state_dir;
-  std::size_t io_threads = 2;
+  // One I/O thread: it runs the reactor and each completion itself (asio wakes no second I/O
+  // thread per event); the workers do the slow work. More only for many busy connections.
+  std::size_t io_threads = 1;
   std::size_t worker_threads = 4;
   std::size_t max_request_bytes = kDefaultMaxRequestBytes;  // without the newline
   std::chrono::milliseconds deadline{30'000};               // per request

@@ -12,6 +12,8 @@
 //   consent.recover {"challenge_digest"}   -> consent_decision_json      (ctx consent recover)
 // A refused decision (codec, audience, unknown principal, replay, expiry) is an error reply with
 // the error's code and one-line message; nothing durable changed.
+// `hook` also has a fast path (server.hpp's FastHandler): the HookRunner's remembered reply of an
+// exact retry, when it still holds (hook_runner.hpp), without a hop to the worker pool.
 // The service is opened on first use and shared by every method and worker (it is thread-safe);
 // a state dir that is not ready yet (no init, no catalog) fails that request only. A catalog
 // imported or a plugin pinned while the server runs (catalog/CURRENT or plugins.lock.json
@@ -72,6 +74,15 @@ class CurrentRunner {
     return runner_;
   }
 
+  // The runner of the current files if it exists and nobody holds the lock; never waits.
+  std::shared_ptr<hooks::HookRunner> try_get() {
+    const Signature now{file_signature(state_dir_ / "catalog" / "CURRENT"),
+                        file_signature(state_dir_ / hooks::kPluginLockFile)};
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || !runner_ || now != signature_) return nullptr;
+    return runner_;
+  }
+
  private:
   using Signature = std::pair<std::optional<FileSignature>, std::optional<FileSignature>>;
   fs::path state_dir_;
@@ -85,12 +96,22 @@ class CurrentRunner {
 void register_service_methods(MethodTable& table, const fs::path& state_dir) {
   auto current = std::make_shared<CurrentRunner>(state_dir);
 
-  table.add(std::string(hooks::kHookMethod), [current](const core::Json& params) {
-    const auto runner = current->get();
-    return invalid_params_on_bad_input([&] {
-      return hooks::hook_response_to_json(runner->run(hooks::hook_request_from_json(params)));
-    });
-  });
+  table.add(
+      std::string(hooks::kHookMethod),
+      [current](const core::Json& params) {
+        const auto runner = current->get();
+        return invalid_params_on_bad_input([&] {
+          return hooks::hook_response_to_json(runner->run(hooks::hook_request_from_json(params)));
+        });
+      },
+      // An exact retry whose remembered reply still holds, answered on the I/O thread.
+      [current](const core::Json& params) -> std::optional<core::Json> {
+        const auto runner = current->try_get();
+        if (!runner) return std::nullopt;
+        const auto response = runner->try_remembered(hooks::hook_request_from_json(params));
+        if (!response) return std::nullopt;
+        return hooks::hook_response_to_json(*response);
+      });
 
   table.add("query.prepare", [current](const core::Json& params) {
     const auto runner = current->get();

@@ -299,6 +299,12 @@ StateService::~StateService() {
 }
 
 ManagedQueryServiceResult StateService::prepare(CurrentWork work) {
+  std::vector<fs::path> sources;
+  return prepare(std::move(work), sources);
+}
+
+ManagedQueryServiceResult StateService::prepare(CurrentWork work,
+                                                std::vector<fs::path>& sources) {
   // Another preparer of other work in the same session can move the stream's head between this
   // registration and its commit; the work is then registered again on the new head.
   // A session whose first plan another preparer is committing is waited for (up to ~2 s).
@@ -309,6 +315,11 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work) {
   for (;;) {
     try {
       const auto registration = authority_->register_work(work);
+      const auto input = authority_->resolve(registration.current_work_ref);
+      const auto& artifact = input->artifact();
+      sources = {paths_.inputs / (registration.plan_id + ".json"),
+                 paths_.registry / "manifests" / (artifact.manifest_digest() + ".json"),
+                 paths_.registry / "artifacts" / (artifact.graph_artifact_digest() + ".sqlite3")};
       return service_->prepare(ManagedQueryRequest::create(registration.logical_query_id,
                                                            registration.current_work_ref));
     } catch (const engine::RevisionConflict&) {

@@ -112,6 +112,10 @@ class StateService {
   // another preparer commits the session's first plan (SessionStartPending), waits up to ~2 s.
   // Errors: the authority's and the service's.
   ManagedQueryServiceResult prepare(CurrentWork work);
+  // The same, also naming in `sources` the files besides the state dir's databases the result
+  // was read from: the work's registration, its artifact's manifest and graph copy (what
+  // HookRunner's exact-retry replies are checked against).
+  ManagedQueryServiceResult prepare(CurrentWork work, std::vector<std::filesystem::path>& sources);
   ManagedQueryServiceResult reopen(const std::string& query_ref);
   // Reopens the plan committed at the head of `work`'s session, if there is one.
   std::optional<ManagedQueryServiceResult> reopen_current(const CurrentWork& work);

@@ -1,5 +1,7 @@
 #include "host/runtime/hooks/hook_runner.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -55,9 +57,23 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
   return request;
 }
 
+// The remembered-reply key of `request`: an HMAC under the installation key (no payload kept).
+std::string reply_key(const StateService& service, const HookRequest& request) {
+  std::string message = "ctx.hook-reply-cache-v1";
+  message.push_back('\0');
+  message += request.adapter;
+  message.push_back('\0');
+  message += request.payload;
+  return core::hmac_sha256_hex(service.installation_key(), message);
+}
+
 }  // namespace
 
-HookRunner::HookRunner(fs::path state_dir) : state_dir_(std::move(state_dir)) {
+// At most this many exact-retry replies are remembered (then all are forgotten).
+constexpr std::size_t kMaxRemembered = 256;
+
+HookRunner::HookRunner(fs::path state_dir)
+    : state_dir_(std::move(state_dir)), owner_pid_(::getpid()), watch_(state_dir_) {
   if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
 }
 
@@ -67,6 +83,16 @@ StateService& HookRunner::state() {
   std::lock_guard lock(mutex_);
   if (!state_) state_ = StateService::open(state_dir_);
   return *state_;
+}
+
+StateService* HookRunner::opened_state(bool wait) {
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return nullptr;
+  }
+  return state_.get();
 }
 
 std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& id) {
@@ -91,11 +117,57 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& 
   return adapters_.emplace(id, std::move(port)).first->second;
 }
 
-HookResponse HookRunner::run(const HookRequest& request) {
+std::optional<HookResponse> HookRunner::remembered(const HookRequest& request, bool wait,
+                                                   std::optional<std::string>& key) {
   check_hook_payload(request.payload);
   if (!engine::is_canonical_token(request.adapter)) {
     throw HookPayloadError("hook adapter must be a plugin id");
   }
+  // Replies are remembered only once the service is open (a reply needs it), never in a child.
+  StateService* service = opened_state(wait);
+  if (service == nullptr || ::getpid() != owner_pid_) return std::nullopt;
+  key = reply_key(*service, request);
+  std::optional<Remembered> known;
+  {
+    std::unique_lock lock(mutex_, std::defer_lock);
+    if (wait) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return std::nullopt;
+    }
+    if (const auto it = remembered_.find(*key); it != remembered_.end() && it->second.reply) {
+      known = it->second;
+    }
+  }
+  if (!known) return std::nullopt;
+  try {
+    if (const auto now = watch_.capture(known->sources, wait);
+        now && core::sha256_hex(*now) == known->fingerprint) {
+      ++exact_retry_replies_;
+      return HookResponse{std::move(known->reply)};
+    }
+  } catch (const std::exception&) {
+    // Unknown: the full path decides.
+  }
+  return std::nullopt;
+}
+
+std::optional<HookResponse> HookRunner::try_remembered(const HookRequest& request) noexcept {
+  try {
+    std::optional<std::string> key;
+    return remembered(request, false, key);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+HookResponse HookRunner::run(const HookRequest& request) {
+  std::optional<std::string> key;
+  if (auto response = remembered(request, true, key)) return std::move(*response);
+  return run_full(request, std::move(key));
+}
+
+HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std::string> key) {
   Json payload;
   try {
     payload = core::parse_json(request.payload);
@@ -143,6 +215,25 @@ HookResponse HookRunner::run(const HookRequest& request) {
   if (work.signals.size() > 256) work.signals.resize(256);
   work.requested_limit = kHookRequestedLimit;
   std::optional<ManagedQueryServiceResult> result;
+  // What the last full run of this request read, and the fingerprint before this one.
+  std::vector<fs::path> watched;
+  std::optional<std::string> before;
+  if (!key && ::getpid() == owner_pid_) key = reply_key(service, request);
+  if (key && ::getpid() == owner_pid_) {
+    {
+      std::lock_guard lock(mutex_);
+      if (const auto it = remembered_.find(*key); it != remembered_.end()) {
+        watched = it->second.sources;
+      }
+    }
+    try {
+      if (const auto now = watch_.capture(watched)) before = core::sha256_hex(*now);
+    } catch (const std::exception&) {
+      before.reset();
+    }
+  }
+  std::vector<fs::path> sources;
+  bool direct = false;
   // The session's current plan stands when a new one cannot replace it (pending authority, a
   // loaded capability's selection would change): show it instead of replanning.
   // Another preparer may be between committing the current plan and marking it, or replace it
@@ -161,14 +252,35 @@ HookResponse HookRunner::run(const HookRequest& request) {
     throw;
   };
   try {
-    result.emplace(service.prepare(work));
+    result.emplace(service.prepare(work, sources));
+    direct = true;
   } catch (const FailedPrecondition&) {
     reopen_current();
   } catch (const engine::InvalidEventError&) {
     reopen_current();
   }
   const Json reply = port->render_reply(reply_request(event, *result));
-  return HookResponse{reply.dump()};
+  HookResponse response{reply.dump()};
+  // Remembered for the next identical request only when this run was a plain prepare with no
+  // consent challenge (whose expiry is time, not state) and nothing it depends on moved while
+  // it ran; the first run only names the files to watch.
+  if (key && ::getpid() == owner_pid_ && direct && !result->challenge()) {
+    Remembered remembered;
+    remembered.sources = sources;
+    try {
+      const auto after = before ? watch_.capture(sources) : std::nullopt;
+      if (after && sources == watched && core::sha256_hex(*after) == *before) {
+        remembered.reply = response.reply;
+        remembered.fingerprint = *before;
+      }
+    } catch (const std::exception&) {
+      remembered.reply.reset();
+    }
+    std::lock_guard lock(mutex_);
+    if (remembered_.size() >= kMaxRemembered && !remembered_.contains(*key)) remembered_.clear();
+    remembered_[*key] = std::move(remembered);
+  }
+  return response;
 }
 
 }  // namespace ctx::runtime::hooks

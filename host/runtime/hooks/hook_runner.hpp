@@ -14,18 +14,34 @@
 //      while a concurrent preparer is between its commit and its mark);
 //   6. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
 //      "challenge"} → the reply text.
+// Exact retries: a hook whose request bytes (adapter id and payload) were answered before by
+// step 5's plain prepare, with no consent challenge in the result, gets that same reply without
+// steps 1-6 when a StateWatch fingerprint (state_watch.hpp: every database of the state dir
+// unchanged by any process, the state dir's files and the work's registration and artifact
+// files untouched) equals the one taken when the reply was computed — which itself is only
+// remembered when the fingerprint did not move while it was computed, and on the second
+// computation (the first names the files to watch). Anything else runs the full path. The key is
+// an HMAC of the request under the installation key; no payload is kept.
 // Thread-safe: adapters are loaded once per id and serialise their own calls; the state service
-// is opened on first use and shared. Process-bound (the service is).
+// is opened on first use and shared. Process-bound (the service is): a forked child never uses
+// the remembered replies.
 #ifndef CTX_HOST_RUNTIME_HOOKS_HOOK_RUNNER_HPP_
 #define CTX_HOST_RUNTIME_HOOKS_HOOK_RUNNER_HPP_
 
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "host/runtime/hooks/hook_protocol.hpp"
+#include "host/runtime/hooks/state_watch.hpp"
 
 namespace ctx::engine {
 class HostAdapterPort;
@@ -56,13 +72,36 @@ class HookRunner {
   // desired methods use it too). Errors: StateService::open's.
   StateService& state();
 
+  // The remembered exact-retry reply of `request` when it holds now, found without waiting (no
+  // lock another thread holds, no busy database, no plugin call, nothing opened that is not yet
+  // open): what the server answers on its I/O thread. nullopt: run() decides. Never throws.
+  std::optional<HookResponse> try_remembered(const HookRequest& request) noexcept;
+
+  // How many run() / try_remembered() calls were answered with a remembered reply.
+  std::uint64_t exact_retry_replies() const noexcept { return exact_retry_replies_.load(); }
+
  private:
+  struct Remembered {
+    std::vector<std::filesystem::path> sources;  // what the last full run read besides the dbs
+    std::optional<std::string> reply;            // set once a full run was not disturbed
+    std::string fingerprint;                     // sha256 of the StateWatch fingerprint
+  };
   std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id);
+  StateService* opened_state(bool wait);
+  // The remembered reply of `request` if the state watch vouches for it now; sets `key` (once
+  // the service is open). Errors: check_hook_payload's (with `wait`).
+  std::optional<HookResponse> remembered(const HookRequest& request, bool wait,
+                                         std::optional<std::string>& key);
+  HookResponse run_full(const HookRequest& request, std::optional<std::string> key);
 
   std::filesystem::path state_dir_;
+  pid_t owner_pid_;
+  StateWatch watch_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<engine::HostAdapterPort>> adapters_;  // GUARDED_BY
   std::unique_ptr<StateService> state_;                                       // GUARDED_BY
+  std::map<std::string, Remembered> remembered_;                              // GUARDED_BY
+  std::atomic<std::uint64_t> exact_retry_replies_{0};
 };
 
 }  // namespace ctx::runtime::hooks

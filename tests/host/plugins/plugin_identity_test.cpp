@@ -2,6 +2,10 @@
 
 #include <ctx/abi/plugin_abi.h>
 
+#include <regex>
+#include <string>
+#include <vector>
+
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 #include "tests/support/expect_throw.hpp"
@@ -47,6 +51,40 @@ TEST(PluginVersion, IsSemver) {
   EXPECT_FALSE(is_valid_semver("1.0.0-"));
   EXPECT_FALSE(is_valid_semver("v1.0.0"));
   EXPECT_FALSE(is_valid_semver(""));
+}
+
+// The hand-written grammar accepts exactly what semver.org's recommended expression accepts, over
+// every string of up to 5 characters from an alphabet of the grammar's interesting characters,
+// plus longer hand-picked ones.
+TEST(PluginVersion, AcceptsExactlyWhatSemverOrgsExpressionAccepts) {
+  const std::regex reference(
+      R"(^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*))"
+      R"((?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?)"
+      R"((?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$)");
+  const std::string alphabet = "01.-+a";
+  std::vector<std::string> inputs = {"1.2.3",          "10.20.30",         "1.0.0-alpha.1",
+                                     "1.0.0-0.3.7",    "1.0.0-x.7.z.92",   "1.0.0+20130313",
+                                     "1.0.0-rc.01",    "1.0.0-rc.1+b.001", "1.0.0-a..b",
+                                     "1.0.0+",         "1.0.0-a+b+c",      "1.2.3.4",
+                                     "1.2.3-0a",       "1.2.3-00",         "1.2.3-a-",
+                                     "99999.0.0-X_Y"};
+  std::vector<std::string> level = {""};
+  for (int length = 1; length <= 5; ++length) {
+    std::vector<std::string> next;
+    for (const auto& prefix : level) {
+      for (const char c : alphabet) next.push_back(prefix + c);
+    }
+    inputs.insert(inputs.end(), next.begin(), next.end());
+    level = std::move(next);
+  }
+  for (const auto& prefix : level) inputs.push_back(prefix + ".0");  // 7-character ones
+  int accepted = 0;
+  for (const auto& input : inputs) {
+    const bool expected = std::regex_match(input, reference);
+    EXPECT_EQ(is_valid_semver(input), expected) << input;
+    accepted += expected ? 1 : 0;
+  }
+  EXPECT_GT(accepted, 10);
 }
 
 TEST(PluginPlatform, NamesOsAndMachine) {

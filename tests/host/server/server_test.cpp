@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -352,6 +354,57 @@ TEST_F(ServerTest, SecondServerOnTheSameStateDirRefusesNamingIt) {
   RpcClient client;
   ASSERT_TRUE(client.connect(socket()));
   EXPECT_TRUE(call(client, request(1, "plugin.list")).contains("result"));
+}
+
+// A method's fast path answers on the I/O thread when it knows the answer; "not now" (nullopt) or
+// an exception goes to the worker's handler, which then gives the result or the error.
+TEST(ServerFastPath, KnownAnswersSkipTheWorkerAndEverythingElseReachesIt) {
+  TempStateDir dir;
+  std::atomic<int> slow_calls{0};
+  MethodTable table;
+  table.add(
+      "test.fast",
+      [&slow_calls](const Json& params) -> Json {
+        ++slow_calls;
+        if (params.contains("bad")) throw InvalidParams("bad is not a parameter");
+        return Json{{"path", "worker"}};
+      },
+      [](const Json& params) -> std::optional<Json> {
+        if (params.contains("throw")) throw InvalidArgument("the fast path gave up");
+        if (params.value("known", false)) return Json{{"path", "fast"}};
+        return std::nullopt;
+      });
+  std::ostringstream log;
+  ServerOptions options;
+  options.state_dir = dir.path();
+  options.log = &log;
+  Server server(std::move(options), std::move(table));
+  std::thread thread([&] { server.run(); });
+  RpcClient client;
+  ASSERT_TRUE(client.connect(dir.path() / kSocketFile));
+  const auto call = [&](int id, const Json& params) {
+    const auto line = client.call(
+        Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "test.fast"}, {"params", params}}.dump());
+    EXPECT_TRUE(line.has_value());
+    return line ? Json::parse(*line) : Json();
+  };
+  EXPECT_EQ(call(1, {{"known", true}})["result"]["path"], "fast");
+  EXPECT_EQ(slow_calls.load(), 0);
+  EXPECT_EQ(call(2, {{"known", false}})["result"]["path"], "worker");
+  EXPECT_EQ(call(3, {{"throw", true}})["result"]["path"], "worker");
+  const Json bad = call(4, {{"bad", true}});
+  EXPECT_EQ(bad["error"]["code"], kInvalidParams);
+  EXPECT_EQ(bad["id"], 4);
+  EXPECT_EQ(slow_calls.load(), 3);
+  // A notification answered by the fast path gets no reply line.
+  ASSERT_TRUE(client.send_all(
+      Json{{"jsonrpc", "2.0"}, {"method", "test.fast"}, {"params", {{"known", true}}}}.dump() +
+      "\n"));
+  EXPECT_EQ(call(5, {{"known", true}})["id"], 5);
+  server.stop();
+  thread.join();
+  const std::string text = log.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6) << text;
 }
 
 TEST(ServerSetup, RefusesAStateDirThatIsNotPrivate) {

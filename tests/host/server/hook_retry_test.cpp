@@ -1,0 +1,213 @@
+// HookRunner's remembered exact-retry replies (hook_runner.hpp, state_watch.hpp): an identical
+// hook on unchanged state is answered from memory, and the same reply as a fresh runner gives;
+// anything another process commits, and a registration file tampered in place (mtime restored),
+// is seen before the next remembered reply, so the answer is always what the full path gives
+// (its error included); a forked child never uses them.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <barrier>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "host/runtime/hooks/hook_runner.hpp"
+#include "tests/host/server/rpc_client.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace ctx::server {
+namespace {
+
+namespace fs = std::filesystem;
+namespace hooks = runtime::hooks;
+using Json = core::Json;
+
+hooks::HookRequest prompt_request(const std::string& session, const std::string& prompt) {
+  const Json payload = {{"session_id", session},
+                        {"transcript_path", "/home/u/t.jsonl"},
+                        {"cwd", "/home/u/project"},
+                        {"permission_mode", "default"},
+                        {"hook_event_name", "UserPromptSubmit"},
+                        {"prompt", prompt}};
+  return hooks::HookRequest{"claude-code", payload.dump()};
+}
+
+// What the state watch vouches for is at least 50 ms old (state_watch.hpp).
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(60)); }
+
+// Runs `request` (with a settle after each run) until a run is answered from memory: what a
+// host's repeated prompts reach once the first ones' writes have settled. False after 6 runs.
+bool run_until_remembered(hooks::HookRunner& runner, const hooks::HookRequest& request) {
+  const auto served = runner.exact_retry_replies();
+  for (int i = 0; i < 6; ++i) {
+    runner.run(request);
+    if (runner.exact_retry_replies() > served) return true;
+    settle();
+  }
+  return false;
+}
+
+std::string fresh_reply(const fs::path& state, const hooks::HookRequest& request) {
+  hooks::HookRunner fresh(state);
+  const auto response = fresh.run(request);
+  return response.reply.value_or("<none>");
+}
+
+class HookRetryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_ = dir_.path() / "s";
+    ASSERT_TRUE(testing::prepare_state_dir(state_));
+  }
+  ctx::testing::TempDir dir_;
+  fs::path state_;
+};
+
+TEST_F(HookRetryTest, AnIdenticalHookOnUnchangedStateGetsTheFullPathsReplyFromMemory) {
+  hooks::HookRunner runner(state_);
+  const auto request = prompt_request("retry-1", "please add a PDF export of the report");
+  const auto first = runner.run(request);
+  ASSERT_TRUE(first.reply.has_value());
+  EXPECT_NE(first.reply->find("pdf-export"), std::string::npos) << *first.reply;
+  // The first run planned (and wrote): never remembered; nor is the next (it names the files).
+  EXPECT_EQ(runner.exact_retry_replies(), 0u);
+  settle();
+  EXPECT_EQ(runner.run(request).reply, first.reply);
+  EXPECT_EQ(runner.exact_retry_replies(), 0u);
+  ASSERT_TRUE(run_until_remembered(runner, request));
+  // Nothing changes any more: every later run is answered from memory, back to back.
+  const auto served = runner.exact_retry_replies();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(runner.run(request).reply, first.reply);
+  EXPECT_EQ(runner.exact_retry_replies(), served + 5);
+  EXPECT_EQ(fresh_reply(state_, request), *first.reply);
+  // Another payload (one more byte) is not that request.
+  auto other = request;
+  other.payload += " ";
+  EXPECT_EQ(runner.run(other).reply, first.reply);
+  EXPECT_EQ(runner.exact_retry_replies(), served + 5);
+}
+
+TEST_F(HookRetryTest, ACommitByAnotherProcessIsSeenBeforeTheNextRememberedReply) {
+  hooks::HookRunner runner(state_);
+  const auto request = prompt_request("retry-2", "please add a PDF export of the report");
+  ASSERT_TRUE(run_until_remembered(runner, request));
+  const auto served = runner.exact_retry_replies();
+  // Another process plans other work in the same session: the head's plan is no longer this
+  // request's, so the full path registers it again.
+  const auto other = prompt_request("retry-2", "write the sql migrations for the schema");
+  const auto [status, out] = testing::run_ctx("hook claude-code --state " + state_.string(),
+                                              other.payload);
+  ASSERT_EQ(status, 0);
+  ASSERT_FALSE(out.empty());
+  const auto after = runner.run(request);
+  EXPECT_EQ(runner.exact_retry_replies(), served);
+  EXPECT_EQ(after.reply.value_or("<none>"), fresh_reply(state_, request));
+  // Settled again: remembered again, and still the full path's reply.
+  ASSERT_TRUE(run_until_remembered(runner, request));
+  EXPECT_EQ(runner.run(request).reply, after.reply);
+  EXPECT_EQ(fresh_reply(state_, request), after.reply.value_or("<none>"));
+}
+
+// One byte of each registration file's MAC changed in place, with its mtime put back: the file's
+// ctime moves (user space cannot set it), so the runner fails exactly as a fresh one does.
+TEST_F(HookRetryTest, ARegistrationTamperedInPlaceFailsAsTheFullPathDoes) {
+  hooks::HookRunner runner(state_);
+  const auto request = prompt_request("retry-3", "please add a PDF export of the report");
+  ASSERT_TRUE(run_until_remembered(runner, request));
+  const auto served = runner.exact_retry_replies();
+  int tampered = 0;
+  for (const auto& entry : fs::directory_iterator(state_ / "service" / "inputs")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("plan-", 0) != 0) continue;
+    struct stat st {};
+    ASSERT_EQ(::stat(entry.path().c_str(), &st), 0);
+    std::string bytes;
+    {
+      std::ifstream in(entry.path(), std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const auto mac = bytes.find("\"mac\":\"");
+    ASSERT_NE(mac, std::string::npos);
+    char& digit = bytes[mac + 7];
+    digit = digit == '0' ? '1' : '0';
+    {
+      std::ofstream out(entry.path(), std::ios::binary | std::ios::trunc);
+      out << bytes;
+    }
+    const timespec times[2] = {st.st_atim, st.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, entry.path().c_str(), times, 0), 0);
+    ++tampered;
+  }
+  ASSERT_GT(tampered, 0);
+  settle();  // past the racy window: only the moved ctime tells
+  std::string fresh_error;
+  try {
+    fresh_reply(state_, request);
+  } catch (const std::exception& e) {
+    fresh_error = e.what();
+  }
+  ASSERT_NE(fresh_error.find("authentication failed"), std::string::npos) << fresh_error;
+  std::string error;
+  try {
+    runner.run(request);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, fresh_error);
+  EXPECT_EQ(runner.exact_retry_replies(), served);
+}
+
+TEST_F(HookRetryTest, EightThreadsRetryingAtOnceAllGetTheSameReply) {
+  hooks::HookRunner runner(state_);
+  const auto request = prompt_request("retry-4", "please add a PDF export of the report");
+  const auto expected = runner.run(request).reply;
+  ASSERT_TRUE(expected.has_value());
+  ASSERT_TRUE(run_until_remembered(runner, request));
+  constexpr int kThreads = 8;
+  constexpr int kRuns = 40;
+  std::barrier start(kThreads);
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < kRuns; ++i) {
+        if (runner.run(request).reply != expected) ++mismatches[t];
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  EXPECT_GT(runner.exact_retry_replies(), 0u);
+}
+
+TEST_F(HookRetryTest, AForkedChildNeverAnswersFromTheParentsMemory) {
+  hooks::HookRunner runner(state_);
+  const auto request = prompt_request("retry-5", "please add a PDF export of the report");
+  ASSERT_TRUE(run_until_remembered(runner, request));
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 3;
+    try {
+      runner.run(request);
+      code = 1;  // answered: from memory, or by a service that should refuse a fork
+    } catch (const std::exception& e) {
+      code = std::string(e.what()).find("forked process") != std::string::npos ? 0 : 2;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace ctx::server
