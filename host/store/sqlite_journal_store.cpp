@@ -99,6 +99,9 @@ class SqliteJournalStore::Impl {
       }
     }
     tx.commit();
+    // Built here from canonical texts this process encoded: valid by construction, so reading
+    // these exact bytes back later is checked by comparison instead of a re-parse.
+    engine::remember_verified_journal_record(record);
     return {std::move(record), false};
   }
 
@@ -320,6 +323,8 @@ std::optional<ExecutionOutcome> SqliteJournalStore::find_activation_outcome(
 
 void SqliteJournalStore::verify(engine::StreamReplayer* replayer) const {
   std::lock_guard lock(mutex_);
+  // Everything from scratch: no record verified earlier in this process is taken on trust.
+  const engine::FreshJournalVerification fresh;
   Transaction tx(impl_->db(), Transaction::Kind::kDeferred);
   impl_->journal().verify_all(replayer);
   impl_->install().verify_all();

@@ -105,6 +105,44 @@ const engine::CommittedPlanV3& exact_parent_plan(const EngineSnapshot& snapshot,
   return *snapshot.state->committed_plan();
 }
 
+// The port snapshots a managed composition pins must be the handle's. Errors: InvalidArgument.
+void require_ports_match(const ManagedArtifactHandle& artifact,
+                         const BenefitFactsPort& facts,
+                         const NetBenefitPolicy& policy,
+                         const MaterialPort* material,
+                         const InstallBundlePort* install) {
+  if (facts.benefit_facts_snapshot_digest() != artifact.benefit_facts_snapshot_digest()) {
+    throw InvalidArgument("managed benefit facts snapshot does not match the handle");
+  }
+  if (policy.policy_digest() != artifact.benefit_policy_snapshot_digest()) {
+    throw InvalidArgument("managed benefit policy snapshot does not match the handle");
+  }
+  if (material && material->material_snapshot_digest() != artifact.material_snapshot_digest()) {
+    throw InvalidArgument("managed material snapshot does not match the handle");
+  }
+  if (install &&
+      install->installation_snapshot_digest() != artifact.installation_snapshot_digest()) {
+    throw InvalidArgument("managed installation snapshot does not match the handle");
+  }
+}
+
+// Drops the service's kept composition unless the operation completed.
+template <typename Drop>
+class KeepOnSuccess {
+ public:
+  explicit KeepOnSuccess(Drop drop) : drop_(std::move(drop)) {}
+  ~KeepOnSuccess() {
+    if (!kept_) drop_();
+  }
+  KeepOnSuccess(const KeepOnSuccess&) = delete;
+  KeepOnSuccess& operator=(const KeepOnSuccess&) = delete;
+  void keep() noexcept { kept_ = true; }
+
+ private:
+  Drop drop_;
+  bool kept_ = false;
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -305,21 +343,8 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
     throw InvalidArgument("managed composition requires benefit facts and a net-benefit policy");
   }
   const auto graph_path = registry.graph_artifact_path(*artifact);  // "not issued"
-  if (options.benefit_facts_port->benefit_facts_snapshot_digest() !=
-      artifact->benefit_facts_snapshot_digest()) {
-    throw InvalidArgument("managed benefit facts snapshot does not match the handle");
-  }
-  if (options.net_benefit_policy->policy_digest() != artifact->benefit_policy_snapshot_digest()) {
-    throw InvalidArgument("managed benefit policy snapshot does not match the handle");
-  }
-  if (options.material_port &&
-      options.material_port->material_snapshot_digest() != artifact->material_snapshot_digest()) {
-    throw InvalidArgument("managed material snapshot does not match the handle");
-  }
-  if (options.install_bundle_port && options.install_bundle_port->installation_snapshot_digest() !=
-                                         artifact->installation_snapshot_digest()) {
-    throw InvalidArgument("managed installation snapshot does not match the handle");
-  }
+  require_ports_match(*artifact, *options.benefit_facts_port, *options.net_benefit_policy,
+                      options.material_port.get(), options.install_bundle_port.get());
   EngineCompositionOptions composition;
   composition.graph_artifact_path = graph_path;
   composition.graph_artifact_sha256 = artifact->graph_artifact_digest();
@@ -433,6 +458,7 @@ void ManagedQueryService::close() {
   }
   std::lock_guard lock(mutex_);
   closed_ = true;
+  drop_composition();
 }
 
 bool ManagedQueryService::closed() const {
@@ -463,6 +489,37 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
   }
   options.policy_store_root = options_.policy_store_root;
   return open_managed_engine_composition(*options_.registry, artifact, std::move(options));
+}
+
+EngineComposition& ManagedQueryService::composition_for(
+    const std::shared_ptr<const ManagedArtifactHandle>& artifact) {
+  if (!artifact) throw InvalidArgument("managed composition requires an artifact handle");
+  const std::string key = artifact->manifest_digest() + "|" + artifact->planning_environment_digest();
+  if (composition_ && composition_key_ == key) {
+    try {
+      static_cast<void>(options_.registry->graph_artifact_path(*artifact));  // still issued
+      require_ports_match(*artifact, *options_.benefit_facts_port, *options_.net_benefit_policy,
+                          options_.material_port.get(), options_.install_bundle_port.get());
+    } catch (...) {
+      drop_composition();
+      throw;
+    }
+    return *composition_;
+  }
+  drop_composition();
+  composition_ = open_composition(artifact);
+  composition_key_ = key;
+  return *composition_;
+}
+
+void ManagedQueryService::drop_composition() noexcept {
+  if (!composition_) return;
+  try {
+    if (::getpid() == owner_pid_) composition_->close();
+  } catch (...) {
+  }
+  composition_.reset();
+  composition_key_.clear();
 }
 
 // §3.12 input validation; nothing is created on failure.
@@ -526,12 +583,16 @@ std::shared_ptr<const ManagedQueryInput> ManagedQueryService::input_of(
 ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest& request) {
   std::lock_guard lock(mutex_);
   assert_usable();
-  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
+  // Pure work first, outside the cross-process lifecycle lock: resolving and validating the
+  // input and opening (or re-checking) its composition write nothing durable. Everything the
+  // lock orders — the store rows and the journal head — is read under it below.
   const auto input = options_.input_authority->resolve(request.current_work_ref());
   if (!input) {
     throw InvalidArgument("input authority must return an exact ManagedQueryInput");
   }
   validate_input(*input);
+  composition_for(input->artifact_handle());
+  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
   const auto& decision = input->decision_event();
   if (options_.query_store->find_pending_desired_set(decision.scope())) {
     throw ManagedDesiredSetBusyError(
@@ -576,7 +637,8 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
   std::optional<PreparedManagedQuery> projection;
   std::optional<ManagedConsentChallengeProjection> challenge;
   {
-    auto composition = open_composition(input.artifact_handle());
+    KeepOnSuccess kept([this] { drop_composition(); });
+    EngineComposition* const composition = &composition_for(input.artifact_handle());
     if (record.planned()) {
       const auto head = composition->snapshot(decision.scope());
       if (!head.state || !head.state->committed_plan() ||
@@ -592,7 +654,7 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
             publish_current_consent(*composition, decision.scope(), *decision.correlation_id())) {
       challenge.emplace(std::move(*published));
     }
-    composition->close();
+    kept.keep();
   }
   if (projection->journal_revision() != advanced->prepared().journal_revision() ||
       projection->decision_digest() != advanced->prepared().decision_digest()) {
@@ -722,7 +784,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     throw ManagedDesiredSetBusyError("another managed desired choice is pending on this stream");
   }
 
-  auto composition = open_composition(input->artifact_handle());
+  KeepOnSuccess kept([this] { drop_composition(); });
+  EngineComposition* const composition = &composition_for(input->artifact_handle());
   const auto snapshot = composition->snapshot(decision.scope());
   const auto& plan = exact_parent_plan(snapshot, parent);
   std::vector<std::string> plan_order;
@@ -859,8 +922,7 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       challenge.emplace(std::move(*published));
     }
   }
-  composition->close();
-  composition.reset();
+  kept.keep();
 
   // §3.11 status derivation, in its order.
   const auto& state = *progress.head.state;
