@@ -306,7 +306,7 @@ ManagedDesiredSetResult ManagedDesiredSetResult::create(
   }
   if (challenge) {
     const auto matching = std::count_if(actions.begin(), actions.end(), [&](const auto& a) {
-      return a.kind() == "RequestConsent" &&
+      return a.kind() == core::to_string(engine::ActionKind::kRequestConsent) &&
              a.entity_id() == std::optional<std::string>(challenge->capability_id());
     });
     if (matching != 1) {
@@ -439,7 +439,21 @@ ManagedQueryService::ManagedQueryService(ManagedQueryServiceOptions options)
       store_path.parent_path() / ("." + store_path.filename().string() + ".managed-lifecycle");
 }
 
-ManagedQueryService::~ManagedQueryService() = default;
+ManagedQueryService::~ManagedQueryService() {
+  if (::getpid() != owner_pid_) {
+    // A forked child must not finalize the parent's SQLite connections (see EngineComposition).
+    static_cast<void>(journal_reader_.release());
+    static_cast<void>(composition_.release());
+  }
+}
+
+store::SqliteJournalStore& ManagedQueryService::journal_reader() {
+  if (!journal_reader_) {
+    const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
+    journal_reader_ = std::make_unique<store::SqliteJournalStore>(options_.journal_path, clock);
+  }
+  return *journal_reader_;
+}
 
 std::ostream& operator<<(std::ostream& out, const ManagedQueryService& value) {
   return out << "ManagedQueryService(closed=" << (value.closed_ ? "true" : "false") << ")";
@@ -459,6 +473,7 @@ void ManagedQueryService::close() {
   std::lock_guard lock(mutex_);
   closed_ = true;
   drop_composition();
+  journal_reader_.reset();
 }
 
 bool ManagedQueryService::closed() const {
@@ -540,12 +555,13 @@ void ManagedQueryService::validate_input(const ManagedQueryInput& input) const {
   }
   const auto& started = input.session_started();
   const auto& decision = input.decision_event();
-  if (started.kind() != "SessionStarted" || started.expected_revision() != 0) {
+  if (started.event_kind() != engine::EventKind::kSessionStarted || started.expected_revision() != 0) {
     throw InvalidArgument("managed query input must start with SessionStarted at revision zero");
   }
   const auto revision = decision.expected_revision();
   if (revision < 1 ||
-      decision.kind() != (revision == 1 ? "IntentObserved" : "DevelopmentObserved")) {
+      decision.event_kind() != (revision == 1 ? engine::EventKind::kIntentObserved
+                                         : engine::EventKind::kDevelopmentObserved)) {
     throw InvalidArgument(
         "managed query decision must be IntentObserved at revision one, else DevelopmentObserved");
   }
@@ -584,14 +600,14 @@ ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest
   std::lock_guard lock(mutex_);
   assert_usable();
   // Pure work first, outside the cross-process lifecycle lock: resolving and validating the
-  // input and opening (or re-checking) its composition write nothing durable. Everything the
-  // lock orders — the store rows and the journal head — is read under it below.
+  // input read and write nothing the lock orders (the store rows and the journal head are read
+  // under it below). The composition is opened under the lock, after the store checks, since a
+  // first open creates the journal and audit files a rejected request must not leave behind.
   const auto input = options_.input_authority->resolve(request.current_work_ref());
   if (!input) {
     throw InvalidArgument("input authority must return an exact ManagedQueryInput");
   }
   validate_input(*input);
-  composition_for(input->artifact_handle());
   ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
   const auto& decision = input->decision_event();
   if (options_.query_store->find_pending_desired_set(decision.scope())) {
@@ -888,7 +904,7 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   std::optional<JournalView> view;
   {
-    store::SqliteJournalStore journal(options_.journal_path, clock);
+    store::SqliteJournalStore& journal = journal_reader();
     auto record = journal.find(decision.scope().stream_id(), event.event_id());
     if (!record || record->revision != event.expected_revision() + 1 ||
         record->event_content_digest != event.content_digest() ||

@@ -292,13 +292,13 @@ void validate_registration(const std::string& logical_query_id, const engine::En
       throw InvalidArgument("managed query random_seed must be an integer");
     }
   }
-  if (started.kind() != "SessionStarted" || started.expected_revision() != 0 ||
+  if (started.event_kind() != engine::EventKind::kSessionStarted || started.expected_revision() != 0 ||
       started.payload() != Json{{"host_level", "managing"}}) {
     throw InvalidArgument("managed query registration requires a managing SessionStarted at 0");
   }
-  const bool intent = decision.kind() == "IntentObserved" && decision.expected_revision() == 1;
+  const bool intent = decision.event_kind() == engine::EventKind::kIntentObserved && decision.expected_revision() == 1;
   const bool development =
-      decision.kind() == "DevelopmentObserved" && decision.expected_revision() >= 2;
+      decision.event_kind() == engine::EventKind::kDevelopmentObserved && decision.expected_revision() >= 2;
   if (!intent && !development) {
     throw InvalidArgument(
         "managed query decision must be IntentObserved at 1 or DevelopmentObserved after");
@@ -824,7 +824,7 @@ ManagedDesiredSetRecord ManagedQueryStore::reserve_desired_set(
     throw ManagedQueryStoreConflict("managed desired set requires a planned parent query");
   }
   const auto& decision = parent.decision_event();
-  if (event.kind() != "ReassessmentRequested" ||
+  if (event.event_kind() != engine::EventKind::kReassessmentRequested ||
       *parent.journal_revision() > event.expected_revision() ||
       !(event.scope() == decision.scope()) || event.correlation_id() != parent.plan_id() ||
       !same_envelope(event, decision)) {
