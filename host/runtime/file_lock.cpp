@@ -34,7 +34,7 @@ ExclusiveFileLock::ExclusiveFileLock(const std::filesystem::path& path,
   // Short waits first: a lock released between two polls sits idle until the next one, and
   // lifecycle work holds it for milliseconds, so a fixed 5 ms poll would idle it for a large
   // share of every hand-over between processes.
-  auto wait = std::chrono::microseconds(100);
+  auto wait = std::chrono::microseconds(50);
   while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) {
       const std::string reason = std::strerror(errno);
@@ -46,7 +46,7 @@ ExclusiveFileLock::ExclusiveFileLock(const std::filesystem::path& path,
       throw SystemError("execution lock timed out", ErrorCode::kUnavailable);
     }
     std::this_thread::sleep_for(wait);
-    wait = std::min<std::chrono::microseconds>(wait * 2, std::chrono::milliseconds(2));
+    wait = std::min<std::chrono::microseconds>(wait * 2, std::chrono::microseconds(250));
   }
 }
 
