@@ -501,7 +501,7 @@ const PendingEffect& Engine::exact_pending(const EngineSnapshot& snap, const Hos
                                            const char* refusal) const {
   if (!snap.state) throw CtxEngineError(refusal);
   const PendingEffect* pending = snap.state->pending_effect(action.action_id());
-  if (!pending || pending->action.to_json_text() != action.to_json_text()) {
+  if (!pending || !(pending->action == action)) {
     throw CtxEngineError(refusal);
   }
   return *pending;

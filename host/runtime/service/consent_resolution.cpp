@@ -193,7 +193,7 @@ struct ConsentContext {
     return current.revision == other.current.revision &&
            current.record_digest == other.current.record_digest &&
            consent_head == other.consent_head && pending == other.pending &&
-           request.to_json_text() == other.request.to_json_text() && binding == other.binding;
+           request == other.request && binding == other.binding;
   }
   const engine::HostAction& install() const noexcept { return pending.install_action; }
 };
@@ -834,8 +834,7 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   }
   const bool granted = decision.decision == "granted";
   const bool exact = granted ? transition.actions().size() == 1 &&
-                                   transition.actions().front().to_json_text() ==
-                                       after.install().to_json_text()
+                                   transition.actions().front() == after.install()
                              : std::none_of(transition.actions().begin(),
                                             transition.actions().end(), [](const auto& a) {
                                               return a.action_kind() == engine::ActionKind::kInstallCapability;

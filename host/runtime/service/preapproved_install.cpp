@@ -280,7 +280,7 @@ std::optional<NextInstall> next_install(EngineComposition& composition,
       automatic_decision(context.desired, consent_head, *request, consent.install_action, binding);
   const auto granted = composition.process(decision);
   if (granted.actions().size() != 1 ||
-      granted.actions().front().to_json_text() != consent.install_action.to_json_text()) {
+      !(granted.actions().front() == consent.install_action)) {
     throw ManagedQueryServiceError("automatic install grant did not release its exact action");
   }
   crash_point(crash_points::kAfterInstallDecision);

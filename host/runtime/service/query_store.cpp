@@ -256,7 +256,7 @@ bool same_envelope(const engine::EngineEvent& a, const engine::EngineEvent& b) {
          a.semantic_model_digest() == b.semantic_model_digest() &&
          a.semantic_index_digest() == b.semantic_index_digest() &&
          a.work_signature() == b.work_signature() && a.random_seed() == b.random_seed() &&
-         a.privacy().to_json() == b.privacy().to_json();
+         a.privacy() == b.privacy();
 }
 
 void require_token(const std::optional<std::string>& value, const char* field) {
