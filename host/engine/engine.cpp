@@ -106,7 +106,7 @@ std::string ReducerReplayer::apply(const JournalRecord& record) {
 
 namespace {
 
-// Head states this process decoded (or reduced and committed), by state digest, least recently
+// Head states this process decoded, by state digest, least recently
 // used last, bounded by count and bytes. A stored state whose canonical text equals a remembered
 // one byte for byte is that state: decoding and re-encoding it again could only reproduce it.
 class DecodedStates {
@@ -457,10 +457,8 @@ Transition Engine::process_locked(const EngineEvent& ingress,
       commit.record.revision != ingress.expected_revision() + 1) {
     throw ReplayDivergenceError(commit.record.revision, "commit-result");
   }
-  auto committed = std::make_shared<const EngineState>(std::move(reduction.state));
-  decoded_states().remember(request.result_state.digest(), request.result_state.text(), committed);
   remember(Cached{stream.stream_key(), commit.record.revision, commit.record.record_digest,
-                  std::move(committed)});
+                  std::make_shared<const EngineState>(std::move(reduction.state))});
   settle_committed();
   return std::move(reduction.transition);
 }

@@ -225,7 +225,7 @@ void chain_journal_record(JournalRecord& record,
 
 namespace {
 
-// Records verified (or built) by this process, by record digest, least recently used last.
+// Records verified by this process, by record digest, least recently used last.
 // Bounded by count and bytes; an entry is only ever used after an exact field-wise comparison.
 class VerifiedRecords {
  public:
@@ -309,10 +309,6 @@ void verify_journal_record(const JournalRecord& record) {
   }
   if (verified_records().contains(record)) return;
   verify_journal_record_fully(record);
-  verified_records().remember(record);
-}
-
-void remember_verified_journal_record(const JournalRecord& record) {
   verified_records().remember(record);
 }
 

@@ -214,15 +214,11 @@ void chain_journal_record(JournalRecord& record,
 // Verifies one record read from storage on its own: canonical JSON columns, their digests, the
 // transition binding and the record digest. Errors: JournalCorruption naming what failed.
 // Verification is a pure function of the record's fields, so this process remembers a bounded
-// number of records it verified (or wrote, see remember_verified_journal_record): a record equal
-// field by field (byte for byte) to one of them is accepted by that comparison instead of being
-// parsed and hashed again. Any other record — one byte edited on disk included — is verified in
-// full. Inside a FreshJournalVerification scope nothing remembered is used.
+// number of records it verified: a record equal field by field (byte for byte) to one of them is
+// accepted by that comparison instead of being parsed and hashed again. Any other record — one
+// byte edited on disk included — is verified in full. Inside a FreshJournalVerification scope
+// nothing remembered is used.
 void verify_journal_record(const JournalRecord& record);
-
-// Remembers `record` as verified: a record this process built (build_journal_record +
-// chain_journal_record) from canonical texts it encoded itself, valid by construction.
-void remember_verified_journal_record(const JournalRecord& record);
 
 // While alive, verify_journal_record on this thread verifies every record from scratch (the
 // explicit full verification, SqliteJournalStore::verify()).

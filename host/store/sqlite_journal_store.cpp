@@ -99,9 +99,6 @@ class SqliteJournalStore::Impl {
       }
     }
     tx.commit();
-    // Built here from canonical texts this process encoded: valid by construction, so reading
-    // these exact bytes back later is checked by comparison instead of a re-parse.
-    engine::remember_verified_journal_record(record);
     return {std::move(record), false};
   }
 
