@@ -1,5 +1,10 @@
 #include "host/engine/engine.hpp"
 
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "host/core/crypto.hpp"
@@ -97,6 +102,64 @@ std::string ReducerReplayer::apply(const JournalRecord& record) {
   return text;
 }
 
+// ---- Decoded head states ----------------------------------------------------------------------
+
+namespace {
+
+// Head states this process decoded, by state digest, least recently
+// used last, bounded by count and bytes. A stored state whose canonical text equals a remembered
+// one byte for byte is that state: decoding and re-encoding it again could only reproduce it.
+class DecodedStates {
+ public:
+  std::shared_ptr<const EngineState> find(const std::string& digest, std::string_view text) {
+    std::lock_guard lock(mutex_);
+    const auto it = index_.find(digest);
+    if (it == index_.end() || it->second->text != text) return nullptr;
+    entries_.splice(entries_.begin(), entries_, it->second);
+    return it->second->state;
+  }
+
+  void remember(const std::string& digest, std::string_view text,
+                std::shared_ptr<const EngineState> state) {
+    if (text.size() > kMaxBytes / 4) return;
+    std::lock_guard lock(mutex_);
+    if (const auto it = index_.find(digest); it != index_.end()) {
+      bytes_ -= it->second->text.size();
+      entries_.erase(it->second);
+      index_.erase(it);
+    }
+    entries_.push_front(Entry{digest, std::string(text), std::move(state)});
+    index_.emplace(digest, entries_.begin());
+    bytes_ += text.size();
+    while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
+      bytes_ -= entries_.back().text.size();
+      index_.erase(entries_.back().digest);
+      entries_.pop_back();
+    }
+  }
+
+ private:
+  struct Entry {
+    std::string digest;
+    std::string text;
+    std::shared_ptr<const EngineState> state;
+  };
+  static constexpr std::size_t kMaxEntries = 128;
+  static constexpr std::size_t kMaxBytes = 32u << 20;
+
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  std::size_t bytes_ = 0;
+};
+
+DecodedStates& decoded_states() {
+  static DecodedStates* states = new DecodedStates();  // never destroyed (exit-safe)
+  return *states;
+}
+
+}  // namespace
+
 // ---- Engine ---------------------------------------------------------------------------------
 
 Engine::Engine(JournalStore& journal, ClaimStore* claims, const core::Clock& clock,
@@ -153,14 +216,21 @@ EngineSnapshot Engine::snapshot_at(const StreamId& stream, const JournalHead& he
   }
   std::optional<JournalLatest> latest = journal_.latest(stream);
   if (!latest) throw JournalCorruption("stream head has no stored state");
-  std::shared_ptr<const EngineState> state;
-  try {
-    state = std::make_shared<const EngineState>(EngineState::from_json_text(latest->state.text()));
-  } catch (const Error& e) {
-    throw JournalCorruption("stream head state does not decode: " + std::string(e.what()));
+  std::shared_ptr<const EngineState> state =
+      decoded_states().find(latest->state.digest(), latest->state.text());
+  if (!state) {
+    try {
+      state =
+          std::make_shared<const EngineState>(EngineState::from_json_text(latest->state.text()));
+    } catch (const Error& e) {
+      throw JournalCorruption("stream head state does not decode: " + std::string(e.what()));
+    }
+    if (state->to_json_text() != latest->state.text()) {
+      throw JournalCorruption("stream head state does not belong to its head");
+    }
+    decoded_states().remember(latest->state.digest(), latest->state.text(), state);
   }
-  if (state->revision() != latest->revision || !(state->scope().stream_id() == stream) ||
-      state->to_json_text() != latest->state.text()) {
+  if (state->revision() != latest->revision || !(state->scope().stream_id() == stream)) {
     throw JournalCorruption("stream head state does not belong to its head");
   }
   remember(Cached{key, latest->revision, latest->record_digest, state});
@@ -396,7 +466,8 @@ Transition Engine::process_locked(const EngineEvent& ingress,
 void Engine::settle_committed_decision(const EngineEvent& event, const std::string& source_digest,
                                        const JournalRecord& record) {
   const Json& payload = event.payload();
-  if (event.kind() != "UserDecision" || payload.value("decision_basis", Json()) != "interactive" ||
+  if (event.event_kind() != EventKind::kUserDecision ||
+      payload.value("decision_basis", Json()) != "interactive" ||
       !ports_.interactive_install_decision_guard || record.revision < 2) {
     return;
   }
@@ -428,7 +499,7 @@ const PendingEffect& Engine::exact_pending(const EngineSnapshot& snap, const Hos
                                            const char* refusal) const {
   if (!snap.state) throw CtxEngineError(refusal);
   const PendingEffect* pending = snap.state->pending_effect(action.action_id());
-  if (!pending || pending->action.to_json_text() != action.to_json_text()) {
+  if (!pending || !(pending->action == action)) {
     throw CtxEngineError(refusal);
   }
   return *pending;

@@ -1,5 +1,8 @@
 #include "host/engine/journal_store.hpp"
 
+#include <list>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 
 #include "host/core/canonical_json.hpp"
@@ -220,7 +223,61 @@ void chain_journal_record(JournalRecord& record,
   record.record_digest = journal_record_digest(record);
 }
 
-void verify_journal_record(const JournalRecord& record) {
+namespace {
+
+// Records verified by this process, by record digest, least recently used last.
+// Bounded by count and bytes; an entry is only ever used after an exact field-wise comparison.
+class VerifiedRecords {
+ public:
+  bool contains(const JournalRecord& record) {
+    std::lock_guard lock(mutex_);
+    const auto it = index_.find(record.record_digest);
+    if (it == index_.end() || !(*it->second == record)) return false;
+    entries_.splice(entries_.begin(), entries_, it->second);
+    return true;
+  }
+
+  void remember(const JournalRecord& record) {
+    const std::size_t size = bytes_of(record);
+    if (size > kMaxBytes / 4) return;
+    std::lock_guard lock(mutex_);
+    if (const auto it = index_.find(record.record_digest); it != index_.end()) {
+      bytes_ -= bytes_of(*it->second);
+      entries_.erase(it->second);
+      index_.erase(it);
+    }
+    entries_.push_front(record);
+    index_.emplace(record.record_digest, entries_.begin());
+    bytes_ += size;
+    while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
+      bytes_ -= bytes_of(entries_.back());
+      index_.erase(entries_.back().record_digest);
+      entries_.pop_back();
+    }
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 512;
+  static constexpr std::size_t kMaxBytes = 32u << 20;
+
+  static std::size_t bytes_of(const JournalRecord& r) {
+    return r.replay_json.size() + r.transition_json.size() + r.event_id.size() + 512;
+  }
+
+  std::mutex mutex_;
+  std::list<JournalRecord> entries_;
+  std::unordered_map<std::string, std::list<JournalRecord>::iterator> index_;
+  std::size_t bytes_ = 0;
+};
+
+VerifiedRecords& verified_records() {
+  static VerifiedRecords* records = new VerifiedRecords();  // never destroyed (exit-safe)
+  return *records;
+}
+
+thread_local bool t_fresh_verification = false;
+
+void verify_journal_record_fully(const JournalRecord& record) {
   auto fail = [&](const std::string& what) {
     throw JournalCorruption("journal record " + std::to_string(record.revision) + ": " + what);
   };
@@ -242,6 +299,25 @@ void verify_journal_record(const JournalRecord& record) {
   }
   if (std::string problem = text_problem(record); !problem.empty()) fail(problem);
 }
+
+}  // namespace
+
+void verify_journal_record(const JournalRecord& record) {
+  if (t_fresh_verification) {
+    verify_journal_record_fully(record);
+    return;
+  }
+  if (verified_records().contains(record)) return;
+  verify_journal_record_fully(record);
+  verified_records().remember(record);
+}
+
+FreshJournalVerification::FreshJournalVerification() noexcept
+    : previous_(t_fresh_verification) {
+  t_fresh_verification = true;
+}
+
+FreshJournalVerification::~FreshJournalVerification() { t_fresh_verification = previous_; }
 
 void verify_journal_chain(const std::vector<JournalRecord>& records, const JournalRecord* anchor) {
   const JournalRecord* previous = anchor;

@@ -213,7 +213,25 @@ void chain_journal_record(JournalRecord& record,
 
 // Verifies one record read from storage on its own: canonical JSON columns, their digests, the
 // transition binding and the record digest. Errors: JournalCorruption naming what failed.
+// Verification is a pure function of the record's fields, so this process remembers a bounded
+// number of records it verified: a record equal field by field (byte for byte) to one of them is
+// accepted by that comparison instead of being parsed and hashed again. Any other record — one
+// byte edited on disk included — is verified in full. Inside a FreshJournalVerification scope
+// nothing remembered is used.
 void verify_journal_record(const JournalRecord& record);
+
+// While alive, verify_journal_record on this thread verifies every record from scratch (the
+// explicit full verification, SqliteJournalStore::verify()).
+class FreshJournalVerification {
+ public:
+  FreshJournalVerification() noexcept;
+  ~FreshJournalVerification();
+  FreshJournalVerification(const FreshJournalVerification&) = delete;
+  FreshJournalVerification& operator=(const FreshJournalVerification&) = delete;
+
+ private:
+  bool previous_;
+};
 
 // Verifies `records` (oldest first) as a gap-free chain that continues `anchor` (the record at
 // records.front().revision - 1, or nullptr when the chain starts at revision 1), each record

@@ -1,5 +1,7 @@
 #include "host/store/authority_table.hpp"
 
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -51,7 +53,25 @@ struct ParsedAction {
   std::string content_digest;
 };
 
+ParsedAction parse_action_text(const std::string& action_json);
+
+// parse_action_text, remembered per process by the exact action bytes (a pure function of them;
+// failures are never remembered). Bounded.
 ParsedAction parse_action(const std::string& action_json) {
+  static std::mutex mutex;
+  static auto* parsed = new std::unordered_map<std::string, ParsedAction>();  // exit-safe
+  {
+    std::lock_guard lock(mutex);
+    if (const auto it = parsed->find(action_json); it != parsed->end()) return it->second;
+  }
+  ParsedAction action = parse_action_text(action_json);
+  std::lock_guard lock(mutex);
+  if (parsed->size() >= 1024) parsed->clear();
+  parsed->emplace(action_json, action);
+  return action;
+}
+
+ParsedAction parse_action_text(const std::string& action_json) {
   Json action;
   try {
     action = core::parse_canonical_json(action_json);

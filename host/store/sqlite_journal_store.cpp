@@ -320,6 +320,8 @@ std::optional<ExecutionOutcome> SqliteJournalStore::find_activation_outcome(
 
 void SqliteJournalStore::verify(engine::StreamReplayer* replayer) const {
   std::lock_guard lock(mutex_);
+  // Everything from scratch: no record verified earlier in this process is taken on trust.
+  const engine::FreshJournalVerification fresh;
   Transaction tx(impl_->db(), Transaction::Kind::kDeferred);
   impl_->journal().verify_all(replayer);
   impl_->install().verify_all();

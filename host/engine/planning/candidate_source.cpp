@@ -214,12 +214,30 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
   const std::vector<RetrievedNode>& rows = out.rows;
   const std::set<std::string> languages(observation.languages.begin(), observation.languages.end());
   const std::set<std::string> signals(observation.signals.begin(), observation.signals.end());
-  std::vector<CapabilityCandidate> candidates;
+  // Every row's authority is asked for first (drift within the snapshot is detected per row as
+  // before); a row of an invalid kind or name is never asked about and never projected.
+  std::vector<std::optional<RowAuthority>> authorities;
+  authorities.reserve(rows.size());
   for (const auto& row : rows) {
-    if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) continue;
-    const std::string capability_id = row.kind + ":" + row.name;
-    const std::optional<RowAuthority> authority = observe_authority(row, capability_id);
+    if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) {
+      authorities.emplace_back(std::nullopt);
+      continue;
+    }
+    authorities.push_back(observe_authority(row, row.kind + ":" + row.name));
+  }
+  const std::vector<std::string> signal_list(signals.begin(), signals.end());
+  const std::vector<std::string> language_list(languages.begin(), languages.end());
+  if (last_ && last_->rows == rows && last_->signals == signal_list &&
+      last_->languages == language_list && last_->authorities == authorities) {
+    out.candidates = last_->candidates;
+    return out;
+  }
+  std::vector<CapabilityCandidate> candidates;
+  for (std::size_t at = 0; at < rows.size(); ++at) {
+    const auto& row = rows[at];
+    const std::optional<RowAuthority>& authority = authorities[at];
     if (!authority) continue;
+    const std::string capability_id = row.kind + ":" + row.name;
     const std::optional<MaterialDescriptor>& material = authority->material;
     const bool loadable = authority->loadable;
     const std::optional<InstallPlanDescriptor>& install = authority->install;
@@ -312,6 +330,7 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
   }
   std::sort(out.candidates.begin(), out.candidates.end(),
             [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
+  last_ = LastProjection{signal_list, language_list, rows, std::move(authorities), out.candidates};
   return out;
 }
 

@@ -78,6 +78,7 @@ class CatalogCandidateSource {
     std::optional<MaterialDescriptor> material;
     bool loadable = false;
     std::optional<InstallPlanDescriptor> install;
+    friend bool operator==(const RowAuthority&, const RowAuthority&) = default;
   };
   // Sorted unique union of the observation's signals and languages.
   static std::vector<std::string> query_tags(const WorkObservation& observation);
@@ -108,6 +109,17 @@ class CatalogCandidateSource {
     std::string source_digest;
   };
   mutable LruMap<std::string, Projection> projections_;
+  // The last retrieval's projection: the candidates are a pure function of the graph rows, the
+  // observation's signals and languages and the authority answers of each row, so a retrieval
+  // with exactly the same inputs (the ports are still asked about every row) reuses them.
+  struct LastProjection {
+    std::vector<std::string> signals;
+    std::vector<std::string> languages;
+    std::vector<RetrievedNode> rows;
+    std::vector<std::optional<RowAuthority>> authorities;
+    std::vector<CapabilityCandidate> candidates;
+  };
+  mutable std::optional<LastProjection> last_;
 };
 
 }  // namespace ctx::engine::planning

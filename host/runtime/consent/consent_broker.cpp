@@ -296,10 +296,17 @@ std::optional<ConsentBroker::Row> ConsentBroker::load_locked(std::string_view co
   const std::string challenge_json = s.text(2);
   const std::string challenge_digest = s.text(1);
   std::optional<ConsentChallenge> challenge;
-  try {
-    challenge = ConsentChallenge::from_json_text(challenge_json);
-  } catch (const ConsentChallengeError&) {
-    corrupt("challenge row");
+  if (const auto known = decoded_challenges_.find(challenge_json);
+      known != decoded_challenges_.end()) {
+    challenge = known->second;
+  } else {
+    try {
+      challenge = ConsentChallenge::from_json_text(challenge_json);
+    } catch (const ConsentChallengeError&) {
+      corrupt("challenge row");
+    }
+    if (decoded_challenges_.size() >= 1024) decoded_challenges_.clear();
+    decoded_challenges_.emplace(challenge_json, *challenge);
   }
   Row row{ConsentRecord{*challenge}, std::nullopt};
   ConsentRecord& r = row.record;

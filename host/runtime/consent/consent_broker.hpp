@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "host/core/error.hpp"
@@ -327,6 +328,9 @@ class ConsentBroker final : public ConsentBrokerPort {
   std::string instance_key_;
   std::mutex mutex_;
   std::unique_ptr<store::Database> db_;
+  // Challenges decoded from stored challenge_json, by those exact bytes (decoding is a pure
+  // function of them; the row's HMAC is still checked on every load). GUARDED_BY(mutex_).
+  std::unordered_map<std::string, ConsentChallenge> decoded_challenges_;
 };
 
 }  // namespace ctx::runtime

@@ -17,7 +17,6 @@ namespace {
 
 using core::Json;
 
-const core::SystemClock kPublicationSystemClock;
 
 std::string string_field(const Json& payload, const char* key) {
   const auto it = payload.find(key);
@@ -28,9 +27,8 @@ std::string string_field(const Json& payload, const char* key) {
 }
 
 // The head transition of `scope`'s stream (read from the journal the composition commits to).
-engine::Transition head_transition(const std::filesystem::path& journal_path,
-                                   const core::Clock& clock, const EngineSnapshot& head) {
-  store::SqliteJournalStore journal(journal_path, clock);
+engine::Transition head_transition(const store::SqliteJournalStore& journal,
+                                   const EngineSnapshot& head) {
   auto tail = journal.read(head.stream_id, head.revision - 1);
   if (tail.size() != 1 || tail.front().revision != head.revision ||
       std::optional<std::string>(tail.front().record_digest) != head.record_digest) {
@@ -163,8 +161,6 @@ InstallConsentPolicy ManagedQueryService::current_install_policy() const {
 std::optional<ManagedConsentChallengeProjection> ManagedQueryService::publish_current_consent(
     EngineComposition& composition, const engine::ScopeRef& scope,
     const std::string& expected_plan_id) {
-  const core::Clock& clock =
-      options_.trusted_clock ? *options_.trusted_clock : kPublicationSystemClock;
   const auto head = composition.snapshot(scope);
   const auto require_plan = [&](const EngineSnapshot& snapshot, const char* message) {
     if (!snapshot.state || !snapshot.record_digest || !snapshot.state->committed_plan() ||
@@ -180,7 +176,7 @@ std::optional<ManagedConsentChallengeProjection> ManagedQueryService::publish_cu
   }
   const auto& pending = state.pending_consents().front();
   const auto request =
-      consent_request_for(head_transition(options_.journal_path, clock, head), pending);
+      consent_request_for(head_transition(journal_reader(), head), pending);
   if (!request) {
     throw ManagedQueryServiceError("managed pending consent is not offered by the head transition");
   }

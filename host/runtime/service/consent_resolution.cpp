@@ -193,7 +193,7 @@ struct ConsentContext {
     return current.revision == other.current.revision &&
            current.record_digest == other.current.record_digest &&
            consent_head == other.consent_head && pending == other.pending &&
-           request.to_json_text() == other.request.to_json_text() && binding == other.binding;
+           request == other.request && binding == other.binding;
   }
   const engine::HostAction& install() const noexcept { return pending.install_action; }
 };
@@ -208,18 +208,16 @@ struct ContextRequirements {
 // the stream still exactly at the consent head?
 class JournalDecisionEvidence final : public DecisionEvidencePort {
  public:
-  JournalDecisionEvidence(const std::filesystem::path& journal_path, const core::Clock& clock,
-                          engine::StreamId stream, engine::JournalRecord consent_head,
-                          engine::EngineEvent decision)
-      : journal_path_(journal_path),
-        clock_(clock),
+  JournalDecisionEvidence(const store::SqliteJournalStore& journal, engine::StreamId stream,
+                          engine::JournalRecord consent_head, engine::EngineEvent decision)
+      : journal_(journal),
         stream_(std::move(stream)),
         consent_head_(std::move(consent_head)),
         decision_(std::move(decision)) {}
 
   EvidenceAnswer evidence(const ConsentRecord&) override {
     try {
-      store::SqliteJournalStore journal(journal_path_, clock_);
+      const store::SqliteJournalStore& journal = journal_;
       if (auto found = journal.find(stream_, decision_.event_id())) {
         if (found->event_content_digest != decision_.content_digest() ||
             found->revision != consent_head_.revision + 1) {
@@ -243,8 +241,7 @@ class JournalDecisionEvidence final : public DecisionEvidencePort {
   }
 
  private:
-  const std::filesystem::path& journal_path_;
-  const core::Clock& clock_;
+  const store::SqliteJournalStore& journal_;
   engine::StreamId stream_;
   engine::JournalRecord consent_head_;
   engine::EngineEvent decision_;
@@ -404,7 +401,7 @@ ConsentContext ConsentResolution::context(EngineComposition& composition,
   if (head_revision < 1 || head_revision > current.revision) {
     throw ManagedQueryHeadDriftError("install consent head is not in the managed journal");
   }
-  store::SqliteJournalStore journal(options_.journal_path, clock_);
+  store::SqliteJournalStore& journal = service_.journal_reader();
   auto records = journal.read(stream, head_revision - 1);
   if (records.empty() || records.front().revision != head_revision) {
     throw ManagedQueryHeadDriftError("install consent head is not in the managed journal");
@@ -542,7 +539,7 @@ ManagedConsentResolutionResult ConsentResolution::result(const ConsentChallenge&
                                                          bool with_next_challenge) const {
   const auto& f = challenge.fields();
   const auto stream = engine::ScopeRef::from_json(f.scope).stream_id();
-  store::SqliteJournalStore journal(options_.journal_path, clock_);
+  store::SqliteJournalStore& journal = service_.journal_reader();
   const auto head = journal.head(stream);
   if (head.revision < 1 || !head.record_digest) {
     throw ManagedQueryServiceError("managed consent stream has no journal head");
@@ -590,7 +587,7 @@ std::optional<ManagedConsentResolutionResult> ConsentResolution::retire_if_expir
   const auto event = engine::EngineEvent::create(std::move(fields));
   const auto scope = install.scope();
   {
-    store::SqliteJournalStore journal(options_.journal_path, clock_);
+    store::SqliteJournalStore& journal = service_.journal_reader();
     if (auto found = journal.find(scope.stream_id(), event.event_id())) {
       if (found->event_content_digest != event.content_digest() ||
           found->revision != install.precondition_revision() + 1) {
@@ -673,7 +670,7 @@ ManagedConsentResolutionResult ConsentResolution::expire(EngineComposition& comp
     }
     break;
   }
-  store::SqliteJournalStore journal(options_.journal_path, clock_);
+  store::SqliteJournalStore& journal = service_.journal_reader();
   auto next = journal.read(scope.stream_id(), head.revision);
   if (!next.empty() && next.front().event_id == event.event_id()) {
     if (next.front().event_content_digest != event.content_digest()) {
@@ -719,7 +716,7 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
   const auto& install = context.install();
   const auto scope = install.scope();
   {
-    store::SqliteJournalStore journal(options_.journal_path, clock_);
+    store::SqliteJournalStore& journal = service_.journal_reader();
     auto committed = journal.read(scope.stream_id(), install.precondition_revision() - 1);
     if (committed.empty() || committed.front().revision != install.precondition_revision() ||
         committed.front().event_id != event.event_id() ||
@@ -837,11 +834,10 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   }
   const bool granted = decision.decision == "granted";
   const bool exact = granted ? transition.actions().size() == 1 &&
-                                   transition.actions().front().to_json_text() ==
-                                       after.install().to_json_text()
+                                   transition.actions().front() == after.install()
                              : std::none_of(transition.actions().begin(),
                                             transition.actions().end(), [](const auto& a) {
-                                              return a.kind() == "InstallCapability";
+                                              return a.action_kind() == engine::ActionKind::kInstallCapability;
                                             });
   if (transition.event_id() != event.event_id() || !exact) {
     throw ManagedQueryServiceError("interactive install decision transition is not exact");
@@ -894,8 +890,8 @@ ManagedConsentResolutionResult ConsentResolution::recover(const std::string& cha
     throw ManagedQueryServiceError("install consent broker record has no recoverable decision");
   }
   const auto event = decision_event(record, *ctx, *owner);
-  JournalDecisionEvidence evidence(options_.journal_path, clock_,
-                                   ctx->install().scope().stream_id(), ctx->consent_head, event);
+  JournalDecisionEvidence evidence(service_.journal_reader(), ctx->install().scope().stream_id(),
+                                   ctx->consent_head, event);
   const ConsentReconciliation report = consent.reconcile(challenge.challenge_id(), evidence);
   switch (report.outcome) {
     case ReconcileOutcome::kQuarantined:

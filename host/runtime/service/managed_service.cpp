@@ -105,6 +105,44 @@ const engine::CommittedPlanV3& exact_parent_plan(const EngineSnapshot& snapshot,
   return *snapshot.state->committed_plan();
 }
 
+// The port snapshots a managed composition pins must be the handle's. Errors: InvalidArgument.
+void require_ports_match(const ManagedArtifactHandle& artifact,
+                         const BenefitFactsPort& facts,
+                         const NetBenefitPolicy& policy,
+                         const MaterialPort* material,
+                         const InstallBundlePort* install) {
+  if (facts.benefit_facts_snapshot_digest() != artifact.benefit_facts_snapshot_digest()) {
+    throw InvalidArgument("managed benefit facts snapshot does not match the handle");
+  }
+  if (policy.policy_digest() != artifact.benefit_policy_snapshot_digest()) {
+    throw InvalidArgument("managed benefit policy snapshot does not match the handle");
+  }
+  if (material && material->material_snapshot_digest() != artifact.material_snapshot_digest()) {
+    throw InvalidArgument("managed material snapshot does not match the handle");
+  }
+  if (install &&
+      install->installation_snapshot_digest() != artifact.installation_snapshot_digest()) {
+    throw InvalidArgument("managed installation snapshot does not match the handle");
+  }
+}
+
+// Drops the service's kept composition unless the operation completed.
+template <typename Drop>
+class KeepOnSuccess {
+ public:
+  explicit KeepOnSuccess(Drop drop) : drop_(std::move(drop)) {}
+  ~KeepOnSuccess() {
+    if (!kept_) drop_();
+  }
+  KeepOnSuccess(const KeepOnSuccess&) = delete;
+  KeepOnSuccess& operator=(const KeepOnSuccess&) = delete;
+  void keep() noexcept { kept_ = true; }
+
+ private:
+  Drop drop_;
+  bool kept_ = false;
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -268,7 +306,7 @@ ManagedDesiredSetResult ManagedDesiredSetResult::create(
   }
   if (challenge) {
     const auto matching = std::count_if(actions.begin(), actions.end(), [&](const auto& a) {
-      return a.kind() == "RequestConsent" &&
+      return a.kind() == core::to_string(engine::ActionKind::kRequestConsent) &&
              a.entity_id() == std::optional<std::string>(challenge->capability_id());
     });
     if (matching != 1) {
@@ -305,21 +343,8 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
     throw InvalidArgument("managed composition requires benefit facts and a net-benefit policy");
   }
   const auto graph_path = registry.graph_artifact_path(*artifact);  // "not issued"
-  if (options.benefit_facts_port->benefit_facts_snapshot_digest() !=
-      artifact->benefit_facts_snapshot_digest()) {
-    throw InvalidArgument("managed benefit facts snapshot does not match the handle");
-  }
-  if (options.net_benefit_policy->policy_digest() != artifact->benefit_policy_snapshot_digest()) {
-    throw InvalidArgument("managed benefit policy snapshot does not match the handle");
-  }
-  if (options.material_port &&
-      options.material_port->material_snapshot_digest() != artifact->material_snapshot_digest()) {
-    throw InvalidArgument("managed material snapshot does not match the handle");
-  }
-  if (options.install_bundle_port && options.install_bundle_port->installation_snapshot_digest() !=
-                                         artifact->installation_snapshot_digest()) {
-    throw InvalidArgument("managed installation snapshot does not match the handle");
-  }
+  require_ports_match(*artifact, *options.benefit_facts_port, *options.net_benefit_policy,
+                      options.material_port.get(), options.install_bundle_port.get());
   EngineCompositionOptions composition;
   composition.graph_artifact_path = graph_path;
   composition.graph_artifact_sha256 = artifact->graph_artifact_digest();
@@ -415,7 +440,21 @@ ManagedQueryService::ManagedQueryService(ManagedQueryServiceOptions options)
       store_path.parent_path() / ("." + store_path.filename().string() + ".managed-lifecycle");
 }
 
-ManagedQueryService::~ManagedQueryService() = default;
+ManagedQueryService::~ManagedQueryService() {
+  if (::getpid() != owner_pid_) {
+    // A forked child must not finalize the parent's SQLite connections (see EngineComposition).
+    static_cast<void>(journal_reader_.release());
+    static_cast<void>(composition_.release());
+  }
+}
+
+store::SqliteJournalStore& ManagedQueryService::journal_reader() {
+  if (!journal_reader_) {
+    const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
+    journal_reader_ = std::make_unique<store::SqliteJournalStore>(options_.journal_path, clock);
+  }
+  return *journal_reader_;
+}
 
 std::ostream& operator<<(std::ostream& out, const ManagedQueryService& value) {
   return out << "ManagedQueryService(closed=" << (value.closed_ ? "true" : "false") << ")";
@@ -434,6 +473,8 @@ void ManagedQueryService::close() {
   }
   std::lock_guard lock(mutex_);
   closed_ = true;
+  drop_composition();
+  journal_reader_.reset();
 }
 
 bool ManagedQueryService::closed() const {
@@ -466,6 +507,37 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
   return open_managed_engine_composition(*options_.registry, artifact, std::move(options));
 }
 
+EngineComposition& ManagedQueryService::composition_for(
+    const std::shared_ptr<const ManagedArtifactHandle>& artifact) {
+  if (!artifact) throw InvalidArgument("managed composition requires an artifact handle");
+  const std::string key = artifact->manifest_digest() + "|" + artifact->planning_environment_digest();
+  if (composition_ && composition_key_ == key) {
+    try {
+      static_cast<void>(options_.registry->graph_artifact_path(*artifact));  // still issued
+      require_ports_match(*artifact, *options_.benefit_facts_port, *options_.net_benefit_policy,
+                          options_.material_port.get(), options_.install_bundle_port.get());
+    } catch (...) {
+      drop_composition();
+      throw;
+    }
+    return *composition_;
+  }
+  drop_composition();
+  composition_ = open_composition(artifact);
+  composition_key_ = key;
+  return *composition_;
+}
+
+void ManagedQueryService::drop_composition() noexcept {
+  if (!composition_) return;
+  try {
+    if (::getpid() == owner_pid_) composition_->close();
+  } catch (...) {
+  }
+  composition_.reset();
+  composition_key_.clear();
+}
+
 // §3.12 input validation; nothing is created on failure.
 void ManagedQueryService::validate_input(const ManagedQueryInput& input) const {
   const auto& artifact = input.artifact();
@@ -484,12 +556,13 @@ void ManagedQueryService::validate_input(const ManagedQueryInput& input) const {
   }
   const auto& started = input.session_started();
   const auto& decision = input.decision_event();
-  if (started.kind() != "SessionStarted" || started.expected_revision() != 0) {
+  if (started.event_kind() != engine::EventKind::kSessionStarted || started.expected_revision() != 0) {
     throw InvalidArgument("managed query input must start with SessionStarted at revision zero");
   }
   const auto revision = decision.expected_revision();
   if (revision < 1 ||
-      decision.kind() != (revision == 1 ? "IntentObserved" : "DevelopmentObserved")) {
+      decision.event_kind() != (revision == 1 ? engine::EventKind::kIntentObserved
+                                         : engine::EventKind::kDevelopmentObserved)) {
     throw InvalidArgument(
         "managed query decision must be IntentObserved at revision one, else DevelopmentObserved");
   }
@@ -527,12 +600,16 @@ std::shared_ptr<const ManagedQueryInput> ManagedQueryService::input_of(
 ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest& request) {
   std::lock_guard lock(mutex_);
   assert_usable();
-  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
+  // Pure work first, outside the cross-process lifecycle lock: resolving and validating the
+  // input read and write nothing the lock orders (the store rows and the journal head are read
+  // under it below). The composition is opened under the lock, after the store checks, since a
+  // first open creates the journal and audit files a rejected request must not leave behind.
   const auto input = options_.input_authority->resolve(request.current_work_ref());
   if (!input) {
     throw InvalidArgument("input authority must return an exact ManagedQueryInput");
   }
   validate_input(*input);
+  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
   const auto& decision = input->decision_event();
   if (options_.query_store->find_pending_desired_set(decision.scope())) {
     throw ManagedDesiredSetBusyError(
@@ -577,7 +654,8 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
   std::optional<PreparedManagedQuery> projection;
   std::optional<ManagedConsentChallengeProjection> challenge;
   {
-    auto composition = open_composition(input.artifact_handle());
+    KeepOnSuccess kept([this] { drop_composition(); });
+    EngineComposition* const composition = &composition_for(input.artifact_handle());
     if (record.planned()) {
       const auto head = composition->snapshot(decision.scope());
       if (!head.state || !head.state->committed_plan() ||
@@ -593,7 +671,7 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
             publish_current_consent(*composition, decision.scope(), *decision.correlation_id())) {
       challenge.emplace(std::move(*published));
     }
-    composition->close();
+    kept.keep();
   }
   if (projection->journal_revision() != advanced->prepared().journal_revision() ||
       projection->decision_digest() != advanced->prepared().decision_digest()) {
@@ -723,7 +801,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     throw ManagedDesiredSetBusyError("another managed desired choice is pending on this stream");
   }
 
-  auto composition = open_composition(input->artifact_handle());
+  KeepOnSuccess kept([this] { drop_composition(); });
+  EngineComposition* const composition = &composition_for(input->artifact_handle());
   const auto snapshot = composition->snapshot(decision.scope());
   const auto& plan = exact_parent_plan(snapshot, parent);
   std::vector<std::string> plan_order;
@@ -826,7 +905,7 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   std::optional<JournalView> view;
   {
-    store::SqliteJournalStore journal(options_.journal_path, clock);
+    store::SqliteJournalStore& journal = journal_reader();
     auto record = journal.find(decision.scope().stream_id(), event.event_id());
     if (!record || record->revision != event.expected_revision() + 1 ||
         record->event_content_digest != event.content_digest() ||
@@ -860,8 +939,7 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
       challenge.emplace(std::move(*published));
     }
   }
-  composition->close();
-  composition.reset();
+  kept.keep();
 
   // §3.11 status derivation, in its order.
   const auto& state = *progress.head.state;

@@ -38,6 +38,10 @@
 #include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/query_store.hpp"
 
+namespace ctx::store {
+class SqliteJournalStore;
+}  // namespace ctx::store
+
 namespace ctx::runtime {
 
 class ManagedQueryService;
@@ -471,6 +475,19 @@ class ManagedQueryService final {
   void assert_usable() const;
   std::unique_ptr<EngineComposition> open_composition(
       const std::shared_ptr<const ManagedArtifactHandle>& artifact) const;
+  // The open composition of `artifact` for prepare / reopen / set_desired. The one of the last
+  // artifact is kept open between calls (its pinned graph snapshot, journal and audit
+  // connections, planner memos and head-checked state cache): it is reused while the artifact
+  // (manifest and planning environment) is the same, it is still issued, and every port
+  // snapshot still matches the handle — the checks a fresh open makes. Caller holds mutex_.
+  // Errors: as open_composition.
+  EngineComposition& composition_for(const std::shared_ptr<const ManagedArtifactHandle>& artifact);
+  // Closes the kept composition (after any failed operation, so the next call opens afresh).
+  void drop_composition() noexcept;
+  // A connection to the journal for the service's own reads (records, heads), opened on first
+  // use and kept until close(); every read runs in its own SQLite transaction and verifies what
+  // it reads, so another process's commits are seen. Caller holds mutex_.
+  store::SqliteJournalStore& journal_reader();
   void validate_input(const ManagedQueryInput& input) const;
   ManagedQueryServiceResult advance_record(ManagedQueryRecord record,
                                            const ManagedQueryInput& input);
@@ -491,6 +508,9 @@ class ManagedQueryService final {
   pid_t owner_pid_;
   mutable std::mutex mutex_;
   bool closed_ = false;  // GUARDED_BY(mutex_)
+  std::unique_ptr<EngineComposition> composition_;  // GUARDED_BY(mutex_)
+  std::string composition_key_;                     // GUARDED_BY(mutex_)
+  std::unique_ptr<store::SqliteJournalStore> journal_reader_;  // GUARDED_BY(mutex_)
 };
 
 // §3.4 factory. Checks (creating no file): registry, store, ports and policy present; journal

@@ -46,7 +46,7 @@ const engine::HostAction* find_request(const engine::Transition& transition,
                                        const engine::HostAction& install) {
   const engine::HostAction* found = nullptr;
   for (const auto& action : transition.actions()) {
-    if (action.kind() != "RequestConsent" ||
+    if (action.action_kind() != engine::ActionKind::kRequestConsent ||
         action.consent_id() != std::optional<std::string>(consent_id) ||
         action.entity_id() != install.entity_id()) {
       continue;
@@ -135,7 +135,7 @@ void verify_committed_grant(EngineComposition& composition, const ManagedDesired
   const auto& scope = install.scope();
   const auto decision = record_at(composition, scope, install.precondition_revision());
   const auto committed = engine::ReplayInput::from_json_text(decision.replay_json).reducer_event;
-  if (committed.kind() != "UserDecision") {
+  if (committed.event_kind() != engine::EventKind::kUserDecision) {
     throw ManagedQueryServiceError("managed install action has no committed install decision");
   }
   if (committed.payload().value("decision_basis", Json()) != "preapproved-policy") {
@@ -280,7 +280,7 @@ std::optional<NextInstall> next_install(EngineComposition& composition,
       automatic_decision(context.desired, consent_head, *request, consent.install_action, binding);
   const auto granted = composition.process(decision);
   if (granted.actions().size() != 1 ||
-      granted.actions().front().to_json_text() != consent.install_action.to_json_text()) {
+      !(granted.actions().front() == consent.install_action)) {
     throw ManagedQueryServiceError("automatic install grant did not release its exact action");
   }
   crash_point(crash_points::kAfterInstallDecision);

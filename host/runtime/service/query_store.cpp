@@ -9,8 +9,10 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <ostream>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "host/core/canonical_json.hpp"
@@ -254,7 +256,7 @@ bool same_envelope(const engine::EngineEvent& a, const engine::EngineEvent& b) {
          a.semantic_model_digest() == b.semantic_model_digest() &&
          a.semantic_index_digest() == b.semantic_index_digest() &&
          a.work_signature() == b.work_signature() && a.random_seed() == b.random_seed() &&
-         a.privacy().to_json() == b.privacy().to_json();
+         a.privacy() == b.privacy();
 }
 
 void require_token(const std::optional<std::string>& value, const char* field) {
@@ -292,13 +294,13 @@ void validate_registration(const std::string& logical_query_id, const engine::En
       throw InvalidArgument("managed query random_seed must be an integer");
     }
   }
-  if (started.kind() != "SessionStarted" || started.expected_revision() != 0 ||
+  if (started.event_kind() != engine::EventKind::kSessionStarted || started.expected_revision() != 0 ||
       started.payload() != Json{{"host_level", "managing"}}) {
     throw InvalidArgument("managed query registration requires a managing SessionStarted at 0");
   }
-  const bool intent = decision.kind() == "IntentObserved" && decision.expected_revision() == 1;
+  const bool intent = decision.event_kind() == engine::EventKind::kIntentObserved && decision.expected_revision() == 1;
   const bool development =
-      decision.kind() == "DevelopmentObserved" && decision.expected_revision() >= 2;
+      decision.event_kind() == engine::EventKind::kDevelopmentObserved && decision.expected_revision() >= 2;
   if (!intent && !development) {
     throw InvalidArgument(
         "managed query decision must be IntentObserved at 1 or DevelopmentObserved after");
@@ -376,7 +378,12 @@ std::ostream& operator<<(std::ostream& out, const ManagedQueryStore&) {
 }
 
 struct ManagedQueryStore::Impl {
+  static constexpr std::size_t kVerifiedRowMemo = 4096;
   std::string key;
+  // query_ref -> (row_bytes of the row authenticated, its record). GUARDED_BY the store's mutex.
+  mutable std::unordered_map<std::string,
+                             std::pair<std::string, std::shared_ptr<const ManagedQueryRecord>>>
+      verified_rows;
   dev_t device = 0;
   ino_t inode = 0;
   std::unique_ptr<store::Database> db;
@@ -471,13 +478,100 @@ struct ManagedQueryStore::Impl {
     }
   }
 
+  // Every column of a query row, typed and length-prefixed: equal bytes, equal row.
+  static void append_text(std::string& out, const std::string& text) {
+    out.append("T").append(std::to_string(text.size())).push_back(':');
+    out.append(text);
+  }
+  static void append_integer(std::string& out, std::int64_t value) {
+    out.append("I").append(std::to_string(value)).push_back(';');
+  }
+  static std::string row_bytes(store::Statement& row) {
+    std::string out;
+    for (int column = 0; column < 9; ++column) {
+      if (row.is_null(column)) {
+        out += "N;";
+      } else if (row.is_integer(column)) {
+        append_integer(out, row.integer(column));
+      } else {
+        append_text(out, row.text(column));
+      }
+    }
+    return out;
+  }
+  // row_bytes of the row this store writes for `record` (registration `text`, `row_hmac`).
+  static std::string row_bytes_of(const ManagedQueryRecord& record, const std::string& text,
+                                  const std::string& row_hmac) {
+    std::string out;
+    append_text(out, record.logical_query_id_);
+    append_text(out, record.query_ref_);
+    append_text(out, text);
+    append_integer(out, static_cast<std::int64_t>(text.size()));
+    const auto optional_text = [&out](const std::optional<std::string>& value) {
+      if (value) {
+        append_text(out, *value);
+      } else {
+        out += "N;";
+      }
+    };
+    optional_text(record.plan_id_);
+    optional_text(record.decision_digest_);
+    if (record.revision_) {
+      append_integer(out, *record.revision_);
+    } else {
+      out += "N;";
+    }
+    optional_text(record.record_digest_);
+    append_text(out, row_hmac);
+    return out;
+  }
+  // Remembers the row this store just wrote for `record`: built here from its own inputs (the
+  // registration text was encoded from exactly these events), so it needs no read-back.
+  void remember_written(ManagedQueryRecord record, const std::string& text,
+                        const std::string& row_hmac) const {
+    std::string bytes = row_bytes_of(record, text, row_hmac);
+    const std::string query_ref = record.query_ref_;
+    if (verified_rows.size() >= kVerifiedRowMemo) verified_rows.clear();
+    verified_rows[query_ref] = {std::move(bytes),
+                                std::make_shared<const ManagedQueryRecord>(std::move(record))};
+  }
+
+  // read_query of `row`, shared. Authentication and decoding are a pure function of the row's
+  // bytes under this store's key, so a row byte-equal to one this store authenticated before is
+  // that record; any other row (an edited one included) is authenticated and decoded in full.
+  std::shared_ptr<const ManagedQueryRecord> read_query_shared(store::Statement& row) const {
+    std::string bytes = row_bytes(row);
+    const std::string query_ref = row.text(1);
+    if (const auto it = verified_rows.find(query_ref);
+        it != verified_rows.end() && it->second.first == bytes) {
+      return it->second.second;
+    }
+    auto record = std::make_shared<const ManagedQueryRecord>(read_query(row));
+    if (verified_rows.size() >= kVerifiedRowMemo) verified_rows.clear();
+    verified_rows[query_ref] = {std::move(bytes), record};
+    return record;
+  }
+
+  static ManagedQueryRecord copy_of(const ManagedQueryRecord& from) {
+    ManagedQueryRecord record(from.session_started_, from.decision_event_);
+    record.query_ref_ = from.query_ref_;
+    record.logical_query_id_ = from.logical_query_id_;
+    record.manifest_digest_ = from.manifest_digest_;
+    record.environment_digest_ = from.environment_digest_;
+    record.plan_id_ = from.plan_id_;
+    record.decision_digest_ = from.decision_digest_;
+    record.revision_ = from.revision_;
+    record.record_digest_ = from.record_digest_;
+    return record;
+  }
+
   std::optional<ManagedQueryRecord> query_where(const std::string& column,
                                                 const std::string& value) const {
     auto statement = db->prepare("SELECT " + std::string(kQueryColumns) +
                                  " FROM managed_queries WHERE " + column + " = ?");
     statement.bind(1, value);
     if (!statement.step()) return std::nullopt;
-    return read_query(statement);
+    return copy_of(*read_query_shared(statement));
   }
 
   ManagedQueryRecord require_query(const std::string& query_ref) const {
@@ -686,9 +780,9 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
   {
     auto all = impl_->db->prepare("SELECT " + std::string(kQueryColumns) + " FROM managed_queries");
     while (all.step()) {
-      const auto other = impl_->read_query(all);
-      if (other.decision_event().scope() == decision_event.scope() &&
-          other.decision_event().correlation_id() == decision_event.correlation_id()) {
+      const auto other = impl_->read_query_shared(all);
+      if (other->decision_event().scope() == decision_event.scope() &&
+          other->decision_event().correlation_id() == decision_event.correlation_id()) {
         throw ManagedQueryStoreConflict(
             "managed query scope and plan are already reserved by another registration");
       }
@@ -699,6 +793,7 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
     throw ManagedQueryStoreConflict("managed query reference collides");
   }
   const Json registration = core::parse_json(text);
+  const std::string row_hmac = impl_->query_row_hmac(query_ref, registration, {}, {}, {}, {});
   impl_->db
       ->prepare(
           "INSERT INTO managed_queries(logical_query_id, query_ref, registration_json, "
@@ -707,10 +802,15 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
       .bind(2, query_ref)
       .bind(3, text)
       .bind(4, static_cast<std::int64_t>(text.size()))
-      .bind(5, impl_->query_row_hmac(query_ref, registration, {}, {}, {}, {}))
+      .bind(5, row_hmac)
       .run();
-  auto record = impl_->require_query(query_ref);
+  ManagedQueryRecord record(session_started, decision_event);
+  record.query_ref_ = query_ref;
+  record.logical_query_id_ = logical_query_id;
+  record.manifest_digest_ = manifest;
+  record.environment_digest_ = environment;
   tx.commit();
+  impl_->remember_written(Impl::copy_of(record), text, row_hmac);
   return record;
 }
 
@@ -746,8 +846,8 @@ ManagedQueryRecord ManagedQueryStore::mark_planned(const std::string& query_ref,
                                         " FROM managed_queries WHERE plan_id = ?");
     same_plan.bind(1, plan_id);
     while (same_plan.step()) {
-      const auto other = impl_->read_query(same_plan);
-      if (other.decision_event().scope() == record.decision_event().scope()) {
+      const auto other = impl_->read_query_shared(same_plan);
+      if (other->decision_event().scope() == record.decision_event().scope()) {
         throw ManagedQueryStoreConflict(
             "managed query scope and plan are already planned by another logical identity");
       }
@@ -757,7 +857,11 @@ ManagedQueryRecord ManagedQueryStore::mark_planned(const std::string& query_ref,
       impl_->db->prepare("SELECT registration_json FROM managed_queries WHERE query_ref = ?");
   text_statement.bind(1, query_ref);
   text_statement.step();
-  const Json registration = core::parse_json(text_statement.text(0));
+  const std::string text = text_statement.text(0);
+  const Json registration = core::parse_json(text);
+  const std::string row_hmac = impl_->query_row_hmac(query_ref, registration, plan_id,
+                                                     decision_digest, journal_revision,
+                                                     journal_record_digest);
   impl_->db
       ->prepare(
           "UPDATE managed_queries SET plan_id = ?, decision_digest = ?, "
@@ -767,12 +871,17 @@ ManagedQueryRecord ManagedQueryStore::mark_planned(const std::string& query_ref,
       .bind(2, decision_digest)
       .bind(3, journal_revision)
       .bind(4, journal_record_digest)
-      .bind(5, impl_->query_row_hmac(query_ref, registration, plan_id, decision_digest,
-                                     journal_revision, journal_record_digest))
+      .bind(5, row_hmac)
       .bind(6, query_ref)
       .run();
-  auto marked = impl_->require_query(query_ref);
+  // The authenticated row with exactly the columns just written: no read-back.
+  ManagedQueryRecord marked = Impl::copy_of(record);
+  marked.plan_id_ = plan_id;
+  marked.decision_digest_ = decision_digest;
+  marked.revision_ = journal_revision;
+  marked.record_digest_ = journal_record_digest;
   tx.commit();
+  impl_->remember_written(Impl::copy_of(marked), text, row_hmac);
   return marked;
 }
 
@@ -796,10 +905,10 @@ std::optional<ManagedQueryRecord> ManagedQueryStore::find_planned_by_scope_and_p
   statement.bind(1, plan_id);
   std::optional<ManagedQueryRecord> found;
   while (statement.step()) {
-    auto record = impl_->read_query(statement);
-    if (!(record.decision_event().scope() == scope)) continue;
+    const auto record = impl_->read_query_shared(statement);
+    if (!(record->decision_event().scope() == scope)) continue;
     if (found) throw ManagedQueryStoreCorruption("managed query scope and plan are ambiguous");
-    found.emplace(std::move(record));
+    found.emplace(Impl::copy_of(*record));
   }
   return found;
 }
@@ -824,7 +933,7 @@ ManagedDesiredSetRecord ManagedQueryStore::reserve_desired_set(
     throw ManagedQueryStoreConflict("managed desired set requires a planned parent query");
   }
   const auto& decision = parent.decision_event();
-  if (event.kind() != "ReassessmentRequested" ||
+  if (event.event_kind() != engine::EventKind::kReassessmentRequested ||
       *parent.journal_revision() > event.expected_revision() ||
       !(event.scope() == decision.scope()) || event.correlation_id() != parent.plan_id() ||
       !same_envelope(event, decision)) {
