@@ -344,22 +344,30 @@ std::optional<ManagedQueryServiceResult> StateService::reopen_current(const Curr
   return service_->reopen(*query_ref);
 }
 
+// The default logical choice id of choosing `capability_ids` (any order) on `query_ref` after
+// `predecessor` ("none" for a first choice).
+static std::string desired_choice_id(const std::string& key, const std::string& query_ref,
+                                     const std::vector<std::string>& capability_ids,
+                                     const std::string& predecessor) {
+  std::vector<std::string> sorted = capability_ids;
+  std::sort(sorted.begin(), sorted.end());
+  Json ids = Json::array();
+  for (const auto& id : sorted) ids.push_back(id);
+  std::string message = "ctx.desired-choice-v1";
+  message.push_back('\0');
+  message += core::canonical_json(
+      Json{{"capability_ids", ids}, {"predecessor", predecessor}, {"query_ref", query_ref}});
+  return core::hmac_sha256_hex(key, message);
+}
+
 ManagedDesiredSetResult StateService::set_desired(const std::string& query_ref,
                                                   std::vector<std::string> capability_ids,
                                                   std::optional<std::string> logical_choice_id) {
   if (!is_query_ref(query_ref)) {
     throw InvalidArgument("query_ref must be an opaque managed-query reference");
   }
-  std::vector<std::string> sorted = capability_ids;
-  std::sort(sorted.begin(), sorted.end());
   const auto choice_of = [&](const std::string& predecessor) {
-    Json ids = Json::array();
-    for (const auto& id : sorted) ids.push_back(id);
-    std::string message = "ctx.desired-choice-v1";
-    message.push_back('\0');
-    message += core::canonical_json(
-        Json{{"capability_ids", ids}, {"predecessor", predecessor}, {"query_ref", query_ref}});
-    return core::hmac_sha256_hex(key_, message);
+    return desired_choice_id(key_, query_ref, capability_ids, predecessor);
   };
   std::optional<std::string> previous;
   const auto latest = store_->find_latest_desired_set(query_ref);
@@ -379,6 +387,24 @@ ManagedDesiredSetResult StateService::set_desired(const std::string& query_ref,
   if (!logical_choice_id) logical_choice_id = choice_of(previous ? *previous : "none");
   return service_->set_desired(ManagedDesiredSetRequest::create(
       query_ref, *logical_choice_id, std::move(capability_ids), std::move(previous)));
+}
+
+std::optional<ManagedDesiredSetResult> StateService::set_first_desired(
+    const std::string& query_ref, std::vector<std::string> capability_ids) {
+  if (!is_query_ref(query_ref)) {
+    throw InvalidArgument("query_ref must be an opaque managed-query reference");
+  }
+  if (const auto latest = store_->find_latest_desired_set(query_ref)) {
+    const auto parent = store_->load(query_ref);
+    const bool latest_is_first =
+        latest->event().causation_id() ==
+        std::optional<std::string>(parent.decision_event().event_id());
+    if (!latest_is_first || latest->logical_choice_id() !=
+                               desired_choice_id(key_, query_ref, capability_ids, "none")) {
+      return std::nullopt;
+    }
+  }
+  return set_desired(query_ref, std::move(capability_ids));
 }
 
 std::vector<ManagedConsentChallengeProjection> StateService::pending_challenges() {

@@ -125,6 +125,13 @@ class StateService {
   ManagedDesiredSetResult set_desired(const std::string& query_ref,
                                       std::vector<std::string> capability_ids,
                                       std::optional<std::string> logical_choice_id = std::nullopt);
+  // The query's first choice of `capability_ids` with the default logical choice id: what a
+  // hook chooses for the user. An exact retry (the query's latest desired set is that same first
+  // choice) returns the same result and commits nothing new; nullopt, with nothing done, when the
+  // query already has another desired set (the user's own choice is never replaced).
+  // Errors: set_desired's.
+  std::optional<ManagedDesiredSetResult> set_first_desired(const std::string& query_ref,
+                                                           std::vector<std::string> capability_ids);
 
   // The challenges still awaiting a human decision that are current (recover_consent reports
   // consent-required or reauthentication-required for them), oldest first, at most 16. Like

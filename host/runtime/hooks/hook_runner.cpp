@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
 #include "host/runtime/catalog/state_service.hpp"
+#include "host/runtime/service/errors.hpp"
 
 namespace ctx::runtime::hooks {
 namespace {
@@ -38,8 +40,16 @@ std::string scope_token(const Json& scope, const char* key) {
   return scope[key].get<std::string>();
 }
 
+// What a hook chose for the user from a ready plan (HookRunner's step 6): the consent challenge
+// of the choice, or the capabilities it installed without one.
+struct HookChoice {
+  std::optional<std::pair<std::string, std::string>> challenge;  // digest, capability id
+  std::vector<std::string> installed;
+};
+
 // The reply request for one plan result (reply_request.hpp's shape).
-Json reply_request(const std::string& event, const ManagedQueryServiceResult& result) {
+Json reply_request(const std::string& event, const ManagedQueryServiceResult& result,
+                   const HookChoice& choice) {
   Json actions = Json::array();
   const auto& prepared = result.prepared();
   if (prepared.status() == "ready" && !prepared.selections().empty()) {
@@ -50,11 +60,78 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
     actions.push_back({{"kind", "PresentBundle"}, {"payload", {{"capabilities", capabilities}}}});
   }
   Json request = {{"event", event}, {"actions", std::move(actions)}};
-  if (const auto& challenge = result.challenge()) {
+  if (choice.challenge) {
+    request["challenge"] = {{"challenge_digest", choice.challenge->first},
+                            {"capability_id", choice.challenge->second}};
+  } else if (const auto& challenge = result.challenge()) {
     request["challenge"] = {{"challenge_digest", challenge->challenge_digest()},
                             {"capability_id", challenge->capability_id()}};
   }
+  if (!choice.installed.empty()) request["installed"] = choice.installed;
   return request;
+}
+
+// The skill a hook chooses from a ready plan: its first selection that is a skill needing an
+// install (and so the user's consent, or a preapproved-auto policy) — the plan's best-ranked
+// one, as `ctx demo` chooses; the other rows stay recommendations. Empty when there is none.
+std::vector<std::string> installable_skills(const ManagedQueryServiceResult& result) {
+  std::vector<std::string> ids;
+  const auto& prepared = result.prepared();
+  if (prepared.status() != "ready") return ids;
+  for (const auto& row : prepared.selections()) {
+    if (row.kind() == "skill" && row.actionability() == "install") {
+      ids.push_back(row.capability_id());
+      break;
+    }
+  }
+  return ids;
+}
+
+// Chooses the plan's installable skills for the user (StateService::set_first_desired: an exact
+// retry commits nothing new; a query the user already chose for is left alone; a busy query is
+// retried for up to ~0.5 s). A typed failure
+// (busy store, revision conflict, superseded plan, no actuator) leaves the reply without a
+// choice: a hook never fails the host's prompt over it; only data loss propagates.
+HookChoice choose_installs(StateService& service, const ManagedQueryServiceResult& result) {
+  HookChoice choice;
+  std::vector<std::string> ids = installable_skills(result);
+  if (ids.empty()) return choice;
+  try {
+    // A concurrent chooser of the same query holds it briefly: a few short retries.
+    const auto choose = [&]() -> std::optional<ManagedDesiredSetResult> {
+      for (int attempt = 0;; ++attempt) {
+        try {
+          return service.set_first_desired(result.query_ref(), ids);
+        } catch (const ManagedDesiredSetBusyError&) {
+          if (attempt >= 24) throw;
+        } catch (const ManagedQueryStoreUnavailable&) {
+          if (attempt >= 24) throw;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    };
+    const std::optional<ManagedDesiredSetResult> desired = choose();
+    if (!desired) return choice;
+    if (const auto& challenge = desired->challenge()) {
+      choice.challenge.emplace(challenge->challenge_digest(), challenge->capability_id());
+      return choice;
+    }
+    // No challenge (a preapproved-auto policy): the skills the transition installed are the
+    // ones it now activates or reconciled.
+    if (desired->status() == ManagedDesiredStatus::kEffectPending ||
+        desired->status() == ManagedDesiredStatus::kReconciled) {
+      for (const auto& action : desired->actions()) {
+        if (action.kind() == "ActivateCapability" && action.entity_id() &&
+            std::find(ids.begin(), ids.end(), *action.entity_id()) != ids.end()) {
+          choice.installed.push_back(*action.entity_id());
+        }
+      }
+    }
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+    return HookChoice{};
+  }
+  return choice;
 }
 
 // The remembered-reply key of `request`: an HMAC under the installation key (no payload kept).
@@ -259,12 +336,17 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   } catch (const engine::InvalidEventError&) {
     reopen_current();
   }
-  const Json reply = port->render_reply(reply_request(event, *result));
+  // A prompt's ready plan: its installable skills are chosen for the user, so the reply says how
+  // to approve them (or that they were installed under a preapproved-auto policy).
+  HookChoice choice;
+  if (event == "UserPromptSubmit") choice = choose_installs(service, *result);
+  const Json reply = port->render_reply(reply_request(event, *result, choice));
   HookResponse response{reply.dump()};
   // Remembered for the next identical request only when this run was a plain prepare with no
   // consent challenge (whose expiry is time, not state) and nothing it depends on moved while
   // it ran; the first run only names the files to watch.
-  if (key && ::getpid() == owner_pid_ && direct && !result->challenge()) {
+  if (key && ::getpid() == owner_pid_ && direct && !result->challenge() &&
+      !choice.challenge) {
     Remembered remembered;
     remembered.sources = sources;
     try {

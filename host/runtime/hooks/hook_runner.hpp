@@ -12,14 +12,20 @@
 //      new plan cannot replace the session's current one (pending authority, a changed selection
 //      of a capability already loaded), the current plan is reopened instead (retried briefly
 //      while a concurrent preparer is between its commit and its mark);
-//   6. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
-//      "challenge"} → the reply text.
+//   6. on a UserPromptSubmit whose ready plan selects skills that need an install, the first
+//      of them (the plan's order, as ctx demo chooses) is chosen for the user (StateService::set_first_desired, the default logical choice id:
+//      an exact retry commits nothing new and gets the same challenge; a query with another
+//      desired set is left alone); a typed failure of that choice (busy, conflict, superseded)
+//      only leaves it out of the reply, data loss propagates;
+//   7. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
+//      "challenge" (the choice's consent challenge, else the plan's), "installed" (what the
+//      choice installed without a challenge under a preapproved-auto policy)} → the reply text.
 // Exact retries: a hook whose request bytes (adapter id and payload) were answered before by
-// step 5's plain prepare, with no consent challenge in the result, gets that same reply without
-// steps 1-6 when a StateWatch fingerprint (state_watch.hpp: every database of the state dir
-// unchanged by any process, the state dir's files and the work's registration and artifact
-// files untouched) equals the one taken when the reply was computed — which itself is only
-// remembered when the fingerprint did not move while it was computed, and on the second
+// step 5's plain prepare, with no consent challenge in the result or the choice, gets that same
+// reply without steps 1-7 when a StateWatch fingerprint (state_watch.hpp: every database of the
+// state dir unchanged by any process, the state dir's files and the work's registration and
+// artifact files untouched) equals the one taken when the reply was computed — which itself is
+// only remembered when the fingerprint did not move while it was computed, and on the second
 // computation (the first names the files to watch). Anything else runs the full path. The key is
 // an HMAC of the request under the installation key; no payload is kept.
 // Thread-safe: adapters are loaded once per id and serialise their own calls; the state service

@@ -59,15 +59,41 @@ std::string fresh_reply(const fs::path& state, const hooks::HookRequest& request
   return response.reply.value_or("<none>");
 }
 
+// Under the default ask-each-time policy a PDF prompt's hook chooses the skill's install and its
+// reply carries a consent challenge, which is never remembered (its expiry is time, not state):
+// these tests run under `ctx policy set skill preapproved-auto`, where the first hook installs
+// the skill without a challenge and its exact retries commit nothing.
 class HookRetryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     state_ = dir_.path() / "s";
     ASSERT_TRUE(testing::prepare_state_dir(state_));
+    ASSERT_EQ(
+        testing::run_ctx("policy set skill preapproved-auto --state " + state_.string()).first,
+        0);
   }
   ctx::testing::TempDir dir_;
   fs::path state_;
 };
+
+TEST(HookRetryChallengeTest, AReplyWithAConsentChallengeIsNeverRemembered) {
+  ctx::testing::TempDir dir;
+  const fs::path state = dir.path() / "s";
+  ASSERT_TRUE(testing::prepare_state_dir(state));
+  hooks::HookRunner runner(state);
+  const auto request = prompt_request("retry-challenge", "please add a PDF export of the report");
+  const auto first = runner.run(request);
+  ASSERT_TRUE(first.reply.has_value());
+  ASSERT_NE(first.reply->find("ctx consent approve "), std::string::npos) << *first.reply;
+  // Every exact retry takes the full path and gives the same challenge (no second one).
+  for (int i = 0; i < 4; ++i) {
+    settle();
+    EXPECT_EQ(runner.run(request).reply, first.reply);
+    EXPECT_FALSE(runner.try_remembered(request).has_value());
+  }
+  EXPECT_EQ(runner.exact_retry_replies(), 0u);
+  EXPECT_EQ(fresh_reply(state, request), *first.reply);
+}
 
 TEST_F(HookRetryTest, AnIdenticalHookOnUnchangedStateGetsTheFullPathsReplyFromMemory) {
   hooks::HookRunner runner(state_);

@@ -62,6 +62,12 @@ TEST(DemoCommand, RunsEveryStepOnAFreshStateDirAndAgainOnTheSameOne) {
     EXPECT_THAT(lines[7], StartsWith("7 consent: "));
     if (run == 1) {
       EXPECT_THAT(lines[6], HasSubstr("-> consent-required, consent challenge "));
+      // The hook itself raised that challenge: its reply names the exact approve command.
+      const std::string marker = "consent challenge ";
+      const auto at = lines[6].find(marker);
+      ASSERT_NE(at, std::string::npos) << lines[6];
+      const std::string digest = lines[6].substr(at + marker.size(), 64);
+      EXPECT_THAT(lines[5], HasSubstr("ctx consent approve " + digest + " --key FILE"));
       EXPECT_THAT(lines[7], HasSubstr("ctx consent approve "));
       EXPECT_THAT(lines[8], StartsWith("8 approve: signed the grant with the demo key: "));
       EXPECT_THAT(lines[8], HasSubstr("installed-inactive"));
