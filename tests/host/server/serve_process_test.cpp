@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <barrier>
 #include <fstream>
 #include <functional>
@@ -81,17 +82,27 @@ void expect_sigterm_drains(const std::filesystem::path& state,
   constexpr int kClients = 8;
   std::barrier sync(kClients + 1);
   std::atomic<bool> signalled{false};
-  std::atomic<int> answered_before{0}, lost_before{0}, bad{0}, replies{0};
+  std::atomic<int> answered_before{0}, lost_before{0}, bad{0}, replies{0}, ended{0};
   std::vector<std::thread> clients;
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&, c] {
       RpcClient client;
-      const bool connected = client.connect(socket);
+      // The socket file exists from bind(), a moment before listen(): retry a refused connect.
+      bool connected = client.connect(socket);
+      for (int attempt = 0; !connected && attempt < 200; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        connected = client.connect(socket);
+      }
       sync.arrive_and_wait();
       if (!connected) {
         bad.fetch_add(1);
+        ended.fetch_add(1);
         return;
       }
+      struct Ended {
+        std::atomic<int>& count;
+        ~Ended() { count.fetch_add(1); }
+      } mark_ended{ended};
       for (int i = 0;; ++i) {
         const Json id = c * 1000000 + i;
         Json message = request(c, i);
@@ -116,9 +127,11 @@ void expect_sigterm_drains(const std::filesystem::path& state,
     });
   }
   sync.arrive_and_wait();
-  while (replies.load() < replies_before_signal) {
+  // Every client gone before enough replies (a refused connect, a bad reply): fail, never hang.
+  while (replies.load() < replies_before_signal && ended.load() < kClients) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  EXPECT_GE(replies.load(), replies_before_signal) << "bad replies " << bad.load();
   signalled = true;
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   for (auto& t : clients) t.join();
