@@ -11,6 +11,7 @@
 #include "host/core/json_reader.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/lexical.hpp"
+#include "host/engine/planning/errors.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
@@ -329,7 +330,18 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     throw;
   };
   try {
-    result.emplace(service.prepare(work, sources));
+    // A concurrent writer (another hook's prepare or choice) may hold the benefit audit
+    // database for a moment: prepare is an exact retry of the same work, so retry it briefly.
+    for (int attempt = 0;; ++attempt) {
+      try {
+        sources.clear();
+        result.emplace(service.prepare(work, sources));
+        break;
+      } catch (const engine::planning::BenefitAuditStoreUnavailable&) {
+        if (attempt >= 24) throw;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     direct = true;
   } catch (const FailedPrecondition&) {
     reopen_current();
