@@ -35,28 +35,14 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-std::string sha256_hex(const std::string& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
-    throw ctx::Error("sha-256 failed", ctx::ErrorCode::kInternal);
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 0xf];
-  }
-  return hex;
-}
-
-// sha-256 of `bytes` in 64 KiB chunks; throws ctx::Error(kCancelled) when the host cancels.
-std::string streamed_sha256_hex(const std::string& bytes, const ctx::sdk::Host& host) {
+// sha-256 of `bytes`, hashed in 64 KiB chunks; with a `host`, its cancelled() is polled between
+// chunks and a cancellation throws ctx::Error(kCancelled).
+std::string sha256_hex(const std::string& bytes, const ctx::sdk::Host* host = nullptr) {
   constexpr std::size_t kChunk = 64 * 1024;
   EVP_MD_CTX* md = EVP_MD_CTX_new();
   bool ok = md != nullptr && EVP_DigestInit_ex(md, EVP_sha256(), nullptr) == 1;
   for (std::size_t at = 0; ok && at < bytes.size(); at += kChunk) {
-    if (host.cancelled()) {
+    if (host != nullptr && host->cancelled()) {
       EVP_MD_CTX_free(md);
       throw ctx::Error("install cancelled", ctx::ErrorCode::kCancelled);
     }
@@ -192,7 +178,7 @@ class Store final : public ctx::sdk::Installer {
               {"observed_material_identity_digest",
                material_identity(id, digest, fs::file_size(object(digest)))}};
     }
-    const std::string observed = streamed_sha256_hex(content, host_);
+    const std::string observed = sha256_hex(content, &host_);
     const std::string material = material_identity(id, observed, content.size());
     Json reply = {{"capability_id", id}, {"observed_material_identity_digest", material}};
     const bool size_matches = request.value("content_bytes", content.size()) == content.size();
