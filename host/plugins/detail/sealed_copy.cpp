@@ -42,37 +42,55 @@ constexpr std::uint64_t kAbandoned = std::numeric_limits<std::uint64_t>::max();
 
 std::string errno_text(int error) { return std::strerror(error); }
 
-// Serialises the non-dumpable window: two loads toggling it at once could end it early.
-std::mutex dumpable_mutex;
+// While any copy is between memfd_create and its seals the process is non-dumpable, so
+// /proc/<pid>/fd/N is closed to every other process without CAP_SYS_PTRACE. Mode 0 alone is not
+// enough: the owner may chmod the memfd through that magic link (chmod needs ownership, not
+// permission) and then open it for writing, and writes landing after ours would go unhashed.
+// Once sealed, no descriptor can write, grow or shrink it. Reference-counted, so concurrent
+// loads neither end each other's window early nor serialise on it; the first entrant remembers
+// whether the process was dumpable and the last leaver restores that.
+class NonDumpableWindow {
+ public:
+  NonDumpableWindow() {
+    const std::lock_guard lock(mutex_);
+    if (depth_ == 0) {
+      const int dumpable = ::prctl(PR_GET_DUMPABLE);
+      if (dumpable == 1 && ::prctl(PR_SET_DUMPABLE, 0) != 0) {
+        throw SystemError("cannot make the process non-dumpable: " + errno_text(errno));
+      }
+      restore_ = dumpable == 1;
+    }
+    ++depth_;
+  }
+  ~NonDumpableWindow() {
+    const std::lock_guard lock(mutex_);
+    if (--depth_ == 0 && restore_) static_cast<void>(::prctl(PR_SET_DUMPABLE, 1));
+  }
+  NonDumpableWindow(const NonDumpableWindow&) = delete;
+  NonDumpableWindow& operator=(const NonDumpableWindow&) = delete;
 
-// A memfd that no other process can ever open: created while this process is non-dumpable
-// (so /proc/<pid>/fd/N is closed to everyone without CAP_SYS_PTRACE) and given mode 0 before
-// that ends (so an open through /proc fails the permission check from then on).
+ private:
+  static inline std::mutex mutex_;
+  static inline int depth_ = 0;         // GUARDED_BY(mutex_)
+  static inline bool restore_ = false;  // GUARDED_BY(mutex_)
+};
+
+// A memfd that no other process can open or chmod while it is being filled: created inside a
+// NonDumpableWindow (which the caller holds until the seals are on) and given mode 0 at once.
 UniqueFd make_private_memfd(const std::string& label) {
   const std::string name = "ctx-plugin:" + label.substr(0, 200);
-  UniqueFd fd;
-  int error = 0;
-  {
-    const std::lock_guard lock(dumpable_mutex);
-    const int dumpable = ::prctl(PR_GET_DUMPABLE);
-    if (dumpable == 1 && ::prctl(PR_SET_DUMPABLE, 0) != 0) {
-      throw SystemError("cannot make the process non-dumpable: " + errno_text(errno));
-    }
-    int raw = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-    if (raw < 0 && errno == EINVAL) {
-      raw = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    }
-    if (raw < 0) {
-      error = errno;
-    } else {
-      fd = UniqueFd(raw);
-      if (::fchmod(fd.get(), 0) != 0) error = errno;
-    }
-    if (dumpable == 1) static_cast<void>(::prctl(PR_SET_DUMPABLE, 1));
+  int raw = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+  if (raw < 0 && errno == EINVAL) {
+    raw = ::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
   }
-  if (error != 0) {
+  if (raw < 0) {
     throw SystemError("cannot create a private memfd for plugin " + label + ": " +
-                      errno_text(error));
+                      errno_text(errno));
+  }
+  UniqueFd fd(raw);
+  if (::fchmod(fd.get(), 0) != 0) {
+    throw SystemError("cannot make the memfd for plugin " + label +
+                      " private: " + errno_text(errno));
   }
   return fd;
 }
@@ -269,6 +287,7 @@ SealedCopy make_sealed_copy(int in, std::uint64_t size, const std::string& label
                             const std::string& path, CopyStrategy strategy) {
   CTX_CHECK(size > 0);
   SealedCopy out;
+  const NonDumpableWindow window;  // until the seals are on
   out.memfd = make_private_memfd(label);
   core::Sha256 hasher;
   const bool pipelined =

@@ -1,12 +1,13 @@
 // A plugin's bytes copied into a sealed memfd together with their SHA-256, so that the digest is
-// of exactly what dlopen("/proc/self/fd/N") can map. The memfd is created with no permission
-// bits (while the process is briefly non-dumpable, so no other process can open it through
-// /proc/<pid>/fd before that), hence only this process's own writes ever reach it; every
-// buffer is hashed as it is written; the memfd is sealed (F_SEAL_WRITE|GROW|SHRINK|SEAL) before
-// the digest is final, then made owner-readable for ld.so. A large file on a machine with an
-// idle core is copied by a second thread while the calling thread hashes (CopyStrategy::kAuto).
-// Implementation detail of PluginLoader. Thread-safe; each call may start, and always joins,
-// one helper thread.
+// of exactly what dlopen("/proc/self/fd/N") can map. From before the memfd exists until its
+// seals are on the process is non-dumpable, so no other process without CAP_SYS_PTRACE can open
+// or chmod it through /proc/<pid>/fd (mode 0 alone would not do: its owner may chmod it through
+// that link); it also has no permission bits until sealed. Hence only this process's own writes
+// ever reach it; every buffer is hashed as it is written; the memfd is sealed
+// (F_SEAL_WRITE|GROW|SHRINK|SEAL) before the digest is final, then made owner-readable for
+// ld.so. A large file on a machine with an idle core is copied by a second thread while the
+// calling thread hashes (CopyStrategy::kAuto). Implementation detail of PluginLoader.
+// Thread-safe; each call may start, and always joins, one helper thread.
 #ifndef CTX_HOST_PLUGINS_DETAIL_SEALED_COPY_HPP_
 #define CTX_HOST_PLUGINS_DETAIL_SEALED_COPY_HPP_
 
