@@ -137,10 +137,9 @@ std::vector<std::string> search_dirs(const std::vector<std::string>& values,
   return dirs;
 }
 
-// The dynamic section of the library at `real` (a path open_system_file already accepted),
-// read from a private read-only mapping of the file opened again the same way.
-ElfPluginView read_library(const std::string& real) {
-  TrustedFile file = open_system_file(real, nullptr);
+// The dynamic section of the library open as `fd` (a file open_system_file accepted), read from
+// a private read-only mapping of it.
+ElfPluginView read_library(const TrustedFile& file, const std::string& real) {
   const auto size = static_cast<std::size_t>(file.st.st_size);
   if (size == 0) throw MalformedElf("empty");
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd.get(), 0);
@@ -206,7 +205,7 @@ const std::vector<std::string>& program_rpath() {
 
 DependencyResolver::DependencyResolver() {
   try {
-    TrustedFile file = open_system_file(kLdCache, nullptr);
+    TrustedFile file = opener_.open(kLdCache, nullptr);
     data_ = read_all(file.fd.get(), kMaxCacheBytes);
   } catch (const PluginFileNotFound&) {
     return;  // no cache: ld.so searches the default directories only
@@ -284,7 +283,9 @@ const std::vector<std::string>& DependencyResolver::resolve(const std::string& n
   for (const std::string& path : candidates) {
     std::string real;
     try {
-      open_system_file(path, &real);
+      TrustedFile file = opener_.open(path, &real);
+      // Kept open for visit(), which reads this very file instead of opening `real` again.
+      if (!libraries_.contains(real)) opened_.try_emplace(real, std::move(file));
     } catch (const PluginFileNotFound&) {
       continue;  // ld.so skips a cache entry whose file is gone
     } catch (const Error& e) {
@@ -313,14 +314,21 @@ void DependencyResolver::visit(const std::string& file, const std::vector<std::s
   const auto refuse = [&](const std::string& why) { return UnsafeDependency(via + ": " + why); };
   if (visited_.size() > kMaxDependencyFiles)
     throw refuse("too many libraries in its dependency tree");
-  ElfPluginView library;
-  try {
-    library = read_library(file);
-  } catch (const MalformedElf& e) {
-    throw refuse(file + " is not a loadable library: " + e.what());
-  } catch (const Error& e) {
-    throw refuse(file + " is not trusted: " + e.what());
+  // Each file is read once per check, from the descriptor resolve() opened and checked.
+  auto parsed = libraries_.find(file);
+  if (parsed == libraries_.end()) {
+    const auto opened = opened_.find(file);
+    CTX_CHECK(opened != opened_.end());  // visit() only follows resolve()'s answers
+    try {
+      parsed = libraries_.emplace(file, read_library(opened->second, file)).first;
+    } catch (const MalformedElf& e) {
+      throw refuse(file + " is not a loadable library: " + e.what());
+    } catch (const Error& e) {
+      throw refuse(file + " is not trusted: " + e.what());
+    }
+    opened_.erase(opened);
   }
+  const ElfPluginView& library = parsed->second;
   // ld.so: an object with DT_RUNPATH is searched through that alone (its DT_RPATH ignored);
   // one without searches its DT_RPATH, then its loaders', then the program's.
   std::string problem;

@@ -3,10 +3,12 @@
 // first in the DT_RPATH directories of the objects that led to it and of the main program
 // (unless the object asking has DT_RUNPATH, then in that), then in /etc/ld.so.cache (every
 // entry for this machine), then in the default directories; each file found is opened through
-// open_system_file (root-owned, not other-writable, root-owned directory chain) and its own
+// a SystemFileOpener (root-owned, not other-writable, root-owned directory chain; each
+// directory chain walked once per resolver), read once from that descriptor, and its own
 // DT_NEEDED (and filters) are checked the same way, at most kMaxDependencyDepth deep. Search
-// directories must be ones only root or we can add files to. Not thread-safe: one resolver
-// per thread (it memoises answers).
+// directories must be ones only root or we can add files to. Not thread-safe. It memoises
+// answers, so make one per check (one per load) and never keep it: every load must look at the
+// live filesystem again.
 #ifndef CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
 #define CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
 
@@ -17,6 +19,9 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "host/plugins/detail/elf_reader.hpp"
+#include "host/plugins/detail/trusted_path.hpp"
 
 namespace ctx::plugins::detail {
 
@@ -57,7 +62,10 @@ class DependencyResolver {
   std::string data_;  // the bytes of /etc/ld.so.cache
   // (soname, path) views into data_ of this machine's entries, in cache order.
   std::vector<std::pair<std::string_view, std::string_view>> cache_;
+  SystemFileOpener opener_;  // walks each directory chain once per check
   std::map<std::string, std::vector<std::string>, std::less<>> resolved_;  // key: dirs + soname
+  std::map<std::string, TrustedFile, std::less<>> opened_;                 // resolved, not yet read
+  std::map<std::string, ElfPluginView, std::less<>> libraries_;  // read: key is the real path
   std::set<std::string, std::less<>> visited_;  // files checked, with their inherited dirs
 };
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "host/core/error.hpp"
@@ -191,20 +192,51 @@ TrustedFile open_trusted_file(std::string_view path, Owners owners, std::string_
 }
 
 TrustedFile open_system_file(std::string_view path, std::string* real) {
+  return SystemFileOpener().open(path, real);
+}
+
+TrustedFile SystemFileOpener::open(std::string_view path, std::string* real) {
   constexpr std::string_view kWhat = "library";
   constexpr Owners kRoot = Owners::kRootOnly;
   if (path.empty() || path.front() != '/') {
     throw UnsafePluginFile(std::string(kWhat) + " path " + std::string(path) + " is not absolute");
   }
-  std::vector<std::string> todo = split(path);
-  std::reverse(todo.begin(), todo.end());
-  std::vector<std::string> names;  // the directory chain reached so far
-  std::vector<UniqueFd> dirs;
-  dirs.push_back(open_root(kRoot, kWhat));
+  const std::vector<std::string> parts = split(path);
+  // Start below the deepest directory of `path` already walked, else at "/".
+  std::size_t first = 0;  // components of `path` consumed by the starting state
+  Walked state;
+  for (std::size_t j = parts.empty() ? 0 : parts.size() - 1; j > 0; --j) {
+    if (const auto it = walked_.find(join(parts, j)); it != walked_.end()) {
+      state = it->second;
+      first = j;
+      break;
+    }
+  }
+  if (first == 0) {
+    if (!root_) root_ = std::make_shared<const UniqueFd>(open_root(kRoot, kWhat));
+    state.dirs.push_back(root_);
+  }
+  // Pending components, next last; `original` marks those of `path` itself (by index), the
+  // others come from symlink targets.
+  struct Part {
+    std::string name;
+    std::size_t original;  // index in `parts`, or kTarget
+  };
+  constexpr std::size_t kTarget = static_cast<std::size_t>(-1);
+  std::vector<Part> todo;
+  for (std::size_t i = parts.size(); i > first; --i) todo.push_back({parts[i - 1], i - 1});
+  std::vector<std::shared_ptr<const UniqueFd>>& dirs = state.dirs;
+  std::vector<std::string>& names = state.names;
   int hops = 0;
   while (!todo.empty()) {
-    const std::string name = std::move(todo.back());
+    // About to take component j of `path` with every earlier one (and its targets) resolved:
+    // the state is that of the directory path parts[0..j).
+    if (const std::size_t j = todo.back().original; j != kTarget && j > first) {
+      walked_.try_emplace(join(parts, j), state);
+    }
+    const Part part = std::move(todo.back());
     todo.pop_back();
+    const std::string& name = part.name;
     if (name == ".") continue;
     if (name == "..") {
       if (dirs.size() > 1) {
@@ -215,7 +247,7 @@ TrustedFile open_system_file(std::string_view path, std::string* real) {
     }
     names.push_back(name);
     const std::string shown = join(names, names.size());
-    const int parent = dirs.back().get();
+    const int parent = dirs.back()->get();
     struct stat st {};
     if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       walk_error(parent, name, shown, errno, kWhat);
@@ -234,15 +266,15 @@ TrustedFile open_system_file(std::string_view path, std::string* real) {
         dirs.resize(1);
         names.clear();
       }
-      std::vector<std::string> more = split(target);
-      todo.insert(todo.end(), more.rbegin(), more.rend());
+      const std::vector<std::string> more = split(target);
+      for (auto it = more.rbegin(); it != more.rend(); ++it) todo.push_back({*it, kTarget});
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
       UniqueFd next(::openat(parent, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!next) walk_error(parent, name, shown, errno, kWhat);
       check_dir(next.get(), shown, kRoot, kWhat);
-      dirs.push_back(std::move(next));
+      dirs.push_back(std::make_shared<const UniqueFd>(std::move(next)));
       continue;
     }
     if (!todo.empty()) {
@@ -256,7 +288,6 @@ TrustedFile open_system_file(std::string_view path, std::string* real) {
       throw SystemError("cannot stat " + shown + ": " + errno_text(errno));
     }
     check_file(out.st, shown, kRoot, kWhat);
-    out.dir = std::move(dirs.back());
     out.name = name;
     if (real != nullptr) *real = shown;
     return out;

@@ -8,8 +8,11 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/plugins/detail/unique_fd.hpp"
 
@@ -50,7 +53,36 @@ TrustedFile open_trusted_file(std::string_view path, Owners owners, std::string_
 // does, but every directory visited — including the ones holding the symlinks — and the file
 // must be root-owned and not writable by others. Returns the fd and, in `real`, the resolved
 // path. Errors: as above; PluginFileNotFound when a component does not exist.
+// Same as SystemFileOpener().open(path, real).
 TrustedFile open_system_file(std::string_view path, std::string* real);
+
+// open_system_file for many files in one check: each directory it walks and checks (from "/",
+// symlinks resolved, ownership and mode checked once) is remembered under the path that
+// reached it, with its O_PATH descriptor, and a later file below the same directory path
+// starts from there instead of walking from "/" again; files are always opened and checked
+// anew. Holds those descriptors for its own lifetime only: make one per check and never keep
+// it across loads (a later load must see the live filesystem). Remembering is sound within a
+// check because a directory that passed is root-owned and not writable by others (or sticky):
+// only root can change its mode, owner or entries (sticky: not root's entries), and the
+// descriptor keeps naming the directory that was checked. TrustedFile::dir is left empty.
+// Not thread-safe.
+class SystemFileOpener {
+ public:
+  SystemFileOpener() = default;
+  SystemFileOpener(const SystemFileOpener&) = delete;
+  SystemFileOpener& operator=(const SystemFileOpener&) = delete;
+
+  // Errors: as open_system_file.
+  TrustedFile open(std::string_view path, std::string* real);
+
+ private:
+  struct Walked {
+    std::vector<std::shared_ptr<const UniqueFd>> dirs;  // "/" first, then each directory
+    std::vector<std::string> names;                     // the real path's components
+  };
+  std::shared_ptr<const UniqueFd> root_;
+  std::map<std::string, Walked, std::less<>> walked_;  // key: a directory path as written
+};
 
 }  // namespace ctx::plugins::detail
 
