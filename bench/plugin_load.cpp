@@ -9,16 +9,25 @@
 //                               validate; then release (dlclose, memfd closed).
 //   BM_RawSha256AndDlopen/<MiB> read the file + OpenSSL SHA-256 of the same bytes + one plain
 //                               dlopen/dlsym/dlclose of the original path.
+//   BM_RawIntoMemfd/<MiB>       the floor of any memfd design: BM_RawSha256AndDlopen, but each
+//                               buffer read is also written into a fresh memfd, which is sealed
+//                               and dlopened through /proc/self/fd/N instead of the path, then
+//                               closed (the kernel allocates, fills and frees its shmem pages).
+//                               No directory walk, ELF, dependency or note checks, no
+//                               negotiation, one thread.
 //   BM_Verify100                `ctx plugin verify` (in process, without --load) of a lock with
 //                               100 pinned 1 MiB plugins.
 //   BM_Hash100                  read + SHA-256 of those 100 files.
 // Prints `ratio plugin_load/raw 1MiB: X`, `ratio plugin_load/raw 16MiB: X` (targets <= 1.25)
 // and `ratio verify100/hash: X` (target <= 2), from the fastest repetition's real time; also
-// `ratio plugin_load/raw cpu <N>MiB: X` from CPU time, for information.
+// `ratio plugin_load/raw cpu <N>MiB: X` from CPU time, and `ratio memfd_floor/raw cpu <N>MiB: X`
+// and `ratio plugin_load/memfd_floor cpu <N>MiB: X` (how far the floor is from raw, and the
+// loader from the floor), for information.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
@@ -200,6 +209,47 @@ void BM_RawSha256AndDlopen(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(fs::file_size(file)));
 }
 
+void BM_RawIntoMemfd(benchmark::State& state) {
+  const char* file = plugin_file(state.range(0));
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  std::vector<char> buffer(256 * 1024);
+  unsigned char digest[32];
+  for (auto _ : state) {
+    const int memfd = ::memfd_create("ctx-bench-floor", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    const int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+    if (memfd < 0 || fd < 0) {
+      state.SkipWithError("cannot open the plugin or create a memfd");
+      break;
+    }
+    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+    bool written = true;
+    for (ssize_t n; (n = ::read(fd, buffer.data(), buffer.size())) > 0;) {
+      EVP_DigestUpdate(ctx, buffer.data(), static_cast<std::size_t>(n));
+      written = written && ::write(memfd, buffer.data(), static_cast<std::size_t>(n)) == n;
+    }
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx, digest, &len);
+    ::close(fd);
+    if (!written || ::fcntl(memfd, F_ADD_SEALS,
+                            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+      state.SkipWithError("cannot fill or seal the memfd");
+      break;
+    }
+    const std::string name = "/proc/self/fd/" + std::to_string(memfd);
+    void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      state.SkipWithError(::dlerror());
+      break;
+    }
+    benchmark::DoNotOptimize(::dlsym(handle, "ctx_plugin_entry"));
+    ::dlclose(handle);
+    ::close(memfd);
+    benchmark::DoNotOptimize(digest);
+  }
+  EVP_MD_CTX_free(ctx);
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(fs::file_size(file)));
+}
+
 void BM_Sha256InMemory(benchmark::State& state) {
   const std::string bytes = read_file(plugin_file(state.range(0)));
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -219,6 +269,7 @@ BENCHMARK(BM_RawSha256AndDlopen)
     ->Arg(16)
     ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RawIntoMemfd)->Arg(1)->Arg(16)->MeasureProcessCPUTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Sha256InMemory)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Verify100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Hash100)->Unit(benchmark::kMillisecond);
@@ -281,6 +332,20 @@ int main(int argc, char** argv) {
     if (x != best.end() && y != best.end() && y->second.cpu_ns > 0) {
       std::printf("ratio plugin_load/raw cpu %sMiB: %.3f\n", mib,
                   x->second.cpu_ns / y->second.cpu_ns);
+    }
+  }
+  for (const char* mib : {"1", "16"}) {
+    const auto x = best.find(std::string("BM_PinnedLoad/") + mib);
+    const auto y = best.find(std::string("BM_RawSha256AndDlopen/") + mib);
+    const auto f = best.find(std::string("BM_RawIntoMemfd/") + mib);
+    if (f == best.end() || f->second.cpu_ns <= 0) continue;
+    if (y != best.end() && y->second.cpu_ns > 0) {
+      std::printf("ratio memfd_floor/raw cpu %sMiB: %.3f\n", mib,
+                  f->second.cpu_ns / y->second.cpu_ns);
+    }
+    if (x != best.end()) {
+      std::printf("ratio plugin_load/memfd_floor cpu %sMiB: %.3f\n", mib,
+                  x->second.cpu_ns / f->second.cpu_ns);
     }
   }
   if (const double r = ratio("BM_Verify100", "BM_Hash100"); r > 0) {
