@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
+#include "host/core/time.hpp"
 #include "host/runtime/catalog/catalog_input_authority.hpp"
 #include "host/runtime/service/managed_service.hpp"
 
@@ -156,6 +157,8 @@ class StateService {
 
   const CatalogVocabulary& vocabulary() const noexcept { return authority_->vocabulary(); }
   const std::string& installation_key() const noexcept { return key_; }
+  // The trusted clock every decision of this service reads (consent expiry included).
+  const core::Clock& clock() const noexcept { return *clock_; }
   const StatePaths& paths() const noexcept { return paths_; }
   const ImportedCatalog& catalog() const noexcept { return *catalog_; }
   ManagedQueryService& service() noexcept { return *service_; }

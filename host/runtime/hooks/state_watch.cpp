@@ -1,9 +1,11 @@
 #include "host/runtime/hooks/state_watch.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -42,15 +44,16 @@ std::int64_t nanoseconds(const timespec& t) {
   return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-// Appends `path`'s identity and stat fields; returns the stat (nullopt: missing). A file changed
-// less than kRacyNs before `now_ns` makes the capture racy: a file system whose timestamps are
-// coarse (one clock tick) could change it again within the same tick, leaving the same fields.
-std::optional<struct stat> add_signature(const fs::path& path, std::int64_t now_ns, bool& racy,
-                                         std::string& out) {
-  out += path.native();
+// Appends `name`'s identity and stat fields (`name` relative to the directory `at`, or absolute
+// with AT_FDCWD); returns the stat (nullopt: missing). A file changed less than kRacyNs before
+// `now_ns` makes the capture racy: a file system whose timestamps are coarse (one clock tick)
+// could change it again within the same tick, leaving the same fields.
+std::optional<struct stat> add_signature(int at, const std::string& name, std::int64_t now_ns,
+                                         bool& racy, std::string& out) {
+  out += name;
   out.push_back('\0');
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
+  if (::fstatat(at, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT && errno != ENOTDIR) {
       throw SystemError("cannot stat a state file: " + std::string(std::strerror(errno)));
     }
@@ -72,12 +75,17 @@ std::optional<struct stat> add_signature(const fs::path& path, std::int64_t now_
   return st;
 }
 
-// The names in `dir`, sorted ("." and ".." left out); empty when it cannot be listed (its own
-// signature, taken by the caller, records why).
-std::vector<std::string> list_directory(const fs::path& dir) {
+// The names in `dir` (relative to the directory `at`), sorted ("." and ".." left out); empty
+// when it cannot be listed (its own signature, taken by the caller, records why).
+std::vector<std::string> list_directory(int at, const std::string& dir) {
   std::vector<std::string> names;
-  DIR* handle = ::opendir(dir.c_str());
-  if (handle == nullptr) return names;
+  const int fd = ::openat(at, dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return names;
+  DIR* handle = ::fdopendir(fd);
+  if (handle == nullptr) {
+    ::close(fd);
+    return names;
+  }
   while (const dirent* entry = ::readdir(handle)) {
     const std::string_view name = entry->d_name;
     if (name == "." || name == "..") continue;
@@ -96,9 +104,9 @@ StateWatch::StateWatch(fs::path state_dir) : state_dir_(std::move(state_dir)) {
 
 StateWatch::~StateWatch() = default;
 
-void StateWatch::add_database(const fs::path& path, bool wait, std::string& out) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // the signature says so
+void StateWatch::add_database(const fs::path& path, const struct stat& st, bool wait,
+                              std::string& out) {
+  if (!S_ISREG(st.st_mode)) return;  // its signature says so
   std::string identity;
   put(identity, st.st_dev);
   put(identity, st.st_ino);
@@ -117,8 +125,8 @@ void StateWatch::add_database(const fs::path& path, bool wait, std::string& out)
   put(out, statement->integer(0));
 }
 
-std::vector<std::string> StateWatch::listing(const fs::path& dir, const struct stat& st,
-                                             std::int64_t now_ns) {
+std::vector<std::string> StateWatch::listing(int root, const std::string& dir,
+                                             const struct stat& st, std::int64_t now_ns) {
   // A directory's names change only with its mtime (and ctime); a recent one is listed afresh.
   std::string identity;
   put(identity, st.st_dev);
@@ -132,17 +140,38 @@ std::vector<std::string> StateWatch::listing(const fs::path& dir, const struct s
       std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) <= now_ns - kRacyNs;
   if (settled) {
     const std::lock_guard lock(listings_mutex_);
-    if (const auto it = listings_.find(dir.native());
-        it != listings_.end() && it->second.first == identity) {
+    if (const auto it = listings_.find(dir); it != listings_.end() && it->second.first == identity) {
       return it->second.second;
     }
   }
-  std::vector<std::string> names = list_directory(dir);
+  std::vector<std::string> names = list_directory(root, dir);
   if (settled) {
     const std::lock_guard lock(listings_mutex_);
-    listings_[dir.native()] = {std::move(identity), names};
+    listings_[dir] = {std::move(identity), names};
   }
   return names;
+}
+
+std::shared_ptr<const StateWatch::Root> StateWatch::root(const struct stat& st) {
+  const std::lock_guard lock(listings_mutex_);
+  if (!root_ || root_->device != st.st_dev || root_->inode != st.st_ino) {
+    // The state dir, by path, is another directory than the one held (or none is yet): hold it.
+    auto fresh = std::make_shared<Root>();
+    fresh->fd = ::open(state_dir_.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat held {};
+    if (fresh->fd < 0 || ::fstat(fresh->fd, &held) != 0) {
+      throw SystemError("cannot open the state directory: " + std::string(std::strerror(errno)));
+    }
+    fresh->device = held.st_dev;
+    fresh->inode = held.st_ino;
+    root_ = std::move(fresh);
+    listings_.clear();
+  }
+  return root_;
+}
+
+StateWatch::Root::~Root() {
+  if (fd >= 0) ::close(fd);
 }
 
 std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files, bool wait) {
@@ -152,24 +181,40 @@ std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& file
   bool racy = false;
   std::string out;
   out.reserve(4096);
-  const auto state = add_signature(state_dir_, now_ns, racy, out);
+  const auto state = add_signature(AT_FDCWD, state_dir_.native(), now_ns, racy, out);
   if (!state || !S_ISDIR(state->st_mode)) return std::nullopt;
-  std::vector<std::string> databases;
-  for (const std::string& top : listing(state_dir_, *state, now_ns)) {
+  // Entries are stat'ed relative to the state dir held open (no path walk from / per entry);
+  // it is the directory the path names now, or the capture differs (its signature above).
+  const auto held = root(*state);
+  if (held->device != state->st_dev || held->inode != state->st_ino) return std::nullopt;
+  const int at = held->fd;
+  std::vector<std::pair<std::string, struct stat>> databases;  // name in service/, its stat
+  std::string name_path;
+  for (const std::string& top : listing(at, ".", *state, now_ns)) {
     if (is_sqlite_sidecar(top)) continue;
-    const fs::path top_path = state_dir_ / top;
-    const auto st = add_signature(top_path, now_ns, racy, out);
+    const auto st = add_signature(at, top, now_ns, racy, out);
     if (!st || !S_ISDIR(st->st_mode)) continue;
-    for (const std::string& name : listing(top_path, *st, now_ns)) {
+    for (const std::string& name : listing(at, top, *st, now_ns)) {
       if (is_sqlite_sidecar(name)) continue;
       if (top == "registry" && name == "artifacts") continue;
       bool db_racy = false;  // a database's content is what its data version reports on
       const bool database = top == "service" && ends_with(name, ".sqlite3");
-      add_signature(top_path / name, now_ns, database ? db_racy : racy, out);
-      if (database) databases.push_back(name);
+      name_path.assign(top).append("/").append(name);
+      const auto entry = add_signature(at, name_path, now_ns, database ? db_racy : racy, out);
+      if (database && entry) databases.emplace_back(name, *entry);
     }
   }
-  for (const fs::path& file : files) add_signature(file, now_ns, racy, out);
+  // A file inside the state dir is stat'ed relative to it too.
+  const std::string_view prefix = state_dir_.native();
+  for (const fs::path& file : files) {
+    const std::string_view path = file.native();
+    if (path.size() > prefix.size() + 1 && path.substr(0, prefix.size()) == prefix &&
+        path[prefix.size()] == '/') {
+      add_signature(at, std::string(path.substr(prefix.size() + 1)), now_ns, racy, out);
+    } else {
+      add_signature(AT_FDCWD, file.native(), now_ns, racy, out);
+    }
+  }
   // Probes of databases that are gone are closed; the others report their data version (each
   // connection is used by one thread at a time: the stat calls above run unlocked).
   std::unique_lock lock(mutex_, std::defer_lock);
@@ -179,7 +224,8 @@ std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& file
     return std::nullopt;
   }
   for (auto it = probes_.begin(); it != probes_.end();) {
-    if (std::find(databases.begin(), databases.end(), it->first) == databases.end()) {
+    if (std::none_of(databases.begin(), databases.end(),
+                     [&](const auto& database) { return database.first == it->first; })) {
       it = probes_.erase(it);
     } else {
       ++it;
@@ -188,8 +234,8 @@ std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& file
   // (Opened even for a racy capture: while they are open, the stores' own connections never
   // are the last, so SQLite stops creating and deleting sidecars in service/ on every open.)
   try {
-    for (const std::string& name : databases) {
-      add_database(state_dir_ / "service" / name, wait, out);
+    for (const auto& [name, st] : databases) {
+      add_database(state_dir_ / "service" / name, st, wait, out);
     }
   } catch (const engine::StoreBusy&) {
     if (wait) throw;

@@ -58,16 +58,33 @@ class StateWatch {
     std::uint64_t generation = 0;
     std::unique_ptr<store::Database> db;
   };
-  void add_database(const std::filesystem::path& path, bool wait, std::string& out);
-  // The names in `dir` (stat `st`), remembered while its stat fields stay the same.
-  std::vector<std::string> listing(const std::filesystem::path& dir, const struct stat& st,
+  // The state directory held open (O_PATH), and its identity when it was opened.
+  struct Root {
+    int fd = -1;
+    dev_t device = 0;
+    ino_t inode = 0;
+    Root() = default;
+    Root(const Root&) = delete;
+    Root& operator=(const Root&) = delete;
+    ~Root();
+  };
+  // Appends the data version of the database at `path` (stat `st`, taken by this capture).
+  void add_database(const std::filesystem::path& path, const struct stat& st, bool wait,
+                    std::string& out);
+  // The names in `dir` (relative to `root`; stat `st`), remembered while its stat fields stay
+  // the same.
+  std::vector<std::string> listing(int root, const std::string& dir, const struct stat& st,
                                    std::int64_t now_ns);
+  // The held state directory; reopened when `st` (the state dir's path, stat'ed now) names
+  // another one. Errors: SystemError.
+  std::shared_ptr<const Root> root(const struct stat& st);
 
   std::filesystem::path state_dir_;
   std::mutex mutex_;
   std::uint64_t generations_ = 0;            // GUARDED_BY(mutex_)
   std::map<std::string, Probe> probes_;      // GUARDED_BY(mutex_), by file name in service/
   std::mutex listings_mutex_;
+  std::shared_ptr<const Root> root_;  // GUARDED_BY(listings_mutex_)
   // directory -> (its stat identity, its sorted names)
   std::map<std::string, std::pair<std::string, std::vector<std::string>>> listings_;  // GUARDED_BY
 };
