@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/file_bytes.hpp"
 #include "tests/host/cli/process_runner.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -22,6 +23,7 @@ namespace ctx::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using ctx::testing::read_file;
 using ctx::testing::ProcessResult;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
@@ -32,12 +34,6 @@ using Json = nlohmann::json;
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
 constexpr const char* kMarker = "quokkazebramarker";
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 ProcessResult ctx_process(std::vector<std::string> args, const fs::path& state,
                           const std::string& input) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/file_bytes.hpp"
 #include "tests/host/cli/process_runner.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -17,6 +18,7 @@ namespace ctx::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using ctx::testing::read_file;
 using ctx::testing::ProcessResult;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
@@ -26,12 +28,6 @@ using Json = nlohmann::json;
 
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Every regular file of `dir` and its bytes.
 std::map<std::string, std::string> snapshot(const fs::path& dir) {

@@ -18,10 +18,13 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/server/server.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/host/server/rpc_client.hpp"
 
 namespace ctx::server {
 namespace {
+
+using ctx::testing::read_file;
 
 using testing::RpcClient;
 using testing::TempStateDir;
@@ -57,12 +60,6 @@ int wait_exit(pid_t pid) {
   return status;
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // SIGTERM while 8 clients keep sending `request(client, i)`: every request written in full before
 // the signal is answered, the exit status is 0, the socket is gone, and there is one JSON log
