@@ -140,7 +140,8 @@ std::vector<std::string> StateWatch::listing(int root, const std::string& dir,
       std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) <= now_ns - kRacyNs;
   if (settled) {
     const std::lock_guard lock(listings_mutex_);
-    if (const auto it = listings_.find(dir); it != listings_.end() && it->second.first == identity) {
+    const auto it = listings_.find(dir);
+    if (it != listings_.end() && it->second.first == identity) {
       return it->second.second;
     }
   }
