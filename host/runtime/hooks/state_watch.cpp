@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
+#include <iterator>
 #include <utility>
 
 #include "host/core/error.hpp"
@@ -24,12 +27,17 @@ namespace fs = std::filesystem;
 constexpr int kProbeBusyTimeoutMs = 5000;
 // Changes this recent are not trusted to show in stat fields (see add_signature).
 constexpr std::int64_t kRacyNs = 50'000'000;
+// What a watched directory reports: anything but reads, opens and closes.
+constexpr std::uint32_t kWatchMask = IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE |
+                                     IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
+                                     IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
 
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// SQLite's sidecars: their content is what data_version reports on.
+// SQLite's sidecars: their content is what data_version reports on (and the stores re-secure
+// their modes on every open).
 bool is_sqlite_sidecar(std::string_view name) {
   return ends_with(name, ".sqlite3-wal") || ends_with(name, ".sqlite3-shm") ||
          ends_with(name, ".sqlite3-journal");
@@ -44,21 +52,19 @@ std::int64_t nanoseconds(const timespec& t) {
   return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-// Appends `name`'s identity and stat fields (`name` relative to the directory `at`, or absolute
-// with AT_FDCWD); returns the stat (nullopt: missing). A file changed less than kRacyNs before
-// `now_ns` makes the capture racy: a file system whose timestamps are coarse (one clock tick)
-// could change it again within the same tick, leaving the same fields.
-std::optional<struct stat> add_signature(int at, const std::string& name, std::int64_t now_ns,
-                                         bool& racy, std::string& out) {
-  out += name;
+// Appends `path`'s identity and stat fields. A file changed less than kRacyNs before `now_ns`
+// makes the capture racy: a file system whose timestamps are coarse (one clock tick) could
+// change it again within the same tick, leaving the same fields.
+void add_signature(const fs::path& path, std::int64_t now_ns, bool& racy, std::string& out) {
+  out += path.native();
   out.push_back('\0');
   struct stat st {};
-  if (::fstatat(at, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+  if (::lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT && errno != ENOTDIR) {
       throw SystemError("cannot stat a state file: " + std::string(std::strerror(errno)));
     }
     out.push_back('-');
-    return std::nullopt;
+    return;
   }
   out.push_back('+');
   put(out, st.st_dev);
@@ -72,24 +78,23 @@ std::optional<struct stat> add_signature(int at, const std::string& name, std::i
   put(out, st.st_mode);
   put(out, st.st_nlink);
   if (std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) > now_ns - kRacyNs) racy = true;
-  return st;
 }
 
-// The names in `dir` (relative to the directory `at`), sorted ("." and ".." left out); empty
-// when it cannot be listed (its own signature, taken by the caller, records why).
-std::vector<std::string> list_directory(int at, const std::string& dir) {
+// The subdirectories of `dir` (symlinks are not followed), sorted.
+std::vector<std::string> subdirectories(const fs::path& dir) {
   std::vector<std::string> names;
-  const int fd = ::openat(at, dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return names;
-  DIR* handle = ::fdopendir(fd);
-  if (handle == nullptr) {
-    ::close(fd);
-    return names;
-  }
+  DIR* handle = ::opendir(dir.c_str());
+  if (handle == nullptr) return names;
   while (const dirent* entry = ::readdir(handle)) {
     const std::string_view name = entry->d_name;
     if (name == "." || name == "..") continue;
-    names.emplace_back(name);
+    bool directory = entry->d_type == DT_DIR;
+    if (entry->d_type == DT_UNKNOWN) {
+      struct stat st {};
+      directory = ::fstatat(::dirfd(handle), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                  S_ISDIR(st.st_mode);
+    }
+    if (directory) names.emplace_back(name);
   }
   ::closedir(handle);
   std::sort(names.begin(), names.end());
@@ -98,26 +103,106 @@ std::vector<std::string> list_directory(int at, const std::string& dir) {
 
 }  // namespace
 
-StateWatch::StateWatch(fs::path state_dir) : state_dir_(std::move(state_dir)) {
+StateWatch::StateWatch(fs::path state_dir)
+    : state_dir_(std::move(state_dir)), owner_pid_(::getpid()) {
   if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
 }
 
-StateWatch::~StateWatch() = default;
+StateWatch::~StateWatch() {
+  if (watches_.fd >= 0 && ::getpid() == owner_pid_) ::close(watches_.fd);
+}
 
-void StateWatch::add_database(const fs::path& path, const struct stat& st, bool wait,
-                              std::string& out) {
-  if (!S_ISREG(st.st_mode)) return;  // its signature says so
-  std::string identity;
-  put(identity, st.st_dev);
-  put(identity, st.st_ino);
-  Probe& probe = probes_[path.filename().string()];
-  if (!probe.db || probe.identity != identity) {
-    probe.db.reset();
-    probe.db = std::make_unique<store::Database>(path, store::Database::Mode::kReadWrite,
-                                                 kProbeBusyTimeoutMs);
-    probe.identity = std::move(identity);
-    probe.generation = ++generations_;
+void StateWatch::watch_layout() {
+  // The watches are set before the directories' entries are read, so a change after this is
+  // queued; one before it has already moved the generation (it is why the layout is re-read).
+  const auto watch = [&](const fs::path& dir) {
+    return ::inotify_add_watch(watches_.fd, dir.c_str(), kWatchMask) >= 0;
+  };
+  watches_.complete = watch(state_dir_);
+  for (const std::string& top : subdirectories(state_dir_)) {
+    const fs::path top_path = state_dir_ / top;
+    if (!watch(top_path)) watches_.complete = false;
+    for (const std::string& name : subdirectories(top_path)) {
+      if (top == "registry" && name == "artifacts") continue;
+      if (!watch(top_path / name)) watches_.complete = false;
+    }
   }
+  // Probes follow the databases now in service/ (a replaced file gets a new connection).
+  std::vector<std::string> databases;
+  if (DIR* handle = ::opendir((state_dir_ / "service").c_str())) {
+    while (const dirent* entry = ::readdir(handle)) {
+      const std::string_view name = entry->d_name;
+      if (ends_with(name, ".sqlite3")) databases.emplace_back(name);
+    }
+    ::closedir(handle);
+  }
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    const bool present =
+        std::find(databases.begin(), databases.end(), it->first) != databases.end();
+    it = present ? std::next(it) : probes_.erase(it);
+  }
+  for (const std::string& name : databases) {
+    const fs::path path = state_dir_ / "service" / name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      probes_.erase(name);
+      continue;
+    }
+    std::string identity;
+    put(identity, st.st_dev);
+    put(identity, st.st_ino);
+    Probe& probe = probes_[name];
+    if (!probe.db || probe.identity != identity) {
+      probe.db.reset();
+      probe.db = std::make_unique<store::Database>(path, store::Database::Mode::kReadWrite,
+                                                   kProbeBusyTimeoutMs);
+      probe.identity = std::move(identity);
+      probe.generation = ++generations_;
+    }
+  }
+}
+
+bool StateWatch::refresh_watches(const struct stat& state) {
+  if (watches_.fd < 0 || watches_.device != state.st_dev || watches_.inode != state.st_ino) {
+    // First use, or the state dir's path names another directory now: watch that one afresh.
+    if (watches_.fd >= 0) ::close(watches_.fd);
+    watches_.fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (watches_.fd < 0) return false;
+    watches_.device = state.st_dev;
+    watches_.inode = state.st_ino;
+    watches_.complete = false;
+    ++watches_.generation;
+  }
+  alignas(inotify_event) char buffer[8192];
+  bool changed = false;
+  for (;;) {
+    const ssize_t n = ::read(watches_.fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n <= 0) {  // the instance is unusable: start again next time
+      ::close(watches_.fd);
+      watches_.fd = -1;
+      return false;
+    }
+    for (ssize_t at = 0; at < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      // A sidecar's changes are its database's (its data version); anything else is a change,
+      // a full queue (IN_Q_OVERFLOW) or a removed watch (IN_IGNORED) included.
+      const bool overflow = (event->mask & IN_Q_OVERFLOW) != 0;
+      if (event->len > 0 && !overflow && is_sqlite_sidecar(event->name)) continue;
+      changed = true;
+    }
+  }
+  if (changed) {
+    ++watches_.generation;
+    watches_.complete = false;
+  }
+  if (!watches_.complete) watch_layout();
+  return watches_.complete;
+}
+
+void StateWatch::add_database(Probe& probe, bool wait, std::string& out) {
   ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
   auto statement = probe.db->cached("PRAGMA data_version");
   if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
@@ -125,119 +210,32 @@ void StateWatch::add_database(const fs::path& path, const struct stat& st, bool 
   put(out, statement->integer(0));
 }
 
-std::vector<std::string> StateWatch::listing(int root, const std::string& dir,
-                                             const struct stat& st, std::int64_t now_ns) {
-  // A directory's names change only with its mtime (and ctime); a recent one is listed afresh.
-  std::string identity;
-  put(identity, st.st_dev);
-  put(identity, st.st_ino);
-  put(identity, st.st_size);
-  put(identity, st.st_mtim.tv_sec);
-  put(identity, st.st_mtim.tv_nsec);
-  put(identity, st.st_ctim.tv_sec);
-  put(identity, st.st_ctim.tv_nsec);
-  const bool settled =
-      std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) <= now_ns - kRacyNs;
-  if (settled) {
-    const std::lock_guard lock(listings_mutex_);
-    const auto it = listings_.find(dir);
-    if (it != listings_.end() && it->second.first == identity) {
-      return it->second.second;
-    }
-  }
-  std::vector<std::string> names = list_directory(root, dir);
-  if (settled) {
-    const std::lock_guard lock(listings_mutex_);
-    listings_[dir] = {std::move(identity), names};
-  }
-  return names;
-}
-
-std::shared_ptr<const StateWatch::Root> StateWatch::root(const struct stat& st) {
-  const std::lock_guard lock(listings_mutex_);
-  if (!root_ || root_->device != st.st_dev || root_->inode != st.st_ino) {
-    // The state dir, by path, is another directory than the one held (or none is yet): hold it.
-    auto fresh = std::make_shared<Root>();
-    fresh->fd = ::open(state_dir_.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat held {};
-    if (fresh->fd < 0 || ::fstat(fresh->fd, &held) != 0) {
-      throw SystemError("cannot open the state directory: " + std::string(std::strerror(errno)));
-    }
-    fresh->device = held.st_dev;
-    fresh->inode = held.st_ino;
-    root_ = std::move(fresh);
-    listings_.clear();
-  }
-  return root_;
-}
-
-StateWatch::Root::~Root() {
-  if (fd >= 0) ::close(fd);
-}
-
 std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files, bool wait) {
-  timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const std::int64_t now_ns = nanoseconds(now);
-  bool racy = false;
-  std::string out;
-  out.reserve(4096);
-  const auto state = add_signature(AT_FDCWD, state_dir_.native(), now_ns, racy, out);
-  if (!state || !S_ISDIR(state->st_mode)) return std::nullopt;
-  // Entries are stat'ed relative to the state dir held open (no path walk from / per entry);
-  // it is the directory the path names now, or the capture differs (its signature above).
-  const auto held = root(*state);
-  if (held->device != state->st_dev || held->inode != state->st_ino) return std::nullopt;
-  const int at = held->fd;
-  std::vector<std::pair<std::string, struct stat>> databases;  // name in service/, its stat
-  std::string name_path;
-  for (const std::string& top : listing(at, ".", *state, now_ns)) {
-    if (is_sqlite_sidecar(top)) continue;
-    const auto st = add_signature(at, top, now_ns, racy, out);
-    if (!st || !S_ISDIR(st->st_mode)) continue;
-    for (const std::string& name : listing(at, top, *st, now_ns)) {
-      if (is_sqlite_sidecar(name)) continue;
-      if (top == "registry" && name == "artifacts") continue;
-      bool db_racy = false;  // a database's content is what its data version reports on
-      const bool database = top == "service" && ends_with(name, ".sqlite3");
-      name_path.assign(top).append("/").append(name);
-      const auto entry = add_signature(at, name_path, now_ns, database ? db_racy : racy, out);
-      if (database && entry) databases.emplace_back(name, *entry);
-    }
-  }
-  // A file inside the state dir is stat'ed relative to it too.
-  const std::string_view prefix = state_dir_.native();
-  for (const fs::path& file : files) {
-    const std::string_view path = file.native();
-    if (path.size() > prefix.size() + 1 && path.substr(0, prefix.size()) == prefix &&
-        path[prefix.size()] == '/') {
-      add_signature(at, std::string(path.substr(prefix.size() + 1)), now_ns, racy, out);
-    } else {
-      add_signature(AT_FDCWD, file.native(), now_ns, racy, out);
-    }
-  }
-  // Probes of databases that are gone are closed; the others report their data version (each
-  // connection is used by one thread at a time: the stat calls above run unlocked).
+  if (::getpid() != owner_pid_) return std::nullopt;  // the watches and probes are the parent's
   std::unique_lock lock(mutex_, std::defer_lock);
   if (wait) {
     lock.lock();
   } else if (!lock.try_lock()) {
     return std::nullopt;
   }
-  for (auto it = probes_.begin(); it != probes_.end();) {
-    if (std::none_of(databases.begin(), databases.end(),
-                     [&](const auto& database) { return database.first == it->first; })) {
-      it = probes_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  // (Opened even for a racy capture: while they are open, the stores' own connections never
-  // are the last, so SQLite stops creating and deleting sidecars in service/ on every open.)
+  timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const std::int64_t now_ns = nanoseconds(now);
+  struct stat state {};
+  if (::lstat(state_dir_.c_str(), &state) != 0 || !S_ISDIR(state.st_mode)) return std::nullopt;
+  if (!refresh_watches(state)) return std::nullopt;
+  std::string out;
+  out.reserve(256);
+  put(out, state.st_dev);
+  put(out, state.st_ino);
+  put(out, watches_.generation);
+  bool racy = false;
+  for (const fs::path& file : files) add_signature(file, now_ns, racy, out);
+  // (Probes are opened even for a racy capture: while they are open, the stores' own
+  // connections never are the last, so SQLite stops creating and deleting sidecars in service/
+  // on every open.)
   try {
-    for (const auto& [name, st] : databases) {
-      add_database(state_dir_ / "service" / name, st, wait, out);
-    }
+    for (auto& [name, probe] : probes_) add_database(probe, wait, out);
   } catch (const engine::StoreBusy&) {
     if (wait) throw;
     return std::nullopt;
