@@ -255,8 +255,7 @@ std::optional<HookResponse> HookRunner::remembered(const HookRequest& request, b
   // A reply naming a consent challenge holds only while the challenge is well before expiry.
   if (!known || (known->until && !(service->clock().now() < *known->until))) return std::nullopt;
   try {
-    if (const auto now = watch_.capture(known->sources, wait);
-        now && *now == known->fingerprint) {
+    if (const auto now = watch_.capture(known->sources, wait); now && *now == known->fingerprint) {
       ++exact_retry_replies_;
       return HookResponse{std::move(known->reply)};
     }

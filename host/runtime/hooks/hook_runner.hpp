@@ -15,8 +15,9 @@
 //   6. on a UserPromptSubmit whose ready plan selects skills that need an install, the first
 //      of them (the plan's order, as ctx demo chooses) is chosen for the user
 //      (StateService::set_first_desired, the default logical choice id: an exact retry commits
-//      nothing new and gets the same challenge; a query with another desired set is left alone); a typed failure of that choice (busy, conflict, superseded)
-//      only leaves it out of the reply, data loss propagates;
+//      nothing new and gets the same challenge; a query with another desired set is left alone); a
+//      typed failure of that choice (busy, conflict, superseded) only leaves it out of the reply,
+//      data loss propagates;
 //   7. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
 //      "challenge" (the choice's consent challenge, else the plan's), "installed" (what the
 //      choice installed without a challenge under a preapproved-auto policy)} → the reply text.

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <string_view>
 #include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "host/core/error.hpp"
@@ -28,9 +28,9 @@ constexpr int kProbeBusyTimeoutMs = 5000;
 // Changes this recent are not trusted to show in stat fields (see add_signature).
 constexpr std::int64_t kRacyNs = 50'000'000;
 // What a watched directory reports: anything but reads, opens and closes.
-constexpr std::uint32_t kWatchMask = IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE |
-                                     IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
-                                     IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
+constexpr std::uint32_t kWatchMask = IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                     IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |
+                                     IN_DONT_FOLLOW;
 
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
@@ -218,7 +218,7 @@ std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& file
   } else if (!lock.try_lock()) {
     return std::nullopt;
   }
-  timespec now {};
+  timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const std::int64_t now_ns = nanoseconds(now);
   struct stat state {};

@@ -782,9 +782,9 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
     // row is canonical text, where a string has one spelling): each such row is authenticated
     // and compared exactly, without reading and authenticating every row of the store.
     const auto& correlation = decision_event.correlation_id();
-    auto same_plan = impl_->db->prepare(
-        "SELECT " + std::string(kQueryColumns) + " FROM managed_queries" +
-        (correlation ? " WHERE instr(registration_json, ?)" : ""));
+    auto same_plan =
+        impl_->db->prepare("SELECT " + std::string(kQueryColumns) + " FROM managed_queries" +
+                           (correlation ? " WHERE instr(registration_json, ?)" : ""));
     if (correlation) same_plan.bind(1, "\"correlation_id\":" + cjson(*correlation));
     while (same_plan.step()) {
       const auto other = impl_->read_query_shared(same_plan);

@@ -5,26 +5,26 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <filesystem>
 #include <fstream>
-#include <barrier>
 #include <memory>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "tests/support/file_bytes.hpp"
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using ctx::testing::read_file;
 using ctx::testing::ProcessResult;
+using ctx::testing::read_file;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
 using ::testing::HasSubstr;
@@ -33,7 +33,6 @@ using Json = nlohmann::json;
 
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
 constexpr const char* kMarker = "quokkazebramarker";
-
 
 ProcessResult ctx_process(std::vector<std::string> args, const fs::path& state,
                           const std::string& input) {

@@ -9,23 +9,22 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/file_bytes.hpp"
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using ctx::testing::read_file;
 using ctx::testing::ProcessResult;
+using ctx::testing::read_file;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
-
 
 class JournalPolicyTest : public ::testing::Test {
  protected:

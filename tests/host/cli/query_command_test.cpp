@@ -10,16 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/file_bytes.hpp"
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using ctx::testing::read_file;
 using ctx::testing::ProcessResult;
+using ctx::testing::read_file;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
 using ::testing::HasSubstr;
@@ -27,7 +27,6 @@ using ::testing::StartsWith;
 using Json = nlohmann::json;
 
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
-
 
 // Every regular file of `dir` and its bytes.
 std::map<std::string, std::string> snapshot(const fs::path& dir) {

@@ -3,8 +3,8 @@
 // ctx consent trust, a plan and its challenge through ctx query prepare / ctx desired set): each
 // result is the CLI's --json output; a tampered assertion is an error reply that changes no
 // durable byte; the signed grant installs and activates the skill once.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -18,8 +18,8 @@
 #include "host/core/time.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/server/server.hpp"
-#include "tests/support/file_bytes.hpp"
 #include "tests/host/server/rpc_client.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::server {
@@ -29,7 +29,6 @@ namespace fs = std::filesystem;
 using ctx::testing::read_file;
 using Json = core::Json;
 using testing::RpcClient;
-
 
 int shell(const std::string& command) {
   const int status = std::system(command.c_str());

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <barrier>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -18,8 +18,8 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/server/server.hpp"
-#include "tests/support/file_bytes.hpp"
 #include "tests/host/server/rpc_client.hpp"
+#include "tests/support/file_bytes.hpp"
 
 namespace ctx::server {
 namespace {
@@ -59,7 +59,6 @@ int wait_exit(pid_t pid) {
   ADD_FAILURE() << "ctx serve did not exit within 30 s";
   return status;
 }
-
 
 // SIGTERM while 8 clients keep sending `request(client, i)`: every request written in full before
 // the signal is answered, the exit status is 0, the socket is gone, and there is one JSON log

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,26 +26,24 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/plugins/plugin_registry.hpp"
+#include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
-#include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/crash_point.hpp"
-#include "tests/support/file_bytes.hpp"
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using ctx::testing::read_file;
+using core::Json;
 using ctx::testing::ctx_run;
 using ctx::testing::CtxRun;
-using core::Json;
+using ctx::testing::read_file;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-
 
 std::size_t entries_in(const fs::path& dir) {
   std::error_code ec;
@@ -61,7 +60,7 @@ class ConsentDecisionTest : public ::testing::Test {
     const std::string s = state_.string();
     ASSERT_EQ(ctx_run({"init", "--state", s}).code, 0);
     ASSERT_EQ(ctx_run({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
-                   "--state", s})
+                       "--state", s})
                   .code,
               0);
     key_ = dir_ / "decision-key.pem";
@@ -73,18 +72,18 @@ class ConsentDecisionTest : public ::testing::Test {
         ctx::testing::run_process({"/usr/bin/openssl", "pkey", "-in", key_.string(), "-pubout"}, "");
     ASSERT_EQ(pub.code, 0) << pub.err;
     std::ofstream(dir_ / "verifier.json") << Json{{"public_key_pem", pub.out}}.dump();
-    const CtxRun trusted = ctx_run({"consent", "trust", "--audience", "ctx-local", "--authenticator",
-                             "laptop", "--principal", std::string(64, 'a'), "--verifier",
-                             "ed25519", "--config", (dir_ / "verifier.json").string(), "--state",
-                             s});
+    const CtxRun trusted =
+        ctx_run({"consent", "trust", "--audience", "ctx-local", "--authenticator", "laptop",
+                 "--principal", std::string(64, 'a'), "--verifier", "ed25519", "--config",
+                 (dir_ / "verifier.json").string(), "--state", s});
     ASSERT_EQ(trusted.code, 0) << trusted.err;
     const CtxRun prepared = ctx_run({"query", "prepare", "--work",
-                              std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json",
-                              "--json", "--state", s});
+                                     std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json",
+                                     "--json", "--state", s});
     ASSERT_EQ(prepared.code, 0) << prepared.err;
     const Json plan = Json::parse(prepared.out);
     const CtxRun desired = ctx_run({"desired", "set", plan.at("query_ref").get<std::string>(),
-                             "skill:pdf-export", "--json", "--state", s});
+                                    "skill:pdf-export", "--json", "--state", s});
     ASSERT_EQ(desired.code, 0) << desired.err;
     const Json result = Json::parse(desired.out);
     // The default policy (ask-each-time) asks for the catalog skill's install.
@@ -120,8 +119,8 @@ class ConsentDecisionTest : public ::testing::Test {
     std::string bytes;
     for (const char* name : {"consent.sqlite3", "consent.sqlite3-wal", "journal.sqlite3",
                              "journal.sqlite3-wal"}) {
-      bytes += std::string(name) + "=" + core::sha256_hex(read_file(state_ / "service" / name)) +
-               "\n";
+      bytes +=
+          std::string(name) + "=" + core::sha256_hex(read_file(state_ / "service" / name)) + "\n";
     }
     return bytes;
   }
@@ -190,7 +189,8 @@ TEST_F(ConsentDecisionTest, ApproveInstallsAndActivatesOnceAndASecondApproveIsRe
   const CtxRun shown = ctx_run(with_state({"consent", "show", "--json"}));
   EXPECT_EQ(Json::parse(shown.out)["challenges"].size(), 0u) << shown.out;
   const std::string before = durable_bytes();
-  const CtxRun again = ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  const CtxRun again =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
   EXPECT_EQ(again.code, 1) << again.out;
   EXPECT_THAT(again.err, HasSubstr("not awaiting fresh authentication"));
   EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1);
@@ -238,8 +238,8 @@ TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
   const std::string before = durable_bytes();
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const CtxRun run =
-        ctx_run(with_state({"consent", "resolve", "--assertion", write("bad.json", c.payload).string()}));
+    const CtxRun run = ctx_run(
+        with_state({"consent", "resolve", "--assertion", write("bad.json", c.payload).string()}));
     EXPECT_EQ(run.code, 1) << run.out;
     EXPECT_THAT(run.err, HasSubstr(c.message));
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
@@ -248,9 +248,10 @@ TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
   }
   // The challenge is still pending, and the valid assertion (from stdin) installs; replaying
   // the same bytes is refused and changes nothing.
-  EXPECT_EQ(Json::parse(ctx_run(with_state({"consent", "show", "--json"})).out)["challenges"].size(),
-            1u);
-  const CtxRun resolved = ctx_run(with_state({"consent", "resolve", "--assertion", "-", "--json"}), valid);
+  EXPECT_EQ(
+      Json::parse(ctx_run(with_state({"consent", "show", "--json"})).out)["challenges"].size(), 1u);
+  const CtxRun resolved =
+      ctx_run(with_state({"consent", "resolve", "--assertion", "-", "--json"}), valid);
   ASSERT_EQ(resolved.code, 0) << resolved.err;
   EXPECT_EQ(Json::parse(resolved.out)["resolution"]["outcome"], "installed-inactive");
   EXPECT_EQ(read_file(active_skill()), catalog_skill());
@@ -285,11 +286,12 @@ TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhe
   const fs::path project = dir_ / "project";
   fs::create_directory(project);
   const CtxRun hooked = ctx_run({"hooks", "install", "claude-code", "--project", project.string(),
-                          "--state", state_.string(), "--json"});
+                                 "--state", state_.string(), "--json"});
   ASSERT_EQ(hooked.code, 0) << hooked.err;
   EXPECT_EQ(Json::parse(hooked.out).at("skills_activate_in"),
             (project / ".claude" / "skills").string());
-  const CtxRun approved = ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
   ASSERT_EQ(approved.code, 0) << approved.err;
   EXPECT_THAT(approved.out, HasSubstr("installed-inactive"));
   EXPECT_THAT(approved.out, HasSubstr("activation applied"));
@@ -297,6 +299,28 @@ TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhe
   EXPECT_EQ(read_file(skill), catalog_skill());
   EXPECT_FALSE(fs::exists(active_skill()));
   EXPECT_TRUE(fs::exists(project / ".claude" / "settings.json"));
+}
+
+TEST_F(ConsentDecisionTest, HooksInstalledForTheUserMakeApprovedSkillsActiveInTheUsersSkills) {
+  // --user: the adapter's user-scope skills location (under $HOME) is the activation target.
+  const fs::path home = dir_ / "home";
+  fs::create_directory(home);
+  const char* previous = std::getenv("HOME");
+  const std::string saved = previous != nullptr ? previous : "";
+  ::setenv("HOME", home.c_str(), 1);
+  const CtxRun hooked =
+      ctx_run({"hooks", "install", "claude-code", "--user", "--state", state_.string(), "--json"});
+  previous != nullptr ? ::setenv("HOME", saved.c_str(), 1) : ::unsetenv("HOME");
+  ASSERT_EQ(hooked.code, 0) << hooked.err;
+  EXPECT_EQ(Json::parse(hooked.out).at("skills_activate_in"),
+            (home / ".claude" / "skills").string());
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  EXPECT_THAT(approved.out, HasSubstr("activation applied"));
+  EXPECT_EQ(read_file(home / ".claude" / "skills" / "pdf-export" / "SKILL.md"), catalog_skill());
+  EXPECT_FALSE(fs::exists(active_skill()));
+  EXPECT_TRUE(fs::exists(home / ".claude" / "settings.json"));
 }
 
 // kill -9 of a real process at each install and activation step of a signed grant: the

@@ -21,7 +21,6 @@ namespace fs = std::filesystem;
 using ctx::testing::read_file;
 using ::testing::HasSubstr;
 
-
 class ConsentTrustTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -23,22 +23,20 @@
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
-#include "tests/support/file_bytes.hpp"
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using ctx::testing::read_file;
+using core::Json;
 using ctx::testing::ctx_run;
 using ctx::testing::CtxRun;
-using core::Json;
+using ctx::testing::read_file;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-
 
 // Rows per table of every database of the state dir's service (read-only).
 std::map<std::string, long long> durable_rows(const fs::path& state) {
@@ -103,7 +101,7 @@ class HookConsentTest : public ::testing::Test {
     const std::string s = state_.string();
     ASSERT_EQ(ctx_run({"init", "--state", s}).code, 0);
     ASSERT_EQ(ctx_run({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
-                   "--state", s})
+                       "--state", s})
                   .code,
               0);
     key_ = dir_ / "decision-key.pem";
@@ -117,8 +115,8 @@ class HookConsentTest : public ::testing::Test {
     std::ofstream(dir_ / "verifier.json") << Json{{"public_key_pem", pub.out}}.dump();
     const CtxRun trusted =
         ctx_run({"consent", "trust", "--audience", "ctx-local", "--authenticator", "laptop",
-             "--principal", std::string(64, 'a'), "--verifier", "ed25519", "--config",
-             (dir_ / "verifier.json").string(), "--state", s});
+                 "--principal", std::string(64, 'a'), "--verifier", "ed25519", "--config",
+                 (dir_ / "verifier.json").string(), "--state", s});
     ASSERT_EQ(trusted.code, 0) << trusted.err;
   }
 
@@ -184,7 +182,8 @@ TEST_F(HookConsentTest, APromptHookRaisesTheChallengeAndApprovingItInstallsAndAc
   EXPECT_EQ(Json::parse(still.out).at("challenges"), challenges);
 
   // Approving it with the trusted key installs and activates the skill.
-  const CtxRun approved = ctx_run(with_state({"consent", "approve", digest, "--key", key_.string()}));
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", digest, "--key", key_.string()}));
   ASSERT_EQ(approved.code, 0) << approved.err;
   EXPECT_THAT(approved.out, HasSubstr("installed-inactive"));
   EXPECT_THAT(approved.out, HasSubstr("activation applied"));
