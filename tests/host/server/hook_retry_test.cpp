@@ -21,6 +21,7 @@
 #include "host/core/time.hpp"
 #include "host/runtime/hooks/hook_runner.hpp"
 #include "tests/host/server/rpc_client.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::server {
@@ -177,6 +178,37 @@ TEST_F(HookRetryTest, ACommitByAnotherProcessIsSeenBeforeTheNextRememberedReply)
 
 // One byte of each registration file's MAC changed in place, with its mtime put back: the file's
 // ctime moves (user space cannot set it), so the runner fails exactly as a fresh one does.
+TEST_F(HookRetryTest, AnyStateFileRewrittenInPlaceIsSeenEvenWithItsTimesRestored) {
+  // Files the reply depends on but the run does not name (the plugin lock, the install policy,
+  // the catalog's CURRENT): the state dir's watches see the write itself, whatever stat says.
+  for (const fs::path& relative :
+       {fs::path("plugins.lock.json"), fs::path("install-policy") / "current.json",
+        fs::path("catalog") / "CURRENT"}) {
+    hooks::HookRunner runner(state_);
+    const auto request = prompt_request("retry-file-" + relative.filename().string(),
+                                        "please add a PDF export of the report");
+    ASSERT_TRUE(run_until_remembered(runner, request)) << relative;
+    const auto served = runner.exact_retry_replies();
+    const fs::path file = state_ / relative;
+    struct stat st {};
+    ASSERT_EQ(::stat(file.c_str(), &st), 0);
+    const std::string bytes = ctx::testing::read_file(file);
+    ASSERT_FALSE(bytes.empty());
+    ASSERT_EQ(::chmod(file.c_str(), st.st_mode | S_IWUSR), 0);
+    {
+      std::ofstream out(file, std::ios::binary | std::ios::trunc);
+      out << bytes;  // the same bytes: only the write itself happened
+    }
+    ASSERT_EQ(::chmod(file.c_str(), st.st_mode & 07777), 0);
+    const timespec times[2] = {st.st_atim, st.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, file.c_str(), times, 0), 0);
+    EXPECT_FALSE(runner.try_remembered(request).has_value()) << relative;
+    runner.run(request);
+    EXPECT_EQ(runner.exact_retry_replies(), served) << relative;
+    ASSERT_TRUE(run_until_remembered(runner, request)) << relative;
+  }
+}
+
 TEST_F(HookRetryTest, ARegistrationTamperedInPlaceFailsAsTheFullPathDoes) {
   hooks::HookRunner runner(state_);
   const auto request = prompt_request("retry-3", "please add a PDF export of the report");
