@@ -86,14 +86,19 @@ int run(const HooksOptions& options, std::ostream& out, const Environment& env) 
   } else {
     change = hk::uninstall_hooks(target);
   }
-  // A project's hooks: the state dir's installed skills activate where that host looks for the
-  // project's skills (when the state dir is initialised and the host's adapter is pinned).
+  // The state dir's installed skills activate where that host looks for the project's skills
+  // (--project) or the user's (--user), when the state dir is initialised and the host's adapter
+  // is pinned.
   std::optional<fs::path> activation;
-  if (options.install && options.scope == hk::HookScope::kProject) {
+  const bool user = options.scope == hk::HookScope::kUser;
+  if (options.install && (!user || env.home)) {
     try {
       const fs::path state =
           options.state ? fs::absolute(*options.state) : default_state_dir(env);
-      activation = runtime::set_activation_target(state, host, project).skills_dir;
+      activation = runtime::set_activation_target(
+                       state, host, user ? home : project,
+                       user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject)
+                       .skills_dir;
     } catch (const NotFound&) {
     } catch (const InvalidArgument&) {
     }

@@ -6,6 +6,9 @@
 #ifndef CTX_HOST_STORE_JOURNAL_SCHEMA_HPP_
 #define CTX_HOST_STORE_JOURNAL_SCHEMA_HPP_
 
+#include <string>
+#include <string_view>
+
 namespace ctx::store {
 
 class Database;
@@ -17,6 +20,13 @@ inline constexpr int kJournalSchemaVersion = 3;
 // schema version N ..."), JournalCorruption ("journal schema does not match the expected
 // objects"), StoreBusy.
 void prepare_journal_schema(Database& db);
+
+namespace detail {
+// The digest of the expected objects that prepare_journal_schema accepts without building the
+// reference schema, and the digest of that reference (built in memory): equal in a current build.
+std::string_view pinned_journal_schema_digest() noexcept;
+std::string reference_journal_schema_digest();
+}  // namespace detail
 
 }  // namespace ctx::store
 

@@ -124,9 +124,13 @@ StatePaths StatePaths::of(const fs::path& state_dir) {
 }
 
 ActivationTarget set_activation_target(const fs::path& state_dir, const std::string& adapter,
-                                       const fs::path& project_dir) {
+                                       const fs::path& project_dir, ActivationScope scope) {
   const StatePaths paths = StatePaths::of(state_dir);
-  if (!project_dir.is_absolute()) throw InvalidArgument("project directory must be absolute");
+  const bool user = scope == ActivationScope::kUser;
+  if (!project_dir.is_absolute()) {
+    throw InvalidArgument(user ? "home directory must be absolute"
+                               : "project directory must be absolute");
+  }
   const std::string key = read_installation_key(paths.state_dir);
   const auto lock_file = plugins::LockFile::load_or_empty(paths.plugin_lock);
   const plugins::LockEntry* entry = lock_file.find(plugins::PluginKind::kHostAdapter, adapter);
@@ -135,8 +139,8 @@ ActivationTarget set_activation_target(const fs::path& state_dir, const std::str
   }
   const plugins::PluginLoader loader(paths.state_dir);
   const Json config = {{"installation_key", key_hex(key)},
-                       {"project_dir", project_dir.lexically_normal().string()},
-                       {"scope", "project"}};
+                       {user ? "home" : "project_dir", project_dir.lexically_normal().string()},
+                       {"scope", user ? "user" : "project"}};
   plugins::AbiHostAdapter port(loader.load(*entry), core::canonical_json(config));
   const auto locations = port.install_locations();
   if (!locations || !locations->is_object() || !locations->contains("skills") ||

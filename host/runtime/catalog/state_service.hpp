@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
+#include "host/core/time.hpp"
 #include "host/runtime/catalog/catalog_input_authority.hpp"
 #include "host/runtime/service/managed_service.hpp"
 
@@ -71,13 +72,17 @@ struct ActivationTarget {
   std::filesystem::path skills_dir;
 };
 
-// Asks the pinned host adapter `adapter` (loaded from <state>/plugins.lock.json) where
-// `project_dir`'s skills live and records it in <state>/activation-target.json (0600,
-// canonical JSON); later opens activate skills there. Idempotent. Errors: NotFound (adapter not
-// pinned, not initialised), InvalidArgument (relative path, no skills location), plugin errors.
+// Which of a host's skills directories an activation target is: a project's, or the user's.
+enum class ActivationScope { kProject, kUser };
+
+// Asks the pinned host adapter `adapter` (loaded from <state>/plugins.lock.json) where the
+// skills of `dir` live — a project directory, or with kUser the user's home directory — and
+// records it in <state>/activation-target.json (0600, canonical JSON; `project_dir` is `dir`);
+// later opens activate skills there. Idempotent. Errors: NotFound (adapter not pinned, not
+// initialised), InvalidArgument (relative path, no skills location), plugin errors.
 ActivationTarget set_activation_target(const std::filesystem::path& state_dir,
-                                       const std::string& adapter,
-                                       const std::filesystem::path& project_dir);
+                                       const std::string& adapter, const std::filesystem::path& dir,
+                                       ActivationScope scope = ActivationScope::kProject);
 // The recorded target, if any. Errors: UnsafeStateFile, DataLoss (malformed file).
 std::optional<ActivationTarget> read_activation_target(const std::filesystem::path& state_dir);
 
@@ -156,6 +161,8 @@ class StateService {
 
   const CatalogVocabulary& vocabulary() const noexcept { return authority_->vocabulary(); }
   const std::string& installation_key() const noexcept { return key_; }
+  // The trusted clock every decision of this service reads (consent expiry included).
+  const core::Clock& clock() const noexcept { return *clock_; }
   const StatePaths& paths() const noexcept { return paths_; }
   const ImportedCatalog& catalog() const noexcept { return *catalog_; }
   ManagedQueryService& service() noexcept { return *service_; }

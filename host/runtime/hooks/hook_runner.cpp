@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <thread>
 #include <utility>
 
@@ -44,9 +45,48 @@ std::string scope_token(const Json& scope, const char* key) {
 // What a hook chose for the user from a ready plan (HookRunner's step 6): the consent challenge
 // of the choice, or the capabilities it installed without one.
 struct HookChoice {
-  std::optional<std::pair<std::string, std::string>> challenge;  // digest, capability id
+  struct Challenge {
+    std::string digest, capability_id, expires_at;
+  };
+  std::optional<Challenge> challenge;
   std::vector<std::string> installed;
 };
+
+constexpr int kBriefAttempts = 25;
+constexpr auto kBriefPause = std::chrono::milliseconds(20);
+
+template <typename E>
+bool is_a(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const E&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// Calls `attempt` up to kBriefAttempts times, kBriefPause apart, while it throws one of
+// `Retryable` (a concurrent writer holds what it needs for a moment); returns its result, or
+// rethrows the last such error, or any other error at once.
+template <typename... Retryable, typename Attempt>
+auto retry_briefly(Attempt&& attempt) {
+  for (int n = 1;; ++n) {
+    try {
+      return attempt();
+    } catch (...) {
+      if (n >= kBriefAttempts || !(is_a<Retryable>(std::current_exception()) || ...)) throw;
+    }
+    std::this_thread::sleep_for(kBriefPause);
+  }
+}
+
+// The latest time at which a remembered reply naming a challenge that expires at `expires_at`
+// may still be given: kChallengeMargin before it, so the host never shows an expired one.
+constexpr std::int64_t kChallengeMarginMicros = 5'000'000;
+core::Timestamp remember_until(const std::string& expires_at) {
+  return core::Timestamp{core::parse_rfc3339(expires_at).micros - kChallengeMarginMicros};
+}
 
 // The reply request for one plan result (reply_request.hpp's shape).
 Json reply_request(const std::string& event, const ManagedQueryServiceResult& result,
@@ -62,8 +102,8 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
   }
   Json request = {{"event", event}, {"actions", std::move(actions)}};
   if (choice.challenge) {
-    request["challenge"] = {{"challenge_digest", choice.challenge->first},
-                            {"capability_id", choice.challenge->second}};
+    request["challenge"] = {{"challenge_digest", choice.challenge->digest},
+                            {"capability_id", choice.challenge->capability_id}};
   } else if (const auto& challenge = result.challenge()) {
     request["challenge"] = {{"challenge_digest", challenge->challenge_digest()},
                             {"capability_id", challenge->capability_id()}};
@@ -90,31 +130,22 @@ std::vector<std::string> installable_skills(const ManagedQueryServiceResult& res
 
 // Chooses the plan's installable skills for the user (StateService::set_first_desired: an exact
 // retry commits nothing new; a query the user already chose for is left alone; a busy query is
-// retried for up to ~0.5 s). A typed failure
-// (busy store, revision conflict, superseded plan, no actuator) leaves the reply without a
-// choice: a hook never fails the host's prompt over it; only data loss propagates.
+// retried for up to ~0.5 s). A typed failure (busy store, revision conflict, superseded plan, no
+// actuator) leaves the reply without a choice: a hook never fails the host's prompt over it; only
+// data loss propagates.
 HookChoice choose_installs(StateService& service, const ManagedQueryServiceResult& result) {
   HookChoice choice;
   std::vector<std::string> ids = installable_skills(result);
   if (ids.empty()) return choice;
   try {
     // A concurrent chooser of the same query holds it briefly: a few short retries.
-    const auto choose = [&]() -> std::optional<ManagedDesiredSetResult> {
-      for (int attempt = 0;; ++attempt) {
-        try {
-          return service.set_first_desired(result.query_ref(), ids);
-        } catch (const ManagedDesiredSetBusyError&) {
-          if (attempt >= 24) throw;
-        } catch (const ManagedQueryStoreUnavailable&) {
-          if (attempt >= 24) throw;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    };
-    const std::optional<ManagedDesiredSetResult> desired = choose();
+    const std::optional<ManagedDesiredSetResult> desired =
+        retry_briefly<ManagedDesiredSetBusyError, ManagedQueryStoreUnavailable>(
+            [&] { return service.set_first_desired(result.query_ref(), ids); });
     if (!desired) return choice;
     if (const auto& challenge = desired->challenge()) {
-      choice.challenge.emplace(challenge->challenge_digest(), challenge->capability_id());
+      choice.challenge.emplace(HookChoice::Challenge{
+          challenge->challenge_digest(), challenge->capability_id(), challenge->expires_at()});
       return choice;
     }
     // No challenge (a preapproved-auto policy): the skills the transition installed are the
@@ -150,8 +181,11 @@ std::string reply_key(const StateService& service, const HookRequest& request) {
 // At most this many exact-retry replies are remembered (then all are forgotten).
 constexpr std::size_t kMaxRemembered = 256;
 
-HookRunner::HookRunner(fs::path state_dir)
-    : state_dir_(std::move(state_dir)), owner_pid_(::getpid()), watch_(state_dir_) {
+HookRunner::HookRunner(fs::path state_dir, std::shared_ptr<const core::Clock> clock)
+    : state_dir_(std::move(state_dir)),
+      clock_(std::move(clock)),
+      owner_pid_(::getpid()),
+      watch_(state_dir_) {
   if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
 }
 
@@ -159,18 +193,23 @@ HookRunner::~HookRunner() = default;
 
 StateService& HookRunner::state() {
   std::lock_guard lock(mutex_);
-  if (!state_) state_ = StateService::open(state_dir_);
+  if (!state_) state_ = StateService::open(state_dir_, clock_);
   return *state_;
 }
 
-StateService* HookRunner::opened_state(bool wait) {
+std::unique_lock<std::mutex> HookRunner::lock(bool wait) {
   std::unique_lock lock(mutex_, std::defer_lock);
   if (wait) {
     lock.lock();
-  } else if (!lock.try_lock()) {
-    return nullptr;
+  } else {
+    (void)lock.try_lock();
   }
-  return state_.get();
+  return lock;
+}
+
+StateService* HookRunner::opened_state(bool wait) {
+  const auto held = lock(wait);
+  return held.owns_lock() ? state_.get() : nullptr;
 }
 
 std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& id) {
@@ -207,20 +246,16 @@ std::optional<HookResponse> HookRunner::remembered(const HookRequest& request, b
   key = reply_key(*service, request);
   std::optional<Remembered> known;
   {
-    std::unique_lock lock(mutex_, std::defer_lock);
-    if (wait) {
-      lock.lock();
-    } else if (!lock.try_lock()) {
-      return std::nullopt;
-    }
+    const auto held = lock(wait);
+    if (!held.owns_lock()) return std::nullopt;
     if (const auto it = remembered_.find(*key); it != remembered_.end() && it->second.reply) {
       known = it->second;
     }
   }
-  if (!known) return std::nullopt;
+  // A reply naming a consent challenge holds only while the challenge is well before expiry.
+  if (!known || (known->until && !(service->clock().now() < *known->until))) return std::nullopt;
   try {
-    if (const auto now = watch_.capture(known->sources, wait);
-        now && core::sha256_hex(*now) == known->fingerprint) {
+    if (const auto now = watch_.capture(known->sources, wait); now && *now == known->fingerprint) {
       ++exact_retry_replies_;
       return HookResponse{std::move(known->reply)};
     }
@@ -305,7 +340,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
       }
     }
     try {
-      if (const auto now = watch_.capture(watched)) before = core::sha256_hex(*now);
+      if (auto now = watch_.capture(watched)) before = std::move(*now);
     } catch (const std::exception&) {
       before.reset();
     }
@@ -313,35 +348,31 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   std::vector<fs::path> sources;
   bool direct = false;
   // The session's current plan stands when a new one cannot replace it (pending authority, a
-  // loaded capability's selection would change): show it instead of replanning.
-  // Another preparer may be between committing the current plan and marking it, or replace it
-  // again meanwhile: a few short retries (then the original error).
+  // loaded capability's selection would change): show it instead of replanning. Another preparer
+  // may be between committing the current plan and marking it, or replace it again meanwhile: a
+  // few short retries (then the original error).
+  struct NoCurrentPlan {};
   const auto reopen_current = [&] {
-    for (int attempt = 0; attempt < 25; ++attempt) {
-      try {
-        if (auto current = service.reopen_current(work)) {
-          result.emplace(std::move(*current));
-          return;
-        }
-      } catch (const ManagedQuerySupersededError&) {
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::exception_ptr original = std::current_exception();
+    try {
+      result.emplace(retry_briefly<ManagedQuerySupersededError, NoCurrentPlan>([&] {
+        auto current = service.reopen_current(work);
+        if (!current) throw NoCurrentPlan{};
+        return std::move(*current);
+      }));
+    } catch (const ManagedQuerySupersededError&) {
+      std::rethrow_exception(original);
+    } catch (const NoCurrentPlan&) {
+      std::rethrow_exception(original);
     }
-    throw;
   };
   try {
     // A concurrent writer (another hook's prepare or choice) may hold the benefit audit
     // database for a moment: prepare is an exact retry of the same work, so retry it briefly.
-    for (int attempt = 0;; ++attempt) {
-      try {
-        sources.clear();
-        result.emplace(service.prepare(work, sources));
-        break;
-      } catch (const engine::planning::BenefitAuditStoreUnavailable&) {
-        if (attempt >= 24) throw;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    result.emplace(retry_briefly<engine::planning::BenefitAuditStoreUnavailable>([&] {
+      sources.clear();
+      return service.prepare(work, sources);
+    }));
     direct = true;
   } catch (const FailedPrecondition&) {
     reopen_current();
@@ -354,16 +385,22 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   if (event == "UserPromptSubmit") choice = choose_installs(service, *result);
   const Json reply = port->render_reply(reply_request(event, *result, choice));
   HookResponse response{reply.dump()};
-  // Remembered for the next identical request only when this run was a plain prepare with no
-  // consent challenge (whose expiry is time, not state) and nothing it depends on moved while
-  // it ran; the first run only names the files to watch.
-  if (key && ::getpid() == owner_pid_ && direct && !result->challenge() &&
-      !choice.challenge) {
+  // Remembered for the next identical request only when this run was a plain prepare and nothing
+  // it depends on moved while it ran (the first run only names the files to watch); a reply
+  // naming a consent challenge only until shortly before the challenge expires (time, not state).
+  if (key && ::getpid() == owner_pid_ && direct) {
     Remembered remembered;
     remembered.sources = sources;
+    if (const auto& challenge = result->challenge()) {
+      remembered.until = remember_until(challenge->expires_at());
+    }
+    if (choice.challenge) {
+      const core::Timestamp until = remember_until(choice.challenge->expires_at);
+      if (!remembered.until || until < *remembered.until) remembered.until = until;
+    }
     try {
       const auto after = before ? watch_.capture(sources) : std::nullopt;
-      if (after && sources == watched && core::sha256_hex(*after) == *before) {
+      if (after && sources == watched && *after == *before) {
         remembered.reply = response.reply;
         remembered.fingerprint = *before;
       }

@@ -13,16 +13,18 @@
 //      of a capability already loaded), the current plan is reopened instead (retried briefly
 //      while a concurrent preparer is between its commit and its mark);
 //   6. on a UserPromptSubmit whose ready plan selects skills that need an install, the first
-//      of them (the plan's order, as ctx demo chooses) is chosen for the user (StateService::set_first_desired, the default logical choice id:
-//      an exact retry commits nothing new and gets the same challenge; a query with another
-//      desired set is left alone); a typed failure of that choice (busy, conflict, superseded)
-//      only leaves it out of the reply, data loss propagates;
+//      of them (the plan's order, as ctx demo chooses) is chosen for the user
+//      (StateService::set_first_desired, the default logical choice id: an exact retry commits
+//      nothing new and gets the same challenge; a query with another desired set is left alone); a
+//      typed failure of that choice (busy, conflict, superseded) only leaves it out of the reply,
+//      data loss propagates;
 //   7. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
 //      "challenge" (the choice's consent challenge, else the plan's), "installed" (what the
 //      choice installed without a challenge under a preapproved-auto policy)} → the reply text.
 // Exact retries: a hook whose request bytes (adapter id and payload) were answered before by
-// step 5's plain prepare, with no consent challenge in the result or the choice, gets that same
-// reply without steps 1-7 when a StateWatch fingerprint (state_watch.hpp: every database of the
+// step 5's plain prepare gets that same reply without steps 1-7 (a reply naming a consent
+// challenge: only until 5 s before the challenge expires, by the service's clock) when a
+// StateWatch fingerprint (state_watch.hpp: every database of the
 // state dir unchanged by any process, the state dir's files and the work's registration and
 // artifact files untouched) equals the one taken when the reply was computed — which itself is
 // only remembered when the fingerprint did not move while it was computed, and on the second
@@ -46,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "host/core/time.hpp"
 #include "host/runtime/hooks/hook_protocol.hpp"
 #include "host/runtime/hooks/state_watch.hpp"
 
@@ -65,7 +68,9 @@ inline constexpr std::int64_t kHookRequestedLimit = 3;
 class HookRunner {
  public:
   // `state_dir` must be absolute. Nothing is opened until the first run().
-  explicit HookRunner(std::filesystem::path state_dir);
+  // `clock`: the state service's trusted clock (nullptr: the system's).
+  explicit HookRunner(std::filesystem::path state_dir,
+                      std::shared_ptr<const core::Clock> clock = nullptr);
   ~HookRunner();
   HookRunner(const HookRunner&) = delete;
   HookRunner& operator=(const HookRunner&) = delete;
@@ -90,8 +95,11 @@ class HookRunner {
   struct Remembered {
     std::vector<std::filesystem::path> sources;  // what the last full run read besides the dbs
     std::optional<std::string> reply;            // set once a full run was not disturbed
-    std::string fingerprint;                     // sha256 of the StateWatch fingerprint
+    std::string fingerprint;                     // the StateWatch fingerprint
+    std::optional<core::Timestamp> until;        // a challenge's reply: given only before this
   };
+  // mutex_, locked; or when !wait, only if it is free now (owns_lock() says which).
+  std::unique_lock<std::mutex> lock(bool wait);
   std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id);
   StateService* opened_state(bool wait);
   // The remembered reply of `request` if the state watch vouches for it now; sets `key` (once
@@ -101,6 +109,7 @@ class HookRunner {
   HookResponse run_full(const HookRequest& request, std::optional<std::string> key);
 
   std::filesystem::path state_dir_;
+  std::shared_ptr<const core::Clock> clock_;
   pid_t owner_pid_;
   StateWatch watch_;
   std::mutex mutex_;

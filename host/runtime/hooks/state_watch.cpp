@@ -1,13 +1,18 @@
 #include "host/runtime/hooks/state_watch.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "host/core/error.hpp"
@@ -22,12 +27,17 @@ namespace fs = std::filesystem;
 constexpr int kProbeBusyTimeoutMs = 5000;
 // Changes this recent are not trusted to show in stat fields (see add_signature).
 constexpr std::int64_t kRacyNs = 50'000'000;
+// What a watched directory reports: anything but reads, opens and closes.
+constexpr std::uint32_t kWatchMask = IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                     IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR |
+                                     IN_DONT_FOLLOW;
 
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// SQLite's sidecars: their content is what data_version reports on.
+// SQLite's sidecars: their content is what data_version reports on (and the stores re-secure
+// their modes on every open).
 bool is_sqlite_sidecar(std::string_view name) {
   return ends_with(name, ".sqlite3-wal") || ends_with(name, ".sqlite3-shm") ||
          ends_with(name, ".sqlite3-journal");
@@ -42,11 +52,10 @@ std::int64_t nanoseconds(const timespec& t) {
   return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-// Appends `path`'s identity and stat fields; returns the stat (nullopt: missing). A file changed
-// less than kRacyNs before `now_ns` makes the capture racy: a file system whose timestamps are
-// coarse (one clock tick) could change it again within the same tick, leaving the same fields.
-std::optional<struct stat> add_signature(const fs::path& path, std::int64_t now_ns, bool& racy,
-                                         std::string& out) {
+// Appends `path`'s identity and stat fields. A file changed less than kRacyNs before `now_ns`
+// makes the capture racy: a file system whose timestamps are coarse (one clock tick) could
+// change it again within the same tick, leaving the same fields.
+void add_signature(const fs::path& path, std::int64_t now_ns, bool& racy, std::string& out) {
   out += path.native();
   out.push_back('\0');
   struct stat st {};
@@ -55,7 +64,7 @@ std::optional<struct stat> add_signature(const fs::path& path, std::int64_t now_
       throw SystemError("cannot stat a state file: " + std::string(std::strerror(errno)));
     }
     out.push_back('-');
-    return std::nullopt;
+    return;
   }
   out.push_back('+');
   put(out, st.st_dev);
@@ -69,19 +78,23 @@ std::optional<struct stat> add_signature(const fs::path& path, std::int64_t now_
   put(out, st.st_mode);
   put(out, st.st_nlink);
   if (std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) > now_ns - kRacyNs) racy = true;
-  return st;
 }
 
-// The names in `dir`, sorted ("." and ".." left out); empty when it cannot be listed (its own
-// signature, taken by the caller, records why).
-std::vector<std::string> list_directory(const fs::path& dir) {
+// The subdirectories of `dir` (symlinks are not followed), sorted.
+std::vector<std::string> subdirectories(const fs::path& dir) {
   std::vector<std::string> names;
   DIR* handle = ::opendir(dir.c_str());
   if (handle == nullptr) return names;
   while (const dirent* entry = ::readdir(handle)) {
     const std::string_view name = entry->d_name;
     if (name == "." || name == "..") continue;
-    names.emplace_back(name);
+    bool directory = entry->d_type == DT_DIR;
+    if (entry->d_type == DT_UNKNOWN) {
+      struct stat st {};
+      directory = ::fstatat(::dirfd(handle), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                  S_ISDIR(st.st_mode);
+    }
+    if (directory) names.emplace_back(name);
   }
   ::closedir(handle);
   std::sort(names.begin(), names.end());
@@ -90,26 +103,106 @@ std::vector<std::string> list_directory(const fs::path& dir) {
 
 }  // namespace
 
-StateWatch::StateWatch(fs::path state_dir) : state_dir_(std::move(state_dir)) {
+StateWatch::StateWatch(fs::path state_dir)
+    : state_dir_(std::move(state_dir)), owner_pid_(::getpid()) {
   if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
 }
 
-StateWatch::~StateWatch() = default;
+StateWatch::~StateWatch() {
+  if (watches_.fd >= 0 && ::getpid() == owner_pid_) ::close(watches_.fd);
+}
 
-void StateWatch::add_database(const fs::path& path, bool wait, std::string& out) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // the signature says so
-  std::string identity;
-  put(identity, st.st_dev);
-  put(identity, st.st_ino);
-  Probe& probe = probes_[path.filename().string()];
-  if (!probe.db || probe.identity != identity) {
-    probe.db.reset();
-    probe.db = std::make_unique<store::Database>(path, store::Database::Mode::kReadWrite,
-                                                 kProbeBusyTimeoutMs);
-    probe.identity = std::move(identity);
-    probe.generation = ++generations_;
+void StateWatch::watch_layout() {
+  // The watches are set before the directories' entries are read, so a change after this is
+  // queued; one before it has already moved the generation (it is why the layout is re-read).
+  const auto watch = [&](const fs::path& dir) {
+    return ::inotify_add_watch(watches_.fd, dir.c_str(), kWatchMask) >= 0;
+  };
+  watches_.complete = watch(state_dir_);
+  for (const std::string& top : subdirectories(state_dir_)) {
+    const fs::path top_path = state_dir_ / top;
+    if (!watch(top_path)) watches_.complete = false;
+    for (const std::string& name : subdirectories(top_path)) {
+      if (top == "registry" && name == "artifacts") continue;
+      if (!watch(top_path / name)) watches_.complete = false;
+    }
   }
+  // Probes follow the databases now in service/ (a replaced file gets a new connection).
+  std::vector<std::string> databases;
+  if (DIR* handle = ::opendir((state_dir_ / "service").c_str())) {
+    while (const dirent* entry = ::readdir(handle)) {
+      const std::string_view name = entry->d_name;
+      if (ends_with(name, ".sqlite3")) databases.emplace_back(name);
+    }
+    ::closedir(handle);
+  }
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    const bool present =
+        std::find(databases.begin(), databases.end(), it->first) != databases.end();
+    it = present ? std::next(it) : probes_.erase(it);
+  }
+  for (const std::string& name : databases) {
+    const fs::path path = state_dir_ / "service" / name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      probes_.erase(name);
+      continue;
+    }
+    std::string identity;
+    put(identity, st.st_dev);
+    put(identity, st.st_ino);
+    Probe& probe = probes_[name];
+    if (!probe.db || probe.identity != identity) {
+      probe.db.reset();
+      probe.db = std::make_unique<store::Database>(path, store::Database::Mode::kReadWrite,
+                                                   kProbeBusyTimeoutMs);
+      probe.identity = std::move(identity);
+      probe.generation = ++generations_;
+    }
+  }
+}
+
+bool StateWatch::refresh_watches(const struct stat& state) {
+  if (watches_.fd < 0 || watches_.device != state.st_dev || watches_.inode != state.st_ino) {
+    // First use, or the state dir's path names another directory now: watch that one afresh.
+    if (watches_.fd >= 0) ::close(watches_.fd);
+    watches_.fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (watches_.fd < 0) return false;
+    watches_.device = state.st_dev;
+    watches_.inode = state.st_ino;
+    watches_.complete = false;
+    ++watches_.generation;
+  }
+  alignas(inotify_event) char buffer[8192];
+  bool changed = false;
+  for (;;) {
+    const ssize_t n = ::read(watches_.fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n <= 0) {  // the instance is unusable: start again next time
+      ::close(watches_.fd);
+      watches_.fd = -1;
+      return false;
+    }
+    for (ssize_t at = 0; at < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      // A sidecar's changes are its database's (its data version); anything else is a change,
+      // a full queue (IN_Q_OVERFLOW) or a removed watch (IN_IGNORED) included.
+      const bool overflow = (event->mask & IN_Q_OVERFLOW) != 0;
+      if (event->len > 0 && !overflow && is_sqlite_sidecar(event->name)) continue;
+      changed = true;
+    }
+  }
+  if (changed) {
+    ++watches_.generation;
+    watches_.complete = false;
+  }
+  if (!watches_.complete) watch_layout();
+  return watches_.complete;
+}
+
+void StateWatch::add_database(Probe& probe, bool wait, std::string& out) {
   ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
   auto statement = probe.db->cached("PRAGMA data_version");
   if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
@@ -117,80 +210,32 @@ void StateWatch::add_database(const fs::path& path, bool wait, std::string& out)
   put(out, statement->integer(0));
 }
 
-std::vector<std::string> StateWatch::listing(const fs::path& dir, const struct stat& st,
-                                             std::int64_t now_ns) {
-  // A directory's names change only with its mtime (and ctime); a recent one is listed afresh.
-  std::string identity;
-  put(identity, st.st_dev);
-  put(identity, st.st_ino);
-  put(identity, st.st_size);
-  put(identity, st.st_mtim.tv_sec);
-  put(identity, st.st_mtim.tv_nsec);
-  put(identity, st.st_ctim.tv_sec);
-  put(identity, st.st_ctim.tv_nsec);
-  const bool settled =
-      std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)) <= now_ns - kRacyNs;
-  if (settled) {
-    const std::lock_guard lock(listings_mutex_);
-    if (const auto it = listings_.find(dir.native());
-        it != listings_.end() && it->second.first == identity) {
-      return it->second.second;
-    }
-  }
-  std::vector<std::string> names = list_directory(dir);
-  if (settled) {
-    const std::lock_guard lock(listings_mutex_);
-    listings_[dir.native()] = {std::move(identity), names};
-  }
-  return names;
-}
-
 std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files, bool wait) {
-  timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const std::int64_t now_ns = nanoseconds(now);
-  bool racy = false;
-  std::string out;
-  out.reserve(4096);
-  const auto state = add_signature(state_dir_, now_ns, racy, out);
-  if (!state || !S_ISDIR(state->st_mode)) return std::nullopt;
-  std::vector<std::string> databases;
-  for (const std::string& top : listing(state_dir_, *state, now_ns)) {
-    if (is_sqlite_sidecar(top)) continue;
-    const fs::path top_path = state_dir_ / top;
-    const auto st = add_signature(top_path, now_ns, racy, out);
-    if (!st || !S_ISDIR(st->st_mode)) continue;
-    for (const std::string& name : listing(top_path, *st, now_ns)) {
-      if (is_sqlite_sidecar(name)) continue;
-      if (top == "registry" && name == "artifacts") continue;
-      bool db_racy = false;  // a database's content is what its data version reports on
-      const bool database = top == "service" && ends_with(name, ".sqlite3");
-      add_signature(top_path / name, now_ns, database ? db_racy : racy, out);
-      if (database) databases.push_back(name);
-    }
-  }
-  for (const fs::path& file : files) add_signature(file, now_ns, racy, out);
-  // Probes of databases that are gone are closed; the others report their data version (each
-  // connection is used by one thread at a time: the stat calls above run unlocked).
+  if (::getpid() != owner_pid_) return std::nullopt;  // the watches and probes are the parent's
   std::unique_lock lock(mutex_, std::defer_lock);
   if (wait) {
     lock.lock();
   } else if (!lock.try_lock()) {
     return std::nullopt;
   }
-  for (auto it = probes_.begin(); it != probes_.end();) {
-    if (std::find(databases.begin(), databases.end(), it->first) == databases.end()) {
-      it = probes_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  // (Opened even for a racy capture: while they are open, the stores' own connections never
-  // are the last, so SQLite stops creating and deleting sidecars in service/ on every open.)
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const std::int64_t now_ns = nanoseconds(now);
+  struct stat state {};
+  if (::lstat(state_dir_.c_str(), &state) != 0 || !S_ISDIR(state.st_mode)) return std::nullopt;
+  if (!refresh_watches(state)) return std::nullopt;
+  std::string out;
+  out.reserve(256);
+  put(out, state.st_dev);
+  put(out, state.st_ino);
+  put(out, watches_.generation);
+  bool racy = false;
+  for (const fs::path& file : files) add_signature(file, now_ns, racy, out);
+  // (Probes are opened even for a racy capture: while they are open, the stores' own
+  // connections never are the last, so SQLite stops creating and deleting sidecars in service/
+  // on every open.)
   try {
-    for (const std::string& name : databases) {
-      add_database(state_dir_ / "service" / name, wait, out);
-    }
+    for (auto& [name, probe] : probes_) add_database(probe, wait, out);
   } catch (const engine::StoreBusy&) {
     if (wait) throw;
     return std::nullopt;

@@ -5,17 +5,21 @@
 //     store, any later one) had a transaction committed by any connection of any process
 //     (PRAGMA data_version on a connection this object keeps open to each file; the file's
 //     identity is part of the fingerprint, so a replaced file is seen too), and
-//   - no entry of the state dir, of its subdirectories (one level down; registry/ and
-//     service/inputs/ only as directories: they grow with every plan) or of `files` was
-//     created, removed, renamed, rewritten or re-moded (device, inode, size, mtime, ctime,
-//     owner, mode; ctime cannot be set back from user space).
-// Entries whose content the databases already cover (SQLite's -wal/-shm/-journal sidecars) and
-// registry/artifacts/ (its scratch copies come and go with every composition) are left out.
-// Thread-safe. Process-bound (the probes are SQLite connections).
+//   - no entry of the state dir, of its subdirectories or of theirs (registry/artifacts/ left
+//     out: its scratch copies come and go with every composition) was created, removed,
+//     renamed, written or had its attributes changed: an inotify watch on each of those
+//     directories (the kernel queues an event in the writer's own system call, so a change
+//     made before capture() is called is always seen; a full queue counts as a change), and
+//     the state dir's path still names the directory the watches are on, and
+//   - no file of `files` was created, removed, renamed, rewritten or re-moded (device, inode,
+//     size, mtime, ctime, owner, mode; ctime cannot be set back from user space).
+// Thread-safe. Process-bound (the probes are SQLite connections, the watches one inotify
+// instance): in a forked child capture() is always nullopt.
 #ifndef CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
 #define CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
 
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -24,7 +28,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace ctx::store {
@@ -42,10 +45,10 @@ class StateWatch {
   StateWatch& operator=(const StateWatch&) = delete;
 
   // The fingerprint now, covering `files` (absolute paths; a missing one is recorded as
-  // missing) besides the layout above; nullopt when an entry (other than a database, whose
-  // content its data version covers) changed less than 50 ms ago: on a file system with coarse
-  // timestamps a second change within the same clock tick could leave every stat field as it
-  // was (git's "racy" entries), so such a state is never vouched for. Errors: the databases'
+  // missing) besides the layout above; nullopt when a file of `files` changed less than 50 ms
+  // ago (on a file system with coarse timestamps a second change within the same clock tick
+  // could leave every stat field as it was: git's "racy" entries), when the state dir is
+  // missing or no inotify instance can be had, and in a forked child. Errors: the databases'
   // (engine::StoreBusy, EngineStoreError) — callers treat any error as "changed".
   // With `wait` false it never waits: a lock another thread holds, or a database another
   // connection is writing (SQLITE_BUSY at once), is nullopt too.
@@ -58,18 +61,28 @@ class StateWatch {
     std::uint64_t generation = 0;
     std::unique_ptr<store::Database> db;
   };
-  void add_database(const std::filesystem::path& path, bool wait, std::string& out);
-  // The names in `dir` (stat `st`), remembered while its stat fields stay the same.
-  std::vector<std::string> listing(const std::filesystem::path& dir, const struct stat& st,
-                                   std::int64_t now_ns);
+  // The inotify instance and what it watches. GUARDED_BY(mutex_)
+  struct Watches {
+    int fd = -1;
+    dev_t device = 0;  // of the state dir the watches were set on
+    ino_t inode = 0;
+    std::uint64_t generation = 0;  // bumped by every drained event (and every re-watch)
+    bool complete = false;         // every directory of the layout is watched
+  };
+  // Drains the queued events (a change: the generation moves) and re-watches the layout after
+  // a directory was created, moved in or removed. False: no inotify instance.
+  bool refresh_watches(const struct stat& state);
+  // Watches every directory of the layout and opens a probe on each database in service/.
+  void watch_layout();
+  // Appends `probe`'s generation and data version. Errors: the database's.
+  void add_database(Probe& probe, bool wait, std::string& out);
 
   std::filesystem::path state_dir_;
+  pid_t owner_pid_;
   std::mutex mutex_;
-  std::uint64_t generations_ = 0;            // GUARDED_BY(mutex_)
-  std::map<std::string, Probe> probes_;      // GUARDED_BY(mutex_), by file name in service/
-  std::mutex listings_mutex_;
-  // directory -> (its stat identity, its sorted names)
-  std::map<std::string, std::pair<std::string, std::vector<std::string>>> listings_;  // GUARDED_BY
+  Watches watches_;                      // GUARDED_BY(mutex_)
+  std::uint64_t generations_ = 0;        // GUARDED_BY(mutex_)
+  std::map<std::string, Probe> probes_;  // GUARDED_BY(mutex_), by file name in service/
 };
 
 }  // namespace ctx::runtime::hooks

@@ -778,9 +778,16 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
     throw ManagedQueryStoreCapacityExceeded("managed query store is full");
   }
   {
-    auto all = impl_->db->prepare("SELECT " + std::string(kQueryColumns) + " FROM managed_queries");
-    while (all.step()) {
-      const auto other = impl_->read_query_shared(all);
+    // Only a row whose registration text spells this correlation id can hold it (an authentic
+    // row is canonical text, where a string has one spelling): each such row is authenticated
+    // and compared exactly, without reading and authenticating every row of the store.
+    const auto& correlation = decision_event.correlation_id();
+    auto same_plan =
+        impl_->db->prepare("SELECT " + std::string(kQueryColumns) + " FROM managed_queries" +
+                           (correlation ? " WHERE instr(registration_json, ?)" : ""));
+    if (correlation) same_plan.bind(1, "\"correlation_id\":" + cjson(*correlation));
+    while (same_plan.step()) {
+      const auto other = impl_->read_query_shared(same_plan);
       if (other->decision_event().scope() == decision_event.scope() &&
           other->decision_event().correlation_id() == decision_event.correlation_id()) {
         throw ManagedQueryStoreConflict(

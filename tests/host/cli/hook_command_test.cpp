@@ -5,17 +5,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <filesystem>
 #include <fstream>
-#include <barrier>
 #include <memory>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
@@ -23,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ctx::testing::ProcessResult;
+using ctx::testing::read_file;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
 using ::testing::HasSubstr;
@@ -31,13 +33,6 @@ using Json = nlohmann::json;
 
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
 constexpr const char* kMarker = "quokkazebramarker";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 ProcessResult ctx_process(std::vector<std::string> args, const fs::path& state,
                           const std::string& input) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
@@ -17,19 +18,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using ctx::testing::ProcessResult;
+using ctx::testing::read_file;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class JournalPolicyTest : public ::testing::Test {
  protected:

@@ -126,6 +126,21 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, const std
   return result;
 }
 
+// What one `ctx` run gave: its exit code (-1 when it did not exit normally) and its output.
+struct CtxRun {
+  int code = -1;
+  std::string out, err;
+};
+
+#ifdef CTX_BINARY
+// Runs the built `ctx` with `args` and `input` on stdin, under a 120 s deadline.
+inline CtxRun ctx_run(std::vector<std::string> args, const std::string& input = "") {
+  args.insert(args.begin(), CTX_BINARY);
+  const auto result = run_process(args, input, std::chrono::seconds(120));
+  return {result.exited ? result.code : -1, result.out, result.err};
+}
+#endif
+
 }  // namespace ctx::testing
 
 #endif  // CTX_TESTS_HOST_CLI_PROCESS_RUNNER_HPP_

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
@@ -18,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ctx::testing::ProcessResult;
+using ctx::testing::read_file;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
 using ::testing::HasSubstr;
@@ -25,13 +27,6 @@ using ::testing::StartsWith;
 using Json = nlohmann::json;
 
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Every regular file of `dir` and its bytes.
 std::map<std::string, std::string> snapshot(const fs::path& dir) {

@@ -3,8 +3,8 @@
 // ctx consent trust, a plan and its challenge through ctx query prepare / ctx desired set): each
 // result is the CLI's --json output; a tampered assertion is an error reply that changes no
 // durable byte; the signed grant installs and activates the skill once.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,21 +19,16 @@
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/server/server.hpp"
 #include "tests/host/server/rpc_client.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::server {
 namespace {
 
 namespace fs = std::filesystem;
+using ctx::testing::read_file;
 using Json = core::Json;
 using testing::RpcClient;
-
-std::string read_all(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 int shell(const std::string& command) {
   const int status = std::system(command.c_str());
@@ -52,7 +47,7 @@ class ConsentMethodsTest : public ::testing::Test {
               0);
     ::chmod(key_.c_str(), 0600);
     std::ofstream(dir_ / "verifier.json")
-        << Json{{"public_key_pem", read_all(dir_ / "key.pub")}}.dump();
+        << Json{{"public_key_pem", read_file(dir_ / "key.pub")}}.dump();
     const std::string s = " --state " + state_.string();
     ASSERT_EQ(testing::run_ctx("consent trust --audience ctx-local --authenticator laptop "
                                "--principal " + std::string(64, 'a') +
@@ -116,7 +111,7 @@ class ConsentMethodsTest : public ::testing::Test {
     EXPECT_EQ(shell("openssl pkeyutl -sign -rawin -inkey " + key_.string() + " -in " +
                     (dir_ / "message").string() + " -out " + (dir_ / "proof").string()),
               0);
-    claims.proof = read_all(dir_ / "proof");
+    claims.proof = read_file(dir_ / "proof");
     return runtime::encode_signed_assertion(runtime::SignedAssertion::create(std::move(claims)));
   }
 
@@ -124,7 +119,7 @@ class ConsentMethodsTest : public ::testing::Test {
     std::string bytes;
     for (const char* name : {"consent.sqlite3", "consent.sqlite3-wal", "journal.sqlite3",
                              "journal.sqlite3-wal"}) {
-      bytes += std::string(name) + "=" + read_all(state_ / "service" / name) + "\n";
+      bytes += std::string(name) + "=" + read_file(state_ / "service" / name) + "\n";
     }
     return bytes;
   }
@@ -176,8 +171,8 @@ TEST_F(ConsentMethodsTest, ShowResolveAndRecoverThroughARealServerMirrorTheCli) 
   ASSERT_TRUE(granted.contains("result")) << granted.dump();
   EXPECT_EQ(granted["result"]["resolution"]["outcome"], "installed-inactive");
   EXPECT_EQ(granted["result"]["activation"]["outcome"], "applied");
-  EXPECT_EQ(read_all(state_ / "skills" / "active" / "pdf-export" / "SKILL.md"),
-            read_all(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md"));
+  EXPECT_EQ(read_file(state_ / "skills" / "active" / "pdf-export" / "SKILL.md"),
+            read_file(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md"));
 
   const Json recovered = call(client, 5, "consent.recover", {{"challenge_digest", challenge_}});
   ASSERT_TRUE(recovered.contains("result")) << recovered.dump();

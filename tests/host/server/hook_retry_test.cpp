@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <barrier>
 #include <chrono>
 #include <fstream>
@@ -17,8 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "host/core/time.hpp"
 #include "host/runtime/hooks/hook_runner.hpp"
 #include "tests/host/server/rpc_client.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::server {
@@ -60,8 +63,8 @@ std::string fresh_reply(const fs::path& state, const hooks::HookRequest& request
 }
 
 // Under the default ask-each-time policy a PDF prompt's hook chooses the skill's install and its
-// reply carries a consent challenge, which is never remembered (its expiry is time, not state):
-// these tests run under `ctx policy set skill preapproved-auto`, where the first hook installs
+// reply carries a consent challenge, remembered only until shortly before it expires: these tests
+// run under `ctx policy set skill preapproved-auto`, where the first hook installs
 // the skill without a challenge and its exact retries commit nothing.
 class HookRetryTest : public ::testing::Test {
  protected:
@@ -76,23 +79,56 @@ class HookRetryTest : public ::testing::Test {
   fs::path state_;
 };
 
-TEST(HookRetryChallengeTest, AReplyWithAConsentChallengeIsNeverRemembered) {
+// A clock for the runner's state service that starts at the real time and moves when told.
+class ManualClock final : public core::Clock {
+ public:
+  core::Timestamp now() const override { return core::Timestamp{micros_.load()}; }
+  void set(core::Timestamp at) { micros_.store(at.micros); }
+
+ private:
+  std::atomic<std::int64_t> micros_{core::SystemClock().now().micros};
+};
+
+constexpr std::int64_t kSecond = 1'000'000;
+
+TEST(HookRetryChallengeTest, AReplyWithAConsentChallengeIsRememberedOnlyUntilShortlyBeforeExpiry) {
   ctx::testing::TempDir dir;
   const fs::path state = dir.path() / "s";
   ASSERT_TRUE(testing::prepare_state_dir(state));
-  hooks::HookRunner runner(state);
+  const auto clock = std::make_shared<ManualClock>();
+  hooks::HookRunner runner(state, clock);
   const auto request = prompt_request("retry-challenge", "please add a PDF export of the report");
   const auto first = runner.run(request);
   ASSERT_TRUE(first.reply.has_value());
   ASSERT_NE(first.reply->find("ctx consent approve "), std::string::npos) << *first.reply;
-  // Every exact retry takes the full path and gives the same challenge (no second one).
-  for (int i = 0; i < 4; ++i) {
-    settle();
-    EXPECT_EQ(runner.run(request).reply, first.reply);
-    EXPECT_FALSE(runner.try_remembered(request).has_value());
-  }
-  EXPECT_EQ(runner.exact_retry_replies(), 0u);
+  // Exact retries commit nothing new (the same challenge, no second one): remembered.
+  settle();
+  ASSERT_TRUE(run_until_remembered(runner, request));
+  EXPECT_EQ(runner.run(request).reply, first.reply);
   EXPECT_EQ(fresh_reply(state, request), *first.reply);
+  const auto [status, shown] = testing::run_ctx("consent show --json --state " + state.string());
+  ASSERT_EQ(status, 0);
+  const Json challenges = Json::parse(shown).at("challenges");
+  ASSERT_EQ(challenges.size(), 1u) << shown;
+  const core::Timestamp expires =
+      core::parse_rfc3339(challenges[0].at("expires_at").get<std::string>());
+  // 6 s before expiry the reply still holds; 4 s before, the host could show it expired: never
+  // again from memory, every run takes the full path.
+  clock->set(core::Timestamp{expires.micros - 6 * kSecond});
+  settle();
+  ASSERT_TRUE(runner.try_remembered(request).has_value());
+  clock->set(core::Timestamp{expires.micros - 4 * kSecond});
+  const auto served = runner.exact_retry_replies();
+  EXPECT_FALSE(runner.try_remembered(request).has_value());
+  EXPECT_EQ(runner.run(request).reply, first.reply);
+  settle();
+  EXPECT_EQ(runner.run(request).reply, first.reply);
+  EXPECT_FALSE(runner.try_remembered(request).has_value());
+  clock->set(core::Timestamp{expires.micros + kSecond});
+  const auto expired = runner.run(request);
+  ASSERT_TRUE(expired.reply.has_value());
+  EXPECT_NE(expired.reply, first.reply) << "an expired challenge is never offered";
+  EXPECT_EQ(runner.exact_retry_replies(), served);
 }
 
 TEST_F(HookRetryTest, AnIdenticalHookOnUnchangedStateGetsTheFullPathsReplyFromMemory) {
@@ -142,6 +178,37 @@ TEST_F(HookRetryTest, ACommitByAnotherProcessIsSeenBeforeTheNextRememberedReply)
 
 // One byte of each registration file's MAC changed in place, with its mtime put back: the file's
 // ctime moves (user space cannot set it), so the runner fails exactly as a fresh one does.
+TEST_F(HookRetryTest, AnyStateFileRewrittenInPlaceIsSeenEvenWithItsTimesRestored) {
+  // Files the reply depends on but the run does not name (the plugin lock, the install policy,
+  // the catalog's CURRENT): the state dir's watches see the write itself, whatever stat says.
+  for (const fs::path& relative :
+       {fs::path("plugins.lock.json"), fs::path("install-policy") / "current.json",
+        fs::path("catalog") / "CURRENT"}) {
+    hooks::HookRunner runner(state_);
+    const auto request = prompt_request("retry-file-" + relative.filename().string(),
+                                        "please add a PDF export of the report");
+    ASSERT_TRUE(run_until_remembered(runner, request)) << relative;
+    const auto served = runner.exact_retry_replies();
+    const fs::path file = state_ / relative;
+    struct stat st {};
+    ASSERT_EQ(::stat(file.c_str(), &st), 0);
+    const std::string bytes = ctx::testing::read_file(file);
+    ASSERT_FALSE(bytes.empty());
+    ASSERT_EQ(::chmod(file.c_str(), st.st_mode | S_IWUSR), 0);
+    {
+      std::ofstream out(file, std::ios::binary | std::ios::trunc);
+      out << bytes;  // the same bytes: only the write itself happened
+    }
+    ASSERT_EQ(::chmod(file.c_str(), st.st_mode & 07777), 0);
+    const timespec times[2] = {st.st_atim, st.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, file.c_str(), times, 0), 0);
+    EXPECT_FALSE(runner.try_remembered(request).has_value()) << relative;
+    runner.run(request);
+    EXPECT_EQ(runner.exact_retry_replies(), served) << relative;
+    ASSERT_TRUE(run_until_remembered(runner, request)) << relative;
+  }
+}
+
 TEST_F(HookRetryTest, ARegistrationTamperedInPlaceFailsAsTheFullPathDoes) {
   hooks::HookRunner runner(state_);
   const auto request = prompt_request("retry-3", "please add a PDF export of the report");

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <barrier>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -19,9 +19,12 @@
 #include "host/core/canonical_json.hpp"
 #include "host/server/server.hpp"
 #include "tests/host/server/rpc_client.hpp"
+#include "tests/support/file_bytes.hpp"
 
 namespace ctx::server {
 namespace {
+
+using ctx::testing::read_file;
 
 using testing::RpcClient;
 using testing::TempStateDir;
@@ -55,13 +58,6 @@ int wait_exit(pid_t pid) {
   ::waitpid(pid, &status, 0);
   ADD_FAILURE() << "ctx serve did not exit within 30 s";
   return status;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // SIGTERM while 8 clients keep sending `request(client, i)`: every request written in full before

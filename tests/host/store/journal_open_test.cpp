@@ -197,3 +197,16 @@ TEST_F(JournalOpen, NewFilesAreAtTheCurrentSchemaVersion) {
 
 }  // namespace
 }  // namespace ctx::engine
+
+namespace ctx::store {
+namespace {
+
+// prepare_journal_schema accepts a file whose objects hash to the pinned digest without building
+// the reference schema: that digest must be the reference's (update the constant with a schema
+// change).
+TEST(JournalSchema, PinnedDigestIsTheReferences) {
+  EXPECT_EQ(detail::reference_journal_schema_digest(), detail::pinned_journal_schema_digest());
+}
+
+}  // namespace
+}  // namespace ctx::store

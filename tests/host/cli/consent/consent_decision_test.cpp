@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,11 +26,12 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/plugins/plugin_registry.hpp"
+#include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
-#include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
@@ -37,26 +39,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using core::Json;
+using ctx::testing::ctx_run;
+using ctx::testing::CtxRun;
+using ctx::testing::read_file;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string read_all(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct CtxRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CtxRun ctx(std::vector<std::string> args, const std::string& input = "") {
-  args.insert(args.begin(), CTX_BINARY);
-  const auto result = ctx::testing::run_process(args, input, std::chrono::seconds(120));
-  return {result.exited ? result.code : -1, result.out, result.err};
-}
 
 std::size_t entries_in(const fs::path& dir) {
   std::error_code ec;
@@ -71,9 +58,9 @@ class ConsentDecisionTest : public ::testing::Test {
   void SetUp() override {
     state_ = dir_ / "state";
     const std::string s = state_.string();
-    ASSERT_EQ(ctx({"init", "--state", s}).code, 0);
-    ASSERT_EQ(ctx({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
-                   "--state", s})
+    ASSERT_EQ(ctx_run({"init", "--state", s}).code, 0);
+    ASSERT_EQ(ctx_run({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
+                       "--state", s})
                   .code,
               0);
     key_ = dir_ / "decision-key.pem";
@@ -85,18 +72,18 @@ class ConsentDecisionTest : public ::testing::Test {
         ctx::testing::run_process({"/usr/bin/openssl", "pkey", "-in", key_.string(), "-pubout"}, "");
     ASSERT_EQ(pub.code, 0) << pub.err;
     std::ofstream(dir_ / "verifier.json") << Json{{"public_key_pem", pub.out}}.dump();
-    const CtxRun trusted = ctx({"consent", "trust", "--audience", "ctx-local", "--authenticator",
-                             "laptop", "--principal", std::string(64, 'a'), "--verifier",
-                             "ed25519", "--config", (dir_ / "verifier.json").string(), "--state",
-                             s});
+    const CtxRun trusted =
+        ctx_run({"consent", "trust", "--audience", "ctx-local", "--authenticator", "laptop",
+                 "--principal", std::string(64, 'a'), "--verifier", "ed25519", "--config",
+                 (dir_ / "verifier.json").string(), "--state", s});
     ASSERT_EQ(trusted.code, 0) << trusted.err;
-    const CtxRun prepared = ctx({"query", "prepare", "--work",
-                              std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json",
-                              "--json", "--state", s});
+    const CtxRun prepared = ctx_run({"query", "prepare", "--work",
+                                     std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json",
+                                     "--json", "--state", s});
     ASSERT_EQ(prepared.code, 0) << prepared.err;
     const Json plan = Json::parse(prepared.out);
-    const CtxRun desired = ctx({"desired", "set", plan.at("query_ref").get<std::string>(),
-                             "skill:pdf-export", "--json", "--state", s});
+    const CtxRun desired = ctx_run({"desired", "set", plan.at("query_ref").get<std::string>(),
+                                    "skill:pdf-export", "--json", "--state", s});
     ASSERT_EQ(desired.code, 0) << desired.err;
     const Json result = Json::parse(desired.out);
     // The default policy (ask-each-time) asks for the catalog skill's install.
@@ -132,15 +119,15 @@ class ConsentDecisionTest : public ::testing::Test {
     std::string bytes;
     for (const char* name : {"consent.sqlite3", "consent.sqlite3-wal", "journal.sqlite3",
                              "journal.sqlite3-wal"}) {
-      bytes += std::string(name) + "=" + core::sha256_hex(read_all(state_ / "service" / name)) +
-               "\n";
+      bytes +=
+          std::string(name) + "=" + core::sha256_hex(read_file(state_ / "service" / name)) + "\n";
     }
     return bytes;
   }
 
   fs::path active_skill() const { return state_ / "skills" / "active" / "pdf-export" / "SKILL.md"; }
   std::string catalog_skill() const {
-    return read_all(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md");
+    return read_file(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md");
   }
   std::vector<std::string> with_state(std::vector<std::string> args) const {
     args.push_back("--state");
@@ -156,7 +143,7 @@ class ConsentDecisionTest : public ::testing::Test {
 };
 
 TEST_F(ConsentDecisionTest, ShowListsTheCurrentChallengeWithTheExactCommands) {
-  const CtxRun shown = ctx(with_state({"consent", "show", "--json"}));
+  const CtxRun shown = ctx_run(with_state({"consent", "show", "--json"}));
   ASSERT_EQ(shown.code, 0) << shown.err;
   const Json json = Json::parse(shown.out);
   ASSERT_EQ(json.at("challenges").size(), 1u) << shown.out;
@@ -171,7 +158,7 @@ TEST_F(ConsentDecisionTest, ShowListsTheCurrentChallengeWithTheExactCommands) {
   // No paths, secrets or bodies.
   EXPECT_THAT(shown.out, Not(HasSubstr(state_.string())));
   EXPECT_THAT(shown.out, Not(HasSubstr("PDF export")));
-  const CtxRun text = ctx(with_state({"consent", "show"}));
+  const CtxRun text = ctx_run(with_state({"consent", "show"}));
   ASSERT_EQ(text.code, 0);
   EXPECT_THAT(text.out, HasSubstr("ctx consent approve " + challenge_ + " --key FILE"));
   // Nothing was installed by looking.
@@ -180,7 +167,7 @@ TEST_F(ConsentDecisionTest, ShowListsTheCurrentChallengeWithTheExactCommands) {
 
 TEST_F(ConsentDecisionTest, ApproveInstallsAndActivatesOnceAndASecondApproveIsRefused) {
   const CtxRun approved =
-      ctx(with_state({"consent", "approve", challenge_, "--key", key_.string(), "--json"}));
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string(), "--json"}));
   ASSERT_EQ(approved.code, 0) << approved.err;
   const Json result = Json::parse(approved.out);
   EXPECT_EQ(result["resolution"]["outcome"], "installed-inactive") << approved.out;
@@ -194,29 +181,30 @@ TEST_F(ConsentDecisionTest, ApproveInstallsAndActivatesOnceAndASecondApproveIsRe
   EXPECT_THAT(approved.out, Not(HasSubstr(state_.string())));
   // Installed content-addressed once, active where the host loads skills.
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
-  EXPECT_EQ(read_all(active_skill()), catalog_skill());
+  EXPECT_EQ(read_file(active_skill()), catalog_skill());
   EXPECT_TRUE(fs::is_symlink(state_ / "skills" / "active" / "pdf-export"));
 
   // The challenge is decided: nothing is pending, a second approve is refused and changes
   // nothing, and recovery finishes without installing again.
-  const CtxRun shown = ctx(with_state({"consent", "show", "--json"}));
+  const CtxRun shown = ctx_run(with_state({"consent", "show", "--json"}));
   EXPECT_EQ(Json::parse(shown.out)["challenges"].size(), 0u) << shown.out;
   const std::string before = durable_bytes();
-  const CtxRun again = ctx(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  const CtxRun again =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
   EXPECT_EQ(again.code, 1) << again.out;
   EXPECT_THAT(again.err, HasSubstr("not awaiting fresh authentication"));
   EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1);
   EXPECT_EQ(durable_bytes(), before);
-  const CtxRun recovered = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
   ASSERT_EQ(recovered.code, 0) << recovered.err;
   EXPECT_NE(Json::parse(recovered.out)["resolution"]["outcome"], "install-failed");
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
-  EXPECT_EQ(read_all(active_skill()), catalog_skill());
+  EXPECT_EQ(read_file(active_skill()), catalog_skill());
 }
 
 TEST_F(ConsentDecisionTest, DenyNeverInstalls) {
   const CtxRun denied =
-      ctx(with_state({"consent", "deny", challenge_, "--key", key_.string(), "--json"}));
+      ctx_run(with_state({"consent", "deny", challenge_, "--key", key_.string(), "--json"}));
   ASSERT_EQ(denied.code, 0) << denied.err;
   const Json result = Json::parse(denied.out);
   EXPECT_EQ(result["resolution"]["outcome"], "denied") << denied.out;
@@ -224,7 +212,7 @@ TEST_F(ConsentDecisionTest, DenyNeverInstalls) {
   EXPECT_TRUE(result["activation"].is_null());
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
   EXPECT_FALSE(fs::exists(active_skill()));
-  const CtxRun recovered = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
   ASSERT_EQ(recovered.code, 0) << recovered.err;
   EXPECT_EQ(Json::parse(recovered.out)["resolution"]["outcome"], "denied");
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
@@ -250,8 +238,8 @@ TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
   const std::string before = durable_bytes();
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const CtxRun run =
-        ctx(with_state({"consent", "resolve", "--assertion", write("bad.json", c.payload).string()}));
+    const CtxRun run = ctx_run(
+        with_state({"consent", "resolve", "--assertion", write("bad.json", c.payload).string()}));
     EXPECT_EQ(run.code, 1) << run.out;
     EXPECT_THAT(run.err, HasSubstr(c.message));
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
@@ -260,14 +248,15 @@ TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
   }
   // The challenge is still pending, and the valid assertion (from stdin) installs; replaying
   // the same bytes is refused and changes nothing.
-  EXPECT_EQ(Json::parse(ctx(with_state({"consent", "show", "--json"})).out)["challenges"].size(),
-            1u);
-  const CtxRun resolved = ctx(with_state({"consent", "resolve", "--assertion", "-", "--json"}), valid);
+  EXPECT_EQ(
+      Json::parse(ctx_run(with_state({"consent", "show", "--json"})).out)["challenges"].size(), 1u);
+  const CtxRun resolved =
+      ctx_run(with_state({"consent", "resolve", "--assertion", "-", "--json"}), valid);
   ASSERT_EQ(resolved.code, 0) << resolved.err;
   EXPECT_EQ(Json::parse(resolved.out)["resolution"]["outcome"], "installed-inactive");
-  EXPECT_EQ(read_all(active_skill()), catalog_skill());
+  EXPECT_EQ(read_file(active_skill()), catalog_skill());
   const std::string installed = durable_bytes();
-  const CtxRun replayed = ctx(with_state({"consent", "resolve", "--assertion", "-"}), valid);
+  const CtxRun replayed = ctx_run(with_state({"consent", "resolve", "--assertion", "-"}), valid);
   EXPECT_EQ(replayed.code, 1) << replayed.out;
   EXPECT_EQ(std::count(replayed.err.begin(), replayed.err.end(), '\n'), 1) << replayed.err;
   EXPECT_EQ(durable_bytes(), installed);
@@ -275,19 +264,19 @@ TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
 }
 
 TEST_F(ConsentDecisionTest, RecoverOfAPendingChallengeAsksForADecisionAndUsageErrorsExitTwo) {
-  const CtxRun recovered = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
   ASSERT_EQ(recovered.code, 0) << recovered.err;
   const Json result = Json::parse(recovered.out);
   EXPECT_EQ(result["resolution"]["outcome"], "consent-required");
   EXPECT_EQ(result["resolution"]["reason_code"], "fresh-human-decision-required");
   EXPECT_EQ(result["resolution"]["next_challenge"]["challenge_digest"], challenge_);
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
-  const CtxRun unknown = ctx(with_state({"consent", "recover", std::string(64, 'c')}));
+  const CtxRun unknown = ctx_run(with_state({"consent", "recover", std::string(64, 'c')}));
   EXPECT_EQ(unknown.code, 1);
-  EXPECT_EQ(ctx(with_state({"consent", "approve", challenge_})).code, 2);  // no --key
-  EXPECT_EQ(ctx(with_state({"consent", "recover"})).code, 2);
-  EXPECT_EQ(ctx(with_state({"consent", "resolve"})).code, 2);
-  EXPECT_EQ(ctx(with_state({"consent", "approve", "nothex", "--key", key_.string()})).code, 1);
+  EXPECT_EQ(ctx_run(with_state({"consent", "approve", challenge_})).code, 2);  // no --key
+  EXPECT_EQ(ctx_run(with_state({"consent", "recover"})).code, 2);
+  EXPECT_EQ(ctx_run(with_state({"consent", "resolve"})).code, 2);
+  EXPECT_EQ(ctx_run(with_state({"consent", "approve", "nothex", "--key", key_.string()})).code, 1);
 }
 
 TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhereClaudeCodeLooks) {
@@ -296,19 +285,42 @@ TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhe
   // activation directory, so the pending challenge stays valid).
   const fs::path project = dir_ / "project";
   fs::create_directory(project);
-  const CtxRun hooked = ctx({"hooks", "install", "claude-code", "--project", project.string(),
-                          "--state", state_.string(), "--json"});
+  const CtxRun hooked = ctx_run({"hooks", "install", "claude-code", "--project", project.string(),
+                                 "--state", state_.string(), "--json"});
   ASSERT_EQ(hooked.code, 0) << hooked.err;
   EXPECT_EQ(Json::parse(hooked.out).at("skills_activate_in"),
             (project / ".claude" / "skills").string());
-  const CtxRun approved = ctx(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
   ASSERT_EQ(approved.code, 0) << approved.err;
   EXPECT_THAT(approved.out, HasSubstr("installed-inactive"));
   EXPECT_THAT(approved.out, HasSubstr("activation applied"));
   const fs::path skill = project / ".claude" / "skills" / "pdf-export" / "SKILL.md";
-  EXPECT_EQ(read_all(skill), catalog_skill());
+  EXPECT_EQ(read_file(skill), catalog_skill());
   EXPECT_FALSE(fs::exists(active_skill()));
   EXPECT_TRUE(fs::exists(project / ".claude" / "settings.json"));
+}
+
+TEST_F(ConsentDecisionTest, HooksInstalledForTheUserMakeApprovedSkillsActiveInTheUsersSkills) {
+  // --user: the adapter's user-scope skills location (under $HOME) is the activation target.
+  const fs::path home = dir_ / "home";
+  fs::create_directory(home);
+  const char* previous = std::getenv("HOME");
+  const std::string saved = previous != nullptr ? previous : "";
+  ::setenv("HOME", home.c_str(), 1);
+  const CtxRun hooked =
+      ctx_run({"hooks", "install", "claude-code", "--user", "--state", state_.string(), "--json"});
+  previous != nullptr ? ::setenv("HOME", saved.c_str(), 1) : ::unsetenv("HOME");
+  ASSERT_EQ(hooked.code, 0) << hooked.err;
+  EXPECT_EQ(Json::parse(hooked.out).at("skills_activate_in"),
+            (home / ".claude" / "skills").string());
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  EXPECT_THAT(approved.out, HasSubstr("activation applied"));
+  EXPECT_EQ(read_file(home / ".claude" / "skills" / "pdf-export" / "SKILL.md"), catalog_skill());
+  EXPECT_FALSE(fs::exists(active_skill()));
+  EXPECT_TRUE(fs::exists(home / ".claude" / "settings.json"));
 }
 
 // kill -9 of a real process at each install and activation step of a signed grant: the
@@ -336,7 +348,7 @@ TEST_P(ConsentCrashTest, KilledGrantRecoversExactlyOnce) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
 
-  const CtxRun recovered = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
   ASSERT_EQ(recovered.code, 0) << recovered.err;
   const Json result = Json::parse(recovered.out);
   const std::string outcome = result["resolution"]["outcome"];
@@ -345,17 +357,17 @@ TEST_P(ConsentCrashTest, KilledGrantRecoversExactlyOnce) {
     EXPECT_FALSE(fs::exists(active_skill()));
   } else {
     EXPECT_TRUE(outcome == "installed-inactive" || outcome == "quarantined") << recovered.out;
-    EXPECT_EQ(read_all(active_skill()), catalog_skill());
+    EXPECT_EQ(read_file(active_skill()), catalog_skill());
     EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
   }
   EXPECT_LE(entries_in(state_ / "skills" / "objects"), 1u);
   // A second recovery finds everything finished: no journal record, no install, no activation.
-  const std::string journal = read_all(state_ / "service" / "journal.sqlite3");
-  const CtxRun again = ctx(with_state({"consent", "recover", challenge_, "--json"}));
+  const std::string journal = read_file(state_ / "service" / "journal.sqlite3");
+  const CtxRun again = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_TRUE(Json::parse(again.out)["activation"].is_null()) << again.out;
-  EXPECT_EQ(read_all(state_ / "service" / "journal.sqlite3"), journal);
-  EXPECT_EQ(ctx(with_state({"journal", "verify"})).code, 0);
+  EXPECT_EQ(read_file(state_ / "service" / "journal.sqlite3"), journal);
+  EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(

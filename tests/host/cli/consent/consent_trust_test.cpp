@@ -11,20 +11,15 @@
 
 #include "host/cli/cli.hpp"
 #include "host/core/canonical_json.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using ctx::testing::read_file;
 using ::testing::HasSubstr;
-
-std::string read_all(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 class ConsentTrustTest : public ::testing::Test {
  protected:
@@ -69,7 +64,7 @@ TEST_F(ConsentTrustTest, RegistersThePinnedVerifierOnceAndRefusesWhatItCannotTru
   EXPECT_EQ(printed.at("audience"), "ctx-local");
   EXPECT_EQ(printed.at("identity_digest").get<std::string>().size(), 64u);
   const fs::path file = state_ / "consent-verifiers.json";
-  const std::string registry = read_all(file);
+  const std::string registry = read_file(file);
   EXPECT_THAT(registry, HasSubstr(printed.at("identity_digest").get<std::string>()));
   EXPECT_THAT(registry, HasSubstr("laptop"));
 
@@ -79,7 +74,7 @@ TEST_F(ConsentTrustTest, RegistersThePinnedVerifierOnceAndRefusesWhatItCannotTru
   EXPECT_THAT(err_.str(), HasSubstr("not pinned"));
   EXPECT_EQ(ctx(trust("ed25519", "bad.json")), kExitFailure);
   EXPECT_EQ(ctx(trust("ed25519", "missing.json")), kExitFailure);
-  EXPECT_EQ(read_all(file), registry) << "failed trusts change nothing";
+  EXPECT_EQ(read_file(file), registry) << "failed trusts change nothing";
 
   EXPECT_EQ(ctx({"consent", "trust", "--audience", "ctx-local", "--state", state_.string()}),
             kExitUsage);

@@ -24,6 +24,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "tests/host/cli/process_runner.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
@@ -31,26 +32,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using core::Json;
+using ctx::testing::ctx_run;
+using ctx::testing::CtxRun;
+using ctx::testing::read_file;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string read_all(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct CtxRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CtxRun ctx(std::vector<std::string> args, const std::string& input = "") {
-  args.insert(args.begin(), CTX_BINARY);
-  const auto result = ctx::testing::run_process(args, input, std::chrono::seconds(120));
-  return {result.exited ? result.code : -1, result.out, result.err};
-}
 
 // Rows per table of every database of the state dir's service (read-only).
 std::map<std::string, long long> durable_rows(const fs::path& state) {
@@ -113,9 +99,9 @@ class HookConsentTest : public ::testing::Test {
   void SetUp() override {
     state_ = dir_ / "state";
     const std::string s = state_.string();
-    ASSERT_EQ(ctx({"init", "--state", s}).code, 0);
-    ASSERT_EQ(ctx({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
-                   "--state", s})
+    ASSERT_EQ(ctx_run({"init", "--state", s}).code, 0);
+    ASSERT_EQ(ctx_run({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
+                       "--state", s})
                   .code,
               0);
     key_ = dir_ / "decision-key.pem";
@@ -128,14 +114,14 @@ class HookConsentTest : public ::testing::Test {
     ASSERT_EQ(pub.code, 0) << pub.err;
     std::ofstream(dir_ / "verifier.json") << Json{{"public_key_pem", pub.out}}.dump();
     const CtxRun trusted =
-        ctx({"consent", "trust", "--audience", "ctx-local", "--authenticator", "laptop",
-             "--principal", std::string(64, 'a'), "--verifier", "ed25519", "--config",
-             (dir_ / "verifier.json").string(), "--state", s});
+        ctx_run({"consent", "trust", "--audience", "ctx-local", "--authenticator", "laptop",
+                 "--principal", std::string(64, 'a'), "--verifier", "ed25519", "--config",
+                 (dir_ / "verifier.json").string(), "--state", s});
     ASSERT_EQ(trusted.code, 0) << trusted.err;
   }
 
   CtxRun hook(const std::string& payload) const {
-    return ctx({"hook", "claude-code", "--state", state_.string()}, payload);
+    return ctx_run({"hook", "claude-code", "--state", state_.string()}, payload);
   }
   // The additionalContext of a Claude Code reply (one JSON line).
   static std::string context_of(const CtxRun& run) {
@@ -151,7 +137,7 @@ class HookConsentTest : public ::testing::Test {
     return args;
   }
   std::string catalog_skill() const {
-    return read_all(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md");
+    return read_file(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md");
   }
 
   ctx::testing::TempDir dir_;
@@ -174,7 +160,7 @@ TEST_F(HookConsentTest, APromptHookRaisesTheChallengeAndApprovingItInstallsAndAc
   EXPECT_THAT(context, Not(HasSubstr("monthly")));
 
   // ctx consent show lists exactly that challenge, for that skill.
-  const CtxRun shown = ctx(with_state({"consent", "show", "--json"}));
+  const CtxRun shown = ctx_run(with_state({"consent", "show", "--json"}));
   ASSERT_EQ(shown.code, 0) << shown.err;
   const Json challenges = Json::parse(shown.out).at("challenges");
   ASSERT_EQ(challenges.size(), 1u) << shown.out;
@@ -192,29 +178,30 @@ TEST_F(HookConsentTest, APromptHookRaisesTheChallengeAndApprovingItInstallsAndAc
     EXPECT_EQ(again.out, first.out);
   }
   EXPECT_EQ(durable_rows(state_), rows);
-  const CtxRun still = ctx(with_state({"consent", "show", "--json"}));
+  const CtxRun still = ctx_run(with_state({"consent", "show", "--json"}));
   EXPECT_EQ(Json::parse(still.out).at("challenges"), challenges);
 
   // Approving it with the trusted key installs and activates the skill.
-  const CtxRun approved = ctx(with_state({"consent", "approve", digest, "--key", key_.string()}));
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", digest, "--key", key_.string()}));
   ASSERT_EQ(approved.code, 0) << approved.err;
   EXPECT_THAT(approved.out, HasSubstr("installed-inactive"));
   EXPECT_THAT(approved.out, HasSubstr("activation applied"));
-  EXPECT_EQ(read_all(state_ / "skills" / "active" / "pdf-export" / "SKILL.md"), catalog_skill());
+  EXPECT_EQ(read_file(state_ / "skills" / "active" / "pdf-export" / "SKILL.md"), catalog_skill());
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
-  const CtxRun none = ctx(with_state({"consent", "show", "--json"}));
+  const CtxRun none = ctx_run(with_state({"consent", "show", "--json"}));
   EXPECT_TRUE(Json::parse(none.out).at("challenges").empty()) << none.out;
 
   // After the grant the same prompt asks for nothing and installs nothing again.
   const CtxRun after = hook(pdf_prompt("consent-session"));
   EXPECT_THAT(context_of(after), Not(HasSubstr("ctx consent approve")));
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
-  const CtxRun verified = ctx(with_state({"journal", "verify"}));
+  const CtxRun verified = ctx_run(with_state({"journal", "verify"}));
   EXPECT_EQ(verified.code, 0) << verified.err;
 }
 
 TEST_F(HookConsentTest, UnderPreapprovedAutoTheHookInstallsOnceWithoutAChallenge) {
-  const CtxRun policy = ctx(with_state({"policy", "set", "skill", "preapproved-auto"}));
+  const CtxRun policy = ctx_run(with_state({"policy", "set", "skill", "preapproved-auto"}));
   ASSERT_EQ(policy.code, 0) << policy.err;
   const CtxRun first = hook(pdf_prompt("auto-session"));
   const std::string context = context_of(first);
@@ -222,7 +209,7 @@ TEST_F(HookConsentTest, UnderPreapprovedAutoTheHookInstallsOnceWithoutAChallenge
   EXPECT_THAT(context, HasSubstr("ctx installed: pdf-export (skill)"));
   EXPECT_THAT(context, Not(HasSubstr("ctx consent approve")));
   EXPECT_THAT(context, Not(HasSubstr("consent to install")));
-  const CtxRun shown = ctx(with_state({"consent", "show", "--json"}));
+  const CtxRun shown = ctx_run(with_state({"consent", "show", "--json"}));
   ASSERT_EQ(shown.code, 0) << shown.err;
   EXPECT_TRUE(Json::parse(shown.out).at("challenges").empty()) << shown.out;
   // Installed once: one content-addressed object holding the catalog's bytes.
@@ -230,7 +217,7 @@ TEST_F(HookConsentTest, UnderPreapprovedAutoTheHookInstallsOnceWithoutAChallenge
   ASSERT_EQ(entries_in(objects), 1u);
   const fs::path object = fs::directory_iterator(objects)->path();
   const fs::path skill_md = fs::is_directory(object) ? object / "SKILL.md" : object;
-  EXPECT_EQ(read_all(skill_md), catalog_skill());
+  EXPECT_EQ(read_file(skill_md), catalog_skill());
 
   // The same hook again installs nothing more and adds no durable row.
   const auto rows = durable_rows(state_);
@@ -239,7 +226,7 @@ TEST_F(HookConsentTest, UnderPreapprovedAutoTheHookInstallsOnceWithoutAChallenge
   EXPECT_EQ(again.out, first.out);
   EXPECT_EQ(durable_rows(state_), rows);
   EXPECT_EQ(entries_in(objects), 1u);
-  const CtxRun verified = ctx(with_state({"journal", "verify"}));
+  const CtxRun verified = ctx_run(with_state({"journal", "verify"}));
   EXPECT_EQ(verified.code, 0) << verified.err;
 }
 

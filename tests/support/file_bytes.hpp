@@ -1,0 +1,19 @@
+// The whole content of a file as bytes (empty when it cannot be read). Header-only.
+#ifndef CTX_TESTS_SUPPORT_FILE_BYTES_HPP_
+#define CTX_TESTS_SUPPORT_FILE_BYTES_HPP_
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace ctx::testing {
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace ctx::testing
+
+#endif  // CTX_TESTS_SUPPORT_FILE_BYTES_HPP_
