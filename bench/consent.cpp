@@ -92,7 +92,7 @@ const Ed25519Key& key() {
 std::string representative_signing_bytes() {
   ctx::runtime::SignedAssertionClaims claims;
   claims.challenge_digest = sv::digest("bench-challenge");
-  claims.decision = "granted";
+  claims.decision = ctx::engine::Decision::kGranted;
   claims.principal_digest = sv::kPrincipal;
   claims.authenticator_id = sv::kAuthenticator;
   claims.audience = std::string(sv::kConsentAudience);

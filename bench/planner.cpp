@@ -96,13 +96,15 @@ class Facts final : public planning::BenefitFactsPort {
     c.capability_id = p.capability_id;
     c.source_digest = p.source_digest;
     c.resource_profile_digest = profile_;
-    c.availability = p.actionability == "manual" ? "advisory" : "executable";
+    c.availability = p.actionability == ctx::engine::CandidateActionability::kManual
+                         ? ctx::engine::Availability::kAdvisory
+                         : ctx::engine::Availability::kExecutable;
     c.expected_task_benefit_ppm = 800'000;
     c.relevance_ppm = std::max<std::int64_t>(1, p.normalized_score_ppm);
     c.trust_ppm = 1'000'000;
     c.costs = planning::ResourceCosts{};
     c.evidence.capability_id = p.capability_id;
-    c.evidence.kind = p.kind;
+    c.evidence.kind = ctx::engine::parse_enum<ctx::engine::CapabilityKind>(p.kind);
     c.evidence.source_digest = p.source_digest;
     c.evidence.evidence_window_digest = window_;
     c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;

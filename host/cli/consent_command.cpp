@@ -132,15 +132,17 @@ void print_decision(const runtime::ConsentDecisionResult& result, bool json, std
     return;
   }
   const auto& r = result.resolution;
-  out << r.capability_id() << " (" << r.kind() << "): " << to_string(r.outcome()) << " ("
+  out << r.capability_id() << " (" << engine::to_string(r.kind())
+      << "): " << to_string(r.outcome()) << " ("
       << r.reason_code() << ")";
   if (r.reason_code() == "installed-capability-is-already-active") {
     out << ": it is installed and active";
   }
   if (result.activation) {
-    out << "; activation " << result.activation->outcome
-        << (result.activation->outcome == "applied" ? " (active where the host loads skills)"
-                                                    : "");
+    out << "; activation " << engine::to_string(result.activation->outcome)
+        << (result.activation->outcome == engine::Outcome::kApplied
+                ? " (active where the host loads skills)"
+                : "");
   }
   if (const auto& next = r.next_challenge()) {
     out << "; decide with: " << approve_command(next->challenge_digest(), "approve") << " or "
@@ -163,7 +165,8 @@ int consent_show(const std::vector<std::string>& args, std::ostream& out, const 
     return kExitOk;
   }
   for (const auto& c : challenges) {
-    out << c.capability_id() << " (" << c.kind() << ") asks for install consent: challenge "
+    out << c.capability_id() << " (" << engine::to_string(c.kind())
+        << ") asks for install consent: challenge "
         << c.challenge_digest() << ", expires " << c.expires_at() << "\n"
         << "  approve: " << approve_command(c.challenge_digest(), "approve") << "\n"
         << "  deny:    " << approve_command(c.challenge_digest(), "deny") << "\n";
@@ -198,7 +201,7 @@ int consent_recover(const std::vector<std::string>& args, std::ostream& out, std
 }
 
 int consent_decide(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                   const Environment& env, std::string_view decision) {
+                   const Environment& env, engine::Decision decision) {
   const std::string command = "ctx consent " + args[1];
   const CommandLine line = parse_command_line(args, 2, command, {"--key"}, true);
   if (line.positional.size() != 1) throw CommandUsage(command + " takes one CHALLENGE_DIGEST");
@@ -216,13 +219,14 @@ int consent_decide(const std::vector<std::string>& args, std::ostream& out, std:
                                        core::parse_rfc3339(challenge.expires_at()));
   const bool progress = progress_wanted(err);
   if (progress) {
-    err << "ctx: signed the " << decision << " decision for " << challenge.capability_id()
-        << (decision == "granted" ? "; installing and activating...\n" : "\n");
+    err << "ctx: signed the " << engine::to_string(decision) << " decision for "
+        << challenge.capability_id()
+        << (decision == engine::Decision::kGranted ? "; installing and activating...\n" : "\n");
   }
   const auto result = state->resolve_consent(runtime::encode_signed_assertion(assertion));
   if (progress && result.activation) {
-    err << "ctx: " << challenge.capability_id() << " activation " << result.activation->outcome
-        << "\n";
+    err << "ctx: " << challenge.capability_id() << " activation "
+        << engine::to_string(result.activation->outcome) << "\n";
   }
   print_decision(result, line.json, out);
   return kExitOk;
@@ -263,8 +267,10 @@ int run_consent_command(const std::vector<std::string>& args, std::ostream& out,
     if (command == "show") return consent_show(args, out, env);
     if (command == "resolve") return consent_resolve(args, out, err, env);
     if (command == "recover") return consent_recover(args, out, err, env);
-    if (command == "approve") return consent_decide(args, out, err, env, "granted");
-    if (command == "deny") return consent_decide(args, out, err, env, "denied");
+    if (command == "approve") {
+      return consent_decide(args, out, err, env, engine::Decision::kGranted);
+    }
+    if (command == "deny") return consent_decide(args, out, err, env, engine::Decision::kDenied);
     throw CommandUsage("unknown consent command \"" + command + "\"");
   });
 }

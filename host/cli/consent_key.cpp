@@ -285,7 +285,7 @@ runtime::VerifierRegistration registration_for(
 
 runtime::SignedAssertion sign_decision(const UserDecisionKey& key,
                                        const runtime::VerifierRegistration& registration,
-                                       std::string_view challenge_digest, std::string_view decision,
+                                       std::string_view challenge_digest, engine::Decision decision,
                                        core::Timestamp now, core::Timestamp challenge_expires_at) {
   if (challenge_expires_at <= now) {
     throw FailedPrecondition("consent challenge " + std::string(challenge_digest) + " has expired");
@@ -300,7 +300,7 @@ runtime::SignedAssertion sign_decision(const UserDecisionKey& key,
       std::min(challenge_expires_at, core::Timestamp{issued.micros + kAssertionLifetimeMicros});
   runtime::SignedAssertionClaims claims;
   claims.challenge_digest = std::string(challenge_digest);
-  claims.decision = std::string(decision);
+  claims.decision = decision;
   claims.principal_digest = registration.key.principal_digest;
   claims.authenticator_id = registration.key.authenticator_id;
   claims.audience = registration.key.audience;

@@ -60,13 +60,13 @@ runtime::VerifierRegistration registration_for(
     const std::vector<runtime::VerifierRegistration>& registrations, std::string_view audience,
     const UserDecisionKey& key);
 
-// Builds and signs the assertion `decision` ("granted" | "denied") of `challenge_digest` for
+// Builds and signs the assertion `decision` of `challenge_digest` for
 // `registration`: a fresh 32-byte random nonce, issued at `now`, expiring at the earlier of
 // `challenge_expires_at` and now + 10 minutes. Errors: AssertionCodecError; FailedPrecondition
 // (the challenge has expired); the key's sign() errors.
 runtime::SignedAssertion sign_decision(const UserDecisionKey& key,
                                        const runtime::VerifierRegistration& registration,
-                                       std::string_view challenge_digest, std::string_view decision,
+                                       std::string_view challenge_digest, engine::Decision decision,
                                        core::Timestamp now, core::Timestamp challenge_expires_at);
 
 }  // namespace ctx::cli

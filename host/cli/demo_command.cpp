@@ -224,8 +224,10 @@ int run_demo_command(const std::vector<std::string>& args, std::ostream& out, st
         std::string plan;
         for (const auto& row : current->prepared().selections()) {
           if (!plan.empty()) plan += ", ";
-          plan += row.capability_id() + " (" + row.actionability() + ")";
-          if (capability.empty() && row.kind() == "skill" && row.actionability() == "install") {
+          plan += row.capability_id() + " (" +
+                  std::string(engine::to_string(row.actionability())) + ")";
+          if (capability.empty() && row.kind() == engine::CapabilityKind::kSkill &&
+              row.actionability() == engine::Actionability::kInstall) {
             capability = row.capability_id();
           }
         }

@@ -22,8 +22,8 @@ int run_policy_command(const std::vector<std::string>& args, std::ostream& out, 
     if (line.positional.size() != 2) {
       throw CommandUsage("ctx policy set takes KIND and ask-each-time|preapproved-auto");
     }
-    const std::string& kind = line.positional[0];
-    if (kind != "skill" && kind != "agent" && kind != "mcp-server") {
+    const auto kind = engine::find_enum<engine::CapabilityKind>(line.positional[0]);
+    if (!kind || *kind == engine::CapabilityKind::kHarness) {
       throw CommandUsage("KIND must be skill, agent or mcp-server");
     }
     runtime::InstallMode mode;
@@ -37,9 +37,9 @@ int run_policy_command(const std::vector<std::string>& args, std::ostream& out, 
     runtime::read_installation_key(state);
     const runtime::InstallPolicyStore store(runtime::StatePaths::of(state).install_policy);
     runtime::InstallConsentPolicy policy = store.load();
-    if (kind == "skill") policy.skill_mode = mode;
-    if (kind == "agent") policy.agent_mode = mode;
-    if (kind == "mcp-server") policy.mcp_server_mode = mode;
+    if (kind == engine::CapabilityKind::kSkill) policy.skill_mode = mode;
+    if (kind == engine::CapabilityKind::kAgent) policy.agent_mode = mode;
+    if (kind == engine::CapabilityKind::kMcpServer) policy.mcp_server_mode = mode;
     store.persist(policy);
     if (line.json) {
       out << core::canonical_json(policy.to_json()) << "\n";

@@ -36,11 +36,12 @@ void print_prepared(const runtime::ManagedQueryServiceResult& result, bool json,
     return;
   }
   const auto& prepared = result.prepared();
-  out << "query " << result.query_ref() << " " << prepared.status();
+  out << "query " << result.query_ref() << " " << engine::to_string(prepared.status());
   if (prepared.abstention_code()) out << " (" << *prepared.abstention_code() << ")";
   out << " plan " << prepared.plan_id() << "\n";
   for (const auto& row : prepared.selections()) {
-    out << "  " << row.capability_id() << " " << row.actionability() << " " << row.benefit_tier()
+    out << "  " << row.capability_id() << " " << engine::to_string(row.actionability()) << " "
+        << engine::to_string(row.benefit_tier())
         << "\n";
   }
   if (result.challenge()) {

@@ -82,8 +82,9 @@ InteractiveInstallDecisionReservation reservation_of(const EngineEvent& event,
   const Json& payload = event.payload();
   return InteractiveInstallDecisionReservation{
       event.scope(),          event.event_id(),        source_digest,
-      payload.at("consent_id"), payload.at("decision"), payload.at("policy_snapshot_digest"),
-      install.action_id(),    install.kind(),          install.content_digest(),
+      payload.at("consent_id"), payload.at("decision").get<Decision>(),
+      payload.at("policy_snapshot_digest"), install.action_id(), install.action_kind(),
+      install.content_digest(),
       install.precondition_revision(), *install.expires_at()};
 }
 
@@ -301,12 +302,13 @@ Transition Engine::process_locked(const EngineEvent& ingress,
       throw CtxEngineError("install decision does not match an exact pending consent");
     }
     const HostAction& install = consent->install_action;
-    const std::string basis = payload.at("decision_basis");
+    // check_user_decision (at ingress) admitted only declared spellings.
+    const DecisionBasis basis = payload.at("decision_basis").get<DecisionBasis>();
     if (now >= at(install.expires_at())) {
       throw CtxEngineError("install decision has expired according to trusted clock");
     }
-    if (basis == "preapproved-policy") {
-      if (payload.at("decision") != "granted") {
+    if (basis == DecisionBasis::kPreapprovedPolicy) {
+      if (payload.at("decision").get<Decision>() != Decision::kGranted) {
         throw CtxEngineError("preapproved install policy decisions may only grant");
       }
       const auto& policy_guard = ports_.preapproved_install_policy_guard;
@@ -318,7 +320,8 @@ Transition Engine::process_locked(const EngineEvent& ingress,
       const auto descriptor =
           InstallPlanDescriptor::from_json(install.payload().at("install_plan_descriptor"));
       if (!policy || policy->policy_digest() != digest ||
-          route_install_authorization(*policy, descriptor).decision_basis != "preapproved-policy") {
+          route_install_authorization(*policy, descriptor).decision_basis !=
+              DecisionBasis::kPreapprovedPolicy) {
         throw CtxEngineError("preapproved install is not authorized by current policy");
       }
       preapproved = true;
@@ -467,7 +470,8 @@ void Engine::settle_committed_decision(const EngineEvent& event, const std::stri
                                        const JournalRecord& record) {
   const Json& payload = event.payload();
   if (event.event_kind() != EventKind::kUserDecision ||
-      payload.value("decision_basis", Json()) != "interactive" ||
+      !payload.contains("decision_basis") ||
+      payload.at("decision_basis").get<DecisionBasis>() != DecisionBasis::kInteractive ||
       !ports_.interactive_install_decision_guard || record.revision < 2) {
     return;
   }

@@ -76,10 +76,10 @@ struct InteractiveInstallDecisionReservation {
   std::string event_id;
   std::string event_content_digest;
   std::string consent_id;
-  std::string decision;
+  Decision decision = Decision::kDenied;
   std::string policy_snapshot_digest;
   std::string requested_action_id;
-  std::string requested_action_kind;
+  ActionKind requested_action_kind = ActionKind::kInstallCapability;
   std::string requested_action_content_digest;
   std::int64_t requested_action_precondition_revision = 0;
   std::string install_expires_at;

@@ -47,8 +47,6 @@ void require_match(const std::string& supplied, const std::string& recomputed,
   if (supplied != recomputed) throw InvalidIdentityError(message);
 }
 
-bool is_consent_mode(const std::string& mode) { return find_enum<ConsentMode>(mode).has_value(); }
-
 }  // namespace
 
 std::string identity_digest_of(const Json& value) {
@@ -559,34 +557,41 @@ Json InstallConsentPolicy::digest_mapping() const {
           {"skill_mode", skill_mode_}};
 }
 
-InstallConsentPolicy InstallConsentPolicy::create(std::string skill_mode, std::string agent_mode,
-                                                  std::string mcp_server_mode) {
+InstallConsentPolicy InstallConsentPolicy::create(ConsentMode skill_mode, ConsentMode agent_mode,
+                                                  ConsentMode mcp_server_mode) {
   InstallConsentPolicy out;
-  out.skill_mode_ = std::move(skill_mode);
-  out.agent_mode_ = std::move(agent_mode);
-  out.mcp_server_mode_ = std::move(mcp_server_mode);
-  for (const auto& [mode, field] : {std::pair{&out.skill_mode_, "skill_mode"},
-                                    std::pair{&out.agent_mode_, "agent_mode"},
-                                    std::pair{&out.mcp_server_mode_, "mcp_server_mode"}}) {
-    if (!is_consent_mode(*mode)) {
-      throw InvalidIdentityError(std::string(field) +
-                                 " is not a declared install consent mode");
-    }
-  }
+  out.skill_mode_ = skill_mode;
+  out.agent_mode_ = agent_mode;
+  out.mcp_server_mode_ = mcp_server_mode;
   out.policy_digest_ = identity_digest_of(out.digest_mapping());
   return out;
 }
 
+InstallConsentPolicy InstallConsentPolicy::create(std::string_view skill_mode,
+                                                  std::string_view agent_mode,
+                                                  std::string_view mcp_server_mode) {
+  const auto mode = [](std::string_view text, const char* field) {
+    const auto found = find_enum<ConsentMode>(text);
+    if (!found) {
+      throw InvalidIdentityError(std::string(field) + " is not a declared install consent mode");
+    }
+    return *found;
+  };
+  return create(mode(skill_mode, "skill_mode"), mode(agent_mode, "agent_mode"),
+                mode(mcp_server_mode, "mcp_server_mode"));
+}
+
 InstallConsentPolicy InstallConsentPolicy::safe_default() {
-  return create("ask-each-time", "ask-each-time", "ask-each-time");
+  return create(ConsentMode::kAskEachTime, ConsentMode::kAskEachTime, ConsentMode::kAskEachTime);
 }
 
 InstallConsentPolicy InstallConsentPolicy::from_json(const Json& value) {
   Reader r(value, "install consent policy", kRaise);
   r.exact({"agent_mode", "mcp_server_mode", "policy_digest", "schema", "skill_mode"});
   r.literal("schema", kConsentPolicySchema, "install consent policy schema");
-  auto out =
-      create(r.string("skill_mode"), r.string("agent_mode"), r.string("mcp_server_mode"));
+  auto out = create(std::string_view(r.string_ref("skill_mode")),
+                    std::string_view(r.string_ref("agent_mode")),
+                    std::string_view(r.string_ref("mcp_server_mode")));
   require_match(r.string("policy_digest", kDigest), out.policy_digest_,
                 "policy_digest does not match policy fields");
   return out;
@@ -598,7 +603,7 @@ Json InstallConsentPolicy::to_json() const {
   return out;
 }
 
-const std::string& InstallConsentPolicy::mode_for(std::string_view kind) const {
+ConsentMode InstallConsentPolicy::mode_for(std::string_view kind) const {
   switch (find_enum<CapabilityKind>(kind).value_or(CapabilityKind::kHarness)) {
     case CapabilityKind::kSkill:
       return skill_mode_;
@@ -616,15 +621,15 @@ InstallAuthorizationRoute route_install_authorization(const InstallConsentPolicy
                                                       const InstallPlanDescriptor& descriptor) {
   const auto& digest = policy.policy_digest();
   if (descriptor.permission_expansion()) {
-    return {"interactive", "permission-expansion-requires-consent", digest};
+    return {DecisionBasis::kInteractive, "permission-expansion-requires-consent", digest};
   }
   if (descriptor.credential_requirement()) {
-    return {"interactive", "credentials-require-consent", digest};
+    return {DecisionBasis::kInteractive, "credentials-require-consent", digest};
   }
-  if (find_enum<ConsentMode>(policy.mode_for(descriptor.kind())) == ConsentMode::kPreapprovedAuto) {
-    return {"preapproved-policy", "matching-preapproved-policy", digest};
+  if (policy.mode_for(descriptor.kind()) == ConsentMode::kPreapprovedAuto) {
+    return {DecisionBasis::kPreapprovedPolicy, "matching-preapproved-policy", digest};
   }
-  return {"interactive", "per-install-consent-required", digest};
+  return {DecisionBasis::kInteractive, "per-install-consent-required", digest};
 }
 
 }  // namespace ctx::engine

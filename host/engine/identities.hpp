@@ -281,33 +281,40 @@ class InstallExecutionBinding {
       binding_digest_;
 };
 
-// Per-kind install consent modes ("preapproved-auto" | "ask-each-time").
+// Per-kind install consent modes.
 class InstallConsentPolicy {
  public:
-  static InstallConsentPolicy create(std::string skill_mode, std::string agent_mode,
-                                     std::string mcp_server_mode);
+  static InstallConsentPolicy create(ConsentMode skill_mode, ConsentMode agent_mode,
+                                     ConsentMode mcp_server_mode);
+  // As above from the modes' persisted spellings.
+  // Errors: InvalidIdentityError "<field> is not a declared install consent mode".
+  static InstallConsentPolicy create(std::string_view skill_mode, std::string_view agent_mode,
+                                     std::string_view mcp_server_mode);
   // All kinds ask-each-time.
   static InstallConsentPolicy safe_default();
   static InstallConsentPolicy from_json(const Json& value);
   Json to_json() const;
 
-  const std::string& skill_mode() const noexcept { return skill_mode_; }
-  const std::string& agent_mode() const noexcept { return agent_mode_; }
-  const std::string& mcp_server_mode() const noexcept { return mcp_server_mode_; }
+  ConsentMode skill_mode() const noexcept { return skill_mode_; }
+  ConsentMode agent_mode() const noexcept { return agent_mode_; }
+  ConsentMode mcp_server_mode() const noexcept { return mcp_server_mode_; }
   const std::string& policy_digest() const noexcept { return policy_digest_; }
   // Errors: InvalidIdentityError "kind is not an installable capability kind".
-  const std::string& mode_for(std::string_view kind) const;
+  ConsentMode mode_for(std::string_view kind) const;
   friend bool operator==(const InstallConsentPolicy&, const InstallConsentPolicy&) = default;
 
  private:
   InstallConsentPolicy() = default;
   Json digest_mapping() const;
-  std::string skill_mode_, agent_mode_, mcp_server_mode_, policy_digest_;
+  ConsentMode skill_mode_ = ConsentMode::kAskEachTime;
+  ConsentMode agent_mode_ = ConsentMode::kAskEachTime;
+  ConsentMode mcp_server_mode_ = ConsentMode::kAskEachTime;
+  std::string policy_digest_;
 };
 
 // §7 routing of one install under `policy`.
 struct InstallAuthorizationRoute {
-  std::string decision_basis;  // "interactive" | "preapproved-policy"
+  DecisionBasis decision_basis = DecisionBasis::kInteractive;
   std::string reason_code;
   std::string policy_snapshot_digest;
 };

@@ -32,17 +32,23 @@ bool is_lease_bounded(ActionKind kind) noexcept {
   return kind == ActionKind::kActivateCapability || kind == ActionKind::kPrepareExposure ||
          kind == ActionKind::kDeactivateCapability;
 }
-const char* material_expected_state(ActionKind kind) noexcept {
-  if (kind == ActionKind::kActivateCapability) return "active";
-  if (kind == ActionKind::kPrepareExposure) return "prepared";
-  if (kind == ActionKind::kDeactivateCapability) return "inactive";
-  return nullptr;
+std::optional<HostState> material_expected_state(ActionKind kind) noexcept {
+  if (kind == ActionKind::kActivateCapability) return HostState::kActive;
+  if (kind == ActionKind::kPrepareExposure) return HostState::kPrepared;
+  if (kind == ActionKind::kDeactivateCapability) return HostState::kInactive;
+  return std::nullopt;
+}
+
+// The enum a JSON value spells, or nullopt when it is not one of the enum's strings.
+template <typename E>
+std::optional<E> enum_of(const Json& value) noexcept {
+  if (!value.is_string()) return std::nullopt;
+  return find_enum<E>(value.get_ref<const std::string&>());
 }
 
 // The action kind a JSON value spells, or nullopt when it is not a declared kind's string.
 std::optional<ActionKind> action_kind_of(const Json& value) noexcept {
-  if (!value.is_string()) return std::nullopt;
-  return find_enum<ActionKind>(value.get_ref<const std::string&>());
+  return enum_of<ActionKind>(value);
 }
 
 // REQUIRES: `a.kind` was checked by HostAction::create.
@@ -208,15 +214,15 @@ void check_target(const HostAction::Fields& a, const Capability& capability,
   require_sha(opt(a.catalog_snapshot_id), name + " catalog_snapshot_id");
 }
 
-void check_v3_verification(const Json& verification, const char* expected_state,
+void check_v3_verification(const Json& verification, HostState expected_state,
                            std::string_view receipt_schema) {
   exact_keys(verification, {"expected_state", "receipt_required", "receipt_schema"},
              "v3 action verification");
   if (verification.at("receipt_required") != true) {
     fail("v3 action verification must require a receipt");
   }
-  if (verification.at("expected_state") != expected_state) {
-    fail(std::string("v3 action expected_state must be ") + expected_state);
+  if (enum_of<HostState>(verification.at("expected_state")) != expected_state) {
+    fail("v3 action expected_state must be " + std::string(to_string(expected_state)));
   }
   if (verification.at("receipt_schema") != receipt_schema) {
     fail("v3 action receipt_schema must be " + std::string(receipt_schema));
@@ -263,7 +269,7 @@ void check_action_contract(const HostAction::Fields& a) {
         a.required_host_feature != std::optional<std::string>("prompt-context")) {
       fail("PreparePromptContext lacks its bounded host authority");
     }
-    check_v3_verification(a.verification, "prompt-context-prepared",
+    check_v3_verification(a.verification, HostState::kPromptContextPrepared,
                           kPromptContextReceiptSchemaV1);
     return;
   }
@@ -299,9 +305,9 @@ void check_action_contract(const HostAction::Fields& a) {
       Capability capability;
       const auto installer = check_install_binding(payload, name, "result_material", capability);
       check_target(a, capability, name);
-      check_v3_verification(a.verification, "installed", kInstallReceiptSchemaV3);
+      check_v3_verification(a.verification, HostState::kInstalled, kInstallReceiptSchemaV3);
       check_v3_rollback(a, installer);
-    } else if (const char* state = material_expected_state(kind)) {
+    } else if (const auto state = material_expected_state(kind)) {
       if (payload.contains("schema")) {
         if (payload.at("schema") != kMaterialActionPayloadSchemaV3) {
           fail(a.kind + " payload schema is unsupported");
@@ -313,7 +319,7 @@ void check_action_contract(const HostAction::Fields& a) {
                    name);
         const auto capability = check_material_binding(payload, name);
         check_target(a, capability, name);
-        check_v3_verification(a.verification, state, kMaterialReceiptSchemaV3);
+        check_v3_verification(a.verification, *state, kMaterialReceiptSchemaV3);
         check_v3_rollback(a, "");
       }
     }
@@ -405,13 +411,12 @@ void check_receipt_payload(EventKind kind, const Json& payload) {
     const Json& v = *it;
     if (!v.contains("schema")) {
       exact_keys(v, {"host_state"}, "ActionApplied verification");
-      const Json& state = v.at("host_state");
-      if (state != "active" && state != "inactive" && state != "prepared" &&
-          state != "installed") {
+      const auto state = enum_of<HostState>(v.at("host_state"));
+      if (!state || *state == HostState::kPromptContextPrepared) {
         fail("ActionApplied host_state is unsupported");
       }
     } else if (v.at("schema") == kInstallReceiptSchemaV3) {
-      if (action_kind != "InstallCapability") {
+      if (*receipt_action_kind != ActionKind::kInstallCapability) {
         fail("install receipt schema does not match action_kind");
       }
       const std::string vname = "v3 install receipt verification";
@@ -420,7 +425,7 @@ void check_receipt_payload(EventKind kind, const Json& payload) {
                   "install_plan_descriptor", "installer_digest", "material_identity",
                   "policy_snapshot_digest", "host_state", "schema"},
                  vname);
-      if (v.at("host_state") != "installed") {
+      if (enum_of<HostState>(v.at("host_state")) != HostState::kInstalled) {
         fail("v3 install receipt host_state must be installed");
       }
       check_capability_binding(v.at("capability_id"), v.at("capability_kind"),
@@ -431,14 +436,14 @@ void check_receipt_payload(EventKind kind, const Json& payload) {
         fail("v3 install receipt typed identities do not match one capability");
       }
     } else if (v.at("schema") == kMaterialReceiptSchemaV3) {
-      const char* state = material_expected_state(*receipt_action_kind);
+      const auto state = material_expected_state(*receipt_action_kind);
       if (!state) fail("material receipt schema does not match action_kind");
       exact_keys(v,
                  {"authorized_material", "capability_id", "capability_kind", "catalog_identity",
                   "host_state", "material_identity", "schema"},
                  "v3 material receipt verification");
-      if (v.at("host_state") != state) {
-        fail(std::string("v3 material receipt host_state must be ") + state);
+      if (enum_of<HostState>(v.at("host_state")) != state) {
+        fail("v3 material receipt host_state must be " + std::string(to_string(*state)));
       }
       check_capability_binding(v.at("capability_id"), v.at("capability_kind"),
                                "v3 material receipt");
@@ -489,7 +494,7 @@ void check_user_decision(const Json& payload, std::int64_t expected_revision) {
   }
   require_trimmed_json(payload.at("consent_id"), "consent_id");
   require_trimmed_json(payload.at("decision"), "decision");
-  if (payload.at("decision") != "granted" && payload.at("decision") != "denied") {
+  if (!enum_of<Decision>(payload.at("decision"))) {
     fail("decision must be granted or denied");
   }
   check_requested_identity(payload, name);
@@ -499,8 +504,7 @@ void check_user_decision(const Json& payload, std::int64_t expected_revision) {
     fail(name + " is missing " + (basis ? "policy_snapshot_digest" : "decision_basis"));
   }
   if (basis) {
-    const Json& b = payload.at("decision_basis");
-    if (b != "interactive" && b != "preapproved-policy") {
+    if (!enum_of<DecisionBasis>(payload.at("decision_basis"))) {
       fail("decision_basis must be interactive or preapproved-policy");
     }
     require_sha(payload.at("policy_snapshot_digest"), "policy_snapshot_digest");
@@ -519,7 +523,7 @@ void check_consent_expired(const Json& payload) {
              name);
   require_trimmed_json(payload.at("consent_id"), "consent_id");
   check_requested_identity(payload, name);
-  if (payload.at("requested_action_kind") != "InstallCapability") {
+  if (action_kind_of(payload.at("requested_action_kind")) != ActionKind::kInstallCapability) {
     fail("InstallConsentExpired requested_action_kind must be InstallCapability");
   }
   require_sha(payload.at("policy_snapshot_digest"), "policy_snapshot_digest");

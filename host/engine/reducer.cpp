@@ -827,7 +827,7 @@ Out handle_decision(W& w, const Builder& b) {
   w.pending_consents.erase(it);
   const bool expired =
       core::parse_rfc3339(event.occurred_at()) >= core::parse_rfc3339(*install.expires_at());
-  if (payload.at("decision") == "denied" || expired) {
+  if (find_enum<Decision>(text(payload, "decision", "decision")) == Decision::kDenied || expired) {
     insert_sorted(w.blocked_install_descriptor_digests,
                   install.payload().at("install_plan_descriptor").at("descriptor_digest"));
     Out out = reconcile(w, b);
@@ -924,9 +924,8 @@ Out observe_invocation(W& w, const EngineEvent& event) {
   const std::string source = text(payload, "source_digest", "source_digest");
   const Json outcome = payload.value("outcome", Json());
   const std::optional<Invocation> invocation =
-      outcome == "failed"      ? std::optional(Invocation::kInvokedFailed)
-      : outcome == "succeeded" ? std::optional(Invocation::kInvokedSucceeded)
-                               : std::nullopt;
+      outcome.is_string() ? kToolCallOutcomeStrings.find(outcome.get_ref<const std::string&>())
+                          : std::nullopt;
   if (!invocation) invalid("outcome must be 'failed' or 'succeeded'");
   const auto* c = find_cap(w, id);
   if (!c || c->source_digest() != source) {

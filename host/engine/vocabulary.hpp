@@ -6,6 +6,7 @@
 #ifndef CTX_HOST_ENGINE_VOCABULARY_HPP_
 #define CTX_HOST_ENGINE_VOCABULARY_HPP_
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -98,6 +99,11 @@ inline constexpr core::EnumStrings<Invocation, 3> kInvocationStrings{
     {"not-invoked", "invoked-failed", "invoked-succeeded"}};
 CTX_ENGINE_ENUM_STRINGS(Invocation, kInvocationStrings)
 
+// A ToolCallObserved payload's "outcome" spells the invocation it observed.
+inline constexpr core::EnumStrings<Invocation, 2> kToolCallOutcomeStrings{
+    "tool call outcome", {Invocation::kInvokedFailed, Invocation::kInvokedSucceeded},
+    {"failed", "succeeded"}};
+
 // How a plan row can be acted on: loaded as is, installed first, or only advised.
 enum class Actionability { kLoad, kInstall, kManual };
 inline constexpr core::EnumStrings<Actionability, 3> kActionabilityStrings{
@@ -105,6 +111,23 @@ inline constexpr core::EnumStrings<Actionability, 3> kActionabilityStrings{
     {Actionability::kLoad, Actionability::kInstall, Actionability::kManual},
     {"load", "install", "manual"}};
 CTX_ENGINE_ENUM_STRINGS(Actionability, kActionabilityStrings)
+
+// A retrieval candidate's state (spec §1.8): a superset of Actionability. Only load, install and
+// manual candidates are presentable; the others are recorded but never planned.
+enum class CandidateActionability { kLoad, kInstall, kManual, kUnavailable, kBlocked, kNone };
+inline constexpr core::EnumStrings<CandidateActionability, 6> kCandidateActionabilityStrings{
+    "candidate actionability",
+    {CandidateActionability::kLoad, CandidateActionability::kInstall,
+     CandidateActionability::kManual, CandidateActionability::kUnavailable,
+     CandidateActionability::kBlocked, CandidateActionability::kNone},
+    {"load", "install", "manual", "unavailable", "blocked", "none"}};
+CTX_ENGINE_ENUM_STRINGS(CandidateActionability, kCandidateActionabilityStrings)
+
+// The Actionability a presentable candidate state shares its spelling with, or nullopt for
+// unavailable, blocked and none.
+constexpr std::optional<Actionability> presentable(CandidateActionability state) noexcept {
+  return find_enum<Actionability>(to_string(state));
+}
 
 enum class PlanStatus { kReady, kAbstained, kDegraded };
 inline constexpr core::EnumStrings<PlanStatus, 3> kPlanStatusStrings{
@@ -118,6 +141,21 @@ enum class BenefitTier { kExecutable, kAdvisory };
 inline constexpr core::EnumStrings<BenefitTier, 2> kBenefitTierStrings{
     "benefit tier", {BenefitTier::kExecutable, BenefitTier::kAdvisory}, {"executable", "advisory"}};
 CTX_ENGINE_ENUM_STRINGS(BenefitTier, kBenefitTierStrings)
+
+// A benefit candidate's host availability (spec §8.5), and its assessment's tier before
+// selection: a BenefitTier or ineligible.
+enum class Availability { kExecutable, kAdvisory, kUnsupported };
+enum class AssessmentTier { kExecutable, kAdvisory, kIneligible };
+inline constexpr core::EnumStrings<Availability, 3> kAvailabilityStrings{
+    "availability",
+    {Availability::kExecutable, Availability::kAdvisory, Availability::kUnsupported},
+    {"executable", "advisory", "unsupported"}};
+inline constexpr core::EnumStrings<AssessmentTier, 3> kAssessmentTierStrings{
+    "assessment tier",
+    {AssessmentTier::kExecutable, AssessmentTier::kAdvisory, AssessmentTier::kIneligible},
+    {"executable", "advisory", "ineligible"}};
+CTX_ENGINE_ENUM_STRINGS(Availability, kAvailabilityStrings)
+CTX_ENGINE_ENUM_STRINGS(AssessmentTier, kAssessmentTierStrings)
 
 // The declared capability kinds; a harness is never installed.
 enum class CapabilityKind { kSkill, kAgent, kMcpServer, kHarness };
@@ -142,12 +180,40 @@ inline constexpr core::EnumStrings<ConsentMode, 2> kConsentModeStrings{
     {"preapproved-auto", "ask-each-time"}};
 CTX_ENGINE_ENUM_STRINGS(ConsentMode, kConsentModeStrings)
 
+// A human's (or policy's) install decision, and what a UserDecision rests on: a verified
+// interactive assertion or the preapproval policy.
+enum class Decision { kGranted, kDenied };
+enum class DecisionBasis { kInteractive, kPreapprovedPolicy };
+inline constexpr core::EnumStrings<Decision, 2> kDecisionStrings{
+    "decision", {Decision::kGranted, Decision::kDenied}, {"granted", "denied"}};
+inline constexpr core::EnumStrings<DecisionBasis, 2> kDecisionBasisStrings{
+    "decision basis", {DecisionBasis::kInteractive, DecisionBasis::kPreapprovedPolicy},
+    {"interactive", "preapproved-policy"}};
+CTX_ENGINE_ENUM_STRINGS(Decision, kDecisionStrings)
+CTX_ENGINE_ENUM_STRINGS(DecisionBasis, kDecisionBasisStrings)
+
 // The result an installer or host reports for an effect.
 enum class Outcome { kApplied, kFailed, kIndeterminate };
 inline constexpr core::EnumStrings<Outcome, 3> kOutcomeStrings{
     "outcome", {Outcome::kApplied, Outcome::kFailed, Outcome::kIndeterminate},
     {"applied", "failed", "indeterminate"}};
 CTX_ENGINE_ENUM_STRINGS(Outcome, kOutcomeStrings)
+
+// What an installer's reconcile reply says of one capability's install or activation slot
+// ("install_state" / "activation_state"); the state a host reports (or an action expects)
+// once an effect applied.
+enum class SlotState { kApplied, kAbsent, kIndeterminate };
+enum class HostState { kActive, kInactive, kPrepared, kInstalled, kPromptContextPrepared };
+inline constexpr core::EnumStrings<SlotState, 3> kSlotStateStrings{
+    "slot state", {SlotState::kApplied, SlotState::kAbsent, SlotState::kIndeterminate},
+    {"applied", "absent", "indeterminate"}};
+inline constexpr core::EnumStrings<HostState, 5> kHostStateStrings{
+    "host state",
+    {HostState::kActive, HostState::kInactive, HostState::kPrepared, HostState::kInstalled,
+     HostState::kPromptContextPrepared},
+    {"active", "inactive", "prepared", "installed", "prompt-context-prepared"}};
+CTX_ENGINE_ENUM_STRINGS(SlotState, kSlotStateStrings)
+CTX_ENGINE_ENUM_STRINGS(HostState, kHostStateStrings)
 
 // Event kinds (§1.3).
 enum class EventKind {

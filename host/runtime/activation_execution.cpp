@@ -116,7 +116,8 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
   ExclusiveFileLock execution_lock(execution_lock_path(actuators.journal_path, action),
                                    kExecutionLockTimeout);
 
-  ActivationExecutionReport report{"applied", false, false, binding.binding_digest(),
+  ActivationExecutionReport report{engine::Outcome::kApplied, false, false,
+                                   binding.binding_digest(),
                                    std::nullopt, material.identity_digest(), std::nullopt};
 
   auto status = engine.activation_execution_status(action);
@@ -158,7 +159,7 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
         observe(*activation, engine::ActivationRequest{material}, report.claim_was_new);
     report.observed_material_identity_digest = observation.observed_material_identity_digest;
     if (observation.result == engine::ActivationResult::kFailed) {
-      report.outcome = "failed";
+      report.outcome = engine::Outcome::kFailed;
       return report;
     }
     // Applied counts only for the exact authorised material with a verification digest; any
@@ -166,7 +167,7 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
     if (observation.result != engine::ActivationResult::kApplied ||
         observation.observed_material_identity_digest != material.identity_digest() ||
         !observation.verification_digest) {
-      report.outcome = "indeterminate";
+      report.outcome = engine::Outcome::kIndeterminate;
       return report;
     }
     const std::string verification = engine::identity_digest_of(

@@ -34,10 +34,10 @@ inline constexpr std::string_view kActivationVerificationSchema =
 
 // Safe result of one execution: digests and flags only (no path, content or lease).
 struct ActivationExecutionReport {
-  // "applied" (durably recorded and settled), "failed" (the installer verified it is not active)
-  // or "indeterminate" (no trustworthy observation). Only "applied" records an outcome; the
+  // kApplied (durably recorded and settled), kFailed (the installer verified it is not active)
+  // or kIndeterminate (no trustworthy observation). Only kApplied records an outcome; the
   // other two leave the claim open, and a later call recovers through the installer's reconcile.
-  std::string outcome;
+  engine::Outcome outcome = engine::Outcome::kIndeterminate;
   bool claim_was_new = false;
   bool settled = false;
   std::string execution_binding_digest;

@@ -156,8 +156,11 @@ Observation observe(const InstallActuator& actuator, engine::InstallerPort& driv
       const Json reply = driver.install({{"capability_id", material.capability_id()},
                                          {"content_base64", base64(body)},
                                          {"content_sha256", material.content_sha256()}});
-      const auto outcome = reply.value("outcome", Json());
-      if (outcome == "applied") {
+      const auto outcome_text = reply.value("outcome", Json());
+      const auto outcome = outcome_text.is_string()
+                               ? engine::find_enum<engine::Outcome>(outcome_text.get<std::string>())
+                               : std::nullopt;
+      if (outcome == engine::Outcome::kApplied) {
         if (reply.value("observed_material_identity_digest", Json()) !=
             material.identity_digest()) {
           return {};
@@ -167,7 +170,7 @@ Observation observe(const InstallActuator& actuator, engine::InstallerPort& driv
             engine::is_digest(verification->get<std::string>())) {
           installer_verification = verification->get<std::string>();
         }
-      } else if (outcome != "failed") {
+      } else if (outcome != engine::Outcome::kFailed) {
         return {};
       }
     } catch (const Error&) {
@@ -230,8 +233,10 @@ engine::EngineEvent receipt_event(const engine::HostAction& action,
   return engine::EngineEvent::create(std::move(receipt));
 }
 
-std::string outcome_name(const std::optional<engine::InstallOutcome>& outcome) {
-  return outcome ? engine::install_outcome_name(*outcome) : "indeterminate";
+engine::Outcome outcome_of(const std::optional<engine::InstallOutcome>& outcome) {
+  if (!outcome) return engine::Outcome::kIndeterminate;
+  return *outcome == engine::InstallOutcome::kApplied ? engine::Outcome::kApplied
+                                                      : engine::Outcome::kFailed;
 }
 
 }  // namespace
@@ -270,7 +275,8 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
   }
   ExclusiveFileLock execution_lock(execution_lock_path(actuators.journal_path, action),
                                    kExecutionLockTimeout);
-  InstallExecutionReport report{"indeterminate", false, false, captured.binding_digest(),
+  InstallExecutionReport report{engine::Outcome::kIndeterminate, false, false,
+                                captured.binding_digest(),
                                 std::nullopt, std::nullopt};
 
   auto status = engine.install_execution_status(action);
@@ -279,7 +285,7 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
         "durable install claim names another actuator than the captured actuator");
   }
   if (status.settled) {
-    report.outcome = outcome_name(status.outcome);
+    report.outcome = outcome_of(status.outcome);
     report.settled = true;
     return report;
   }
@@ -303,7 +309,7 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
   engine::SettlementGuard guard;
   if (status.outcome_recorded) {
     guard = stored_guard(action, status);
-    report.outcome = outcome_name(status.outcome);
+    report.outcome = outcome_of(status.outcome);
   } else {
     // Fail closed before the driver is called: same plugin identity, same root.
     auto driver = require_captured(actuators.actuator, selection, captured);
@@ -326,7 +332,7 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
         action, captured, installed ? engine::InstallOutcome::kApplied : engine::InstallOutcome::kFailed,
         installed ? std::optional<std::string>(material.identity_digest()) : std::nullopt,
         verification);
-    report.outcome = installed ? "applied" : "failed";
+    report.outcome = installed ? engine::Outcome::kApplied : engine::Outcome::kFailed;
     report.verification_digest = verification;
     crash_point(crash_points::kAfterInstallOutcome);
   }

@@ -69,9 +69,9 @@ inline constexpr std::string_view kInstallVerificationSchema = "ctx.install-veri
 
 // Safe result of one execution: digests and flags only (no path, content or body).
 struct InstallExecutionReport {
-  // "applied" / "failed" (recorded and settled), "indeterminate" (nothing recorded; the claim
+  // kApplied / kFailed (recorded and settled), kIndeterminate (nothing recorded; the claim
   // stays open and a later call reconciles).
-  std::string outcome;
+  engine::Outcome outcome = engine::Outcome::kIndeterminate;
   bool claim_was_new = false;
   bool settled = false;
   std::string execution_binding_digest;

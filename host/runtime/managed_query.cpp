@@ -43,17 +43,18 @@ ManagedCapabilitySelection ManagedQueryProjector::selection(const engine::PlanCa
   if (row.actionability() != derived) {
     throw ManagedQueryError("committed capability actionability does not match its typed authority");
   }
-  if (!engine::is_capability_identity(row.capability_id(), row.kind())) {
+  const auto kind = engine::find_enum<engine::CapabilityKind>(row.kind());
+  if (!kind || !engine::is_capability_identity(row.capability_id(), row.kind())) {
     throw ManagedQueryError("committed capability identity is invalid");
   }
   ManagedCapabilitySelection out;
   out.capability_id_ = row.capability_id();
-  out.kind_ = row.kind();
+  out.kind_ = *kind;
   out.name_ = row.name();
-  out.actionability_ = engine::to_string(derived);
+  out.actionability_ = derived;
   out.matching_signals_ = row.matching_signals();
   out.reason_codes_ = row.reason_codes();
-  out.benefit_tier_ = engine::to_string(row.tier());
+  out.benefit_tier_ = row.tier();
   out.individual_net_benefit_u_ = row.individual_net_benefit_u();
   out.marginal_net_benefit_u_ = row.marginal_net_benefit_u();
   out.source_digest_ = require_digest(row.source_digest(), "source_digest");
@@ -78,7 +79,7 @@ PreparedManagedQuery ManagedQueryProjector::prepared(const engine::CommittedPlan
   PreparedManagedQuery out;
   out.selections_.reserve(committed.capabilities().size());
   for (const auto& row : committed.capabilities()) out.selections_.push_back(selection(row));
-  out.status_ = engine::to_string(committed.status());
+  out.status_ = committed.status();
   out.abstention_code_ = committed.abstention_code();
   out.plan_id_ = committed.plan_id();
   out.planning_environment_digest_ =
@@ -106,7 +107,8 @@ ManagedAdvanceResult::ManagedAdvanceResult(PreparedManagedQuery prepared,
 
 std::ostream& operator<<(std::ostream& out, const ManagedCapabilitySelection& value) {
   return out << "ManagedCapabilitySelection(capability_id=" << value.capability_id_
-             << ", kind=" << value.kind_ << ", actionability=" << value.actionability_ << ")";
+             << ", kind=" << engine::to_string(value.kind_)
+             << ", actionability=" << engine::to_string(value.actionability_) << ")";
 }
 
 std::ostream& operator<<(std::ostream& out, const PreparedManagedQuery& value) {

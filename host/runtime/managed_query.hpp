@@ -41,13 +41,13 @@ class ManagedCapabilitySelection final {
   ManagedCapabilitySelection(ManagedCapabilitySelection&&) noexcept = default;
 
   const std::string& capability_id() const noexcept { return capability_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  engine::CapabilityKind kind() const noexcept { return kind_; }
   const std::string& name() const noexcept { return name_; }
-  // "load", "install" or "manual", derived from the row's typed planning authority.
-  const std::string& actionability() const noexcept { return actionability_; }
+  // Derived from the row's typed planning authority.
+  engine::Actionability actionability() const noexcept { return actionability_; }
   const std::vector<std::string>& matching_signals() const noexcept { return matching_signals_; }
   const std::vector<std::string>& reason_codes() const noexcept { return reason_codes_; }
-  const std::string& benefit_tier() const noexcept { return benefit_tier_; }
+  engine::BenefitTier benefit_tier() const noexcept { return benefit_tier_; }
   std::int64_t individual_net_benefit_u() const noexcept { return individual_net_benefit_u_; }
   std::int64_t marginal_net_benefit_u() const noexcept { return marginal_net_benefit_u_; }
   const std::string& source_digest() const noexcept { return source_digest_; }
@@ -67,12 +67,12 @@ class ManagedCapabilitySelection final {
   ManagedCapabilitySelection() = default;
 
   std::string capability_id_;
-  std::string kind_;
+  engine::CapabilityKind kind_ = engine::CapabilityKind::kSkill;
   std::string name_;
-  std::string actionability_;
+  engine::Actionability actionability_ = engine::Actionability::kManual;
   std::vector<std::string> matching_signals_;
   std::vector<std::string> reason_codes_;
-  std::string benefit_tier_;
+  engine::BenefitTier benefit_tier_ = engine::BenefitTier::kAdvisory;
   std::int64_t individual_net_benefit_u_ = 0;
   std::int64_t marginal_net_benefit_u_ = 0;
   std::string source_digest_;
@@ -91,8 +91,7 @@ class PreparedManagedQuery final {
   PreparedManagedQuery& operator=(PreparedManagedQuery&&) = delete;
   PreparedManagedQuery(PreparedManagedQuery&&) noexcept = default;
 
-  // "ready", "abstained" or "degraded".
-  const std::string& status() const noexcept { return status_; }
+  engine::PlanStatus status() const noexcept { return status_; }
   // "limit-zero", "below-net-benefit", "no-feasible-capability", "catalog-unavailable",
   // "planner-failed" or absent.
   const std::optional<std::string>& abstention_code() const noexcept { return abstention_code_; }
@@ -125,7 +124,7 @@ class PreparedManagedQuery final {
   friend class ManagedQueryProjector;
   PreparedManagedQuery() = default;
 
-  std::string status_;
+  engine::PlanStatus status_ = engine::PlanStatus::kDegraded;
   std::optional<std::string> abstention_code_;
   std::string plan_id_;
   std::string planning_environment_digest_;

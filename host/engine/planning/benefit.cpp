@@ -65,8 +65,9 @@ bool contains(const std::vector<std::string>& sorted, const std::string& value) 
   return std::binary_search(sorted.begin(), sorted.end(), value);
 }
 
-std::string kind_of(const std::string& capability_id) {
-  return capability_id.substr(0, capability_id.find(':'));
+// The kind part of a checked capability id.
+std::optional<CapabilityKind> kind_of(std::string_view capability_id) {
+  return find_enum<CapabilityKind>(capability_id.substr(0, capability_id.find(':')));
 }
 
 std::int64_t ppm_multiply(std::int64_t left, std::int64_t right) {
@@ -84,8 +85,6 @@ Json string_array(const std::vector<std::string>& values) {
   for (const auto& v : values) array.push_back(v);
   return array;
 }
-
-bool is_tier(std::string_view tier) { return tier == "executable" || tier == "advisory"; }
 
 // ---- JSON decoding helpers (closed mappings, exact types) ----
 
@@ -119,6 +118,18 @@ bool json_bool(const Json& value, const char* field) {
 std::string json_string(const Json& value, const char* field) {
   if (!value.is_string()) throw BenefitValidationError(std::string(field) + " must be a string");
   return value.get<std::string>();
+}
+
+constexpr AssessmentTier assessment_tier(BenefitTier tier) noexcept {
+  return tier == BenefitTier::kExecutable ? AssessmentTier::kExecutable : AssessmentTier::kAdvisory;
+}
+
+// The enum spelled by string `value`; `unknown` is the message for any other spelling.
+template <typename E>
+E json_enum(const Json& value, const char* field, const char* unknown) {
+  const auto found = find_enum<E>(json_string(value, field));
+  if (!found) throw BenefitValidationError(unknown);
+  return *found;
 }
 
 std::vector<std::string> json_tokens(const Json& value, const char* field, std::int64_t maximum) {
@@ -159,7 +170,8 @@ EvidenceSummary evidence_from_json(const Json& value) {
                  "validated_outcomes"});
   EvidenceSummary e;
   e.capability_id = json_string(value["capability_id"], "capability_id");
-  e.kind = json_string(value["kind"], "kind");
+  e.kind = json_enum<CapabilityKind>(value["kind"], "kind",
+                                     "evidence kind does not match capability_id");
   e.source_digest = json_string(value["source_digest"], "source_digest");
   e.evidence_window_digest = json_string(value["evidence_window_digest"], "evidence_window_digest");
   e.opportunity_observable = json_bool(value["opportunity_observable"], "opportunity_observable");
@@ -182,7 +194,8 @@ BenefitCandidate candidate_from_json(const Json& value) {
                  "resource_profile_digest", "security_approved", "source_digest",
                  "source_trusted", "trust_ppm"});
   BenefitCandidate c;
-  c.availability = json_string(value["availability"], "availability");
+  c.availability = json_enum<Availability>(value["availability"], "availability",
+                                           "availability is not a declared state");
   c.capability_id = json_string(value["capability_id"], "capability_id");
   c.complements = json_tokens(value["complements"], "complements", kMaxRelationKeys);
   c.conflicts = json_tokens(value["conflicts"], "conflicts", kMaxRelationKeys);
@@ -212,7 +225,7 @@ BenefitCandidate candidate_from_json(const Json& value) {
 
 void validate_assessment(const CandidateAssessment& a) {
   validate_benefit_candidate(a.candidate);
-  if (a.tier != "executable" && a.tier != "advisory" && a.tier != "ineligible") {
+  if (kAssessmentTierStrings.to_string(a.tier).empty()) {
     throw BenefitValidationError("assessment tier is not declared");
   }
   check_tokens(a.reason_codes, "reason_codes");
@@ -227,7 +240,7 @@ void validate_assessment(const CandidateAssessment& a) {
 void validate_selection(const BenefitSelection& s) {
   check_capability_id(s.capability_id, "capability_id");
   check_digest(s.source_digest, "source_digest");
-  if (!is_tier(s.tier)) {
+  if (kBenefitTierStrings.to_string(s.tier).empty()) {
     throw BenefitValidationError("selection tier must be executable or advisory");
   }
   if (s.individual_net_benefit_u < -kMaxUtilityUnits) {
@@ -242,7 +255,7 @@ CandidateAssessment assessment_from_json(const Json& value) {
                  "individual_net_benefit_u", "reason_codes", "tier"});
   CandidateAssessment a;
   a.candidate = candidate_from_json(value["candidate"]);
-  a.tier = json_string(value["tier"], "tier");
+  a.tier = json_enum<AssessmentTier>(value["tier"], "tier", "assessment tier is not declared");
   a.reason_codes = json_tokens(value["reason_codes"], "reason_codes", kMaxRelationKeys);
   a.evidence_adjustment_ppm = json_int(value["evidence_adjustment_ppm"], "evidence_adjustment_ppm");
   a.expected_benefit_u = json_int(value["expected_benefit_u"], "expected_benefit_u");
@@ -263,7 +276,8 @@ BenefitSelection selection_from_json(const Json& value) {
       json_int(value["individual_net_benefit_u"], "individual_net_benefit_u");
   s.marginal_net_benefit_u = json_int(value["marginal_net_benefit_u"], "marginal_net_benefit_u");
   s.source_digest = json_string(value["source_digest"], "source_digest");
-  s.tier = json_string(value["tier"], "tier");
+  s.tier = json_enum<BenefitTier>(value["tier"], "tier",
+                                  "selection tier must be executable or advisory");
   validate_selection(s);
   return s;
 }
@@ -564,7 +578,7 @@ void validate_resource_costs(const ResourceCosts& c) {
 
 void validate_evidence(const EvidenceSummary& e) {
   check_capability_id(e.capability_id, "capability_id");
-  if (kind_of(e.capability_id) != e.kind) {
+  if (kind_of(e.capability_id) != std::optional(e.kind)) {
     throw BenefitValidationError("evidence kind does not match capability_id");
   }
   check_digest(e.source_digest, "source_digest");
@@ -592,10 +606,10 @@ void validate_evidence(const EvidenceSummary& e) {
   if (e.validated_outcomes > e.effective_outcomes) {
     throw BenefitValidationError("validated outcomes cannot exceed effective outcomes");
   }
-  if (e.kind == "skill" && e.effective_outcomes > e.exposed_count) {
+  if (e.kind == CapabilityKind::kSkill && e.effective_outcomes > e.exposed_count) {
     throw BenefitValidationError("skill effective outcomes cannot exceed exposures");
   }
-  if (e.kind != "skill" && e.effective_outcomes > e.successful_invocations) {
+  if (e.kind != CapabilityKind::kSkill && e.effective_outcomes > e.successful_invocations) {
     throw BenefitValidationError(
         "agent, MCP, and harness effective outcomes cannot exceed successful invocations");
   }
@@ -615,8 +629,7 @@ void validate_benefit_candidate(const BenefitCandidate& c) {
   check_capability_id(c.capability_id, "capability_id");
   check_digest(c.source_digest, "source_digest");
   check_digest(c.resource_profile_digest, "resource_profile_digest");
-  if (c.availability != "executable" && c.availability != "advisory" &&
-      c.availability != "unsupported") {
+  if (kAvailabilityStrings.to_string(c.availability).empty()) {
     throw BenefitValidationError("availability is not a declared state");
   }
   checked_integer(c.expected_task_benefit_ppm, "expected_task_benefit_ppm", 0, kMaxPpm);
@@ -624,7 +637,8 @@ void validate_benefit_candidate(const BenefitCandidate& c) {
   checked_integer(c.trust_ppm, "trust_ppm", 0, kMaxPpm);
   if (c.costs) validate_resource_costs(*c.costs);
   validate_evidence(c.evidence);
-  if (c.evidence.capability_id != c.capability_id || c.evidence.kind != kind_of(c.capability_id) ||
+  if (c.evidence.capability_id != c.capability_id ||
+      kind_of(c.capability_id) != std::optional(c.evidence.kind) ||
       c.evidence.source_digest != c.source_digest) {
     throw BenefitValidationError("evidence must exactly match candidate capability, kind, and source");
   }
@@ -776,7 +790,7 @@ void BenefitSelectionResult::validate() const {
   }
   for (const auto& s : selections_) validate_selection(s);
   const auto selection_key = [](const BenefitSelection& s) {
-    return std::make_tuple(s.tier == "executable" ? 0 : 1, std::cref(s.capability_id),
+    return std::make_tuple(s.tier == BenefitTier::kExecutable ? 0 : 1, std::cref(s.capability_id),
                            std::cref(s.source_digest));
   };
   for (std::size_t i = 1; i < selections_.size(); ++i) {
@@ -807,7 +821,7 @@ void BenefitSelectionResult::validate() const {
     const auto it = std::find_if(assessments_.begin(), assessments_.end(), [&](const auto& a) {
       return a.capability_id() == s.capability_id && a.source_digest() == s.source_digest;
     });
-    if (it == assessments_.end() || it->tier != s.tier ||
+    if (it == assessments_.end() || it->tier != assessment_tier(s.tier) ||
         it->individual_net_benefit_u != s.individual_net_benefit_u) {
       throw BenefitValidationError("selection does not exactly project a matching assessment");
     }
@@ -822,7 +836,9 @@ void BenefitSelectionResult::validate() const {
     throw BenefitValidationError("candidate_pool_count must equal the canonical assessment count");
   }
   const bool feasible = std::any_of(assessments_.begin(), assessments_.end(),
-                                    [](const auto& a) { return a.tier != "ineligible"; });
+                                    [](const auto& a) {
+                                      return a.tier != AssessmentTier::kIneligible;
+                                    });
   std::optional<std::string> expected;
   if (selections_.empty()) {
     expected = requested_limit_ == 0 ? "limit-zero"
@@ -956,7 +972,7 @@ CandidateAssessment NetBenefitPolicy::assess(const BenefitCandidate& candidate) 
   validate_benefit_candidate(candidate);
   const auto& c = config_;
   std::set<std::string> reasons;
-  if (candidate.availability == "unsupported") reasons.insert("host-unsupported");
+  if (candidate.availability == Availability::kUnsupported) reasons.insert("host-unsupported");
   if (!candidate.source_trusted) reasons.insert("source-untrusted");
   if (!candidate.security_approved) reasons.insert("security-blocked");
   if (!candidate.permissions_allowed) reasons.insert("permission-blocked");
@@ -967,7 +983,7 @@ CandidateAssessment NetBenefitPolicy::assess(const BenefitCandidate& candidate) 
   CandidateAssessment out;
   out.candidate = candidate;
   if (!reasons.empty()) {
-    out.tier = "ineligible";
+    out.tier = AssessmentTier::kIneligible;
     out.reason_codes.assign(reasons.begin(), reasons.end());
     return out;
   }
@@ -1000,10 +1016,11 @@ CandidateAssessment NetBenefitPolicy::assess(const BenefitCandidate& candidate) 
       q.approval_prompts * c.approval_prompt_cost_u + q.process_units * c.process_unit_cost_u +
       q.child_agent_units * c.child_agent_unit_cost_u;
   std::set<std::string> codes{"net-benefit-assessed"};
-  if (candidate.availability == "advisory") codes.insert("advisory-only");
+  if (candidate.availability == Availability::kAdvisory) codes.insert("advisory-only");
   if (adjustment > 0) codes.insert("positive-outcome-evidence");
   if (adjustment < 0) codes.insert("negative-outcome-evidence");
-  out.tier = candidate.availability;
+  out.tier = candidate.availability == Availability::kExecutable ? AssessmentTier::kExecutable
+                                                                  : AssessmentTier::kAdvisory;
   out.reason_codes.assign(codes.begin(), codes.end());
   out.evidence_adjustment_ppm = adjustment;
   out.expected_benefit_u = benefit;
@@ -1049,8 +1066,9 @@ BenefitSelectionResult NetBenefitPolicy::select(const std::vector<BenefitCandida
   Set executable;
   Set advisory;
   for (std::size_t i = 0; i < assessments.size(); ++i) {
-    if (assessments[i].tier == "executable") executable.push_back(static_cast<int>(i));
-    if (assessments[i].tier == "advisory") advisory.push_back(static_cast<int>(i));
+    const AssessmentTier tier = assessments[i].tier;
+    if (tier == AssessmentTier::kExecutable) executable.push_back(static_cast<int>(i));
+    if (tier == AssessmentTier::kAdvisory) advisory.push_back(static_cast<int>(i));
   }
   if (executable.empty() && advisory.empty()) {
     return BenefitSelectionResult::create({}, std::move(assessments), "no-feasible-capability",
@@ -1063,14 +1081,19 @@ BenefitSelectionResult NetBenefitPolicy::select(const std::vector<BenefitCandida
   const std::int64_t evaluations = executable_evaluations + search.evaluations;
   Set ordered = selected;
   std::stable_sort(ordered.begin(), ordered.end(), [&](int x, int y) {
-    const int tx = assessments[static_cast<std::size_t>(x)].tier == "executable" ? 0 : 1;
-    const int ty = assessments[static_cast<std::size_t>(y)].tier == "executable" ? 0 : 1;
+    const auto rank = [&](int i) {
+      return assessments[static_cast<std::size_t>(i)].tier == AssessmentTier::kExecutable ? 0 : 1;
+    };
+    const int tx = rank(x);
+    const int ty = rank(y);
     return std::make_tuple(tx, x) < std::make_tuple(ty, y);
   });
   std::vector<BenefitSelection> selections;
   for (int i : ordered) {
     const auto& a = assessments[static_cast<std::size_t>(i)];
-    selections.push_back(BenefitSelection{a.capability_id(), a.source_digest(), a.tier,
+    const BenefitTier tier =
+        a.tier == AssessmentTier::kExecutable ? BenefitTier::kExecutable : BenefitTier::kAdvisory;
+    selections.push_back(BenefitSelection{a.capability_id(), a.source_digest(), tier,
                                           a.individual_net_benefit_u,
                                           search.leave_one_out(i, selected)});
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine::planning {
 
@@ -43,7 +44,7 @@ struct ResourceCosts {
 // Privacy-safe evidence attributed to one exact capability source (counts 0..10^6).
 struct EvidenceSummary {
   std::string capability_id;
-  std::string kind;
+  CapabilityKind kind = CapabilityKind::kSkill;  // the kind part of capability_id
   std::string source_digest;
   std::string evidence_window_digest;
   bool opportunity_observable = false;
@@ -57,13 +58,13 @@ struct EvidenceSummary {
   friend bool operator==(const EvidenceSummary&, const EvidenceSummary&) = default;
 };
 
-// One capability's authenticated static and contextual facts. availability is "executable",
-// "advisory" or "unsupported"; coverage_keys / complements / conflicts are sorted unique.
+// One capability's authenticated static and contextual facts; coverage_keys / complements /
+// conflicts are sorted unique.
 struct BenefitCandidate {
   std::string capability_id;
   std::string source_digest;
   std::string resource_profile_digest;
-  std::string availability;
+  Availability availability = Availability::kUnsupported;
   std::int64_t expected_task_benefit_ppm = 0;
   std::int64_t relevance_ppm = 0;
   std::int64_t trust_ppm = 0;
@@ -80,10 +81,10 @@ struct BenefitCandidate {
   friend bool operator==(const BenefitCandidate&, const BenefitCandidate&) = default;
 };
 
-// Individual assessment before set effects. tier: executable | advisory | ineligible.
+// Individual assessment before set effects.
 struct CandidateAssessment {
   BenefitCandidate candidate;
-  std::string tier;
+  AssessmentTier tier = AssessmentTier::kIneligible;
   std::vector<std::string> reason_codes;
   std::int64_t evidence_adjustment_ppm = 0;
   std::int64_t expected_benefit_u = 0;
@@ -98,7 +99,7 @@ struct CandidateAssessment {
 struct BenefitSelection {
   std::string capability_id;
   std::string source_digest;
-  std::string tier;
+  BenefitTier tier = BenefitTier::kAdvisory;
   std::int64_t individual_net_benefit_u = 0;
   std::int64_t marginal_net_benefit_u = 0;
   friend bool operator==(const BenefitSelection&, const BenefitSelection&) = default;

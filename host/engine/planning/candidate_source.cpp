@@ -33,7 +33,7 @@ std::optional<std::vector<std::string>> safe_tags(const std::vector<std::string>
 
 std::string source_digest(const std::string& capability_id, const std::string& kind,
                           const std::string& name, const std::vector<std::string>& tags,
-                          const std::string& actionability,
+                          CandidateActionability actionability,
                           const std::optional<std::string>& install_descriptor_digest,
                           const std::optional<std::string>& install_plan_digest,
                           const std::optional<std::string>& material_descriptor_digest) {
@@ -53,11 +53,11 @@ std::string source_digest(const std::string& capability_id, const std::string& k
 // Canonical tokens and digests never contain '|' or ',', so this key is unambiguous.
 std::string projection_inputs(const std::string& kind, const std::string& name,
                               const std::vector<std::string>& tags,
-                              const std::string& actionability,
+                              CandidateActionability actionability,
                               const std::optional<std::string>& install_descriptor_digest,
                               const std::optional<std::string>& install_plan_digest,
                               const std::optional<std::string>& material_descriptor_digest) {
-  std::string out = kind + "|" + name + "|" + actionability + "|" +
+  std::string out = kind + "|" + name + "|" + std::string(to_string(actionability)) + "|" +
                     install_descriptor_digest.value_or("-") + "|" +
                     install_plan_digest.value_or("-") + "|" +
                     material_descriptor_digest.value_or("-") + "|";
@@ -278,13 +278,13 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
     candidate.matching_signals = std::move(matching);
     candidate.reason_codes = std::move(reasons);
     if (loadable) {
-      candidate.actionability = "load";
+      candidate.actionability = CandidateActionability::kLoad;
     } else if (install) {
-      candidate.actionability = "install";
+      candidate.actionability = CandidateActionability::kInstall;
       candidate.install_descriptor_digest = install->descriptor_digest();
       candidate.install_plan_digest = install->plan_digest();
     } else {
-      candidate.actionability = "manual";
+      candidate.actionability = CandidateActionability::kManual;
     }
     const auto install_digest =
         install ? std::optional<std::string>(install->descriptor_digest()) : std::nullopt;

@@ -131,12 +131,10 @@ void validate_capability_candidate(const CapabilityCandidate& c) {
   check_tokens(c.matching_signals, "matching_signals", kMaxMatchingSignals);
   check_tokens(c.reason_codes, "reason_codes", kMaxReasonCodes);
   if (c.reason_codes.empty()) throw PlannerValidationError("reason_codes must explain the candidate");
-  const std::string_view state = c.actionability;
-  if (state != "load" && state != "install" && state != "manual" && state != "unavailable" &&
-      state != "blocked" && state != "none") {
+  if (kCandidateActionabilityStrings.to_string(c.actionability).empty()) {
     throw PlannerValidationError("actionability is not a declared state");
   }
-  if (c.actionability == "install") {
+  if (c.actionability == CandidateActionability::kInstall) {
     check_digest(c.install_descriptor_digest, "install_descriptor_digest");
     check_digest(c.install_plan_digest, "install_plan_digest");
   } else if (c.install_descriptor_digest || c.install_plan_digest) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine::planning {
 
@@ -42,8 +43,7 @@ struct WorkObservation {
 // Errors: PlannerValidationError naming the field.
 void validate_work_observation(const WorkObservation& work);
 
-// One typed, scored candidate. actionability ∈ {load, install, manual, unavailable, blocked,
-// none}; install digests are present iff actionability is install.
+// One typed, scored candidate. Install digests are present iff actionability is kInstall.
 struct CapabilityCandidate {
   std::string capability_id;
   std::string kind;
@@ -52,7 +52,7 @@ struct CapabilityCandidate {
   std::int64_t normalized_score_ppm = 0;
   std::vector<std::string> matching_signals;
   std::vector<std::string> reason_codes;
-  std::string actionability;
+  CandidateActionability actionability = CandidateActionability::kNone;
   std::optional<std::string> install_descriptor_digest;
   std::optional<std::string> install_plan_digest;
   std::optional<std::string> equivalence_key;

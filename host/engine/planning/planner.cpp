@@ -23,7 +23,7 @@ Json optional_string(const std::optional<std::string>& value) {
 
 auto pool_key(const CapabilityCandidate& c) {
   return std::make_tuple(std::cref(c.capability_id), std::cref(c.source_digest),
-                         std::cref(c.actionability), -c.normalized_score_ppm,
+                         to_string(c.actionability), -c.normalized_score_ppm,
                          c.equivalence_key ? std::string_view(*c.equivalence_key) : std::string_view(),
                          std::cref(c.matching_signals), std::cref(c.reason_codes));
 }
@@ -57,7 +57,7 @@ std::string facts_key(const CapabilityCandidate& p, std::string_view observation
   key.push_back('|');
   append_joined(key, p.reason_codes);
   key.push_back('|');
-  key.append(p.actionability).push_back('|');
+  key.append(to_string(p.actionability)).push_back('|');
   for (const auto* part : {&p.install_descriptor_digest, &p.install_plan_digest, &p.equivalence_key}) {
     key.append(part->has_value() ? **part : std::string_view("-")).push_back('|');
   }
@@ -83,9 +83,7 @@ std::vector<CapabilityCandidate> normalize_validated_pool(std::vector<Capability
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const auto& c = candidates[i];
     if (excluded.count(c.capability_id)) continue;
-    if (c.actionability != "load" && c.actionability != "install" && c.actionability != "manual") {
-      continue;
-    }
+    if (!presentable(c.actionability)) continue;
     by_id[c.capability_id].push_back(i);
   }
   std::vector<CapabilityCandidate> out;
@@ -110,8 +108,10 @@ std::vector<CapabilityCandidate> normalize_validated_pool(std::vector<Capability
 // Values
 
 core::Json PlanningAuthority::to_json() const {
-  if (type == "load") return Json{{"type", "load"}, {"material", material->to_json()}};
-  if (type == "install") {
+  if (type == Actionability::kLoad) {
+    return Json{{"type", "load"}, {"material", material->to_json()}};
+  }
+  if (type == Actionability::kInstall) {
     return Json{{"type", "install"},
                 {"descriptor", descriptor->to_json()},
                 {"result_material", result_material->to_json()}};
@@ -134,7 +134,7 @@ CapabilityPlanV3 CapabilityPlanV3::degraded(std::string code) {
     throw PlannerValidationError("degraded schema-v3 plan requires a degradation code");
   }
   CapabilityPlanV3 plan;
-  plan.status_ = "degraded";
+  plan.status_ = PlanStatus::kDegraded;
   plan.abstention_code_ = std::move(code);
   return plan;
 }
@@ -263,9 +263,14 @@ const CatalogCapabilityIdentity& CapabilityPlanner::identity_of(const Capability
 PlanningAuthority CapabilityPlanner::authority_of(const CapabilityCandidate& p,
                                                   const CatalogCapabilityIdentity& identity,
                                                   const BenefitCandidate& facts) const {
+  const std::optional<Actionability> presented = presentable(p.actionability);
+  if (!presented) {
+    throw PlannerValidationError(
+        "schema-v3 planning accepts only load, install, or manual presentation");
+  }
   PlanningAuthority authority;
-  authority.type = p.actionability;
-  if (p.actionability == "load") {
+  authority.type = *presented;
+  if (authority.type == Actionability::kLoad) {
     if (material_ == nullptr) {
       throw CandidateAuthorityUnavailable("load candidate has no authenticated material port");
     }
@@ -285,10 +290,10 @@ PlanningAuthority CapabilityPlanner::authority_of(const CapabilityCandidate& p,
     } catch (const InvalidIdentityError&) {
       throw CandidateAuthorityUnavailable("load material authority is invalid");
     }
-    if (facts.availability != "executable") {
+    if (facts.availability != Availability::kExecutable) {
       throw PlannerValidationError("load authority requires executable benefit facts");
     }
-  } else if (p.actionability == "install") {
+  } else if (authority.type == Actionability::kInstall) {
     if (install_ == nullptr) {
       throw CandidateAuthorityUnavailable("install candidate has no authenticated install port");
     }
@@ -314,16 +319,11 @@ PlanningAuthority CapabilityPlanner::authority_of(const CapabilityCandidate& p,
     } catch (const InvalidIdentityError&) {
       throw CandidateAuthorityUnavailable("install bundle authority is invalid");
     }
-    if (facts.availability != "executable") {
+    if (facts.availability != Availability::kExecutable) {
       throw PlannerValidationError("install authority requires executable benefit facts");
     }
-  } else if (p.actionability == "manual") {
-    if (facts.availability != "advisory") {
-      throw PlannerValidationError("manual authority is advisory only");
-    }
-  } else {
-    throw PlannerValidationError(
-        "schema-v3 planning accepts only load, install, or manual presentation");
+  } else if (facts.availability != Availability::kAdvisory) {
+    throw PlannerValidationError("manual authority is advisory only");
   }
   return authority;
 }
@@ -423,8 +423,9 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
     if (c.presentation.source_digest != s.source_digest) {
       throw PlannerValidationError("selected benefit identity does not match authenticated candidate");
     }
-    const bool executable = c.authority.type == "load" || c.authority.type == "install";
-    if (s.tier != (executable ? "executable" : "advisory") || s.marginal_net_benefit_u < 1) {
+    const bool executable = c.authority.type != Actionability::kManual;
+    if (s.tier != (executable ? BenefitTier::kExecutable : BenefitTier::kAdvisory) ||
+        s.marginal_net_benefit_u < 1) {
       throw PlannerValidationError("selection tier does not match its planning authority");
     }
     plan.rows_.push_back(PlanCapabilityRow{c.presentation, c.catalog_identity, s.tier,
@@ -450,10 +451,10 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
                                       result->candidate_pool_count(),
                                       result->search_evaluation_count()};
   if (plan.rows_.empty()) {
-    plan.status_ = "abstained";
+    plan.status_ = PlanStatus::kAbstained;
     plan.abstention_code_ = result->abstention_code();
   } else {
-    plan.status_ = "ready";
+    plan.status_ = PlanStatus::kReady;
   }
   return plan;
 }

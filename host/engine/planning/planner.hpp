@@ -40,7 +40,7 @@ inline constexpr std::string_view kPlanningEnvironmentSchema = "ctx.planning-env
 // What a selected row may later do: load the exact catalog material, install the exact v2
 // descriptor producing result_material, or nothing (manual advice).
 struct PlanningAuthority {
-  std::string type;  // "load" | "install" | "manual"
+  Actionability type = Actionability::kManual;
   std::optional<AuthorizedMaterial> material;            // load
   std::optional<InstallPlanDescriptor> descriptor;       // install (v2)
   std::optional<MaterialIdentity> result_material;       // install
@@ -62,7 +62,7 @@ struct AuthenticatedCandidate {
 struct PlanCapabilityRow {
   CapabilityCandidate presentation;
   CatalogCapabilityIdentity catalog_identity;
-  std::string tier;  // "executable" (load/install) | "advisory" (manual)
+  BenefitTier tier = BenefitTier::kAdvisory;  // kExecutable (load/install) | kAdvisory (manual)
   std::int64_t individual_net_benefit_u = 0;
   std::int64_t marginal_net_benefit_u = 0;
   PlanningAuthority authority;
@@ -83,7 +83,7 @@ class CapabilityPlanV3 {
  public:
   static CapabilityPlanV3 degraded(std::string code);
 
-  const std::string& status() const noexcept { return status_; }
+  PlanStatus status() const noexcept { return status_; }
   const std::optional<std::string>& abstention_code() const noexcept { return abstention_code_; }
   const std::optional<BenefitAuditReference>& benefit_audit() const noexcept { return audit_; }
   const std::vector<PlanCapabilityRow>& capabilities() const noexcept { return rows_; }
@@ -98,7 +98,7 @@ class CapabilityPlanV3 {
  private:
   friend class CapabilityPlanner;
   CapabilityPlanV3() = default;
-  std::string status_;
+  PlanStatus status_ = PlanStatus::kDegraded;
   std::optional<std::string> abstention_code_;
   std::optional<BenefitAuditReference> audit_;
   std::vector<PlanCapabilityRow> rows_;

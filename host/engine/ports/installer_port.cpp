@@ -52,14 +52,24 @@ ActivationObservation applied_from(const core::Json& object, const char* materia
   return {ActivationResult::kApplied, std::move(observed), std::move(verification), ""};
 }
 
+// The enum string field `key` of `object` spells, or nullopt (absent, not a string, unknown).
+template <typename E>
+std::optional<E> enum_field(const core::Json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return std::nullopt;
+  return find_enum<E>(it->get_ref<const std::string&>());
+}
+
 // An activate reply: {"outcome", "observed_material_identity_digest", "verification_digest"}.
 ActivationObservation from_activate_reply(const core::Json& reply) {
   if (!reply.is_object() || !reply.contains("outcome") || !reply["outcome"].is_string()) {
     return indeterminate("installer reply has no outcome");
   }
-  const std::string outcome = reply["outcome"].get<std::string>();
-  if (outcome == "failed") return failed("installer reported the activation failed");
-  if (outcome != "applied") return indeterminate("installer reported an indeterminate activation");
+  const auto outcome = enum_field<Outcome>(reply, "outcome");
+  if (outcome == Outcome::kFailed) return failed("installer reported the activation failed");
+  if (outcome != Outcome::kApplied) {
+    return indeterminate("installer reported an indeterminate activation");
+  }
   return applied_from(reply, "observed_material_identity_digest");
 }
 
@@ -80,7 +90,7 @@ ActivationObservation from_reconcile_reply(const core::Json& reply,
       return indeterminate("installer reconcile reply has no active flag");
     }
     // An installer that cannot tell (a tampered tree, a slot it did not create) says so.
-    if (item.value("activation_state", core::Json()) == "indeterminate") {
+    if (enum_field<SlotState>(item, "activation_state") == SlotState::kIndeterminate) {
       return indeterminate("installer cannot tell whether the material is active");
     }
     if (!active->get<bool>()) return failed("installer reports the material is not active");
@@ -138,10 +148,11 @@ ActivationObservation InstallerActivation::activate(const ActivationRequest& req
 
 ActivationObservation InstallerActivation::deactivate(const ActivationRequest& request) {
   const core::Json reply = installer_->deactivate(request.to_json());
-  if (reply.is_object() && reply.value("outcome", core::Json()) == "applied") {
+  const auto outcome = reply.is_object() ? enum_field<Outcome>(reply, "outcome") : std::nullopt;
+  if (outcome == Outcome::kApplied) {
     return ActivationObservation{ActivationResult::kApplied, std::nullopt, std::nullopt, ""};
   }
-  if (reply.is_object() && reply.value("outcome", core::Json()) == "failed") {
+  if (outcome == Outcome::kFailed) {
     return failed("installer reported the deactivation failed");
   }
   return indeterminate("installer reported an indeterminate deactivation");

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "host/engine/vocabulary.hpp"
+
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 
@@ -67,7 +69,7 @@ struct CatalogFile {
 // the entry's material (SKILL.md, the agent file, the JSON file). `terms` are the graph tags:
 // explicit tags, name tokens and description tokens (see catalog_terms), sorted unique, ≤ 100.
 struct CatalogEntry {
-  std::string kind;  // skill | agent | mcp-server | harness
+  engine::CapabilityKind kind = engine::CapabilityKind::kSkill;
   std::string name;
   std::string description;
   std::vector<std::string> tags;  // explicit tags (metadata.tags / "tags"), sorted unique
@@ -81,7 +83,9 @@ struct CatalogEntry {
   std::vector<std::string> env_names;  // sorted; values are kept only in the stored bytes
   std::optional<std::string> url;
 
-  std::string capability_id() const { return kind + ":" + name; }
+  std::string capability_id() const {
+    return std::string(engine::to_string(kind)) + ":" + name;
+  }
   friend bool operator==(const CatalogEntry&, const CatalogEntry&) = default;
 };
 

@@ -10,6 +10,8 @@ namespace ctx::runtime {
 namespace {
 
 using core::Json;
+using engine::Actionability;
+using engine::CapabilityKind;
 using engine::planning::CandidateAuthorityUnavailable;
 
 std::string snapshot_digest(const ImportedCatalog& catalog, std::string_view schema) {
@@ -21,7 +23,7 @@ std::string snapshot_digest(const ImportedCatalog& catalog, std::string_view sch
 const CatalogEntry& entry_of(const ImportedCatalog& catalog, const std::string& capability_id,
                              const std::string& kind) {
   const CatalogEntry* entry = catalog.find(capability_id);
-  if (entry == nullptr || entry->kind != kind) {
+  if (entry == nullptr || engine::to_string(entry->kind) != kind) {
     throw CandidateAuthorityUnavailable("capability is not in the imported catalog");
   }
   return *entry;
@@ -44,8 +46,8 @@ std::string upper(std::string_view text) {
 }
 
 bool permission_expansion(const CatalogEntry& e) {
-  if (e.kind == "mcp-server") return e.command.has_value() || !e.env_names.empty();
-  if (e.kind == "agent") return e.tools.empty();
+  if (e.kind == CapabilityKind::kMcpServer) return e.command.has_value() || !e.env_names.empty();
+  if (e.kind == CapabilityKind::kAgent) return e.tools.empty();
   return false;
 }
 
@@ -98,20 +100,21 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
     const planning::CapabilityCandidate& presentation,
     const planning::WorkObservation& observation) {
   const CatalogEntry* entry = catalog_->find(presentation.capability_id);
-  if (entry == nullptr || entry->kind != presentation.kind) return std::nullopt;
-  const bool executable =
-      presentation.actionability == "load" || presentation.actionability == "install";
-  const bool install = presentation.actionability == "install";
+  if (entry == nullptr || engine::to_string(entry->kind) != presentation.kind) return std::nullopt;
+  const std::optional<Actionability> actionability =
+      engine::presentable(presentation.actionability);
+  const bool executable = actionability && *actionability != Actionability::kManual;
+  const bool install = actionability == Actionability::kInstall;
 
   planning::ResourceCosts costs;
-  if (entry->kind == "skill" || entry->kind == "agent") {
+  if (entry->kind == CapabilityKind::kSkill || entry->kind == CapabilityKind::kAgent) {
     costs.context_tokens = tokens_for(entry->primary.bytes);
   }
-  if (entry->kind == "mcp-server") {
+  if (entry->kind == CapabilityKind::kMcpServer) {
     costs.tool_schema_tokens = 400;
     costs.process_units = 1;
   }
-  if (entry->kind == "agent") costs.child_agent_units = 1;
+  if (entry->kind == CapabilityKind::kAgent) costs.child_agent_units = 1;
   if (install) {
     costs.approval_prompts = 1;
     if (permission_expansion(*entry)) costs.permission_burden_units = 1;
@@ -126,7 +129,8 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
                                   {"costs", planning::to_json(costs)},
                                   {"schema", std::string(kCatalogBenefitFactsSchema)}},
                              core::Encoding::kAscii);
-  out.availability = executable ? "executable" : "advisory";
+  out.availability =
+      executable ? engine::Availability::kExecutable : engine::Availability::kAdvisory;
   out.relevance_ppm =
       std::clamp<std::int64_t>(presentation.normalized_score_ppm, 0, planning::kMaxPpm);
   out.expected_task_benefit_ppm = std::min<std::int64_t>(
@@ -135,7 +139,7 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
   out.trust_ppm = planning::kMaxPpm;
   out.costs = costs;
   out.evidence.capability_id = presentation.capability_id;
-  out.evidence.kind = presentation.kind;
+  out.evidence.kind = entry->kind;
   out.evidence.source_digest = presentation.source_digest;
   out.evidence.evidence_window_digest = core::sha256_hex("ctx.catalog-evidence-none-v1");
   out.evidence.opportunity_observable = false;
@@ -160,15 +164,16 @@ CatalogMaterialPort::CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> 
       snapshot_digest_(snapshot_digest(*catalog_, kCatalogMaterialSnapshotSchema)) {
   for (const auto& e : catalog_->entries()) {
     const std::string id = e.capability_id();
-    if (e.kind == "skill" && fits_material(e.primary)) {
+    const std::string kind(engine::to_string(e.kind));
+    if (e.kind == CapabilityKind::kSkill && fits_material(e.primary)) {
       catalog_->read_object(e.primary.sha256);  // verified now, so the bytes never lie
       identities_.emplace(
-          id, engine::MaterialIdentity::create(id, e.kind, e.primary.sha256, e.primary.bytes));
+          id, engine::MaterialIdentity::create(id, kind, e.primary.sha256, e.primary.bytes));
     }
     // No load authority: an imported entry is not installed where the host loads skills from
     // (a load row is installed material, engine spec §3.4), so the planner offers it through
     // the install bundle port, and installing it passes the install consent policy.
-    descriptors_.emplace(id, engine::MaterialDescriptor::create(id, e.kind, "manual", std::nullopt,
+    descriptors_.emplace(id, engine::MaterialDescriptor::create(id, kind, "manual", std::nullopt,
                                                                 0, 0, snapshot_digest_,
                                                                 std::nullopt));
   }
@@ -202,17 +207,17 @@ CatalogInstallBundlePort::CatalogInstallBundlePort(std::shared_ptr<const Importe
 std::optional<engine::InstallPlanningBundle> CatalogInstallBundlePort::describe_bundle(
     const std::string& capability_id, const std::string& kind) {
   const CatalogEntry& e = entry_of(*catalog_, capability_id, kind);
-  if (!engine::is_installable_kind(e.kind) || !fits_material(e.primary)) return std::nullopt;
+  if (e.kind == CapabilityKind::kHarness || !fits_material(e.primary)) return std::nullopt;
   const auto material =
-      engine::MaterialIdentity::create(capability_id, e.kind, e.primary.sha256, e.primary.bytes);
+      engine::MaterialIdentity::create(capability_id, kind, e.primary.sha256, e.primary.bytes);
   Json files = Json::array();
   for (const auto& f : e.files) {
     files.push_back(Json{{"bytes", f.bytes}, {"path", f.path}, {"sha256", f.sha256}});
   }
   engine::InstallPlanDescriptor::Fields fields;
   fields.capability_id = capability_id;
-  fields.kind = e.kind;
-  fields.installer_id = "ctx-" + e.kind + "-installer-v1";
+  fields.kind = kind;
+  fields.installer_id = "ctx-" + kind + "-installer-v1";
   fields.plan_digest =
       core::canonical_digest(Json{{"capability_id", capability_id},
                                   {"files", files},

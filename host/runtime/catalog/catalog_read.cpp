@@ -354,7 +354,7 @@ class Reader {
                                  [&](const auto& f) { return f.first == skill_md_rel; });
     if (md == files.end()) throw Broken{"a skill folder must contain SKILL.md"};
     CatalogEntry entry;
-    entry.kind = "skill";
+    entry.kind = engine::CapabilityKind::kSkill;
     std::string skill_md;
     // SKILL.md problems are reported against SKILL.md itself.
     try {
@@ -440,7 +440,7 @@ class Reader {
     if (fields.name != stem) throw Broken{"name must match the file name"};
     check_description(fields.description, false);
     CatalogEntry entry;
-    entry.kind = "agent";
+    entry.kind = engine::CapabilityKind::kAgent;
     entry.name = fields.name;
     entry.description = fields.description;
     if (fields.tools) {
@@ -506,7 +506,7 @@ class Reader {
     const Json value =
         json_entry(bytes, {"name", "description", "command", "args", "env", "url", "tags"});
     CatalogEntry entry;
-    entry.kind = "mcp-server";
+    entry.kind = engine::CapabilityKind::kMcpServer;
     json_common(entry, value, stem);
     if (value.contains("command")) {
       if (!value["command"].is_string() || value["command"].get<std::string>().empty()) {
@@ -555,7 +555,7 @@ class Reader {
     const std::string bytes = read_bounded(file.path(), kMaxJsonEntryBytes);
     const Json value = json_entry(bytes, {"name", "description", "tags"});
     CatalogEntry entry;
-    entry.kind = "harness";
+    entry.kind = engine::CapabilityKind::kHarness;
     json_common(entry, value, stem);
     budget_.add(bytes.size());
     entry.primary = file_of(rel, bytes, out_);

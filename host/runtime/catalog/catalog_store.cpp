@@ -261,7 +261,7 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
       for (const auto& e : contents.entries) {
         store::GraphNode node;
         node.id = e.capability_id();
-        node.type = e.kind;
+        node.type = engine::to_string(e.kind);
         node.label = e.name;
         node.tags = e.terms;
         nodes.push_back(std::move(node));
@@ -338,7 +338,10 @@ std::shared_ptr<const ImportedCatalog> ImportedCatalog::open_snapshot(
     if (!engine::is_digest(out->graph_sha256_)) throw DataLoss("catalog graph digest is invalid");
     for (const auto& item : manifest.at("content").at("entries")) {
       CatalogEntry e;
-      e.kind = item.at("kind").get<std::string>();
+      const auto kind =
+          engine::find_enum<engine::CapabilityKind>(item.at("kind").get<std::string>());
+      if (!kind) throw DataLoss("catalog manifest names an invalid capability");
+      e.kind = *kind;
       e.name = item.at("name").get<std::string>();
       e.description = item.at("description").get<std::string>();
       e.tags = json_strings(item.at("tags"));
@@ -350,7 +353,7 @@ std::shared_ptr<const ImportedCatalog> ImportedCatalog::open_snapshot(
       e.args = json_strings(item.at("args"));
       e.env_names = json_strings(item.at("env_names"));
       if (!item.at("url").is_null()) e.url = item.at("url").get<std::string>();
-      if (!engine::is_capability_identity(e.capability_id(), e.kind) ||
+      if (!engine::is_capability_identity(e.capability_id(), engine::to_string(e.kind)) ||
           item.at("capability_id") != e.capability_id()) {
         throw DataLoss("catalog manifest names an invalid capability");
       }

@@ -89,7 +89,7 @@ std::optional<ActivationTarget> read_activation_target(const std::filesystem::pa
 // What activating an installed capability did (activate_installed).
 struct ActivationSummary {
   std::string capability_id;
-  std::string outcome;  // "applied" | "failed" | "indeterminate"
+  engine::Outcome outcome = engine::Outcome::kIndeterminate;
   bool settled = false;
 };
 

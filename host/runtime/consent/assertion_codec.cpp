@@ -215,7 +215,7 @@ SignedAssertion SignedAssertion::create(SignedAssertionClaims claims) {
   if (!is_digest(claims.challenge_digest)) {
     invalid_field("challenge_digest", "a lowercase sha-256 digest");
   }
-  if (claims.decision != "granted" && claims.decision != "denied") {
+  if (engine::kDecisionStrings.to_string(claims.decision).empty()) {
     invalid_field("decision", "granted or denied");
   }
   if (!is_digest(claims.principal_digest)) {
@@ -280,13 +280,20 @@ SignedAssertion decode_signed_assertion(std::string_view payload) {
   SignedAssertionClaims claims;
   claims.proof = canonical_base64_decode(proof_text.get_ref<const std::string&>());
   claims.challenge_digest = claim_text(wire, "challenge_digest");
-  claims.decision = claim_text(wire, "decision");
+  const std::string& decision = claim_text(wire, "decision");
   claims.principal_digest = claim_text(wire, "principal_digest");
   claims.authenticator_id = claim_text(wire, "authenticator_id");
   claims.audience = claim_text(wire, "audience");
   claims.nonce = claim_text(wire, "nonce");
   claims.issued_at = claim_text(wire, "issued_at");
   claims.expires_at = claim_text(wire, "expires_at");
+  // The field rules run in create()'s order: challenge_digest is checked before decision.
+  if (!is_digest(claims.challenge_digest)) {
+    invalid_field("challenge_digest", "a lowercase sha-256 digest");
+  }
+  const auto typed_decision = engine::find_enum<engine::Decision>(decision);
+  if (!typed_decision) invalid_field("decision", "granted or denied");
+  claims.decision = *typed_decision;
   SignedAssertion assertion = SignedAssertion::create(std::move(claims));
   if (encode_signed_assertion(assertion) != payload) {
     reject(R::kNotCanonical, "payload is not canonical");

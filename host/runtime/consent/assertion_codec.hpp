@@ -12,6 +12,7 @@
 
 #include "host/core/error.hpp"
 #include "host/core/time.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::runtime {
 
@@ -54,7 +55,7 @@ class AssertionCodecError : public InvalidArgument {
 // The claims a human's authenticator signs, plus the proof over signing_bytes().
 struct SignedAssertionClaims {
   std::string challenge_digest;  // 64 lower-case hex
-  std::string decision;          // "granted" | "denied"
+  engine::Decision decision = engine::Decision::kDenied;
   std::string principal_digest;  // 64 lower-case hex
   std::string authenticator_id;  // TOKEN
   std::string audience;          // TOKEN
@@ -72,8 +73,8 @@ class SignedAssertion {
   static SignedAssertion create(SignedAssertionClaims claims);
 
   const std::string& challenge_digest() const noexcept { return claims_.challenge_digest; }
-  const std::string& decision() const noexcept { return claims_.decision; }
-  bool granted() const noexcept { return claims_.decision == "granted"; }
+  engine::Decision decision() const noexcept { return claims_.decision; }
+  bool granted() const noexcept { return claims_.decision == engine::Decision::kGranted; }
   const std::string& principal_digest() const noexcept { return claims_.principal_digest; }
   const std::string& authenticator_id() const noexcept { return claims_.authenticator_id; }
   const std::string& audience() const noexcept { return claims_.audience; }

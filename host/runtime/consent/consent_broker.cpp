@@ -44,6 +44,12 @@ constexpr store::Migration kMigrations[] = {{1, kVersion1}};
 using Opt = std::optional<std::string>;
 
 Json opt_json(const Opt& value) { return value ? Json(*value) : Json(nullptr); }
+Json opt_json(const std::optional<engine::Decision>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+Opt opt_text(const std::optional<engine::Decision>& value) {
+  return value ? Opt(engine::to_string(*value)) : std::nullopt;
+}
 
 std::string random_bytes(std::size_t n) {
   std::string out(n, '\0');
@@ -163,7 +169,6 @@ void check_invariants(const ConsentRecord& r, const Opt& token) {
   }
   if ((r.state == ConsentState::kSettled) != r.settled_at.has_value()) ok = false;
   if ((r.state == ConsentState::kExpired) != r.expired_at.has_value()) ok = false;
-  if (r.decision && *r.decision != "granted" && *r.decision != "denied") ok = false;
   if (!ok) corrupt("challenge lifecycle");
 }
 
@@ -312,7 +317,11 @@ std::optional<ConsentBroker::Row> ConsentBroker::load_locked(std::string_view co
   ConsentRecord& r = row.record;
   r.state = parse_state(s.text(3));
   r.created_at = s.text(4);
-  r.decision = s.optional_text(5);
+  if (const Opt decision = s.optional_text(5)) {
+    const auto typed = engine::find_enum<engine::Decision>(*decision);
+    if (!typed) corrupt("challenge lifecycle");
+    r.decision = *typed;
+  }
   r.principal_digest = s.optional_text(6);
   r.authenticator_id = s.optional_text(7);
   r.audience = s.optional_text(8);
@@ -397,7 +406,7 @@ void ConsentBroker::write_locked(const Row& row, bool insert) {
       .bind(3, r.challenge.json_text())
       .bind(4, consent_state_name(r.state))
       .bind(5, r.created_at)
-      .bind_optional(6, r.decision)
+      .bind_optional(6, opt_text(r.decision))
       .bind_optional(7, r.principal_digest)
       .bind_optional(8, r.authenticator_id)
       .bind_optional(9, r.audience)

@@ -114,7 +114,7 @@ struct ConsentRecord {
   ConsentChallenge challenge;
   ConsentState state = ConsentState::kPending;
   std::string created_at;
-  std::optional<std::string> decision;
+  std::optional<engine::Decision> decision;
   std::optional<std::string> principal_digest;
   std::optional<std::string> authenticator_id;
   std::optional<std::string> audience;
@@ -135,7 +135,7 @@ struct ConsentRecord {
 struct VerifiedHumanDecision {
   std::string challenge_id;
   std::string challenge_digest;
-  std::string decision;
+  engine::Decision decision = engine::Decision::kDenied;
   std::string principal_digest;
   std::string authenticator_id;
   std::string audience;
@@ -150,10 +150,10 @@ struct ConsentReservation {
   std::string event_id;
   std::string event_content_digest;
   std::string consent_id;
-  std::string decision;
+  engine::Decision decision = engine::Decision::kDenied;
   std::string policy_snapshot_digest;
   std::string requested_action_id;
-  std::string requested_action_kind;
+  engine::ActionKind requested_action_kind = engine::ActionKind::kInstallCapability;
   std::string requested_action_content_digest;
   std::int64_t requested_action_precondition_revision = 0;
   std::string install_expires_at;

@@ -63,6 +63,14 @@ std::string string_member(const core::Json& json, const char* key) {
   return value.get<std::string>();
 }
 
+// The enum string member `key` spells; any other value is invalid(key).
+template <typename E>
+E enum_member(const core::Json& json, const char* key) {
+  const auto found = engine::find_enum<E>(string_member(json, key));
+  if (!found) invalid(key);
+  return *found;
+}
+
 bool bool_member(const core::Json& json, const char* key) {
   const core::Json& value = member(json, key);
   if (!value.is_boolean()) invalid(key);
@@ -97,8 +105,13 @@ ConsentChallenge ConsentChallenge::create(ConsentChallengeFields f) {
                                     {"release_root_digest", &f.release_root_digest}}) {
     if (!core::is_sha256_hex(*value)) invalid(name);
   }
-  if (f.kind != "skill" && f.kind != "agent" && f.kind != "mcp-server") invalid("kind");
-  if (f.requested_action_kind != "InstallCapability") invalid("requested_action_kind");
+  if (engine::kCapabilityKindStrings.to_string(f.kind).empty() ||
+      f.kind == engine::CapabilityKind::kHarness) {
+    invalid("kind");
+  }
+  if (f.requested_action_kind != engine::ActionKind::kInstallCapability) {
+    invalid("requested_action_kind");
+  }
   if (f.requested_action_precondition_revision < 1) {
     invalid("requested_action_precondition_revision");
   }
@@ -146,7 +159,7 @@ ConsentChallenge ConsentChallenge::from_json_text(std::string_view text) {
   f.workspace_identity_digest = string_member(json, "workspace_identity_digest");
   f.scope = member(json, "scope");
   f.capability_id = string_member(json, "capability_id");
-  f.kind = string_member(json, "kind");
+  f.kind = enum_member<engine::CapabilityKind>(json, "kind");
   f.source_digest = string_member(json, "source_digest");
   f.catalog_snapshot_digest = string_member(json, "catalog_snapshot_digest");
   f.plan_id = string_member(json, "plan_id");
@@ -156,7 +169,7 @@ ConsentChallenge ConsentChallenge::from_json_text(std::string_view text) {
   f.selection_digest = string_member(json, "selection_digest");
   f.material_identity_digest = string_member(json, "material_identity_digest");
   f.requested_action_id = string_member(json, "requested_action_id");
-  f.requested_action_kind = string_member(json, "requested_action_kind");
+  f.requested_action_kind = enum_member<engine::ActionKind>(json, "requested_action_kind");
   f.requested_action_content_digest = string_member(json, "requested_action_content_digest");
   const core::Json& revision = member(json, "requested_action_precondition_revision");
   if (!revision.is_number_integer()) invalid("requested_action_precondition_revision");

@@ -13,6 +13,7 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 #include "host/core/time.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::runtime {
 
@@ -32,7 +33,7 @@ struct ConsentChallengeFields {
   std::string workspace_identity_digest;
   core::Json scope = core::Json::object();  // object of token strings
   std::string capability_id;                // TOKEN
-  std::string kind;                         // "skill" | "agent" | "mcp-server"
+  engine::CapabilityKind kind = engine::CapabilityKind::kSkill;  // never kHarness
   std::string source_digest;
   std::string catalog_snapshot_digest;
   std::string plan_id;  // TOKEN
@@ -42,7 +43,7 @@ struct ConsentChallengeFields {
   std::string selection_digest;
   std::string material_identity_digest;
   std::string requested_action_id;                  // TOKEN
-  std::string requested_action_kind = "InstallCapability";
+  engine::ActionKind requested_action_kind = engine::ActionKind::kInstallCapability;  // only
   std::string requested_action_content_digest;
   std::int64_t requested_action_precondition_revision = 1;  // >= 1
   std::string policy_snapshot_digest;

@@ -16,13 +16,10 @@ std::string file_bytes(const InstallConsentPolicy& policy) {
 
 }  // namespace
 
-std::string_view install_mode_name(InstallMode mode) noexcept {
-  return mode == InstallMode::kPreapprovedAuto ? "preapproved-auto" : "ask-each-time";
-}
+std::string_view install_mode_name(InstallMode mode) noexcept { return engine::to_string(mode); }
 
 InstallMode parse_install_mode(std::string_view name) {
-  if (name == "ask-each-time") return InstallMode::kAskEachTime;
-  if (name == "preapproved-auto") return InstallMode::kPreapprovedAuto;
+  if (const auto mode = engine::find_enum<InstallMode>(name)) return *mode;
   throw InvalidArgument("unknown install mode");
 }
 
@@ -62,19 +59,40 @@ InstallConsentPolicy InstallConsentPolicy::from_json(const core::Json& json) {
 }
 
 InstallMode InstallConsentPolicy::mode_for(std::string_view kind) const {
-  if (kind == "skill") return skill_mode;
-  if (kind == "agent") return agent_mode;
-  if (kind == "mcp-server") return mcp_server_mode;
+  const auto typed = engine::find_enum<engine::CapabilityKind>(kind);
+  if (!typed) throw InvalidArgument("not an installable kind");
+  return mode_for(*typed);
+}
+
+InstallMode InstallConsentPolicy::mode_for(engine::CapabilityKind kind) const {
+  switch (kind) {
+    case engine::CapabilityKind::kSkill:
+      return skill_mode;
+    case engine::CapabilityKind::kAgent:
+      return agent_mode;
+    case engine::CapabilityKind::kMcpServer:
+      return mcp_server_mode;
+    case engine::CapabilityKind::kHarness:
+      break;
+  }
   throw InvalidArgument("not an installable kind");
 }
 
-InstallRoute route_install_authorization(const InstallConsentPolicy& policy, std::string_view kind,
-                                         bool permission_expansion, bool credential_requirement) {
+InstallRoute route_install_authorization(const InstallConsentPolicy& policy,
+                                         engine::CapabilityKind kind, bool permission_expansion,
+                                         bool credential_requirement) {
   const InstallMode mode = policy.mode_for(kind);
   if (permission_expansion) return {true, "permission-expansion-requires-consent"};
   if (credential_requirement) return {true, "credentials-require-consent"};
   if (mode == InstallMode::kPreapprovedAuto) return {false, "matching-preapproved-policy"};
   return {true, "per-install-consent-required"};
+}
+
+InstallRoute route_install_authorization(const InstallConsentPolicy& policy, std::string_view kind,
+                                         bool permission_expansion, bool credential_requirement) {
+  const auto typed = engine::find_enum<engine::CapabilityKind>(kind);
+  if (!typed) throw InvalidArgument("not an installable kind");
+  return route_install_authorization(policy, *typed, permission_expansion, credential_requirement);
 }
 
 InstallPolicyStore::InstallPolicyStore(std::filesystem::path root) : root_(std::move(root)) {

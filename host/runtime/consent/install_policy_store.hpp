@@ -15,6 +15,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
+#include "host/engine/vocabulary.hpp"
 #include "host/runtime/file_lock.hpp"
 
 namespace ctx::runtime {
@@ -22,7 +23,8 @@ namespace ctx::runtime {
 inline constexpr std::string_view kInstallPolicySchema = "ctx.install-consent-policy-v1";
 inline constexpr std::size_t kMaxInstallPolicyBytes = 4096;
 
-enum class InstallMode { kAskEachTime, kPreapprovedAuto };
+// The engine's install consent mode, spelled by its one strings table.
+using InstallMode = engine::ConsentMode;
 
 // "ask-each-time" | "preapproved-auto".
 std::string_view install_mode_name(InstallMode mode) noexcept;
@@ -50,6 +52,7 @@ struct InstallConsentPolicy {
   // The mode for an installable kind ("skill" | "agent" | "mcp-server").
   // Errors: InvalidArgument ("not an installable kind") for anything else (e.g. "harness").
   InstallMode mode_for(std::string_view kind) const;
+  InstallMode mode_for(engine::CapabilityKind kind) const;
 
   friend bool operator==(const InstallConsentPolicy&, const InstallConsentPolicy&) = default;
 };
@@ -64,6 +67,10 @@ struct InstallRoute {
 // Routes an install of `kind` under `policy`: permission expansion, then a credential
 // requirement force a prompt; otherwise the kind's mode decides.
 // Errors: InvalidArgument for a kind that is not installable.
+InstallRoute route_install_authorization(const InstallConsentPolicy& policy,
+                                         engine::CapabilityKind kind, bool permission_expansion,
+                                         bool credential_requirement);
+// As above for a kind's spelling (InvalidArgument for an unknown one).
 InstallRoute route_install_authorization(const InstallConsentPolicy& policy, std::string_view kind,
                                          bool permission_expansion, bool credential_requirement);
 

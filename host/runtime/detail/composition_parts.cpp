@@ -45,9 +45,8 @@ engine::InteractiveInstallDecisionGuard with_settlement_crash_point(
 }
 
 engine::InstallConsentPolicy engine_policy(const InstallConsentPolicy& policy) {
-  return engine::InstallConsentPolicy::create(std::string(install_mode_name(policy.skill_mode)),
-                                              std::string(install_mode_name(policy.agent_mode)),
-                                              std::string(install_mode_name(policy.mcp_server_mode)));
+  return engine::InstallConsentPolicy::create(policy.skill_mode, policy.agent_mode,
+                                              policy.mcp_server_mode);
 }
 
 // The engine's preapproved-grant guard over the install policy store: hold() locks the store and

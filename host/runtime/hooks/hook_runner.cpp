@@ -93,7 +93,7 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
                    const HookChoice& choice) {
   Json actions = Json::array();
   const auto& prepared = result.prepared();
-  if (prepared.status() == "ready" && !prepared.selections().empty()) {
+  if (prepared.status() == engine::PlanStatus::kReady && !prepared.selections().empty()) {
     Json capabilities = Json::array();
     for (const auto& row : prepared.selections()) {
       capabilities.push_back({{"capability_id", row.capability_id()}});
@@ -118,9 +118,10 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
 std::vector<std::string> installable_skills(const ManagedQueryServiceResult& result) {
   std::vector<std::string> ids;
   const auto& prepared = result.prepared();
-  if (prepared.status() != "ready") return ids;
+  if (prepared.status() != engine::PlanStatus::kReady) return ids;
   for (const auto& row : prepared.selections()) {
-    if (row.kind() == "skill" && row.actionability() == "install") {
+    if (row.kind() == engine::CapabilityKind::kSkill &&
+        row.actionability() == engine::Actionability::kInstall) {
       ids.push_back(row.capability_id());
       break;
     }
@@ -153,7 +154,7 @@ HookChoice choose_installs(StateService& service, const ManagedQueryServiceResul
     if (desired->status() == ManagedDesiredStatus::kEffectPending ||
         desired->status() == ManagedDesiredStatus::kReconciled) {
       for (const auto& action : desired->actions()) {
-        if (action.kind() == "ActivateCapability" && action.entity_id() &&
+        if (action.kind() == engine::ActionKind::kActivateCapability && action.entity_id() &&
             std::find(ids.begin(), ids.end(), *action.entity_id()) != ids.end()) {
           choice.installed.push_back(*action.entity_id());
         }

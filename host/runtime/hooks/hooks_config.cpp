@@ -295,14 +295,10 @@ void replace(const fs::path& file, const std::optional<std::string>& previous,
 
 }  // namespace
 
-std::string_view host_name(HookHost host) noexcept {
-  return host == HookHost::kClaudeCode ? "claude-code" : "codex";
-}
+std::string_view host_name(HookHost host) noexcept { return kHookHostStrings.to_string(host); }
 
 std::optional<HookHost> parse_host(std::string_view name) noexcept {
-  if (name == "claude-code") return HookHost::kClaudeCode;
-  if (name == "codex") return HookHost::kCodex;
-  return std::nullopt;
+  return kHookHostStrings.find(name);
 }
 
 const std::vector<std::string>& installed_events(HookHost host) {

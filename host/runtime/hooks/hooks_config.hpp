@@ -27,10 +27,14 @@
 #include <vector>
 
 #include "host/core/error.hpp"
+#include "host/core/json_reader.hpp"
 
 namespace ctx::runtime::hooks {
 
 enum class HookHost { kClaudeCode, kCodex };
+// The adapter plugin ids of the hosts.
+inline constexpr core::EnumStrings<HookHost, 2> kHookHostStrings{
+    "hook host", {HookHost::kClaudeCode, HookHost::kCodex}, {"claude-code", "codex"}};
 enum class HookScope { kUser, kProject };
 
 // "claude-code" / "codex" (the adapter plugin ids).

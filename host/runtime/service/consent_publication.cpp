@@ -118,7 +118,7 @@ ConsentChallenge derive_install_consent_challenge(const engine::EngineState& sta
     if (!it->is_null()) f.scope[it.key()] = *it;
   }
   f.capability_id = capability->capability_id();
-  f.kind = capability->kind();
+  f.kind = engine::parse_enum<engine::CapabilityKind>(capability->kind());
   f.source_digest = selection.source_digest();
   f.catalog_snapshot_digest = *install.catalog_snapshot_id();
   f.plan_id = *install.plan_id();
@@ -130,7 +130,7 @@ ConsentChallenge derive_install_consent_challenge(const engine::EngineState& sta
   f.selection_digest = selection_binding_digest(selection.to_json());
   f.material_identity_digest = material.identity_digest();
   f.requested_action_id = install.action_id();
-  f.requested_action_kind = install.kind();
+  f.requested_action_kind = install.action_kind();
   f.requested_action_content_digest = install.content_digest();
   f.requested_action_precondition_revision = install.precondition_revision();
   f.policy_snapshot_digest = string_field(request.payload(), "policy_snapshot_digest");

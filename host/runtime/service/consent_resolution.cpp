@@ -69,7 +69,7 @@ std::ostream& operator<<(std::ostream& out, ManagedConsentOutcome outcome) {
 }
 
 ManagedConsentResolutionResult ManagedConsentResolutionResult::create(
-    std::string challenge_digest, std::string capability_id, std::string kind,
+    std::string challenge_digest, std::string capability_id, engine::CapabilityKind kind,
     ManagedConsentOutcome outcome, std::string reason_code,
     std::optional<ManagedConsentChallengeProjection> next_challenge,
     std::vector<ManagedActionSummary> actions, std::int64_t journal_revision,
@@ -77,8 +77,7 @@ ManagedConsentResolutionResult ManagedConsentResolutionResult::create(
   if (!core::is_sha256_hex(challenge_digest) || !core::is_sha256_hex(journal_record_digest)) {
     throw ManagedQueryServiceError("managed consent result requires exact digests");
   }
-  if (!engine::is_opaque_token(capability_id) || !engine::is_opaque_token(kind) ||
-      !engine::is_opaque_token(reason_code)) {
+  if (!engine::is_opaque_token(capability_id) || !engine::is_opaque_token(reason_code)) {
     throw ManagedQueryServiceError("managed consent result requires token identities");
   }
   if (journal_revision < 1 || actions.size() > kMaxManagedActionSummaries) {
@@ -101,7 +100,7 @@ ManagedConsentResolutionResult ManagedConsentResolutionResult::create(
   ManagedConsentResolutionResult result;
   result.challenge_digest_ = std::move(challenge_digest);
   result.capability_id_ = std::move(capability_id);
-  result.kind_ = std::move(kind);
+  result.kind_ = kind;
   result.outcome_ = outcome;
   result.reason_code_ = std::move(reason_code);
   if (next_challenge) result.next_challenge_.emplace(std::move(*next_challenge));
@@ -726,7 +725,7 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
   }
   auto now = composition.snapshot(scope);
   require_exact_plan(now, owner.query);
-  if (*record.decision == "denied") {
+  if (*record.decision == engine::Decision::kDenied) {
     if (pending_effect(*now.state, install.action_id())) {
       throw ManagedQueryServiceError("denied install consent left its install pending");
     }
@@ -750,7 +749,7 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
     if (report.execution_binding_digest != binding.binding_digest()) {
       throw ManagedQueryServiceError("install report does not name the captured actuator");
     }
-    if (report.outcome == "indeterminate") {
+    if (report.outcome == engine::Outcome::kIndeterminate) {
       return result(challenge, ManagedConsentOutcome::kInstallIndeterminate,
                     "physical-install-outcome-indeterminate", false);
     }
@@ -832,7 +831,7 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
     std::lock_guard guard_lock(guard->mutex);
     guard->armed.reset();
   }
-  const bool granted = decision.decision == "granted";
+  const bool granted = decision.decision == engine::Decision::kGranted;
   const bool exact = granted ? transition.actions().size() == 1 &&
                                    transition.actions().front() == after.install()
                              : std::none_of(transition.actions().begin(),
@@ -913,7 +912,7 @@ ManagedConsentResolutionResult ConsentResolution::recover(const std::string& cha
     case ReconcileOutcome::kSettled:
       break;
   }
-  if (*report.record.decision == "denied") {
+  if (*report.record.decision == engine::Decision::kDenied) {
     return finish(*composition, report.record, *owner, *ctx);
   }
   if (auto retired = retire_if_expired(*composition, report.record, *owner, *ctx)) {

@@ -217,7 +217,7 @@ std::ostream& operator<<(std::ostream& out, const ManagedDesiredSetRequest& valu
 ManagedActionSummary ManagedActionSummary::of(const engine::HostAction& action) {
   ManagedActionSummary summary;
   summary.action_id_ = action.action_id();
-  summary.kind_ = action.kind();
+  summary.kind_ = action.action_kind();
   summary.entity_id_ = action.entity_id();
   return summary;
 }
@@ -306,7 +306,7 @@ ManagedDesiredSetResult ManagedDesiredSetResult::create(
   }
   if (challenge) {
     const auto matching = std::count_if(actions.begin(), actions.end(), [&](const auto& a) {
-      return a.kind() == core::to_string(engine::ActionKind::kRequestConsent) &&
+      return a.kind() == engine::ActionKind::kRequestConsent &&
              a.entity_id() == std::optional<std::string>(challenge->capability_id());
     });
     if (matching != 1) {

@@ -158,14 +158,14 @@ class ManagedActionSummary final {
   static ManagedActionSummary of(const engine::HostAction& action);
 
   const std::string& action_id() const noexcept { return action_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  engine::ActionKind kind() const noexcept { return kind_; }
   const std::optional<std::string>& entity_id() const noexcept { return entity_id_; }
   friend bool operator==(const ManagedActionSummary&, const ManagedActionSummary&) = default;
 
  private:
   ManagedActionSummary() = default;
   std::string action_id_;
-  std::string kind_;
+  engine::ActionKind kind_ = engine::ActionKind::kNoChange;
   std::optional<std::string> entity_id_;
 };
 
@@ -184,14 +184,15 @@ class ManagedConsentChallengeProjection final {
   const std::string& capability_id() const noexcept { return capability_id_; }
   const std::string& challenge_digest() const noexcept { return challenge_digest_; }
   const std::string& expires_at() const noexcept { return expires_at_; }
-  const std::string& kind() const noexcept { return kind_; }
+  engine::CapabilityKind kind() const noexcept { return kind_; }
   friend bool operator==(const ManagedConsentChallengeProjection&,
                          const ManagedConsentChallengeProjection&) = default;
 
  private:
   friend class ManagedQueryService;
   ManagedConsentChallengeProjection() = default;
-  std::string audience_, capability_id_, challenge_digest_, expires_at_, kind_;
+  std::string audience_, capability_id_, challenge_digest_, expires_at_;
+  engine::CapabilityKind kind_ = engine::CapabilityKind::kSkill;
 };
 
 // prepare / reopen result: {query_ref, prepared, actions, challenge}.
@@ -326,7 +327,7 @@ class ManagedConsentResolutionResult final {
   // consent-required / reauthentication-required, naming the same capability and kind (and, for
   // reauthentication, the same challenge digest). Errors: ManagedQueryServiceError.
   static ManagedConsentResolutionResult create(
-      std::string challenge_digest, std::string capability_id, std::string kind,
+      std::string challenge_digest, std::string capability_id, engine::CapabilityKind kind,
       ManagedConsentOutcome outcome, std::string reason_code,
       std::optional<ManagedConsentChallengeProjection> next_challenge,
       std::vector<ManagedActionSummary> actions, std::int64_t journal_revision,
@@ -338,7 +339,7 @@ class ManagedConsentResolutionResult final {
 
   const std::string& challenge_digest() const noexcept { return challenge_digest_; }
   const std::string& capability_id() const noexcept { return capability_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  engine::CapabilityKind kind() const noexcept { return kind_; }
   ManagedConsentOutcome outcome() const noexcept { return outcome_; }
   const std::string& reason_code() const noexcept { return reason_code_; }
   const std::optional<ManagedConsentChallengeProjection>& next_challenge() const noexcept {
@@ -356,7 +357,7 @@ class ManagedConsentResolutionResult final {
   ManagedConsentResolutionResult() = default;
   std::string challenge_digest_;
   std::string capability_id_;
-  std::string kind_;
+  engine::CapabilityKind kind_ = engine::CapabilityKind::kSkill;
   ManagedConsentOutcome outcome_ = ManagedConsentOutcome::kQuarantined;
   std::string reason_code_;
   std::optional<ManagedConsentChallengeProjection> next_challenge_;

@@ -138,7 +138,9 @@ void verify_committed_grant(EngineComposition& composition, const ManagedDesired
   if (committed.event_kind() != engine::EventKind::kUserDecision) {
     throw ManagedQueryServiceError("managed install action has no committed install decision");
   }
-  if (committed.payload().value("decision_basis", Json()) != "preapproved-policy") {
+  const Json basis = committed.payload().value("decision_basis", Json());
+  if (!basis.is_string() || engine::find_enum<engine::DecisionBasis>(basis.get<std::string>()) !=
+                                engine::DecisionBasis::kPreapprovedPolicy) {
     throw ManagedQueryServiceError(
         "managed desired retry cannot execute an interactive install decision");
   }
@@ -332,7 +334,7 @@ DesiredProgress progress_desired_installs(EngineComposition& composition,
       if (report->execution_binding_digest != next->binding.binding_digest()) {
         throw ManagedQueryServiceError("managed install report names another binding");
       }
-      if (report->outcome == "indeterminate") {
+      if (report->outcome == engine::Outcome::kIndeterminate) {
         if (report->settled) throw ManagedQueryServiceError("indeterminate install was settled");
         progress.indeterminate_ids.push_back(next->action.entity_id().value_or(""));
         break;

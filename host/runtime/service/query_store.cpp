@@ -967,10 +967,12 @@ ManagedDesiredSetRecord ManagedQueryStore::reserve_desired_set(
     for (const auto& name : row_keys) {
       if (!row.contains(name)) throw ManagedQueryStoreConflict("managed desired row is not exact");
     }
-    const std::string actionability = row.value("actionability", "");
-    const bool install = actionability == "install";
-    if (row["capability_id"] != capability_ids[i] ||
-        (actionability != "load" && !install && actionability != "manual") ||
+    const Json& spelled = row["actionability"];
+    const auto actionability =
+        spelled.is_string() ? engine::find_enum<engine::Actionability>(spelled.get<std::string>())
+                            : std::nullopt;
+    const bool install = actionability == engine::Actionability::kInstall;
+    if (row["capability_id"] != capability_ids[i] || !actionability ||
         row["install_descriptor_digest"].is_null() == install ||
         row["install_plan_digest"].is_null() == install) {
       throw ManagedQueryStoreConflict("managed desired row does not match its capability");

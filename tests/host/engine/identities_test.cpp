@@ -228,7 +228,7 @@ TEST(Identities, RoutingSendsSensitiveDescriptorsToAHuman) {
             "matching-preapproved-policy");
   f.credential_requirement = true;
   EXPECT_EQ(route_install_authorization(auto_policy, InstallPlanDescriptor::create(f)).decision_basis,
-            "interactive");
+            DecisionBasis::kInteractive);
   f.credential_requirement = false;
   EXPECT_EQ(route_install_authorization(InstallConsentPolicy::safe_default(),
                                         InstallPlanDescriptor::create(f))

@@ -2,6 +2,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 
 #include "tests/support/expect_throw.hpp"
 
@@ -48,6 +49,44 @@ TEST(Vocabulary, EveryEnumRoundTripsThroughItsOneTable) {
   expect_round_trip(kOutcomeStrings);
   expect_round_trip(kEventKindStrings);
   expect_round_trip(kActionKindStrings);
+  expect_round_trip(kCandidateActionabilityStrings);
+  expect_round_trip(kAvailabilityStrings);
+  expect_round_trip(kAssessmentTierStrings);
+  expect_round_trip(kDecisionStrings);
+  expect_round_trip(kDecisionBasisStrings);
+  expect_round_trip(kSlotStateStrings);
+  expect_round_trip(kHostStateStrings);
+}
+
+// The spellings these enums replaced in payloads, plans, audits and store rows.
+TEST(Vocabulary, NewlyTypedFieldsKeepTheirPersistedSpellings) {
+  const std::pair<std::string_view, std::string_view> spelled[] = {
+      {to_string(CandidateActionability::kUnavailable), "unavailable"},
+      {to_string(CandidateActionability::kNone), "none"},
+      {to_string(Availability::kUnsupported), "unsupported"},
+      {to_string(AssessmentTier::kIneligible), "ineligible"},
+      {to_string(Decision::kGranted), "granted"},
+      {to_string(Decision::kDenied), "denied"},
+      {to_string(DecisionBasis::kPreapprovedPolicy), "preapproved-policy"},
+      {to_string(DecisionBasis::kInteractive), "interactive"},
+      {to_string(SlotState::kIndeterminate), "indeterminate"},
+      {to_string(HostState::kPromptContextPrepared), "prompt-context-prepared"}};
+  for (const auto& [text, frozen] : spelled) EXPECT_EQ(text, frozen);
+  // A ToolCallObserved outcome spells only the two invocations it can observe.
+  EXPECT_EQ(kToolCallOutcomeStrings.find("succeeded"), Invocation::kInvokedSucceeded);
+  EXPECT_EQ(kToolCallOutcomeStrings.find("failed"), Invocation::kInvokedFailed);
+  EXPECT_EQ(kToolCallOutcomeStrings.find("not-invoked"), std::nullopt);
+}
+
+TEST(Vocabulary, OnlyLoadInstallAndManualCandidatesArePresentable) {
+  std::set<std::string_view> presented;
+  for (const CandidateActionability state : kCandidateActionabilityStrings.values) {
+    const std::optional<Actionability> as = presentable(state);
+    if (!as) continue;
+    EXPECT_EQ(to_string(*as), to_string(state));  // the same persisted spelling
+    presented.insert(to_string(state));
+  }
+  EXPECT_EQ(presented, (std::set<std::string_view>{"install", "load", "manual"}));
 }
 
 TEST(Vocabulary, PersistedSpellingsAreFrozen) {

@@ -58,7 +58,7 @@ void expect_exactly_one_outcome(const fs::path& journal, t::ActivationFixture& f
   EXPECT_EQ(head.state->active_capability_ids(), std::vector<std::string>{"skill:installed"});
 }
 
-void expect_report(const ActivationExecutionReport& report, const char* outcome, bool settled,
+void expect_report(const ActivationExecutionReport& report, engine::Outcome outcome, bool settled,
                    bool claim_was_new) {
   EXPECT_EQ(report.outcome, outcome);
   EXPECT_EQ(report.settled, settled);
@@ -106,7 +106,7 @@ class ActivationExecution : public ::testing::Test {
 
 TEST_F(ActivationExecution, AppliedObservationIsRecordedWithTheInstallersVerification) {
   const auto report = run(Script::kApply);
-  expect_report(report, "applied", true, true);
+  expect_report(report, engine::Outcome::kApplied, true, true);
   ASSERT_TRUE(report.verification_digest.has_value());
   EXPECT_NE(*report.verification_digest, t::activation_observation());  // binds the installer's
   const auto material = fixture_.pending->activation.payload().at("material_identity");
@@ -119,12 +119,12 @@ TEST_F(ActivationExecution, AppliedObservationIsRecordedWithTheInstallersVerific
 
 TEST_F(ActivationExecution, FailedObservationIsRecordedAsFailedAndRecoveredThroughReconcile) {
   const auto failed = run(Script::kFail);
-  expect_report(failed, "failed", false, true);
+  expect_report(failed, engine::Outcome::kFailed, false, true);
   EXPECT_FALSE(failed.verification_digest.has_value());
   EXPECT_FALSE(failed.transition.has_value());
   expect_claim_only();
   // The driver recovers: the next call asks reconcile (not active), re-activates and records.
-  expect_report(run(Script::kApply), "applied", true, false);
+  expect_report(run(Script::kApply), engine::Outcome::kApplied, true, false);
   EXPECT_EQ(driver().reconcile_calls(), 1);
   EXPECT_EQ(driver().activate_calls(), 2);
   expect_exactly_one();
@@ -132,16 +132,17 @@ TEST_F(ActivationExecution, FailedObservationIsRecordedAsFailedAndRecoveredThrou
 
 TEST_F(ActivationExecution, IndeterminateObservationIsRecordedAsSuchAndReconcileSettlesIt) {
   // The driver activated but its reply was lost.
-  expect_report(run(Script::kApplyReportIndeterminate), "indeterminate", false, true);
+  expect_report(run(Script::kApplyReportIndeterminate), engine::Outcome::kIndeterminate, false,
+                true);
   expect_claim_only();
   // While reconcile cannot tell either, nothing is recorded and nothing is re-activated.
   driver().set_reconcile_indeterminate(true);
-  EXPECT_EQ(execute(fixture_).outcome, "indeterminate");
+  EXPECT_EQ(execute(fixture_).outcome, engine::Outcome::kIndeterminate);
   EXPECT_EQ(driver().activate_calls(), 1);
   expect_claim_only();
   // Reconcile sees the exact material active: applied without activating again.
   driver().set_reconcile_indeterminate(false);
-  expect_report(execute(fixture_), "applied", true, false);
+  expect_report(execute(fixture_), engine::Outcome::kApplied, true, false);
   EXPECT_EQ(driver().activate_calls(), 1);
   EXPECT_EQ(driver().reconcile_calls(), 2);
   expect_exactly_one();
@@ -149,12 +150,12 @@ TEST_F(ActivationExecution, IndeterminateObservationIsRecordedAsSuchAndReconcile
 
 TEST_F(ActivationExecution, OtherMaterialOrAnUnreachableDriverIsNeverApplied) {
   const auto conflict = run(Script::kApplyOtherMaterial);
-  EXPECT_EQ(conflict.outcome, "indeterminate");
+  EXPECT_EQ(conflict.outcome, engine::Outcome::kIndeterminate);
   EXPECT_NE(conflict.observed_material_identity_digest,
             fixture_.pending->activation.payload().at("material_identity").at("identity_digest"));
   // Reconcile reports the other material (not the authorised one: "not active"), and the
   // re-activation cannot reach the driver.
-  EXPECT_EQ(run(Script::kThrow).outcome, "indeterminate");
+  EXPECT_EQ(run(Script::kThrow).outcome, engine::Outcome::kIndeterminate);
   expect_claim_only();
 }
 
@@ -237,7 +238,7 @@ TEST_P(CrashAtNamedPoint, InProcessCrashRecoversToExactlyOneOutcome) {
   ::ctx::testing::ScopedClose scope(*fixture.composition);
   ASSERT_TRUE(t::crash_execute_activation(*fixture.composition, *fixture.pending, GetParam()));
   const auto report = execute(fixture);
-  expect_report(report, "applied", true, false);
+  expect_report(report, engine::Outcome::kApplied, true, false);
   // A receipt committed before the crash is not committed again.
   EXPECT_EQ(report.transition.has_value(), GetParam() != crash_points::kAfterActivationReceipt);
   expect_exactly_one_outcome(journal_of(tmp, "crash"), fixture);
@@ -300,7 +301,7 @@ TEST_P(CrashAtNamedPoint, SigkilledChildRecoversToExactlyOneOutcome) {
     return;
   }
   fixture.pending = pending;
-  expect_report(execute(fixture), "applied", true, false);
+  expect_report(execute(fixture), engine::Outcome::kApplied, true, false);
   expect_exactly_one_outcome(journal_of(tmp, suffix), fixture);
 }
 
@@ -355,7 +356,7 @@ TEST(CompositionFork, DestroyedInAForkedChildLeavesTheInheritedSqliteHandlesAlon
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child closed inherited handles or used them";
   // The parent's composition and files are intact and keep working.
   ::ctx::testing::ScopedClose scope(*fixture.composition);
-  EXPECT_EQ(execute(fixture).outcome, "applied");
+  EXPECT_EQ(execute(fixture).outcome, engine::Outcome::kApplied);
   expect_exactly_one_outcome(journal, fixture);
 }
 

@@ -103,7 +103,7 @@ EngineSnapshot ready_head(std::int64_t revision = 2) {
 TEST(ManagedQueryProjection, ProjectsEveryFieldOfTheCommittedPlanAtItsHead) {
   const auto snapshot = ready_head();
   const auto prepared = project_prepared_managed_query_snapshot(snapshot, "plan-one");
-  EXPECT_EQ(prepared.status(), "ready");
+  EXPECT_EQ(prepared.status(), engine::PlanStatus::kReady);
   EXPECT_FALSE(prepared.abstention_code().has_value());
   EXPECT_EQ(prepared.plan_id(), "plan-one");
   EXPECT_EQ(prepared.planning_environment_digest(), digest("environment"));
@@ -117,12 +117,12 @@ TEST(ManagedQueryProjection, ProjectsEveryFieldOfTheCommittedPlanAtItsHead) {
   ASSERT_EQ(prepared.selections().size(), 2u);
   const auto& first = prepared.selections()[0];
   EXPECT_EQ(first.capability_id(), "harness:runner");
-  EXPECT_EQ(first.kind(), "harness");
+  EXPECT_EQ(first.kind(), engine::CapabilityKind::kHarness);
   EXPECT_EQ(first.name(), "runner");
-  EXPECT_EQ(first.actionability(), "manual");
+  EXPECT_EQ(first.actionability(), engine::Actionability::kManual);
   EXPECT_EQ(first.matching_signals(), std::vector<std::string>{"python"});
   EXPECT_EQ(first.reason_codes(), std::vector<std::string>{"graph-match"});
-  EXPECT_EQ(first.benefit_tier(), "advisory");
+  EXPECT_EQ(first.benefit_tier(), engine::BenefitTier::kAdvisory);
   EXPECT_EQ(first.individual_net_benefit_u(), 700'000);
   EXPECT_EQ(first.marginal_net_benefit_u(), 600'000);
   EXPECT_EQ(first.source_digest(), digest("source:harness:runner"));
@@ -150,7 +150,7 @@ TEST(ManagedQueryProjection, DegradedPlanHasNoRowsAndNoAuditFields) {
                                                   "planner-failed", std::nullopt, {});
   const auto prepared = project_prepared_managed_query_snapshot(
       head(4, state_at(4, scope("one"), degraded), digest("record:4")), "plan-degraded");
-  EXPECT_EQ(prepared.status(), "degraded");
+  EXPECT_EQ(prepared.status(), engine::PlanStatus::kDegraded);
   EXPECT_EQ(prepared.abstention_code(), std::optional<std::string>("planner-failed"));
   EXPECT_TRUE(prepared.selections().empty());
   EXPECT_FALSE(prepared.benefit_result_digest().has_value());

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 
 #include <gmock/gmock.h>
@@ -116,11 +117,13 @@ TEST(ManagedQuerySeed, one_committed_plan_globally_bounds_four_competing_types) 
     prepared.emplace(seed_prepare(*composition, "bounded"));
     snapshot = composition->snapshot(seed_scope("bounded"));
   }
-  EXPECT_EQ(prepared->status(), "ready");
+  EXPECT_EQ(prepared->status(), engine::PlanStatus::kReady);
   ASSERT_EQ(prepared->selections().size(), 5u);
-  std::set<std::string> kinds;
+  std::set<engine::CapabilityKind> kinds;
   for (const auto& item : prepared->selections()) kinds.insert(item.kind());
-  EXPECT_EQ(kinds, (std::set<std::string>{"skill", "agent", "mcp-server", "harness"}));
+  EXPECT_EQ(kinds, (std::set<engine::CapabilityKind>{
+                       engine::CapabilityKind::kSkill, engine::CapabilityKind::kAgent,
+                       engine::CapabilityKind::kMcpServer, engine::CapabilityKind::kHarness}));
   EXPECT_TRUE(prepared->benefit_result_digest().has_value());
   for (const auto& item : prepared->selections()) {
     EXPECT_FALSE(item.name().empty());
@@ -148,7 +151,7 @@ TEST(ManagedQuerySeed, one_committed_plan_globally_bounds_four_competing_types) 
     EXPECT_EQ(item.name(), row.name());
     EXPECT_EQ(item.matching_signals(), row.matching_signals());
     EXPECT_EQ(item.reason_codes(), row.reason_codes());
-    EXPECT_EQ(item.benefit_tier(), row.benefit_tier());
+    EXPECT_EQ(item.benefit_tier(), row.tier());
     EXPECT_EQ(item.individual_net_benefit_u(), row.individual_net_benefit_u());
     EXPECT_EQ(item.marginal_net_benefit_u(), row.marginal_net_benefit_u());
   }
@@ -166,7 +169,7 @@ TEST(ManagedQuerySeed, zero_limit_is_one_audited_abstention) {
     ScopedClose scope(*composition);
     prepared.emplace(seed_prepare(*composition, "zero"));
   }
-  EXPECT_EQ(prepared->status(), "abstained");
+  EXPECT_EQ(prepared->status(), engine::PlanStatus::kAbstained);
   EXPECT_EQ(prepared->abstention_code(), std::optional<std::string>("limit-zero"));
   EXPECT_TRUE(prepared->selections().empty());
   EXPECT_TRUE(prepared->benefit_result_digest().has_value());
@@ -193,15 +196,19 @@ TEST(ManagedQuerySeed, mixed_projection_uses_existing_typed_authority_without_re
     ScopedClose scope(*composition);
     prepared.emplace(seed_prepare(*composition, "mixed"));
   }
-  std::vector<std::array<std::string, 3>> rows;
+  using engine::Actionability;
+  using engine::CapabilityKind;
+  using Row = std::tuple<std::string, CapabilityKind, Actionability>;
+  std::vector<Row> rows;
   for (const auto& item : prepared->selections()) {
-    rows.push_back({item.capability_id(), item.kind(), item.actionability()});
+    rows.emplace_back(item.capability_id(), item.kind(), item.actionability());
   }
-  EXPECT_EQ(rows, (std::vector<std::array<std::string, 3>>{
-                      {"agent:installer", "agent", "install"},
-                      {"skill:loaded", "skill", "load"},
-                      {"harness:manual-runner", "harness", "manual"},
-                      {"mcp-server:manual-docs", "mcp-server", "manual"}}));
+  EXPECT_EQ(rows, (std::vector<Row>{
+                      {"agent:installer", CapabilityKind::kAgent, Actionability::kInstall},
+                      {"skill:loaded", CapabilityKind::kSkill, Actionability::kLoad},
+                      {"harness:manual-runner", CapabilityKind::kHarness, Actionability::kManual},
+                      {"mcp-server:manual-docs", CapabilityKind::kMcpServer,
+                       Actionability::kManual}}));
 }
 
 TEST(ManagedQuerySeed, graph_uninstalled_row_requires_exact_install_authority) {
@@ -221,12 +228,13 @@ TEST(ManagedQuerySeed, graph_uninstalled_row_requires_exact_install_authority) {
     ScopedClose scope(*composition);
     prepared.emplace(seed_prepare(*composition, "graph"));
   }
-  std::map<std::string, std::string> projected;
+  std::map<std::string, engine::Actionability> projected;
   for (const auto& item : prepared->selections()) {
     projected[item.capability_id()] = item.actionability();
   }
-  EXPECT_EQ(projected, (std::map<std::string, std::string>{{"agent:reviewer", "install"},
-                                                           {"mcp-server:docs", "manual"}}));
+  EXPECT_EQ(projected, (std::map<std::string, engine::Actionability>{
+                           {"agent:reviewer", engine::Actionability::kInstall},
+                           {"mcp-server:docs", engine::Actionability::kManual}}));
 }
 
 TEST(ManagedQuerySeed, prepared_projection_is_factory_issued_immutable_and_nonserializable) {
@@ -317,7 +325,7 @@ TEST(ManagedQuerySeed, snapshot_projection_preserves_exact_degraded_plan_without
   EngineSnapshot degraded_snapshot{committed_snapshot->stream_id, 4, degraded_state,
                                    digest("record:4")};
   auto projected = project_prepared_managed_query_snapshot(degraded_snapshot, degraded.plan_id());
-  EXPECT_EQ(projected.status(), "degraded");
+  EXPECT_EQ(projected.status(), engine::PlanStatus::kDegraded);
   EXPECT_EQ(projected.abstention_code(), std::optional<std::string>("planner-failed"));
   EXPECT_EQ(projected.plan_id(), degraded.plan_id());
   EXPECT_EQ(projected.journal_revision(), 4);
@@ -857,7 +865,7 @@ TEST(ManagedQuerySeed, managed_development_preserves_exact_lifecycle_transition_
     auto applied = composition->execute_activation(pending.activation, pending.binding,
                                                    host_digest(pending.session_started),
                                                    activation_observation());
-    EXPECT_EQ(applied.outcome, "applied");
+    EXPECT_EQ(applied.outcome, engine::Outcome::kApplied);
     EXPECT_TRUE(applied.settled);
     EXPECT_TRUE(applied.claim_was_new);
     // Re-entry after a settled activation is idempotent: no new claim, no journal advance, and
@@ -866,7 +874,7 @@ TEST(ManagedQuerySeed, managed_development_preserves_exact_lifecycle_transition_
     auto replayed = composition->execute_activation(pending.activation, pending.binding,
                                                     host_digest(pending.session_started),
                                                     activation_observation());
-    EXPECT_EQ(replayed.outcome, "applied");
+    EXPECT_EQ(replayed.outcome, engine::Outcome::kApplied);
     EXPECT_TRUE(replayed.settled);
     EXPECT_FALSE(replayed.claim_was_new);
     EXPECT_FALSE(replayed.transition.has_value());
@@ -876,7 +884,7 @@ TEST(ManagedQuerySeed, managed_development_preserves_exact_lifecycle_transition_
     facts->clear_calls();
     retried.emplace(composition->advance_managed_query(pending.session_started, development));
   }
-  EXPECT_EQ(advanced->prepared().status(), "abstained");
+  EXPECT_EQ(advanced->prepared().status(), engine::PlanStatus::kAbstained);
   std::vector<std::string> kinds;
   for (const auto& action : advanced->transition().actions()) kinds.push_back(action.kind());
   EXPECT_EQ(kinds, (std::vector<std::string>{"DeactivateCapability"}));
@@ -902,7 +910,7 @@ TEST(ManagedQuerySeed, execute_activation_recovers_a_recorded_but_unsettled_outc
   auto report = composition->execute_activation(pending.activation, pending.binding,
                                                 host_digest(pending.session_started),
                                                 activation_observation());
-  EXPECT_EQ(report.outcome, "applied");
+  EXPECT_EQ(report.outcome, engine::Outcome::kApplied);
   EXPECT_TRUE(report.settled);
   EXPECT_FALSE(report.claim_was_new);
   EXPECT_TRUE(report.transition.has_value());
@@ -928,7 +936,7 @@ TEST(ManagedQuerySeed, execute_activation_recovers_after_a_claim_without_outcome
   auto report = composition->execute_activation(pending.activation, pending.binding,
                                                 host_digest(pending.session_started),
                                                 activation_observation());
-  EXPECT_EQ(report.outcome, "applied");
+  EXPECT_EQ(report.outcome, engine::Outcome::kApplied);
   EXPECT_TRUE(report.settled);
   EXPECT_FALSE(report.claim_was_new);
   EXPECT_EQ(composition->snapshot(pending.intent_observed.scope()).revision, head_before + 1);
@@ -954,7 +962,7 @@ TEST(ManagedQuerySeed, execute_activation_tolerates_a_lost_claim_race) {
   auto report = composition->execute_activation(pending.activation, pending.binding,
                                                 host_digest(pending.session_started),
                                                 activation_observation());
-  EXPECT_EQ(report.outcome, "applied");
+  EXPECT_EQ(report.outcome, engine::Outcome::kApplied);
   EXPECT_TRUE(report.settled);
   EXPECT_FALSE(report.claim_was_new);
   EXPECT_GE(fixture.claims->calls(FaultyClaimStore::Op::kActivationStatus), 2);

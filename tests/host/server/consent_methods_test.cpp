@@ -98,7 +98,7 @@ class ConsentMethodsTest : public ::testing::Test {
   std::string signed_grant(const std::string& nonce) const {
     runtime::SignedAssertionClaims claims;
     claims.challenge_digest = challenge_;
-    claims.decision = "granted";
+    claims.decision = engine::Decision::kGranted;
     claims.principal_digest = std::string(64, 'a');
     claims.authenticator_id = "laptop";
     claims.audience = "ctx-local";

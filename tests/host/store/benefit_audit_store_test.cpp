@@ -27,13 +27,13 @@ planning::BenefitCandidate facts(const std::string& id) {
   c.capability_id = id;
   c.source_digest = digest_of("source:" + id);
   c.resource_profile_digest = digest_of("profile:" + id);
-  c.availability = "advisory";
+  c.availability = engine::Availability::kAdvisory;
   c.expected_task_benefit_ppm = 800'000;
   c.relevance_ppm = 900'000;
   c.trust_ppm = 1'000'000;
   c.costs = planning::ResourceCosts{};
   c.evidence.capability_id = id;
-  c.evidence.kind = id.substr(0, id.find(':'));
+  c.evidence.kind = engine::parse_enum<engine::CapabilityKind>(id.substr(0, id.find(':')));
   c.evidence.source_digest = c.source_digest;
   c.evidence.evidence_window_digest = digest_of("window:" + id);
   c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;

@@ -305,7 +305,7 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   planning::CapabilityPlanner planner({"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50},
                                       seed_policy(), *graph, facts, nullptr, nullptr, *audit);
   const auto plan = planner.plan(python_work(5));
-  EXPECT_EQ(plan.status(), "ready");
+  EXPECT_EQ(plan.status(), engine::PlanStatus::kReady);
   ASSERT_EQ(plan.capabilities().size(), 5u);
   std::set<std::string> kinds;
   for (const auto& row : plan.capabilities()) {
@@ -321,7 +321,7 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   EXPECT_EQ(stored.selections().size(), 5u);
 
   const auto zero = planner.plan(python_work(0));
-  EXPECT_EQ(zero.status(), "abstained");
+  EXPECT_EQ(zero.status(), engine::PlanStatus::kAbstained);
   EXPECT_EQ(zero.abstention_code(), "limit-zero");
   EXPECT_TRUE(zero.capabilities().empty());
   EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(), "limit-zero");

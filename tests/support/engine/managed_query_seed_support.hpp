@@ -107,7 +107,7 @@ inline planning::CapabilityCandidate candidate(
   row.normalized_score_ppm = 900'000;
   row.matching_signals = {"python"};
   row.reason_codes = {"graph-match"};
-  row.actionability = actionability;
+  row.actionability = engine::parse_enum<engine::CandidateActionability>(actionability);
   if (installation_snapshot_digest) {
     auto bundle = install_bundle(capability_id, *installation_snapshot_digest);
     row.install_descriptor_digest = bundle.descriptor().descriptor_digest();

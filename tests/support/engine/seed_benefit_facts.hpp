@@ -16,13 +16,15 @@ inline engine::planning::BenefitCandidate seed_benefit_candidate(
   facts.capability_id = presentation.capability_id;
   facts.source_digest = presentation.source_digest;
   facts.resource_profile_digest = core::sha256_hex("profile:" + presentation.capability_id);
-  facts.availability = presentation.actionability == "manual" ? "advisory" : "executable";
+  facts.availability = presentation.actionability == engine::CandidateActionability::kManual
+                           ? engine::Availability::kAdvisory
+                           : engine::Availability::kExecutable;
   facts.expected_task_benefit_ppm = 800'000;
   facts.relevance_ppm = 900'000;
   facts.trust_ppm = 1'000'000;
   facts.costs = engine::planning::ResourceCosts{};
   facts.evidence.capability_id = presentation.capability_id;
-  facts.evidence.kind = presentation.kind;
+  facts.evidence.kind = engine::parse_enum<engine::CapabilityKind>(presentation.kind);
   facts.evidence.source_digest = presentation.source_digest;
   facts.evidence.evidence_window_digest =
       core::sha256_hex("window:" + presentation.capability_id);

@@ -213,7 +213,7 @@ inline ManagedDesiredSetResult prepare_public_consent(ConsentSeed& seed, const s
 }
 
 struct AssertionArgs {
-  std::string decision = "granted";
+  engine::Decision decision = engine::Decision::kGranted;
   std::string nonce = "managed-consent-nonce-1";
   std::string principal_digest = kPrincipal;
   std::string audience = std::string(kConsentAudience);

@@ -94,7 +94,7 @@ class ConsentDecisionTest : public ::testing::Test {
 
   // A signed assertion of `decision` for the challenge, as `ctx consent approve` builds it,
   // optionally for another audience or principal than the trusted registration's.
-  std::string assertion(const std::string& decision, const std::string& audience = "ctx-local",
+  std::string assertion(engine::Decision decision, const std::string& audience = "ctx-local",
                         const std::string& principal = "") const {
     const UserDecisionKey key = UserDecisionKey::load(key_);
     const plugins::PluginRegistry none;
@@ -219,7 +219,7 @@ TEST_F(ConsentDecisionTest, DenyNeverInstalls) {
 }
 
 TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
-  const std::string valid = assertion("granted");
+  const std::string valid = assertion(engine::Decision::kGranted);
   std::string tampered = valid;
   const auto nonce = tampered.find("\"nonce\":\"") + 9;
   tampered[nonce] = tampered[nonce] == '0' ? '1' : '0';
@@ -229,8 +229,9 @@ TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
     std::string name, payload, message;
   } cases[] = {
       {"tampered byte", tampered, "signature"},
-      {"wrong audience", assertion("granted", "another-audience"), "audience"},
-      {"unknown principal", assertion("granted", "ctx-local", std::string(64, 'b')),
+      {"wrong audience", assertion(engine::Decision::kGranted, "another-audience"), "audience"},
+      {"unknown principal",
+       assertion(engine::Decision::kGranted, "ctx-local", std::string(64, 'b')),
        "verifier"},
       {"non-canonical", spaced, "assertion"},
       {"not json", "not a signed assertion", "assertion"},
@@ -332,7 +333,7 @@ class ConsentCrashTest : public ConsentDecisionTest,
                          public ::testing::WithParamInterface<std::string_view> {};
 
 TEST_P(ConsentCrashTest, KilledGrantRecoversExactlyOnce) {
-  const std::string payload = assertion("granted");
+  const std::string payload = assertion(engine::Decision::kGranted);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {

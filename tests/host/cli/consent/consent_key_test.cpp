@@ -106,7 +106,8 @@ class ConsentKeyTest : public ::testing::Test {
   }
 
   // The same claims with `decision` swapped and the original proof.
-  static SignedAssertion with_decision(const SignedAssertion& assertion, const char* decision) {
+  static SignedAssertion with_decision(const SignedAssertion& assertion,
+                                       engine::Decision decision) {
     runtime::SignedAssertionClaims claims = assertion.claims();
     claims.decision = decision;
     return SignedAssertion::create(claims);
@@ -119,7 +120,7 @@ class ConsentKeyTest : public ::testing::Test {
     const core::Timestamp t = now();
     const core::Timestamp expires{t.micros + 3'600'000'000LL};
     const SignedAssertion granted =
-        sign_decision(key, registration, kChallenge, "granted", t, expires);
+        sign_decision(key, registration, kChallenge, engine::Decision::kGranted, t, expires);
     EXPECT_EQ(granted.challenge_digest(), kChallenge);
     EXPECT_EQ(granted.audience(), kAudience);
     EXPECT_EQ(granted.principal_digest(), key.default_principal_digest());
@@ -128,16 +129,17 @@ class ConsentKeyTest : public ::testing::Test {
     EXPECT_EQ(granted.nonce().size(), 64u);
     EXPECT_TRUE(verifies(granted));
     // The proof covers the decision: flipping it breaks the signature.
-    EXPECT_FALSE(verifies(with_decision(granted, "denied")));
+    EXPECT_FALSE(verifies(with_decision(granted, engine::Decision::kDenied)));
     const SignedAssertion denied =
-        sign_decision(key, registration, kChallenge, "denied", t, expires);
+        sign_decision(key, registration, kChallenge, engine::Decision::kDenied, t, expires);
     EXPECT_TRUE(verifies(denied));
     EXPECT_NE(denied.nonce(), granted.nonce()) << "every assertion has a fresh nonce";
     // Never outlives the challenge; an expired challenge is not signed.
     const core::Timestamp soon{t.micros + 5'000'000};
-    EXPECT_EQ(sign_decision(key, registration, kChallenge, "granted", t, soon).expires_at_time(),
+    EXPECT_EQ(sign_decision(key, registration, kChallenge, engine::Decision::kGranted, t, soon)
+                  .expires_at_time(),
               soon);
-    CTX_EXPECT_THROW(sign_decision(key, registration, kChallenge, "granted", t, t),
+    CTX_EXPECT_THROW(sign_decision(key, registration, kChallenge, engine::Decision::kGranted, t, t),
                      FailedPrecondition, "expired");
   }
 

@@ -24,7 +24,7 @@ NetBenefitPolicy seed_policy() {
 }
 
 // The seed's _Facts: manual rows are advisory, others executable; 800k benefit, 900k relevance.
-BenefitCandidate facts(const std::string& id, const std::string& availability = "advisory") {
+BenefitCandidate facts(const std::string& id, Availability availability = Availability::kAdvisory) {
   BenefitCandidate c;
   c.capability_id = id;
   c.source_digest = digest_of("source:" + id);
@@ -35,7 +35,7 @@ BenefitCandidate facts(const std::string& id, const std::string& availability = 
   c.trust_ppm = 1'000'000;
   c.costs = ResourceCosts{};
   c.evidence.capability_id = id;
-  c.evidence.kind = id.substr(0, id.find(':'));
+  c.evidence.kind = parse_enum<CapabilityKind>(id.substr(0, id.find(':')));
   c.evidence.source_digest = c.source_digest;
   c.evidence.evidence_window_digest = digest_of("window:" + id);
   c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;
@@ -58,7 +58,7 @@ TEST(NetBenefitPolicy, SixCompetingCandidatesOfFourKindsSelectFiveCoveringAllKin
   std::set<std::string> kinds;
   for (const auto& s : result.selections()) {
     kinds.insert(s.capability_id.substr(0, s.capability_id.find(':')));
-    EXPECT_EQ(s.tier, "advisory");
+    EXPECT_EQ(s.tier, BenefitTier::kAdvisory);
     EXPECT_EQ(s.individual_net_benefit_u, 720'000);  // ppm(ppm(900k, 800k), 1M)
     EXPECT_GT(s.marginal_net_benefit_u, 0);
   }
@@ -107,14 +107,14 @@ TEST(NetBenefitPolicy, CostAboveBenefitAbstainsBelowNetBenefit) {
 
 TEST(NetBenefitPolicy, ExecutableTierIsFilledBeforeAdvisory) {
   std::vector<BenefitCandidate> pool = six_competing();
-  auto executable = facts("skill:zz-loaded", "executable");
+  auto executable = facts("skill:zz-loaded", Availability::kExecutable);
   executable.expected_task_benefit_ppm = 100'000;  // lower value, still first
   pool.push_back(executable);
   const auto result = seed_policy().select(pool, 2);
   ASSERT_EQ(result.selections().size(), 2u);
   EXPECT_EQ(result.selections()[0].capability_id, "skill:zz-loaded");
-  EXPECT_EQ(result.selections()[0].tier, "executable");
-  EXPECT_EQ(result.selections()[1].tier, "advisory");
+  EXPECT_EQ(result.selections()[0].tier, BenefitTier::kExecutable);
+  EXPECT_EQ(result.selections()[1].tier, BenefitTier::kAdvisory);
 }
 
 TEST(NetBenefitPolicy, ConflictsAndEquivalenceKeysAreNeverSelectedTogether) {
@@ -148,7 +148,7 @@ TEST(NetBenefitPolicy, ComplementarityBonusAppearsInLeaveOneOutMarginals) {
 }
 
 TEST(NetBenefitPolicy, OutcomeEvidenceAdjustsTheExpectedEffect) {
-  auto c = facts("agent:reviewer", "executable");
+  auto c = facts("agent:reviewer", Availability::kExecutable);
   c.evidence.opportunity_observable = true;
   c.evidence.opportunities_observed = 3;
   c.evidence.successful_invocations = 3;

@@ -61,13 +61,15 @@ class SeedFacts final : public BenefitFactsPort {
     c.capability_id = p.capability_id;
     c.source_digest = p.source_digest;
     c.resource_profile_digest = digest_of("profile:" + p.capability_id);
-    c.availability = p.actionability == "manual" ? "advisory" : "executable";
+    c.availability = p.actionability == CandidateActionability::kManual
+                         ? Availability::kAdvisory
+                         : Availability::kExecutable;
     c.expected_task_benefit_ppm = 800'000;
     c.relevance_ppm = relevance_ppm;
     c.trust_ppm = 1'000'000;
     c.costs = ResourceCosts{};
     c.evidence.capability_id = p.capability_id;
-    c.evidence.kind = p.kind;
+    c.evidence.kind = parse_enum<CapabilityKind>(p.kind);
     c.evidence.source_digest = p.source_digest;
     c.evidence.evidence_window_digest = digest_of("window:" + p.capability_id);
     c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;
@@ -167,15 +169,15 @@ TEST(CapabilityPlanner, OneCommittedPlanGloballyBoundsFourCompetingTypes) {
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
   const auto plan = planner.plan(python_work());
-  EXPECT_EQ(plan.status(), "ready");
+  EXPECT_EQ(plan.status(), PlanStatus::kReady);
   EXPECT_FALSE(plan.abstention_code());
   ASSERT_EQ(plan.capabilities().size(), 5u);
   std::set<std::string> kinds;
   for (const auto& row : plan.capabilities()) {
     kinds.insert(row.presentation.kind);
     EXPECT_FALSE(row.presentation.name.empty());
-    EXPECT_EQ(row.presentation.actionability, "manual");
-    EXPECT_EQ(row.tier, "advisory");
+    EXPECT_EQ(row.presentation.actionability, CandidateActionability::kManual);
+    EXPECT_EQ(row.tier, BenefitTier::kAdvisory);
     EXPECT_NE(std::find(row.presentation.matching_signals.begin(),
                         row.presentation.matching_signals.end(), "python"),
               row.presentation.matching_signals.end());
@@ -204,7 +206,7 @@ TEST(CapabilityPlanner, ZeroLimitIsOneAuditedAbstention) {
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
   const auto plan = planner.plan(python_work(0));
-  EXPECT_EQ(plan.status(), "abstained");
+  EXPECT_EQ(plan.status(), PlanStatus::kAbstained);
   EXPECT_EQ(plan.abstention_code(), "limit-zero");
   EXPECT_TRUE(plan.capabilities().empty());
   ASSERT_TRUE(plan.benefit_audit());
@@ -226,7 +228,7 @@ TEST(CapabilityPlanner, MixedProjectionUsesExistingTypedAuthorityWithoutRerankin
   std::vector<std::tuple<std::string, std::string, std::string>> rows;
   for (const auto& row : plan.capabilities()) {
     rows.emplace_back(row.presentation.capability_id, row.presentation.kind,
-                      row.presentation.actionability);
+                      std::string(to_string(row.presentation.actionability)));
   }
   const std::vector<std::tuple<std::string, std::string, std::string>> expected = {
       {"agent:installer", "agent", "install"},
@@ -259,7 +261,7 @@ TEST(CapabilityPlanner, GraphUninstalledRowRequiresExactInstallAuthority) {
   std::map<std::string, std::string> projected;
   const auto plan = planner.plan(python_work());
   for (const auto& row : plan.capabilities()) {
-    projected[row.presentation.capability_id] = row.presentation.actionability;
+    projected[row.presentation.capability_id] = to_string(row.presentation.actionability);
   }
   EXPECT_EQ(projected, (std::map<std::string, std::string>{{"agent:reviewer", "install"},
                                                            {"mcp-server:docs", "manual"}}));
@@ -320,14 +322,14 @@ TEST(CapabilityPlanner, UnavailableCatalogOrAuditDegradesWithoutAudit) {
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
   graph.unavailable = true;
   const auto catalog = planner.plan(python_work());
-  EXPECT_EQ(catalog.status(), "degraded");
+  EXPECT_EQ(catalog.status(), PlanStatus::kDegraded);
   EXPECT_EQ(catalog.abstention_code(), "catalog-unavailable");
   EXPECT_FALSE(catalog.benefit_audit());
   EXPECT_EQ(catalog.decision_value()["benefit_audit"], nullptr);
   graph.unavailable = false;
   audit.unavailable = true;
   const auto failed = planner.plan(python_work());
-  EXPECT_EQ(failed.status(), "degraded");
+  EXPECT_EQ(failed.status(), PlanStatus::kDegraded);
   EXPECT_EQ(failed.abstention_code(), "planner-failed");
   EXPECT_TRUE(failed.capabilities().empty());
 }
@@ -339,7 +341,7 @@ TEST(CapabilityPlanner, NoRelevanceAbstainsAsNoFeasibleCapability) {
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
   const auto plan = planner.plan(python_work());
-  EXPECT_EQ(plan.status(), "abstained");
+  EXPECT_EQ(plan.status(), PlanStatus::kAbstained);
   EXPECT_EQ(plan.abstention_code(), "no-feasible-capability");
 }
 
@@ -373,14 +375,14 @@ TEST(CapabilityPlanner, DriftMemoIsBoundedAndEvictsTheOldestAnswers) {
     return w;
   };
   for (int i = 0; i < 20; ++i) {
-    EXPECT_EQ(planner.plan(work_of(i)).status(), "ready") << "plan " << i;
+    EXPECT_EQ(planner.plan(work_of(i)).status(), PlanStatus::kReady) << "plan " << i;
   }
   facts.drift_after = static_cast<int>(facts.calls.size());  // every later answer differs
   // The latest observation's answers are still remembered: the drift is detected.
   CTX_EXPECT_THROW(planner.plan(work_of(19)), PlannerValidationError,
                    "benefit facts output drifted without a snapshot digest change");
   // The oldest observation's answers were evicted: its new answers are remembered afresh.
-  EXPECT_EQ(planner.plan(work_of(0)).status(), "ready");
+  EXPECT_EQ(planner.plan(work_of(0)).status(), PlanStatus::kReady);
 }
 
 TEST(CapabilityPlanner, SelectionsAreReusedOnlyForTheSameLimitAndFacts) {
@@ -449,7 +451,7 @@ TEST(CapabilityPlanner, NormalizedPoolDropsConflictingDuplicatesAndKeepsIdentica
   a.source_digest = digest_of("a");
   a.normalized_score_ppm = 1;
   a.reason_codes = {"graph-match"};
-  a.actionability = "manual";
+  a.actionability = CandidateActionability::kManual;
   auto b = a;
   b.capability_id = "skill:b";
   b.name = "b";
@@ -458,7 +460,7 @@ TEST(CapabilityPlanner, NormalizedPoolDropsConflictingDuplicatesAndKeepsIdentica
   auto blocked = a;
   blocked.capability_id = "skill:c";
   blocked.name = "c";
-  blocked.actionability = "blocked";
+  blocked.actionability = CandidateActionability::kBlocked;
   const auto pool = normalize_candidate_pool({b, a, a, b2, blocked}, python_work());
   ASSERT_EQ(pool.size(), 1u);
   EXPECT_EQ(pool[0].capability_id, "skill:a");
@@ -488,7 +490,7 @@ TEST(CapabilityPlanner, DecisionValuesCommitAsCommittedPlanV3) {
     const auto committed = CommittedPlanV3::from_decision(
         "plan-mixed", planner.planning_environment_digest(), plan.decision_value());
     EXPECT_EQ(committed.decision_digest(), plan.decision_digest());
-    EXPECT_EQ(to_string(committed.status()), plan.status());
+    EXPECT_EQ(committed.status(), plan.status());
     EXPECT_EQ(committed.decision_value(), plan.decision_value());
     ASSERT_EQ(committed.capabilities().size(), plan.capabilities().size());
     for (std::size_t i = 0; i < plan.capabilities().size(); ++i) {
@@ -561,12 +563,12 @@ TEST(CapabilityPlanner, MaterialThatChangesWithinOneSnapshotMakesTheCatalogUnava
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, &material, &install, audit);
   const auto plan = planner.plan(python_work());
   ASSERT_EQ(plan.capabilities().size(), 2u);
-  EXPECT_EQ(plan.capabilities()[0].presentation.actionability, "load");
+  EXPECT_EQ(plan.capabilities()[0].presentation.actionability, CandidateActionability::kLoad);
   // A harness is never installable: the install port is not even asked about it.
   EXPECT_TRUE(install.asked.empty());
   material.flip_after = material.calls;
   const auto degraded = planner.plan(python_work());
-  EXPECT_EQ(degraded.status(), "degraded");
+  EXPECT_EQ(degraded.status(), PlanStatus::kDegraded);
   EXPECT_EQ(degraded.abstention_code(), "catalog-unavailable");
 }
 

@@ -73,7 +73,7 @@ TEST(CatalogPorts, APdfExportPromptRetrievesAndPlansTheSkill) {
   ASSERT_FALSE(candidates.empty());
   EXPECT_EQ(candidates.front().capability_id, "skill:pdf-export");
   // Not installed anywhere the host loads from: offered as an install (through consent).
-  EXPECT_EQ(candidates.front().actionability, "install");
+  EXPECT_EQ(candidates.front().actionability, engine::CandidateActionability::kInstall);
   EXPECT_EQ(candidates.front().normalized_score_ppm, 1'000'000);
 
   // The whole planner: facts from the catalog, the real policy and audit store.
@@ -90,7 +90,7 @@ TEST(CatalogPorts, APdfExportPromptRetrievesAndPlansTheSkill) {
                                               engine::planning::NetBenefitPolicy(policy_config),
                                               *graph, facts, &material, &install, *audit);
   const auto plan = planner.plan(resolved.observation);
-  ASSERT_EQ(plan.status(), "ready");
+  ASSERT_EQ(plan.status(), engine::PlanStatus::kReady);
   ASSERT_FALSE(plan.capabilities().empty());
   EXPECT_EQ(plan.capabilities().front().presentation.capability_id, "skill:pdf-export");
   EXPECT_LE(plan.capabilities().size(), 3u);
@@ -177,12 +177,12 @@ TEST(CatalogPorts, BenefitFactsAreDerivedFromTheEntryAndPassThePolicyGates) {
   presentation.source_digest = core::sha256_hex("source");
   presentation.normalized_score_ppm = 800'000;
   presentation.matching_signals = {"github", "issues"};
-  presentation.actionability = "install";
+  presentation.actionability = engine::CandidateActionability::kInstall;
   WorkObservation work;
   work.signals = {"github", "issues"};
   const auto candidate = facts.benefit_candidate(presentation, work);
   ASSERT_TRUE(candidate);
-  EXPECT_EQ(candidate->availability, "executable");
+  EXPECT_EQ(candidate->availability, engine::Availability::kExecutable);
   EXPECT_EQ(candidate->relevance_ppm, 800'000);
   EXPECT_EQ(candidate->expected_task_benefit_ppm, 700'000);
   ASSERT_TRUE(candidate->costs);
@@ -196,7 +196,7 @@ TEST(CatalogPorts, BenefitFactsAreDerivedFromTheEntryAndPassThePolicyGates) {
   config.calibration_digest = core::sha256_hex("calibration");
   config.minimum_relevance_ppm = 1;
   const auto assessment = engine::planning::NetBenefitPolicy(config).assess(*candidate);
-  EXPECT_EQ(assessment.tier, "executable");
+  EXPECT_EQ(assessment.tier, engine::AssessmentTier::kExecutable);
   // Same inputs, same facts; an unknown capability has none.
   EXPECT_EQ(facts.benefit_candidate(presentation, work), candidate);
   presentation.capability_id = "mcp-server:unknown";
@@ -216,10 +216,10 @@ TEST(CatalogPorts, DigestsAreStableAcrossImportsAndProcesses) {
   EXPECT_NE(ma.material_snapshot_digest(), ia.installation_snapshot_digest());
   for (const auto& entry : a.catalog->entries()) {
     const std::string id = entry.capability_id();
-    EXPECT_EQ(ma.describe(id, entry.kind).descriptor_digest(),
-              mb.describe(id, entry.kind).descriptor_digest());
-    const auto ba = ia.describe_bundle(id, entry.kind);
-    const auto bb = ib.describe_bundle(id, entry.kind);
+    EXPECT_EQ(ma.describe(id, std::string(engine::to_string(entry.kind))).descriptor_digest(),
+              mb.describe(id, std::string(engine::to_string(entry.kind))).descriptor_digest());
+    const auto ba = ia.describe_bundle(id, std::string(engine::to_string(entry.kind)));
+    const auto bb = ib.describe_bundle(id, std::string(engine::to_string(entry.kind)));
     ASSERT_EQ(ba.has_value(), bb.has_value()) << id;
     if (ba) {
       EXPECT_EQ(ba->descriptor().descriptor_digest(), bb->descriptor().descriptor_digest());

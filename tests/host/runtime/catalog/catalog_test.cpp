@@ -130,7 +130,7 @@ TEST(CatalogImport, ImportsTheExampleCatalog) {
   init_state_dir(temp / "state");
   const auto result = import_catalog(fs::path(CTX_EXAMPLES_DIR) / "catalog", temp / "state");
   EXPECT_GE(result.entry_count, 12u);
-  std::map<std::string, int> kinds;
+  std::map<engine::CapabilityKind, int> kinds;
   const auto catalog = ImportedCatalog::open(temp / "state");
   for (const auto& e : catalog->entries()) ++kinds[e.kind];
   EXPECT_EQ(kinds.size(), 4u);

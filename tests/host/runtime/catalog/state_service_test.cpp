@@ -60,7 +60,7 @@ TEST(StateService, PreparesARealPlanAndAnExactRetryReusesIt) {
   State state;
   auto service = StateService::open(state.dir);
   const auto first = service->prepare(pdf_work());
-  EXPECT_EQ(first.prepared().status(), "ready");
+  EXPECT_EQ(first.prepared().status(), engine::PlanStatus::kReady);
   ASSERT_FALSE(first.prepared().selections().empty());
   EXPECT_EQ(first.prepared().selections().front().capability_id(), "skill:pdf-export");
   EXPECT_EQ(first.prepared().journal_revision(), 2);
@@ -92,7 +92,7 @@ TEST(StateService, OtherWorkInTheSessionReplacesThePlanAndSupersedesTheOldQuery)
   const auto first = service->prepare(pdf_work());
   const auto replacement = service->prepare(pdf_work({"export", "pdf"}, 0));
   EXPECT_NE(replacement.prepared().plan_id(), first.prepared().plan_id());
-  EXPECT_EQ(replacement.prepared().status(), "abstained");
+  EXPECT_EQ(replacement.prepared().status(), engine::PlanStatus::kAbstained);
   EXPECT_EQ(replacement.prepared().abstention_code(), std::optional<std::string>("limit-zero"));
   EXPECT_EQ(replacement.prepared().journal_revision(), 3);
   CTX_EXPECT_THROW(service->reopen(first.query_ref()), ManagedQuerySupersededError, "superseded");
@@ -144,7 +144,7 @@ TEST(StateService, APreparerKilledAtEachStepIsFinishedByTheNextProcess) {
     EXPECT_EQ(WTERMSIG(status), SIGKILL);
     auto service = StateService::open(state.dir);
     const auto result = service->prepare(pdf_work());
-    EXPECT_EQ(result.prepared().status(), "ready");
+    EXPECT_EQ(result.prepared().status(), engine::PlanStatus::kReady);
     EXPECT_EQ(result.prepared().journal_revision(), 2);  // one SessionStarted, one plan
     EXPECT_EQ(state.input_files().size(), 1u);
     EXPECT_EQ(service->reopen(result.query_ref()).prepared().plan_id(),
@@ -164,7 +164,7 @@ TEST(StateService, ANewCatalogMidSessionStartsAFreshStream) {
   ASSERT_TRUE(import_catalog(changed, state.dir).changed);
   auto service = StateService::open(state.dir);
   const auto second = service->prepare(pdf_work());
-  EXPECT_EQ(second.prepared().status(), "ready");
+  EXPECT_EQ(second.prepared().status(), engine::PlanStatus::kReady);
   EXPECT_EQ(second.prepared().journal_revision(), 2);
   EXPECT_NE(second.query_ref(), first.query_ref());
   EXPECT_NE(second.prepared().planning_environment_digest(),

@@ -18,7 +18,7 @@ const std::string kPrincipal(64, 'b');
 SignedAssertionClaims sample_claims() {
   SignedAssertionClaims c;
   c.challenge_digest = kChallenge;
-  c.decision = "granted";
+  c.decision = engine::Decision::kGranted;
   c.principal_digest = kPrincipal;
   c.authenticator_id = "managed-test-authenticator";
   c.audience = "ctx-managed-query";
@@ -113,7 +113,7 @@ TEST(AssertionCodec, DecodeRoundTripsByteIdentically) {
 TEST(AssertionCodec, NonAsciiNoncesTravelAsAsciiEscapes) {
   SignedAssertionClaims claims = sample_claims();
   claims.nonce = "caf\xc3\xa9-\xf0\x9f\x94\x91";  // "café-" + U+1F511
-  claims.decision = "denied";
+  claims.decision = engine::Decision::kDenied;
   const SignedAssertion assertion = SignedAssertion::create(claims);
   EXPECT_THAT(assertion.signing_bytes(), HasSubstr(R"("nonce":"caf\u00e9-\ud83d\udd11")"));
   const std::string payload = encode_signed_assertion(assertion);
@@ -252,7 +252,8 @@ TEST(AssertionCodec, ValidatesEveryClaim) {
   using C = SignedAssertionClaims;
   const auto field = AssertionRejection::kInvalidField;
   expect_claims_rejected([](C& c) { c.challenge_digest = "abc"; }, field, "challenge_digest");
-  expect_claims_rejected([](C& c) { c.decision = "Granted"; }, field, "decision");
+  expect_claims_rejected([](C& c) { c.decision = static_cast<engine::Decision>(7); }, field,
+                         "decision");
   expect_claims_rejected([](C& c) { c.principal_digest = std::string(64, 'g'); }, field,
                          "principal_digest");
   expect_claims_rejected([](C& c) { c.authenticator_id = std::string(129, 'a'); }, field,

@@ -89,7 +89,7 @@ class ConsentBrokerTest : public ::testing::Test {
     sqlite3_close(db);
     ASSERT_EQ(rc, SQLITE_OK);
   }
-  ConsentReservation reservation_for(const ConsentChallenge& c, const std::string& decision) {
+  ConsentReservation reservation_for(const ConsentChallenge& c, engine::Decision decision) {
     const ConsentChallengeFields& f = c.fields();
     return {"ctx-interactive-install:" + testing::digest_of("event"),
             testing::digest_of("event-content"),
@@ -145,7 +145,7 @@ TEST_F(ConsentBrokerTest, SignedGrantBecomesDecisionReadyThenReservedThenSettled
   broker_->prepare(challenge_);
   const VerifiedHumanDecision decision =
       broker_->authenticate(challenge_, sign(claims_for(challenge_)), *registry_);
-  EXPECT_EQ(decision.decision, "granted");
+  EXPECT_EQ(decision.decision, engine::Decision::kGranted);
   EXPECT_EQ(decision.challenge_digest, challenge_.digest());
   EXPECT_EQ(decision.nonce_digest, core::sha256_hex("nonce-1"));
   ConsentRecord record = broker_->status(challenge_.challenge_id());
@@ -159,7 +159,7 @@ TEST_F(ConsentBrokerTest, SignedGrantBecomesDecisionReadyThenReservedThenSettled
   {
     ConsentBroker::Guard guard =
         broker_->interactive_guard(decision, challenge_.fields().execution_binding_digest);
-    guard.reserve(reservation_for(challenge_, "granted"));
+    guard.reserve(reservation_for(challenge_, engine::Decision::kGranted));
     EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kReserved);
     // Leaving without settle (the guarded commit raised) releases the reservation.
   }
@@ -167,8 +167,8 @@ TEST_F(ConsentBrokerTest, SignedGrantBecomesDecisionReadyThenReservedThenSettled
   ConsentBroker::Guard guard =
       broker_->interactive_guard(decision, challenge_.fields().execution_binding_digest);
   EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>(
-      [&] { guard.reserve(reservation_for(challenge_, "denied")); }));
-  guard.reserve(reservation_for(challenge_, "granted"));
+      [&] { guard.reserve(reservation_for(challenge_, engine::Decision::kDenied)); }));
+  guard.reserve(reservation_for(challenge_, engine::Decision::kGranted));
   record = guard.settle();
   EXPECT_EQ(record.state, ConsentState::kSettled);
   EXPECT_EQ(record.reservation_event_content_digest, testing::digest_of("event-content"));
@@ -199,7 +199,7 @@ TEST_F(ConsentBrokerTest, AnotherKeyIsRejectedAndChangesNothing) {
   EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
   // The nonce was not burned: the real human's assertion with the same nonce still works.
   EXPECT_EQ(broker_->authenticate(challenge_, sign(claims_for(challenge_)), *registry_).decision,
-            "granted");
+            engine::Decision::kGranted);
 }
 
 TEST_F(ConsentBrokerTest, WrongAudienceIsRefusedBeforeAnyLookup) {
@@ -339,7 +339,8 @@ TEST_F(ConsentBrokerTest, ChangedTargetDigestIsRefusedWithoutBurningTheAssertion
   }));
   EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
   // Back on the published target, the very same bytes are accepted.
-  EXPECT_EQ(broker_->authenticate(challenge_, payload, *registry_).decision, "granted");
+  EXPECT_EQ(broker_->authenticate(challenge_, payload, *registry_).decision,
+            engine::Decision::kGranted);
 }
 
 TEST_F(ConsentBrokerTest, TwoThreadsResolvingTheSameChallengeMakeExactlyOneDecision) {
@@ -386,13 +387,13 @@ TEST_F(ConsentBrokerTest, ReconcileAbsenceRequiresReauthenticationWithAFreshNonc
   EXPECT_TRUE(throws_exactly<ConsentBrokerReplay>(
       [&] { (void)broker_->authenticate(challenge_, payload, *registry_); }));
   auto denied = claims_for(challenge_, "nonce-2");
-  denied.decision = "denied";
+  denied.decision = engine::Decision::kDenied;
   EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>(
       [&] { (void)broker_->authenticate(challenge_, sign(denied), *registry_); }));
   // Another process authenticates a fresh nonce, reserves, and dies (no destructors run)
   // before settling: the row stays reserved and its lease lock is released by the kernel.
   const std::string fresh = sign(claims_for(challenge_, "nonce-2"));
-  const ConsentReservation reservation = reservation_for(challenge_, "granted");
+  const ConsentReservation reservation = reservation_for(challenge_, engine::Decision::kGranted);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -455,7 +456,7 @@ TEST_F(ConsentBrokerTest, SshsigAssertionsFromSshKeygenVerifyThroughTheRegistry)
       [&] { (void)broker_->authenticate(challenge_, ssh("ssh-stranger", false), *registry_); }));
   EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
   EXPECT_EQ(broker_->authenticate(challenge_, ssh("ssh-human", false), *registry_).decision,
-            "granted");
+            engine::Decision::kGranted);
 }
 
 TEST_F(ConsentBrokerTest, DecisionPastItsExpiryNeedsReauthentication) {

@@ -45,7 +45,7 @@ inline runtime::ConsentChallengeFields challenge_fields(const std::string& conse
   f.scope = core::Json{{"repository", "repo-1"}, {"session", "session-1"},
                        {"tenant", "tenant-1"}, {"workspace", "workspace-1"}};
   f.capability_id = "skill:installable";
-  f.kind = "skill";
+  f.kind = engine::CapabilityKind::kSkill;
   f.source_digest = digest_of("source");
   f.catalog_snapshot_digest = digest_of("catalog");
   f.plan_id = "plan-1";
@@ -77,7 +77,7 @@ inline runtime::SignedAssertionClaims claims_for(const runtime::ConsentChallenge
                                                  const std::string& nonce = "nonce-1") {
   runtime::SignedAssertionClaims c;
   c.challenge_digest = challenge.digest();
-  c.decision = "granted";
+  c.decision = engine::Decision::kGranted;
   c.principal_digest = kPrincipal;
   c.authenticator_id = kAuthenticator;
   c.audience = kAudience;

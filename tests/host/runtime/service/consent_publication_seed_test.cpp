@@ -73,7 +73,7 @@ ManagedDesiredSetRequest desired_request(const std::string& query_ref, const std
 
 std::vector<std::string> action_kinds(const std::vector<ManagedActionSummary>& actions) {
   std::vector<std::string> kinds;
-  for (const auto& action : actions) kinds.push_back(action.kind());
+  for (const auto& action : actions) kinds.emplace_back(engine::to_string(action.kind()));
   return kinds;
 }
 
@@ -461,7 +461,7 @@ TEST(ManagedConsentSeed, service_publishes_one_safe_current_consent_challenge_wi
   ASSERT_TRUE(result.challenge().has_value());
   const auto& challenge = *result.challenge();
   EXPECT_EQ(challenge.capability_id(), "skill:installable");
-  EXPECT_EQ(challenge.kind(), "skill");
+  EXPECT_EQ(challenge.kind(), engine::CapabilityKind::kSkill);
   EXPECT_EQ(challenge.audience(), kConsentAudience);
   EXPECT_EQ(challenge.expires_at(), "2026-08-03T13:00:00Z");
   EXPECT_EQ(setup.facts->calls(), calls_before);
@@ -929,7 +929,7 @@ TEST(ManagedConsentSeed, service_summarizes_task_shift_deactivation_without_expo
     const auto binding = composition->resolve_install_execution_binding(install, capability);
     const auto installed =
         composition->execute_install(install, capability, binding, safe_policy_digest());
-    ASSERT_EQ(installed.outcome, "applied");
+    ASSERT_EQ(installed.outcome, engine::Outcome::kApplied);
     ASSERT_TRUE(installed.settled && installed.transition);
     const auto activation = installed.transition->actions().at(0);
     ASSERT_EQ(activation.kind(), "ActivateCapability");
@@ -937,7 +937,7 @@ TEST(ManagedConsentSeed, service_summarizes_task_shift_deactivation_without_expo
         activation, binding,
         setup.managed_input->session_started().host_descriptor_digest().value_or(""),
         digest("managed-service-activation-observation"));
-    ASSERT_EQ(activated.outcome, "applied");
+    ASSERT_EQ(activated.outcome, engine::Outcome::kApplied);
     ASSERT_TRUE(activated.settled);
     composition->close();
   }
@@ -958,10 +958,10 @@ TEST(ManagedConsentSeed, service_summarizes_task_shift_deactivation_without_expo
       setup.service->prepare(query_request("lifecycle-development", "work-lifecycle-development"));
   const auto calls_after_shift = setup.facts->calls();
   const auto reopened = setup.service->reopen(shifted.query_ref());
-  EXPECT_EQ(initial.prepared().status(), "ready");
-  EXPECT_EQ(shifted.prepared().status(), "abstained");
+  EXPECT_EQ(initial.prepared().status(), engine::PlanStatus::kReady);
+  EXPECT_EQ(shifted.prepared().status(), engine::PlanStatus::kAbstained);
   ASSERT_EQ(shifted.actions().size(), 1u);
-  EXPECT_EQ(shifted.actions().front().kind(), "DeactivateCapability");
+  EXPECT_EQ(shifted.actions().front().kind(), engine::ActionKind::kDeactivateCapability);
   EXPECT_EQ(shifted.actions().front().entity_id(), std::optional<std::string>("skill:installable"));
   EXPECT_EQ(shifted.actions(), reopened.actions());
   EXPECT_EQ(setup.facts->calls(), calls_after_shift);

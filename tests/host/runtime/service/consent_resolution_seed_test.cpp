@@ -141,7 +141,7 @@ TEST(ManagedConsentSeed, service_signed_denial_never_invokes_install_driver) {
   const auto desired = prepare_public_consent(seed, "signed-denial");
   const auto& challenge = *desired.challenge();
   AssertionArgs denial;
-  denial.decision = "denied";
+  denial.decision = engine::Decision::kDenied;
   denial.nonce = "managed-consent-denial";
   const auto result = seed.service().resolve_consent(assertion_payload(challenge, denial));
   DisplacedRoot displaced(seed.skill_root(), "skills-denial-recovery-displaced");
@@ -645,9 +645,9 @@ TEST(ManagedConsentResult, factory_enforces_next_challenge_and_identity_invarian
   auto make = [&](ManagedConsentOutcome outcome, std::optional<ManagedConsentChallengeProjection>
                                                      projection,
                   std::string digest_value, std::string capability) {
-    return ManagedConsentResolutionResult::create(std::move(digest_value), std::move(capability),
-                                                  "skill", outcome, "reason-code",
-                                                  std::move(projection), {}, 4, record);
+    return ManagedConsentResolutionResult::create(
+        std::move(digest_value), std::move(capability), engine::CapabilityKind::kSkill, outcome,
+        "reason-code", std::move(projection), {}, 4, record);
   };
   EXPECT_NO_THROW(make(ManagedConsentOutcome::kConsentRequired, next(),
                        challenge.challenge_digest(), challenge.capability_id()));
@@ -672,11 +672,13 @@ TEST(ManagedConsentResult, factory_enforces_next_challenge_and_identity_invarian
                         challenge.capability_id()),
                    ManagedQueryServiceError, "digests");
   CTX_EXPECT_THROW(ManagedConsentResolutionResult::create(
-                       challenge.challenge_digest(), challenge.capability_id(), "skill",
+                       challenge.challenge_digest(), challenge.capability_id(),
+                       engine::CapabilityKind::kSkill,
                        ManagedConsentOutcome::kDenied, "not a token", std::nullopt, {}, 4, record),
                    ManagedQueryServiceError, "token");
   CTX_EXPECT_THROW(ManagedConsentResolutionResult::create(
-                       challenge.challenge_digest(), challenge.capability_id(), "skill",
+                       challenge.challenge_digest(), challenge.capability_id(),
+                       engine::CapabilityKind::kSkill,
                        ManagedConsentOutcome::kDenied, "human-denied-install", std::nullopt, {},
                        0, record),
                    ManagedQueryServiceError, "journal head");

@@ -78,7 +78,7 @@ std::vector<std::string> selection_ids(const ManagedQueryServiceResult& result) 
 
 std::vector<std::string> action_kinds(const std::vector<ManagedActionSummary>& actions) {
   std::vector<std::string> kinds;
-  for (const auto& action : actions) kinds.push_back(action.kind());
+  for (const auto& action : actions) kinds.emplace_back(engine::to_string(action.kind()));
   return kinds;
 }
 
@@ -437,7 +437,8 @@ TEST(ManagedServiceSeed, service_prepares_one_bounded_ready_or_abstained_result)
     EXPECT_EQ(record.plan_id(), "plan-initial");
     EXPECT_EQ(result.prepared().selections().size(), static_cast<std::size_t>(requested_limit));
     EXPECT_LE(result.prepared().selections().size(), 5u);
-    EXPECT_EQ(result.prepared().status(), requested_limit == 0 ? "abstained" : "ready");
+    EXPECT_EQ(result.prepared().status(),
+              requested_limit == 0 ? engine::PlanStatus::kAbstained : engine::PlanStatus::kReady);
     if (requested_limit) {
       EXPECT_EQ(action_kinds(result.actions()), std::vector<std::string>{"PresentBundle"});
     } else {
@@ -826,7 +827,7 @@ TEST(ManagedServiceSeed, service_reports_old_plan_as_superseded_without_rerankin
   CTX_EXPECT_THROW(setup.service->reopen(first.query_ref()), ManagedQuerySupersededError,
                    "superseded");
   EXPECT_EQ(replacement.prepared().plan_id(), "plan-replacement");
-  EXPECT_EQ(replacement.prepared().status(), "abstained");
+  EXPECT_EQ(replacement.prepared().status(), engine::PlanStatus::kAbstained);
   EXPECT_FALSE(replacement.challenge().has_value());
   EXPECT_EQ(setup.facts->calls(), calls_after_replacement);
   // The seed's consent_challenges row count is asserted once the consent broker exists.

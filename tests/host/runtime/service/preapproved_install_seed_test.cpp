@@ -48,7 +48,7 @@ ManagedDesiredSetRequest desired_request(const std::string& query_ref, const std
 
 std::vector<std::string> action_kinds(const std::vector<ManagedActionSummary>& actions) {
   std::vector<std::string> kinds;
-  for (const auto& action : actions) kinds.push_back(action.kind());
+  for (const auto& action : actions) kinds.emplace_back(engine::to_string(action.kind()));
   return kinds;
 }
 

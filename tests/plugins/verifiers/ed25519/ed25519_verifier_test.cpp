@@ -91,7 +91,7 @@ TEST_F(Ed25519VerifierTest, RejectsAnotherKeysSignature) {
 TEST_F(Ed25519VerifierTest, RejectsASignatureOfOtherClaimsInThisPayload) {
   const Ed25519Verifier verifier(config_of(public_pem("alice")));
   runtime::SignedAssertionClaims denied = sample_claims();
-  denied.decision = "denied";
+  denied.decision = engine::Decision::kDenied;
   const std::string denied_bytes = signing_bytes_of(denied);
   const std::string signature = sign("alice", denied_bytes);
   EXPECT_TRUE(verifier.verify(payload_with(denied, signature), denied_bytes));

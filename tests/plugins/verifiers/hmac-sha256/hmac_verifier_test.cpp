@@ -54,7 +54,7 @@ TEST(HmacVerifier, RejectsSigningBytesOfOtherClaimsEvenWhenTheMacCoversThem) {
   // A MAC over claims B presented inside a payload claiming A is refused.
   const HmacVerifier verifier(kConfig);
   runtime::SignedAssertionClaims denied = sample_claims();
-  denied.decision = "denied";
+  denied.decision = engine::Decision::kDenied;
   const Signed real = signed_by(kKey, denied);
   const std::string granted_payload =
       payload_with(sample_claims(), HmacVerifier::sign(kKey, real.signing_bytes));

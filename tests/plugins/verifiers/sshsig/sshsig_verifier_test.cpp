@@ -147,7 +147,7 @@ TEST_F(SshsigVerifierTest, RejectsAnotherNamespace) {
 
 TEST_F(SshsigVerifierTest, RejectsASignatureOverOtherClaims) {
   runtime::SignedAssertionClaims denied = sample_claims();
-  denied.decision = "denied";
+  denied.decision = engine::Decision::kDenied;
   const std::string denied_bytes = signing_bytes_of(denied);
   const std::string armored = keygen_sign("alice-ecdsa", denied_bytes);
   EXPECT_EQ(check(public_line("alice-ecdsa"), armored, denied_bytes, denied), Verdict::kAccepted);

@@ -26,7 +26,7 @@ namespace ctx::testing {
 inline runtime::SignedAssertionClaims sample_claims(const std::string& nonce = "nonce-1") {
   runtime::SignedAssertionClaims c;
   c.challenge_digest = std::string(64, 'c');
-  c.decision = "granted";
+  c.decision = engine::Decision::kGranted;
   c.principal_digest = std::string(64, 'b');
   c.authenticator_id = "test-authenticator";
   c.audience = "ctx-managed-query";
