@@ -402,7 +402,9 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form) {
     staged.dir = std::move(*dir);
     break;
   }
-  fsync_or_throw(tmp_fd_.get(), "the staging directory");
+  // tmp/ itself is not synced: a staging entry is scratch (one lost in a crash was never
+  // published; one that survives unlocked is swept), and the published object is made durable
+  // by the syncs of its own entries and of objects/ below.
 
   const auto poll = [this] {
     if (cancelled_ && cancelled_()) {
@@ -611,9 +613,8 @@ Json SkillStore::install(std::string_view request_json) {
         0) {
       staged->published = true;
       if (::fchmod(staged->dir.get(), 0555) != 0) throw_os("seal an installed object");
-      fsync_or_throw(staged->dir.get(), "an installed object");
+      fsync_or_throw(staged->dir.get(), "an installed object");  // the seal
       fsync_or_throw(objects_fd_.get(), "the object directory");
-      fsync_or_throw(tmp_fd_.get(), "the staging directory");
       break;
     }
     if ((errno != EEXIST && errno != ENOTEMPTY && errno != ENOTDIR && errno != EISDIR) ||
