@@ -191,8 +191,11 @@ ConsentBroker::ConsentBroker(std::filesystem::path path, std::string installatio
   store::secure_store_file(path_);
   db_ = std::make_unique<store::Database>(path_, store::Database::Mode::kReadWrite,
                                           options_.busy_timeout_ms);
+  // WAL at synchronous FULL: a commit is durable when it returns (one fsync of the log per
+  // commit, where rollback-journal mode needs four), as the journal's commits are; journal_mode
+  // needs the file lock, and busy_timeout is already set.
   db_->exec(
-      "PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON; PRAGMA journal_mode = DELETE; "
+      "PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; "
       "PRAGMA synchronous = FULL;");
   store::migrate(*db_, "consent store", kMigrations, 1);
   store::secure_sidecars(path_);

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,6 +32,7 @@
 #include "host/runtime/install_execution.hpp"
 #include "host/runtime/service/consent_publication.hpp"
 #include "host/runtime/service/consent_resolution_crash_points.hpp"
+#include "host/runtime/service/interactive_guard_slot.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 
@@ -246,32 +249,35 @@ class JournalDecisionEvidence final : public DecisionEvidencePort {
   engine::EngineEvent decision_;
 };
 
-// The composition's interactive guard before authentication: empty, so a decision cannot be
-// committed until the broker armed it (§3.14 step 11).
-struct DeferredGuard {
-  std::mutex mutex;
-  std::shared_ptr<ConsentDecisionGuard> armed;
+// The broker's one-shot guard of one authenticated decision as the composition's interactive
+// guard: armed in the service's guard slot only after authentication, so a decision cannot be
+// committed before (§3.14 step 11).
+InteractiveInstallDecisionGuard armed_guard(std::shared_ptr<ConsentDecisionGuard> armed) {
+  return [guard = std::move(armed)](const engine::InteractiveInstallDecisionReservation& r) {
+    guard->reserve(ConsentReservation{r.event_id, r.event_content_digest, r.consent_id,
+                                      r.decision, r.policy_snapshot_digest,
+                                      r.requested_action_id, r.requested_action_kind,
+                                      r.requested_action_content_digest,
+                                      r.requested_action_precondition_revision,
+                                      r.install_expires_at});
+    return std::function<void()>([guard] { guard->settle(); });
+  };
+}
 
-  InteractiveInstallDecisionGuard port(const std::shared_ptr<DeferredGuard>& self) {
-    return [self](const engine::InteractiveInstallDecisionReservation& r) {
-      std::shared_ptr<ConsentDecisionGuard> guard;
-      {
-        std::lock_guard lock(self->mutex);
-        guard = self->armed;
-      }
-      if (!guard) {
-        throw ManagedQueryServiceError(
-            "interactive consent guard cannot be used before human authentication");
-      }
-      guard->reserve(ConsentReservation{r.event_id, r.event_content_digest, r.consent_id,
-                                        r.decision, r.policy_snapshot_digest,
-                                        r.requested_action_id, r.requested_action_kind,
-                                        r.requested_action_content_digest,
-                                        r.requested_action_precondition_revision,
-                                        r.install_expires_at});
-      return std::function<void()>([guard] { guard->settle(); });
-    };
+// Drops the service's kept composition when the resolution fails (the next call opens afresh).
+class DropCompositionOnFailure {
+ public:
+  explicit DropCompositionOnFailure(std::function<void()> drop)
+      : drop_(std::move(drop)), exceptions_(std::uncaught_exceptions()) {}
+  ~DropCompositionOnFailure() {
+    if (std::uncaught_exceptions() > exceptions_) drop_();
   }
+  DropCompositionOnFailure(const DropCompositionOnFailure&) = delete;
+  DropCompositionOnFailure& operator=(const DropCompositionOnFailure&) = delete;
+
+ private:
+  std::function<void()> drop_;
+  int exceptions_;
 };
 
 }  // namespace
@@ -807,30 +813,26 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
     throw ManagedQueryHeadDriftError("install policy changed before human authentication");
   }
   const auto held = policies->hold(policy.policy_digest());
-  auto guard = std::make_shared<DeferredGuard>();
-  auto composition = open(owner, true, guard->port(guard));
+  // The service's kept composition (with the captured actuator), whose interactive guard refuses
+  // every decision until the broker's guard of the one authenticated below is armed.
+  DropCompositionOnFailure kept([this] { service_.drop_composition(); });
+  EngineComposition& composition = service_.composition_for(owner.input->artifact_handle());
+  detail::InteractiveGuardSlot::Scope guard(*service_.interactive_guard_);  // set with a broker
   const ContextRequirements needs{&held.policy(), true, true};
-  const ConsentContext before = context(*composition, owner, challenge, needs);
+  const ConsentContext before = context(composition, owner, challenge, needs);
   held.assert_current();
   const VerifiedHumanDecision decision =
       consent.authenticate(challenge, payload, *options_.verifier_registry);
-  const ConsentContext after = context(*composition, owner, challenge, needs);
+  const ConsentContext after = context(composition, owner, challenge, needs);
   if (!after.same_authority(before)) {
     throw ManagedQueryHeadDriftError("install consent authority changed after human authentication");
   }
-  {
-    auto armed = std::make_shared<ConsentDecisionGuard>(
-        consent.interactive_guard(decision, after.binding->binding_digest()));
-    std::lock_guard guard_lock(guard->mutex);
-    guard->armed = std::move(armed);
-  }
+  guard.arm(armed_guard(std::make_shared<ConsentDecisionGuard>(
+      consent.interactive_guard(decision, after.binding->binding_digest()))));
   crash_point(consent_crash_points::kAfterAuthentication);
   const auto event = decision_event(consent.status(challenge.challenge_id()), after, owner);
-  const auto transition = composition->process(event);
-  {
-    std::lock_guard guard_lock(guard->mutex);
-    guard->armed.reset();
-  }
+  const auto transition = composition.process(event);
+  guard.disarm();
   const bool granted = decision.decision == engine::Decision::kGranted;
   const bool exact = granted ? transition.actions().size() == 1 &&
                                    transition.actions().front() == after.install()
@@ -847,7 +849,7 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
     throw ManagedQueryServiceError("install consent broker did not settle its decision");
   }
   crash_point(consent_crash_points::kAfterDecisionCommit);
-  return finish(*composition, settled, owner, after);
+  return finish(composition, settled, owner, after);
 }
 
 // §3.20.

@@ -17,6 +17,7 @@
 #include "host/engine/lexical.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/file_lock.hpp"
+#include "host/runtime/service/interactive_guard_slot.hpp"
 #include "host/runtime/service/preapproved_install.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "host/store/sqlite_journal_store.hpp"
@@ -435,6 +436,10 @@ std::shared_ptr<ManagedQueryService> open_managed_query_service(
 
 ManagedQueryService::ManagedQueryService(ManagedQueryServiceOptions options)
     : options_(std::move(options)), owner_pid_(::getpid()) {
+  if (options_.consent_broker) {
+    interactive_guard_ = std::make_shared<detail::InteractiveGuardSlot>(
+        options_.interactive_install_decision_guard);
+  }
   const auto& store_path = options_.query_store->path();
   lifecycle_lock_path_ =
       store_path.parent_path() / ("." + store_path.filename().string() + ".managed-lifecycle");
@@ -494,7 +499,9 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
   options.net_benefit_policy = options_.net_benefit_policy;
   options.material_port = options_.material_port;
   options.install_bundle_port = options_.install_bundle_port;
-  options.interactive_install_decision_guard = options_.interactive_install_decision_guard;
+  options.interactive_install_decision_guard =
+      interactive_guard_ ? detail::InteractiveGuardSlot::port(interactive_guard_)
+                         : options_.interactive_install_decision_guard;
   options.trusted_clock = options_.trusted_clock;
   if (options_.install_actuators) {
     auto actuator = std::make_shared<InstallActuator>();

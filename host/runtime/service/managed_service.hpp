@@ -46,6 +46,9 @@ namespace ctx::runtime {
 
 class ManagedQueryService;
 class ConsentResolution;
+namespace detail {
+class InteractiveGuardSlot;
+}  // namespace detail
 
 // Caps of every result.
 inline constexpr std::size_t kMaxManagedActionSummaries = 16;
@@ -476,9 +479,9 @@ class ManagedQueryService final {
   void assert_usable() const;
   std::unique_ptr<EngineComposition> open_composition(
       const std::shared_ptr<const ManagedArtifactHandle>& artifact) const;
-  // The open composition of `artifact` for prepare / reopen / set_desired. The one of the last
-  // artifact is kept open between calls (its pinned graph snapshot, journal and audit
-  // connections, planner memos and head-checked state cache): it is reused while the artifact
+  // The open composition of `artifact` for prepare / reopen / set_desired / resolve_consent. The
+  // one of the last artifact is kept open between calls (its pinned graph snapshot, journal and
+  // audit connections, planner memos and head-checked state cache): it is reused while the artifact
   // (manifest and planning environment) is the same, it is still issued, and every port
   // snapshot still matches the handle — the checks a fresh open makes. Caller holds mutex_.
   // Errors: as open_composition.
@@ -511,6 +514,9 @@ class ManagedQueryService final {
   bool closed_ = false;  // GUARDED_BY(mutex_)
   std::unique_ptr<EngineComposition> composition_;  // GUARDED_BY(mutex_)
   std::string composition_key_;                     // GUARDED_BY(mutex_)
+  // With a consent broker: the kept composition's interactive decision guard, which
+  // resolve_consent arms for the one decision it authenticated (interactive_guard_slot.hpp).
+  std::shared_ptr<detail::InteractiveGuardSlot> interactive_guard_;
   std::unique_ptr<store::SqliteJournalStore> journal_reader_;  // GUARDED_BY(mutex_)
 };
 

@@ -402,7 +402,9 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form) {
     staged.dir = std::move(*dir);
     break;
   }
-  fsync_or_throw(tmp_fd_.get(), "the staging directory");
+  // tmp/ itself is not synced: a staging entry is scratch (one lost in a crash was never
+  // published; one that survives unlocked is swept), and the published object is made durable
+  // by the syncs of its own entries and of objects/ below.
 
   const auto poll = [this] {
     if (cancelled_ && cancelled_()) {
@@ -512,7 +514,8 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form) {
         };
     copy(in.get(), staged.dir.get(), "", 1);
   }
-  fsync_or_throw(staged.dir.get(), "the staging directory");
+  // The staging directory itself is synced once, after publication (install()): its entries
+  // and its seal in one fsync.
   return staged;
 }
 
@@ -610,10 +613,13 @@ Json SkillStore::install(std::string_view request_json) {
     if (::renameat(tmp_fd_.get(), staged->name.c_str(), objects_fd_.get(), expected.c_str()) ==
         0) {
       staged->published = true;
+      // One sync of the object (its entries, created above, and its seal), then of objects/,
+      // before the applied reply. A crash before both leaves at worst a name in objects/ whose
+      // tree does not verify: every reader (inspect_object) hashes the tree, so it is never
+      // taken as installed, and the next install moves it aside.
       if (::fchmod(staged->dir.get(), 0555) != 0) throw_os("seal an installed object");
       fsync_or_throw(staged->dir.get(), "an installed object");
       fsync_or_throw(objects_fd_.get(), "the object directory");
-      fsync_or_throw(tmp_fd_.get(), "the staging directory");
       break;
     }
     if ((errno != EEXIST && errno != ENOTEMPTY && errno != ENOTDIR && errno != EISDIR) ||
