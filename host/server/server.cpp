@@ -434,9 +434,12 @@ Server::Server(ServerOptions options, MethodTable methods)
     throw SystemError("cannot lock " + lock_path.string() + ": " + std::strerror(error));
   }
   impl.socket_path = dir / kSocketFile;
-  if (impl.socket_path.native().size() >= sizeof(sockaddr_un::sun_path)) {
+  // Bound and listening under a staging name, then renamed into place: a client that finds the
+  // socket file can always connect (never "connection refused" between bind and listen).
+  const fs::path staged = dir / (std::string(kSocketFile) + ".new");
+  if (staged.native().size() >= sizeof(sockaddr_un::sun_path)) {
     throw InvalidArgument("socket path " + impl.socket_path.string() + " is longer than " +
-                          std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
+                          std::to_string(sizeof(sockaddr_un::sun_path) - 5) + " bytes");
   }
   struct stat st {};
   if (::lstat(impl.socket_path.c_str(), &st) == 0) {
@@ -446,16 +449,21 @@ Server::Server(ServerOptions options, MethodTable methods)
     }
     ::unlink(impl.socket_path.c_str());  // stale: we hold the lock, so no server owns it
   }
-  const Protocol::endpoint endpoint(impl.socket_path.string());
+  ::unlink(staged.c_str());  // a dead server's staging name (we hold the lock)
+  const Protocol::endpoint endpoint(staged.string());
   impl.acceptor.open(endpoint.protocol());
   const mode_t old_mask = ::umask(0177);
   boost::system::error_code ec;
   impl.acceptor.bind(endpoint, ec);
   ::umask(old_mask);
   if (ec) throw SystemError("cannot bind " + impl.socket_path.string() + ": " + ec.message());
-  ::chmod(impl.socket_path.c_str(), 0600);
+  ::chmod(staged.c_str(), 0600);
   impl.acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw SystemError("cannot listen on " + impl.socket_path.string() + ": " + ec.message());
+  if (ec || ::rename(staged.c_str(), impl.socket_path.c_str()) != 0) {
+    const std::string why = ec ? ec.message() : std::string(std::strerror(errno));
+    ::unlink(staged.c_str());
+    throw SystemError("cannot listen on " + impl.socket_path.string() + ": " + why);
+  }
   if (impl.options.handle_signals) impl.signals.emplace(impl.strand, SIGTERM, SIGINT);
 }
 
