@@ -449,6 +449,9 @@ Server::Server(ServerOptions options, MethodTable methods)
     }
     ::unlink(impl.socket_path.c_str());  // stale: we hold the lock, so no server owns it
   }
+  // SIGTERM/SIGINT are handled from before the socket is published: a client that sees the
+  // socket may signal the server at once and it still drains and removes the socket.
+  if (impl.options.handle_signals) impl.signals.emplace(impl.strand, SIGTERM, SIGINT);
   ::unlink(staged.c_str());  // a dead server's staging name (we hold the lock)
   const Protocol::endpoint endpoint(staged.string());
   impl.acceptor.open(endpoint.protocol());
@@ -464,7 +467,6 @@ Server::Server(ServerOptions options, MethodTable methods)
     ::unlink(staged.c_str());
     throw SystemError("cannot listen on " + impl.socket_path.string() + ": " + why);
   }
-  if (impl.options.handle_signals) impl.signals.emplace(impl.strand, SIGTERM, SIGINT);
 }
 
 Server::~Server() {
