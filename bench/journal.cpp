@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -34,7 +35,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace tj = ctx::testing::journal;
 
-const char* kSync[] = {"FULL", "NORMAL"};
+const ctx::store::Synchronous kSync[] = {ctx::store::Synchronous::kFull,
+                                         ctx::store::Synchronous::kNormal};
 
 fs::path bench_dir() {
   const char* env = std::getenv("CTX_BENCH_DIR");
@@ -198,7 +200,8 @@ void raw_insert_commit(benchmark::State& state,
   sqlite3* db = nullptr;
   check(sqlite3_open((dir / "raw.sqlite3").c_str(), &db), db);
   std::string pragmas = std::string("PRAGMA busy_timeout=30000; PRAGMA journal_mode=WAL; "
-                                    "PRAGMA synchronous=") + kSync[state.range(0)] + ";";
+                                    "PRAGMA synchronous=") +
+                           std::string(ctx::core::to_string(kSync[state.range(0)])) + ";";
   check(sqlite3_exec(db, pragmas.c_str(), nullptr, nullptr, nullptr), db);
   check(sqlite3_exec(db,
                      "CREATE TABLE raw (event_id TEXT PRIMARY KEY, stream_key TEXT NOT NULL, "
@@ -224,7 +227,7 @@ void raw_insert_commit(benchmark::State& state,
     const auto& e = events[i % events.size()];
     std::string event_id = "bench-event-" + std::to_string(i);
     check(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), db);
-    auto text = [&](int index, const std::string& value) {
+    auto text = [&](int index, std::string_view value) {
       sqlite3_bind_text(insert, index, value.data(), static_cast<int>(value.size()),
                         SQLITE_STATIC);
     };
@@ -240,8 +243,8 @@ void raw_insert_commit(benchmark::State& state,
     text(10, digest);
     text(11, digest);
     text(12, digest);
-    text(13, e.privacy_classification);
-    text(14, e.retention_class);
+    text(13, ctx::core::to_string(e.privacy_classification));
+    text(14, ctx::core::to_string(e.retention_class));
     text(15, e.reducer_version);
     check(sqlite3_step(insert), db);
     sqlite3_reset(insert);
@@ -281,7 +284,8 @@ void BM_ColdOpen(benchmark::State& state) {
     ctx::core::SystemClock clock;
     ctx::store::SqliteJournalStore store(
         dir / "journal.sqlite3", clock,
-        ctx::store::SqliteJournalOptions{.busy_timeout_ms = 30'000, .synchronous = "NORMAL"});
+        ctx::store::SqliteJournalOptions{.busy_timeout_ms = 30'000,
+                                         .synchronous = ctx::store::Synchronous::kNormal});
     ctx::engine::Engine engine(store, &store, clock, ctx::engine::EnginePorts{});
     for (const auto& event : engine_events(records)) engine.process(event);
     built.emplace(records, dir);
@@ -363,7 +367,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
         auto mine = rates_.find(ours + suffix);
         auto raw = rates_.find(raw_name + suffix);
         if (mine == rates_.end() || raw == rates_.end() || raw->second <= 0) continue;
-        std::printf("ratio %s synchronous=%s: %.3f\n", label, arg[0] == '0' ? "FULL" : "NORMAL",
+        std::printf("ratio %s synchronous=%s: %.3f\n", label,
+                    std::string(ctx::core::to_string(kSync[arg[0] - '0'])).c_str(),
                     mine->second / raw->second);
         std::printf("  (%s %.0f/s vs %s %.0f/s)\n", ours, mine->second, raw_name, raw->second);
       }

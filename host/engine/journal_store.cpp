@@ -32,11 +32,12 @@ std::string journal_record_digest(const JournalRecord& record) {
                               .string("event_id", record.event_id)
                               .optional_string("previous_record_digest",
                                                record.previous_record_digest)
-                              .string("privacy_classification", record.privacy_classification)
+                              .string("privacy_classification",
+                                      to_string(record.privacy_classification))
                               .string("reducer_version", record.reducer_version)
                               .string("replay_digest", record.replay_digest)
                               .string("result_state_digest", record.result_state_digest)
-                              .string("retention_class", record.retention_class)
+                              .string("retention_class", to_string(record.retention_class))
                               .integer("revision", record.revision)
                               .string("stream_key", record.stream.stream_key())
                               .string("transition_digest", record.transition_digest)
@@ -68,16 +69,6 @@ void require_digest(const std::string& value, const char* field) {
   }
 }
 
-bool is_classification(const std::string& v) {
-  return v == "public" || v == "internal" || v == "private" || v == "confidential" ||
-         v == "restricted";
-}
-
-bool is_retention(const std::string& v) {
-  return v == "ephemeral" || v == "session" || v == "workspace" || v == "local" ||
-         v == "persistent" || v == "aggregate";
-}
-
 // Returns an empty string when `record`'s plain fields are sound, else the reason.
 std::string field_problem(const JournalRecord& record) {
   if (record.revision < 1) return "revision must be >= 1";
@@ -85,10 +76,6 @@ std::string field_problem(const JournalRecord& record) {
   if (!is_trimmed(record.reducer_version)) {
     return "reducer_version must be a non-empty trimmed string";
   }
-  if (!is_classification(record.privacy_classification)) {
-    return "privacy_classification is not a known classification";
-  }
-  if (!is_retention(record.retention_class)) return "retention_class is not a known retention";
   if (!core::is_sha256_hex(record.event_content_digest)) {
     return "event_content_digest must be a lowercase sha-256 digest";
   }

@@ -17,6 +17,7 @@
 #include "host/core/error.hpp"
 #include "host/engine/canonical_text.hpp"
 #include "host/engine/stream_id.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine {
 
@@ -93,8 +94,8 @@ struct JournalRecord {
   std::string result_state_digest;    // sha of the EngineState text after the event
   std::optional<std::string> previous_record_digest;
   std::string record_digest;          // journal_record_digest(*this)
-  std::string privacy_classification;
-  std::string retention_class;
+  PrivacyClass privacy_classification = PrivacyClass::kPrivate;
+  Retention retention_class = Retention::kLocal;
   std::string reducer_version;
 
   friend bool operator==(const JournalRecord&, const JournalRecord&) = default;
@@ -153,8 +154,8 @@ struct JournalAppend {
   CanonicalText replay;        // ReplayInput
   TransitionText transition;   // must name event_id, expected_revision + 1 and `stream`
   CanonicalText result_state;  // EngineState after the event (becomes the head's state)
-  std::string privacy_classification;
-  std::string retention_class;
+  PrivacyClass privacy_classification = PrivacyClass::kPrivate;
+  Retention retention_class = Retention::kLocal;
   std::optional<SettlementGuard> guard;  // only for receipts / expiries of claimable actions
 };
 
@@ -200,7 +201,7 @@ class StreamReplayer {
 // expected_revision + 1, using the digests the request's texts carry (no re-parse, no re-hash);
 // the chain fields are left empty for chain_journal_record once the head is known.
 // Errors: InvalidArgument naming the field ("event_id must be a non-empty trimmed string",
-//   "expected_revision must be >= 0", "privacy_classification is not a known classification",
+//   "expected_revision must be >= 0",
 //   "transition must name the record event id and revision", "transition scope must belong to
 //   the record stream", ...).
 JournalRecord build_journal_record(const JournalAppend& request);

@@ -629,19 +629,12 @@ ScopeRef ScopeRef::with_exposure(std::string exposure_id, std::string host_conte
 
 // ---- PrivacyLabel ---------------------------------------------------------------------------
 
-PrivacyLabel PrivacyLabel::create(std::string classification, std::string retention) {
-  static const std::set<std::string> classes = {"public", "internal", "private", "confidential",
-                                                "restricted"};
-  static const std::set<std::string> retentions = {"ephemeral", "session",    "workspace",
-                                                   "local",     "persistent", "aggregate"};
-  if (!classes.count(classification)) {
-    fail("unknown privacy classification '" + classification + "'");
-  }
-  if (!retentions.count(retention)) fail("unknown retention class '" + retention + "'");
-  PrivacyLabel out;
-  out.classification_ = std::move(classification);
-  out.retention_ = std::move(retention);
-  return out;
+PrivacyLabel PrivacyLabel::create(std::string_view classification, std::string_view retention) {
+  const auto parsed_class = find_enum<PrivacyClass>(classification);
+  if (!parsed_class) fail("unknown privacy classification '" + std::string(classification) + "'");
+  const auto parsed_retention = find_enum<Retention>(retention);
+  if (!parsed_retention) fail("unknown retention class '" + std::string(retention) + "'");
+  return PrivacyLabel(*parsed_class, *parsed_retention);
 }
 
 PrivacyLabel PrivacyLabel::from_json(const Json& value) {
@@ -657,8 +650,8 @@ Json PrivacyLabel::to_json() const {
 
 std::string PrivacyLabel::to_json_text() const {
   return CanonicalObject()
-      .string("classification", classification_)
-      .string("retention", retention_)
+      .string("classification", to_string(classification_))
+      .string("retention", to_string(retention_))
       .finish();
 }
 

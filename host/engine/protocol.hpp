@@ -85,18 +85,21 @@ class ScopeRef {
 class PrivacyLabel {
  public:
   PrivacyLabel() = default;
-  // Errors: ProtocolValidationError "unknown privacy classification" / "unknown retention class".
-  static PrivacyLabel create(std::string classification, std::string retention);
+  PrivacyLabel(PrivacyClass classification, Retention retention) noexcept
+      : classification_(classification), retention_(retention) {}
+  // Parses spellings. Errors: ProtocolValidationError "unknown privacy classification" /
+  // "unknown retention class".
+  static PrivacyLabel create(std::string_view classification, std::string_view retention);
   static PrivacyLabel from_json(const Json& value);
   Json to_json() const;
   std::string to_json_text() const;  // canon-U of to_json()
-  const std::string& classification() const noexcept { return classification_; }
-  const std::string& retention() const noexcept { return retention_; }
+  PrivacyClass classification() const noexcept { return classification_; }
+  Retention retention() const noexcept { return retention_; }
   friend bool operator==(const PrivacyLabel&, const PrivacyLabel&) = default;
 
  private:
-  std::string classification_ = "private";
-  std::string retention_ = "local";
+  PrivacyClass classification_ = PrivacyClass::kPrivate;
+  Retention retention_ = Retention::kLocal;
 };
 
 // One revision-checked fact submitted to the engine (the ingress or sanitised reducer form).

@@ -181,8 +181,8 @@ PreflightedEvent preflight_event(const EngineEvent& ingress) {
   if (ingress.to_json_text().size() > kMaxEventBytes) invalid("event exceeds its size bound");
   std::size_t total = 0;
   bounds(ingress.payload(), 1, total, "payload");
-  const auto& retention = ingress.privacy().retention();
-  if (retention == "ephemeral" || retention == "aggregate") {
+  const Retention retention = ingress.privacy().retention();
+  if (retention == Retention::kEphemeral || retention == Retention::kAggregate) {
     privacy("retention is not safe for authoritative replay");
   }
   if (!is_opaque_token(ingress.event_id())) privacy("event_id must be an opaque safe token");

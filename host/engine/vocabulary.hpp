@@ -53,6 +53,23 @@ inline constexpr core::EnumStrings<Activation, 2> kActivationStrings{
     "activation", {Activation::kInactive, Activation::kActive}, {"inactive", "active"}};
 CTX_ENGINE_ENUM_STRINGS(Activation, kActivationStrings)
 
+// A privacy label's persistence classification and retention class (spec §1.2); the journal
+// stores both with every record.
+enum class PrivacyClass { kPublic, kInternal, kPrivate, kConfidential, kRestricted };
+enum class Retention { kEphemeral, kSession, kWorkspace, kLocal, kPersistent, kAggregate };
+inline constexpr core::EnumStrings<PrivacyClass, 5> kPrivacyClassStrings{
+    "privacy classification",
+    {PrivacyClass::kPublic, PrivacyClass::kInternal, PrivacyClass::kPrivate,
+     PrivacyClass::kConfidential, PrivacyClass::kRestricted},
+    {"public", "internal", "private", "confidential", "restricted"}};
+inline constexpr core::EnumStrings<Retention, 6> kRetentionStrings{
+    "retention class",
+    {Retention::kEphemeral, Retention::kSession, Retention::kWorkspace, Retention::kLocal,
+     Retention::kPersistent, Retention::kAggregate},
+    {"ephemeral", "session", "workspace", "local", "persistent", "aggregate"}};
+CTX_ENGINE_ENUM_STRINGS(PrivacyClass, kPrivacyClassStrings)
+CTX_ENGINE_ENUM_STRINGS(Retention, kRetentionStrings)
+
 // What a pending action does once its receipt arrives.
 enum class Effect { kInstall, kActivate, kRollbackActivate, kDeactivate, kPrepare, kPromptContext };
 inline constexpr core::EnumStrings<Effect, 6> kEffectStrings{

@@ -45,12 +45,21 @@ constexpr StaticSql kUpsertHead{
     "revision = excluded.revision, head_record_digest = excluded.head_record_digest, "
     "state_digest = excluded.state_digest, state_json = excluded.state_json"};
 
-// CTX_JOURNAL_COLUMNS: 1 (stream key), 2 (revision) and 9 (nullable link) are read apart.
+// CTX_JOURNAL_COLUMNS: 1 (stream key), 2 (revision), 9 (nullable link), 11 (privacy
+// classification) and 12 (retention class) are read apart.
 using R = JournalRecord;
 constexpr TextColumns<R, 14> kTextColumns = {
     &R::event_id, nullptr, nullptr, &R::event_content_digest, &R::replay_json, &R::replay_digest,
     &R::transition_json, &R::transition_digest, &R::result_state_digest, nullptr,
-    &R::record_digest, &R::privacy_classification, &R::retention_class, &R::reducer_version};
+    &R::record_digest, nullptr, nullptr, &R::reducer_version};
+
+// A stored enumerated column's value; an unknown spelling is corruption.
+template <typename E>
+E stored_enum(const Statement& row, int column, const char* name) {
+  if (auto value = engine::find_enum<E>(row.text(column))) return *value;
+  throw JournalCorruption(std::string(name) + " is not a known " +
+                          std::string(core::EnumTraits<E>::kStrings.what));
+}
 
 // The row as stored (not yet verified). `known` spares re-parsing the stream key.
 JournalRecord row_to_record(Statement& row, const StreamId* known) {
@@ -62,6 +71,9 @@ JournalRecord row_to_record(Statement& row, const StreamId* known) {
                        {}, {}, {}, {}, {}};
   read_text_columns(row, kTextColumns, record);
   record.previous_record_digest = row.optional_text(9);
+  record.privacy_classification =
+      stored_enum<engine::PrivacyClass>(row, 11, "privacy_classification");
+  record.retention_class = stored_enum<engine::Retention>(row, 12, "retention_class");
   return record;
 }
 
@@ -172,6 +184,8 @@ void JournalTable::insert(const JournalRecord& record, const engine::CanonicalTe
     auto insert = db_.cached(kInsertRecord);
     bind_text_columns(*insert, kTextColumns, record);
     insert->bind(2, record.stream.stream_key()).bind(3, record.revision);
+    insert->bind(12, to_string(record.privacy_classification))
+        .bind(13, to_string(record.retention_class));
     insert->bind_optional(10, record.previous_record_digest);
     insert->run();
   }

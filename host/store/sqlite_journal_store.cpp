@@ -33,12 +33,9 @@ class SqliteJournalStore::Impl {
         journal_(db_),
         install_(db_, journal_),
         activation_(db_, journal_) {
-    if (options.synchronous != "FULL" && options.synchronous != "NORMAL") {
-      throw InvalidArgument("synchronous must be FULL or NORMAL");
-    }
     // journal_mode needs the file lock; busy_timeout is already set.
     db_.exec("PRAGMA journal_mode=WAL");
-    db_.exec("PRAGMA synchronous=" + options.synchronous);
+    db_.exec("PRAGMA synchronous=" + std::string(core::to_string(options.synchronous)));
     db_.exec("PRAGMA foreign_keys=ON");
     prepare_journal_schema(db_);
     secure_sidecars(path);

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "host/core/json_reader.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/claim_store.hpp"
 #include "host/engine/journal_store.hpp"
@@ -24,12 +25,27 @@ namespace ctx::store {
 
 class Database;
 
+// PRAGMA synchronous: kFull (durable on power loss) or kNormal (WAL: durable on process crash),
+// spelled "FULL" / "NORMAL" by kSynchronousStrings.
+enum class Synchronous { kFull, kNormal };
+inline constexpr core::EnumStrings<Synchronous, 2> kSynchronousStrings{
+    "synchronous level", {Synchronous::kFull, Synchronous::kNormal}, {"FULL", "NORMAL"}};
+
 struct SqliteJournalOptions {
   int busy_timeout_ms = 30'000;
-  // PRAGMA synchronous: "FULL" (default, durable on power loss) or "NORMAL" (WAL: durable on
-  // process crash). Anything else is an InvalidArgument.
-  std::string synchronous = "FULL";
+  Synchronous synchronous = Synchronous::kFull;
 };
+
+}  // namespace ctx::store
+
+namespace ctx::core {
+template <>
+struct EnumTraits<store::Synchronous> {
+  static constexpr const auto& kStrings = store::kSynchronousStrings;
+};
+}  // namespace ctx::core
+
+namespace ctx::store {
 
 class SqliteJournalStore final : public engine::JournalStore, public engine::ClaimStore {
  public:

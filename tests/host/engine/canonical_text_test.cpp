@@ -59,7 +59,7 @@ TEST(CanonicalText, ObjectsComposeAsTheCanonicalEncoderDoes) {
 TEST(CanonicalText, RecordDigestKeepsTheSpecEncoding) {
   JournalRecord record{StreamId("tenant-1", "workspace-1", "repository-1", "session-one"),
                        2, "ev", "aa", "r", "rd", "t", "td", "sd", std::string("pp"), "",
-                       "private", "local", "v3"};
+                       PrivacyClass::kPrivate, Retention::kLocal, "v3"};
   EXPECT_EQ(journal_record_digest(record),
             "d32d947ee75f6bc82c2b0dfe403d2ba4392627dc7d815c1fdca84bdc83c5e39e");
   record.previous_record_digest.reset();

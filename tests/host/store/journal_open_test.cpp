@@ -38,7 +38,7 @@ class JournalOpen : public ::testing::Test {
 
   // Writes SessionStarted and `records - 1` TurnEnded events through an engine.
   void build(int records) {
-    store::SqliteJournalStore store(path(), clock_, {.synchronous = "NORMAL"});
+    store::SqliteJournalStore store(path(), clock_, {.synchronous = store::Synchronous::kNormal});
     Engine engine(store, &store, clock_, EnginePorts{});
     engine.process(event("SessionStarted", 0, "event-start", {{"host_level", "managing"}}));
     for (int i = 1; i < records; ++i) engine.process(turn(i));

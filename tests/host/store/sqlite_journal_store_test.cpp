@@ -95,6 +95,29 @@ TEST_F(SqliteJournalStoreTest, TamperedTransitionIsJournalCorruption) {
   CTX_EXPECT_THROW(s->verify(), engine::JournalCorruption, "transition_digest");
 }
 
+// A stored privacy classification or retention class is parsed where the row is read: an
+// unknown spelling is corruption, never a record.
+TEST_F(SqliteJournalStoreTest, UnknownStoredPrivacySpellingIsJournalCorruption) {
+  {
+    auto s = open();
+    append_n(*s, 3);
+  }
+  raw_exec(path(),
+           "UPDATE engine_journal SET privacy_classification = 'secret' WHERE revision = 2");
+  {
+    auto s = open();
+    CTX_EXPECT_THROW(s->read(stream()), engine::JournalCorruption,
+                     "privacy_classification is not a known privacy classification");
+    CTX_EXPECT_THROW(s->verify(), engine::JournalCorruption, "privacy_classification");
+  }
+  raw_exec(path(), "UPDATE engine_journal SET privacy_classification = 'private', "
+                   "retention_class = 'forever' WHERE revision = 2");
+  auto s = open();
+  CTX_EXPECT_THROW(s->read(stream(), 2), engine::JournalCorruption,
+                   "retention_class is not a known retention class");
+  EXPECT_EQ(s->head(stream()).revision, 3);
+}
+
 TEST_F(SqliteJournalStoreTest, TamperedDigestOrChainOrGapIsJournalCorruption) {
   {
     auto s = open();
@@ -177,7 +200,8 @@ TEST_F(SqliteJournalStoreTest, RefusesUnsafePaths) {
 }
 
 TEST_F(SqliteJournalStoreTest, HeldWriteLockIsStoreBusy) {
-  auto s = open(store::SqliteJournalOptions{.busy_timeout_ms = 50, .synchronous = "FULL"});
+  auto s = open(store::SqliteJournalOptions{.busy_timeout_ms = 50,
+                                            .synchronous = store::Synchronous::kFull});
   sqlite3* holder = nullptr;
   ASSERT_EQ(sqlite3_open(path().c_str(), &holder), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
@@ -192,9 +216,16 @@ TEST_F(SqliteJournalStoreTest, HeldWriteLockIsStoreBusy) {
   EXPECT_EQ(s->append(make_append(stream(), 0, "event-1")).record.revision, 1);
 }
 
+// The level is typed; its spellings are the PRAGMA's, and any other spelling is refused where
+// text becomes a level.
 TEST_F(SqliteJournalStoreTest, RejectsUnknownSynchronousLevel) {
-  CTX_EXPECT_THROW(open(store::SqliteJournalOptions{.busy_timeout_ms = 10, .synchronous = "OFF"}),
-                   InvalidArgument, "synchronous");
+  CTX_EXPECT_THROW(core::parse_enum<store::Synchronous>("OFF"), core::JsonFieldError,
+                   "unknown synchronous level");
+  EXPECT_EQ(core::parse_enum<store::Synchronous>("NORMAL"), store::Synchronous::kNormal);
+  EXPECT_EQ(core::to_string(store::Synchronous::kFull), "FULL");
+  auto s = open(store::SqliteJournalOptions{.busy_timeout_ms = 10,
+                                            .synchronous = store::Synchronous::kNormal});
+  EXPECT_EQ(s->append(make_append(stream(), 0, "event-1")).record.revision, 1);
 }
 
 // Two store objects on one file, in two threads, released together by a barrier, both appending

@@ -83,8 +83,8 @@ inline engine::JournalAppend make_append(const AppendSpec& spec) {
       .transition = engine::TransitionText{engine::CanonicalText::encode(transition), spec.event_id,
                                            spec.expected + 1, spec.stream},
       .result_state = engine::CanonicalText::encode(state),
-      .privacy_classification = "private",
-      .retention_class = "local",
+      .privacy_classification = engine::PrivacyClass::kPrivate,
+      .retention_class = engine::Retention::kLocal,
       .guard = std::nullopt,
   };
 }

@@ -175,11 +175,6 @@ TYPED_TEST_P(JournalStoreContractTest, MalformedAppendsAreRejectedWithoutWriting
     r.stream = stream();
     rejected(r, "transition scope must belong to the record stream");
   }
-  {
-    auto r = good;
-    r.privacy_classification = "secret";
-    rejected(r, "privacy_classification");
-  }
   EXPECT_EQ(this->store().head(stream()).revision, 1);
   EXPECT_EQ(this->store().read(stream()).size(), 1u);
   CTX_EXPECT_THROW(this->store().read(stream(), -1), InvalidArgument, "after");
