@@ -343,7 +343,7 @@ BENCHMARK(BM_RawInsertCommitEngineRows)
     ->ArgName("sync_full0_normal1")
     ->Iterations(kTimedEvents)
     ->UseRealTime();
-BENCHMARK(BM_ColdOpen)->Arg(10)->Arg(10000)->ArgName("records")->Iterations(5)->UseRealTime();
+BENCHMARK(BM_ColdOpen)->Arg(10)->Arg(10000)->ArgName("records")->Iterations(30)->UseRealTime();
 
 // Remembers items/second per run and prints store/raw ratios after the normal console output.
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -373,8 +373,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
         std::printf("  (%s %.0f/s vs %s %.0f/s)\n", ours, mine->second, raw_name, raw->second);
       }
     }
-    auto small = rates_.find("BM_ColdOpen/records:10/iterations:5/real_time");
-    auto large = rates_.find("BM_ColdOpen/records:10000/iterations:5/real_time");
+    auto small = rates_.find("BM_ColdOpen/records:10/iterations:30/real_time");
+    auto large = rates_.find("BM_ColdOpen/records:10000/iterations:30/real_time");
     if (small != rates_.end() && large != rates_.end() && large->second > 0) {
       std::printf("ratio cold_open 10000/10: %.3f\n", small->second / large->second);
       std::printf("  (cold open + one event: %.3f ms at 10 records, %.3f ms at 10000)\n",
