@@ -28,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using ctx::testing::read_file;
 using Json = core::Json;
+using testing::call;
 using testing::RpcClient;
 
 int shell(const std::string& command) {
@@ -122,13 +123,6 @@ class ConsentMethodsTest : public ::testing::Test {
       bytes += std::string(name) + "=" + read_file(state_ / "service" / name) + "\n";
     }
     return bytes;
-  }
-
-  static Json call(RpcClient& client, int id, const std::string& method, const Json& params) {
-    const auto line = client.call(
-        Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump());
-    EXPECT_TRUE(line.has_value()) << method;
-    return line ? Json::parse(*line) : Json();
   }
 
   ctx::testing::TempDir dir_;

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +23,8 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 namespace ctx::server::testing {
 
@@ -86,6 +90,17 @@ class RpcClient {
   int fd_ = -1;
   std::string pending_;
 };
+
+// Sends the JSON-RPC 2.0 request {id, method, params} and parses its reply line; a lost
+// connection is a test failure naming the method, and a null result.
+inline nlohmann::json call(RpcClient& client, int id, const std::string& method,
+                           const nlohmann::json& params) {
+  const auto line = client.call(
+      nlohmann::json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}
+          .dump());
+  EXPECT_TRUE(line.has_value()) << method;
+  return line ? nlohmann::json::parse(*line) : nlohmann::json();
+}
 
 // A fresh 0700 directory under the system temp dir, removed afterwards. Kept short: socket
 // paths are limited to 107 bytes.

@@ -29,6 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = core::Json;
+using testing::call;
 using testing::RpcClient;
 
 std::string trim_newline(std::string text) {
@@ -98,13 +99,6 @@ class ServiceMethodsTest : public ::testing::Test {
     server_.reset();
   }
   void TearDown() override { stop(); }
-
-  static Json call(RpcClient& client, int id, const std::string& method, const Json& params) {
-    const auto line = client.call(
-        Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump());
-    EXPECT_TRUE(line.has_value()) << method;
-    return line ? Json::parse(*line) : Json();
-  }
 
   ctx::testing::TempDir dir_;
   fs::path state_;

@@ -30,6 +30,7 @@
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/crash_point.hpp"
+#include "tests/host/cli/consent/trusted_state_fixture.hpp"
 #include "tests/host/cli/process_runner.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -53,30 +54,14 @@ std::size_t entries_in(const fs::path& dir) {
   return n;
 }
 
-class ConsentDecisionTest : public ::testing::Test {
+class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
  protected:
+  // The trusted state dir, and the pdf-export install chosen for the example work: one current
+  // challenge under the default ask-each-time policy.
   void SetUp() override {
-    state_ = dir_ / "state";
+    TrustedStateTest::SetUp();
+    if (HasFatalFailure()) return;
     const std::string s = state_.string();
-    ASSERT_EQ(ctx_run({"init", "--state", s}).code, 0);
-    ASSERT_EQ(ctx_run({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
-                       "--state", s})
-                  .code,
-              0);
-    key_ = dir_ / "decision-key.pem";
-    const auto made = ctx::testing::run_process(
-        {"/usr/bin/openssl", "genpkey", "-algorithm", "ed25519", "-out", key_.string()}, "");
-    ASSERT_EQ(made.code, 0) << made.err;
-    ::chmod(key_.c_str(), 0600);
-    const auto pub =
-        ctx::testing::run_process({"/usr/bin/openssl", "pkey", "-in", key_.string(), "-pubout"}, "");
-    ASSERT_EQ(pub.code, 0) << pub.err;
-    std::ofstream(dir_ / "verifier.json") << Json{{"public_key_pem", pub.out}}.dump();
-    const CtxRun trusted =
-        ctx_run({"consent", "trust", "--audience", "ctx-local", "--authenticator", "laptop",
-                 "--principal", std::string(64, 'a'), "--verifier", "ed25519", "--config",
-                 (dir_ / "verifier.json").string(), "--state", s});
-    ASSERT_EQ(trusted.code, 0) << trusted.err;
     const CtxRun prepared = ctx_run({"query", "prepare", "--work",
                                      std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json",
                                      "--json", "--state", s});
@@ -126,18 +111,6 @@ class ConsentDecisionTest : public ::testing::Test {
   }
 
   fs::path active_skill() const { return state_ / "skills" / "active" / "pdf-export" / "SKILL.md"; }
-  std::string catalog_skill() const {
-    return read_file(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md");
-  }
-  std::vector<std::string> with_state(std::vector<std::string> args) const {
-    args.push_back("--state");
-    args.push_back(state_.string());
-    return args;
-  }
-
-  ctx::testing::TempDir dir_;
-  fs::path state_;
-  fs::path key_;
   std::string challenge_;
   std::string expires_at_;
 };

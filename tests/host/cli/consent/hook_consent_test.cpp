@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
+#include "tests/host/cli/consent/trusted_state_fixture.hpp"
 #include "tests/host/cli/process_runner.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -94,32 +95,8 @@ std::string pdf_prompt(const std::string& session) {
       .dump();
 }
 
-class HookConsentTest : public ::testing::Test {
+class HookConsentTest : public ctx::testing::TrustedStateTest {
  protected:
-  void SetUp() override {
-    state_ = dir_ / "state";
-    const std::string s = state_.string();
-    ASSERT_EQ(ctx_run({"init", "--state", s}).code, 0);
-    ASSERT_EQ(ctx_run({"catalog", "import", std::string(CTX_SOURCE_DIR) + "/examples/catalog",
-                       "--state", s})
-                  .code,
-              0);
-    key_ = dir_ / "decision-key.pem";
-    const auto made = ctx::testing::run_process(
-        {"/usr/bin/openssl", "genpkey", "-algorithm", "ed25519", "-out", key_.string()}, "");
-    ASSERT_EQ(made.code, 0) << made.err;
-    ::chmod(key_.c_str(), 0600);
-    const auto pub = ctx::testing::run_process(
-        {"/usr/bin/openssl", "pkey", "-in", key_.string(), "-pubout"}, "");
-    ASSERT_EQ(pub.code, 0) << pub.err;
-    std::ofstream(dir_ / "verifier.json") << Json{{"public_key_pem", pub.out}}.dump();
-    const CtxRun trusted =
-        ctx_run({"consent", "trust", "--audience", "ctx-local", "--authenticator", "laptop",
-                 "--principal", std::string(64, 'a'), "--verifier", "ed25519", "--config",
-                 (dir_ / "verifier.json").string(), "--state", s});
-    ASSERT_EQ(trusted.code, 0) << trusted.err;
-  }
-
   CtxRun hook(const std::string& payload) const {
     return ctx_run({"hook", "claude-code", "--state", state_.string()}, payload);
   }
@@ -131,18 +108,6 @@ class HookConsentTest : public ::testing::Test {
     EXPECT_EQ(reply.at("hookSpecificOutput").at("hookEventName"), "UserPromptSubmit");
     return reply.at("hookSpecificOutput").at("additionalContext").get<std::string>();
   }
-  std::vector<std::string> with_state(std::vector<std::string> args) const {
-    args.push_back("--state");
-    args.push_back(state_.string());
-    return args;
-  }
-  std::string catalog_skill() const {
-    return read_file(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/SKILL.md");
-  }
-
-  ctx::testing::TempDir dir_;
-  fs::path state_;
-  fs::path key_;
 };
 
 TEST_F(HookConsentTest, APromptHookRaisesTheChallengeAndApprovingItInstallsAndActivates) {
