@@ -60,7 +60,7 @@ int run_hook_command(const std::vector<std::string>& args, std::istream& in, std
             state, hooks::kHookMethod, hooks::hook_request_to_json(request), kServerDeadline)) {
       response = hooks::hook_response_from_json(*result);
     } else {
-      hooks::HookRunner runner(state);
+      hooks::HookRunner runner(state, nullptr, hooks::ExactRetries::kForget);
       response = runner.run(request);
     }
     if (response->reply) out << *response->reply << "\n";

@@ -84,8 +84,16 @@ class Database {
 
   sqlite3* handle() const noexcept { return db_; }
 
+  // WAL pages: SQLite's automatic checkpoint; the log length at which a writer checkpoints it
+  // (and truncates it) when its connection closes.
+  static constexpr int kAutoCheckpointFrames = 1000;
+  static constexpr int kCloseCheckpointFrames = 128;
+
  private:
+  static int on_wal_commit(void* self, sqlite3* db, const char* name, int frames);
+
   sqlite3* db_ = nullptr;
+  int wal_frames_ = 0;  // pages in the log after this connection's last commit (WAL mode)
   std::unordered_map<const char*, std::unique_ptr<Statement>> cache_;  // finalized before close
 };
 

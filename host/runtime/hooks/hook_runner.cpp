@@ -182,9 +182,11 @@ std::string reply_key(const StateService& service, const HookRequest& request) {
 // At most this many exact-retry replies are remembered (then all are forgotten).
 constexpr std::size_t kMaxRemembered = 256;
 
-HookRunner::HookRunner(fs::path state_dir, std::shared_ptr<const core::Clock> clock)
+HookRunner::HookRunner(fs::path state_dir, std::shared_ptr<const core::Clock> clock,
+                       ExactRetries retries)
     : state_dir_(std::move(state_dir)),
       clock_(std::move(clock)),
+      remember_(retries == ExactRetries::kRemember),
       owner_pid_(::getpid()),
       watch_(state_dir_) {
   if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
@@ -242,6 +244,7 @@ std::optional<HookResponse> HookRunner::remembered(const HookRequest& request, b
     throw HookPayloadError("hook adapter must be a plugin id");
   }
   // Replies are remembered only once the service is open (a reply needs it), never in a child.
+  if (!remember_) return std::nullopt;
   StateService* service = opened_state(wait);
   if (service == nullptr || ::getpid() != owner_pid_) return std::nullopt;
   key = reply_key(*service, request);
@@ -332,7 +335,11 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   // What the last full run of this request read, and the fingerprint before this one.
   std::vector<fs::path> watched;
   std::optional<std::string> before;
-  if (!key && ::getpid() == owner_pid_) key = reply_key(service, request);
+  if (!remember_) {
+    key.reset();
+  } else if (!key && ::getpid() == owner_pid_) {
+    key = reply_key(service, request);
+  }
   if (key && ::getpid() == owner_pid_) {
     {
       std::lock_guard lock(mutex_);

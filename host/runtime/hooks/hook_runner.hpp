@@ -65,12 +65,18 @@ namespace ctx::runtime::hooks {
 inline constexpr const char* kPluginLockFile = "plugins.lock.json";
 inline constexpr std::int64_t kHookRequestedLimit = 3;
 
+// kRemember: exact retries are answered from remembered replies (a long-lived runner, the
+// server's). kForget: one-shot use (`ctx hook` in process): no reply is remembered, so no state
+// watch is set up or captured.
+enum class ExactRetries { kRemember, kForget };
+
 class HookRunner {
  public:
   // `state_dir` must be absolute. Nothing is opened until the first run().
   // `clock`: the state service's trusted clock (nullptr: the system's).
   explicit HookRunner(std::filesystem::path state_dir,
-                      std::shared_ptr<const core::Clock> clock = nullptr);
+                      std::shared_ptr<const core::Clock> clock = nullptr,
+                      ExactRetries retries = ExactRetries::kRemember);
   ~HookRunner();
   HookRunner(const HookRunner&) = delete;
   HookRunner& operator=(const HookRunner&) = delete;
@@ -110,6 +116,7 @@ class HookRunner {
 
   std::filesystem::path state_dir_;
   std::shared_ptr<const core::Clock> clock_;
+  bool remember_;
   pid_t owner_pid_;
   StateWatch watch_;
   std::mutex mutex_;

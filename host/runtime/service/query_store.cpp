@@ -156,7 +156,7 @@ void require_private_file(const std::filesystem::path& path) {
 
 void configure(store::Database& db) {
   db.exec("PRAGMA trusted_schema = OFF");
-  db.exec("PRAGMA journal_mode = DELETE");
+  db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = FULL");
   db.exec("PRAGMA foreign_keys = ON");
   auto page = db.prepare("PRAGMA page_size");
@@ -189,6 +189,8 @@ const std::vector<std::string>& reference_schema() {
 
 void build_schema(const std::filesystem::path& path, std::string_view key) {
   store::Database db(path, store::Database::Mode::kReadWrite, kBusyTimeoutMs);
+  // The stage is published by link(), so it must be one self-contained file: no WAL here
+  // (configure() switches the published store to WAL at its first open).
   db.exec("PRAGMA journal_mode = DELETE");
   db.exec("PRAGMA synchronous = FULL");
   store::Transaction tx(db, store::Transaction::Kind::kImmediate);

@@ -1,6 +1,7 @@
 // `ctx journal verify` and `ctx policy set` as real processes on a real state dir.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -54,7 +55,15 @@ TEST_F(JournalPolicyTest, JournalVerifyPassesThenNamesTheRecordWithOneEditedByte
   r = ctx({"journal", "verify", "--json"});
   EXPECT_EQ(Json::parse(r.out), (Json{{"journal", "verified"}}));
 
-  // One byte of the first record's stored event (the SessionStarted payload) in the real file.
+  // One byte of the first record's stored event (the SessionStarted payload) in the real file,
+  // once a checkpoint has moved every committed page from the log into it.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(journal.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
   ASSERT_FALSE(fs::exists(fs::path(journal.string() + "-wal")) &&
                fs::file_size(fs::path(journal.string() + "-wal")) > 0);
   std::string bytes = read_file(journal);

@@ -28,11 +28,13 @@ using Json = nlohmann::json;
 
 const fs::path kSource = fs::path(CTX_SOURCE_DIR);
 
-// Every regular file of `dir` and its bytes.
+// Every durable file of the state dir with its bytes (not a database's -shm: a shared-memory
+// index of its log that readers write to and SQLite rebuilds from the log).
 std::map<std::string, std::string> snapshot(const fs::path& dir) {
   std::map<std::string, std::string> files;
   for (const auto& item : fs::recursive_directory_iterator(dir)) {
-    if (item.is_regular_file() && !item.is_symlink()) {
+    if (item.is_regular_file() && !item.is_symlink() &&
+        !item.path().string().ends_with("-shm")) {
       files[item.path().lexically_relative(dir).string()] = read_file(item.path());
     }
   }

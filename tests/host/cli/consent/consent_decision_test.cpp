@@ -42,6 +42,7 @@ namespace fs = std::filesystem;
 using core::Json;
 using ctx::testing::ctx_run;
 using ctx::testing::CtxRun;
+using ctx::testing::read_database;
 using ctx::testing::read_file;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -336,11 +337,11 @@ TEST_P(ConsentCrashTest, KilledGrantRecoversExactlyOnce) {
   }
   EXPECT_LE(entries_in(state_ / "skills" / "objects"), 1u);
   // A second recovery finds everything finished: no journal record, no install, no activation.
-  const std::string journal = read_file(state_ / "service" / "journal.sqlite3");
+  const std::string journal = read_database(state_ / "service" / "journal.sqlite3");
   const CtxRun again = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_TRUE(Json::parse(again.out)["activation"].is_null()) << again.out;
-  EXPECT_EQ(read_file(state_ / "service" / "journal.sqlite3"), journal);
+  EXPECT_EQ(read_database(state_ / "service" / "journal.sqlite3"), journal);
   EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
 }
 

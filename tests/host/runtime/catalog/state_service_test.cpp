@@ -15,6 +15,7 @@
 #include "host/runtime/catalog/state_dir.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -22,6 +23,7 @@ namespace ctx::runtime {
 namespace {
 
 namespace fs = std::filesystem;
+using ctx::testing::read_database;
 using ctx::testing::TempDir;
 
 const fs::path kExamples = fs::path(CTX_EXAMPLES_DIR) / "catalog";
@@ -113,13 +115,13 @@ TEST(StateService, ATamperedRegistrationFailsTypedAndChangesNothing) {
   ASSERT_NE(at, std::string::npos);
   bytes[at] = 'M';
   std::ofstream(files[0], std::ios::binary | std::ios::trunc) << bytes;
-  const auto journal = read(state.dir / "service/journal.sqlite3");
-  const auto queries = read(state.dir / "service/queries.sqlite3");
+  const auto journal = read_database(state.dir / "service/journal.sqlite3");
+  const auto queries = read_database(state.dir / "service/queries.sqlite3");
   auto reopened = StateService::open(state.dir);
   CTX_EXPECT_THROW(reopened->prepare(pdf_work()), ManagedQueryStoreCorruption,
                    "authentication failed");
-  EXPECT_EQ(read(state.dir / "service/journal.sqlite3"), journal);
-  EXPECT_EQ(read(state.dir / "service/queries.sqlite3"), queries);
+  EXPECT_EQ(read_database(state.dir / "service/journal.sqlite3"), journal);
+  EXPECT_EQ(read_database(state.dir / "service/queries.sqlite3"), queries);
 }
 
 // A real process death at each of the service's prepare steps: the next process preparing the
