@@ -1,11 +1,13 @@
 // The SQLite RAII wrapper: statements, NULLs, cached statements, transactions that roll back
 // unless committed, and error mapping (busy → StoreBusy, garbage → JournalCorruption, other →
-// EngineStoreError with SQLite's message).
+// EngineStoreError with SQLite's message), and a WAL database's log across closes.
 #include "host/store/sqlite.hpp"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "host/engine/journal_store.hpp"
 #include "tests/support/expect_throw.hpp"
@@ -121,6 +123,37 @@ TEST(Sqlite, AFileFromANewerSchemaOrWithoutItsVersionsSchemaIsRefused) {
   odd.exec("CREATE TABLE other (x INTEGER)");
   CTX_EXPECT_THROW(migrate(odd, "test file", kTwo, 1), engine::JournalCorruption,
                    "test file schema version 1 does not migrate to 2");
+}
+
+// A WAL database keeps a short log when its last connection closes (no checkpoint, no delete),
+// every commit readable by the next connection; a writer whose log reached
+// kCloseCheckpointFrames pages checkpoints and truncates it at close.
+TEST(Sqlite, AWalLogIsKeptAtCloseUntilItIsLongThenCheckpointedAndTruncated) {
+  TempDir dir;
+  const auto path = dir.path() / "wal.sqlite3";
+  const std::filesystem::path wal = path.string() + "-wal";
+  const std::string row(1000, 'x');  // about a quarter page
+  const auto insert_rows = [&](int rows) {
+    Database db(path, Database::Mode::kReadWriteCreate, 100);
+    db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;");
+    db.exec("CREATE TABLE IF NOT EXISTS t (v TEXT)");
+    for (int i = 0; i < rows; ++i) db.prepare("INSERT INTO t VALUES (?1)").bind(1, row).run();
+  };
+  const auto count = [&] {
+    Database db(path, Database::Mode::kReadOnly, 100);
+    auto select = db.prepare("SELECT count(*) FROM t");
+    EXPECT_TRUE(select.step());
+    return select.integer(0);
+  };
+  insert_rows(10);
+  ASSERT_TRUE(std::filesystem::exists(wal));
+  const auto short_log = std::filesystem::file_size(wal);
+  EXPECT_GT(short_log, 0u);  // not checkpointed away at close
+  EXPECT_EQ(count(), 10);
+  EXPECT_EQ(std::filesystem::file_size(wal), short_log);  // a reader changes nothing
+  insert_rows(Database::kCloseCheckpointFrames);  // one commit (one page or more) per row
+  EXPECT_EQ(std::filesystem::file_size(wal), 0u);
+  EXPECT_EQ(count(), 10 + Database::kCloseCheckpointFrames);
 }
 
 }  // namespace
