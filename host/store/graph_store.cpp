@@ -169,45 +169,6 @@ std::int64_t normalized_ppm(double ratio) {
   return whole * 1'000'000 + fraction * 100;
 }
 
-// A private directory holding the authenticated copy; removed on destruction.
-class PrivateSnapshot {
- public:
-  explicit PrivateSnapshot(const std::filesystem::path& artifact) {
-    std::vector<std::string> templates;
-    std::error_code ec;
-    const auto parent = std::filesystem::absolute(artifact, ec).parent_path();
-    if (!ec) templates.push_back((parent / ".ctx-graph-snapshot-XXXXXX").string());
-    const char* tmp = std::getenv("TMPDIR");
-    templates.push_back(std::string(tmp != nullptr && *tmp ? tmp : "/tmp") +
-                        "/ctx-graph-snapshot-XXXXXX");
-    for (auto& t : templates) {
-      std::vector<char> buffer(t.begin(), t.end());
-      buffer.push_back('\0');
-      if (::mkdtemp(buffer.data()) != nullptr) {
-        dir_ = buffer.data();
-        file_ = dir_ / "graph-store.sqlite3";
-        return;
-      }
-    }
-    throw CandidateSourceUnavailable(kUnavailable);
-  }
-  ~PrivateSnapshot() { remove(); }
-  PrivateSnapshot(const PrivateSnapshot&) = delete;
-  PrivateSnapshot& operator=(const PrivateSnapshot&) = delete;
-
-  const std::filesystem::path& file() const { return file_; }
-  void remove() noexcept {
-    if (dir_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-    dir_.clear();
-  }
-
- private:
-  std::filesystem::path dir_;
-  std::filesystem::path file_;
-};
-
 bool has_sidecar(const std::filesystem::path& path) {
   struct stat st {};
   return ::lstat((path.string() + "-wal").c_str(), &st) == 0 ||
@@ -215,8 +176,14 @@ bool has_sidecar(const std::filesystem::path& path) {
          ::lstat((path.string() + "-journal").c_str(), &st) == 0;
 }
 
-// Copies the artifact into `snapshot` while hashing the same bytes; returns the hex digest.
-std::string copy_and_hash(const std::filesystem::path& artifact, const std::filesystem::path& snapshot) {
+// The artifact's bytes, read once through one descriptor (a regular, non-writable file without
+// sidecars, the same inode and size as its name showed), and their hex SHA-256.
+struct ArtifactImage {
+  std::string bytes;
+  std::string sha256;
+};
+
+ArtifactImage read_and_hash(const std::filesystem::path& artifact) {
   struct stat before {};
   if (::lstat(artifact.c_str(), &before) != 0 || S_ISLNK(before.st_mode) ||
       !S_ISREG(before.st_mode) || has_sidecar(artifact)) {
@@ -226,9 +193,7 @@ std::string copy_and_hash(const std::filesystem::path& artifact, const std::file
   if (in < 0) throw CandidateSourceUnavailable(kUnavailable);
   struct FdCloser {
     int fd;
-    ~FdCloser() {
-      if (fd >= 0) ::close(fd);
-    }
+    ~FdCloser() { ::close(fd); }
   } in_guard{in};
   struct stat opened {};
   if (::fstat(in, &opened) != 0 || !S_ISREG(opened.st_mode) ||
@@ -236,25 +201,18 @@ std::string copy_and_hash(const std::filesystem::path& artifact, const std::file
       opened.st_ino != before.st_ino || opened.st_size != before.st_size) {
     throw CandidateSourceUnavailable(kUnavailable);
   }
-  const int out = ::open(snapshot.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (out < 0) throw CandidateSourceUnavailable(kUnavailable);
-  FdCloser out_guard{out};
-  core::Sha256 hash;
-  std::vector<char> buffer(1 << 20);
-  while (true) {
-    const ssize_t n = ::read(in, buffer.data(), buffer.size());
-    if (n < 0) throw CandidateSourceUnavailable(kUnavailable);
-    if (n == 0) break;
-    hash.update(buffer.data(), static_cast<std::size_t>(n));
-    ssize_t written = 0;
-    while (written < n) {
-      const ssize_t w = ::write(out, buffer.data() + written, static_cast<std::size_t>(n - written));
-      if (w <= 0) throw CandidateSourceUnavailable(kUnavailable);
-      written += w;
-    }
+  ArtifactImage image;
+  image.bytes.resize(static_cast<std::size_t>(opened.st_size));
+  std::size_t done = 0;
+  while (done < image.bytes.size()) {
+    const ssize_t n = ::read(in, image.bytes.data() + done, image.bytes.size() - done);
+    if (n <= 0) throw CandidateSourceUnavailable(kUnavailable);  // an error, or it shrank
+    done += static_cast<std::size_t>(n);
   }
-  ::fchmod(out, S_IRUSR);
-  return core::to_hex(hash.finish());
+  char probe = 0;
+  if (::read(in, &probe, 1) != 0) throw CandidateSourceUnavailable(kUnavailable);  // it grew
+  image.sha256 = core::sha256_hex(image.bytes);
+  return image;
 }
 
 void require_schema(Database& db) {
@@ -407,16 +365,15 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
 std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
                                              std::string_view expected_sha256) {
   if (!engine::planning::is_digest(expected_sha256)) throw CandidateSourceUnavailable(kUnavailable);
-  PrivateSnapshot snapshot(path);
-  const std::string actual = copy_and_hash(path, snapshot.file());
-  if (actual != expected_sha256) {
+  ArtifactImage image = read_and_hash(path);
+  if (image.sha256 != expected_sha256) {
     throw GraphArtifactPinMismatch(std::string(kUnavailable) +
                                    ": artifact sha256 does not match its pin");
   }
   std::unique_ptr<GraphStore> store(new GraphStore());
-  store->artifact_sha256_ = actual;
+  store->artifact_sha256_ = std::move(image.sha256);
   try {
-    store->db_ = std::make_unique<Database>(snapshot.file(), Database::Mode::kImmutableReadOnly, 0);
+    store->db_ = Database::from_image(image.bytes);
     Database& db = *store->db_;
     db.exec("PRAGMA query_only=ON; PRAGMA trusted_schema=OFF;");
     require_schema_version(db, kWhat, kUserVersion, kUserVersion);
@@ -440,8 +397,6 @@ std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
   } catch (const engine::EngineStoreError&) {
     throw CandidateSourceUnavailable(kUnavailable);
   }
-  // SQLite keeps its descriptor of the immutable snapshot; no copy stays behind by name.
-  snapshot.remove();
   return store;
 }
 

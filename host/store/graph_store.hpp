@@ -1,5 +1,5 @@
 // The SQLite capability-graph artifact (spec §8.1–8.2): build_graph_store writes it once;
-// GraphStore::open authenticates a pinned copy and serves indexed, scored retrieval.
+// GraphStore::open authenticates the pinned bytes in memory and serves indexed, scored retrieval.
 // GraphStore is immutable after open and thread-safe (calls serialize on one connection).
 #ifndef CTX_HOST_STORE_GRAPH_STORE_HPP_
 #define CTX_HOST_STORE_GRAPH_STORE_HPP_
@@ -48,11 +48,11 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
 
 class GraphStore final : public engine::planning::GraphRetrievalPort {
  public:
-  // Streams the artifact (a regular, non-symlink, non-writable file without -wal/-shm sidecars)
-  // into a private snapshot while hashing it; only when the sha256 equals `expected_sha256` is the
-  // snapshot opened read-only (mode=ro&immutable=1) and checked (quick_check, tables, columns,
+  // Reads the artifact (a regular, non-symlink, non-writable file without -wal/-shm sidecars)
+  // into memory once and hashes those bytes; only when the sha256 equals `expected_sha256` are
+  // the same bytes opened as a read-only in-memory database (Database::from_image: no copy on
+  // disk, nothing another process can change) and checked (quick_check, tables, columns,
   // indexes, count metadata; PRAGMA user_version 1, a newer one is "newer schema version N").
-  // The snapshot file is unlinked once open.
   // Errors: GraphArtifactPinMismatch (sha256 differs), CandidateSourceUnavailable (anything else).
   static std::unique_ptr<GraphStore> open(const std::filesystem::path& path,
                                           std::string_view expected_sha256);

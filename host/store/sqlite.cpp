@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cstring>
 #include <string>
 
 #include "host/engine/journal_store.hpp"
@@ -80,6 +81,25 @@ Database::Database(const std::filesystem::path& path, Mode mode, int busy_timeou
   sqlite3_wal_hook(db_, &Database::on_wal_commit, this);
 }
 
+std::unique_ptr<Database> Database::from_image(std::string_view image) {
+  auto db = std::make_unique<Database>(":memory:", Mode::kReadOnly, 0);
+  const auto size = static_cast<sqlite3_int64>(image.size());
+  auto* buffer = static_cast<unsigned char*>(sqlite3_malloc64(image.empty() ? 1 : image.size()));
+  if (buffer == nullptr) throw engine::EngineStoreError("sqlite image: out of memory");
+  std::memcpy(buffer, image.data(), image.size());
+  // Takes the buffer over (freed on close, or now when it fails).
+  const int rc = sqlite3_deserialize(db->db_, "main", buffer, size, size,
+                                     SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
+  if (rc != SQLITE_OK) {
+    throw engine::EngineStoreError(std::string("sqlite image cannot be opened: ") +
+                                   sqlite3_errstr(rc));
+  }
+  db->image_ = true;  // SQLITE_DESERIALIZE_READONLY: every write fails with SQLITE_READONLY
+  // A buffer that is not a database fails on first use; fail here, typed as corruption.
+  db->exec("SELECT count(*) FROM sqlite_master");
+  return db;
+}
+
 int Database::on_wal_commit(void* self, sqlite3* db, const char* name, int frames) {
   static_cast<Database*>(self)->wal_frames_ = frames;
   // What SQLite's own hook (replaced by this one) does.
@@ -128,7 +148,9 @@ int Database::changes() const noexcept { return sqlite3_changes(db_); }
 
 std::int64_t Database::last_insert_rowid() const noexcept { return sqlite3_last_insert_rowid(db_); }
 
-bool Database::read_only() const noexcept { return sqlite3_db_readonly(db_, "main") == 1; }
+bool Database::read_only() const noexcept {
+  return image_ || sqlite3_db_readonly(db_, "main") == 1;
+}
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 

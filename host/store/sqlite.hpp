@@ -61,6 +61,10 @@ class Database {
   // Opens (and for kReadWriteCreate creates) the file at `path`, sets busy_timeout first.
   // Errors: StoreBusy, JournalCorruption (not a database), EngineStoreError.
   Database(const std::filesystem::path& path, Mode mode, int busy_timeout_ms);
+  // A read-only in-memory database over a copy of `image`, the bytes of a database file (no
+  // file, no locks, no sidecars): what the caller read and checked is exactly what is queried.
+  // Errors: JournalCorruption (not a database), EngineStoreError.
+  static std::unique_ptr<Database> from_image(std::string_view image);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -94,6 +98,7 @@ class Database {
 
   sqlite3* db_ = nullptr;
   int wal_frames_ = 0;  // pages in the log after this connection's last commit (WAL mode)
+  bool image_ = false;  // from_image: a read-only in-memory database
   std::unordered_map<const char*, std::unique_ptr<Statement>> cache_;  // finalized before close
 };
 

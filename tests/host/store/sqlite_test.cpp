@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "host/engine/journal_store.hpp"
@@ -154,6 +155,28 @@ TEST(Sqlite, AWalLogIsKeptAtCloseUntilItIsLongThenCheckpointedAndTruncated) {
   insert_rows(Database::kCloseCheckpointFrames);  // one commit (one page or more) per row
   EXPECT_EQ(std::filesystem::file_size(wal), 0u);
   EXPECT_EQ(count(), 10 + Database::kCloseCheckpointFrames);
+}
+
+// An image is the bytes of a database file, queried in memory and never written; bytes that are
+// not a database are corruption.
+TEST(Sqlite, AnImageIsAReadOnlyInMemoryDatabaseOfThoseBytes) {
+  TempDir dir;
+  const auto path = dir.path() / "image.sqlite3";
+  {
+    Database db(path, Database::Mode::kReadWriteCreate, 100);
+    db.exec("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('x'), ('y');");
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto image = Database::from_image(bytes);
+  EXPECT_TRUE(image->read_only());
+  auto select = image->prepare("SELECT count(*) FROM t");
+  ASSERT_TRUE(select.step());
+  EXPECT_EQ(select.integer(0), 2);
+  EXPECT_THROW(image->exec("INSERT INTO t VALUES ('z')"), engine::EngineStoreError);
+  EXPECT_THROW(image->exec("CREATE TABLE u (v TEXT)"), engine::EngineStoreError);
+  std::string garbage(4096, 'g');
+  EXPECT_THROW(Database::from_image(garbage), engine::JournalCorruption);
 }
 
 }  // namespace
