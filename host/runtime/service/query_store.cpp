@@ -178,6 +178,18 @@ std::vector<std::string> schema_objects(store::Database& db) {
   return objects;
 }
 
+std::string schema_digest(const std::vector<std::string>& objects) {
+  core::Sha256 hash;
+  for (const auto& object : objects) hash.update(object.data(), object.size() + 1);  // with NUL
+  return core::to_hex(hash.finish());
+}
+
+// schema_digest(reference_schema()) as this build's SQLite records the objects: a store whose
+// objects hash to it needs no reference schema built in memory on open (the journal's pattern;
+// QueryStoreSchema.PinnedDigestIsTheReferences keeps it equal).
+constexpr std::string_view kPinnedSchemaDigest =
+    "d257ceee4e3da7007671d1a5b4655b39cd6526e816fe76f9babb3126f3060f4c";
+
 const std::vector<std::string>& reference_schema() {
   static const std::vector<std::string> objects = [] {
     store::Database memory(":memory:", store::Database::Mode::kReadWriteCreate, kBusyTimeoutMs);
@@ -701,6 +713,11 @@ ManagedQueryStore::ManagedQueryStore(std::filesystem::path path, std::unique_ptr
     : path_(std::move(path)), impl_(std::move(impl)) {}
 ManagedQueryStore::~ManagedQueryStore() = default;
 
+namespace detail {
+std::string_view pinned_query_store_schema_digest() noexcept { return kPinnedSchemaDigest; }
+std::string reference_query_store_schema_digest() { return schema_digest(reference_schema()); }
+}  // namespace detail
+
 std::shared_ptr<ManagedQueryStore> open_managed_query_store(
     const std::filesystem::path& path, std::string_view installation_hmac_key) {
   if (!path.is_absolute()) throw InvalidArgument("managed query store path must be absolute");
@@ -730,7 +747,8 @@ std::shared_ptr<ManagedQueryStore> open_managed_query_store(
     impl->db = std::make_unique<store::Database>(normal, store::Database::Mode::kReadWrite,
                                                  kBusyTimeoutMs);
     configure(*impl->db);
-    if (schema_objects(*impl->db) != reference_schema()) {
+    const auto objects = schema_objects(*impl->db);
+    if (schema_digest(objects) != kPinnedSchemaDigest && objects != reference_schema()) {
       throw ManagedQueryStoreCorruption("managed query store schema is not the expected schema");
     }
     auto version = impl->db->prepare("PRAGMA user_version");

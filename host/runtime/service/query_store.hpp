@@ -212,6 +212,13 @@ class ManagedQueryStore final {
 std::shared_ptr<ManagedQueryStore> open_managed_query_store(const std::filesystem::path& path,
                                                             std::string_view installation_hmac_key);
 
+namespace detail {
+// The schema digest the open path accepts without building the reference schema, and the
+// digest of that reference (a test keeps them equal).
+std::string_view pinned_query_store_schema_digest() noexcept;
+std::string reference_query_store_schema_digest();
+}  // namespace detail
+
 }  // namespace ctx::runtime
 
 #endif  // CTX_HOST_RUNTIME_SERVICE_QUERY_STORE_HPP_

@@ -18,12 +18,14 @@
 #include "host/runtime/service/managed_service.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::runtime {
 namespace {
 
+using ::ctx::testing::read_database;
 using ::ctx::testing::TempDir;
 using namespace ::ctx::testing::service;  // NOLINT(google-build-using-namespace)
 namespace crash = service_crash_points;
@@ -591,12 +593,12 @@ TEST(ManagedServiceSeed, service_rejects_distinct_event_reusing_scope_and_plan_b
       "same-plan-distinct-event",
       ManagedQueryInput::create(setup.artifact, setup.managed_input->session_started(), distinct));
   const auto calls_before = setup.facts->calls();
-  const auto journal_before = file_bytes(setup.journal_path);
+  const auto journal_before = read_database(setup.journal_path);
   CTX_EXPECT_THROW(
       setup.service->prepare(query_request("scope-plan-substitute", "same-plan-distinct-event")),
       ManagedQueryStoreConflict, "another logical identity");
   EXPECT_EQ(setup.facts->calls(), calls_before);
-  EXPECT_EQ(file_bytes(setup.journal_path), journal_before);
+  EXPECT_EQ(read_database(setup.journal_path), journal_before);
   EXPECT_EQ(sqlite_count(setup.store_path, "managed_queries"), 1);
 }
 
@@ -616,7 +618,7 @@ TEST(ManagedServiceSeed, service_rejects_scope_and_plan_reserved_by_unplanned_re
       });
   setup.inputs->set("unplanned-same-plan-distinct-event",
                     ManagedQueryInput::create(setup.artifact, started, decision));
-  const auto store_before = file_bytes(setup.store_path);
+  const auto store_before = read_database(setup.store_path);
   CTX_EXPECT_THROW(setup.service->prepare(query_request("unplanned-scope-plan-substitute",
                                                         "unplanned-same-plan-distinct-event")),
                    ManagedQueryStoreConflict, "scope and plan");
@@ -625,7 +627,7 @@ TEST(ManagedServiceSeed, service_rejects_scope_and_plan_reserved_by_unplanned_re
   EXPECT_FALSE(std::filesystem::exists(setup.journal_path));
   EXPECT_FALSE(std::filesystem::exists(setup.audit_path));
   EXPECT_EQ(sqlite_count(setup.store_path, "managed_queries"), 1);
-  EXPECT_EQ(file_bytes(setup.store_path), store_before);
+  EXPECT_EQ(read_database(setup.store_path), store_before);
 }
 
 TEST(ManagedServiceSeed, service_is_host_neutral_for_equivalent_codex_and_claude_refs) {
@@ -722,10 +724,10 @@ TEST(ManagedServiceSeed, service_rejects_malformed_or_corrupt_references) {
   sqlite_scalar(setup.store_path, "UPDATE managed_queries SET decision_digest = '" +
                                       digest("substituted") + "' WHERE query_ref = '" +
                                       result.query_ref() + "'");
-  const auto tampered = file_bytes(setup.store_path);
+  const auto tampered = read_database(setup.store_path);
   CTX_EXPECT_THROW(setup.service->reopen(result.query_ref()), ManagedQueryStoreCorruption,
                    "authentication failed");
-  EXPECT_EQ(file_bytes(setup.store_path), tampered);
+  EXPECT_EQ(read_database(setup.store_path), tampered);
   // A well-formed reference the store never issued, and a row under another installation key.
   CTX_EXPECT_THROW(setup.service->reopen("mqr_" + std::string(64, '0')), ManagedQueryStoreNotFound,
                    "unavailable");

@@ -8,12 +8,14 @@
 #include <sys/stat.h>
 
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::runtime {
 namespace {
 
+using ::ctx::testing::read_database;
 using ::ctx::testing::TempDir;
 using namespace ::ctx::testing::service;  // NOLINT(google-build-using-namespace)
 
@@ -62,10 +64,10 @@ TEST(ManagedQueryStore, RejectsBadOpenInputs) {
 
 TEST(ManagedQueryStore, AnotherInstallationKeyIsRefused) {
   Fixture f;
-  const auto before = file_bytes(f.setup.store_path);
+  const auto before = read_database(f.setup.store_path);
   CTX_EXPECT_THROW(open_managed_query_store(f.setup.store_path, std::string(32, 'k')),
                    ManagedQueryStoreCorruption, "authentication failed");
-  EXPECT_EQ(file_bytes(f.setup.store_path), before);
+  EXPECT_EQ(read_database(f.setup.store_path), before);
 }
 
 TEST(ManagedQueryStore, TamperedRowsFailClosedWithoutMutation) {
@@ -77,12 +79,12 @@ TEST(ManagedQueryStore, TamperedRowsFailClosedWithoutMutation) {
     const auto owned = g.setup.register_query(digest("tamper"));
     sqlite_scalar(g.setup.store_path, "UPDATE managed_queries SET " + column + " = " +
                                           (column == "registration_bytes" ? "1" : "'x'"));
-    const auto tampered = file_bytes(g.setup.store_path);
+    const auto tampered = read_database(g.setup.store_path);
     CTX_EXPECT_THROW(g.setup.store->load(owned.query_ref()), ManagedQueryStoreCorruption,
                      "authentication failed");
     CTX_EXPECT_THROW(g.setup.register_query(digest("another")), ManagedQueryStoreCorruption,
                      "authentication failed");
-    EXPECT_EQ(file_bytes(g.setup.store_path), tampered);
+    EXPECT_EQ(read_database(g.setup.store_path), tampered);
   }
   // A reference this store did not issue: well-formed, unknown.
   CTX_EXPECT_THROW(f.setup.store->load("mqr_" + std::string(64, 'f')), ManagedQueryStoreNotFound,
@@ -107,17 +109,17 @@ TEST(ManagedQueryStore, TamperedRowsFailClosedWithoutMutation) {
                     digest("foreign") + "', '" + foreign.query_ref() + "', " +
                     row.substr(0, comma) + ", length(" + row.substr(0, comma) + "), '" +
                     row.substr(comma + 1) + "')");
-  const auto injected = file_bytes(f.setup.store_path);
+  const auto injected = read_database(f.setup.store_path);
   CTX_EXPECT_THROW(f.setup.store->load(foreign.query_ref()), ManagedQueryStoreCorruption,
                    "authentication failed");
-  EXPECT_EQ(file_bytes(f.setup.store_path), injected);
+  EXPECT_EQ(read_database(f.setup.store_path), injected);
   (void)record;
 }
 
 TEST(ManagedQueryStore, RegistrationConflictsAreTyped) {
   Fixture f;
   const auto owner = f.setup.register_query(digest("owner"));
-  const auto before = file_bytes(f.setup.store_path);
+  const auto before = read_database(f.setup.store_path);
   // Same logical id, different content.
   auto other_decision =
       replace_event(f.setup.managed_input->decision_event(),
@@ -143,7 +145,7 @@ TEST(ManagedQueryStore, RegistrationConflictsAreTyped) {
   CTX_EXPECT_THROW(
       f.setup.store->mark_planned(owner.query_ref(), "plan-other", digest("d"), 2, digest("r")),
       ManagedQueryStoreConflict, "does not match");
-  EXPECT_EQ(file_bytes(f.setup.store_path), before);
+  EXPECT_EQ(read_database(f.setup.store_path), before);
   const auto planned =
       f.setup.store->mark_planned(owner.query_ref(), "plan-initial", digest("d"), 2, digest("r"));
   EXPECT_TRUE(planned.planned());
@@ -156,6 +158,22 @@ TEST(ManagedQueryStore, RegistrationConflictsAreTyped) {
   EXPECT_FALSE(f.setup.store->find_pending_desired_set(seed_scope()).has_value());
   EXPECT_THROW(f.setup.store->load_latest_desired_set(owner.query_ref()),
                ManagedQueryStoreNotFound);
+}
+
+TEST(QueryStoreSchema, PinnedDigestIsTheReferences) {
+  EXPECT_EQ(detail::reference_query_store_schema_digest(),
+            detail::pinned_query_store_schema_digest());
+}
+
+// A store whose schema is not the reference (one index added by hand) is corruption on open.
+TEST(QueryStoreSchema, AnAlteredSchemaIsCorruptionOnOpen) {
+  TempDir tmp;
+  const auto path = tmp.path() / "private" / "queries.sqlite3";
+  const std::string key(32, 'k');
+  open_managed_query_store(path, key);
+  sqlite_scalar(path, "CREATE INDEX extra ON managed_queries(plan_id, query_ref)");
+  CTX_EXPECT_THROW(open_managed_query_store(path, key), ManagedQueryStoreCorruption,
+                   "not the expected schema");
 }
 
 }  // namespace
