@@ -18,6 +18,12 @@ const EVP_MD* sha256_md() {
 
 }  // namespace
 
+void init_crypto_without_config() {
+  if (OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr) != 1) {
+    throw SystemError("openssl init failed");
+  }
+}
+
 struct Sha256::Ctx {
   EVP_MD_CTX* md = nullptr;
 };

@@ -13,6 +13,13 @@ namespace ctx::core {
 
 using Sha256Digest = std::array<std::uint8_t, 32>;
 
+// Initialises OpenSSL without reading any configuration file: $OPENSSL_CONF (or the system's
+// openssl.cnf) can name provider and engine modules that OpenSSL would load into this process,
+// code ctx never pinned, and ctx needs only the built-in default provider (reading the file also
+// cost a cold `ctx hook` 1-5 ms). REQUIRES: called before any other OpenSSL use (first in main).
+// Errors: SystemError when OpenSSL cannot initialise.
+void init_crypto_without_config();
+
 // Incremental SHA-256. Not copyable. Errors: SystemError when OpenSSL fails.
 class Sha256 {
  public:

@@ -426,5 +426,31 @@ TEST_F(HookCommandTest, ConcurrentHooksOnOneSessionAllReplyAndTheJournalVerifies
   EXPECT_EQ(verify.code, 0) << verify.err;
 }
 
+// OpenSSL reads no configuration file in ctx: an $OPENSSL_CONF naming a provider module (a .so
+// whose constructor writes a marker file) does load it into the openssl binary (the control), and
+// never into ctx, whose hook still replies (HMAC and SHA-256 from the built-in provider).
+TEST_F(HookCommandTest, AnOpensslConfigNamingAProviderModuleRunsNoCodeInCtx) {
+  const fs::path conf = shared_dir_->path() / "provider.cnf";
+  const fs::path marker = shared_dir_->path() / "provider-marker";
+  std::ofstream(conf) << "openssl_conf = openssl_init\n[openssl_init]\nproviders = providers\n"
+                         "[providers]\ndefault = default_provider\nextra = extra_provider\n"
+                         "[default_provider]\nactivate = 1\n"
+                         "[extra_provider]\nmodule = "
+                      << CTX_FIXTURE_CTOR_MARKER << "\nactivate = 1\n";
+  const std::vector<std::string> env = {"OPENSSL_CONF=" + conf.string(),
+                                        "CTX_TEST_MARKER=" + marker.string()};
+  const auto control = run_process({"/usr/bin/openssl", "version"}, "", std::chrono::seconds(60), env);
+  ASSERT_TRUE(control.exited);
+  ASSERT_TRUE(fs::exists(marker)) << "the configuration does not load its module: no control";
+  fs::remove(marker);
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["prompt"] = "Export this document to PDF please";
+  const auto r = run_process({CTX_BINARY, "hook", "claude-code", "--state", shared_state().string()},
+                             prompt.dump(), std::chrono::seconds(120), env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
+  EXPECT_FALSE(fs::exists(marker)) << "ctx ran a module its OpenSSL configuration named";
+}
+
 }  // namespace
 }  // namespace ctx::cli
