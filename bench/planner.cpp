@@ -104,7 +104,7 @@ class Facts final : public planning::BenefitFactsPort {
     c.trust_ppm = 1'000'000;
     c.costs = planning::ResourceCosts{};
     c.evidence.capability_id = p.capability_id;
-    c.evidence.kind = ctx::engine::parse_enum<ctx::engine::CapabilityKind>(p.kind);
+    c.evidence.kind = p.kind;
     c.evidence.source_digest = p.source_digest;
     c.evidence.evidence_window_digest = window_;
     c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;

@@ -37,7 +37,7 @@ void print_prepared(const runtime::ManagedQueryServiceResult& result, bool json,
   }
   const auto& prepared = result.prepared();
   out << "query " << result.query_ref() << " " << engine::to_string(prepared.status());
-  if (prepared.abstention_code()) out << " (" << *prepared.abstention_code() << ")";
+  if (const auto& code = prepared.abstention_code()) out << " (" << engine::to_string(*code) << ")";
   out << " plan " << prepared.plan_id() << "\n";
   for (const auto& row : prepared.selections()) {
     out << "  " << row.capability_id() << " " << engine::to_string(row.actionability()) << " "

@@ -1,13 +1,12 @@
 #include "host/engine/engine.hpp"
 
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 
 #include "host/core/crypto.hpp"
+#include "host/core/lru_map.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/reducer.hpp"
 
@@ -63,11 +62,18 @@ const PendingConsent* find_consent(const EngineState& state, const Json& consent
   return nullptr;
 }
 
+// True when payload[key] is the persisted spelling of `kind`.
+bool spells_action_kind(const Json& payload, const char* key, ActionKind kind) {
+  const auto it = payload.find(key);
+  return it != payload.end() && it->is_string() &&
+         find_enum<ActionKind>(it->get_ref<const std::string&>()) == kind;
+}
+
 bool consent_matches(const EngineEvent& event, const HostAction& install) {
   const Json& p = event.payload();
   return event.scope() == install.scope() &&
          p.value("requested_action_id", Json()) == install.action_id() &&
-         p.value("requested_action_kind", Json()) == install.kind() &&
+         spells_action_kind(p, "requested_action_kind", install.action_kind()) &&
          p.value("requested_action_content_digest", Json()) == install.content_digest() &&
          p.value("requested_action_precondition_revision", Json()) ==
              install.precondition_revision() &&
@@ -107,51 +113,35 @@ std::string ReducerReplayer::apply(const JournalRecord& record) {
 
 namespace {
 
-// Head states this process decoded, by state digest, least recently
-// used last, bounded by count and bytes. A stored state whose canonical text equals a remembered
-// one byte for byte is that state: decoding and re-encoding it again could only reproduce it.
+// Head states this process decoded, by state digest, least recently used evicted first, bounded
+// by count and bytes (a state above a quarter of the budget is not kept). A stored state whose
+// canonical text equals a remembered one byte for byte is that state: decoding and re-encoding it
+// again could only reproduce it.
 class DecodedStates {
  public:
   std::shared_ptr<const EngineState> find(const std::string& digest, std::string_view text) {
     std::lock_guard lock(mutex_);
-    const auto it = index_.find(digest);
-    if (it == index_.end() || it->second->text != text) return nullptr;
-    entries_.splice(entries_.begin(), entries_, it->second);
-    return it->second->state;
+    const Entry* entry = entries_.find(digest);
+    if (entry == nullptr || entry->text != text) return nullptr;
+    return entry->state;
   }
 
   void remember(const std::string& digest, std::string_view text,
                 std::shared_ptr<const EngineState> state) {
-    if (text.size() > kMaxBytes / 4) return;
     std::lock_guard lock(mutex_);
-    if (const auto it = index_.find(digest); it != index_.end()) {
-      bytes_ -= it->second->text.size();
-      entries_.erase(it->second);
-      index_.erase(it);
-    }
-    entries_.push_front(Entry{digest, std::string(text), std::move(state)});
-    index_.emplace(digest, entries_.begin());
-    bytes_ += text.size();
-    while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
-      bytes_ -= entries_.back().text.size();
-      index_.erase(entries_.back().digest);
-      entries_.pop_back();
-    }
+    entries_.put(digest, Entry{std::string(text), std::move(state)}, text.size());
   }
 
  private:
   struct Entry {
-    std::string digest;
     std::string text;
     std::shared_ptr<const EngineState> state;
   };
-  static constexpr std::size_t kMaxEntries = 128;
   static constexpr std::size_t kMaxBytes = 32u << 20;
 
   std::mutex mutex_;
-  std::list<Entry> entries_;
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
-  std::size_t bytes_ = 0;
+  core::LruMap<std::string, Entry> entries_{core::LruBounds{
+      .max_entries = 128, .max_bytes = kMaxBytes, .max_entry_bytes = kMaxBytes / 4}};
 };
 
 DecodedStates& decoded_states() {
@@ -169,7 +159,8 @@ Engine::Engine(JournalStore& journal, ClaimStore* claims, const core::Clock& clo
       claims_(claims),
       clock_(clock),
       ports_(std::move(ports)),
-      options_(options) {
+      options_(options),
+      streams_(options.stream_cache_capacity) {
   if (options_.stream_cache_capacity < 1) {
     throw InvalidArgument("stream_cache_capacity must be at least 1");
   }
@@ -190,16 +181,8 @@ EngineSnapshot Engine::snapshot_locked(const StreamId& stream) {
 }
 
 void Engine::remember(Cached entry) {
-  if (auto it = cache_.find(entry.stream_key); it != cache_.end()) {
-    lru_.erase(it->second);
-    cache_.erase(it);
-  }
-  lru_.push_front(std::move(entry));
-  cache_.emplace(lru_.front().stream_key, lru_.begin());
-  while (lru_.size() > options_.stream_cache_capacity) {
-    cache_.erase(lru_.back().stream_key);
-    lru_.pop_back();
-  }
+  const std::string key = entry.stream_key;
+  streams_.put(key, std::move(entry));
 }
 
 // `head` was just read from the journal: a cached state of exactly that head is reused;
@@ -207,10 +190,9 @@ void Engine::remember(Cached entry) {
 EngineSnapshot Engine::snapshot_at(const StreamId& stream, const JournalHead& head) {
   const std::string& key = stream.stream_key();
   if (head.revision == 0) return EngineSnapshot{stream, 0, std::nullopt, std::nullopt};
-  if (auto it = cache_.find(key); it != cache_.end()) {
-    const Cached& cached = *it->second;
+  if (const Cached* found = streams_.find(key)) {
+    const Cached& cached = *found;
     if (cached.revision == head.revision && head.record_digest == cached.record_digest) {
-      lru_.splice(lru_.begin(), lru_, it->second);
       return EngineSnapshot{stream, cached.revision, SharedState(cached.state),
                             cached.record_digest};
     }
@@ -349,7 +331,7 @@ Transition Engine::process_locked(const EngineEvent& ingress,
           (install || (activation && pending->effect == Effect::kActivate))) {
         const Json expected = {{"action_content_digest", action.content_digest()},
                                {"action_id", action.action_id()},
-                               {"action_kind", action.kind()},
+                               {"action_kind", action.action_kind()},
                                {"action_precondition_revision", action.precondition_revision()},
                                {"reason", "expired"}};
         if (payload != expected) {

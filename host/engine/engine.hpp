@@ -12,13 +12,12 @@
 
 #include <cstddef>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
+#include "host/core/lru_map.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/claim_store.hpp"
 #include "host/engine/identities.hpp"
@@ -211,9 +210,9 @@ class Engine {
   EnginePorts ports_;
   EngineOptions options_;
   std::recursive_mutex mutex_;
-  // The stream cache: most recently used first, at most options_.stream_cache_capacity entries.
-  std::list<Cached> lru_;                                                  // GUARDED_BY(mutex_)
-  std::unordered_map<std::string, std::list<Cached>::iterator> cache_;    // GUARDED_BY(mutex_)
+  // The stream cache by stream key: at most options_.stream_cache_capacity entries, least
+  // recently used evicted first.
+  core::LruMap<std::string, Cached> streams_;  // GUARDED_BY(mutex_)
 };
 
 }  // namespace ctx::engine

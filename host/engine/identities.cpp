@@ -11,13 +11,13 @@ namespace {
 using Reader = core::JsonObjectReader;
 constexpr core::JsonErrorRaiser kRaise = core::raise_as<InvalidIdentityError>;
 
-void require_identity(const std::string& capability_id, const std::string& kind) {
+void require_identity(const std::string& capability_id, CapabilityKind kind) {
   if (!is_capability_identity(capability_id, kind)) {
     throw InvalidIdentityError("kind and capability_id must form one canonical identity");
   }
 }
 
-void require_installable(const std::string& capability_id, const std::string& kind) {
+void require_installable(const std::string& capability_id, CapabilityKind kind) {
   require_identity(capability_id, kind);
   if (!is_installable_kind(kind)) {
     throw InvalidIdentityError("kind is not an installable capability kind");
@@ -56,13 +56,13 @@ std::string identity_digest_of(const Json& value) {
 // ---- CatalogCapabilityIdentity ------------------------------------------------------------
 
 CatalogCapabilityIdentity CatalogCapabilityIdentity::create(std::string capability_id,
-                                                            std::string kind,
+                                                            CapabilityKind kind,
                                                             std::string namespace_digest) {
   require_identity(capability_id, kind);
   require_digest(namespace_digest, "catalog_namespace_digest");
   CatalogCapabilityIdentity out;
   out.capability_id_ = std::move(capability_id);
-  out.kind_ = std::move(kind);
+  out.kind_ = kind;
   out.namespace_digest_ = std::move(namespace_digest);
   out.identity_digest_ = identity_digest_of({{"capability_id", out.capability_id_},
                                              {"catalog_namespace_digest", out.namespace_digest_},
@@ -75,7 +75,7 @@ CatalogCapabilityIdentity CatalogCapabilityIdentity::from_json(const Json& value
   Reader r(value, "catalog capability identity", kRaise);
   r.exact({"capability_id", "catalog_namespace_digest", "identity_digest", "kind", "schema"});
   r.literal("schema", kCatalogIdentitySchema, "catalog capability identity schema");
-  auto out = create(r.string("capability_id"), r.string("kind"),
+  auto out = create(r.string("capability_id"), r.enumerated<CapabilityKind>("kind"),
                     r.string("catalog_namespace_digest", kDigest));
   require_match(r.string("identity_digest", kDigest), out.identity_digest_,
                 "identity_digest does not match catalog identity fields");
@@ -92,7 +92,7 @@ Json CatalogCapabilityIdentity::to_json() const {
 
 // ---- MaterialIdentity -----------------------------------------------------------------------
 
-MaterialIdentity MaterialIdentity::create(std::string capability_id, std::string kind,
+MaterialIdentity MaterialIdentity::create(std::string capability_id, CapabilityKind kind,
                                           std::string content_sha256,
                                           std::int64_t content_bytes) {
   require_identity(capability_id, kind);
@@ -103,7 +103,7 @@ MaterialIdentity MaterialIdentity::create(std::string capability_id, std::string
   }
   MaterialIdentity out;
   out.capability_id_ = std::move(capability_id);
-  out.kind_ = std::move(kind);
+  out.kind_ = kind;
   out.content_sha256_ = std::move(content_sha256);
   out.content_bytes_ = content_bytes;
   out.identity_digest_ = identity_digest_of({{"capability_id", out.capability_id_},
@@ -119,7 +119,8 @@ MaterialIdentity MaterialIdentity::from_json(const Json& value) {
   r.exact({"capability_id", "content_bytes", "content_sha256", "identity_digest", "kind",
            "schema"});
   r.literal("schema", kMaterialIdentitySchema, "material identity schema");
-  auto out = create(r.string("capability_id"), r.string("kind"), r.string("content_sha256", kDigest),
+  auto out = create(r.string("capability_id"), r.enumerated<CapabilityKind>("kind"),
+                    r.string("content_sha256", kDigest),
                     r.integer("content_bytes", 0, kMaxPreparedContentBytes));
   require_match(r.string("identity_digest", kDigest), out.identity_digest_,
                 "identity_digest does not match material identity fields");
@@ -172,7 +173,7 @@ void MaterialDescriptor::validate() const {
   }
 }
 
-MaterialDescriptor MaterialDescriptor::create(std::string capability_id, std::string kind,
+MaterialDescriptor MaterialDescriptor::create(std::string capability_id, CapabilityKind kind,
                                               std::string_view actionability,
                                               std::optional<std::string> content_sha256,
                                               std::int64_t content_bytes,
@@ -181,7 +182,7 @@ MaterialDescriptor MaterialDescriptor::create(std::string capability_id, std::st
                                               std::optional<std::string> material_identity) {
   MaterialDescriptor out;
   out.capability_id_ = std::move(capability_id);
-  out.kind_ = std::move(kind);
+  out.kind_ = kind;
   const auto typed = find_enum<Actionability>(actionability);
   if (!typed || *typed == Actionability::kInstall) {
     throw InvalidIdentityError("descriptor actionability is unsupported");
@@ -214,7 +215,8 @@ MaterialDescriptor MaterialDescriptor::from_json(const Json& value) {
   if (!r.at("content_sha256").is_null()) content = r.string("content_sha256", kDigest);
   std::optional<std::string> identity;
   if (v2) identity = r.string("material_identity_digest", kDigest);
-  auto out = create(r.string("capability_id"), r.string("kind"), r.string("actionability"),
+  auto out = create(r.string("capability_id"), r.enumerated<CapabilityKind>("kind"),
+                    r.string("actionability"),
                     std::move(content), r.integer("content_bytes", 0, kMaxPreparedContentBytes),
                     r.integer("estimated_tokens", 0, kMaxPreparedContentTokens),
                     r.string("material_snapshot_digest", kDigest), std::move(identity));
@@ -243,7 +245,7 @@ Json InstalledMaterialLineage::digest_mapping() const {
 }
 
 InstalledMaterialLineage InstalledMaterialLineage::create(
-    std::string capability_id, std::string kind, std::string catalog_identity_digest,
+    std::string capability_id, CapabilityKind kind, std::string catalog_identity_digest,
     std::string material_identity_digest, std::string origin_install_descriptor_digest,
     std::string install_action_content_digest, std::string install_receipt_content_digest) {
   require_identity(capability_id, kind);
@@ -254,7 +256,7 @@ InstalledMaterialLineage InstalledMaterialLineage::create(
   require_digest(install_receipt_content_digest, "install_receipt_content_digest");
   InstalledMaterialLineage out;
   out.capability_id_ = std::move(capability_id);
-  out.kind_ = std::move(kind);
+  out.kind_ = kind;
   out.catalog_identity_digest_ = std::move(catalog_identity_digest);
   out.material_identity_digest_ = std::move(material_identity_digest);
   out.origin_descriptor_digest_ = std::move(origin_install_descriptor_digest);
@@ -270,7 +272,7 @@ InstalledMaterialLineage InstalledMaterialLineage::from_json(const Json& value) 
            "install_receipt_content_digest", "kind", "lineage_digest",
            "material_identity_digest", "origin_install_descriptor_digest", "schema"});
   r.literal("schema", kInstalledLineageSchema, "installed material lineage schema");
-  auto out = create(r.string("capability_id"), r.string("kind"),
+  auto out = create(r.string("capability_id"), r.enumerated<CapabilityKind>("kind"),
                     r.string("catalog_identity_digest", kDigest), r.string("material_identity_digest", kDigest),
                     r.string("origin_install_descriptor_digest", kDigest),
                     r.string("install_action_content_digest", kDigest),
@@ -358,7 +360,7 @@ AuthorizedMaterial AuthorizedMaterial::from_json(const Json& value) {
   r.literal("schema", kAuthorizedMaterialSchema, "authorized material schema");
   AuthorizedMaterial out;
   out.capability_id_ = r.string("capability_id");
-  out.kind_ = r.string("kind");
+  out.kind_ = r.enumerated<CapabilityKind>("kind");
   out.catalog_identity_digest_ = r.string("catalog_identity_digest", kDigest);
   out.material_identity_digest_ = r.string("material_identity_digest", kDigest);
   const auto origin = find_enum<MaterialOrigin>(r.string("origin"));
@@ -414,10 +416,6 @@ void InstallPlanDescriptor::validate() const {
   require_canonical_token(f_.installer_id, "installer_id");
   require_digest(f_.plan_digest, "plan_digest");
   require_digest(f_.provenance_digest, "provenance_digest");
-  if (f_.target_scope != "user") throw InvalidIdentityError("target_scope must be user");
-  if (f_.rollback_strategy != "atomic-restore") {
-    throw InvalidIdentityError("rollback_strategy must be atomic-restore");
-  }
   if (f_.result_material_identity_digest) {
     require_digest(*f_.result_material_identity_digest, "result_material_identity_digest");
   }
@@ -446,12 +444,12 @@ InstallPlanDescriptor InstallPlanDescriptor::from_json(const Json& value) {
   }
   Fields f;
   f.capability_id = r.string("capability_id");
-  f.kind = r.string("kind");
+  f.kind = r.enumerated<CapabilityKind>("kind");
   f.installer_id = r.string("installer_id", kCanonicalToken);
   f.plan_digest = r.string("plan_digest", kDigest);
   f.provenance_digest = r.string("provenance_digest", kDigest);
-  f.target_scope = r.string("target_scope");
-  f.rollback_strategy = r.string("rollback_strategy");
+  f.target_scope = r.enumerated<TargetScope>("target_scope");
+  f.rollback_strategy = r.enumerated<RollbackStrategy>("rollback_strategy");
   f.permission_expansion = r.boolean("permission_expansion");
   f.credential_requirement = r.boolean("credential_requirement");
   if (v2) f.result_material_identity_digest = r.string("result_material_identity_digest", kDigest);
@@ -603,8 +601,8 @@ Json InstallConsentPolicy::to_json() const {
   return out;
 }
 
-ConsentMode InstallConsentPolicy::mode_for(std::string_view kind) const {
-  switch (find_enum<CapabilityKind>(kind).value_or(CapabilityKind::kHarness)) {
+ConsentMode InstallConsentPolicy::mode_for(CapabilityKind kind) const {
+  switch (kind) {
     case CapabilityKind::kSkill:
       return skill_mode_;
     case CapabilityKind::kAgent:

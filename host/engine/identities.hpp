@@ -31,14 +31,14 @@ inline constexpr std::string_view kConsentPolicySchema = "ctx.install-consent-po
 // Stable catalog identity of one capability, independent of ranking and material version.
 class CatalogCapabilityIdentity {
  public:
-  static CatalogCapabilityIdentity create(std::string capability_id, std::string kind,
+  static CatalogCapabilityIdentity create(std::string capability_id, CapabilityKind kind,
                                           std::string catalog_namespace_digest);
   static CatalogCapabilityIdentity from_json(const Json& value);
   // {capability_id, catalog_namespace_digest, identity_digest, kind, schema}
   Json to_json() const;
 
   const std::string& capability_id() const noexcept { return capability_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  CapabilityKind kind() const noexcept { return kind_; }
   const std::string& catalog_namespace_digest() const noexcept { return namespace_digest_; }
   const std::string& identity_digest() const noexcept { return identity_digest_; }
   friend bool operator==(const CatalogCapabilityIdentity&,
@@ -46,20 +46,22 @@ class CatalogCapabilityIdentity {
 
  private:
   CatalogCapabilityIdentity() = default;
-  std::string capability_id_, kind_, namespace_digest_, identity_digest_;
+  std::string capability_id_;
+  CapabilityKind kind_ = CapabilityKind::kSkill;
+  std::string namespace_digest_, identity_digest_;
 };
 
 // Digest identity of exact capability material (content sha256 + size 1..6000).
 class MaterialIdentity {
  public:
-  static MaterialIdentity create(std::string capability_id, std::string kind,
+  static MaterialIdentity create(std::string capability_id, CapabilityKind kind,
                                  std::string content_sha256, std::int64_t content_bytes);
   static MaterialIdentity from_json(const Json& value);
   // {capability_id, content_bytes, content_sha256, identity_digest, kind, schema}
   Json to_json() const;
 
   const std::string& capability_id() const noexcept { return capability_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  CapabilityKind kind() const noexcept { return kind_; }
   const std::string& content_sha256() const noexcept { return content_sha256_; }
   std::int64_t content_bytes() const noexcept { return content_bytes_; }
   const std::string& identity_digest() const noexcept { return identity_digest_; }
@@ -67,7 +69,9 @@ class MaterialIdentity {
 
  private:
   MaterialIdentity() = default;
-  std::string capability_id_, kind_, content_sha256_;
+  std::string capability_id_;
+  CapabilityKind kind_ = CapabilityKind::kSkill;
+  std::string content_sha256_;
   std::int64_t content_bytes_ = 0;
   std::string identity_digest_;
 };
@@ -77,7 +81,7 @@ class MaterialIdentity {
 class MaterialDescriptor {
  public:
   // actionability: "load" (content_sha256 required) or "manual" (content_sha256 absent).
-  static MaterialDescriptor create(std::string capability_id, std::string kind,
+  static MaterialDescriptor create(std::string capability_id, CapabilityKind kind,
                                    std::string_view actionability,
                                    std::optional<std::string> content_sha256,
                                    std::int64_t content_bytes, std::int64_t estimated_tokens,
@@ -89,7 +93,7 @@ class MaterialDescriptor {
   Json to_json() const;
 
   const std::string& capability_id() const noexcept { return capability_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  CapabilityKind kind() const noexcept { return kind_; }
   // kLoad or kManual.
   Actionability actionability() const noexcept { return actionability_; }
   const std::optional<std::string>& content_sha256() const noexcept { return content_sha256_; }
@@ -107,7 +111,8 @@ class MaterialDescriptor {
   MaterialDescriptor() = default;
   Json digest_mapping() const;
   void validate() const;
-  std::string capability_id_, kind_;
+  std::string capability_id_;
+  CapabilityKind kind_ = CapabilityKind::kSkill;
   Actionability actionability_ = Actionability::kManual;
   std::optional<std::string> content_sha256_;
   std::int64_t content_bytes_ = 0, estimated_tokens_ = 0;
@@ -119,7 +124,7 @@ class MaterialDescriptor {
 // Digest-bound proof connecting an install descriptor, the install action and its receipt.
 class InstalledMaterialLineage {
  public:
-  static InstalledMaterialLineage create(std::string capability_id, std::string kind,
+  static InstalledMaterialLineage create(std::string capability_id, CapabilityKind kind,
                                          std::string catalog_identity_digest,
                                          std::string material_identity_digest,
                                          std::string origin_install_descriptor_digest,
@@ -129,7 +134,7 @@ class InstalledMaterialLineage {
   Json to_json() const;
 
   const std::string& capability_id() const noexcept { return capability_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  CapabilityKind kind() const noexcept { return kind_; }
   const std::string& catalog_identity_digest() const noexcept { return catalog_identity_digest_; }
   const std::string& material_identity_digest() const noexcept {
     return material_identity_digest_;
@@ -150,9 +155,10 @@ class InstalledMaterialLineage {
  private:
   InstalledMaterialLineage() = default;
   Json digest_mapping() const;
-  std::string capability_id_, kind_, catalog_identity_digest_, material_identity_digest_,
-      origin_descriptor_digest_, action_content_digest_, receipt_content_digest_,
-      lineage_digest_;
+  std::string capability_id_;
+  CapabilityKind kind_ = CapabilityKind::kSkill;
+  std::string catalog_identity_digest_, material_identity_digest_, origin_descriptor_digest_,
+      action_content_digest_, receipt_content_digest_, lineage_digest_;
 };
 
 // Journal-authorized material without content or paths: origin "catalog" (with a v2
@@ -168,7 +174,7 @@ class AuthorizedMaterial {
   Json to_json() const;
 
   const std::string& capability_id() const noexcept { return capability_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  CapabilityKind kind() const noexcept { return kind_; }
   const std::string& catalog_identity_digest() const noexcept { return catalog_identity_digest_; }
   const std::string& material_identity_digest() const noexcept {
     return material_identity_digest_;
@@ -187,7 +193,9 @@ class AuthorizedMaterial {
  private:
   AuthorizedMaterial() = default;
   void validate() const;
-  std::string capability_id_, kind_, catalog_identity_digest_, material_identity_digest_;
+  std::string capability_id_;
+  CapabilityKind kind_ = CapabilityKind::kSkill;
+  std::string catalog_identity_digest_, material_identity_digest_;
   MaterialOrigin origin_ = MaterialOrigin::kCatalog;
   std::optional<MaterialDescriptor> descriptor_;
   std::optional<InstalledMaterialLineage> lineage_;
@@ -199,12 +207,12 @@ class InstallPlanDescriptor {
  public:
   struct Fields {
     std::string capability_id;
-    std::string kind;
+    CapabilityKind kind = CapabilityKind::kSkill;
     std::string installer_id;
     std::string plan_digest;
     std::string provenance_digest;
-    std::string target_scope = "user";
-    std::string rollback_strategy = "atomic-restore";
+    TargetScope target_scope = TargetScope::kUser;
+    RollbackStrategy rollback_strategy = RollbackStrategy::kAtomicRestore;
     bool permission_expansion = false;
     bool credential_requirement = false;
     std::optional<std::string> result_material_identity_digest;
@@ -215,12 +223,12 @@ class InstallPlanDescriptor {
   Json to_json() const;
 
   const std::string& capability_id() const noexcept { return f_.capability_id; }
-  const std::string& kind() const noexcept { return f_.kind; }
+  CapabilityKind kind() const noexcept { return f_.kind; }
   const std::string& installer_id() const noexcept { return f_.installer_id; }
   const std::string& plan_digest() const noexcept { return f_.plan_digest; }
   const std::string& provenance_digest() const noexcept { return f_.provenance_digest; }
-  const std::string& target_scope() const noexcept { return f_.target_scope; }
-  const std::string& rollback_strategy() const noexcept { return f_.rollback_strategy; }
+  TargetScope target_scope() const noexcept { return f_.target_scope; }
+  RollbackStrategy rollback_strategy() const noexcept { return f_.rollback_strategy; }
   bool permission_expansion() const noexcept { return f_.permission_expansion; }
   bool credential_requirement() const noexcept { return f_.credential_requirement; }
   const std::optional<std::string>& result_material_identity_digest() const noexcept {
@@ -299,8 +307,8 @@ class InstallConsentPolicy {
   ConsentMode agent_mode() const noexcept { return agent_mode_; }
   ConsentMode mcp_server_mode() const noexcept { return mcp_server_mode_; }
   const std::string& policy_digest() const noexcept { return policy_digest_; }
-  // Errors: InvalidIdentityError "kind is not an installable capability kind".
-  ConsentMode mode_for(std::string_view kind) const;
+  // Errors: InvalidIdentityError "kind is not an installable capability kind" (a harness).
+  ConsentMode mode_for(CapabilityKind kind) const;
   friend bool operator==(const InstallConsentPolicy&, const InstallConsentPolicy&) = default;
 
  private:

@@ -1,12 +1,11 @@
 #include "host/engine/journal_store.hpp"
 
-#include <list>
 #include <mutex>
-#include <unordered_map>
 #include <utility>
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
+#include "host/core/lru_map.hpp"
 #include "host/engine/canonical_text.hpp"
 
 namespace ctx::engine {
@@ -212,39 +211,23 @@ void chain_journal_record(JournalRecord& record,
 
 namespace {
 
-// Records verified by this process, by record digest, least recently used last.
-// Bounded by count and bytes; an entry is only ever used after an exact field-wise comparison.
+// Records verified by this process, by record digest, least recently used evicted first.
+// Bounded by count and bytes (a record above a quarter of the budget is not kept); an entry is
+// only ever used after an exact field-wise comparison.
 class VerifiedRecords {
  public:
   bool contains(const JournalRecord& record) {
     std::lock_guard lock(mutex_);
-    const auto it = index_.find(record.record_digest);
-    if (it == index_.end() || !(*it->second == record)) return false;
-    entries_.splice(entries_.begin(), entries_, it->second);
-    return true;
+    const JournalRecord* seen = records_.find(record.record_digest);
+    return seen != nullptr && *seen == record;
   }
 
   void remember(const JournalRecord& record) {
-    const std::size_t size = bytes_of(record);
-    if (size > kMaxBytes / 4) return;
     std::lock_guard lock(mutex_);
-    if (const auto it = index_.find(record.record_digest); it != index_.end()) {
-      bytes_ -= bytes_of(*it->second);
-      entries_.erase(it->second);
-      index_.erase(it);
-    }
-    entries_.push_front(record);
-    index_.emplace(record.record_digest, entries_.begin());
-    bytes_ += size;
-    while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
-      bytes_ -= bytes_of(entries_.back());
-      index_.erase(entries_.back().record_digest);
-      entries_.pop_back();
-    }
+    records_.put(record.record_digest, record, bytes_of(record));
   }
 
  private:
-  static constexpr std::size_t kMaxEntries = 512;
   static constexpr std::size_t kMaxBytes = 32u << 20;
 
   static std::size_t bytes_of(const JournalRecord& r) {
@@ -252,9 +235,8 @@ class VerifiedRecords {
   }
 
   std::mutex mutex_;
-  std::list<JournalRecord> entries_;
-  std::unordered_map<std::string, std::list<JournalRecord>::iterator> index_;
-  std::size_t bytes_ = 0;
+  core::LruMap<std::string, JournalRecord> records_{core::LruBounds{
+      .max_entries = 512, .max_bytes = kMaxBytes, .max_entry_bytes = kMaxBytes / 4}};
 };
 
 VerifiedRecords& verified_records() {

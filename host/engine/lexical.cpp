@@ -118,6 +118,10 @@ bool is_capability_identity(std::string_view capability_id, std::string_view kin
   return is_capability_name(capability_id.substr(colon + 1));
 }
 
+bool is_capability_identity(std::string_view capability_id, CapabilityKind kind) noexcept {
+  return is_capability_identity(capability_id, to_string(kind));
+}
+
 std::string_view capability_kind_of(std::string_view capability_id) noexcept {
   const auto colon = capability_id.find(':');
   if (colon == std::string_view::npos) return {};

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "host/core/json_reader.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::engine {
 
@@ -41,6 +42,12 @@ bool is_installable_kind(std::string_view kind) noexcept;
 
 // True when `capability_id` is exactly `kind + ":" + name`, ≤ 128 chars, with a declared kind.
 bool is_capability_identity(std::string_view capability_id, std::string_view kind) noexcept;
+
+// As above for a typed kind.
+bool is_capability_identity(std::string_view capability_id, CapabilityKind kind) noexcept;
+constexpr bool is_installable_kind(CapabilityKind kind) noexcept {
+  return kind != CapabilityKind::kHarness;
+}
 
 // The kind prefix of a well-formed capability id, or "" when it has none.
 std::string_view capability_kind_of(std::string_view capability_id) noexcept;

@@ -49,10 +49,6 @@ std::tuple<int, std::string, std::string> order_key(const PlanCapabilityV3& row)
   return {row.tier() == BenefitTier::kExecutable ? 0 : 1, row.capability_id(), row.source_digest()};
 }
 
-const std::set<std::string> kAbstentionCodes = {"below-net-benefit", "limit-zero",
-                                                "no-feasible-capability"};
-const std::set<std::string> kDegradationCodes = {"catalog-unavailable", "planner-failed"};
-
 }  // namespace
 
 std::string surrogate_value_digest(const Json& value) {
@@ -69,10 +65,10 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
   PlanCapabilityV3 out;
   out.json_ = value;
   out.capability_id_ = r.string("capability_id");
-  out.kind_ = r.string("kind");
+  out.kind_ = r.enumerated<CapabilityKind>("kind");
   out.name_ = r.string("name");
   if (!is_capability_identity(out.capability_id_, out.kind_) ||
-      out.capability_id_ != out.kind_ + ":" + out.name_) {
+      out.capability_id_ != std::string(to_string(out.kind_)) + ":" + out.name_) {
     invalid("schema-v3 plan capability_id must be exactly kind:name");
   }
   out.source_digest_ = r.string("catalog_entry_digest", kDigest);
@@ -218,13 +214,14 @@ void CommittedPlanV3::validate() const {
     }
     if (!audit_) invalid("ready schema-v3 plan requires the exact benefit audit");
   } else if (status_ == PlanStatus::kAbstained) {
-    if (!capabilities_.empty() || !abstention_code_ || !kAbstentionCodes.count(*abstention_code_)) {
+    if (!capabilities_.empty() || !abstention_code_ ||
+        plan_status_of(*abstention_code_) != PlanStatus::kAbstained) {
       invalid("abstained schema-v3 plan requires no rows and a declared code");
     }
     if (!audit_) invalid("abstained schema-v3 plan requires the exact benefit audit");
   } else {
     if (!capabilities_.empty() || !abstention_code_ ||
-        !kDegradationCodes.count(*abstention_code_) || audit_) {
+        plan_status_of(*abstention_code_) != PlanStatus::kDegraded || audit_) {
       invalid("degraded schema-v3 plan requires no rows or benefit audit");
     }
   }
@@ -239,17 +236,17 @@ void CommittedPlanV3::validate() const {
     if (status_ == PlanStatus::kReady && audit_->search_evaluation_count == 0) {
       invalid("ready benefit audit requires positive search evaluations");
     }
-    const std::string code = abstention_code_.value_or("");
-    if (code == "limit-zero" &&
+    const auto code = abstention_code_;
+    if (code == AbstentionCode::kLimitZero &&
         (audit_->requested_limit != 0 || audit_->search_evaluation_count != 0)) {
       invalid("limit-zero benefit audit requires a zero limit and zero search");
     }
-    if (code == "below-net-benefit" &&
+    if (code == AbstentionCode::kBelowNetBenefit &&
         (audit_->requested_limit == 0 || audit_->candidate_pool_count == 0 ||
          audit_->search_evaluation_count == 0)) {
       invalid("below-net-benefit audit requires candidates, a positive limit, and search");
     }
-    if (code == "no-feasible-capability" &&
+    if (code == AbstentionCode::kNoFeasibleCapability &&
         (audit_->requested_limit == 0 || audit_->search_evaluation_count != 0)) {
       invalid("no-feasible-capability audit requires a positive limit and zero search");
     }
@@ -258,7 +255,7 @@ void CommittedPlanV3::validate() const {
 
 CommittedPlanV3 CommittedPlanV3::create(std::string plan_id, std::string catalog_snapshot_id,
                                         std::string decision_digest, PlanStatus status,
-                                        std::optional<std::string> abstention_code,
+                                        std::optional<AbstentionCode> abstention_code,
                                         std::optional<BenefitAuditReference> benefit_audit,
                                         std::vector<PlanCapabilityV3> capabilities) {
   CommittedPlanV3 out;
@@ -275,7 +272,7 @@ CommittedPlanV3 CommittedPlanV3::create(std::string plan_id, std::string catalog
 
 CommittedPlanV3 CommittedPlanV3::create(std::string plan_id, std::string catalog_snapshot_id,
                                         std::string decision_digest, std::string_view status,
-                                        std::optional<std::string> abstention_code,
+                                        std::optional<AbstentionCode> abstention_code,
                                         std::optional<BenefitAuditReference> benefit_audit,
                                         std::vector<PlanCapabilityV3> capabilities) {
   const auto typed_status = find_enum<PlanStatus>(status);
@@ -289,7 +286,7 @@ namespace {
 
 struct DecisionParts {
   PlanStatus status = PlanStatus::kDegraded;
-  std::optional<std::string> code;
+  std::optional<AbstentionCode> code;
   std::optional<BenefitAuditReference> audit;
   std::vector<PlanCapabilityV3> rows;
 };
@@ -299,7 +296,7 @@ DecisionParts parse_decision(const Reader& r) {
   const auto status = find_enum<PlanStatus>(r.string("status"));
   if (!status) invalid("schema-v3 committed plan status is unsupported");
   out.status = *status;
-  if (!r.at("abstention_code").is_null()) out.code = r.string("abstention_code");
+  out.code = r.optional_enumerated<AbstentionCode>("abstention_code");
   if (!r.at("benefit_audit").is_null()) {
     out.audit = BenefitAuditReference::from_json(r.at("benefit_audit"));
   }
@@ -335,7 +332,8 @@ CommittedPlanV3 CommittedPlanV3::from_json(const Json& value) {
 Json CommittedPlanV3::decision_value() const {
   Json rows = Json::array();
   for (const auto& row : capabilities_) rows.push_back(row.to_json());
-  return {{"abstention_code", abstention_code_ ? Json(*abstention_code_) : Json(nullptr)},
+  return {{"abstention_code",
+           abstention_code_ ? Json(to_string(*abstention_code_)) : Json(nullptr)},
           {"benefit_audit", audit_ ? audit_->to_json() : Json(nullptr)},
           {"capabilities", rows},
           {"status", to_string(status_)}};

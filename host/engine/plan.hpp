@@ -27,7 +27,7 @@ class PlanCapabilityV3 {
   const Json& to_json() const noexcept { return json_; }
 
   const std::string& capability_id() const noexcept { return capability_id_; }
-  const std::string& kind() const noexcept { return kind_; }
+  CapabilityKind kind() const noexcept { return kind_; }
   const std::string& name() const noexcept { return name_; }
   // = catalog_entry_digest.
   const std::string& source_digest() const noexcept { return source_digest_; }
@@ -68,7 +68,9 @@ class PlanCapabilityV3 {
  private:
   PlanCapabilityV3() = default;
   Json json_;
-  std::string capability_id_, kind_, name_, source_digest_;
+  std::string capability_id_;
+  CapabilityKind kind_ = CapabilityKind::kSkill;
+  std::string name_, source_digest_;
   Actionability actionability_ = Actionability::kManual;
   std::int64_t score_ppm_ = 0;
   std::vector<std::string> signals_, reasons_;
@@ -109,14 +111,14 @@ class CommittedPlanV3 {
   // Builds from explicit fields (decision_digest given).
   static CommittedPlanV3 create(std::string plan_id, std::string catalog_snapshot_id,
                                 std::string decision_digest, PlanStatus status,
-                                std::optional<std::string> abstention_code,
+                                std::optional<AbstentionCode> abstention_code,
                                 std::optional<BenefitAuditReference> benefit_audit,
                                 std::vector<PlanCapabilityV3> capabilities);
   // As above with the status's persisted spelling. Errors: StateValidationError for an unknown
   // status.
   static CommittedPlanV3 create(std::string plan_id, std::string catalog_snapshot_id,
                                 std::string decision_digest, std::string_view status,
-                                std::optional<std::string> abstention_code,
+                                std::optional<AbstentionCode> abstention_code,
                                 std::optional<BenefitAuditReference> benefit_audit,
                                 std::vector<PlanCapabilityV3> capabilities);
   static CommittedPlanV3 from_json(const Json& value);
@@ -130,7 +132,7 @@ class CommittedPlanV3 {
   const std::string& catalog_snapshot_id() const noexcept { return catalog_snapshot_id_; }
   const std::string& decision_digest() const noexcept { return decision_digest_; }
   PlanStatus status() const noexcept { return status_; }
-  const std::optional<std::string>& abstention_code() const noexcept { return abstention_code_; }
+  const std::optional<AbstentionCode>& abstention_code() const noexcept { return abstention_code_; }
   const std::optional<BenefitAuditReference>& benefit_audit() const noexcept { return audit_; }
   const std::vector<PlanCapabilityV3>& capabilities() const noexcept { return capabilities_; }
   const PlanCapabilityV3* find(const std::string& capability_id) const noexcept;
@@ -142,7 +144,7 @@ class CommittedPlanV3 {
   void validate() const;
   std::string plan_id_, catalog_snapshot_id_, decision_digest_;
   PlanStatus status_ = PlanStatus::kDegraded;
-  std::optional<std::string> abstention_code_;
+  std::optional<AbstentionCode> abstention_code_;
   std::optional<BenefitAuditReference> audit_;
   std::vector<PlanCapabilityV3> capabilities_;
 };

@@ -140,16 +140,16 @@ T typed(F&& parse, const std::string& object_name) {
 
 struct Capability {
   std::string id;
-  std::string kind;
+  CapabilityKind kind = CapabilityKind::kSkill;
 };
 
 Capability check_capability_binding(const Json& id, const Json& kind, const std::string& name) {
-  if (!id.is_string() || !kind.is_string() ||
-      !is_capability_identity(id.get_ref<const std::string&>(),
-                              kind.get_ref<const std::string&>())) {
+  const auto typed_kind = enum_of<CapabilityKind>(kind);
+  if (!id.is_string() || !typed_kind ||
+      !is_capability_identity(id.get_ref<const std::string&>(), *typed_kind)) {
     fail(name + " capability_kind must exactly match capability_id or entity_id");
   }
-  return {id.get<std::string>(), kind.get<std::string>()};
+  return {id.get<std::string>(), *typed_kind};
 }
 
 // catalog_identity + capability_kind; returns the capability.
@@ -158,8 +158,9 @@ Capability check_catalog(const Json& payload, const std::string& name) {
   const auto catalog = typed<CatalogCapabilityIdentity>(
       [&] { return CatalogCapabilityIdentity::from_json(payload.at("catalog_identity")); },
       name + " catalog_identity");
-  check_capability_binding(Json(catalog.capability_id()), payload.at("capability_kind"), name);
-  if (payload.at("capability_kind") != catalog.kind()) {
+  const Capability bound =
+      check_capability_binding(Json(catalog.capability_id()), payload.at("capability_kind"), name);
+  if (bound.kind != catalog.kind()) {
     fail(name + " capability_kind must exactly match capability_id or entity_id");
   }
   return {catalog.capability_id(), catalog.kind()};
@@ -473,7 +474,7 @@ void check_receipt_payload(EventKind kind, const Json& payload) {
   } else {
     const auto it = payload.find("reason");
     if (it == payload.end()) fail("ActionExpired payload is missing reason");
-    if (*it != "expired") fail("ActionExpired reason must be expired");
+    if (!enum_of<ExpiryReason>(*it)) fail("ActionExpired reason must be expired");
   }
 }
 

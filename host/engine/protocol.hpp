@@ -227,8 +227,7 @@ class HostAction {
 
   const Fields& fields() const noexcept { return f_; }
   const std::string& action_id() const noexcept { return f_.action_id; }
-  // The persisted spelling of action_kind().
-  const std::string& kind() const noexcept { return f_.kind; }
+  // The kind, parsed from fields().kind by create(); to_string() spells it.
   ActionKind action_kind() const noexcept { return kind_; }
   const ScopeRef& scope() const noexcept { return f_.scope; }
   std::int64_t precondition_revision() const noexcept { return f_.precondition_revision; }

@@ -271,7 +271,7 @@ class Builder {
     Json request_payload = typed;
     request_payload["schema"] = kInstallConsentRequestSchemaV3;
     request_payload["requested_action_id"] = install_action.action_id();
-    request_payload["requested_action_kind"] = install_action.kind();
+    request_payload["requested_action_kind"] = install_action.action_kind();
     request_payload["requested_action_content_digest"] = install_action.content_digest();
     request_payload["requested_action_precondition_revision"] =
         install_action.precondition_revision();

@@ -51,7 +51,7 @@ struct CapabilityStateV3 {
 
   const std::string& capability_id() const noexcept { return selection.capability_id(); }
   const std::string& source_digest() const noexcept { return selection.source_digest(); }
-  const std::string& kind() const noexcept { return selection.kind(); }
+  CapabilityKind kind() const noexcept { return selection.kind(); }
   bool desired() const noexcept { return !leases.empty(); }
   bool active() const noexcept { return activation == Activation::kActive; }
   bool installed() const noexcept { return installation == Installation::kInstalled; }

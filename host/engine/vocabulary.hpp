@@ -153,6 +153,40 @@ inline constexpr core::EnumStrings<PlanStatus, 3> kPlanStatusStrings{
     {"ready", "abstained", "degraded"}};
 CTX_ENGINE_ENUM_STRINGS(PlanStatus, kPlanStatusStrings)
 
+// Why a plan has no rows: an abstained plan's limit-zero, no-feasible-capability or
+// below-net-benefit (each with its benefit audit), or a degraded plan's catalog-unavailable or
+// planner-failed (no audit). Persisted as the plan's and benefit result's "abstention_code".
+enum class AbstentionCode {
+  kLimitZero,
+  kNoFeasibleCapability,
+  kBelowNetBenefit,
+  kCatalogUnavailable,
+  kPlannerFailed
+};
+inline constexpr core::EnumStrings<AbstentionCode, 5> kAbstentionCodeStrings{
+    "abstention code",
+    {AbstentionCode::kLimitZero, AbstentionCode::kNoFeasibleCapability,
+     AbstentionCode::kBelowNetBenefit, AbstentionCode::kCatalogUnavailable,
+     AbstentionCode::kPlannerFailed},
+    {"limit-zero", "no-feasible-capability", "below-net-benefit", "catalog-unavailable",
+     "planner-failed"}};
+CTX_ENGINE_ENUM_STRINGS(AbstentionCode, kAbstentionCodeStrings)
+
+// The status of a plan abstaining with `code`: kAbstained (a policy decision, audited) or
+// kDegraded (the planner could not decide).
+constexpr PlanStatus plan_status_of(AbstentionCode code) noexcept {
+  switch (code) {
+    case AbstentionCode::kCatalogUnavailable:
+    case AbstentionCode::kPlannerFailed:
+      return PlanStatus::kDegraded;
+    case AbstentionCode::kLimitZero:
+    case AbstentionCode::kNoFeasibleCapability:
+    case AbstentionCode::kBelowNetBenefit:
+      break;
+  }
+  return PlanStatus::kAbstained;
+}
+
 // A committed plan row's benefit tier (load/install rows are executable, manual advisory).
 enum class BenefitTier { kExecutable, kAdvisory };
 inline constexpr core::EnumStrings<BenefitTier, 2> kBenefitTierStrings{
@@ -189,6 +223,16 @@ inline constexpr core::EnumStrings<MaterialOrigin, 2> kMaterialOriginStrings{
     "material origin", {MaterialOrigin::kCatalog, MaterialOrigin::kInstalled},
     {"catalog", "installed"}};
 CTX_ENGINE_ENUM_STRINGS(MaterialOrigin, kMaterialOriginStrings)
+
+// An install plan descriptor's target scope and rollback strategy: one declared value each.
+enum class TargetScope { kUser };
+enum class RollbackStrategy { kAtomicRestore };
+inline constexpr core::EnumStrings<TargetScope, 1> kTargetScopeStrings{
+    "target scope", {TargetScope::kUser}, {"user"}};
+inline constexpr core::EnumStrings<RollbackStrategy, 1> kRollbackStrategyStrings{
+    "rollback strategy", {RollbackStrategy::kAtomicRestore}, {"atomic-restore"}};
+CTX_ENGINE_ENUM_STRINGS(TargetScope, kTargetScopeStrings)
+CTX_ENGINE_ENUM_STRINGS(RollbackStrategy, kRollbackStrategyStrings)
 
 // A kind's install consent mode.
 enum class ConsentMode { kPreapprovedAuto, kAskEachTime };
@@ -264,6 +308,12 @@ inline constexpr core::EnumStrings<EventKind, 16> kEventKindStrings{
      "UserDecision", "ActionApplied", "ActionFailed", "ActionExpired", "InstallConsentExpired",
      "ReassessmentRequested", "TurnEnded", "SessionEnded"}};
 CTX_ENGINE_ENUM_STRINGS(EventKind, kEventKindStrings)
+
+// Why an ActionExpired receipt retired its action (payload "reason").
+enum class ExpiryReason { kExpired };
+inline constexpr core::EnumStrings<ExpiryReason, 1> kExpiryReasonStrings{
+    "expiry reason", {ExpiryReason::kExpired}, {"expired"}};
+CTX_ENGINE_ENUM_STRINGS(ExpiryReason, kExpiryReasonStrings)
 
 // Host action kinds (§1.4).
 enum class ActionKind {

@@ -5,25 +5,31 @@
 
 #include <algorithm>
 
+#include "host/core/json_reader.hpp"
+
 namespace ctx::plugins {
 
 static_assert(static_cast<std::uint32_t>(PluginKind::kInstaller) == CTX_KIND_INSTALLER);
 static_assert(static_cast<std::uint32_t>(PluginKind::kVerifier) == CTX_KIND_VERIFIER);
 static_assert(static_cast<std::uint32_t>(PluginKind::kHostAdapter) == CTX_KIND_HOST_ADAPTER);
 
+namespace {
+
+// The plugin kinds' spellings (lock files, CLI, messages), defined once.
+constexpr core::EnumStrings<PluginKind, 3> kPluginKindStrings{
+    "plugin kind",
+    {PluginKind::kInstaller, PluginKind::kVerifier, PluginKind::kHostAdapter},
+    {"installer", "verifier", "host-adapter"}};
+
+}  // namespace
+
 std::string_view kind_name(PluginKind kind) noexcept {
-  switch (kind) {
-    case PluginKind::kInstaller: return "installer";
-    case PluginKind::kVerifier: return "verifier";
-    case PluginKind::kHostAdapter: return "host-adapter";
-  }
-  return "unknown";
+  const std::string_view name = kPluginKindStrings.to_string(kind);
+  return name.empty() ? "unknown" : name;
 }
 
 PluginKind parse_kind(std::string_view name) {
-  if (name == "installer") return PluginKind::kInstaller;
-  if (name == "verifier") return PluginKind::kVerifier;
-  if (name == "host-adapter") return PluginKind::kHostAdapter;
+  if (const auto kind = kPluginKindStrings.find(name)) return *kind;
   throw InvalidArgument("unknown plugin kind \"" + std::string(name) + "\"");
 }
 

@@ -168,7 +168,8 @@ void EngineComposition::validate_managed_advance_events(
   }
   const auto revision = planning_observed.expected_revision();
   if (revision < 1 ||
-      planning_observed.kind() != (revision == 1 ? "IntentObserved" : "DevelopmentObserved")) {
+      planning_observed.event_kind() != (revision == 1 ? engine::EventKind::kIntentObserved
+                                                       : engine::EventKind::kDevelopmentObserved)) {
     throw ManagedQueryError(
         "managed planning must use IntentObserved at revision one and DevelopmentObserved "
         "afterward");

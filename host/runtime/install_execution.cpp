@@ -203,7 +203,7 @@ engine::EngineEvent receipt_event(const engine::HostAction& action,
                                   const std::string& observed_at) {
   const auto& payload = action.payload();
   Json body = {{"action_id", action.action_id()},
-               {"action_kind", action.kind()},
+               {"action_kind", action.action_kind()},
                {"action_content_digest", action.content_digest()},
                {"action_precondition_revision", action.precondition_revision()}};
   const bool applied = guard.mode == engine::GuardMode::kApplied;

@@ -50,8 +50,8 @@ class InstallBodySource {
 class InstallerResolver {
  public:
   virtual ~InstallerResolver() = default;
-  virtual std::shared_ptr<engine::InstallerPort> resolve(std::string_view installer_id,
-                                                         std::string_view capability_kind) const = 0;
+  virtual std::shared_ptr<engine::InstallerPort> resolve(
+      std::string_view installer_id, engine::CapabilityKind capability_kind) const = 0;
 };
 
 // A composition's physical installation actuator: drivers, bodies and the host identity every

@@ -43,13 +43,12 @@ ManagedCapabilitySelection ManagedQueryProjector::selection(const engine::PlanCa
   if (row.actionability() != derived) {
     throw ManagedQueryError("committed capability actionability does not match its typed authority");
   }
-  const auto kind = engine::find_enum<engine::CapabilityKind>(row.kind());
-  if (!kind || !engine::is_capability_identity(row.capability_id(), row.kind())) {
+  if (!engine::is_capability_identity(row.capability_id(), row.kind())) {
     throw ManagedQueryError("committed capability identity is invalid");
   }
   ManagedCapabilitySelection out;
   out.capability_id_ = row.capability_id();
-  out.kind_ = *kind;
+  out.kind_ = row.kind();
   out.name_ = row.name();
   out.actionability_ = derived;
   out.matching_signals_ = row.matching_signals();

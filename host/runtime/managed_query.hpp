@@ -92,9 +92,10 @@ class PreparedManagedQuery final {
   PreparedManagedQuery(PreparedManagedQuery&&) noexcept = default;
 
   engine::PlanStatus status() const noexcept { return status_; }
-  // "limit-zero", "below-net-benefit", "no-feasible-capability", "catalog-unavailable",
-  // "planner-failed" or absent.
-  const std::optional<std::string>& abstention_code() const noexcept { return abstention_code_; }
+  // Absent for a ready plan.
+  const std::optional<engine::AbstentionCode>& abstention_code() const noexcept {
+    return abstention_code_;
+  }
   const std::string& plan_id() const noexcept { return plan_id_; }
   const std::string& planning_environment_digest() const noexcept {
     return planning_environment_digest_;
@@ -125,7 +126,7 @@ class PreparedManagedQuery final {
   PreparedManagedQuery() = default;
 
   engine::PlanStatus status_ = engine::PlanStatus::kDegraded;
-  std::optional<std::string> abstention_code_;
+  std::optional<engine::AbstentionCode> abstention_code_;
   std::string plan_id_;
   std::string planning_environment_digest_;
   std::string decision_digest_;

@@ -26,10 +26,11 @@ class RegistryInstallerResolver final : public InstallerResolver {
     }
   }
 
-  std::shared_ptr<engine::InstallerPort> resolve(std::string_view installer_id,
-                                                 std::string_view capability_kind) const override {
+  std::shared_ptr<engine::InstallerPort> resolve(
+      std::string_view installer_id, engine::CapabilityKind capability_kind) const override {
     std::lock_guard lock(mutex_);
-    const auto it = entries_.find(std::string(installer_id) + "\n" + std::string(capability_kind));
+    const auto it = entries_.find(std::string(installer_id) + "\n" +
+                                  std::string(engine::to_string(capability_kind)));
     if (it == entries_.end()) return nullptr;
     Entry& entry = it->second;
     const auto plugin =

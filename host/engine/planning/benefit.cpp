@@ -739,7 +739,8 @@ std::string BenefitSelectionResult::encode() {
   Json selections = Json::array();
   for (const auto& s : selections_) selections.push_back(planning::to_json(s));
   Json head = Json::object();
-  head["abstention_code"] = abstention_code_ ? Json(*abstention_code_) : Json(nullptr);
+  head["abstention_code"] =
+      abstention_code_ ? Json(to_string(*abstention_code_)) : Json(nullptr);
   head["assessments"] = std::move(assessments);
   head["candidate_pool_count"] = candidate_pool_count_;
   head["policy_digest"] = policy_digest_;
@@ -769,13 +770,13 @@ std::string BenefitSelectionResult::encode() {
 
 BenefitSelectionResult BenefitSelectionResult::create(
     std::vector<BenefitSelection> selections, std::vector<CandidateAssessment> assessments,
-    std::optional<std::string> abstention_code, std::string policy_digest,
+    std::optional<AbstentionCode> abstention_code, std::string policy_digest,
     std::int64_t requested_limit, std::int64_t search_evaluation_count) {
   BenefitSelectionResult r;
   r.selections_ = std::move(selections);
   r.candidate_pool_count_ = static_cast<std::int64_t>(assessments.size());
   r.assessments_ = std::move(assessments);
-  r.abstention_code_ = std::move(abstention_code);
+  r.abstention_code_ = abstention_code;
   r.policy_digest_ = std::move(policy_digest);
   r.requested_limit_ = requested_limit;
   r.search_evaluation_count_ = search_evaluation_count;
@@ -839,18 +840,18 @@ void BenefitSelectionResult::validate() const {
                                     [](const auto& a) {
                                       return a.tier != AssessmentTier::kIneligible;
                                     });
-  std::optional<std::string> expected;
+  std::optional<AbstentionCode> expected;
   if (selections_.empty()) {
-    expected = requested_limit_ == 0 ? "limit-zero"
-               : !feasible           ? "no-feasible-capability"
-                                     : "below-net-benefit";
+    expected = requested_limit_ == 0 ? AbstentionCode::kLimitZero
+               : !feasible           ? AbstentionCode::kNoFeasibleCapability
+                                     : AbstentionCode::kBelowNetBenefit;
   }
   if (abstention_code_ != expected) {
     throw BenefitValidationError(
         "abstention_code does not match selection and feasibility semantics");
   }
-  if (abstention_code_ && (*abstention_code_ == "limit-zero" ||
-                           *abstention_code_ == "no-feasible-capability") &&
+  if ((abstention_code_ == AbstentionCode::kLimitZero ||
+       abstention_code_ == AbstentionCode::kNoFeasibleCapability) &&
       search_evaluation_count_ != 0) {
     throw BenefitValidationError("non-search abstention must have zero search evaluations");
   }
@@ -879,7 +880,8 @@ BenefitSelectionResult BenefitSelectionResult::from_json(std::string_view text) 
   const Json& code = decoded["abstention_code"];
   if (!code.is_null()) {
     if (!code.is_string()) throw BenefitValidationError("abstention_code must be a string or null");
-    r.abstention_code_ = code.get<std::string>();
+    r.abstention_code_ = find_enum<AbstentionCode>(code.get_ref<const std::string&>());
+    if (!r.abstention_code_) throw BenefitValidationError("abstention_code is not a declared code");
   }
   const Json& selections = decoded["selections"];
   if (!selections.is_array() ||
@@ -1060,7 +1062,8 @@ BenefitSelectionResult NetBenefitPolicy::select(const std::vector<BenefitCandida
            std::tie(y.capability_id(), y.source_digest());
   });
   if (requested_limit == 0) {
-    return BenefitSelectionResult::create({}, std::move(assessments), "limit-zero", policy_digest_,
+    return BenefitSelectionResult::create({}, std::move(assessments), AbstentionCode::kLimitZero,
+                                          policy_digest_,
                                           requested_limit, 0);
   }
   Set executable;
@@ -1071,7 +1074,8 @@ BenefitSelectionResult NetBenefitPolicy::select(const std::vector<BenefitCandida
     if (tier == AssessmentTier::kAdvisory) advisory.push_back(static_cast<int>(i));
   }
   if (executable.empty() && advisory.empty()) {
-    return BenefitSelectionResult::create({}, std::move(assessments), "no-feasible-capability",
+    return BenefitSelectionResult::create({}, std::move(assessments),
+                                          AbstentionCode::kNoFeasibleCapability,
                                           policy_digest_, requested_limit, 0);
   }
   Search search(config_, assessments);
@@ -1097,11 +1101,10 @@ BenefitSelectionResult NetBenefitPolicy::select(const std::vector<BenefitCandida
                                           a.individual_net_benefit_u,
                                           search.leave_one_out(i, selected)});
   }
-  std::optional<std::string> code;
-  if (selections.empty()) code = "below-net-benefit";
-  return BenefitSelectionResult::create(std::move(selections), std::move(assessments),
-                                        std::move(code), policy_digest_, requested_limit,
-                                        evaluations);
+  std::optional<AbstentionCode> code;
+  if (selections.empty()) code = AbstentionCode::kBelowNetBenefit;
+  return BenefitSelectionResult::create(std::move(selections), std::move(assessments), code,
+                                        policy_digest_, requested_limit, evaluations);
 }
 
 void NetBenefitPolicy::validate_result(const BenefitSelectionResult& result) const {

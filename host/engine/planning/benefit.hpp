@@ -123,7 +123,7 @@ class BenefitSelectionResult {
  public:
   const std::vector<BenefitSelection>& selections() const noexcept { return selections_; }
   const std::vector<CandidateAssessment>& assessments() const noexcept { return assessments_; }
-  const std::optional<std::string>& abstention_code() const noexcept { return abstention_code_; }
+  const std::optional<AbstentionCode>& abstention_code() const noexcept { return abstention_code_; }
   const std::string& policy_digest() const noexcept { return policy_digest_; }
   std::int64_t requested_limit() const noexcept { return requested_limit_; }
   std::int64_t candidate_pool_count() const noexcept { return candidate_pool_count_; }
@@ -145,7 +145,7 @@ class BenefitSelectionResult {
   BenefitSelectionResult() = default;
   static BenefitSelectionResult create(std::vector<BenefitSelection> selections,
                                        std::vector<CandidateAssessment> assessments,
-                                       std::optional<std::string> abstention_code,
+                                       std::optional<AbstentionCode> abstention_code,
                                        std::string policy_digest, std::int64_t requested_limit,
                                        std::int64_t search_evaluation_count);
   // Checks every invariant but the digest.
@@ -156,7 +156,7 @@ class BenefitSelectionResult {
 
   std::vector<BenefitSelection> selections_;
   std::vector<CandidateAssessment> assessments_;
-  std::optional<std::string> abstention_code_;
+  std::optional<AbstentionCode> abstention_code_;
   std::string policy_digest_;
   std::int64_t requested_limit_ = 0;
   std::int64_t candidate_pool_count_ = 0;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "host/engine/errors.hpp"
+#include "host/engine/lexical.hpp"
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/lexical.hpp"
 
@@ -136,11 +137,11 @@ std::vector<RetrievedNode> CatalogCandidateSource::retrieve_rows(
 }
 
 std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::observe_authority(
-    const RetrievedNode& row, const std::string& capability_id) const {
+    CapabilityKind kind, const std::string& capability_id) const {
   RowAuthority authority;
   if (material_ != nullptr) {
     try {
-      authority.material = material_->describe(capability_id, row.kind);
+      authority.material = material_->describe(capability_id, kind);
     } catch (const CandidateAuthorityUnavailable&) {
       authority.material.reset();
     } catch (const InvalidIdentityError&) {
@@ -156,18 +157,18 @@ std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::obse
     } else {
       material_seen_.put(capability_id, material);
     }
-    if (!material || material->capability_id() != capability_id || material->kind() != row.kind ||
+    if (!material || material->capability_id() != capability_id || material->kind() != kind ||
         material->provenance_digest() != *material_snapshot_digest_) {
       return std::nullopt;  // malformed authority is local to this row
     }
   }
   authority.loadable = authority.material && authority.material->actionability() == Actionability::kLoad;
-  if (install_ != nullptr && !authority.loadable && is_installable_kind(row.kind)) {
+  if (install_ != nullptr && !authority.loadable && engine::is_installable_kind(kind)) {
     std::optional<std::string> fingerprint;
     std::optional<InstallPlanningBundle> bundle;
     bool malformed = false;
     try {
-      bundle = install_->describe_bundle(capability_id, row.kind);
+      bundle = install_->describe_bundle(capability_id, kind);
       fingerprint = bundle ? bundle->descriptor().descriptor_digest() + ":" +
                                  bundle->result_material().identity_digest()
                            : std::string();
@@ -188,7 +189,7 @@ std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::obse
     if (malformed) return std::nullopt;
     if (bundle) {
       const auto& d = bundle->descriptor();
-      if (d.capability_id() != capability_id || d.kind() != row.kind ||
+      if (d.capability_id() != capability_id || d.kind() != kind ||
           d.provenance_digest() != *installation_snapshot_digest_) {
         return std::nullopt;
       }
@@ -219,11 +220,12 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
   std::vector<std::optional<RowAuthority>> authorities;
   authorities.reserve(rows.size());
   for (const auto& row : rows) {
-    if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) {
+    const auto kind = find_enum<CapabilityKind>(row.kind);
+    if (!kind || !is_capability_name(row.name)) {
       authorities.emplace_back(std::nullopt);
       continue;
     }
-    authorities.push_back(observe_authority(row, row.kind + ":" + row.name));
+    authorities.push_back(observe_authority(*kind, row.kind + ":" + row.name));
   }
   const std::vector<std::string> signal_list(signals.begin(), signals.end());
   const std::vector<std::string> language_list(languages.begin(), languages.end());
@@ -272,7 +274,7 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
     if (!tag_matches.empty()) reasons.emplace_back("tag-match");
     CapabilityCandidate candidate;
     candidate.capability_id = capability_id;
-    candidate.kind = row.kind;
+    candidate.kind = *find_enum<CapabilityKind>(row.kind);  // checked with its authority
     candidate.name = row.name;
     candidate.normalized_score_ppm = row.normalized_score_ppm;
     candidate.matching_signals = std::move(matching);
@@ -295,7 +297,7 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
                                            material_digest);
     const Projection* projected = projections_.find(capability_id);
     if (projected == nullptr || projected->inputs != inputs) {
-      projected = &projections_.put(
+      projected = projections_.put(
           capability_id,
           Projection{std::move(inputs),
                      source_digest(capability_id, row.kind, row.name, *tags_safe,
@@ -343,8 +345,9 @@ bool CatalogCandidateSource::unchanged(const WorkObservation& observation,
   // The same rows: ask every authority port again, as the projection did (a changed answer
   // within the snapshot is CandidateSourceUnavailable); the projection itself is deterministic.
   for (const auto& row : earlier.rows) {
-    if (!is_capability_kind(row.kind) || !is_capability_name(row.name)) continue;
-    observe_authority(row, row.kind + ":" + row.name);
+    const auto kind = find_enum<CapabilityKind>(row.kind);
+    if (!kind || !is_capability_name(row.name)) continue;
+    observe_authority(*kind, row.kind + ":" + row.name);
   }
   return true;
 }

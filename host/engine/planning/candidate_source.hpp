@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "host/core/lru_map.hpp"
 #include "host/engine/planning/candidates.hpp"
-#include "host/engine/planning/lru_map.hpp"
 #include "host/engine/planning/ports.hpp"
 #include "host/engine/planning/retrieval.hpp"
 
@@ -86,7 +86,7 @@ class CatalogCandidateSource {
   std::vector<RetrievedNode> retrieve_rows(const std::vector<std::string>& tags) const;
   // Asks the material and install ports about one row, detecting same-snapshot drift.
   // Caller holds mutex_.
-  std::optional<RowAuthority> observe_authority(const RetrievedNode& row,
+  std::optional<RowAuthority> observe_authority(CapabilityKind kind,
                                                 const std::string& capability_id) const;
 
   const GraphRetrievalPort& graph_;
@@ -100,15 +100,15 @@ class CatalogCandidateSource {
   // Port answers seen in this snapshot (nullopt = malformed), to detect same-snapshot drift;
   // least recently used ids are evicted. An install answer is "" (none) or descriptor digest +
   // result material identity digest.
-  mutable LruMap<std::string, std::optional<MaterialDescriptor>> material_seen_;
-  mutable LruMap<std::string, std::optional<std::string>> install_seen_;
+  mutable core::LruMap<std::string, std::optional<MaterialDescriptor>> material_seen_;
+  mutable core::LruMap<std::string, std::optional<std::string>> install_seen_;
   // The source digest last projected per capability id, with the exact inputs it binds: the
   // second retrieval of one plan (and every later one) reuses it instead of re-encoding.
   struct Projection {
     std::string inputs;
     std::string source_digest;
   };
-  mutable LruMap<std::string, Projection> projections_;
+  mutable core::LruMap<std::string, Projection> projections_;
   // The last retrieval's projection: the candidates are a pure function of the graph rows, the
   // observation's signals and languages and the authority answers of each row, so a retrieval
   // with exactly the same inputs (the ports are still asked about every row) reuses them.

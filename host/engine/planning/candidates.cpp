@@ -111,15 +111,14 @@ void validate_capability_candidate(const CapabilityCandidate& c) {
   if (!is_canonical_token(c.capability_id)) {
     throw PlannerValidationError("capability_id must be a canonical safe token");
   }
-  if (!is_capability_kind(c.kind)) {
-    throw PlannerValidationError("kind is not a recommendable capability kind");
-  }
+  const std::string_view kind = to_string(c.kind);
+  if (kind.empty()) throw PlannerValidationError("kind is not a recommendable capability kind");
   if (!is_capability_name(c.name)) {
     throw PlannerValidationError("name must be a canonical capability name");
   }
-  if (c.capability_id.size() != c.kind.size() + 1 + c.name.size() ||
-      c.capability_id.compare(0, c.kind.size(), c.kind) != 0 || c.capability_id[c.kind.size()] != ':' ||
-      c.capability_id.compare(c.kind.size() + 1, std::string::npos, c.name) != 0) {
+  if (c.capability_id.size() != kind.size() + 1 + c.name.size() ||
+      c.capability_id.compare(0, kind.size(), kind) != 0 || c.capability_id[kind.size()] != ':' ||
+      c.capability_id.compare(kind.size() + 1, std::string::npos, c.name) != 0) {
     throw PlannerValidationError("capability_id must be the canonical kind:name identity");
   }
   if (!is_digest(c.source_digest)) {

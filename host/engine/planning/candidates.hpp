@@ -46,7 +46,7 @@ void validate_work_observation(const WorkObservation& work);
 // One typed, scored candidate. Install digests are present iff actionability is kInstall.
 struct CapabilityCandidate {
   std::string capability_id;
-  std::string kind;
+  CapabilityKind kind = CapabilityKind::kSkill;
   std::string name;
   std::string source_digest;
   std::int64_t normalized_score_ppm = 0;

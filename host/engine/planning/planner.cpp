@@ -49,8 +49,9 @@ std::string observation_key(const WorkObservation& w) {
 std::string facts_key(const CapabilityCandidate& p, std::string_view observation) {
   std::string key;
   key.reserve(256 + observation.size());
-  for (const std::string* part : {&p.capability_id, &p.kind, &p.name, &p.source_digest}) {
-    key.append(*part).push_back('|');
+  for (std::string_view part : {std::string_view(p.capability_id), to_string(p.kind),
+                                 std::string_view(p.name), std::string_view(p.source_digest)}) {
+    key.append(part).push_back('|');
   }
   key.append(std::to_string(p.normalized_score_ppm)).push_back('|');
   append_joined(key, p.matching_signals);
@@ -129,20 +130,21 @@ core::Json PlanCapabilityRow::to_json() const {
   return row;
 }
 
-CapabilityPlanV3 CapabilityPlanV3::degraded(std::string code) {
-  if (code != "catalog-unavailable" && code != "planner-failed") {
+CapabilityPlanV3 CapabilityPlanV3::degraded(AbstentionCode code) {
+  if (plan_status_of(code) != PlanStatus::kDegraded) {
     throw PlannerValidationError("degraded schema-v3 plan requires a degradation code");
   }
   CapabilityPlanV3 plan;
   plan.status_ = PlanStatus::kDegraded;
-  plan.abstention_code_ = std::move(code);
+  plan.abstention_code_ = code;
   return plan;
 }
 
 core::Json CapabilityPlanV3::decision_value() const {
   Json rows = Json::array();
   for (const auto& row : rows_) rows.push_back(row.to_json());
-  return Json{{"abstention_code", optional_string(abstention_code_)},
+  return Json{{"abstention_code",
+               abstention_code_ ? Json(to_string(*abstention_code_)) : Json(nullptr)},
               {"benefit_audit", audit_ ? audit_->to_json() : Json(nullptr)},
               {"capabilities", std::move(rows)},
               {"status", status_}};
@@ -250,7 +252,7 @@ const CatalogCapabilityIdentity& CapabilityPlanner::identity_of(const Capability
   const CatalogCapabilityIdentity* identity = identities_.find(p.capability_id);
   if (identity == nullptr) {
     try {
-      identity = &identities_.put(p.capability_id,
+      identity = identities_.put(p.capability_id,
                                   CatalogCapabilityIdentity::create(
                                       p.capability_id, p.kind, config_.catalog_namespace_digest));
     } catch (const InvalidIdentityError&) {
@@ -436,7 +438,7 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
   try {
     stored = audit_store_.store(*result);
   } catch (const BenefitAuditStoreUnavailable&) {
-    return CapabilityPlanV3::degraded("planner-failed");
+    return CapabilityPlanV3::degraded(AbstentionCode::kPlannerFailed);
   }
   if (stored != result->result_digest()) {
     throw PlannerValidationError("audit store acknowledged a different benefit result digest");
@@ -473,7 +475,7 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
       source_.retrieve(work);
     } catch (const CandidateSourceUnavailable&) {
     }
-    return CapabilityPlanV3::degraded("catalog-unavailable");
+    return CapabilityPlanV3::degraded(AbstentionCode::kCatalogUnavailable);
   }
   // The source's rows are validated as they are built; they are not validated again here.
   const auto pool = normalize_validated_pool(std::move(retrieval.candidates), work);

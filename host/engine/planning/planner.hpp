@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
+#include "host/core/lru_map.hpp"
 #include "host/engine/identities.hpp"
 #include "host/engine/plan.hpp"
 #include "host/engine/planning/audit_store.hpp"
 #include "host/engine/planning/benefit.hpp"
 #include "host/engine/planning/candidate_source.hpp"
 #include "host/engine/planning/candidates.hpp"
-#include "host/engine/planning/lru_map.hpp"
 #include "host/engine/planning/ports.hpp"
 
 namespace ctx::engine::planning {
@@ -81,10 +81,12 @@ using BenefitAuditReference = engine::BenefitAuditReference;
 // audit).
 class CapabilityPlanV3 {
  public:
-  static CapabilityPlanV3 degraded(std::string code);
+  // Errors: PlannerValidationError unless `code` is a degradation code (catalog-unavailable,
+  // planner-failed).
+  static CapabilityPlanV3 degraded(AbstentionCode code);
 
   PlanStatus status() const noexcept { return status_; }
-  const std::optional<std::string>& abstention_code() const noexcept { return abstention_code_; }
+  const std::optional<AbstentionCode>& abstention_code() const noexcept { return abstention_code_; }
   const std::optional<BenefitAuditReference>& benefit_audit() const noexcept { return audit_; }
   const std::vector<PlanCapabilityRow>& capabilities() const noexcept { return rows_; }
 
@@ -99,7 +101,7 @@ class CapabilityPlanV3 {
   friend class CapabilityPlanner;
   CapabilityPlanV3() = default;
   PlanStatus status_ = PlanStatus::kDegraded;
-  std::optional<std::string> abstention_code_;
+  std::optional<AbstentionCode> abstention_code_;
   std::optional<BenefitAuditReference> audit_;
   std::vector<PlanCapabilityRow> rows_;
 };
@@ -193,9 +195,9 @@ class CapabilityPlanner {
   mutable std::mutex mutex_;
   // Facts answered per exact (presentation, observation) in this snapshot: a port may not change
   // its answer without changing its snapshot digest. Entries hold validated facts only.
-  mutable LruMap<std::string, BenefitCandidate> facts_seen_;
+  mutable core::LruMap<std::string, BenefitCandidate> facts_seen_;
   // Catalog identities by capability id (a pure function of the pinned namespace).
-  mutable LruMap<std::string, CatalogCapabilityIdentity> identities_;
+  mutable core::LruMap<std::string, CatalogCapabilityIdentity> identities_;
   // The latest selections by exact (requested_limit, authenticated facts): the policy is pure and
   // frozen, so an identical pool reuses the result it encoded and digested once.
   struct SelectionMemo {

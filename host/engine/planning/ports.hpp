@@ -33,7 +33,7 @@ class MaterialPort {
   // The descriptor of `capability_id`; its provenance_digest must equal material_snapshot_digest.
   // Errors: CandidateAuthorityUnavailable drops only this candidate; anything else makes the
   // catalog unavailable.
-  virtual MaterialDescriptor describe(const std::string& capability_id, const std::string& kind) = 0;
+  virtual MaterialDescriptor describe(const std::string& capability_id, CapabilityKind kind) = 0;
 };
 
 // Exact install authority (a v2 descriptor plus the result material it binds) for installable
@@ -44,7 +44,7 @@ class InstallBundlePort {
   virtual std::string installation_snapshot_digest() const = 0;
   // Errors: as MaterialPort::describe.
   virtual std::optional<InstallPlanningBundle> describe_bundle(const std::string& capability_id,
-                                                               const std::string& kind) = 0;
+                                                               CapabilityKind kind) = 0;
 };
 
 }  // namespace ctx::engine::planning

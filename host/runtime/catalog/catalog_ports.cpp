@@ -21,9 +21,9 @@ std::string snapshot_digest(const ImportedCatalog& catalog, std::string_view sch
 }
 
 const CatalogEntry& entry_of(const ImportedCatalog& catalog, const std::string& capability_id,
-                             const std::string& kind) {
+                             CapabilityKind kind) {
   const CatalogEntry* entry = catalog.find(capability_id);
-  if (entry == nullptr || engine::to_string(entry->kind) != kind) {
+  if (entry == nullptr || entry->kind != kind) {
     throw CandidateAuthorityUnavailable("capability is not in the imported catalog");
   }
   return *entry;
@@ -100,7 +100,7 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
     const planning::CapabilityCandidate& presentation,
     const planning::WorkObservation& observation) {
   const CatalogEntry* entry = catalog_->find(presentation.capability_id);
-  if (entry == nullptr || engine::to_string(entry->kind) != presentation.kind) return std::nullopt;
+  if (entry == nullptr || entry->kind != presentation.kind) return std::nullopt;
   const std::optional<Actionability> actionability =
       engine::presentable(presentation.actionability);
   const bool executable = actionability && *actionability != Actionability::kManual;
@@ -164,23 +164,22 @@ CatalogMaterialPort::CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> 
       snapshot_digest_(snapshot_digest(*catalog_, kCatalogMaterialSnapshotSchema)) {
   for (const auto& e : catalog_->entries()) {
     const std::string id = e.capability_id();
-    const std::string kind(engine::to_string(e.kind));
     if (e.kind == CapabilityKind::kSkill && fits_material(e.primary)) {
       catalog_->read_object(e.primary.sha256);  // verified now, so the bytes never lie
       identities_.emplace(
-          id, engine::MaterialIdentity::create(id, kind, e.primary.sha256, e.primary.bytes));
+          id, engine::MaterialIdentity::create(id, e.kind, e.primary.sha256, e.primary.bytes));
     }
     // No load authority: an imported entry is not installed where the host loads skills from
     // (a load row is installed material, engine spec §3.4), so the planner offers it through
     // the install bundle port, and installing it passes the install consent policy.
-    descriptors_.emplace(id, engine::MaterialDescriptor::create(id, kind, "manual", std::nullopt,
+    descriptors_.emplace(id, engine::MaterialDescriptor::create(id, e.kind, "manual", std::nullopt,
                                                                 0, 0, snapshot_digest_,
                                                                 std::nullopt));
   }
 }
 
 engine::MaterialDescriptor CatalogMaterialPort::describe(const std::string& capability_id,
-                                                         const std::string& kind) {
+                                                         CapabilityKind kind) {
   entry_of(*catalog_, capability_id, kind);
   return descriptors_.at(capability_id);
 }
@@ -205,7 +204,7 @@ CatalogInstallBundlePort::CatalogInstallBundlePort(std::shared_ptr<const Importe
       snapshot_digest_(snapshot_digest(*catalog_, kCatalogInstallSnapshotSchema)) {}
 
 std::optional<engine::InstallPlanningBundle> CatalogInstallBundlePort::describe_bundle(
-    const std::string& capability_id, const std::string& kind) {
+    const std::string& capability_id, CapabilityKind kind) {
   const CatalogEntry& e = entry_of(*catalog_, capability_id, kind);
   if (e.kind == CapabilityKind::kHarness || !fits_material(e.primary)) return std::nullopt;
   const auto material =
@@ -217,13 +216,13 @@ std::optional<engine::InstallPlanningBundle> CatalogInstallBundlePort::describe_
   engine::InstallPlanDescriptor::Fields fields;
   fields.capability_id = capability_id;
   fields.kind = kind;
-  fields.installer_id = "ctx-" + kind + "-installer-v1";
+  fields.installer_id = "ctx-" + std::string(engine::to_string(kind)) + "-installer-v1";
   fields.plan_digest =
       core::canonical_digest(Json{{"capability_id", capability_id},
                                   {"files", files},
                                   {"kind", e.kind},
                                   {"schema", std::string(kCatalogInstallPlanSchema)},
-                                  {"target_scope", "user"}},
+                                  {"target_scope", engine::TargetScope::kUser}},
                              core::Encoding::kAscii);
   fields.provenance_digest = snapshot_digest_;
   fields.permission_expansion = permission_expansion(e);

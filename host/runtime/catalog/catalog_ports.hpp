@@ -81,7 +81,7 @@ class CatalogMaterialPort final : public MaterialPort {
   std::string material_snapshot_digest() const override { return snapshot_digest_; }
   // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
   engine::MaterialDescriptor describe(const std::string& capability_id,
-                                      const std::string& kind) override;
+                                      engine::CapabilityKind kind) override;
   // The identity of a skill's SKILL.md material (1..6000 bytes), or nullopt.
   std::optional<engine::MaterialIdentity> material_identity(const std::string& capability_id) const;
   // Those stored bytes (verified against their content digest).
@@ -103,7 +103,7 @@ class CatalogInstallBundlePort final : public InstallBundlePort {
   // nullopt for harnesses and entries whose file is over 6000 bytes.
   // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
   std::optional<engine::InstallPlanningBundle> describe_bundle(const std::string& capability_id,
-                                                               const std::string& kind) override;
+                                                               engine::CapabilityKind kind) override;
 
  private:
   std::shared_ptr<const ImportedCatalog> catalog_;

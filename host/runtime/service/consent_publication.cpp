@@ -118,7 +118,7 @@ ConsentChallenge derive_install_consent_challenge(const engine::EngineState& sta
     if (!it->is_null()) f.scope[it.key()] = *it;
   }
   f.capability_id = capability->capability_id();
-  f.kind = engine::parse_enum<engine::CapabilityKind>(capability->kind());
+  f.kind = capability->kind();
   f.source_digest = selection.source_digest();
   f.catalog_snapshot_digest = *install.catalog_snapshot_id();
   f.plan_id = *install.plan_id();

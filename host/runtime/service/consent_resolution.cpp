@@ -501,7 +501,7 @@ engine::EngineEvent ConsentResolution::decision_event(const ConsentRecord& recor
       {"policy_snapshot_digest", install.payload().at("policy_snapshot_digest")},
       {"requested_action_content_digest", install.content_digest()},
       {"requested_action_id", install.action_id()},
-      {"requested_action_kind", install.kind()},
+      {"requested_action_kind", install.action_kind()},
       {"requested_action_precondition_revision", install.precondition_revision()}};
   const std::string digest = core::canonical_digest(
       {{"assertion_nonce_digest", *record.assertion_nonce_digest},
@@ -572,7 +572,7 @@ std::optional<ManagedConsentResolutionResult> ConsentResolution::retire_if_expir
   }
   const Json payload = {{"action_content_digest", install.content_digest()},
                         {"action_id", install.action_id()},
-                        {"action_kind", install.kind()},
+                        {"action_kind", install.action_kind()},
                         {"action_precondition_revision", install.precondition_revision()},
                         {"reason", "expired"}};
   const std::string digest = core::canonical_digest(
@@ -641,7 +641,7 @@ ManagedConsentResolutionResult ConsentResolution::expire(EngineComposition& comp
       {"policy_snapshot_digest", install.payload().at("policy_snapshot_digest")},
       {"requested_action_content_digest", install.content_digest()},
       {"requested_action_id", install.action_id()},
-      {"requested_action_kind", install.kind()},
+      {"requested_action_kind", install.action_kind()},
       {"requested_action_precondition_revision", install.precondition_revision()}};
   const auto& head = context.consent_head;
   const std::string digest = core::canonical_digest(

@@ -32,7 +32,7 @@ std::shared_ptr<engine::InstallerPort> ManagedInstallActuators::installer(
 }
 
 std::shared_ptr<engine::InstallerPort> ManagedInstallActuators::resolve(
-    std::string_view installer_id, std::string_view) const {
+    std::string_view installer_id, engine::CapabilityKind) const {
   const auto it = installers_.find(installer_id);
   if (it == installers_.end()) return nullptr;
   const auto& [driver, captured] = it->second;

@@ -166,7 +166,7 @@ bool retire_if_expired_unclaimed(EngineComposition& composition,
                                  const engine::HostAction& install) {
   const auto& desired = context.desired;
   const Json payload = {{"action_id", install.action_id()},
-                        {"action_kind", install.kind()},
+                        {"action_kind", install.action_kind()},
                         {"action_content_digest", install.content_digest()},
                         {"action_precondition_revision", install.precondition_revision()},
                         {"reason", "expired"}};

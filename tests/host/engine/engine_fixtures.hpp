@@ -54,8 +54,8 @@ inline EngineEvent event(const std::string& kind, std::int64_t revision, const s
   return EngineEvent::create(event_fields(kind, revision, id, std::move(payload), suffix));
 }
 
-inline std::string kind_of(const std::string& capability_id) {
-  return capability_id.substr(0, capability_id.find(':'));
+inline CapabilityKind kind_of(const std::string& capability_id) {
+  return parse_enum<CapabilityKind>(capability_id.substr(0, capability_id.find(':')));
 }
 
 inline Json catalog_identity(const std::string& id) {
@@ -70,7 +70,7 @@ inline InstallPlanDescriptor install_descriptor(const std::string& id) {
   InstallPlanDescriptor::Fields f;
   f.capability_id = id;
   f.kind = kind_of(id);
-  f.installer_id = "ctx-" + f.kind + "-installer-v1";
+  f.installer_id = "ctx-" + std::string(to_string(f.kind)) + "-installer-v1";
   f.plan_digest = sha("install-plan:" + id);
   f.provenance_digest = sha("installation-snapshot");
   f.result_material_identity_digest = install_result(id).identity_digest();
@@ -172,7 +172,7 @@ inline Json decision_payload(const HostAction& request, const std::string& basis
 inline Json receipt(const HostAction& action, Json verification) {
   return {{"action_content_digest", action.content_digest()},
           {"action_id", action.action_id()},
-          {"action_kind", action.kind()},
+          {"action_kind", action.action_kind()},
           {"action_precondition_revision", action.precondition_revision()},
           {"verification", std::move(verification)}};
 }

@@ -93,7 +93,7 @@ TEST_F(EngineTest, CommitsPlansAndRetriesIdenticallyWithoutPlanning) {
   const auto planned = engine.process(intent_event());
   EXPECT_EQ(planned.to_revision(), 2);
   ASSERT_EQ(planned.actions().size(), 1u);
-  EXPECT_EQ(planned.actions()[0].kind(), "PresentBundle");
+  EXPECT_EQ(planned.actions()[0].action_kind(), ActionKind::kPresentBundle);
   EXPECT_EQ(planner_.calls, 1);
   const auto snapshot = engine.snapshot(scope().stream_id());
   EXPECT_EQ(snapshot.revision, 2);
@@ -337,10 +337,10 @@ class EngineAuthority : public EngineTest {
     engine.process(start_event());
     engine.process(intent_event());
     const auto desired = engine.process(event("ReassessmentRequested", 2, "event-desired", desired_payload(kId, "lease-1")));
-    EXPECT_EQ(desired.actions().at(0).kind(), "RequestConsent");
+    EXPECT_EQ(desired.actions().at(0).action_kind(), ActionKind::kRequestConsent);
     request_ = desired.actions().at(0);
     const auto granted = engine.process(event("UserDecision", 3, "event-granted", decision_payload(request_)));
-    EXPECT_EQ(granted.actions().at(0).kind(), "InstallCapability");
+    EXPECT_EQ(granted.actions().at(0).action_kind(), ActionKind::kInstallCapability);
     return granted.actions().at(0);
   }
 
@@ -388,7 +388,7 @@ TEST_F(EngineAuthority, ConsentInstallActivationAndRePlanLifecycle) {
   const auto installed = engine.process_install_receipt(receipt_event, guard);
   ASSERT_EQ(installed.actions().size(), 1u);
   const auto activation = installed.actions()[0];
-  EXPECT_EQ(activation.kind(), "ActivateCapability");
+  EXPECT_EQ(activation.action_kind(), ActionKind::kActivateCapability);
   EXPECT_TRUE(engine.install_execution_status(install).settled);
   EXPECT_EQ(engine.process(receipt_event), installed);  // identical retry, no new row
   EXPECT_EQ(journal_.head(scope().stream_id()).revision, 5);
@@ -411,7 +411,7 @@ TEST_F(EngineAuthority, ConsentInstallActivationAndRePlanLifecycle) {
   later.correlation_id = "plan-later";
   const auto replanned = engine.process(EngineEvent::create(later));
   ASSERT_EQ(replanned.actions().size(), 1u);
-  EXPECT_EQ(replanned.actions()[0].kind(), "DeactivateCapability");
+  EXPECT_EQ(replanned.actions()[0].action_kind(), ActionKind::kDeactivateCapability);
   const int calls = planner_.calls;
   EXPECT_EQ(engine.process(EngineEvent::create(later)), replanned);
   EXPECT_EQ(planner_.calls, calls);
@@ -486,7 +486,7 @@ TEST_F(EngineAuthority, UnclaimedInstallExpiresOnlyAfterTrustedExpiry) {
   const auto install = to_install(engine);
   const Json expired = {{"action_content_digest", install.content_digest()},
                         {"action_id", install.action_id()},
-                        {"action_kind", install.kind()},
+                        {"action_kind", install.action_kind()},
                         {"action_precondition_revision", install.precondition_revision()},
                         {"reason", "expired"}};
   CTX_EXPECT_THROW(engine.process(event("ActionExpired", 4, "event-expired", expired)), CtxEngineError,
@@ -506,7 +506,7 @@ TEST_F(EngineAuthority, ClaimedInstallCannotExpireAsUnclaimed) {
   clock_.set("2026-08-02T13:00:00Z");
   const Json expired = {{"action_content_digest", install.content_digest()},
                         {"action_id", install.action_id()},
-                        {"action_kind", install.kind()},
+                        {"action_kind", install.action_kind()},
                         {"action_precondition_revision", install.precondition_revision()},
                         {"reason", "expired"}};
   EXPECT_THROW(engine.process(event("ActionExpired", 4, "event-expired", expired)), InstallActionAlreadyClaimed);
@@ -548,7 +548,7 @@ TEST_F(EngineAuthority, PreapprovedGrantNeedsTheCurrentPolicyToRouteItAutomatica
   current = auto_policy;
   const auto granted =
       engine.process(event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy")));
-  EXPECT_EQ(granted.actions().at(0).kind(), "InstallCapability");
+  EXPECT_EQ(granted.actions().at(0).action_kind(), ActionKind::kInstallCapability);
 }
 
 }  // namespace

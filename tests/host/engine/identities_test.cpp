@@ -14,19 +14,19 @@ namespace {
 std::string sha(const std::string& text) { return core::sha256_hex(text); }
 
 MaterialIdentity lint_material() {
-  return MaterialIdentity::create("skill:lint", "skill", sha("content:skill:lint"), 64);
+  return MaterialIdentity::create("skill:lint", CapabilityKind::kSkill, sha("content:skill:lint"), 64);
 }
 
 MaterialDescriptor lint_descriptor() {
   const auto material = lint_material();
-  return MaterialDescriptor::create("skill:lint", "skill", "load", material.content_sha256(), 64,
+  return MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "load", material.content_sha256(), 64,
                                     16, sha("material-snapshot"), material.identity_digest());
 }
 
 InstallPlanDescriptor installer_descriptor() {
   InstallPlanDescriptor::Fields f;
   f.capability_id = "agent:installer";
-  f.kind = "agent";
+  f.kind = CapabilityKind::kAgent;
   f.installer_id = "ctx-agent-installer-v1";
   f.plan_digest = sha("install-plan:agent:installer");
   f.provenance_digest = sha("snap");
@@ -35,7 +35,7 @@ InstallPlanDescriptor installer_descriptor() {
 }
 
 TEST(Identities, DigestsMatchPythonCanonAReference) {
-  const auto catalog = CatalogCapabilityIdentity::create("skill:lint", "skill",
+  const auto catalog = CatalogCapabilityIdentity::create("skill:lint", CapabilityKind::kSkill,
                                                          sha("managed-query-catalog"));
   EXPECT_EQ(catalog.identity_digest(),
             "da40f9804ede1f96d5d76eb3f1208c4ef4c6eb7eb788d5f523013b911aef5c46");
@@ -54,7 +54,7 @@ TEST(Identities, DigestsMatchPythonCanonAReference) {
 }
 
 TEST(Identities, RoundTripThroughJsonWithExactKeys) {
-  const auto catalog = CatalogCapabilityIdentity::create("skill:lint", "skill", sha("ns"));
+  const auto catalog = CatalogCapabilityIdentity::create("skill:lint", CapabilityKind::kSkill, sha("ns"));
   EXPECT_EQ(CatalogCapabilityIdentity::from_json(catalog.to_json()), catalog);
   EXPECT_EQ(catalog.to_json().size(), 5u);
   EXPECT_EQ(MaterialIdentity::from_json(lint_material().to_json()), lint_material());
@@ -73,7 +73,7 @@ TEST(Identities, RoundTripThroughJsonWithExactKeys) {
 }
 
 TEST(Identities, ManualDescriptorIsV1WithoutContent) {
-  const auto manual = MaterialDescriptor::create("harness:runner", "harness", "manual",
+  const auto manual = MaterialDescriptor::create("harness:runner", CapabilityKind::kHarness, "manual",
                                                  std::nullopt, 0, 0, sha("snap"), std::nullopt);
   EXPECT_EQ(manual.schema_version(), 1);
   EXPECT_EQ(manual.to_json()["schema"], "ctx.material-descriptor-v1");
@@ -87,7 +87,7 @@ TEST(Identities, TamperedDigestsAreRefused) {
   json["content_bytes"] = 65;
   CTX_EXPECT_THROW(MaterialIdentity::from_json(json), InvalidIdentityError,
                    "identity_digest does not match");
-  auto catalog = CatalogCapabilityIdentity::create("skill:lint", "skill", sha("ns")).to_json();
+  auto catalog = CatalogCapabilityIdentity::create("skill:lint", CapabilityKind::kSkill, sha("ns")).to_json();
   catalog["catalog_namespace_digest"] = sha("other");
   CTX_EXPECT_THROW(CatalogCapabilityIdentity::from_json(catalog), InvalidIdentityError,
                    "does not match");
@@ -123,38 +123,51 @@ TEST(Identities, ExactKeySetsAreEnforced) {
 }
 
 TEST(Identities, FieldValidationNamesTheField) {
-  CTX_EXPECT_THROW(MaterialIdentity::create("skill:lint", "skill", "ABC", 64),
+  CTX_EXPECT_THROW(MaterialIdentity::create("skill:lint", CapabilityKind::kSkill, "ABC", 64),
                    InvalidIdentityError, "content_sha256 must be a lowercase SHA-256 digest");
-  CTX_EXPECT_THROW(MaterialIdentity::create("skill:lint", "skill", sha("x"), 6001),
+  CTX_EXPECT_THROW(MaterialIdentity::create("skill:lint", CapabilityKind::kSkill, sha("x"), 6001),
                    InvalidIdentityError, "content_bytes");
-  CTX_EXPECT_THROW(MaterialIdentity::create("skill:lint", "agent", sha("x"), 1),
+  CTX_EXPECT_THROW(MaterialIdentity::create("skill:lint", CapabilityKind::kAgent, sha("x"), 1),
                    InvalidIdentityError, "canonical identity");
-  CTX_EXPECT_THROW(MaterialIdentity::create("skill:a:b", "skill", sha("x"), 1),
+  CTX_EXPECT_THROW(MaterialIdentity::create("skill:a:b", CapabilityKind::kSkill, sha("x"), 1),
                    InvalidIdentityError, "canonical identity");
   InstallPlanDescriptor::Fields f;
   f.capability_id = "harness:runner";
-  f.kind = "harness";
+  f.kind = CapabilityKind::kHarness;
   f.installer_id = "x";
   f.plan_digest = sha("p");
   f.provenance_digest = sha("q");
   CTX_EXPECT_THROW(InstallPlanDescriptor::create(f), InvalidIdentityError,
                    "kind is not an installable capability kind");
   f.capability_id = "skill:x";
-  f.kind = "skill";
+  f.kind = CapabilityKind::kSkill;
   f.installer_id = "Upper";
   CTX_EXPECT_THROW(InstallPlanDescriptor::create(f), InvalidIdentityError,
                    "installer_id must be a canonical token");
   f.installer_id = "ok";
-  f.target_scope = "system";
-  CTX_EXPECT_THROW(InstallPlanDescriptor::create(f), InvalidIdentityError, "target_scope");
+  // Target scope and rollback strategy have one declared spelling each, checked where parsed.
+  Json stored = InstallPlanDescriptor::create(f).to_json();
+  EXPECT_EQ(stored["target_scope"], "user");
+  EXPECT_EQ(stored["rollback_strategy"], "atomic-restore");
+  EXPECT_NO_THROW(InstallPlanDescriptor::from_json(stored));
+  stored["target_scope"] = "system";
+  CTX_EXPECT_THROW(InstallPlanDescriptor::from_json(stored), InvalidIdentityError, "target_scope");
+  stored["target_scope"] = "user";
+  stored["rollback_strategy"] = "none";
+  CTX_EXPECT_THROW(InstallPlanDescriptor::from_json(stored), InvalidIdentityError,
+                   "rollback_strategy");
+  stored["rollback_strategy"] = "atomic-restore";
+  stored["kind"] = "plugin";
+  CTX_EXPECT_THROW(InstallPlanDescriptor::from_json(stored), InvalidIdentityError, "kind");
   CTX_EXPECT_THROW(InstallConsentPolicy::create("always", "ask-each-time", "ask-each-time"),
                    InvalidIdentityError, "skill_mode");
-  CTX_EXPECT_THROW(InstallConsentPolicy::safe_default().mode_for("harness"), InvalidIdentityError,
+  CTX_EXPECT_THROW(InstallConsentPolicy::safe_default().mode_for(CapabilityKind::kHarness),
+                   InvalidIdentityError,
                    "installable");
-  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", "skill", "manual", sha("c"), 1, 1,
+  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "manual", sha("c"), 1, 1,
                                               sha("s"), std::nullopt),
                    InvalidIdentityError, "manual material cannot claim exposed content");
-  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", "skill", "load", sha("c"), 64, 1,
+  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "load", sha("c"), 64, 1,
                                               sha("s"), sha("wrong")),
                    InvalidIdentityError, "material_identity_digest does not match");
 }
@@ -168,7 +181,7 @@ TEST(Identities, AuthorizedMaterialOriginsAreExclusive) {
   EXPECT_EQ(catalog.to_json().size(), 8u);
 
   const auto lineage = InstalledMaterialLineage::create(
-      "skill:lint", "skill", sha("cat"), lint_material().identity_digest(), sha("desc"),
+      "skill:lint", CapabilityKind::kSkill, sha("cat"), lint_material().identity_digest(), sha("desc"),
       sha("action"), sha("receipt"));
   EXPECT_EQ(InstalledMaterialLineage::from_json(lineage.to_json()), lineage);
   const auto installed = AuthorizedMaterial::from_installed(lineage);
@@ -183,7 +196,7 @@ TEST(Identities, AuthorizedMaterialOriginsAreExclusive) {
   origin["origin"] = "catalog";
   CTX_EXPECT_THROW(AuthorizedMaterial::from_json(origin), InvalidIdentityError,
                    "catalog material requires an exact catalog descriptor");
-  const auto manual = MaterialDescriptor::create("skill:lint", "skill", "manual", std::nullopt,
+  const auto manual = MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "manual", std::nullopt,
                                                  0, 0, sha("snap"), std::nullopt);
   CTX_EXPECT_THROW(AuthorizedMaterial::from_catalog(sha("cat"), manual), InvalidIdentityError,
                    "material-identity descriptor");
@@ -199,10 +212,10 @@ TEST(Identities, BindingJsonTextMustBeCanonical) {
 }
 
 TEST(Identities, PlanningBundleRequiresMatchingResultMaterial) {
-  const auto material = MaterialIdentity::create("agent:installer", "agent", sha("m"), 64);
+  const auto material = MaterialIdentity::create("agent:installer", CapabilityKind::kAgent, sha("m"), 64);
   InstallPlanDescriptor::Fields f;
   f.capability_id = "agent:installer";
-  f.kind = "agent";
+  f.kind = CapabilityKind::kAgent;
   f.installer_id = "ctx-agent-installer-v1";
   f.plan_digest = sha("p");
   f.provenance_digest = sha("q");
@@ -210,7 +223,7 @@ TEST(Identities, PlanningBundleRequiresMatchingResultMaterial) {
   const auto descriptor = InstallPlanDescriptor::create(f);
   EXPECT_TRUE(descriptor.matches_result_material(material));
   EXPECT_NO_THROW(InstallPlanningBundle(descriptor, material));
-  const auto other = MaterialIdentity::create("agent:installer", "agent", sha("n"), 64);
+  const auto other = MaterialIdentity::create("agent:installer", CapabilityKind::kAgent, sha("n"), 64);
   CTX_EXPECT_THROW(InstallPlanningBundle(descriptor, other), InvalidIdentityError,
                    "does not match the full result material");
 }
@@ -220,7 +233,7 @@ TEST(Identities, RoutingSendsSensitiveDescriptorsToAHuman) {
                                                         "preapproved-auto");
   auto f = InstallPlanDescriptor::Fields{};
   f.capability_id = "skill:x";
-  f.kind = "skill";
+  f.kind = CapabilityKind::kSkill;
   f.installer_id = "i";
   f.plan_digest = sha("p");
   f.provenance_digest = sha("q");

@@ -80,7 +80,7 @@ class ReducerLifecycle : public ::testing::Test {
 
   static Json receipt_identity(const HostAction& a) {
     return {{"action_id", a.action_id()},
-            {"action_kind", a.kind()},
+            {"action_kind", a.action_kind()},
             {"action_content_digest", a.content_digest()},
             {"action_precondition_revision", a.precondition_revision()}};
   }
@@ -168,7 +168,7 @@ TEST_F(ReducerLifecycle, ReadyPlanPresentsRowsInCanonicalOrder) {
                          plan_row("mcp-server:manual-docs", "manual")});
   ASSERT_EQ(out.transition.actions().size(), 1u);
   const auto& present = out.transition.actions()[0];
-  EXPECT_EQ(present.kind(), "PresentBundle");
+  EXPECT_EQ(present.action_kind(), ActionKind::kPresentBundle);
   EXPECT_EQ(present.precondition_revision(), 2);
   EXPECT_EQ(present.payload()["capabilities"].size(), 4u);
   const auto& plan = *out.state.committed_plan();
@@ -217,7 +217,7 @@ TEST_F(ReducerLifecycle, AbstainedAndDegradedPlans) {
 
 TEST_F(ReducerLifecycle, FullInstallActivateDeactivateLifecycle) {
   const auto install = run_to_install();
-  EXPECT_EQ(install.kind(), "InstallCapability");
+  EXPECT_EQ(install.action_kind(), ActionKind::kInstallCapability);
   EXPECT_EQ(install.precondition_revision(), 4);
   EXPECT_EQ(*install.expires_at(), "2026-08-02T13:00:00Z");
   EXPECT_EQ(install.payload()["installer_digest"],
@@ -227,7 +227,7 @@ TEST_F(ReducerLifecycle, FullInstallActivateDeactivateLifecycle) {
   auto installed = step(install_receipt(install, 4));
   ASSERT_EQ(installed.transition.actions().size(), 1u);
   const auto activate = installed.transition.actions()[0];
-  EXPECT_EQ(activate.kind(), "ActivateCapability");
+  EXPECT_EQ(activate.action_kind(), ActionKind::kActivateCapability);
   EXPECT_EQ(*activate.lease_id(), "lease-1");
   const auto* cap = installed.state.capability(kInstalled);
   EXPECT_EQ(cap->installation, Installation::kInstalled);
@@ -246,7 +246,7 @@ TEST_F(ReducerLifecycle, FullInstallActivateDeactivateLifecycle) {
   auto replanned = step(EngineEvent::create(f), abstained_limit_zero());
   ASSERT_EQ(replanned.transition.actions().size(), 1u);
   const auto deactivate = replanned.transition.actions()[0];
-  EXPECT_EQ(deactivate.kind(), "DeactivateCapability");
+  EXPECT_EQ(deactivate.action_kind(), ActionKind::kDeactivateCapability);
   EXPECT_EQ(*deactivate.lease_id(), "lease-1");
   EXPECT_EQ(replanned.transition.diagnostics().back(), (Json{{"code", "limit-zero"}}));
 
@@ -265,7 +265,7 @@ TEST_F(ReducerLifecycle, ConsentIdsFollowTheOfferingEvent) {
   const auto out = step(desired_event);
   const auto& request = out.transition.actions().at(0);
   const auto e = desired_event.content_digest();
-  EXPECT_EQ(request.kind(), "RequestConsent");
+  EXPECT_EQ(request.action_kind(), ActionKind::kRequestConsent);
   EXPECT_EQ(request.precondition_revision(), 3);
   EXPECT_EQ(*request.consent_id(), "consent-" + sha("ctx-engine-consent-v1:" + e + ":" + kInstalled));
   EXPECT_EQ(request.action_id(), reducer_action_id(e, "RequestConsent", kInstalled, 0));
@@ -286,7 +286,7 @@ TEST_F(ReducerLifecycle, NonPlanningEventWhileConsentPendingReoffersConsent) {
   const auto out = step(event("ProviderSubmissionObserved", 3, "event-submission",
                               {{"capabilities", Json::array()}}));
   ASSERT_EQ(out.transition.actions().size(), 1u);
-  EXPECT_EQ(out.transition.actions()[0].kind(), "RequestConsent");
+  EXPECT_EQ(out.transition.actions()[0].action_kind(), ActionKind::kRequestConsent);
   EXPECT_NE(*out.transition.actions()[0].consent_id(), old_consent);
   EXPECT_EQ(out.state.pending_consents().size(), 1u);
   // The retired consent is no longer accepted.
@@ -400,7 +400,7 @@ TEST_F(ReducerLifecycle, LoadRowsActivateDirectlyAndTurnStartingPrepares) {
   step(material_receipt(desired.transition.actions()[1], 4, "event-b-active"));
   auto turn = step(event("TurnStarting", 5, "event-turn"));
   ASSERT_EQ(turn.transition.actions().size(), 2u);
-  EXPECT_EQ(turn.transition.actions()[0].kind(), "PrepareExposure");
+  EXPECT_EQ(turn.transition.actions()[0].action_kind(), ActionKind::kPrepareExposure);
   auto prepared = step(material_receipt(turn.transition.actions()[0], 6, "event-a-prepared"));
   EXPECT_EQ(prepared.state.evidence().at(0).exposure, Exposure::kPrepared);
 }
@@ -413,7 +413,7 @@ TEST_F(ReducerLifecycle, SessionEndDeactivatesOnePerTransition) {
   step(material_receipt(desired.transition.actions()[1], 4, "event-b-active"));
   auto ended = step(event("SessionEnded", 5, "event-end"));
   ASSERT_EQ(ended.transition.actions().size(), 1u);
-  EXPECT_EQ(ended.transition.actions()[0].kind(), "DeactivateCapability");
+  EXPECT_EQ(ended.transition.actions()[0].action_kind(), ActionKind::kDeactivateCapability);
   EXPECT_EQ(ended.state.session_status(), SessionStatus::kEnded);
   CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{event("TurnEnded", 6, "e")}), InvalidEventError,
                    "session has ended");
@@ -476,7 +476,7 @@ TEST_F(ReducerLifecycle, InstalledCapabilityPromotesToLoadKeepingItsActivation) 
   // The catalog now offers the installed material as a load row with the same source.
   const auto lineage = *installed->current_authorized_material->installed_material_lineage();
   const auto identity = install_result(kInstalled);
-  const auto descriptor = MaterialDescriptor::create(kInstalled, "skill", "load", identity.content_sha256(),
+  const auto descriptor = MaterialDescriptor::create(kInstalled, CapabilityKind::kSkill, "load", identity.content_sha256(),
                                                      identity.content_bytes(), 16, sha("material-snapshot"),
                                                      identity.identity_digest());
   const auto material = AuthorizedMaterial::from_catalog(lineage.catalog_identity_digest(), descriptor);
@@ -494,7 +494,7 @@ TEST_F(ReducerLifecycle, InstalledCapabilityPromotesToLoadKeepingItsActivation) 
   EXPECT_EQ(cap->current_authorized_material->origin(), MaterialOrigin::kCatalog);
   // A changed selection is presented again (only identical active rows are "retained").
   ASSERT_EQ(promoted.transition.actions().size(), 1u);
-  EXPECT_EQ(promoted.transition.actions()[0].kind(), "PresentBundle");
+  EXPECT_EQ(promoted.transition.actions()[0].action_kind(), ActionKind::kPresentBundle);
 }
 
 }  // namespace

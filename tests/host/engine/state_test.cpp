@@ -137,8 +137,14 @@ TEST(CommittedPlan, StatusAndAuditRules) {
   degraded_with_audit["benefit_audit"] = audit(1, 1, 1);
   CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, degraded_with_audit), StateValidationError,
                    "degraded schema-v3 plan");
+  // An undeclared spelling is refused where it is parsed; a declared abstention code of the
+  // wrong status by the status rule.
   auto bad_code = degraded("exploded");
-  CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, bad_code), StateValidationError, "degraded");
+  CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, bad_code), StateValidationError,
+                   "abstention_code; must be one of limit-zero");
+  auto abstention_as_degradation = degraded("limit-zero");
+  CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, abstention_as_degradation),
+                   StateValidationError, "degraded schema-v3 plan requires no rows");
   const auto plan = CommittedPlanV3::from_decision("plan", digest, ready_decision({plan_row("skill:a", "load")}));
   EXPECT_EQ(plan.decision_digest(), sha(core::canonical_json(ready_decision({plan_row("skill:a", "load")}))));
   EXPECT_EQ(CommittedPlanV3::from_json(plan.to_json()), plan);

@@ -1,5 +1,6 @@
 #include "host/engine/vocabulary.hpp"
 
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -99,6 +100,25 @@ TEST(Vocabulary, PersistedSpellingsAreFrozen) {
   // Spellings are case-sensitive.
   EXPECT_EQ(find_enum<PlanStatus>("Ready"), std::nullopt);
   EXPECT_EQ(find_enum<Installation>(" installed"), std::nullopt);
+}
+
+TEST(Vocabulary, AbstentionCodesKeepTheirSpellingsAndBelongToOneStatus) {
+  std::map<std::string_view, PlanStatus> status_by_code;
+  for (const AbstentionCode code : kAbstentionCodeStrings.values) {
+    EXPECT_EQ(parse_enum<AbstentionCode>(to_string(code)), code);
+    status_by_code.emplace(to_string(code), plan_status_of(code));
+  }
+  EXPECT_EQ(status_by_code, (std::map<std::string_view, PlanStatus>{
+                                {"below-net-benefit", PlanStatus::kAbstained},
+                                {"catalog-unavailable", PlanStatus::kDegraded},
+                                {"limit-zero", PlanStatus::kAbstained},
+                                {"no-feasible-capability", PlanStatus::kAbstained},
+                                {"planner-failed", PlanStatus::kDegraded}}));
+  EXPECT_EQ(core::Json(AbstentionCode::kNoFeasibleCapability), "no-feasible-capability");
+  EXPECT_EQ(to_string(TargetScope::kUser), "user");
+  EXPECT_EQ(to_string(RollbackStrategy::kAtomicRestore), "atomic-restore");
+  EXPECT_EQ(to_string(ExpiryReason::kExpired), "expired");
+  EXPECT_EQ(find_enum<AbstentionCode>("exploded"), std::nullopt);
 }
 
 TEST(Vocabulary, ReaderReadsEnumsByTheirTraits) {

@@ -74,7 +74,7 @@ TEST_F(AbiAdaptersTest, InstallerCarriesJsonBothWays) {
       {"capability_id", "skill:x"}, {"content", "fixture skill"}, {"content_sha256", digest}};
   // The installer reports the engine's MaterialIdentity digest (plugin_abi.h), not sha256.
   const std::string material =
-      engine::MaterialIdentity::create("skill:x", "skill", digest, 13).identity_digest();
+      engine::MaterialIdentity::create("skill:x", engine::CapabilityKind::kSkill, digest, 13).identity_digest();
   EXPECT_EQ(installer.install(request), (core::Json{{"capability_id", "skill:x"},
                                                     {"observed_material_identity_digest", material},
                                                     {"op", "install"},

@@ -218,7 +218,7 @@ void crash_and_recover_decision_settlement(const t::TempDir& tmp) {
   EXPECT_TRUE(guard.settled().empty());                              // but was not settled
   const auto retried = fixture.composition->process(grant);
   EXPECT_EQ(guard.settled(), std::set<std::string>{grant.event_id()});
-  EXPECT_EQ(retried.actions().at(0).kind(), "InstallCapability");
+  EXPECT_EQ(retried.actions().at(0).action_kind(), engine::ActionKind::kInstallCapability);
   EXPECT_EQ(fixture.composition->process(grant), retried);  // idempotent: same settlement
   EXPECT_EQ(guard.settled(), std::set<std::string>{grant.event_id()});
   EXPECT_EQ(guard.reservations(grant.event_id()), 3);
@@ -295,7 +295,7 @@ TEST_P(CrashAtNamedPoint, SigkilledChildRecoversToExactlyOneOutcome) {
     const auto grant = ::ctx::testing::interactive_grant(*requested, suffix);
     EXPECT_EQ(fixture.composition->snapshot(grant.scope()).revision, 4);
     EXPECT_TRUE(guard.settled().empty());
-    EXPECT_EQ(fixture.composition->process(grant).actions().at(0).kind(), "InstallCapability");
+    EXPECT_EQ(fixture.composition->process(grant).actions().at(0).action_kind(), engine::ActionKind::kInstallCapability);
     EXPECT_EQ(guard.settled(), std::set<std::string>{grant.event_id()});
     EXPECT_EQ(fixture.composition->snapshot(grant.scope()).revision, 4);
     return;

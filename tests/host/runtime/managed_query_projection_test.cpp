@@ -30,7 +30,7 @@ engine::ScopeRef scope(std::string_view suffix) {
 Json manual_row(const std::string& capability_id, std::int64_t individual,
                 std::int64_t marginal) {
   const auto colon = capability_id.find(':');
-  const std::string kind = capability_id.substr(0, colon);
+  const auto kind = engine::parse_enum<engine::CapabilityKind>(capability_id.substr(0, colon));
   return {{"actionability", "manual"},
           {"authority", {{"type", "manual"}}},
           {"benefit",
@@ -127,7 +127,7 @@ TEST(ManagedQueryProjection, ProjectsEveryFieldOfTheCommittedPlanAtItsHead) {
   EXPECT_EQ(first.marginal_net_benefit_u(), 600'000);
   EXPECT_EQ(first.source_digest(), digest("source:harness:runner"));
   EXPECT_EQ(first.catalog_identity_digest(),
-            engine::CatalogCapabilityIdentity::create("harness:runner", "harness",
+            engine::CatalogCapabilityIdentity::create("harness:runner", engine::CapabilityKind::kHarness,
                                                       digest("namespace"))
                 .identity_digest());
   EXPECT_FALSE(first.install_descriptor_digest().has_value());
@@ -145,13 +145,13 @@ TEST(ManagedQueryProjection, LaterHeadChangesOnlyTheJournalFields) {
 }
 
 TEST(ManagedQueryProjection, DegradedPlanHasNoRowsAndNoAuditFields) {
-  auto degraded = engine::CommittedPlanV3::create("plan-degraded", digest("environment"),
-                                                  digest("degraded"), "degraded",
-                                                  "planner-failed", std::nullopt, {});
+  auto degraded = engine::CommittedPlanV3::create(
+      "plan-degraded", digest("environment"), digest("degraded"), "degraded",
+      engine::AbstentionCode::kPlannerFailed, std::nullopt, {});
   const auto prepared = project_prepared_managed_query_snapshot(
       head(4, state_at(4, scope("one"), degraded), digest("record:4")), "plan-degraded");
   EXPECT_EQ(prepared.status(), engine::PlanStatus::kDegraded);
-  EXPECT_EQ(prepared.abstention_code(), std::optional<std::string>("planner-failed"));
+  EXPECT_EQ(prepared.abstention_code(), std::optional(engine::AbstentionCode::kPlannerFailed));
   EXPECT_TRUE(prepared.selections().empty());
   EXPECT_FALSE(prepared.benefit_result_digest().has_value());
   EXPECT_FALSE(prepared.requested_limit().has_value());

@@ -170,7 +170,7 @@ TEST(ManagedQuerySeed, zero_limit_is_one_audited_abstention) {
     prepared.emplace(seed_prepare(*composition, "zero"));
   }
   EXPECT_EQ(prepared->status(), engine::PlanStatus::kAbstained);
-  EXPECT_EQ(prepared->abstention_code(), std::optional<std::string>("limit-zero"));
+  EXPECT_EQ(prepared->abstention_code(), std::optional(engine::AbstentionCode::kLimitZero));
   EXPECT_TRUE(prepared->selections().empty());
   EXPECT_TRUE(prepared->benefit_result_digest().has_value());
 }
@@ -315,7 +315,7 @@ TEST(ManagedQuerySeed, snapshot_projection_preserves_exact_degraded_plan_without
   ASSERT_TRUE(committed_snapshot->state.has_value());
   auto degraded = engine::CommittedPlanV3::create(
       "plan-degraded-reopen", catalog_snapshot_digest, digest("degraded-decision"), "degraded",
-      "planner-failed", std::nullopt, {});
+      engine::AbstentionCode::kPlannerFailed, std::nullopt, {});
   auto degraded_state = ::ctx::testing::edit_state(
       *committed_snapshot->state, [&](engine::EngineState::Fields& f) {
         f.revision = 4;
@@ -326,7 +326,7 @@ TEST(ManagedQuerySeed, snapshot_projection_preserves_exact_degraded_plan_without
                                    digest("record:4")};
   auto projected = project_prepared_managed_query_snapshot(degraded_snapshot, degraded.plan_id());
   EXPECT_EQ(projected.status(), engine::PlanStatus::kDegraded);
-  EXPECT_EQ(projected.abstention_code(), std::optional<std::string>("planner-failed"));
+  EXPECT_EQ(projected.abstention_code(), std::optional(engine::AbstentionCode::kPlannerFailed));
   EXPECT_EQ(projected.plan_id(), degraded.plan_id());
   EXPECT_EQ(projected.journal_revision(), 4);
   EXPECT_TRUE(projected.selections().empty());
@@ -709,7 +709,7 @@ TEST(ManagedQuerySeed, managed_advance_rejects_pending_consent_and_effect_before
         ::ctx::testing::desire_event(intent_observed, capability, policy_digest, "pending"));
 
     const auto request = desired.actions().at(0);
-    EXPECT_EQ(request.kind(), "RequestConsent");
+    EXPECT_EQ(request.action_kind(), engine::ActionKind::kRequestConsent);
     facts->clear_calls();
     const auto pending_consent = composition->snapshot(intent_observed.scope());
     CTX_EXPECT_THROW(composition->advance_managed_query(
@@ -720,7 +720,7 @@ TEST(ManagedQuerySeed, managed_advance_rejects_pending_consent_and_effect_before
     auto granted = composition->process(::ctx::testing::interactive_grant(
         {session_started, intent_observed, capability, request, policy_digest}, "pending"));
 
-    EXPECT_EQ(granted.actions().at(0).kind(), "InstallCapability");
+    EXPECT_EQ(granted.actions().at(0).action_kind(), engine::ActionKind::kInstallCapability);
     const auto pending_effect = composition->snapshot(intent_observed.scope());
     CTX_EXPECT_THROW(composition->advance_managed_query(
                          session_started, development_event(intent_observed, 4, "pending-effect")),
@@ -886,7 +886,9 @@ TEST(ManagedQuerySeed, managed_development_preserves_exact_lifecycle_transition_
   }
   EXPECT_EQ(advanced->prepared().status(), engine::PlanStatus::kAbstained);
   std::vector<std::string> kinds;
-  for (const auto& action : advanced->transition().actions()) kinds.push_back(action.kind());
+  for (const auto& action : advanced->transition().actions()) {
+    kinds.emplace_back(engine::to_string(action.action_kind()));
+  }
   EXPECT_EQ(kinds, (std::vector<std::string>{"DeactivateCapability"}));
   EXPECT_EQ(retried->transition(), advanced->transition());
   EXPECT_TRUE(facts->calls().empty());

@@ -97,7 +97,7 @@ TEST_F(EngineOnSqlite, InstallAndActivationSettleDurablyAndSurviveReopen) {
     install = engine.process(event("UserDecision", 3, "event-granted", decision_payload(request)))
                   .actions()
                   .at(0);
-    ASSERT_EQ(install.kind(), "InstallCapability");
+    ASSERT_EQ(install.action_kind(), ActionKind::kInstallCapability);
     binding = InstallExecutionBinding::create(install_descriptor(kId).installer_id(),
                                               install.payload()["installer_digest"], sha("host"),
                                               sha("target"));
@@ -126,7 +126,7 @@ TEST_F(EngineOnSqlite, InstallAndActivationSettleDurablyAndSurviveReopen) {
       guard);
   ASSERT_EQ(installed.actions().size(), 1u);
   activation = installed.actions()[0];
-  EXPECT_EQ(activation.kind(), "ActivateCapability");
+  EXPECT_EQ(activation.action_kind(), ActionKind::kActivateCapability);
   EXPECT_TRUE(engine.install_execution_status(install).settled);
 
   clock_.advance_seconds(1);

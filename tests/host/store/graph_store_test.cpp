@@ -309,7 +309,7 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   ASSERT_EQ(plan.capabilities().size(), 5u);
   std::set<std::string> kinds;
   for (const auto& row : plan.capabilities()) {
-    kinds.insert(row.presentation.kind);
+    kinds.emplace(engine::to_string(row.presentation.kind));
     EXPECT_EQ(row.presentation.matching_signals, std::vector<std::string>{"python"});
     std::vector<std::string> reasons = {"graph-match", "language-match", "signal-match", "tag-match"};
     if (row.presentation.name == "python-runner") reasons.insert(reasons.begin() + 2, "name-match");
@@ -322,9 +322,9 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
 
   const auto zero = planner.plan(python_work(0));
   EXPECT_EQ(zero.status(), engine::PlanStatus::kAbstained);
-  EXPECT_EQ(zero.abstention_code(), "limit-zero");
+  EXPECT_EQ(zero.abstention_code(), engine::AbstentionCode::kLimitZero);
   EXPECT_TRUE(zero.capabilities().empty());
-  EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(), "limit-zero");
+  EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(), engine::AbstentionCode::kLimitZero);
 
   // Same inputs, same decision: again on this planner (its remembered selection) and on a second
   // planner over a fresh open (computed afresh), byte for byte.

@@ -34,7 +34,8 @@ TEST_F(SkillInstallerPluginTest, TreeSkillInstallsAndActivatesUnderTheEnginesMat
   const Json request = tree_request("skill:pdf", source_tree("src", files), files);
   const std::string manifest = manifest_of(files);
   const auto material = engine::MaterialIdentity::create(
-      "skill:pdf", "skill", request.at("content_sha256"), static_cast<std::int64_t>(manifest.size()));
+      "skill:pdf", engine::CapabilityKind::kSkill, request.at("content_sha256"),
+      static_cast<std::int64_t>(manifest.size()));
 
   plugins::AbiInstaller installer(
       registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());

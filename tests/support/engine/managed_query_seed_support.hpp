@@ -80,13 +80,14 @@ inline std::string file_sha256(const std::filesystem::path& path) {
 // The seeds' _install_bundle: a v2 descriptor bound to a result material.
 inline engine::InstallPlanningBundle install_bundle(const std::string& capability_id,
                                                     const std::string& snapshot_digest) {
-  const std::string kind = capability_id.substr(0, capability_id.find(':'));
+  const auto kind =
+      engine::parse_enum<engine::CapabilityKind>(capability_id.substr(0, capability_id.find(':')));
   auto material = engine::MaterialIdentity::create(capability_id, kind,
                                                    digest("installed:" + capability_id), 64);
   engine::InstallPlanDescriptor::Fields fields;
   fields.capability_id = capability_id;
   fields.kind = kind;
-  fields.installer_id = "ctx-" + kind + "-installer-v1";
+  fields.installer_id = "ctx-" + std::string(engine::to_string(kind)) + "-installer-v1";
   fields.plan_digest = digest("install-plan:" + capability_id);
   fields.provenance_digest = snapshot_digest;
   fields.result_material_identity_digest = material.identity_digest();
@@ -101,7 +102,7 @@ inline planning::CapabilityCandidate candidate(
   const auto colon = capability_id.find(':');
   planning::CapabilityCandidate row;
   row.capability_id = capability_id;
-  row.kind = capability_id.substr(0, colon);
+  row.kind = engine::parse_enum<engine::CapabilityKind>(capability_id.substr(0, colon));
   row.name = capability_id.substr(colon + 1);
   row.source_digest = digest("source:" + capability_id + ":" + actionability);
   row.normalized_score_ppm = 900'000;
@@ -153,7 +154,7 @@ class MaterialAuthority final : public planning::MaterialPort {
       : capability_ids_(std::move(capability_ids)) {}
   std::string material_snapshot_digest() const override { return digest("material-snapshot"); }
   engine::MaterialDescriptor describe(const std::string& capability_id,
-                                      const std::string& kind) override {
+                                      engine::CapabilityKind kind) override {
     if (!capability_ids_.contains(capability_id)) {
       return engine::MaterialDescriptor::create(capability_id, kind, "manual", std::nullopt, 0, 0,
                                                 material_snapshot_digest(), std::nullopt);
@@ -181,7 +182,7 @@ class InstallAuthority final : public planning::InstallBundlePort {
     return installation_snapshot_digest_;
   }
   std::optional<engine::InstallPlanningBundle> describe_bundle(const std::string& capability_id,
-                                                               const std::string&) override {
+                                                               engine::CapabilityKind) override {
     auto it = bundles_.find(capability_id);
     if (it == bundles_.end()) return std::nullopt;
     return it->second;
@@ -284,7 +285,7 @@ inline std::unique_ptr<runtime::EngineComposition> open_composition(
     for (const auto& item : args.candidates) {
       store::GraphNode node;
       node.id = item.capability_id;
-      node.type = item.kind;
+      node.type = engine::to_string(item.kind);
       node.label = item.name;
       node.tags = {"python"};
       nodes.push_back(std::move(node));
@@ -409,6 +410,9 @@ inline core::Json optional_json(const std::optional<std::string>& value) {
 }
 inline core::Json optional_json(const std::optional<std::int64_t>& value) {
   return value ? core::Json(*value) : core::Json(nullptr);
+}
+inline core::Json optional_json(const std::optional<engine::AbstentionCode>& value) {
+  return value ? core::Json(engine::to_string(*value)) : core::Json(nullptr);
 }
 
 // The seeds' _projection_fields, as one JSON array (equality and readable failure output).

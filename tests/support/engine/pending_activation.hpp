@@ -76,7 +76,7 @@ inline ConsentRequested request_install_consent(runtime::EngineComposition& comp
       composition.process(desire_event(intent_observed, capability, policy_digest, suffix));
 
   const auto request = desired.actions().at(0);
-  EXPECT_EQ(request.kind(), "RequestConsent");
+  EXPECT_EQ(request.action_kind(), engine::ActionKind::kRequestConsent);
   return ConsentRequested{session_started, intent_observed, capability, request, policy_digest};
 }
 
@@ -113,7 +113,7 @@ inline PendingActivation drive_to_pending_activation(runtime::EngineComposition&
   const auto& intent_observed = requested.intent_observed;
   auto granted = composition.process(interactive_grant(requested, suffix));
   const auto install = granted.actions().at(0);
-  EXPECT_EQ(install.kind(), "InstallCapability");
+  EXPECT_EQ(install.action_kind(), engine::ActionKind::kInstallCapability);
   auto binding = engine::InstallExecutionBinding::create(
       bundle.descriptor().installer_id(), install.payload().at("installer_digest").get<std::string>(),
       digest("managed-query-host"), digest("managed-query-target"));
@@ -130,7 +130,7 @@ inline PendingActivation drive_to_pending_activation(runtime::EngineComposition&
     f.expected_revision = 4;
     f.occurred_at = *install_status.observed_at;
     f.payload = {{"action_id", install.action_id()},
-                 {"action_kind", install.kind()},
+                 {"action_kind", install.action_kind()},
                  {"action_content_digest", install.content_digest()},
                  {"action_precondition_revision", install.precondition_revision()},
                  {"verification",
@@ -146,7 +146,7 @@ inline PendingActivation drive_to_pending_activation(runtime::EngineComposition&
   });
   auto installed = engine.process_install_receipt(install_receipt, install_guard);
   auto activation = installed.actions().at(0);
-  EXPECT_EQ(activation.kind(), "ActivateCapability");
+  EXPECT_EQ(activation.action_kind(), engine::ActionKind::kActivateCapability);
   return PendingActivation{requested.session_started, intent_observed, activation, binding};
 }
 

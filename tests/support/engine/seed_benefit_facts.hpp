@@ -24,7 +24,7 @@ inline engine::planning::BenefitCandidate seed_benefit_candidate(
   facts.trust_ppm = 1'000'000;
   facts.costs = engine::planning::ResourceCosts{};
   facts.evidence.capability_id = presentation.capability_id;
-  facts.evidence.kind = engine::parse_enum<engine::CapabilityKind>(presentation.kind);
+  facts.evidence.kind = presentation.kind;
   facts.evidence.source_digest = presentation.source_digest;
   facts.evidence.evidence_window_digest =
       core::sha256_hex("window:" + presentation.capability_id);

@@ -112,7 +112,7 @@ class MaterialPort final : public planning::MaterialPort {
     return digest("managed-service-materials");
   }
   engine::MaterialDescriptor describe(const std::string& capability_id,
-                                      const std::string& kind) override {
+                                      engine::CapabilityKind kind) override {
     return engine::MaterialDescriptor::create(capability_id, kind, "manual", std::nullopt, 0, 0,
                                               material_snapshot_digest(), std::nullopt);
   }
@@ -125,7 +125,7 @@ class InstallPort final : public planning::InstallBundlePort {
     return digest("managed-service-installs");
   }
   std::optional<engine::InstallPlanningBundle> describe_bundle(const std::string& capability_id,
-                                                               const std::string&) override {
+                                                               engine::CapabilityKind) override {
     auto it = bundles.find(capability_id);
     if (it == bundles.end()) return std::nullopt;
     return it->second;
@@ -235,14 +235,15 @@ inline engine::InstallPlanningBundle install_bundle(const std::string& capabilit
                                                     const std::string& snapshot_digest,
                                                     bool permission_expansion = false,
                                                     bool credential_requirement = false) {
-  const std::string kind = capability_id.substr(0, capability_id.find(':'));
+  const auto kind =
+      engine::parse_enum<engine::CapabilityKind>(capability_id.substr(0, capability_id.find(':')));
   auto material = engine::MaterialIdentity::create(
       capability_id, kind, core::sha256_hex(kInstallableSkillBody),
       static_cast<std::int64_t>(kInstallableSkillBody.size()));
   engine::InstallPlanDescriptor::Fields fields;
   fields.capability_id = capability_id;
   fields.kind = kind;
-  fields.installer_id = "ctx-" + kind + "-installer-v1";
+  fields.installer_id = "ctx-" + std::string(engine::to_string(kind)) + "-installer-v1";
   fields.plan_digest = digest("install-plan:" + capability_id);
   fields.provenance_digest = snapshot_digest;
   fields.permission_expansion = permission_expansion;

@@ -73,10 +73,23 @@ TEST(NetBenefitPolicy, SixCompetingCandidatesOfFourKindsSelectFiveCoveringAllKin
 TEST(NetBenefitPolicy, ZeroLimitAbstainsWithAnAuditableResult) {
   const auto result = seed_policy().select({facts("skill:test")}, 0);
   EXPECT_TRUE(result.selections().empty());
-  EXPECT_EQ(result.abstention_code(), "limit-zero");
+  EXPECT_EQ(result.abstention_code(), AbstentionCode::kLimitZero);
   EXPECT_EQ(result.search_evaluation_count(), 0);
   EXPECT_EQ(result.candidate_pool_count(), 1);
   EXPECT_EQ(result.result_digest().size(), 64u);
+  // The stored spelling is the code's one spelling; another (even a declared degradation code)
+  // does not decode.
+  const std::string& text = result.to_json();
+  ASSERT_NE(text.find("\"abstention_code\":\"limit-zero\""), std::string::npos);
+  EXPECT_EQ(BenefitSelectionResult::from_json(text), result);
+  std::string unknown = text;
+  unknown.replace(unknown.find("limit-zero"), 10, "limit-none");
+  CTX_EXPECT_THROW(BenefitSelectionResult::from_json(unknown), BenefitValidationError,
+                   "abstention_code is not a declared code");
+  std::string degraded = text;
+  degraded.replace(degraded.find("limit-zero"), 10, "planner-failed");
+  CTX_EXPECT_THROW(BenefitSelectionResult::from_json(degraded), BenefitValidationError,
+                   "abstention_code does not match");
 }
 
 TEST(NetBenefitPolicy, OnlyIneligibleCandidatesAbstainAsNoFeasibleCapability) {
@@ -85,7 +98,7 @@ TEST(NetBenefitPolicy, OnlyIneligibleCandidatesAbstainAsNoFeasibleCapability) {
   auto unknown_cost = facts("skill:lint");
   unknown_cost.costs.reset();
   const auto result = seed_policy().select({untrusted, unknown_cost}, 5);
-  EXPECT_EQ(result.abstention_code(), "no-feasible-capability");
+  EXPECT_EQ(result.abstention_code(), AbstentionCode::kNoFeasibleCapability);
   EXPECT_EQ(result.search_evaluation_count(), 0);
   EXPECT_EQ(result.assessments()[0].reason_codes, std::vector<std::string>{"resource-cost-unknown"});
   EXPECT_EQ(result.assessments()[1].reason_codes, std::vector<std::string>{"source-untrusted"});
@@ -100,7 +113,7 @@ TEST(NetBenefitPolicy, CostAboveBenefitAbstainsBelowNetBenefit) {
   auto costly = facts("skill:test");
   costly.costs->context_tokens = 1'000;  // 1 000 000 units > 720 000
   const auto result = policy.select({costly}, 5);
-  EXPECT_EQ(result.abstention_code(), "below-net-benefit");
+  EXPECT_EQ(result.abstention_code(), AbstentionCode::kBelowNetBenefit);
   EXPECT_GT(result.search_evaluation_count(), 0);
   EXPECT_EQ(result.assessments()[0].individual_net_benefit_u, 720'000 - 1'000'000);
 }

@@ -69,7 +69,7 @@ class SeedFacts final : public BenefitFactsPort {
     c.trust_ppm = 1'000'000;
     c.costs = ResourceCosts{};
     c.evidence.capability_id = p.capability_id;
-    c.evidence.kind = parse_enum<CapabilityKind>(p.kind);
+    c.evidence.kind = p.kind;
     c.evidence.source_digest = p.source_digest;
     c.evidence.evidence_window_digest = digest_of("window:" + p.capability_id);
     c.source_trusted = c.security_approved = c.permissions_allowed = c.credentials_available = true;
@@ -86,7 +86,7 @@ class SeedMaterial final : public MaterialPort {
  public:
   explicit SeedMaterial(std::set<std::string> ids) : ids_(std::move(ids)) {}
   std::string material_snapshot_digest() const override { return snapshot_; }
-  MaterialDescriptor describe(const std::string& id, const std::string& kind) override {
+  MaterialDescriptor describe(const std::string& id, CapabilityKind kind) override {
     if (!ids_.count(id)) {
       return MaterialDescriptor::create(id, kind, "manual", std::nullopt, 0, 0, snapshot_,
                                         std::nullopt);
@@ -102,12 +102,12 @@ class SeedMaterial final : public MaterialPort {
 };
 
 InstallPlanningBundle install_bundle(const std::string& id, const std::string& snapshot) {
-  const std::string kind = id.substr(0, id.find(':'));
+  const auto kind = parse_enum<CapabilityKind>(id.substr(0, id.find(':')));
   const auto material = MaterialIdentity::create(id, kind, digest_of("installed:" + id), 64);
   InstallPlanDescriptor::Fields f;
   f.capability_id = id;
   f.kind = kind;
-  f.installer_id = "ctx-" + kind + "-installer-v1";
+  f.installer_id = "ctx-" + std::string(to_string(kind)) + "-installer-v1";
   f.plan_digest = digest_of("install-plan:" + id);
   f.provenance_digest = snapshot;
   f.result_material_identity_digest = material.identity_digest();
@@ -120,7 +120,7 @@ class SeedInstall final : public InstallBundlePort {
       : snapshot_(std::move(snapshot)), bundles_(std::move(b)) {}
   std::string installation_snapshot_digest() const override { return snapshot_; }
   std::optional<InstallPlanningBundle> describe_bundle(const std::string& id,
-                                                       const std::string&) override {
+                                                       CapabilityKind) override {
     const auto it = bundles_.find(id);
     return it == bundles_.end() ? std::nullopt : it->second;
   }
@@ -174,7 +174,7 @@ TEST(CapabilityPlanner, OneCommittedPlanGloballyBoundsFourCompetingTypes) {
   ASSERT_EQ(plan.capabilities().size(), 5u);
   std::set<std::string> kinds;
   for (const auto& row : plan.capabilities()) {
-    kinds.insert(row.presentation.kind);
+    kinds.emplace(to_string(row.presentation.kind));
     EXPECT_FALSE(row.presentation.name.empty());
     EXPECT_EQ(row.presentation.actionability, CandidateActionability::kManual);
     EXPECT_EQ(row.tier, BenefitTier::kAdvisory);
@@ -207,7 +207,7 @@ TEST(CapabilityPlanner, ZeroLimitIsOneAuditedAbstention) {
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
   const auto plan = planner.plan(python_work(0));
   EXPECT_EQ(plan.status(), PlanStatus::kAbstained);
-  EXPECT_EQ(plan.abstention_code(), "limit-zero");
+  EXPECT_EQ(plan.abstention_code(), AbstentionCode::kLimitZero);
   EXPECT_TRUE(plan.capabilities().empty());
   ASSERT_TRUE(plan.benefit_audit());
   EXPECT_EQ(plan.benefit_audit()->search_evaluation_count, 0);
@@ -227,7 +227,7 @@ TEST(CapabilityPlanner, MixedProjectionUsesExistingTypedAuthorityWithoutRerankin
   const auto plan = planner.plan(python_work());
   std::vector<std::tuple<std::string, std::string, std::string>> rows;
   for (const auto& row : plan.capabilities()) {
-    rows.emplace_back(row.presentation.capability_id, row.presentation.kind,
+    rows.emplace_back(row.presentation.capability_id, std::string(to_string(row.presentation.kind)),
                       std::string(to_string(row.presentation.actionability)));
   }
   const std::vector<std::tuple<std::string, std::string, std::string>> expected = {
@@ -323,14 +323,14 @@ TEST(CapabilityPlanner, UnavailableCatalogOrAuditDegradesWithoutAudit) {
   graph.unavailable = true;
   const auto catalog = planner.plan(python_work());
   EXPECT_EQ(catalog.status(), PlanStatus::kDegraded);
-  EXPECT_EQ(catalog.abstention_code(), "catalog-unavailable");
+  EXPECT_EQ(catalog.abstention_code(), AbstentionCode::kCatalogUnavailable);
   EXPECT_FALSE(catalog.benefit_audit());
   EXPECT_EQ(catalog.decision_value()["benefit_audit"], nullptr);
   graph.unavailable = false;
   audit.unavailable = true;
   const auto failed = planner.plan(python_work());
   EXPECT_EQ(failed.status(), PlanStatus::kDegraded);
-  EXPECT_EQ(failed.abstention_code(), "planner-failed");
+  EXPECT_EQ(failed.abstention_code(), AbstentionCode::kPlannerFailed);
   EXPECT_TRUE(failed.capabilities().empty());
 }
 
@@ -342,7 +342,7 @@ TEST(CapabilityPlanner, NoRelevanceAbstainsAsNoFeasibleCapability) {
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
   const auto plan = planner.plan(python_work());
   EXPECT_EQ(plan.status(), PlanStatus::kAbstained);
-  EXPECT_EQ(plan.abstention_code(), "no-feasible-capability");
+  EXPECT_EQ(plan.abstention_code(), AbstentionCode::kNoFeasibleCapability);
 }
 
 TEST(CapabilityPlanner, DriftingInputsFailTheDecision) {
@@ -446,7 +446,7 @@ TEST(CapabilityPlanner, DecideChecksTheObservationAndThePlanningContext) {
 TEST(CapabilityPlanner, NormalizedPoolDropsConflictingDuplicatesAndKeepsIdenticalOnes) {
   CapabilityCandidate a;
   a.capability_id = "skill:a";
-  a.kind = "skill";
+  a.kind = CapabilityKind::kSkill;
   a.name = "a";
   a.source_digest = digest_of("a");
   a.normalized_score_ppm = 1;
@@ -485,7 +485,7 @@ TEST(CapabilityPlanner, DecisionValuesCommitAsCommittedPlanV3) {
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, &material, &install, audit);
   std::vector<CapabilityPlanV3> plans = {planner.plan(python_work(5)), planner.plan(python_work(0)),
-                                         CapabilityPlanV3::degraded("catalog-unavailable")};
+                                         CapabilityPlanV3::degraded(AbstentionCode::kCatalogUnavailable)};
   for (const auto& plan : plans) {
     const auto committed = CommittedPlanV3::from_decision(
         "plan-mixed", planner.planning_environment_digest(), plan.decision_value());
@@ -530,7 +530,7 @@ namespace {
 class FlippingMaterial final : public MaterialPort {
  public:
   std::string material_snapshot_digest() const override { return digest_of("material-snapshot"); }
-  MaterialDescriptor describe(const std::string& id, const std::string& kind) override {
+  MaterialDescriptor describe(const std::string& id, CapabilityKind kind) override {
     ++calls;
     if (calls > flip_after) return inner_manual_.describe(id, kind);
     return inner_load_.describe(id, kind);
@@ -547,7 +547,7 @@ class CountingInstall final : public InstallBundlePort {
  public:
   std::string installation_snapshot_digest() const override { return digest_of("installation"); }
   std::optional<InstallPlanningBundle> describe_bundle(const std::string& id,
-                                                       const std::string&) override {
+                                                       CapabilityKind) override {
     asked.push_back(id);
     return std::nullopt;
   }
@@ -569,7 +569,7 @@ TEST(CapabilityPlanner, MaterialThatChangesWithinOneSnapshotMakesTheCatalogUnava
   material.flip_after = material.calls;
   const auto degraded = planner.plan(python_work());
   EXPECT_EQ(degraded.status(), PlanStatus::kDegraded);
-  EXPECT_EQ(degraded.abstention_code(), "catalog-unavailable");
+  EXPECT_EQ(degraded.abstention_code(), AbstentionCode::kCatalogUnavailable);
 }
 
 }  // namespace

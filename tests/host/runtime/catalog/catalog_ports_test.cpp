@@ -102,35 +102,36 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
   const std::string bytes = read(kExamples / "skills/pdf-export/SKILL.md");
   // A catalog skill has no load authority (it is not installed where the host loads skills):
   // its material is what an install of it writes.
-  const auto descriptor = material.describe("skill:pdf-export", "skill");
+  const auto descriptor = material.describe("skill:pdf-export", engine::CapabilityKind::kSkill);
   EXPECT_EQ(descriptor.actionability(), engine::Actionability::kManual);
   EXPECT_FALSE(descriptor.content_sha256());
   EXPECT_EQ(descriptor.provenance_digest(), material.material_snapshot_digest());
   const auto identity =
-      engine::MaterialIdentity::create("skill:pdf-export", "skill", core::sha256_hex(bytes),
+      engine::MaterialIdentity::create("skill:pdf-export", engine::CapabilityKind::kSkill, core::sha256_hex(bytes),
                                        static_cast<std::int64_t>(bytes.size()));
   EXPECT_EQ(material.material_identity("skill:pdf-export"), identity);
   EXPECT_EQ(material.material_content("skill:pdf-export"), bytes);
   // Agents, servers and harnesses are installed or run, never loaded.
   for (const auto& [id, kind] :
-       std::vector<std::pair<std::string, std::string>>{{"agent:code-reviewer", "agent"},
-                                                        {"mcp-server:github", "mcp-server"},
-                                                        {"harness:python-runner", "harness"}}) {
+       std::vector<std::pair<std::string, engine::CapabilityKind>>{
+           {"agent:code-reviewer", engine::CapabilityKind::kAgent},
+           {"mcp-server:github", engine::CapabilityKind::kMcpServer},
+           {"harness:python-runner", engine::CapabilityKind::kHarness}}) {
     const auto d = material.describe(id, kind);
     EXPECT_EQ(d.actionability(), engine::Actionability::kManual) << id;
     EXPECT_FALSE(material.material_identity(id)) << id;
   }
   CTX_EXPECT_THROW(material.material_content("agent:code-reviewer"), NotFound, "loadable");
-  CTX_EXPECT_THROW(material.describe("skill:nope", "skill"), CandidateAuthorityUnavailable,
+  CTX_EXPECT_THROW(material.describe("skill:nope", engine::CapabilityKind::kSkill), CandidateAuthorityUnavailable,
                    "not in the imported catalog");
-  CTX_EXPECT_THROW(material.describe("skill:pdf-export", "agent"), CandidateAuthorityUnavailable,
+  CTX_EXPECT_THROW(material.describe("skill:pdf-export", engine::CapabilityKind::kAgent), CandidateAuthorityUnavailable,
                    "not in the imported catalog");
 }
 
 TEST(CatalogPorts, InstallBundlesFlagPermissionsAndCredentialsByTheDocumentedRule) {
   Imported imported;
   CatalogInstallBundlePort install(imported.catalog);
-  const auto github = install.describe_bundle("mcp-server:github", "mcp-server");
+  const auto github = install.describe_bundle("mcp-server:github", engine::CapabilityKind::kMcpServer);
   ASSERT_TRUE(github);
   EXPECT_TRUE(github->descriptor().permission_expansion());    // command + env
   EXPECT_TRUE(github->descriptor().credential_requirement());  // GITHUB_PERSONAL_ACCESS_TOKEN
@@ -140,22 +141,22 @@ TEST(CatalogPorts, InstallBundlesFlagPermissionsAndCredentialsByTheDocumentedRul
             core::sha256_hex(read(kExamples / "mcp-servers/github.json")));
   EXPECT_TRUE(github->descriptor().matches_result_material(github->result_material()));
 
-  const auto filesystem = install.describe_bundle("mcp-server:filesystem", "mcp-server");
+  const auto filesystem = install.describe_bundle("mcp-server:filesystem", engine::CapabilityKind::kMcpServer);
   ASSERT_TRUE(filesystem);
   EXPECT_TRUE(filesystem->descriptor().permission_expansion());
   EXPECT_FALSE(filesystem->descriptor().credential_requirement());
-  const auto remote = install.describe_bundle("mcp-server:docs-search", "mcp-server");
+  const auto remote = install.describe_bundle("mcp-server:docs-search", engine::CapabilityKind::kMcpServer);
   ASSERT_TRUE(remote);
   EXPECT_FALSE(remote->descriptor().permission_expansion());
   EXPECT_FALSE(remote->descriptor().credential_requirement());
-  const auto reviewer = install.describe_bundle("agent:code-reviewer", "agent");
+  const auto reviewer = install.describe_bundle("agent:code-reviewer", engine::CapabilityKind::kAgent);
   ASSERT_TRUE(reviewer);
   EXPECT_FALSE(reviewer->descriptor().permission_expansion());  // lists its tools
-  const auto skill = install.describe_bundle("skill:sql-migrations", "skill");
+  const auto skill = install.describe_bundle("skill:sql-migrations", engine::CapabilityKind::kSkill);
   ASSERT_TRUE(skill);
   EXPECT_EQ(skill->descriptor().installer_id(), "ctx-skill-installer-v1");
-  EXPECT_FALSE(install.describe_bundle("harness:python-runner", "harness"));
-  CTX_EXPECT_THROW(install.describe_bundle("agent:nope", "agent"), CandidateAuthorityUnavailable,
+  EXPECT_FALSE(install.describe_bundle("harness:python-runner", engine::CapabilityKind::kHarness));
+  CTX_EXPECT_THROW(install.describe_bundle("agent:nope", engine::CapabilityKind::kAgent), CandidateAuthorityUnavailable,
                    "not in the imported catalog");
 
   EXPECT_TRUE(is_secret_env_name("GITHUB_TOKEN"));
@@ -172,7 +173,7 @@ TEST(CatalogPorts, BenefitFactsAreDerivedFromTheEntryAndPassThePolicyGates) {
   CatalogBenefitFactsPort facts(imported.catalog);
   CapabilityCandidate presentation;
   presentation.capability_id = "mcp-server:github";
-  presentation.kind = "mcp-server";
+  presentation.kind = engine::CapabilityKind::kMcpServer;
   presentation.name = "github";
   presentation.source_digest = core::sha256_hex("source");
   presentation.normalized_score_ppm = 800'000;
@@ -216,10 +217,10 @@ TEST(CatalogPorts, DigestsAreStableAcrossImportsAndProcesses) {
   EXPECT_NE(ma.material_snapshot_digest(), ia.installation_snapshot_digest());
   for (const auto& entry : a.catalog->entries()) {
     const std::string id = entry.capability_id();
-    EXPECT_EQ(ma.describe(id, std::string(engine::to_string(entry.kind))).descriptor_digest(),
-              mb.describe(id, std::string(engine::to_string(entry.kind))).descriptor_digest());
-    const auto ba = ia.describe_bundle(id, std::string(engine::to_string(entry.kind)));
-    const auto bb = ib.describe_bundle(id, std::string(engine::to_string(entry.kind)));
+    EXPECT_EQ(ma.describe(id, entry.kind).descriptor_digest(),
+              mb.describe(id, entry.kind).descriptor_digest());
+    const auto ba = ia.describe_bundle(id, entry.kind);
+    const auto bb = ib.describe_bundle(id, entry.kind);
     ASSERT_EQ(ba.has_value(), bb.has_value()) << id;
     if (ba) {
       EXPECT_EQ(ba->descriptor().descriptor_digest(), bb->descriptor().descriptor_digest());

@@ -146,7 +146,7 @@ std::pair<ManagedQueryServiceResult, engine::HostAction> commit_pending_consent(
   composition->close();
   std::vector<engine::HostAction> requests;
   for (const auto& action : desired.actions()) {
-    if (action.kind() == "RequestConsent") requests.push_back(action);
+    if (action.action_kind() == engine::ActionKind::kRequestConsent) requests.push_back(action);
   }
   EXPECT_EQ(requests.size(), 1u);
   return {std::move(initial), requests.at(0)};
@@ -379,7 +379,9 @@ TEST(ManagedConsentSeed, desired_retry_refuses_interactive_effect_without_signed
                         p.at("requested_action_precondition_revision")}};
         }));
     std::vector<std::string> granted_kinds;
-    for (const auto& action : granted.actions()) granted_kinds.push_back(action.kind());
+    for (const auto& action : granted.actions()) {
+      granted_kinds.emplace_back(engine::to_string(action.action_kind()));
+    }
     EXPECT_EQ(granted_kinds, std::vector<std::string>{"InstallCapability"});
     const auto observed =
         composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
@@ -393,7 +395,7 @@ TEST(ManagedConsentSeed, desired_retry_refuses_interactive_effect_without_signed
     ASSERT_TRUE(state);
     ASSERT_EQ(state->pending_effects().size(), 1u);
     EXPECT_EQ(state->pending_effects().front().effect, engine::Effect::kInstall);
-    EXPECT_EQ(state->pending_effects().front().action.kind(), "InstallCapability");
+    EXPECT_EQ(state->pending_effects().front().action.action_kind(), engine::ActionKind::kInstallCapability);
   }
   CTX_EXPECT_THROW(setup.service->set_desired(request), ManagedQueryServiceError,
                    "interactive install decision");
@@ -433,7 +435,9 @@ TEST(ManagedConsentSeed, actionless_revision_reoffers_consent_and_retry_never_re
           }));
       const auto state = composition->snapshot(setup.managed_input->decision_event().scope()).state;
       std::vector<std::string> kinds;
-      for (const auto& action : consumed.actions()) kinds.push_back(action.kind());
+      for (const auto& action : consumed.actions()) {
+        kinds.emplace_back(engine::to_string(action.action_kind()));
+      }
       EXPECT_EQ(kinds, std::vector<std::string>{"RequestConsent"});
       ASSERT_TRUE(state);
       EXPECT_EQ(state->pending_consents().size(), 1u);
@@ -582,7 +586,7 @@ class UnavailableMaterialPort final : public planning::MaterialPort {
   std::string material_snapshot_digest() const override {
     return digest("managed-service-materials");
   }
-  engine::MaterialDescriptor describe(const std::string&, const std::string&) override {
+  engine::MaterialDescriptor describe(const std::string&, engine::CapabilityKind) override {
     throw std::runtime_error("material retrieval is unavailable");
   }
 };
@@ -907,7 +911,7 @@ TEST(ManagedConsentSeed, service_summarizes_task_shift_deactivation_without_expo
                              {"lease_id", "lease-lifecycle"}}})}};
         }));
     const auto request = desired.actions().at(0);
-    ASSERT_EQ(request.kind(), "RequestConsent");
+    ASSERT_EQ(request.action_kind(), engine::ActionKind::kRequestConsent);
     const auto& p = request.payload();
     const auto granted =
         composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
@@ -925,14 +929,14 @@ TEST(ManagedConsentSeed, service_summarizes_task_shift_deactivation_without_expo
                         p.at("requested_action_precondition_revision")}};
         }));
     const auto install = granted.actions().at(0);
-    ASSERT_EQ(install.kind(), "InstallCapability");
+    ASSERT_EQ(install.action_kind(), engine::ActionKind::kInstallCapability);
     const auto binding = composition->resolve_install_execution_binding(install, capability);
     const auto installed =
         composition->execute_install(install, capability, binding, safe_policy_digest());
     ASSERT_EQ(installed.outcome, engine::Outcome::kApplied);
     ASSERT_TRUE(installed.settled && installed.transition);
     const auto activation = installed.transition->actions().at(0);
-    ASSERT_EQ(activation.kind(), "ActivateCapability");
+    ASSERT_EQ(activation.action_kind(), engine::ActionKind::kActivateCapability);
     const auto activated = composition->execute_activation(
         activation, binding,
         setup.managed_input->session_started().host_descriptor_digest().value_or(""),

@@ -528,7 +528,7 @@ TEST(ManagedConsentSeed, head_drift_is_rejected_before_broker_authentication) {
   std::optional<engine::HostAction> request;
   const auto head_transition = engine::Transition::from_json_text(head.transition_json);
   for (const auto& action : head_transition.actions()) {
-    if (action.kind() == "RequestConsent") request.emplace(action);
+    if (action.action_kind() == engine::ActionKind::kRequestConsent) request.emplace(action);
   }
   ASSERT_TRUE(request.has_value());
   {  // the seeds' _commit_consent_decision: another writer commits the decision first
