@@ -4,8 +4,9 @@
 //        insert+commit in WAL at synchronous FULL (the journal's level);
 //   resolve_consent: ManagedQueryService::resolve_consent end to end on a freshly published
 //        challenge — decode, trusted verifier registry, the real ed25519 verifier module, broker
-//        authentication and guard, the decision commit, and the install of the granted skill
-//        through the real skill-installer module (claim, outcome, receipt).
+//        authentication and guard, the decision commit, and the install of the granted skill —
+//        a 10-file tree (SKILL.md plus 9 resources, 27 KiB), verified against its manifest,
+//        staged and installed through the real skill-installer module (claim, outcome, receipt).
 // Prints `ratio resolve_consent/raw: X` (target <= 30). Files go to $CTX_BENCH_DIR (default: the
 // system temp directory).
 #include <benchmark/benchmark.h>
@@ -41,6 +42,13 @@ fs::path bench_dir(const char* name) {
   std::string pattern = (base / (std::string("ctx-bench-") + name + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) std::abort();
   return pattern;
+}
+
+// Regular files below `dir`.
+int count_files(const fs::path& dir) {
+  int n = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) n += entry.is_regular_file();
+  return n;
 }
 
 double seconds_since(Clock::time_point start) {
@@ -154,6 +162,22 @@ void BM_RawVerifyAndCommit(benchmark::State& state) {
 }
 BENCHMARK(BM_RawVerifyAndCommit)->Iterations(200)->Unit(benchmark::kMicrosecond);
 
+// The granted skill: SKILL.md plus 9 resources (scripts and references, 1-5 KiB each).
+std::vector<ctx::runtime::InstallBodyFile> ten_file_skill() {
+  std::vector<ctx::runtime::InstallBodyFile> files = {
+      {"SKILL.md", std::string(sv::kInstallableSkillBody)}};
+  for (int i = 1; i <= 9; ++i) {
+    const std::string dir = i <= 4 ? "scripts/" : "references/";
+    const std::string name = dir + "part-" + std::to_string(i) + (i <= 4 ? ".py" : ".md");
+    std::string bytes;
+    while (bytes.size() < static_cast<std::size_t>(i) * 600) {
+      bytes += "# " + name + " line " + std::to_string(bytes.size()) + ": reference material\n";
+    }
+    files.push_back({name, std::move(bytes)});
+  }
+  return files;
+}
+
 void BM_ResolveConsent(benchmark::State& state) {
   const fs::path dir = bench_dir("consent-resolve");
   const ctx::core::Json config = {{"public_key_pem", key().public_pem()}};
@@ -165,7 +189,7 @@ void BM_ResolveConsent(benchmark::State& state) {
     // A fresh state directory per decision: the challenge is freshly published and the install
     // really writes (no already-installed shortcut).
     auto seed = sv::consent_seed(dir / std::to_string(n++), CTX_CONSENT_ED25519_SO, "ed25519",
-                                 config);
+                                 config, ten_file_skill());
     const auto desired = sv::prepare_public_consent(seed, "bench-consent");
     const std::string payload = sv::assertion_payload(
         *desired.challenge(), {}, [](const std::string& bytes) { return key().sign(bytes); });
@@ -177,6 +201,9 @@ void BM_ResolveConsent(benchmark::State& state) {
     state.PauseTiming();
     if (result.outcome() != ctx::runtime::ManagedConsentOutcome::kInstalledInactive) {
       state.SkipWithError("resolve_consent did not install");
+    }
+    if (count_files(seed.skill_root() / "objects") != 10) {
+      state.SkipWithError("the installed skill does not hold its 10 files");
     }
     seed.service().close();
     state.ResumeTiming();

@@ -1,8 +1,16 @@
 #include "host/runtime/install_execution.hpp"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <ctx/sdk/skill_tree.hpp>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -12,6 +20,7 @@
 #include "host/engine/identities.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/runtime/activation_execution.hpp"
+#include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/file_lock.hpp"
 
@@ -32,6 +41,101 @@ std::string base64(std::string_view bytes) {
   out.resize(static_cast<std::size_t>(written));
   return out;
 }
+
+// The tree manifest of `files` as hashed now (each file once), or nullopt when a path is not a
+// tree path, a path repeats, SKILL.md is missing, or the files exceed kMaxInstallTreeBytes.
+std::optional<std::string> manifest_of(const std::vector<InstallBodyFile>& files) {
+  std::vector<sdk::TreeFile> tree;
+  tree.reserve(files.size());
+  std::uint64_t total = 0;
+  for (const auto& file : files) {
+    total += file.bytes.size();
+    if (total > kMaxInstallTreeBytes) return std::nullopt;
+    tree.push_back({file.path, file.bytes.size(), core::sha256_hex(file.bytes)});
+  }
+  try {
+    return sdk::tree_manifest_text(std::move(tree));
+  } catch (const InvalidArgument&) {
+    return std::nullopt;
+  }
+}
+
+// A verified tree body written below <journal dir>/install-staging/tree-<pid>-XXXXXX (0700
+// directories, 0400 files, O_EXCL) for one driver install call, removed when this is destroyed.
+// A process that dies leaves its directory behind; the next staging sweeps directories whose
+// process is gone. Errors: UnsafeStateFile (the staging directory is not private); SystemError
+// when the operating system refuses.
+class StagedTree {
+ public:
+  StagedTree(const std::filesystem::path& journal_path, const std::vector<InstallBodyFile>& files) {
+    const std::filesystem::path parent = journal_path.parent_path() / "install-staging";
+    ensure_private_dir(parent, "install staging directory");
+    sweep(parent);
+    std::string pattern = (parent / ("tree-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw SystemError("install staging: cannot create a staging tree");
+    }
+    dir_ = pattern;
+    for (const auto& file : files) write(file);
+  }
+  ~StagedTree() { remove(dir_); }
+  StagedTree(const StagedTree&) = delete;
+  StagedTree& operator=(const StagedTree&) = delete;
+
+  const std::filesystem::path& dir() const noexcept { return dir_; }
+
+ private:
+  static void remove(const std::filesystem::path& dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+
+  // Removes staging trees of processes that no longer exist.
+  static void sweep(const std::filesystem::path& parent) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind("tree-", 0) != 0) continue;
+      const std::size_t dash = name.find('-', 5);
+      if (dash == std::string::npos) continue;
+      try {
+        const long pid = std::stol(name.substr(5, dash - 5));
+        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+          remove(it->path());
+        }
+      } catch (const std::exception&) {
+      }
+    }
+  }
+
+  // `file.path` is a verified tree path (no "..", no absolute or hidden component).
+  void write(const InstallBodyFile& file) {
+    for (std::size_t slash = file.path.find('/'); slash != std::string::npos;
+         slash = file.path.find('/', slash + 1)) {
+      const std::filesystem::path sub = dir_ / file.path.substr(0, slash);
+      if (::mkdir(sub.c_str(), 0700) != 0 && errno != EEXIST) {
+        throw SystemError("install staging: cannot create a directory");
+      }
+    }
+    const std::filesystem::path path = dir_ / file.path;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+    if (fd < 0) throw SystemError("install staging: cannot create a file");
+    std::size_t done = 0;
+    while (done < file.bytes.size()) {
+      const ssize_t n = ::write(fd, file.bytes.data() + done, file.bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(fd);
+        throw SystemError("install staging: write failed");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0) throw SystemError("install staging: close failed");
+  }
+
+  std::filesystem::path dir_;
+};
 
 const engine::InstallPlanDescriptor& descriptor_of(const engine::PlanCapabilityV3& selection) {
   if (!selection.is_install() || !selection.install_descriptor()) {
@@ -143,19 +247,34 @@ Observation reconcile(engine::InstallerPort& driver, const engine::MaterialIdent
 // Applies once (only for a claim this call created) and then always reconciles. A body that
 // cannot be loaded or verified, or an install the driver could not complete, leaves the outcome
 // indeterminate for this call: recovery reconciles and never re-applies.
+// A tree body (every file against its manifest entry, the manifest against the authorised
+// material) is staged from those verified bytes and installed through the installer's
+// "source": {"directory"} form; a plain body is sent inline.
 Observation observe(const InstallActuator& actuator, engine::InstallerPort& driver,
+                    const std::filesystem::path& journal_path,
                     const engine::MaterialIdentity& material, bool claim_was_new) {
   std::optional<std::string> installer_verification;
   if (claim_was_new) {
     try {
-      const std::string body = actuator.bodies->load(material);
-      if (static_cast<std::int64_t>(body.size()) != material.content_bytes() ||
-          core::sha256_hex(body) != material.content_sha256()) {
+      const InstallBody body = actuator.bodies->load(material);
+      if (static_cast<std::int64_t>(body.material.size()) != material.content_bytes() ||
+          core::sha256_hex(body.material) != material.content_sha256()) {
         return {};
       }
-      const Json reply = driver.install({{"capability_id", material.capability_id()},
-                                         {"content_base64", base64(body)},
-                                         {"content_sha256", material.content_sha256()}});
+      Json reply;
+      if (body.files) {
+        if (manifest_of(*body.files) != body.material) return {};
+        const StagedTree staged(journal_path, *body.files);
+        reply = driver.install({{"capability_id", material.capability_id()},
+                                {"content_bytes", material.content_bytes()},
+                                {"content_sha256", material.content_sha256()},
+                                {"material_identity_digest", material.identity_digest()},
+                                {"source", {{"directory", staged.dir().string()}}}});
+      } else {
+        reply = driver.install({{"capability_id", material.capability_id()},
+                                {"content_base64", base64(body.material)},
+                                {"content_sha256", material.content_sha256()}});
+      }
       const auto outcome_text = reply.value("outcome", Json());
       const auto outcome = outcome_text.is_string()
                                ? engine::find_enum<engine::Outcome>(outcome_text.get<std::string>())
@@ -316,8 +435,8 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
     if (!actuators.actuator->bodies) {
       throw InstallExecutionError("composition has no physical installation actuator body source");
     }
-    const Observation observed =
-        observe(*actuators.actuator, *driver, material, report.claim_was_new);
+    const Observation observed = observe(*actuators.actuator, *driver, actuators.journal_path,
+                                         material, report.claim_was_new);
     if (observed.state == Observation::State::kIndeterminate) return report;
     const bool installed = observed.state == Observation::State::kInstalled;
     const std::string verification = engine::identity_digest_of(

@@ -11,11 +11,13 @@
 #ifndef CTX_HOST_RUNTIME_INSTALL_EXECUTION_HPP_
 #define CTX_HOST_RUNTIME_INSTALL_EXECUTION_HPP_
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/core/error.hpp"
 #include "host/engine/engine.hpp"
@@ -34,13 +36,33 @@ class InstallExecutionError : public FailedPrecondition {
   explicit InstallExecutionError(const std::string& message) : FailedPrecondition(message) {}
 };
 
-// The trusted source of install bodies: the exact bytes of an authorised material. Called only
+// One file of a tree body: its path in the tree manifest and its bytes.
+struct InstallBodyFile {
+  std::string path;
+  std::string bytes;
+};
+
+// Upper bound on the bytes of one tree body (every file together): the skill installer's default
+// max_tree_bytes. A body source stops reading past it; execution refuses a larger body.
+inline constexpr std::uint64_t kMaxInstallTreeBytes = 16ull << 20;
+
+// The bytes of one material as its body source read them; install execution verifies them, once,
+// before anything reaches the driver. Plain form (a SKILL.md-only skill): `material` is the
+// content and `files` is empty. Tree form (plugin_abi.h "Tree material"): `material` is the tree
+// manifest text and `files` holds every file it lists — each must hash to its manifest entry and
+// the manifest to the authorised content digest.
+struct InstallBody {
+  std::string material;
+  std::optional<std::vector<InstallBodyFile>> files;  // engaged for the tree form only
+};
+
+// The trusted source of install bodies: the bytes of an authorised material. Called only
 // after this call created the durable claim (never on recovery). Errors: any exception — the
 // install then ends indeterminate, and recovery reconciles.
 class InstallBodySource {
  public:
   virtual ~InstallBodySource() = default;
-  virtual std::string load(const engine::MaterialIdentity& material) = 0;
+  virtual InstallBody load(const engine::MaterialIdentity& material) = 0;
 };
 
 // Resolves the installer driver an install descriptor names, freshly on every call (so a re-pinned
@@ -100,7 +122,9 @@ engine::InstallExecutionBinding resolve_install_binding(
 namespace detail {
 
 // What one composition executes installs with. `actuator` may be null: then only an already
-// recorded outcome can be settled. `journal_path` names the journal (execution locks beside it).
+// recorded outcome can be settled. `journal_path` names the journal (execution locks beside it;
+// a tree body is staged, verified bytes only, in a private install-staging/ directory beside it
+// for the length of the driver's install call — the installer's "source": {"directory"} form).
 struct InstallActuators {
   engine::Engine& engine;
   const InstallActuator* actuator;

@@ -2,7 +2,8 @@
 // resources, agents/<name>.md, mcp-servers/<name>.json, harnesses/<name>.json) into entries;
 // import_catalog() writes the planner's SQLite graph store and a content-addressed object store
 // into the state dir atomically (all or nothing); ImportedCatalog opens the current import.
-// Layout under <state>/catalog/: objects/<sha256> (0444 blobs), snapshots/<catalog_digest>/
+// Layout under <state>/catalog/: objects/<sha256> (0444 blobs: every file, and the tree manifest
+// of each skill that holds resources), snapshots/<catalog_digest>/
 // {manifest.json, graph.sqlite3} (0444), CURRENT (the current catalog digest), .lock (flock).
 // Values are immutable; ImportedCatalog is thread-safe (read-only after open).
 #ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_HPP_
@@ -76,6 +77,12 @@ struct CatalogEntry {
   std::vector<std::string> terms;
   std::vector<CatalogFile> files;
   CatalogFile primary;
+  // A skill whose folder holds resources besides SKILL.md: its tree manifest (plugin_abi.h "Tree
+  // material", ctx/sdk/skill_tree.hpp; paths relative to the skill folder), stored as the object
+  // `tree->sha256`; `tree->path` is the skill folder. Its digest and length are the skill's
+  // material identity. Absent for a SKILL.md-only skill (its material is `primary`, the plain
+  // form) and for the other kinds.
+  std::optional<CatalogFile> tree;
   std::vector<std::string> tools;  // agent `tools`, in file order
   // mcp-server only.
   std::optional<std::string> command;
@@ -147,6 +154,11 @@ class ImportedCatalog {
   const CatalogEntry* find(std::string_view capability_id) const;
   // The stored bytes of `sha256`, re-hashed. Errors: DataLoss (missing or altered object).
   std::string read_object(std::string_view sha256) const;
+  // The stored bytes of `sha256`, not re-hashed: for a caller that verifies them itself (install
+  // execution checks every file of a tree against its manifest, once). At most `limit` bytes.
+  // Errors: DataLoss (missing, not a bounded regular file, or name not a digest).
+  std::string read_object_unverified(std::string_view sha256,
+                                     std::size_t limit = kMaxResourceFileBytes) const;
 
  private:
   ImportedCatalog() = default;

@@ -37,6 +37,10 @@ bool fits_material(const CatalogFile& file) {
   return file.bytes >= 1 && file.bytes <= engine::kMaxPreparedContentBytes;
 }
 
+// What an install of the entry writes, as a material: a skill's tree manifest when its folder
+// holds resources, else the entry file itself.
+const CatalogFile& material_file(const CatalogEntry& e) { return e.tree ? *e.tree : e.primary; }
+
 std::string upper(std::string_view text) {
   std::string out(text);
   for (char& c : out) {
@@ -164,10 +168,12 @@ CatalogMaterialPort::CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> 
       snapshot_digest_(snapshot_digest(*catalog_, kCatalogMaterialSnapshotSchema)) {
   for (const auto& e : catalog_->entries()) {
     const std::string id = e.capability_id();
-    if (e.kind == CapabilityKind::kSkill && fits_material(e.primary)) {
-      catalog_->read_object(e.primary.sha256);  // verified now, so the bytes never lie
+    const CatalogFile& material = material_file(e);
+    if (e.kind == CapabilityKind::kSkill && fits_material(material)) {
+      // Verified now, so the bytes never lie (a tree's files are verified when installed).
+      catalog_->read_object(material.sha256);
       identities_.emplace(
-          id, engine::MaterialIdentity::create(id, e.kind, e.primary.sha256, e.primary.bytes));
+          id, engine::MaterialIdentity::create(id, e.kind, material.sha256, material.bytes));
     }
     // No load authority: an imported entry is not installed where the host loads skills from
     // (a load row is installed material, engine spec §3.4), so the planner offers it through
@@ -206,9 +212,10 @@ CatalogInstallBundlePort::CatalogInstallBundlePort(std::shared_ptr<const Importe
 std::optional<engine::InstallPlanningBundle> CatalogInstallBundlePort::describe_bundle(
     const std::string& capability_id, CapabilityKind kind) {
   const CatalogEntry& e = entry_of(*catalog_, capability_id, kind);
-  if (e.kind == CapabilityKind::kHarness || !fits_material(e.primary)) return std::nullopt;
+  const CatalogFile& material_of = material_file(e);
+  if (e.kind == CapabilityKind::kHarness || !fits_material(material_of)) return std::nullopt;
   const auto material =
-      engine::MaterialIdentity::create(capability_id, kind, e.primary.sha256, e.primary.bytes);
+      engine::MaterialIdentity::create(capability_id, kind, material_of.sha256, material_of.bytes);
   Json files = Json::array();
   for (const auto& f : e.files) {
     files.push_back(Json{{"bytes", f.bytes}, {"path", f.path}, {"sha256", f.sha256}});

@@ -19,12 +19,14 @@
 // Material: every entry is "manual" — nothing in an imported catalog is installed where a host
 // loads it from, and a load row is installed material (engine spec §3.4 "new load row →
 // installed"); skills reach the host through the install bundle below, so an install passes the
-// consent policy (ask-each-time by default). material_identity / material_content still name a
-// skill's SKILL.md (1..6000 bytes): the bytes an install of it writes.
-// Install bundles (skill, agent, mcp-server whose entry file is 1..6000 bytes; harnesses never):
+// consent policy (ask-each-time by default). material_identity / material_content name what an
+// install of a skill writes (1..6000 bytes): its SKILL.md (plain form) when the folder holds
+// nothing else, else its tree manifest (CatalogEntry::tree, plugin_abi.h "Tree material": the
+// content digest is the tree digest, the size the manifest length).
+// Install bundles (skill, agent, mcp-server whose material is 1..6000 bytes; harnesses never):
 // installer_id "ctx-<kind>-installer-v1"; plan_digest = canon-A sha256 of {capability_id, files,
 // kind, schema "ctx.catalog-install-plan-v1", target_scope "user"}; the result material is the
-// entry file's bytes. permission_expansion: an mcp server with a command or any env; an agent
+// material above (the entry file for agents and mcp servers). permission_expansion: an mcp server with a command or any env; an agent
 // that lists no `tools` (it inherits every tool). credential_requirement: some env name, upper-
 // cased, contains TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, API_KEY, APIKEY, ACCESS_KEY,
 // PRIVATE_KEY or AUTH, or ends in _KEY or _PAT.
@@ -75,16 +77,16 @@ class CatalogBenefitFactsPort final : public BenefitFactsPort {
 
 class CatalogMaterialPort final : public MaterialPort {
  public:
-  // Reads (and verifies) every skill's SKILL.md object once. Errors: InvalidArgument (null),
-  // DataLoss (an object is missing or altered).
+  // Reads (and verifies) every skill's material object (SKILL.md or tree manifest) once.
+  // Errors: InvalidArgument (null), DataLoss (an object is missing or altered).
   explicit CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> catalog);
   std::string material_snapshot_digest() const override { return snapshot_digest_; }
   // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
   engine::MaterialDescriptor describe(const std::string& capability_id,
                                       engine::CapabilityKind kind) override;
-  // The identity of a skill's SKILL.md material (1..6000 bytes), or nullopt.
+  // The identity of a skill's material (SKILL.md or its tree manifest, 1..6000 bytes), or nullopt.
   std::optional<engine::MaterialIdentity> material_identity(const std::string& capability_id) const;
-  // Those stored bytes (verified against their content digest).
+  // Those stored bytes (verified against their content digest; a tree's manifest text).
   // Errors: NotFound (no such material), DataLoss.
   std::string material_content(const std::string& capability_id) const;
 
@@ -100,7 +102,7 @@ class CatalogInstallBundlePort final : public InstallBundlePort {
   // Errors: InvalidArgument (null catalog).
   explicit CatalogInstallBundlePort(std::shared_ptr<const ImportedCatalog> catalog);
   std::string installation_snapshot_digest() const override { return snapshot_digest_; }
-  // nullopt for harnesses and entries whose file is over 6000 bytes.
+  // nullopt for harnesses and entries whose material is over 6000 bytes.
   // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
   std::optional<engine::InstallPlanningBundle> describe_bundle(const std::string& capability_id,
                                                                engine::CapabilityKind kind) override;

@@ -5,6 +5,8 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <ctx/sdk/skill_tree.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -403,6 +405,22 @@ class Reader {
       CatalogFile file = file_of(file_rel, bytes, out_);
       if (file_rel == skill_md_rel) entry.primary = file;
       entry.files.push_back(std::move(file));
+    }
+    if (entry.files.size() > 1) {
+      // Resources: the skill's material is its tree manifest, stored as one more object.
+      std::vector<sdk::TreeFile> tree;
+      bool valid = true;
+      for (const auto& file : entry.files) {
+        const std::string path = file.path.substr(rel.size() + 1);
+        if (!sdk::is_tree_path(path)) {
+          problems_.push_back({file.path,
+                               "skill file names must match [A-Za-z0-9_][A-Za-z0-9._-]{0,127}"});
+          valid = false;
+        }
+        tree.push_back({path, static_cast<std::uint64_t>(file.bytes), file.sha256});
+      }
+      if (!valid) return;
+      entry.tree = file_of(rel, sdk::tree_manifest_text(std::move(tree)), out_);
     }
     finish(std::move(entry));
   }

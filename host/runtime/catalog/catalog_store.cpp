@@ -155,6 +155,8 @@ Json catalog_content_json(const std::vector<CatalogEntry>& entries) {
               {"terms", strings_json(e.terms)},
               {"tools", strings_json(e.tools)},
               {"url", e.url ? Json(*e.url) : Json(nullptr)}};
+    // Only tree skills carry the key, so a catalog of SKILL.md-only skills keeps its digest.
+    if (e.tree) item["tree"] = file_json(*e.tree);
     list.push_back(std::move(item));
   }
   return Json{{"entries", list}, {"schema", std::string(kCatalogManifestSchema)}};
@@ -353,6 +355,12 @@ std::shared_ptr<const ImportedCatalog> ImportedCatalog::open_snapshot(
       e.args = json_strings(item.at("args"));
       e.env_names = json_strings(item.at("env_names"));
       if (!item.at("url").is_null()) e.url = item.at("url").get<std::string>();
+      if (const auto tree = item.find("tree"); tree != item.end()) {
+        e.tree = file_from(*tree);
+        if (e.kind != engine::CapabilityKind::kSkill || !engine::is_digest(e.tree->sha256)) {
+          throw DataLoss("catalog manifest names an invalid skill tree");
+        }
+      }
       if (!engine::is_capability_identity(e.capability_id(), engine::to_string(e.kind)) ||
           item.at("capability_id") != e.capability_id()) {
         throw DataLoss("catalog manifest names an invalid capability");
@@ -385,15 +393,19 @@ const CatalogEntry* ImportedCatalog::find(std::string_view capability_id) const 
 }
 
 std::string ImportedCatalog::read_object(std::string_view sha256) const {
+  std::string bytes = read_object_unverified(sha256);
+  if (core::sha256_hex(bytes) != sha256) throw DataLoss("catalog object does not match its digest");
+  return bytes;
+}
+
+std::string ImportedCatalog::read_object_unverified(std::string_view sha256,
+                                                    std::size_t limit) const {
   if (!engine::is_digest(sha256)) throw DataLoss("catalog object name is not a digest");
-  std::string bytes;
   try {
-    bytes = read_small(objects_dir_ / std::string(sha256), kMaxResourceFileBytes);
+    return read_small(objects_dir_ / std::string(sha256), limit);
   } catch (const NotFound&) {
     throw DataLoss("catalog object is missing");
   }
-  if (core::sha256_hex(bytes) != sha256) throw DataLoss("catalog object does not match its digest");
-  return bytes;
 }
 
 }  // namespace ctx::runtime

@@ -43,14 +43,29 @@ Json actions_json(const std::vector<ManagedActionSummary>& actions) {
 constexpr std::size_t kMaxActivationTargetBytes = 16384;
 constexpr std::size_t kMaxShownChallenges = 16;
 
-// Install bodies: the imported catalog's object of the material's content digest (re-hashed by
-// the catalog; the executor checks size and digest again).
+// Install bodies from the imported catalog's object store, read as stored (the executor verifies
+// them once: every file against the tree manifest, the manifest or SKILL.md against the material).
+// A tree skill's material is its manifest object; its files are the entry's files, by digest,
+// under the skill folder's relative paths.
 class CatalogBodySource final : public InstallBodySource {
  public:
   explicit CatalogBodySource(std::shared_ptr<const ImportedCatalog> catalog)
       : catalog_(std::move(catalog)) {}
-  std::string load(const engine::MaterialIdentity& material) override {
-    return catalog_->read_object(material.content_sha256());
+  InstallBody load(const engine::MaterialIdentity& material) override {
+    const CatalogEntry* entry = catalog_->find(material.capability_id());
+    if (entry == nullptr || !entry->tree || entry->tree->sha256 != material.content_sha256()) {
+      return {catalog_->read_object_unverified(material.content_sha256()), std::nullopt};
+    }
+    InstallBody body{catalog_->read_object_unverified(entry->tree->sha256),
+                     std::vector<InstallBodyFile>{}};
+    const std::size_t prefix = entry->tree->path.size() + 1;
+    std::uint64_t total = 0;
+    for (const auto& file : entry->files) {
+      total += static_cast<std::uint64_t>(file.bytes);
+      if (total > kMaxInstallTreeBytes) throw InvalidArgument("skill tree exceeds the install cap");
+      body.files->push_back({file.path.substr(prefix), catalog_->read_object_unverified(file.sha256)});
+    }
+    return body;
   }
 
  private:

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstring>
 #include <ctx/sdk/error.hpp>
+#include <ctx/sdk/skill_tree.hpp>
 #include <functional>
 #include <limits>
 #include <utility>
@@ -18,12 +19,16 @@
 
 #include "plugins/common/bytes.hpp"
 #include "plugins/common/json_input.hpp"
-#include "plugins/skill-installer/core/skill_tree.hpp"
 
 namespace ctx::skill_installer {
 namespace {
 
 namespace pc = ctx::plugin_common;
+using sdk::is_tree_component;
+using sdk::kMaxTreeDepth;
+using sdk::kSkillFile;
+using sdk::tree_manifest_text;
+using sdk::TreeFile;
 
 constexpr std::string_view kSkillPrefix = "skill:";
 constexpr std::size_t kMaxNameLength = 128;

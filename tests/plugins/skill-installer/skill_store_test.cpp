@@ -7,8 +7,8 @@
 
 #include <cstring>
 #include <ctx/sdk/error.hpp>
+#include <ctx/sdk/skill_tree.hpp>
 
-#include "plugins/skill-installer/core/skill_tree.hpp"
 #include "tests/plugins/skill-installer/skill_store_fixture.hpp"
 #include "tests/support/expect_throw.hpp"
 
@@ -17,6 +17,9 @@ namespace {
 
 using plugin_common::material_identity_digest;
 using plugin_common::sha256_hex;
+using sdk::is_tree_path;
+using sdk::tree_manifest_text;
+using sdk::TreeFile;
 using namespace ctx::skill_installer::testing;
 
 const std::string kBodySha = sha256_hex(kBody);
@@ -123,6 +126,8 @@ TEST(SkillTree, ManifestIsTheCanonicalSortedFileList) {
   CTX_EXPECT_THROW(tree_manifest_text({TreeFile{"SKILL.md", 1, std::string(64, 'a')},
                                        TreeFile{"SKILL.md", 1, std::string(64, 'a')}}),
                    InvalidArgument, "twice");
+  CTX_EXPECT_THROW(tree_manifest_text({TreeFile{"SKILL.md", 1, std::string(64, 'A')}}),
+                   InvalidArgument, "digest");
   for (const char* bad : {"", ".hidden", "a/../b", "a//b", "/abs", "a/", "sp ace", "a\\b"}) {
     EXPECT_FALSE(is_tree_path(bad)) << bad;
   }

@@ -178,12 +178,16 @@ struct ConsentSeed {
 
 // The seeds' _setup(tmp_path, requested_limit=1, installable=True) with the signed-consent
 // authorities: the verifier registry (the verifier module at `verifier_so`, registered as
-// `plugin_id` with `config`) over the setup's skill-installer actuator and body source.
-inline ConsentSeed consent_seed(const std::filesystem::path& tmp, const char* verifier_so,
-                                const std::string& plugin_id, const core::Json& config) {
+// `plugin_id` with `config`) over the setup's skill-installer actuator and body source (serving
+// `tree` when given, SetupArgs::tree).
+inline ConsentSeed consent_seed(
+    const std::filesystem::path& tmp, const char* verifier_so, const std::string& plugin_id,
+    const core::Json& config,
+    std::optional<std::vector<runtime::InstallBodyFile>> tree = std::nullopt) {
   SetupArgs args;
   args.requested_limit = 1;
   args.installable = true;
+  args.tree = std::move(tree);
   ConsentSeed seed{make_setup(tmp, args), nullptr, nullptr};
   auto& consent = *seed.setup.consent;
   consent.plugins->add(consent.loader->load(consent.loader->inspect_for_pin(verifier_so)));

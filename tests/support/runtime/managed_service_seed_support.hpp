@@ -37,6 +37,8 @@
 #include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/install_execution.hpp"
+#include <ctx/sdk/skill_tree.hpp>
+
 #include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/graph_store.hpp"
@@ -230,16 +232,31 @@ engine::EngineEvent replace_event(const engine::EngineEvent& event, Edit edit) {
   return engine::EngineEvent::create(std::move(fields));
 }
 
-// The seeds' _install_bundle: a v2 skill descriptor bound to kInstallableSkillBody.
+// The installable material: kInstallableSkillBody (the seeds' plain form), or the tree manifest
+// (plugin_abi.h "Tree material") of `tree` when one is given.
+inline std::string installable_material(
+    const std::optional<std::vector<runtime::InstallBodyFile>>& tree) {
+  if (!tree) return std::string(kInstallableSkillBody);
+  std::vector<sdk::TreeFile> files;
+  for (const auto& file : *tree) {
+    files.push_back({file.path, file.bytes.size(), core::sha256_hex(file.bytes)});
+  }
+  return sdk::tree_manifest_text(std::move(files));
+}
+
+// The seeds' _install_bundle: a v2 skill descriptor bound to `material` (by default
+// kInstallableSkillBody).
 inline engine::InstallPlanningBundle install_bundle(const std::string& capability_id,
                                                     const std::string& snapshot_digest,
                                                     bool permission_expansion = false,
-                                                    bool credential_requirement = false) {
+                                                    bool credential_requirement = false,
+                                                    std::string_view material_bytes =
+                                                        kInstallableSkillBody) {
   const auto kind =
       engine::parse_enum<engine::CapabilityKind>(capability_id.substr(0, capability_id.find(':')));
   auto material = engine::MaterialIdentity::create(
-      capability_id, kind, core::sha256_hex(kInstallableSkillBody),
-      static_cast<std::int64_t>(kInstallableSkillBody.size()));
+      capability_id, kind, core::sha256_hex(material_bytes),
+      static_cast<std::int64_t>(material_bytes.size()));
   engine::InstallPlanDescriptor::Fields fields;
   fields.capability_id = capability_id;
   fields.kind = kind;
@@ -254,17 +271,22 @@ inline engine::InstallPlanningBundle install_bundle(const std::string& capabilit
 }
 
 // The seeds' _BodySource: the trusted source of install bodies; counts loads and fails the next
-// fail_next_loads(n) loads ("simulated trusted body-source failure").
+// fail_next_loads(n) loads ("simulated trusted body-source failure"). Serves
+// kInstallableSkillBody, or the tree given to set_tree (SetupArgs::tree).
 class BodySource final : public runtime::InstallBodySource {
  public:
-  std::string load(const engine::MaterialIdentity&) override {
+  runtime::InstallBody load(const engine::MaterialIdentity&) override {
     std::lock_guard lock(mutex_);
     ++load_calls_;
     if (fail_loads_remaining_ > 0) {
       --fail_loads_remaining_;
       throw std::runtime_error("simulated trusted body-source failure");
     }
-    return std::string(kInstallableSkillBody);
+    return {installable_material(tree_), tree_};
+  }
+  void set_tree(std::optional<std::vector<runtime::InstallBodyFile>> tree) {
+    std::lock_guard lock(mutex_);
+    tree_ = std::move(tree);
   }
   int load_calls() const {
     std::lock_guard lock(mutex_);
@@ -279,6 +301,7 @@ class BodySource final : public runtime::InstallBodySource {
   mutable std::mutex mutex_;
   int load_calls_ = 0;            // GUARDED_BY(mutex_)
   int fail_loads_remaining_ = 0;  // GUARDED_BY(mutex_)
+  std::optional<std::vector<runtime::InstallBodyFile>> tree_;  // GUARDED_BY(mutex_)
 };
 
 struct SetupArgs {
@@ -291,6 +314,8 @@ struct SetupArgs {
   std::string_view trusted_now = kNow;
   // The consent broker and actuator without an installable catalog (installable implies them).
   bool consent_authorities = false;
+  // Installable skills are this tree (SKILL.md plus resources) instead of kInstallableSkillBody.
+  std::optional<std::vector<runtime::InstallBodyFile>> tree = std::nullopt;
 };
 
 // The consent parts of an installable setup (the seed's consent_broker, skill_runtime, ...).
@@ -424,7 +449,8 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
       setup.installs->bundles.emplace(
           capability_id,
           install_bundle(capability_id, setup.installs->installation_snapshot_digest(),
-                         args.permission_expansion, args.credential_requirement));
+                         args.permission_expansion, args.credential_requirement,
+                         installable_material(args.tree)));
     }
   }
   const auto current_work = surrogate(args.requested_limit);
@@ -503,6 +529,7 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
         std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
             {"ctx-skill-installer-v1", consent.skill_installer}},
         consent.host_identity_digest);
+    consent.body_source->set_tree(args.tree);
     setup.consent.emplace(std::move(consent));
   }
   setup.service = runtime::open_managed_query_service(setup.service_options());

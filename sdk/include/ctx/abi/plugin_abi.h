@@ -148,6 +148,8 @@ typedef struct ctx_verifier_ops {
  *   with one entry per regular file, sorted bytewise by path, paths '/'-separated of 1..8
  *   components matching [A-Za-z0-9_][A-Za-z0-9._-]{0,127} (no symlinks, no hidden names), and a
  *   top-level "SKILL.md"; "content_bytes" = the byte length of that manifest text.
+ *   ctx/sdk/skill_tree.hpp (header-only C++) builds this text; the host and the in-tree
+ *   installer use it.
  *   Example manifest: {"files":[{"bytes":5,"path":"SKILL.md","sha256":"2cf24dba..."}],
  *   "schema":"ctx.skill-tree-v1"}.
  * A single-file skill sent inline ("content") keeps the plain form: content_sha256 and

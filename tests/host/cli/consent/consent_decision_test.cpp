@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <ctx/sdk/skill_tree.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,6 +27,7 @@
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
+#include "host/engine/identities.hpp"
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
@@ -174,6 +177,87 @@ TEST_F(ConsentDecisionTest, ApproveInstallsAndActivatesOnceAndASecondApproveIsRe
   EXPECT_NE(Json::parse(recovered.out)["resolution"]["outcome"], "install-failed");
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
   EXPECT_EQ(read_file(active_skill()), catalog_skill());
+}
+
+// The example pdf-export skill holds a resource (scripts/export.py): the grant installs the whole
+// tree content-addressed under its tree digest, activation exposes every file, and the engine's
+// durable install outcome names the tree MaterialIdentity (content digest = the tree digest of
+// the catalog folder's files, content bytes = the manifest length).
+TEST_F(ConsentDecisionTest, ApproveInstallsTheWholeSkillTreeUnderItsTreeMaterialIdentity) {
+  const fs::path folder = fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export";
+  const std::string script = read_file(folder / "scripts/export.py");
+  const std::string manifest = sdk::tree_manifest_text(
+      {{"SKILL.md", catalog_skill().size(), core::sha256_hex(catalog_skill())},
+       {"scripts/export.py", script.size(), core::sha256_hex(script)}});
+  const std::string tree_digest = core::sha256_hex(manifest);
+
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string(), "--json"}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  EXPECT_EQ(Json::parse(approved.out)["resolution"]["outcome"], "installed-inactive")
+      << approved.out;
+  const fs::path object = state_ / "skills" / "objects" / tree_digest;
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
+  EXPECT_EQ(read_file(object / "SKILL.md"), catalog_skill());
+  EXPECT_EQ(read_file(object / "scripts" / "export.py"), script);
+  EXPECT_EQ(entries_in(object), 2u);  // SKILL.md and scripts/
+  const fs::path active = state_ / "skills" / "active" / "pdf-export";
+  EXPECT_EQ(read_file(active / "scripts" / "export.py"), script);
+  EXPECT_EQ(read_file(active_skill()), catalog_skill());
+  // The staged copy the installer read from is gone.
+  EXPECT_EQ(entries_in(state_ / "service" / "install-staging"), 0u);
+
+  const std::string expected =
+      engine::MaterialIdentity::create("skill:pdf-export", "skill", tree_digest,
+                                       static_cast<std::int64_t>(manifest.size()))
+          .identity_digest();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((state_ / "service" / "journal.sqlite3").c_str(), &db,
+                            SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(
+                db, "SELECT outcome, observed_material_identity_digest FROM engine_install_outcomes",
+                -1, &stmt, nullptr),
+            SQLITE_OK);
+  std::vector<std::pair<std::string, std::string>> outcomes;
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    outcomes.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
+                          reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  EXPECT_EQ(outcomes, (std::vector<std::pair<std::string, std::string>>{{"applied", expected}}));
+}
+
+// A resource edited in the catalog's object store after the import (same name, other bytes):
+// the install fails closed — the tree does not match its manifest, so the installer is never sent
+// it and the claimed install is indeterminate with nothing installed or active — and recovery
+// (the installer's reconcile: absent) settles it as failed.
+TEST_F(ConsentDecisionTest, AResourceEditedInTheCatalogStoreFailsTheInstallClosed) {
+  const std::string script = read_file(fs::path(CTX_SOURCE_DIR) /
+                                       "examples/catalog/skills/pdf-export/scripts/export.py");
+  const fs::path object = state_ / "catalog" / "objects" / core::sha256_hex(script);
+  ASSERT_TRUE(fs::exists(object));
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  std::ofstream(object, std::ios::binary | std::ios::trunc) << "import os; os.system('evil')\n";
+
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string(), "--json"}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  EXPECT_EQ(Json::parse(approved.out)["resolution"]["outcome"], "install-indeterminate")
+      << approved.out;
+  EXPECT_THAT(approved.out, Not(HasSubstr(state_.string())));
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+  EXPECT_FALSE(fs::exists(state_ / "skills" / "active" / "pdf-export"));
+  EXPECT_EQ(entries_in(state_ / "service" / "install-staging"), 0u);
+  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(recovered.code, 0) << recovered.err;
+  EXPECT_EQ(Json::parse(recovered.out)["resolution"]["outcome"], "install-failed")
+      << recovered.out;
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+  EXPECT_FALSE(fs::exists(state_ / "skills" / "active" / "pdf-export"));
+  EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
 }
 
 TEST_F(ConsentDecisionTest, DenyNeverInstalls) {

@@ -1,8 +1,8 @@
 // `ctx demo` as a real process on a fresh state dir, twice: every step's line, exit 0 both times,
 // the host's reply recommends the PDF skill, the first run asks for consent, approves it with the
-// demo key and the skill's SKILL.md ends up where Claude Code looks for project skills
-// (<state>/demo-project/.claude/skills/pdf-export/SKILL.md, the catalog's exact bytes; installed
-// once), the second run has nothing left to approve, and no word of the demo prompt that is not
+// demo key and the skill's tree ends up where Claude Code looks for project skills
+// (<state>/demo-project/.claude/skills/pdf-export/SKILL.md and scripts/export.py, the catalog's
+// exact bytes; installed once), the second run has nothing left to approve, and no word of the demo prompt that is not
 // catalog vocabulary ("monthly") is in any file of the state dir.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -88,6 +88,18 @@ TEST(DemoCommand, RunsEveryStepOnAFreshStateDirAndAgainOnTheSameOne) {
     want << source.rdbuf();
     EXPECT_FALSE(want.str().empty());
     EXPECT_EQ(got.str(), want.str()) << skill;
+    // The whole skill tree is exposed, resources included.
+    const fs::path script =
+        state / "demo-project" / ".claude" / "skills" / "pdf-export" / "scripts" / "export.py";
+    std::ifstream installed_script(script);
+    std::stringstream got_script;
+    got_script << installed_script.rdbuf();
+    std::ifstream source_script(fs::path(CTX_SOURCE_DIR) /
+                                "examples/catalog/skills/pdf-export/scripts/export.py");
+    std::stringstream want_script;
+    want_script << source_script.rdbuf();
+    EXPECT_FALSE(want_script.str().empty());
+    EXPECT_EQ(got_script.str(), want_script.str()) << script;
     std::size_t objects = 0;
     for (auto it = fs::directory_iterator(state / "skills" / "objects");
          it != fs::directory_iterator(); ++it) {

@@ -3,6 +3,8 @@
 // material / install / facts answers follow the documented rules and are stable across imports.
 #include "host/runtime/catalog/catalog_ports.hpp"
 
+#include <ctx/sdk/skill_tree.hpp>
+
 #include <fstream>
 #include <sstream>
 
@@ -99,18 +101,36 @@ TEST(CatalogPorts, APdfExportPromptRetrievesAndPlansTheSkill) {
 TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
   Imported imported;
   CatalogMaterialPort material(imported.catalog);
-  const std::string bytes = read(kExamples / "skills/pdf-export/SKILL.md");
+  // A SKILL.md-only skill's material is its SKILL.md (the plain form).
+  const std::string bytes = read(kExamples / "skills/csv-cleanup/SKILL.md");
   // A catalog skill has no load authority (it is not installed where the host loads skills):
   // its material is what an install of it writes.
-  const auto descriptor = material.describe("skill:pdf-export", engine::CapabilityKind::kSkill);
+  const auto descriptor = material.describe("skill:csv-cleanup", engine::CapabilityKind::kSkill);
   EXPECT_EQ(descriptor.actionability(), engine::Actionability::kManual);
   EXPECT_FALSE(descriptor.content_sha256());
   EXPECT_EQ(descriptor.provenance_digest(), material.material_snapshot_digest());
   const auto identity =
-      engine::MaterialIdentity::create("skill:pdf-export", engine::CapabilityKind::kSkill, core::sha256_hex(bytes),
+      engine::MaterialIdentity::create("skill:csv-cleanup", engine::CapabilityKind::kSkill, core::sha256_hex(bytes),
                                        static_cast<std::int64_t>(bytes.size()));
-  EXPECT_EQ(material.material_identity("skill:pdf-export"), identity);
-  EXPECT_EQ(material.material_content("skill:pdf-export"), bytes);
+  EXPECT_EQ(material.material_identity("skill:csv-cleanup"), identity);
+  EXPECT_EQ(material.material_content("skill:csv-cleanup"), bytes);
+  // A skill with resources: the tree manifest of its folder (content digest = tree digest,
+  // content bytes = manifest length), here built from the example folder's files.
+  std::vector<sdk::TreeFile> files;
+  for (const char* path : {"SKILL.md", "scripts/export.py"}) {
+    const std::string file = read(kExamples / "skills/pdf-export" / path);
+    files.push_back({path, file.size(), core::sha256_hex(file)});
+  }
+  const std::string manifest = sdk::tree_manifest_text(files);
+  const auto tree = engine::MaterialIdentity::create("skill:pdf-export", "skill",
+                                                     core::sha256_hex(manifest),
+                                                     static_cast<std::int64_t>(manifest.size()));
+  EXPECT_EQ(material.material_identity("skill:pdf-export"), tree);
+  EXPECT_EQ(material.material_content("skill:pdf-export"), manifest);
+  CatalogInstallBundlePort install(imported.catalog);
+  const auto bundle = install.describe_bundle("skill:pdf-export", "skill");
+  ASSERT_TRUE(bundle.has_value());
+  EXPECT_EQ(bundle->descriptor().result_material_identity_digest(), tree.identity_digest());
   // Agents, servers and harnesses are installed or run, never loaded.
   for (const auto& [id, kind] :
        std::vector<std::pair<std::string, engine::CapabilityKind>>{
@@ -317,8 +337,18 @@ TEST(CatalogPorts, CurrentWorkFilesAreReadStrictly) {
 
 TEST(CatalogPorts, AnAlteredSkillObjectRefusesTheMaterialPort) {
   Imported imported;
-  const std::string sha = imported.catalog->find("skill:pdf-export")->primary.sha256;
+  const std::string sha = imported.catalog->find("skill:csv-cleanup")->primary.sha256;
   const fs::path object = imported.temp / "state/catalog/objects" / sha;
+  fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
+  std::ofstream(object, std::ios::trunc) << "tampered";
+  CTX_EXPECT_THROW(CatalogMaterialPort port(imported.catalog), DataLoss, "does not match");
+}
+
+TEST(CatalogPorts, AnAlteredTreeManifestObjectRefusesTheMaterialPort) {
+  Imported imported;
+  const auto& tree = imported.catalog->find("skill:pdf-export")->tree;
+  ASSERT_TRUE(tree.has_value());
+  const fs::path object = imported.temp / "state/catalog/objects" / tree->sha256;
   fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
   std::ofstream(object, std::ios::trunc) << "tampered";
   CTX_EXPECT_THROW(CatalogMaterialPort port(imported.catalog), DataLoss, "does not match");

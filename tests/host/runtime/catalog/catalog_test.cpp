@@ -125,6 +125,43 @@ TEST(CatalogImport, ImportsEveryKindWithContentAddressedObjects) {
   EXPECT_EQ(graph->node_count(), 5);
 }
 
+// A skill folder with resources: its material is the tree manifest (plugin_abi.h "Tree
+// material", spelled out here), stored as one more object; a SKILL.md-only skill keeps the plain
+// form and its manifest entry has exactly the keys it had before trees existed.
+TEST(CatalogImport, ASkillWithResourcesStoresItsTreeManifestAsItsMaterial) {
+  Fixture f;
+  import_catalog(f.catalog, f.state);
+  const auto catalog = ImportedCatalog::open(f.state);
+  const CatalogEntry* pdf = catalog->find("skill:pdf-export");
+  ASSERT_NE(pdf, nullptr);
+  ASSERT_TRUE(pdf->tree.has_value());
+  const std::string skill = read(f.catalog / "skills/pdf-export/SKILL.md");
+  const std::string script = read(f.catalog / "skills/pdf-export/scripts/export.py");
+  const std::string manifest =
+      "{\"files\":[{\"bytes\":" + std::to_string(skill.size()) +
+      ",\"path\":\"SKILL.md\",\"sha256\":\"" + core::sha256_hex(skill) + "\"},{\"bytes\":" +
+      std::to_string(script.size()) + ",\"path\":\"scripts/export.py\",\"sha256\":\"" +
+      core::sha256_hex(script) + "\"}],\"schema\":\"ctx.skill-tree-v1\"}";
+  EXPECT_EQ(pdf->tree->path, "skills/pdf-export");
+  EXPECT_EQ(pdf->tree->sha256, core::sha256_hex(manifest));
+  EXPECT_EQ(pdf->tree->bytes, static_cast<std::int64_t>(manifest.size()));
+  EXPECT_EQ(catalog->read_object(pdf->tree->sha256), manifest);
+  EXPECT_EQ(pdf->primary.sha256, core::sha256_hex(skill));  // SKILL.md is still the primary file
+
+  const CatalogEntry* csv = catalog->find("skill:csv-cleanup");
+  ASSERT_NE(csv, nullptr);
+  EXPECT_FALSE(csv->tree.has_value());
+  const core::Json content = catalog_content_json(catalog->entries());
+  std::vector<std::string> keys;
+  for (const auto& item : content.at("entries")) {
+    if (item.at("capability_id") != "skill:csv-cleanup") continue;
+    for (const auto& [key, value] : item.items()) keys.push_back(key);
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"args", "capability_id", "command", "description",
+                                            "env_names", "files", "kind", "name", "primary",
+                                            "tags", "terms", "tools", "url"}));
+}
+
 TEST(CatalogImport, ImportsTheExampleCatalog) {
   TempDir temp;
   init_state_dir(temp / "state");
@@ -184,6 +221,11 @@ std::vector<BadCase> bad_cases() {
        "skills/csv-cleanup/SKILL.md", "must end with a ---"},
       {"missing SKILL.md", put("skills/empty-skill/notes.md", "notes\n"), "skills/empty-skill",
        "must contain SKILL.md"},
+      {"resource name a skill tree cannot hold",
+       put("skills/pdf-export/scripts/bad name.py", "print()\n"),
+       "skills/pdf-export/scripts/bad name.py", "skill file names must match"},
+      {"hidden resource", put("skills/pdf-export/.notes", "notes\n"), "skills/pdf-export/.notes",
+       "skill file names must match"},
       {"SKILL.md over 1 MiB",
        put("skills/csv-cleanup/SKILL.md",
            skill_md("csv-cleanup", "x") + std::string(kMaxSkillMdBytes, 'x')),
