@@ -208,7 +208,8 @@ TEST_F(ConsentDecisionTest, ApproveInstallsTheWholeSkillTreeUnderItsTreeMaterial
   EXPECT_EQ(entries_in(state_ / "service" / "install-staging"), 0u);
 
   const std::string expected =
-      engine::MaterialIdentity::create("skill:pdf-export", "skill", tree_digest,
+      engine::MaterialIdentity::create("skill:pdf-export", engine::CapabilityKind::kSkill,
+                                       tree_digest,
                                        static_cast<std::int64_t>(manifest.size()))
           .identity_digest();
   sqlite3* db = nullptr;

@@ -109,9 +109,9 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
   EXPECT_EQ(descriptor.actionability(), engine::Actionability::kManual);
   EXPECT_FALSE(descriptor.content_sha256());
   EXPECT_EQ(descriptor.provenance_digest(), material.material_snapshot_digest());
-  const auto identity =
-      engine::MaterialIdentity::create("skill:csv-cleanup", engine::CapabilityKind::kSkill, core::sha256_hex(bytes),
-                                       static_cast<std::int64_t>(bytes.size()));
+  const auto identity = engine::MaterialIdentity::create(
+      "skill:csv-cleanup", engine::CapabilityKind::kSkill, core::sha256_hex(bytes),
+      static_cast<std::int64_t>(bytes.size()));
   EXPECT_EQ(material.material_identity("skill:csv-cleanup"), identity);
   EXPECT_EQ(material.material_content("skill:csv-cleanup"), bytes);
   // A skill with resources: the tree manifest of its folder (content digest = tree digest,
@@ -122,18 +122,17 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
     files.push_back({path, file.size(), core::sha256_hex(file)});
   }
   const std::string manifest = sdk::tree_manifest_text(files);
-  const auto tree = engine::MaterialIdentity::create("skill:pdf-export", "skill",
-                                                     core::sha256_hex(manifest),
-                                                     static_cast<std::int64_t>(manifest.size()));
+  const auto tree = engine::MaterialIdentity::create(
+      "skill:pdf-export", engine::CapabilityKind::kSkill, core::sha256_hex(manifest),
+      static_cast<std::int64_t>(manifest.size()));
   EXPECT_EQ(material.material_identity("skill:pdf-export"), tree);
   EXPECT_EQ(material.material_content("skill:pdf-export"), manifest);
   CatalogInstallBundlePort install(imported.catalog);
-  const auto bundle = install.describe_bundle("skill:pdf-export", "skill");
+  const auto bundle = install.describe_bundle("skill:pdf-export", engine::CapabilityKind::kSkill);
   ASSERT_TRUE(bundle.has_value());
   EXPECT_EQ(bundle->descriptor().result_material_identity_digest(), tree.identity_digest());
   // Agents, servers and harnesses are installed or run, never loaded.
-  for (const auto& [id, kind] :
-       std::vector<std::pair<std::string, engine::CapabilityKind>>{
+  for (const auto& [id, kind] : std::vector<std::pair<std::string, engine::CapabilityKind>>{
            {"agent:code-reviewer", engine::CapabilityKind::kAgent},
            {"mcp-server:github", engine::CapabilityKind::kMcpServer},
            {"harness:python-runner", engine::CapabilityKind::kHarness}}) {
