@@ -6,11 +6,11 @@
 #include <iostream>
 
 #include "host/cli/bundled_plugins.hpp"
-#include "host/runtime/catalog/state_service.hpp"
-#include "host/runtime/consent/install_policy_store.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/catalog.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
+#include "host/runtime/catalog/state_service.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
 
 namespace ctx::cli {
 

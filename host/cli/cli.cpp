@@ -1,7 +1,6 @@
 #include "host/cli/cli.hpp"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -48,7 +47,9 @@ void runs(CLI::App* command, Action& action, std::shared_ptr<Options> options,
 // A value may not be empty ("--state ''" is a usage error, not the current directory).
 const CLI::Validator& non_empty() {
   static const CLI::Validator validator(
-      [](std::string& value) { return value.empty() ? std::string("needs a value") : std::string(); },
+      [](std::string& value) {
+        return value.empty() ? std::string("needs a value") : std::string();
+      },
       "", "NON-EMPTY");
   return validator;
 }
@@ -116,7 +117,8 @@ CLI::App* add_init(CLI::App& app, Action& action) {
 }
 
 CLI::App* add_catalog(CLI::App& app, Action& action) {
-  CLI::App* catalog = app.add_subcommand("catalog", "the capability catalog")->require_subcommand(1);
+  CLI::App* catalog =
+      app.add_subcommand("catalog", "the capability catalog")->require_subcommand(1);
   const auto options = std::make_shared<CatalogImportOptions>();
   CLI::App* import = catalog->add_subcommand("import", "validate and import a catalog");
   add_value(import, "DIR", options->catalog)->required();
@@ -153,7 +155,8 @@ CLI::App* add_hook(CLI::App& app, Action& action) {
 }
 
 CLI::App* add_hooks(CLI::App& app, Action& action) {
-  CLI::App* hooks = app.add_subcommand("hooks", "the host's hook configuration")->require_subcommand(1);
+  CLI::App* hooks =
+      app.add_subcommand("hooks", "the host's hook configuration")->require_subcommand(1);
   const std::vector<std::string> hosts = {std::string(hk::host_name(hk::HookHost::kClaudeCode)),
                                           std::string(hk::host_name(hk::HookHost::kCodex))};
   for (const bool install : {true, false}) {
@@ -162,7 +165,8 @@ CLI::App* add_hooks(CLI::App& app, Action& action) {
     CLI::App* command = hooks->add_subcommand(install ? "install" : "uninstall");
     command
         ->add_option_function<std::string>(
-            "HOST", [options](const std::string& name) { options->host = hk::parse_host(name).value(); })
+            "HOST",
+            [options](const std::string& name) { options->host = hk::parse_host(name).value(); })
         ->required()
         ->check(CLI::IsMember(hosts));
     CLI::Option* project = add_value(command, "--project", options->project)->type_name("DIR");
@@ -193,7 +197,8 @@ CLI::App* add_query(CLI::App& app, Action& action) {
 }
 
 CLI::App* add_desired(CLI::App& app, Action& action) {
-  CLI::App* desired = app.add_subcommand("desired", "the chosen capabilities")->require_subcommand(1);
+  CLI::App* desired =
+      app.add_subcommand("desired", "the chosen capabilities")->require_subcommand(1);
   const auto options = std::make_shared<DesiredSetOptions>();
   CLI::App* set = desired->add_subcommand("set", "record the chosen subset of a plan");
   add_value(set, "QUERY_REF", options->query_ref)->required();
@@ -252,7 +257,8 @@ CLI::App* add_consent(CLI::App& app, Action& action) {
 }
 
 CLI::App* add_policy(CLI::App& app, Action& action) {
-  CLI::App* policy = app.add_subcommand("policy", "the install consent policy")->require_subcommand(1);
+  CLI::App* policy =
+      app.add_subcommand("policy", "the install consent policy")->require_subcommand(1);
   const auto options = std::make_shared<PolicySetOptions>();
   CLI::App* set = policy->add_subcommand("set", "the install consent mode of one kind");
   std::vector<std::string> kinds;
@@ -261,7 +267,8 @@ CLI::App* add_policy(CLI::App& app, Action& action) {
     kinds.emplace_back(engine::to_string(kind));
   }
   std::vector<std::string> modes;
-  for (const auto mode : {runtime::InstallMode::kAskEachTime, runtime::InstallMode::kPreapprovedAuto}) {
+  for (const auto mode :
+       {runtime::InstallMode::kAskEachTime, runtime::InstallMode::kPreapprovedAuto}) {
     modes.emplace_back(runtime::install_mode_name(mode));
   }
   set->add_option_function<std::string>(

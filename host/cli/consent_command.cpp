@@ -88,9 +88,8 @@ void print_decision(const runtime::ConsentDecisionResult& result, bool json, std
     return;
   }
   const auto& r = result.resolution;
-  out << r.capability_id() << " (" << engine::to_string(r.kind())
-      << "): " << to_string(r.outcome()) << " ("
-      << r.reason_code() << ")";
+  out << r.capability_id() << " (" << engine::to_string(r.kind()) << "): " << to_string(r.outcome())
+      << " (" << r.reason_code() << ")";
   if (r.reason_code() == "installed-capability-is-already-active") {
     out << ": it is installed and active";
   }
@@ -145,8 +144,8 @@ int run_consent_show(const ConsentShowOptions& options, const CommandIo& io) {
   }
   for (const auto& c : challenges) {
     out << c.capability_id() << " (" << engine::to_string(c.kind())
-        << ") asks for install consent: challenge "
-        << c.challenge_digest() << ", expires " << c.expires_at() << "\n"
+        << ") asks for install consent: challenge " << c.challenge_digest() << ", expires "
+        << c.expires_at() << "\n"
         << "  approve: " << approve_command(c.challenge_digest(), "approve") << "\n"
         << "  deny:    " << approve_command(c.challenge_digest(), "deny") << "\n";
   }

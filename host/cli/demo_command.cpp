@@ -167,8 +167,8 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
       return run({"init", "--state", state_arg}, io.in, o, err, env);
     }) << "\n";
     out << "2 catalog: " << run_step([&](std::ostream& o) {
-      return run({"catalog", "import", catalog_dir.string(), "--state", state_arg}, io.in, o,
-                 err, env);
+      return run({"catalog", "import", catalog_dir.string(), "--state", state_arg}, io.in, o, err,
+                 env);
     }) << "\n";
 
     const fs::path key_file = state / "demo" / "decision-key.pem";
@@ -185,8 +185,8 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
                                   "demo verifier config");
       out << "4 trust: " << run_step([&](std::ostream& o) {
         return run(
-            {"consent", "trust", "--audience", kDemoAudience, "--authenticator",
-             kDemoAuthenticator, "--principal", key.default_principal_digest(), "--verifier",
+            {"consent", "trust", "--audience", kDemoAudience, "--authenticator", kDemoAuthenticator,
+             "--principal", key.default_principal_digest(), "--verifier",
              std::string(key.verifier_id()), "--config", config.string(), "--state", state_arg},
             io.in, o, err, env);
       }) << "\n";
@@ -217,8 +217,8 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
       std::string plan;
       for (const auto& row : current->prepared().selections()) {
         if (!plan.empty()) plan += ", ";
-        plan += row.capability_id() + " (" +
-                std::string(engine::to_string(row.actionability())) + ")";
+        plan +=
+            row.capability_id() + " (" + std::string(engine::to_string(row.actionability())) + ")";
         if (capability.empty() && row.kind() == engine::CapabilityKind::kSkill &&
             row.actionability() == engine::Actionability::kInstall) {
           capability = row.capability_id();
@@ -226,8 +226,8 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
       }
       if (capability.empty()) throw NotFound("the demo plan recommends no installable skill");
       const auto desired = service->set_desired(current->query_ref(), {capability});
-      out << "6 plan: " << current->prepared().plan_id() << " recommends " << plan
-          << "; chose " << capability << " -> " << runtime::to_string(desired.status());
+      out << "6 plan: " << current->prepared().plan_id() << " recommends " << plan << "; chose "
+          << capability << " -> " << runtime::to_string(desired.status());
       if (desired.challenge()) {
         challenge = desired.challenge()->challenge_digest();
         out << ", consent challenge " << *challenge << " (expires "
@@ -246,16 +246,16 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
     std::error_code ec;
     if (challenge) {
       const std::string decided = run_step([&](std::ostream& o) {
-        return run({"consent", "approve", *challenge, "--key", key_file.string(), "--state",
-                    state_arg},
-                   io.in, o, err, env);
+        return run(
+            {"consent", "approve", *challenge, "--key", key_file.string(), "--state", state_arg},
+            io.in, o, err, env);
       });
       if (!fs::is_regular_file(skill_md, ec)) {
         err << "ctx demo: the approved skill is not at " << skill_md.string() << "\n";
         return kExitFailure;
       }
-      out << "8 approve: signed the grant with the demo key: " << decided << "; "
-          << capability << " is active at " << skill_md.string() << "\n";
+      out << "8 approve: signed the grant with the demo key: " << decided << "; " << capability
+          << " is active at " << skill_md.string() << "\n";
     } else if (fs::is_regular_file(skill_md, ec)) {
       out << "8 approve: nothing to approve: " << capability
           << " was approved and installed by an earlier run; active at " << skill_md.string()

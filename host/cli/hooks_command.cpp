@@ -38,8 +38,7 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
   const bool user = options.user;
   if (options.install && (!user || env.home)) {
     try {
-      const fs::path state =
-          options.state ? fs::absolute(*options.state) : default_state_dir(env);
+      const fs::path state = options.state ? fs::absolute(*options.state) : default_state_dir(env);
       activation = runtime::set_activation_target(
                        state, host, user ? home : project,
                        user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject)

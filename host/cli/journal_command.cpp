@@ -27,8 +27,7 @@ int run_journal_verify(const JournalVerifyOptions& options, const CommandIo& io)
     store.verify(&replayer);
   }
   if (options.json) {
-    io.out << core::canonical_json(core::Json{{"journal", exists ? "verified" : "absent"}})
-           << "\n";
+    io.out << core::canonical_json(core::Json{{"journal", exists ? "verified" : "absent"}}) << "\n";
   } else {
     io.out << (exists ? "journal verified: every stream replays and its chain is intact\n"
                       : "no journal yet: nothing to verify\n");

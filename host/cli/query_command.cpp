@@ -40,8 +40,7 @@ void print_prepared(const runtime::ManagedQueryServiceResult& result, bool json,
   out << " plan " << prepared.plan_id() << "\n";
   for (const auto& row : prepared.selections()) {
     out << "  " << row.capability_id() << " " << engine::to_string(row.actionability()) << " "
-        << engine::to_string(row.benefit_tier())
-        << "\n";
+        << engine::to_string(row.benefit_tier()) << "\n";
   }
   if (result.challenge()) {
     out << "  consent needed: ctx consent approve " << result.challenge()->challenge_digest()
