@@ -354,9 +354,18 @@ int run_action(const Action& action, const CommandIo& io) {
   return kExitFailure;
 }
 
-// CLI11's message, except that "A subcommand is required" says of what: the command the line
-// reached, the word given instead of a subcommand, and the subcommands there are.
+// CLI11's message, except that "A subcommand is required" says of what (the command the line
+// reached, the word given instead of a subcommand, and the subcommands there are), and that the
+// unexpected arguments are listed in command-line order (CLI11 2.1 lists a subcommand's
+// backwards).
 std::string usage_message(const CLI::ParseError& error, const CLI::App& app) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    const std::vector<std::string> extras = app.remaining(/*recurse=*/true);
+    std::string message = extras.size() == 1 ? "The following argument was not expected:"
+                                             : "The following arguments were not expected:";
+    for (const std::string& extra : extras) message += " " + extra;
+    return extras.empty() ? std::string(error.what()) : message;
+  }
   const CLI::App* reached = &app;
   std::string path = "ctx";
   while (!reached->get_subcommands().empty()) {

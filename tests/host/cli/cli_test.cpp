@@ -234,6 +234,8 @@ TEST_F(CliTest, UsageErrorsNameWhatIsWrong) {
       {{"plugin", "pin", CTX_FIXTURE_VALID_VERIFIER}, {"--lock"}},
       {{"plugin", "pin", "--lock", lock()}, {"PLUGIN.so"}},
       {{"plugin", "list", "--lock", lock(), "--bogus"}, {"--bogus"}},
+      {{"init", "a", "--bogus", "b"}, {"not expected: a --bogus b"}},
+      {{"one", "two"}, {"not expected: one two"}},
       {{"plugin", "list", "--lock", ""}, {"--lock", "needs a value"}},
       {{"plugin", "list", "--lock", lock(), "--lock", lock()}, {"--lock"}},
       {{"plugin", "verify", "--lock", lock(), "--load", "--timeout", "86401"}, {"--timeout"}},
