@@ -4,23 +4,31 @@
 // into the state dir (runtime/catalog/catalog.hpp): all or nothing; every invalid file is one
 // stderr line "ctx: error: catalog entry FILE: RULE". Progress goes to stderr when it is a
 // terminal. Exit codes: 0 done (or unchanged), 1 failed (nothing imported), 2 usage.
+// Both throw what they fail with; a runtime::CatalogImportError lists every invalid file (the
+// caller, cli.cpp, prints one line per file).
 #ifndef CTX_HOST_CLI_CATALOG_COMMAND_HPP_
 #define CTX_HOST_CLI_CATALOG_COMMAND_HPP_
 
-#include <ostream>
+#include <filesystem>
+#include <optional>
 #include <string>
-#include <vector>
 
-#include "host/cli/cli.hpp"
+#include "host/cli/command_options.hpp"
 
 namespace ctx::cli {
 
-// `args` is the whole argv without the program name (args[0] is "init" or "catalog").
-// Never throws.
-int run_init_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                     const Environment& env);
-int run_catalog_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                        const Environment& env);
+struct InitOptions {
+  std::optional<std::filesystem::path> state;
+};
+
+struct CatalogImportOptions {
+  std::filesystem::path catalog;
+  std::optional<std::filesystem::path> state;
+  bool json = false;
+};
+
+int run_init(const InitOptions& options, const CommandIo& io);
+int run_catalog_import(const CatalogImportOptions& options, const CommandIo& io);
 
 // The usage lines of `ctx init` and `ctx catalog`.
 std::string catalog_usage();

@@ -1,18 +1,23 @@
-// The `ctx` command line, as a library so tests can run it in process: argument parsing,
-// dispatch, help, and the plugin commands.
+// The `ctx` command line, as a library so tests can run it in process: one CLI11 App tree
+// (cli.cpp) parses every form the --help text lists into that command's options struct
+// (plugin_command.hpp, catalog_command.hpp, hook_command.hpp, ...), then runs the command.
 //
 //   ctx --help | --version
-//   ctx plugin pin    --lock FILE [--state DIR] [--replace] PLUGIN.so...
-//   ctx plugin verify --lock FILE [--state DIR] [--load [--timeout SECONDS]]
-//   ctx plugin list   --lock FILE [--json]
+//   ctx plugin pin|verify|list ...   ctx init    ctx catalog import   ctx serve
+//   ctx hook ADAPTER                 ctx hooks install|uninstall      ctx query prepare|reopen
+//   ctx desired set                  ctx consent ...                  ctx policy set
+//   ctx journal verify               ctx demo
 //
-// Exit codes: 0 success, 1 a command failed (one line per failure on stderr), 2 usage error.
+// Exit codes: 0 success, 1 a command failed (one line per failure on stderr, "ctx: error: ..."),
+// 2 usage error (one line, "ctx: MESSAGE (see ctx --help)") — except `ctx hook`, which never
+// exits 2: a malformed hook command line is exit 1 with one line "ctx hook: MESSAGE".
 // Thread-safety: run() keeps no global state; concurrent pins of one lock file serialise on
-// its directory's flock. `verify --load` forks: call it from a single-threaded process.
+// its directory's flock. `plugin verify --load` forks: call it from a single-threaded process.
 #ifndef CTX_HOST_CLI_CLI_HPP_
 #define CTX_HOST_CLI_CLI_HPP_
 
 #include <filesystem>
+#include <istream>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -36,8 +41,12 @@ struct Environment {
 // Errors: InvalidArgument when neither variable gives an absolute directory.
 std::filesystem::path default_state_dir(const Environment& env);
 
-// Runs `ctx` with `args` (argv without the program name), writing results to `out` and
-// diagnostics to `err`; returns the exit code. Never throws.
+// Runs `ctx` with `args` (argv without the program name), reading `in` where a command reads
+// stdin (`ctx hook`, "-" for a file), writing results to `out` and diagnostics to `err`;
+// returns the exit code. Never throws.
+int run(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+        std::ostream& err, const Environment& env);
+// The same with std::cin as `in`.
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
         const Environment& env);
 

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <istream>
 #include <iterator>
 #include <sstream>
 
@@ -26,13 +27,6 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kMaxConfigBytes = 256 * 1024;
 
-const std::string& required(const CommandLine& line, const std::string& option,
-                            const std::string& command) {
-  const auto it = line.values.find(option);
-  if (it == line.values.end()) throw CommandUsage(command + " needs " + option);
-  return it->second;
-}
-
 core::Json read_config_file(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
@@ -51,53 +45,15 @@ core::Json read_config_file(const fs::path& file) {
   return config;
 }
 
-int consent_trust(const std::vector<std::string>& args, std::ostream& out, const Environment& env) {
-  const std::string command = "ctx consent trust";
-  const CommandLine line = parse_command_line(
-      args, 2, command, {"--audience", "--authenticator", "--principal", "--verifier", "--config"},
-      true);
-  if (!line.positional.empty()) throw CommandUsage(command + " takes no positional arguments");
-  const runtime::VerifierKey key{required(line, "--audience", command),
-                                 required(line, "--authenticator", command),
-                                 required(line, "--principal", command)};
-  const std::string& plugin_id = required(line, "--verifier", command);
-  const core::Json config = read_config_file(required(line, "--config", command));
-  const fs::path state = command_state_dir(line, env);
-
-  const plugins::LockFile lock = plugins::LockFile::load(state / "plugins.lock.json");
-  const plugins::LockEntry* entry = lock.find(plugins::PluginKind::kVerifier, plugin_id);
-  if (entry == nullptr) {
-    throw NotFound("verifier plugin " + plugin_id + " is not pinned in " +
-                   (state / "plugins.lock.json").string() + " (ctx plugin pin)");
-  }
-  plugins::PluginRegistry plugins;
-  const std::string identity = plugins.add(plugins::PluginLoader(state).load(*entry));
-  runtime::TrustedVerifierRegistry registry(state, plugins);
-  registry.add(key, plugin_id, config);
-  if (line.json) {
-    out << core::canonical_json(core::Json{{"audience", key.audience},
-                                           {"authenticator_id", key.authenticator_id},
-                                           {"principal_digest", key.principal_digest},
-                                           {"verifier", plugin_id},
-                                           {"identity_digest", identity}})
-        << "\n";
-  } else {
-    out << "trusted verifier " << plugin_id << " (identity " << identity << ") for audience "
-        << key.audience << ", authenticator " << key.authenticator_id << ", principal "
-        << key.principal_digest << "\n";
-  }
-  return kExitOk;
-}
-
 // Progress lines go to stderr only when it is the terminal (never into a script's capture).
 bool progress_wanted(const std::ostream& err) {
   return &err == &std::cerr && ::isatty(STDERR_FILENO) == 1;
 }
 
-std::string read_assertion(const std::string& source) {
+std::string read_assertion(const std::string& source, std::istream& stdin_stream) {
   std::string bytes;
   if (source == "-") {
-    bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    bytes.assign(std::istreambuf_iterator<char>(stdin_stream), std::istreambuf_iterator<char>());
   } else {
     std::error_code ec;
     if (!fs::is_regular_file(source, ec)) {
@@ -132,9 +88,8 @@ void print_decision(const runtime::ConsentDecisionResult& result, bool json, std
     return;
   }
   const auto& r = result.resolution;
-  out << r.capability_id() << " (" << engine::to_string(r.kind())
-      << "): " << to_string(r.outcome()) << " ("
-      << r.reason_code() << ")";
+  out << r.capability_id() << " (" << engine::to_string(r.kind()) << "): " << to_string(r.outcome())
+      << " (" << r.reason_code() << ")";
   if (r.reason_code() == "installed-capability-is-already-active") {
     out << ": it is installed and active";
   }
@@ -149,87 +104,6 @@ void print_decision(const runtime::ConsentDecisionResult& result, bool json, std
         << approve_command(next->challenge_digest(), "deny");
   }
   out << "\n";
-}
-
-int consent_show(const std::vector<std::string>& args, std::ostream& out, const Environment& env) {
-  const CommandLine line = parse_command_line(args, 2, "ctx consent show", {}, true);
-  if (!line.positional.empty()) throw CommandUsage("ctx consent show takes no arguments");
-  auto state = runtime::StateService::open(command_state_dir(line, env));
-  const auto challenges = state->pending_challenges();
-  if (line.json) {
-    out << core::canonical_json(runtime::consent_show_json(challenges)) << "\n";
-    return kExitOk;
-  }
-  if (challenges.empty()) {
-    out << "no install consent is pending\n";
-    return kExitOk;
-  }
-  for (const auto& c : challenges) {
-    out << c.capability_id() << " (" << engine::to_string(c.kind())
-        << ") asks for install consent: challenge "
-        << c.challenge_digest() << ", expires " << c.expires_at() << "\n"
-        << "  approve: " << approve_command(c.challenge_digest(), "approve") << "\n"
-        << "  deny:    " << approve_command(c.challenge_digest(), "deny") << "\n";
-  }
-  return kExitOk;
-}
-
-int consent_resolve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                    const Environment& env) {
-  const CommandLine line = parse_command_line(args, 2, "ctx consent resolve", {"--assertion"}, true);
-  if (!line.positional.empty()) throw CommandUsage("ctx consent resolve takes no arguments");
-  const std::string payload = read_assertion(required(line, "--assertion", "ctx consent resolve"));
-  auto state = runtime::StateService::open(command_state_dir(line, env));
-  if (progress_wanted(err)) err << "ctx: checking the signed decision...\n";
-  const auto result = state->resolve_consent(payload);
-  print_decision(result, line.json, out);
-  return kExitOk;
-}
-
-int consent_recover(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                    const Environment& env) {
-  const CommandLine line = parse_command_line(args, 2, "ctx consent recover", {}, true);
-  if (line.positional.size() != 1) {
-    throw CommandUsage("ctx consent recover takes one CHALLENGE_DIGEST");
-  }
-  require_digest(line.positional[0]);
-  auto state = runtime::StateService::open(command_state_dir(line, env));
-  if (progress_wanted(err)) err << "ctx: recovering the consent's durable state...\n";
-  const auto result = state->recover_consent(line.positional[0]);
-  print_decision(result, line.json, out);
-  return kExitOk;
-}
-
-int consent_decide(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                   const Environment& env, engine::Decision decision) {
-  const std::string command = "ctx consent " + args[1];
-  const CommandLine line = parse_command_line(args, 2, command, {"--key"}, true);
-  if (line.positional.size() != 1) throw CommandUsage(command + " takes one CHALLENGE_DIGEST");
-  const std::string& digest = line.positional[0];
-  require_digest(digest);
-  const UserDecisionKey key = UserDecisionKey::load(required(line, "--key", command));
-  const fs::path state_dir = command_state_dir(line, env);
-  auto state = runtime::StateService::open(state_dir);
-  const auto challenge = state->challenge(digest);
-  const plugins::PluginRegistry none;
-  const runtime::TrustedVerifierRegistry trusted(state_dir, none);
-  const auto registration = registration_for(trusted.registrations(), challenge.audience(), key);
-  const core::SystemClock clock;
-  const auto assertion = sign_decision(key, registration, digest, decision, clock.now(),
-                                       core::parse_rfc3339(challenge.expires_at()));
-  const bool progress = progress_wanted(err);
-  if (progress) {
-    err << "ctx: signed the " << engine::to_string(decision) << " decision for "
-        << challenge.capability_id()
-        << (decision == engine::Decision::kGranted ? "; installing and activating...\n" : "\n");
-  }
-  const auto result = state->resolve_consent(runtime::encode_signed_assertion(assertion));
-  if (progress && result.activation) {
-    err << "ctx: " << challenge.capability_id() << " activation "
-        << engine::to_string(result.activation->outcome) << "\n";
-  }
-  print_decision(result, line.json, out);
-  return kExitOk;
 }
 
 }  // namespace
@@ -256,23 +130,106 @@ std::string consent_usage() {
          "      to check the decisions of (A, ID, DIGEST)\n";
 }
 
-int run_consent_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                        const Environment& env) {
-  return run_guarded(err, kExitUsage, [&] {
-    if (args.size() < 2) {
-      throw CommandUsage("ctx consent needs a command: show, approve, deny, resolve, recover, trust");
-    }
-    const std::string& command = args[1];
-    if (command == "trust") return consent_trust(args, out, env);
-    if (command == "show") return consent_show(args, out, env);
-    if (command == "resolve") return consent_resolve(args, out, err, env);
-    if (command == "recover") return consent_recover(args, out, err, env);
-    if (command == "approve") {
-      return consent_decide(args, out, err, env, engine::Decision::kGranted);
-    }
-    if (command == "deny") return consent_decide(args, out, err, env, engine::Decision::kDenied);
-    throw CommandUsage("unknown consent command \"" + command + "\"");
-  });
+int run_consent_show(const ConsentShowOptions& options, const CommandIo& io) {
+  auto state = runtime::StateService::open(command_state_dir(options.common.state, io.env));
+  const auto challenges = state->pending_challenges();
+  std::ostream& out = io.out;
+  if (options.common.json) {
+    out << core::canonical_json(runtime::consent_show_json(challenges)) << "\n";
+    return kExitOk;
+  }
+  if (challenges.empty()) {
+    out << "no install consent is pending\n";
+    return kExitOk;
+  }
+  for (const auto& c : challenges) {
+    out << c.capability_id() << " (" << engine::to_string(c.kind())
+        << ") asks for install consent: challenge " << c.challenge_digest() << ", expires "
+        << c.expires_at() << "\n"
+        << "  approve: " << approve_command(c.challenge_digest(), "approve") << "\n"
+        << "  deny:    " << approve_command(c.challenge_digest(), "deny") << "\n";
+  }
+  return kExitOk;
+}
+
+int run_consent_resolve(const ConsentResolveOptions& options, const CommandIo& io) {
+  const std::string payload = read_assertion(options.assertion, io.in);
+  auto state = runtime::StateService::open(command_state_dir(options.common.state, io.env));
+  if (progress_wanted(io.err)) io.err << "ctx: checking the signed decision...\n";
+  const auto result = state->resolve_consent(payload);
+  print_decision(result, options.common.json, io.out);
+  return kExitOk;
+}
+
+int run_consent_recover(const ConsentRecoverOptions& options, const CommandIo& io) {
+  require_digest(options.challenge_digest);
+  auto state = runtime::StateService::open(command_state_dir(options.common.state, io.env));
+  if (progress_wanted(io.err)) io.err << "ctx: recovering the consent's durable state...\n";
+  const auto result = state->recover_consent(options.challenge_digest);
+  print_decision(result, options.common.json, io.out);
+  return kExitOk;
+}
+
+int run_consent_decide(const ConsentDecideOptions& options, const CommandIo& io) {
+  const std::string& digest = options.challenge_digest;
+  const engine::Decision decision = options.decision;
+  require_digest(digest);
+  const UserDecisionKey key = UserDecisionKey::load(options.key);
+  const fs::path state_dir = command_state_dir(options.common.state, io.env);
+  auto state = runtime::StateService::open(state_dir);
+  const auto challenge = state->challenge(digest);
+  const plugins::PluginRegistry none;
+  const runtime::TrustedVerifierRegistry trusted(state_dir, none);
+  const auto registration = registration_for(trusted.registrations(), challenge.audience(), key);
+  const core::SystemClock clock;
+  const auto assertion = sign_decision(key, registration, digest, decision, clock.now(),
+                                       core::parse_rfc3339(challenge.expires_at()));
+  std::ostream& err = io.err;
+  const bool progress = progress_wanted(err);
+  if (progress) {
+    err << "ctx: signed the " << engine::to_string(decision) << " decision for "
+        << challenge.capability_id()
+        << (decision == engine::Decision::kGranted ? "; installing and activating...\n" : "\n");
+  }
+  const auto result = state->resolve_consent(runtime::encode_signed_assertion(assertion));
+  if (progress && result.activation) {
+    err << "ctx: " << challenge.capability_id() << " activation "
+        << engine::to_string(result.activation->outcome) << "\n";
+  }
+  print_decision(result, options.common.json, io.out);
+  return kExitOk;
+}
+
+int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io) {
+  const runtime::VerifierKey key{options.audience, options.authenticator, options.principal};
+  const std::string& plugin_id = options.verifier;
+  const core::Json config = read_config_file(options.config);
+  const fs::path state = command_state_dir(options.common.state, io.env);
+  std::ostream& out = io.out;
+
+  const plugins::LockFile lock = plugins::LockFile::load(state / "plugins.lock.json");
+  const plugins::LockEntry* entry = lock.find(plugins::PluginKind::kVerifier, plugin_id);
+  if (entry == nullptr) {
+    throw NotFound("verifier plugin " + plugin_id + " is not pinned in " +
+                   (state / "plugins.lock.json").string() + " (ctx plugin pin)");
+  }
+  plugins::PluginRegistry plugins;
+  const std::string identity = plugins.add(plugins::PluginLoader(state).load(*entry));
+  runtime::TrustedVerifierRegistry registry(state, plugins);
+  registry.add(key, plugin_id, config);
+  if (options.common.json) {
+    out << core::canonical_json(core::Json{{"audience", key.audience},
+                                           {"authenticator_id", key.authenticator_id},
+                                           {"principal_digest", key.principal_digest},
+                                           {"verifier", plugin_id},
+                                           {"identity_digest", identity}})
+        << "\n";
+  } else {
+    out << "trusted verifier " << plugin_id << " (identity " << identity << ") for audience "
+        << key.audience << ", authenticator " << key.authenticator_id << ", principal "
+        << key.principal_digest << "\n";
+  }
+  return kExitOk;
 }
 
 }  // namespace ctx::cli

@@ -27,17 +27,59 @@
 #ifndef CTX_HOST_CLI_CONSENT_COMMAND_HPP_
 #define CTX_HOST_CLI_CONSENT_COMMAND_HPP_
 
-#include <ostream>
+#include <filesystem>
+#include <optional>
 #include <string>
-#include <vector>
 
-#include "host/cli/cli.hpp"
+#include "host/cli/command_options.hpp"
+#include "host/engine/vocabulary.hpp"
 
 namespace ctx::cli {
 
-// args[0] is "consent". Never throws.
-int run_consent_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                        const Environment& env);
+// --state DIR and --json, which every consent command takes.
+struct ConsentCommon {
+  std::optional<std::filesystem::path> state;
+  bool json = false;
+};
+
+struct ConsentShowOptions {
+  ConsentCommon common;
+};
+
+struct ConsentResolveOptions {
+  std::string assertion;  // FILE, or "-": io.in
+  ConsentCommon common;
+};
+
+struct ConsentRecoverOptions {
+  std::string challenge_digest;
+  ConsentCommon common;
+};
+
+// approve (kGranted) | deny (kDenied).
+struct ConsentDecideOptions {
+  engine::Decision decision = engine::Decision::kGranted;
+  std::string challenge_digest;
+  std::filesystem::path key;
+  ConsentCommon common;
+};
+
+struct ConsentTrustOptions {
+  std::string audience;
+  std::string authenticator;
+  std::string principal;
+  std::string verifier;  // PLUGIN_ID
+  std::filesystem::path config;
+  ConsentCommon common;
+};
+
+// Each throws the typed refusal (InvalidArgument for a digest that is not 64 lower-case hex);
+// a refused decision changes nothing.
+int run_consent_show(const ConsentShowOptions& options, const CommandIo& io);
+int run_consent_resolve(const ConsentResolveOptions& options, const CommandIo& io);
+int run_consent_recover(const ConsentRecoverOptions& options, const CommandIo& io);
+int run_consent_decide(const ConsentDecideOptions& options, const CommandIo& io);
+int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io);
 
 std::string consent_usage();
 

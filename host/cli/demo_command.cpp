@@ -8,11 +8,8 @@
 #include <optional>
 #include <sstream>
 
-#include "host/cli/catalog_command.hpp"
 #include "host/cli/command_options.hpp"
-#include "host/cli/consent_command.hpp"
 #include "host/cli/consent_key.hpp"
-#include "host/cli/hook_command.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/plugins/abi_adapters.hpp"
@@ -156,133 +153,128 @@ std::string demo_usage() {
          "      and activated in DIR/demo-project/.claude/skills/NAME/, the host's reply\n";
 }
 
-int run_demo_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                     const Environment& env) {
-  return run_guarded(err, kExitUsage, [&]() -> int {
-    const CommandLine line = parse_command_line(args, 1, "ctx demo", {"--catalog"}, false);
-    if (!line.positional.empty()) throw CommandUsage("ctx demo takes no positional arguments");
-    const fs::path state = command_state_dir(line, env);
-    const auto catalog = line.values.find("--catalog");
-    const fs::path catalog_dir =
-        catalog == line.values.end() ? default_catalog() : fs::absolute(catalog->second);
-    const std::string state_arg = state.string();
-    const fs::path project = state / "demo-project";
-    try {
-      out << "ctx demo: state directory " << state_arg << "\n";
-      out << "1 init: " << run_step([&](std::ostream& o) {
-        return run_init_command({"init", "--state", state_arg}, o, err, env);
-      }) << "\n";
-      out << "2 catalog: " << run_step([&](std::ostream& o) {
-        return run_catalog_command(
-            {"catalog", "import", catalog_dir.string(), "--state", state_arg}, o, err, env);
-      }) << "\n";
+int run_demo(const DemoOptions& options, const CommandIo& io) {
+  std::ostream& out = io.out;
+  std::ostream& err = io.err;
+  const Environment& env = io.env;
+  const fs::path state = command_state_dir(options.state, env);
+  const fs::path catalog_dir = options.catalog ? fs::absolute(*options.catalog) : default_catalog();
+  const std::string state_arg = state.string();
+  const fs::path project = state / "demo-project";
+  try {
+    out << "ctx demo: state directory " << state_arg << "\n";
+    out << "1 init: " << run_step([&](std::ostream& o) {
+      return run({"init", "--state", state_arg}, io.in, o, err, env);
+    }) << "\n";
+    out << "2 catalog: " << run_step([&](std::ostream& o) {
+      return run({"catalog", "import", catalog_dir.string(), "--state", state_arg}, io.in, o, err,
+                 env);
+    }) << "\n";
 
-      const fs::path key_file = state / "demo" / "decision-key.pem";
-      const bool made = ensure_demo_key(key_file);
-      const UserDecisionKey key = UserDecisionKey::load(key_file);
-      out << "3 key: " << (made ? "created" : "reused") << " the demo Ed25519 decision key "
-          << key_file.string() << " (principal " << key.default_principal_digest() << ")\n";
+    const fs::path key_file = state / "demo" / "decision-key.pem";
+    const bool made = ensure_demo_key(key_file);
+    const UserDecisionKey key = UserDecisionKey::load(key_file);
+    out << "3 key: " << (made ? "created" : "reused") << " the demo Ed25519 decision key "
+        << key_file.string() << " (principal " << key.default_principal_digest() << ")\n";
 
-      if (already_trusted(state, key)) {
-        out << "4 trust: the demo key is already trusted for audience " << kDemoAudience << "\n";
-      } else {
-        const fs::path config = state / "demo" / "verifier-config.json";
-        runtime::write_private_file(config, core::canonical_json(key.verifier_config()),
-                                    "demo verifier config");
-        out << "4 trust: " << run_step([&](std::ostream& o) {
-          return run_consent_command(
-              {"consent", "trust", "--audience", kDemoAudience, "--authenticator",
-               kDemoAuthenticator, "--principal", key.default_principal_digest(), "--verifier",
-               std::string(key.verifier_id()), "--config", config.string(), "--state", state_arg},
-              o, err, env);
-        }) << "\n";
+    if (already_trusted(state, key)) {
+      out << "4 trust: the demo key is already trusted for audience " << kDemoAudience << "\n";
+    } else {
+      const fs::path config = state / "demo" / "verifier-config.json";
+      runtime::write_private_file(config, core::canonical_json(key.verifier_config()),
+                                  "demo verifier config");
+      out << "4 trust: " << run_step([&](std::ostream& o) {
+        return run(
+            {"consent", "trust", "--audience", kDemoAudience, "--authenticator", kDemoAuthenticator,
+             "--principal", key.default_principal_digest(), "--verifier",
+             std::string(key.verifier_id()), "--config", config.string(), "--state", state_arg},
+            io.in, o, err, env);
+      }) << "\n";
+    }
+
+    runtime::ensure_private_dir(project, "demo project");
+    // Installed skills become active where Claude Code looks for the project's skills.
+    const runtime::ActivationTarget target =
+        runtime::set_activation_target(state, kDemoAdapter, project);
+    const std::string prompt = claude_code_prompt(project);
+    std::istringstream payload(prompt);
+    const std::string reply = run_step([&](std::ostream& o) {
+      return run({"hook", kDemoAdapter, "--state", state_arg}, payload, o, err, env);
+    });
+    out << "5 hook: fed a Claude Code UserPromptSubmit payload (cwd " << project.string()
+        << ") through ctx hook claude-code; the host's reply: "
+        << (reply.empty() ? "(nothing to say)" : reply) << "\n";
+
+    // 6: the plan ctx hook committed for that prompt, and the user's choice of its skill.
+    auto adapter = demo_adapter(state);
+    const runtime::CurrentWork work = work_of(*adapter, prompt);
+    std::string capability;
+    std::optional<std::string> challenge;
+    {
+      auto service = runtime::StateService::open(state);
+      const auto current = service->reopen_current(work);
+      if (!current) throw NotFound("ctx hook committed no plan for the demo prompt");
+      std::string plan;
+      for (const auto& row : current->prepared().selections()) {
+        if (!plan.empty()) plan += ", ";
+        plan +=
+            row.capability_id() + " (" + std::string(engine::to_string(row.actionability())) + ")";
+        if (capability.empty() && row.kind() == engine::CapabilityKind::kSkill &&
+            row.actionability() == engine::Actionability::kInstall) {
+          capability = row.capability_id();
+        }
       }
+      if (capability.empty()) throw NotFound("the demo plan recommends no installable skill");
+      const auto desired = service->set_desired(current->query_ref(), {capability});
+      out << "6 plan: " << current->prepared().plan_id() << " recommends " << plan << "; chose "
+          << capability << " -> " << runtime::to_string(desired.status());
+      if (desired.challenge()) {
+        challenge = desired.challenge()->challenge_digest();
+        out << ", consent challenge " << *challenge << " (expires "
+            << desired.challenge()->expires_at() << ")";
+      }
+      out << "\n";
+    }
 
-      runtime::ensure_private_dir(project, "demo project");
-      // Installed skills become active where Claude Code looks for the project's skills.
-      const runtime::ActivationTarget target =
-          runtime::set_activation_target(state, kDemoAdapter, project);
-      const std::string prompt = claude_code_prompt(project);
-      std::istringstream payload(prompt);
-      const std::string reply = run_step([&](std::ostream& o) {
-        return run_hook_command({"hook", "claude-code", "--state", state_arg}, payload, o, err,
-                                env);
+    // 7: what is waiting for the user's decision.
+    out << "7 consent: " << run_step([&](std::ostream& o) {
+      return run({"consent", "show", "--state", state_arg}, io.in, o, err, env);
+    }) << "\n";
+
+    // 8: the decision, signed with the demo key; a grant installs and activates the skill.
+    const fs::path skill_md = target.skills_dir / skill_name_of(capability) / "SKILL.md";
+    std::error_code ec;
+    if (challenge) {
+      const std::string decided = run_step([&](std::ostream& o) {
+        return run(
+            {"consent", "approve", *challenge, "--key", key_file.string(), "--state", state_arg},
+            io.in, o, err, env);
       });
-      out << "5 hook: fed a Claude Code UserPromptSubmit payload (cwd " << project.string()
-          << ") through ctx hook claude-code; the host's reply: "
-          << (reply.empty() ? "(nothing to say)" : reply) << "\n";
-
-      // 6: the plan ctx hook committed for that prompt, and the user's choice of its skill.
-      auto adapter = demo_adapter(state);
-      const runtime::CurrentWork work = work_of(*adapter, prompt);
-      std::string capability;
-      std::optional<std::string> challenge;
-      {
-        auto service = runtime::StateService::open(state);
-        const auto current = service->reopen_current(work);
-        if (!current) throw NotFound("ctx hook committed no plan for the demo prompt");
-        std::string plan;
-        for (const auto& row : current->prepared().selections()) {
-          if (!plan.empty()) plan += ", ";
-          plan += row.capability_id() + " (" +
-                  std::string(engine::to_string(row.actionability())) + ")";
-          if (capability.empty() && row.kind() == engine::CapabilityKind::kSkill &&
-              row.actionability() == engine::Actionability::kInstall) {
-            capability = row.capability_id();
-          }
-        }
-        if (capability.empty()) throw NotFound("the demo plan recommends no installable skill");
-        const auto desired = service->set_desired(current->query_ref(), {capability});
-        out << "6 plan: " << current->prepared().plan_id() << " recommends " << plan
-            << "; chose " << capability << " -> " << runtime::to_string(desired.status());
-        if (desired.challenge()) {
-          challenge = desired.challenge()->challenge_digest();
-          out << ", consent challenge " << *challenge << " (expires "
-              << desired.challenge()->expires_at() << ")";
-        }
-        out << "\n";
-      }
-
-      // 7: what is waiting for the user's decision.
-      out << "7 consent: " << run_step([&](std::ostream& o) {
-        return run_consent_command({"consent", "show", "--state", state_arg}, o, err, env);
-      }) << "\n";
-
-      // 8: the decision, signed with the demo key; a grant installs and activates the skill.
-      const fs::path skill_md = target.skills_dir / skill_name_of(capability) / "SKILL.md";
-      std::error_code ec;
-      if (challenge) {
-        const std::string decided = run_step([&](std::ostream& o) {
-          return run_consent_command({"consent", "approve", *challenge, "--key",
-                                      key_file.string(), "--state", state_arg},
-                                     o, err, env);
-        });
-        if (!fs::is_regular_file(skill_md, ec)) {
-          err << "ctx demo: the approved skill is not at " << skill_md.string() << "\n";
-          return kExitFailure;
-        }
-        out << "8 approve: signed the grant with the demo key: " << decided << "; "
-            << capability << " is active at " << skill_md.string() << "\n";
-      } else if (fs::is_regular_file(skill_md, ec)) {
-        out << "8 approve: nothing to approve: " << capability
-            << " was approved and installed by an earlier run; active at " << skill_md.string()
-            << "\n";
-      } else {
-        err << "ctx demo: " << capability << " has no consent challenge and is not installed\n";
+      if (!fs::is_regular_file(skill_md, ec)) {
+        err << "ctx demo: the approved skill is not at " << skill_md.string() << "\n";
         return kExitFailure;
       }
-
-      // 9: what Claude Code is told when its session (re)starts: reload the skill directories.
-      const core::Json reply_request = {{"event", "SessionStart"},
-                                        {"actions", core::Json::array()},
-                                        {"installed", core::Json::array({capability})}};
-      out << "9 reply: Claude Code's SessionStart reply: "
-          << adapter->render_reply(reply_request).dump() << "\n";
-    } catch (const StepFailed& failed) {
-      return failed.code;
+      out << "8 approve: signed the grant with the demo key: " << decided << "; " << capability
+          << " is active at " << skill_md.string() << "\n";
+    } else if (fs::is_regular_file(skill_md, ec)) {
+      out << "8 approve: nothing to approve: " << capability
+          << " was approved and installed by an earlier run; active at " << skill_md.string()
+          << "\n";
+    } else {
+      err << "ctx demo: " << capability << " has no consent challenge and is not installed\n";
+      return kExitFailure;
     }
-    return kExitOk;
-  });
+
+    // 9: what Claude Code is told when its session (re)starts: reload the skill directories.
+    const core::Json reply_request = {{"event", "SessionStart"},
+                                      {"actions", core::Json::array()},
+                                      {"installed", core::Json::array({capability})}};
+    out << "9 reply: Claude Code's SessionStart reply: "
+        << adapter->render_reply(reply_request).dump() << "\n";
+  } catch (const StepFailed& failed) {
+    return failed.code;
+  }
+  return kExitOk;
 }
 
 }  // namespace ctx::cli

@@ -20,20 +20,25 @@
 #ifndef CTX_HOST_CLI_DEMO_COMMAND_HPP_
 #define CTX_HOST_CLI_DEMO_COMMAND_HPP_
 
-#include <ostream>
+#include <filesystem>
+#include <optional>
 #include <string>
-#include <vector>
 
-#include "host/cli/cli.hpp"
+#include "host/cli/command_options.hpp"
 
 namespace ctx::cli {
 
 inline constexpr const char* kDemoAudience = "ctx-local";  // runtime::kStateConsentAudience
 inline constexpr const char* kDemoAuthenticator = "demo-key";
 
-// args[0] is "demo". Never throws.
-int run_demo_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                     const Environment& env);
+struct DemoOptions {
+  std::optional<std::filesystem::path> state;
+  std::optional<std::filesystem::path> catalog;  // default: examples/catalog
+};
+
+// Each step runs its ctx command line through cli::run (its errors go to io.err and end the
+// demo with that step's exit code). Errors: what the steps between the commands throw.
+int run_demo(const DemoOptions& options, const CommandIo& io);
 
 std::string demo_usage();
 

@@ -44,15 +44,12 @@ std::string hook_usage() {
          "      reply or nothing, 1 with one stderr line for a bad payload; never 2\n";
 }
 
-int run_hook_command(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
-                     std::ostream& err, const Environment& env) {
+int run_hook(const HookOptions& options, const CommandIo& io) {
   // A host that stops reading must not kill ctx with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
   try {
-    const CommandLine line = parse_command_line(args, 1, "ctx hook", {}, false);
-    if (line.positional.size() != 1) throw CommandUsage("ctx hook takes one ADAPTER");
-    const std::filesystem::path state = command_state_dir(line, env);
-    hooks::HookRequest request{line.positional[0], read_payload(in)};
+    const std::filesystem::path state = command_state_dir(options.state, io.env);
+    hooks::HookRequest request{options.adapter, read_payload(io.in)};
     hooks::check_hook_payload(request.payload);
     // A running `ctx serve` for this state dir serves the hook; else it runs in process.
     std::optional<hooks::HookResponse> response;
@@ -63,13 +60,13 @@ int run_hook_command(const std::vector<std::string>& args, std::istream& in, std
       hooks::HookRunner runner(state, nullptr, hooks::ExactRetries::kForget);
       response = runner.run(request);
     }
-    if (response->reply) out << *response->reply << "\n";
-    out.flush();
+    if (response->reply) io.out << *response->reply << "\n";
+    io.out.flush();
     return kExitOk;
   } catch (const std::exception& e) {
-    err << "ctx hook: " << single_line_text(e.what()) << "\n";
+    io.err << "ctx hook: " << single_line_text(e.what()) << "\n";
   } catch (...) {
-    err << "ctx hook: unknown failure\n";
+    io.err << "ctx hook: unknown failure\n";
   }
   return kExitFailure;
 }

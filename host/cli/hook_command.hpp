@@ -6,22 +6,26 @@
 // Exit codes (the hosts' non-blocking contract): 0 with a reply line or with nothing; 1 with one
 // stderr line for a malformed, truncated, oversized (> 1 MiB) or non-UTF-8 payload, an unknown
 // adapter, a bad command line or a state dir that cannot serve. Never 2: ctx never blocks a
-// prompt or a tool.
+// prompt or a tool. A malformed `ctx hook` command line is exit 1 with one stderr line too
+// (cli.cpp: "ctx hook: MESSAGE").
 #ifndef CTX_HOST_CLI_HOOK_COMMAND_HPP_
 #define CTX_HOST_CLI_HOOK_COMMAND_HPP_
 
-#include <istream>
-#include <ostream>
+#include <filesystem>
+#include <optional>
 #include <string>
-#include <vector>
 
-#include "host/cli/cli.hpp"
+#include "host/cli/command_options.hpp"
 
 namespace ctx::cli {
 
-// args[0] == "hook". Reads the payload from `in`. Never throws; never returns 2.
-int run_hook_command(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
-                     std::ostream& err, const Environment& env);
+struct HookOptions {
+  std::string adapter;
+  std::optional<std::filesystem::path> state;
+};
+
+// Reads the payload from io.in. Never throws; never returns 2.
+int run_hook(const HookOptions& options, const CommandIo& io);
 
 std::string hook_usage();
 

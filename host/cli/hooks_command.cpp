@@ -1,81 +1,26 @@
 #include "host/cli/hooks_command.hpp"
 
-#include <exception>
 #include <filesystem>
 #include <optional>
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 #include "host/runtime/catalog/state_service.hpp"
-#include "host/runtime/hooks/hooks_config.hpp"
 
 namespace ctx::cli {
-namespace {
 
 namespace fs = std::filesystem;
 namespace hk = ctx::runtime::hooks;
 
-struct HooksOptions {
-  bool install = true;
-  hk::HookHost host = hk::HookHost::kClaudeCode;
-  hk::HookScope scope = hk::HookScope::kProject;
-  std::optional<fs::path> project;
-  std::optional<fs::path> state;
-  bool json = false;
-};
-
-struct Usage {
-  std::string message;
-};
-
-std::string single_line(std::string text) {
-  for (char& c : text) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return text;
-}
-
-HooksOptions parse(const std::vector<std::string>& args) {
-  if (args.size() < 3) throw Usage{"ctx hooks needs install|uninstall and claude-code|codex"};
-  HooksOptions options;
-  if (args[1] != "install" && args[1] != "uninstall") {
-    throw Usage{"unknown hooks command \"" + args[1] + "\""};
-  }
-  options.install = args[1] == "install";
-  const auto host = hk::parse_host(args[2]);
-  if (!host) throw Usage{"ctx hooks supports claude-code and codex, not \"" + args[2] + "\""};
-  options.host = *host;
-  bool user = false;
-  for (std::size_t i = 3; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= args.size() || args[i + 1].empty()) throw Usage{arg + " needs a value"};
-      return args[++i];
-    };
-    if (arg == "--project") {
-      options.project = value();
-    } else if (arg == "--user") {
-      user = true;
-    } else if (arg == "--state") {
-      options.state = value();
-    } else if (arg == "--json") {
-      options.json = true;
-    } else {
-      throw Usage{"unknown option " + arg + " for ctx hooks " + args[1]};
-    }
-  }
-  if (user && options.project) throw Usage{"--project and --user exclude each other"};
-  if (user) options.scope = hk::HookScope::kUser;
-  if (options.state && !options.install) throw Usage{"--state is for ctx hooks install"};
-  return options;
-}
-
-int run(const HooksOptions& options, std::ostream& out, const Environment& env) {
+int run_hooks(const HooksOptions& options, const CommandIo& io) {
+  std::ostream& out = io.out;
+  const Environment& env = io.env;
+  const hk::HookScope scope = options.user ? hk::HookScope::kUser : hk::HookScope::kProject;
   const fs::path home = env.home ? fs::path(*env.home) : fs::path();
-  const fs::path project = options.scope == hk::HookScope::kProject
+  const fs::path project = scope == hk::HookScope::kProject
                                ? fs::absolute(options.project.value_or(fs::current_path()))
                                : fs::path();
-  const hk::HookTarget target = hk::hook_target(options.host, options.scope, home, project);
+  const hk::HookTarget target = hk::hook_target(options.host, scope, home, project);
   const std::string host(hk::host_name(options.host));
   hk::HooksChange change;
   if (options.install) {
@@ -90,11 +35,10 @@ int run(const HooksOptions& options, std::ostream& out, const Environment& env) 
   // (--project) or the user's (--user), when the state dir is initialised and the host's adapter
   // is pinned.
   std::optional<fs::path> activation;
-  const bool user = options.scope == hk::HookScope::kUser;
+  const bool user = options.user;
   if (options.install && (!user || env.home)) {
     try {
-      const fs::path state =
-          options.state ? fs::absolute(*options.state) : default_state_dir(env);
+      const fs::path state = options.state ? fs::absolute(*options.state) : default_state_dir(env);
       activation = runtime::set_activation_target(
                        state, host, user ? home : project,
                        user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject)
@@ -136,8 +80,6 @@ int run(const HooksOptions& options, std::ostream& out, const Environment& env) 
   return kExitOk;
 }
 
-}  // namespace
-
 std::string hooks_usage() {
   return "  ctx hooks install claude-code|codex [--project DIR | --user] [--state DIR] [--json]\n"
          "      add `ctx hook <host>` to the host's hook configuration (.claude/settings.json,\n"
@@ -145,22 +87,6 @@ std::string hooks_usage() {
          "      with --project, approved skills then activate in that project's skills dir\n"
          "  ctx hooks uninstall claude-code|codex [--project DIR | --user] [--json]\n"
          "      remove exactly the handlers ctx added\n";
-}
-
-int run_hooks_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                      const Environment& env) {
-  try {
-    return run(parse(args), out, env);
-  } catch (const Usage& usage) {
-    err << "ctx: " << single_line(usage.message) << " (see ctx --help)\n";
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    err << "ctx: error: " << single_line(e.what()) << "\n";
-    return kExitFailure;
-  } catch (...) {
-    err << "ctx: error: unknown failure\n";
-    return kExitFailure;
-  }
 }
 
 }  // namespace ctx::cli

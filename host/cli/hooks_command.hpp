@@ -6,18 +6,26 @@
 #ifndef CTX_HOST_CLI_HOOKS_COMMAND_HPP_
 #define CTX_HOST_CLI_HOOKS_COMMAND_HPP_
 
-#include <ostream>
+#include <filesystem>
+#include <optional>
 #include <string>
-#include <vector>
 
-#include "host/cli/cli.hpp"
+#include "host/cli/command_options.hpp"
+#include "host/runtime/hooks/hooks_config.hpp"
 
 namespace ctx::cli {
 
-// Runs `ctx hooks ...`; `args` is the whole argv without the program name (args[0] == "hooks").
-// Never throws.
-int run_hooks_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                      const Environment& env);
+struct HooksOptions {
+  bool install = true;  // else uninstall
+  runtime::hooks::HookHost host = runtime::hooks::HookHost::kClaudeCode;
+  bool user = false;                             // --user (else the project)
+  std::optional<std::filesystem::path> project;  // --project DIR; default: the current directory
+  std::optional<std::filesystem::path> state;    // install only
+  bool json = false;
+};
+
+// Errors: what the hook configuration throws (a malformed or unwritable file: nothing written).
+int run_hooks(const HooksOptions& options, const CommandIo& io);
 
 // The usage lines of `ctx hooks`.
 std::string hooks_usage();

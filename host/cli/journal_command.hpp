@@ -7,17 +7,21 @@
 #ifndef CTX_HOST_CLI_JOURNAL_COMMAND_HPP_
 #define CTX_HOST_CLI_JOURNAL_COMMAND_HPP_
 
-#include <ostream>
+#include <filesystem>
+#include <optional>
 #include <string>
-#include <vector>
 
-#include "host/cli/cli.hpp"
+#include "host/cli/command_options.hpp"
 
 namespace ctx::cli {
 
-// args[0] == "journal". Never throws.
-int run_journal_command(const std::vector<std::string>& args, std::ostream& out,
-                        std::ostream& err, const Environment& env);
+struct JournalVerifyOptions {
+  std::optional<std::filesystem::path> state;
+  bool json = false;
+};
+
+// Errors: the journal store's typed corruption error naming the first bad record.
+int run_journal_verify(const JournalVerifyOptions& options, const CommandIo& io);
 
 std::string journal_usage();
 

@@ -7,17 +7,25 @@
 #ifndef CTX_HOST_CLI_POLICY_COMMAND_HPP_
 #define CTX_HOST_CLI_POLICY_COMMAND_HPP_
 
-#include <ostream>
+#include <filesystem>
+#include <optional>
 #include <string>
-#include <vector>
 
-#include "host/cli/cli.hpp"
+#include "host/cli/command_options.hpp"
+#include "host/engine/vocabulary.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
 
 namespace ctx::cli {
 
-// args[0] == "policy". Never throws.
-int run_policy_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                       const Environment& env);
+struct PolicySetOptions {
+  engine::CapabilityKind kind = engine::CapabilityKind::kSkill;  // never kHarness
+  runtime::InstallMode mode = runtime::InstallMode::kAskEachTime;
+  std::optional<std::filesystem::path> state;
+  bool json = false;
+};
+
+// Errors: NotFound for an uninitialised state dir; the policy store's (the policy is unchanged).
+int run_policy_set(const PolicySetOptions& options, const CommandIo& io);
 
 std::string policy_usage();
 

@@ -1,13 +1,12 @@
 #include "host/cli/query_command.hpp"
 
 #include <fstream>
-#include <iostream>
+#include <istream>
 #include <iterator>
 #include <sstream>
 
 #include "host/cli/command_options.hpp"
 #include "host/core/canonical_json.hpp"
-#include "host/core/crypto.hpp"
 #include "host/runtime/catalog/state_service.hpp"
 
 namespace ctx::cli {
@@ -16,10 +15,10 @@ namespace {
 namespace fs = std::filesystem;
 constexpr std::size_t kMaxWorkBytes = 1u << 20;
 
-std::string read_work(const std::string& source) {
+std::string read_work(const std::string& source, std::istream& stdin_stream) {
   std::string text;
   if (source == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    text.assign(std::istreambuf_iterator<char>(stdin_stream), std::istreambuf_iterator<char>());
   } else {
     std::ifstream in(source, std::ios::binary);
     if (!in) throw NotFound("cannot read the work file " + source);
@@ -41,8 +40,7 @@ void print_prepared(const runtime::ManagedQueryServiceResult& result, bool json,
   out << " plan " << prepared.plan_id() << "\n";
   for (const auto& row : prepared.selections()) {
     out << "  " << row.capability_id() << " " << engine::to_string(row.actionability()) << " "
-        << engine::to_string(row.benefit_tier())
-        << "\n";
+        << engine::to_string(row.benefit_tier()) << "\n";
   }
   if (result.challenge()) {
     out << "  consent needed: ctx consent approve " << result.challenge()->challenge_digest()
@@ -62,65 +60,38 @@ std::string query_usage() {
          "      record the chosen subset of the query's committed plan\n";
 }
 
-int run_query_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                      const Environment& env) {
-  return run_guarded(err, kExitUsage, [&] {
-    if (args.size() < 2) throw CommandUsage("ctx query needs a command: prepare or reopen");
-    const std::string& command = args[1];
-    if (command == "prepare") {
-      const CommandLine line = parse_command_line(args, 2, "ctx query prepare", {"--work"}, true);
-      if (!line.positional.empty()) throw CommandUsage("ctx query prepare takes no arguments");
-      const auto work = line.values.find("--work");
-      if (work == line.values.end()) throw CommandUsage("ctx query prepare needs --work FILE|-");
-      const fs::path state = command_state_dir(line, env);
-      auto current = runtime::current_work_from_json(read_work(work->second));
-      const auto service = runtime::StateService::open(state);
-      print_prepared(service->prepare(std::move(current)), line.json, out);
-      return kExitOk;
-    }
-    if (command == "reopen") {
-      const CommandLine line = parse_command_line(args, 2, "ctx query reopen", {}, true);
-      if (line.positional.size() != 1) throw CommandUsage("ctx query reopen takes one QUERY_REF");
-      const auto service = runtime::StateService::open(command_state_dir(line, env));
-      print_prepared(service->reopen(line.positional[0]), line.json, out);
-      return kExitOk;
-    }
-    throw CommandUsage("unknown query command \"" + command + "\"");
-  });
+int run_query_prepare(const QueryPrepareOptions& options, const CommandIo& io) {
+  const fs::path state = command_state_dir(options.state, io.env);
+  auto current = runtime::current_work_from_json(read_work(options.work, io.in));
+  const auto service = runtime::StateService::open(state);
+  print_prepared(service->prepare(std::move(current)), options.json, io.out);
+  return kExitOk;
 }
 
-int run_desired_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                        const Environment& env) {
-  return run_guarded(err, kExitUsage, [&] {
-    if (args.size() < 2 || args[1] != "set") throw CommandUsage("ctx desired needs the command set");
-    const CommandLine line = parse_command_line(args, 2, "ctx desired set", {"--choice"}, true);
-    if (line.positional.size() < 2) {
-      throw CommandUsage("ctx desired set needs QUERY_REF and at least one CAPABILITY_ID");
+int run_query_reopen(const QueryReopenOptions& options, const CommandIo& io) {
+  const auto service = runtime::StateService::open(command_state_dir(options.state, io.env));
+  print_prepared(service->reopen(options.query_ref), options.json, io.out);
+  return kExitOk;
+}
+
+int run_desired_set(const DesiredSetOptions& options, const CommandIo& io) {
+  std::ostream& out = io.out;
+  const auto service = runtime::StateService::open(command_state_dir(options.state, io.env));
+  const auto result =
+      service->set_desired(options.query_ref, options.capability_ids, options.choice);
+  if (options.json) {
+    out << core::canonical_json(runtime::desired_result_json(result)) << "\n";
+  } else {
+    out << "desired " << result.desired_set_ref() << " " << runtime::to_string(result.status());
+    if (result.reason_code()) out << " (" << *result.reason_code() << ")";
+    out << "\n";
+    for (const auto& id : result.capability_ids()) out << "  " << id << "\n";
+    if (result.challenge()) {
+      out << "  consent needed: ctx consent approve " << result.challenge()->challenge_digest()
+          << " --key FILE\n";
     }
-    std::optional<std::string> choice;
-    if (const auto it = line.values.find("--choice"); it != line.values.end()) {
-      if (!core::is_sha256_hex(it->second)) {
-        throw CommandUsage("--choice must be a lowercase SHA-256 digest (64 hex characters)");
-      }
-      choice = it->second;
-    }
-    std::vector<std::string> ids(line.positional.begin() + 1, line.positional.end());
-    const auto service = runtime::StateService::open(command_state_dir(line, env));
-    const auto result = service->set_desired(line.positional[0], std::move(ids), choice);
-    if (line.json) {
-      out << core::canonical_json(runtime::desired_result_json(result)) << "\n";
-    } else {
-      out << "desired " << result.desired_set_ref() << " " << runtime::to_string(result.status());
-      if (result.reason_code()) out << " (" << *result.reason_code() << ")";
-      out << "\n";
-      for (const auto& id : result.capability_ids()) out << "  " << id << "\n";
-      if (result.challenge()) {
-        out << "  consent needed: ctx consent approve " << result.challenge()->challenge_digest()
-            << " --key FILE\n";
-      }
-    }
-    return kExitOk;
-  });
+  }
+  return kExitOk;
 }
 
 }  // namespace ctx::cli

@@ -12,19 +12,39 @@
 #ifndef CTX_HOST_CLI_QUERY_COMMAND_HPP_
 #define CTX_HOST_CLI_QUERY_COMMAND_HPP_
 
-#include <ostream>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "host/cli/cli.hpp"
+#include "host/cli/command_options.hpp"
 
 namespace ctx::cli {
 
-// args[0] is "query" / "desired". Never throws.
-int run_query_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                      const Environment& env);
-int run_desired_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                        const Environment& env);
+struct QueryPrepareOptions {
+  std::string work;  // FILE, or "-": io.in
+  std::optional<std::filesystem::path> state;
+  bool json = false;
+};
+
+struct QueryReopenOptions {
+  std::string query_ref;
+  std::optional<std::filesystem::path> state;
+  bool json = false;
+};
+
+struct DesiredSetOptions {
+  std::string query_ref;
+  std::vector<std::string> capability_ids;  // at least one
+  std::optional<std::string> choice;        // 64 lower-case hex
+  std::optional<std::filesystem::path> state;
+  bool json = false;
+};
+
+// Each throws what the state dir's service refuses with (typed errors; nothing changed).
+int run_query_prepare(const QueryPrepareOptions& options, const CommandIo& io);
+int run_query_reopen(const QueryReopenOptions& options, const CommandIo& io);
+int run_desired_set(const DesiredSetOptions& options, const CommandIo& io);
 
 std::string query_usage();
 

@@ -223,6 +223,79 @@ TEST_F(CliTest, BrokenFixturesCannotBePinned) {
   EXPECT_THAT(load.err, HasSubstr("required op activate is null"));
 }
 
+// Each usage error's one line names what is wrong: the word, option or value given, or what is
+// missing (and, for a command group, the commands it has).
+TEST_F(CliTest, UsageErrorsNameWhatIsWrong) {
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{}, {"missing command"}},
+      {{"frobnicate"}, {"frobnicate"}},
+      {{"plugin"}, {"ctx plugin needs a command", "pin", "verify", "list"}},
+      {{"plugin", "remove", "--lock", lock()}, {"unknown command \"remove\"", "pin"}},
+      {{"plugin", "pin", CTX_FIXTURE_VALID_VERIFIER}, {"--lock"}},
+      {{"plugin", "pin", "--lock", lock()}, {"PLUGIN.so"}},
+      {{"plugin", "list", "--lock", lock(), "--bogus"}, {"--bogus"}},
+      {{"init", "a", "--bogus", "b"}, {"not expected: a --bogus b"}},
+      {{"one", "two"}, {"not expected: one two"}},
+      {{"plugin", "list", "--lock", ""}, {"--lock", "needs a value"}},
+      {{"plugin", "list", "--lock", lock(), "--lock", lock()}, {"--lock"}},
+      {{"plugin", "verify", "--lock", lock(), "--load", "--timeout", "86401"}, {"--timeout"}},
+      {{"plugin", "verify", "--lock", lock(), "--load", "--timeout", "soon"}, {"--timeout"}},
+      {{"consent", "approve", std::string(64, 'a')}, {"--key"}},
+      {{"desired", "set", "mqr_x", "skill:a", "--choice", "ABC"}, {"--choice", "SHA-256"}},
+      {{"policy", "set", "harness", "ask-each-time"}, {"KIND", "harness"}},
+      {{"hooks", "install", "codex", "--user", "--project", "."}, {"--project", "--user"}},
+      {{"--version", "extra"}, {"extra"}},
+      {{"--version", "init"}, {"init"}},
+      {{"init", "--version"}, {"--version"}},
+  };
+  for (const auto& [args, words] : cases) {
+    const Result r = run_in_process(args);
+    SCOPED_TRACE(r.err);
+    EXPECT_EQ(r.code, kExitUsage);
+    EXPECT_EQ(lines(r.err), 1u);
+    EXPECT_EQ(r.err.rfind("ctx: ", 0), 0u);
+    EXPECT_THAT(r.err, HasSubstr(" (see ctx --help)\n"));
+    for (const std::string& word : words) EXPECT_THAT(r.err, HasSubstr(word));
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_FALSE(fs::exists(lock()));
+}
+
+// `ctx hook`'s own command-line errors are the non-blocking exit 1 ("ctx hook: ..."), never 2.
+TEST_F(CliTest, HookCommandLineErrorsExitOneNamingTheProblem) {
+  for (const auto& [args, word] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"hook"}, "ADAPTER"},
+           {{"hook", "claude-code", "--bogus"}, "--bogus"},
+           {{"hook", "claude-code", "extra"}, "extra"},
+           {{"hook", "claude-code", "--state"}, "--state"},
+           {{"hook", "claude-code", "--state", ""}, "--state"},
+           {{"hook", "claude-code", "--version"}, "--version"}}) {
+    const Result r = run_in_process(args);
+    EXPECT_EQ(r.code, kExitFailure) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_EQ(r.err.rfind("ctx hook: ", 0), 0u) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(word));
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+// --help anywhere on a command line, and `ctx help`, print the help and exit 0; options take
+// their value as the next argument or after "=", and "--" ends the options.
+TEST_F(CliTest, HelpAnywhereAndOptionValueForms) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"help"}, {"-h"}, {"plugin", "pin", "--help"}, {"hooks", "install", "codex", "-h"}}) {
+    const Result r = run_in_process(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_EQ(r.out, usage());
+  }
+  const Result pin = run_in_process({"plugin", "pin", "--lock=" + lock(), "--state", state(), "--",
+                                     CTX_FIXTURE_VALID_VERIFIER});
+  ASSERT_EQ(pin.code, kExitOk) << pin.err;
+  const Result list = run_in_process({"plugin", "list", "--json", "--lock=" + lock()});
+  ASSERT_EQ(list.code, kExitOk) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("fixture-verifier"));
+}
+
 TEST_F(CliTest, MalformedLockFileIsReportedAndLeftAlone) {
   const std::string truncated = R"({"entries":[{"abi":{"major":1,)";
   write_bytes(lock(), truncated);

@@ -315,6 +315,7 @@ TEST_F(HookCommandTest, CommandLineAndStateProblemsNeverExitTwo) {
     EXPECT_EQ(r.code, 1) << args.back() << ": " << r.err;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("ctx hook: ", 0), 0u) << r.err;
   }
 }
 

@@ -122,7 +122,9 @@ TEST_F(HooksCommandTest, UsageErrorsExitTwo) {
         {"hooks", "install", "codex", "--user", "--project", "."},
         {"hooks", "install", "codex", "--bogus"},
         {"hooks", "uninstall", "codex", "--state", "/s"},
-        {"hooks", "install", "codex", "--project"}}) {
+        {"hooks", "install", "codex", "--project"},
+        {"hooks", "install", "codex", "--project", ""},
+        {"hooks", "uninstall", "claude-code", "--user", "--project", "."}}) {
     const Outcome r = ctx(args);
     EXPECT_EQ(r.code, 2) << args.back();
     EXPECT_THAT(r.err, HasSubstr("see ctx --help"));

@@ -78,7 +78,7 @@ TEST_F(ConsentTrustTest, RegistersThePinnedVerifierOnceAndRefusesWhatItCannotTru
 
   EXPECT_EQ(ctx({"consent", "trust", "--audience", "ctx-local", "--state", state_.string()}),
             kExitUsage);
-  EXPECT_THAT(err_.str(), HasSubstr("needs --authenticator"));
+  EXPECT_THAT(err_.str(), HasSubstr("--authenticator is required"));
   EXPECT_EQ(ctx({"consent", "nonsense"}), kExitUsage);
 }
 
