@@ -23,6 +23,7 @@
 #include "host/core/time.hpp"
 #include "host/engine/claim_store.hpp"
 #include "host/engine/journal_store.hpp"
+#include "host/runtime/shared_journal.hpp"
 #include "host/engine/ports/installer_port.hpp"
 #include "host/runtime/activation_execution.hpp"
 #include "host/runtime/engine_snapshot.hpp"
@@ -75,6 +76,9 @@ struct EngineCompositionOptions {
   // composition opens store::SqliteJournalStore on journal_path with trusted_clock itself.
   std::shared_ptr<engine::JournalStore> journal_store;
   std::shared_ptr<engine::ClaimStore> claim_store;
+  // Without injected ports: the process's connection to journal_path to use (opened, if it is
+  // not yet, only after the graph and audit store); null: the composition opens its own.
+  std::shared_ptr<SharedJournal> shared_journal;
 };
 
 class EngineComposition final {

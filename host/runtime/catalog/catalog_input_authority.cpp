@@ -67,6 +67,12 @@ CatalogInputAuthority::CatalogInputAuthority(CatalogInputAuthorityOptions option
       !options_.inputs_dir.is_absolute()) {
     throw InvalidArgument("catalog input authority paths must be absolute");
   }
+  if (!options_.journal) {
+    options_.journal =
+        std::make_shared<SharedJournal>(options_.journal_path, options_.trusted_clock);
+  } else if (options_.journal->path() != options_.journal_path) {
+    throw InvalidArgument("the shared journal connection is not on journal_path");
+  }
   ensure_private_dir(options_.inputs_dir, "managed input directory");
   // The planning environment the service's compositions will pin, as the planner computes it;
   // remembered (keyed, authenticated) per set of inputs so a later process need not open the
@@ -188,8 +194,7 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   engine::Revision head = 0;
   std::optional<std::string> head_plan;
   {
-    const store::SqliteJournalStore journal(options_.journal_path, clock);
-    if (const auto latest = journal.latest(scope.stream_id())) {
+    if (const auto latest = options_.journal->get()->latest(scope.stream_id())) {
       head = latest->revision;
       const auto state = engine::EngineState::from_json_text(latest->state.text());
       if (state.committed_plan()) head_plan = state.committed_plan()->plan_id();
@@ -309,11 +314,9 @@ std::optional<std::string> CatalogInputAuthority::current_query_ref(const Curren
   const auto scope = engine::ScopeRef::create(
       work.tenant, work.workspace, work.repository, engine_session(work.session),
       std::string(kDefaultExposureId), std::string(kDefaultHostContextId));
-  const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   std::optional<std::string> plan_id;
   {
-    const store::SqliteJournalStore journal(options_.journal_path, clock);
-    const auto latest = journal.latest(scope.stream_id());
+    const auto latest = options_.journal->get()->latest(scope.stream_id());
     if (!latest) return std::nullopt;
     const auto state = engine::EngineState::from_json_text(latest->state.text());
     if (!state.committed_plan()) return std::nullopt;

@@ -32,6 +32,7 @@
 #include "host/runtime/catalog/catalog.hpp"
 #include "host/runtime/catalog/catalog_ports.hpp"
 #include "host/runtime/service/managed_service.hpp"
+#include "host/runtime/shared_journal.hpp"
 
 namespace ctx::runtime {
 
@@ -48,6 +49,7 @@ struct CatalogInputAuthorityOptions {
   std::shared_ptr<InstallBundlePort> install_bundle_port;
   std::optional<NetBenefitPolicy> net_benefit_policy;
   std::filesystem::path journal_path;        // the service's journal (read for the head only)
+  std::shared_ptr<SharedJournal> journal;    // its connection (null: the authority opens one)
   std::filesystem::path benefit_audit_path;  // the service's audit store
   std::filesystem::path inputs_dir;          // private (0700), created when missing
   std::string installation_key;              // 32 bytes

@@ -245,7 +245,10 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   authority.material_port = material;
   authority.install_bundle_port = install;
   authority.net_benefit_policy = policy;
+  // One journal connection for the whole state: the authority, the service and its compositions.
+  state->journal_ = std::make_shared<SharedJournal>(paths.journal, state->clock_);
   authority.journal_path = paths.journal;
+  authority.journal = state->journal_;
   authority.benefit_audit_path = paths.audit;
   authority.inputs_dir = paths.inputs;
   authority.installation_key = state->key_;
@@ -257,6 +260,7 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   options.registry = registry;
   options.query_store = state->store_;
   options.journal_path = paths.journal;
+  options.journal = state->journal_;
   options.benefit_audit_path = paths.audit;
   options.benefit_facts_port = facts;
   options.net_benefit_policy = policy;
@@ -476,6 +480,7 @@ std::optional<ActivationSummary> StateService::activate_installed(
       registry_->reopen(query->artifact_manifest_digest(), query->planning_environment_digest());
   ManagedCompositionOptions options;
   options.journal_path = paths_.journal;
+  options.journal = journal_;
   options.benefit_audit_path = paths_.audit;
   options.benefit_facts_port = facts_;
   options.net_benefit_policy = default_net_benefit_policy();

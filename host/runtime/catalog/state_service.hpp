@@ -173,6 +173,7 @@ class StateService {
   std::string key_;
   std::shared_ptr<const core::Clock> clock_;
   std::shared_ptr<ManagedArtifactRegistry> registry_;
+  std::shared_ptr<SharedJournal> journal_;  // the one connection every part journals through
   std::shared_ptr<ConsentBroker> broker_;
   std::shared_ptr<const ManagedInstallActuators> actuators_;
   std::shared_ptr<engine::ActivationPort> activation_;

@@ -119,6 +119,11 @@ std::unique_ptr<CompositionParts> CompositionParts::open(EngineCompositionOption
   if (options.journal_store) {
     parts->injected_journal = std::move(options.journal_store);
     parts->injected_claims = std::move(options.claim_store);
+  } else if (options.shared_journal) {
+    if (options.shared_journal->path() != options.journal_path) {
+      throw InvalidArgument("the shared journal connection is not on journal_path");
+    }
+    parts->journal = options.shared_journal->get();
   } else {
     parts->journal = std::make_unique<store::SqliteJournalStore>(options.journal_path, clock);
   }

@@ -46,7 +46,7 @@ struct CompositionParts {
   std::unique_ptr<store::GraphStore> graph;
   std::unique_ptr<store::SqliteBenefitAuditStore> audit;
   std::unique_ptr<planning::CapabilityPlanner> planner;
-  std::unique_ptr<store::SqliteJournalStore> journal;  // null when ports were injected
+  std::shared_ptr<store::SqliteJournalStore> journal;  // null when ports were injected
   std::shared_ptr<engine::JournalStore> injected_journal;
   std::shared_ptr<engine::ClaimStore> injected_claims;
   std::unique_ptr<engine::Engine> engine;

@@ -311,6 +311,7 @@ class ConsentResolution {
                                           InteractiveInstallDecisionGuard guard) const {
     ManagedCompositionOptions options;
     options.journal_path = options_.journal_path;
+    options.journal = options_.journal;
     options.benefit_audit_path = options_.benefit_audit_path;
     options.benefit_facts_port = options_.benefit_facts_port;
     options.net_benefit_policy = options_.net_benefit_policy;

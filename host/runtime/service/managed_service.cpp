@@ -350,6 +350,7 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
   composition.graph_artifact_path = graph_path;
   composition.graph_artifact_sha256 = artifact->graph_artifact_digest();
   composition.journal_path = options.journal_path;
+  composition.shared_journal = std::move(options.journal);
   composition.observation_normalizer = [artifact](const engine::ObservationReference& reference,
                                                   const engine::EngineState*) {
     return artifact->normalize(reference);
@@ -419,6 +420,11 @@ std::shared_ptr<ManagedQueryService> open_managed_query_service(
   }
   require_private_parent(options.journal_path, "journal_path");
   require_private_parent(options.benefit_audit_path, "benefit_audit_path");
+  if (!options.journal) {
+    options.journal = std::make_shared<SharedJournal>(options.journal_path, options.trusted_clock);
+  } else if (options.journal->path() != options.journal_path) {
+    throw InvalidArgument("the shared journal connection is not on journal_path");
+  }
   if (options.consent_broker) {
     const PathIdentity consent = identity_of(options.consent_broker->path());
     if (aliases(consent, journal) || aliases(consent, audit) || aliases(consent, store)) {
@@ -448,16 +454,13 @@ ManagedQueryService::ManagedQueryService(ManagedQueryServiceOptions options)
 ManagedQueryService::~ManagedQueryService() {
   if (::getpid() != owner_pid_) {
     // A forked child must not finalize the parent's SQLite connections (see EngineComposition).
-    static_cast<void>(journal_reader_.release());
+    static_cast<void>(new std::shared_ptr<store::SqliteJournalStore>(std::move(journal_reader_)));
     static_cast<void>(composition_.release());
   }
 }
 
 store::SqliteJournalStore& ManagedQueryService::journal_reader() {
-  if (!journal_reader_) {
-    const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
-    journal_reader_ = std::make_unique<store::SqliteJournalStore>(options_.journal_path, clock);
-  }
+  if (!journal_reader_) journal_reader_ = options_.journal->get();  // the compositions' one
   return *journal_reader_;
 }
 
@@ -494,6 +497,7 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
     const std::shared_ptr<const ManagedArtifactHandle>& artifact) const {
   ManagedCompositionOptions options;
   options.journal_path = options_.journal_path;
+  options.journal = options_.journal;
   options.benefit_audit_path = options_.benefit_audit_path;
   options.benefit_facts_port = options_.benefit_facts_port;
   options.net_benefit_policy = options_.net_benefit_policy;

@@ -37,6 +37,7 @@
 #include "host/runtime/service/errors.hpp"
 #include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/query_store.hpp"
+#include "host/runtime/shared_journal.hpp"
 
 namespace ctx::store {
 class SqliteJournalStore;
@@ -372,6 +373,8 @@ class ManagedConsentResolutionResult final {
 // Inputs of open_managed_engine_composition: one composition over a registry artifact.
 struct ManagedCompositionOptions {
   std::filesystem::path journal_path;
+  // The connection the composition journals through (on journal_path); null: its own.
+  std::shared_ptr<SharedJournal> journal;
   std::filesystem::path benefit_audit_path;
   std::shared_ptr<BenefitFactsPort> benefit_facts_port;
   std::optional<NetBenefitPolicy> net_benefit_policy;
@@ -400,6 +403,9 @@ struct ManagedQueryServiceOptions {
   std::shared_ptr<ManagedArtifactRegistry> registry;
   std::shared_ptr<ManagedQueryStore> query_store;
   std::filesystem::path journal_path;        // absolute
+  // The process's connection to journal_path, shared with the input authority (null: the
+  // service opens its own on first use); its compositions and reads all go through it.
+  std::shared_ptr<SharedJournal> journal;
   std::filesystem::path benefit_audit_path;  // absolute
   std::shared_ptr<BenefitFactsPort> benefit_facts_port;
   std::optional<NetBenefitPolicy> net_benefit_policy;
@@ -488,9 +494,10 @@ class ManagedQueryService final {
   EngineComposition& composition_for(const std::shared_ptr<const ManagedArtifactHandle>& artifact);
   // Closes the kept composition (after any failed operation, so the next call opens afresh).
   void drop_composition() noexcept;
-  // A connection to the journal for the service's own reads (records, heads), opened on first
-  // use and kept until close(); every read runs in its own SQLite transaction and verifies what
-  // it reads, so another process's commits are seen. Caller holds mutex_.
+  // The shared journal connection for the service's own reads (records, heads) and its
+  // compositions, opened on first use and kept until close(); every read runs in its own SQLite
+  // transaction and verifies what it reads, so another process's commits are seen. Caller holds
+  // mutex_.
   store::SqliteJournalStore& journal_reader();
   void validate_input(const ManagedQueryInput& input) const;
   ManagedQueryServiceResult advance_record(ManagedQueryRecord record,
@@ -517,7 +524,7 @@ class ManagedQueryService final {
   // With a consent broker: the kept composition's interactive decision guard, which
   // resolve_consent arms for the one decision it authenticated (interactive_guard_slot.hpp).
   std::shared_ptr<detail::InteractiveGuardSlot> interactive_guard_;
-  std::unique_ptr<store::SqliteJournalStore> journal_reader_;  // GUARDED_BY(mutex_)
+  std::shared_ptr<store::SqliteJournalStore> journal_reader_;  // GUARDED_BY(mutex_)
 };
 
 // §3.4 factory. Checks (creating no file): registry, store, ports and policy present; journal

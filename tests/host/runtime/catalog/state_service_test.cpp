@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "host/plugins/lock_file.hpp"
+#include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
@@ -79,6 +81,40 @@ TEST(StateService, PreparesARealPlanAndAnExactRetryReusesIt) {
 
 // Raw tokens that are not vocabulary, their case and order do not change the work: the same
 // query, whichever host adapter produced them.
+// The descriptors this process holds open on `file` (one per SQLite connection to it).
+int open_descriptors_of(const fs::path& file) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(entry.path(), ec) == file) ++count;
+  }
+  return count;
+}
+
+TEST(StateService, TheAuthorityTheServiceAndItsCompositionsShareOneJournalConnection) {
+  State state;
+  const plugins::PluginLoader loader(state.dir);
+  plugins::LockFile::update(state.dir / "plugins.lock.json", [&](plugins::LockFile& lock) {
+    lock.upsert(loader.inspect_for_pin(CTX_SKILL_INSTALLER_SO));
+  });
+  auto service = StateService::open(state.dir);
+  const auto prepared = service->prepare(pdf_work());
+  std::vector<std::string> ids;
+  for (const auto& selection : prepared.prepared().selections()) {
+    ids.push_back(selection.capability_id());
+  }
+  ASSERT_FALSE(ids.empty());
+  // set_desired commits through the composition, reads the record back through the service and
+  // publishes the consent challenge from the journal's head.
+  const auto desired = service->set_first_desired(prepared.query_ref(), ids);
+  ASSERT_TRUE(desired.has_value());
+  ASSERT_TRUE(desired->challenge().has_value());
+  const fs::path journal = fs::canonical(state.dir / "service/journal.sqlite3");
+  EXPECT_EQ(open_descriptors_of(journal), 1);
+  service.reset();
+  EXPECT_EQ(open_descriptors_of(journal), 0);
+}
+
 TEST(StateService, EquivalentWorkFromDifferentHostsIsOneQuery) {
   State state;
   auto service = StateService::open(state.dir);
