@@ -7,8 +7,9 @@
 //        authentication and guard, the decision commit, and the install of the granted skill —
 //        a 10-file tree (SKILL.md plus 9 resources, 27 KiB), verified against its manifest,
 //        staged and installed through the real skill-installer module (claim, outcome, receipt).
-// Prints `ratio resolve_consent/raw: X` (target <= 30). Files go to $CTX_BENCH_DIR (default: the
-// system temp directory).
+// Prints `ratio resolve_consent/raw: X` (target <= 30), and resolve_consent_cpu_p50_us (the
+// calling thread's CPU time, user + system, of one resolve: the part no disk makes faster).
+// Files go to $CTX_BENCH_DIR (default: the system temp directory).
 #include <benchmark/benchmark.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
