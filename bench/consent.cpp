@@ -245,7 +245,8 @@ int main(int argc, char** argv) {
     const double resolve = percentile(g_samples["resolve"], 0.5);
     std::printf("raw_verify_commit_interleaved_p50_us: %.1f\n", interleaved * 1e6);
     std::printf("resolve_consent_p50_us: %.1f\n", resolve * 1e6);
-    std::printf("resolve_consent_cpu_p50_us: %.1f\n", percentile(g_samples["resolve_cpu"], 0.5) * 1e6);
+    std::printf("resolve_consent_cpu_p50_us: %.1f\n",
+                percentile(g_samples["resolve_cpu"], 0.5) * 1e6);
     std::printf("resolve_consent_p99_us: %.1f\n", percentile(g_samples["resolve"], 0.99) * 1e6);
     std::printf("ratio resolve_consent/raw: %.2f\n", resolve / interleaved);
   }

@@ -64,9 +64,10 @@ std::optional<std::string> manifest_of(const std::vector<InstallBodyFile>& files
 // directories, 0400 files, O_EXCL) for one driver install call, removed when this is destroyed.
 // A process that dies leaves its directory behind; the next staging sweeps directories whose
 // process is gone. Nothing here is fsynced: the installer verifies what it reads from this copy
-// and fsyncs its own, and a staging copy lost in a crash is written again by the next install
-// (recovery re-reads the body from the catalog). Errors: UnsafeStateFile (the staging directory is not private); SystemError
-// when the operating system refuses.
+// and fsyncs its own, and nothing reads a copy after a crash (recovery of a claimed install asks
+// the installer's reconcile; a new install stages a fresh copy) — InstallStagingCrash.*.
+// Errors: UnsafeStateFile (the staging directory is not private); SystemError when the operating
+// system refuses.
 class StagedTree {
  public:
   StagedTree(const std::filesystem::path& journal_path, const std::vector<InstallBodyFile>& files) {

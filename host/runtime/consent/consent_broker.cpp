@@ -682,7 +682,9 @@ namespace {
 // synchronous = NORMAL for the life of this object (outside any transaction), FULL again after.
 class SettlementSync {
  public:
-  explicit SettlementSync(store::Database& db) : db_(db) { db_.exec("PRAGMA synchronous = NORMAL;"); }
+  explicit SettlementSync(store::Database& db) : db_(db) {
+    db_.exec("PRAGMA synchronous = NORMAL;");
+  }
   ~SettlementSync() {
     try {
       db_.exec("PRAGMA synchronous = FULL;");

@@ -164,8 +164,9 @@ TEST(CatalogImport, ASkillWithResourcesStoresItsTreeManifestAsItsMaterial) {
 }
 
 // The catalog's resource cap is the shared tree file cap (ctx/sdk/skill_tree.hpp) that the
-// skill-installer's default max_file_bytes is (SkillStoreTest.DefaultCapsAcceptATreeAtTheSharedBounds):
-// a resource of exactly that size imports as part of its tree.
+// skill-installer's default max_file_bytes is
+// (SkillStoreTest.DefaultCapsAcceptATreeAtTheSharedBounds): a resource of exactly that size
+// imports as part of its tree.
 TEST(CatalogImport, AResourceAtTheSharedTreeFileCapImports) {
   static_assert(kMaxResourceFileBytes == sdk::kMaxTreeFileBytes);
   static_assert(kMaxSkillFiles == sdk::kMaxTreeFiles && kMaxSkillTreeBytes == sdk::kMaxTreeBytes);

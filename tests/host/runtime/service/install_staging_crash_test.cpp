@@ -118,8 +118,8 @@ void run_case(bool lose_staging) {
   setup.persist_policy(preapproved);
   const fs::path skill_root = setup.consent->skill_root;
   const fs::path staging = setup.journal_path.parent_path() / "install-staging";
-  const auto prepared =
-      setup.service->prepare(ManagedQueryRequest::create(digest("staging-crash-query"), "work-one"));
+  const auto prepared = setup.service->prepare(
+      ManagedQueryRequest::create(digest("staging-crash-query"), "work-one"));
   const auto request = ManagedDesiredSetRequest::create(
       prepared.query_ref(), digest("staging-crash-choice"),
       {"skill:installable", "skill:installable-2"});
