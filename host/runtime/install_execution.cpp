@@ -63,13 +63,18 @@ std::optional<std::string> manifest_of(const std::vector<InstallBodyFile>& files
 // A verified tree body written below <journal dir>/install-staging/tree-<pid>-XXXXXX (0700
 // directories, 0400 files, O_EXCL) for one driver install call, removed when this is destroyed.
 // A process that dies leaves its directory behind; the next staging sweeps directories whose
-// process is gone. Errors: UnsafeStateFile (the staging directory is not private); SystemError
-// when the operating system refuses.
+// process is gone. Nothing here is fsynced: the installer verifies what it reads from this copy
+// and fsyncs its own, and nothing reads a copy after a crash (recovery of a claimed install asks
+// the installer's reconcile; a new install stages a fresh copy) — InstallStagingCrash.*.
+// Errors: UnsafeStateFile (the staging directory is not private); SystemError when the operating
+// system refuses.
 class StagedTree {
  public:
   StagedTree(const std::filesystem::path& journal_path, const std::vector<InstallBodyFile>& files) {
     const std::filesystem::path parent = journal_path.parent_path() / "install-staging";
-    ensure_private_dir(parent, "install staging directory");
+    // Scratch: nothing durable refers to it (the installer copies and fsyncs what it publishes),
+    // and a crash that loses it only loses a staging copy the next install writes again.
+    ensure_private_dir(parent, "install staging directory", DirDurability::kScratch);
     sweep(parent);
     std::string pattern = (parent / ("tree-" + std::to_string(::getpid()) + "-XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr) {
@@ -456,12 +461,16 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
     crash_point(crash_points::kAfterInstallOutcome);
   }
 
-  const auto observed_at = engine.install_execution_status(action).observed_at;
+  // One status read gives the first attempt both the observation time and whether another
+  // owner settled already; a contended attempt reads it again.
+  status = engine.install_execution_status(action);
+  const auto observed_at = status.observed_at;
   if (!observed_at) {
     throw InstallExecutionError("durable install outcome has no observation time");
   }
   for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
-    if (engine.install_execution_status(action).settled) {
+    if (attempt > 0) status = engine.install_execution_status(action);
+    if (status.settled) {
       report.settled = true;
       return report;
     }

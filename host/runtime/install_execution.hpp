@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include <ctx/sdk/skill_tree.hpp>
+
 #include "host/core/error.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/plan.hpp"
@@ -42,9 +44,10 @@ struct InstallBodyFile {
   std::string bytes;
 };
 
-// Upper bound on the bytes of one tree body (every file together): the skill installer's default
-// max_tree_bytes. A body source stops reading past it; execution refuses a larger body.
-inline constexpr std::uint64_t kMaxInstallTreeBytes = 16ull << 20;
+// Upper bound on the bytes of one tree body (every file together): sdk::kMaxTreeBytes, which the
+// catalog enforces at import and the skill installer's default max_tree_bytes is. A body source
+// stops reading past it; execution refuses a larger body.
+inline constexpr std::uint64_t kMaxInstallTreeBytes = sdk::kMaxTreeBytes;
 
 // The bytes of one material as its body source read them; install execution verifies them, once,
 // before anything reaches the driver. Plain form (a SKILL.md-only skill): `material` is the

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include <ctx/sdk/skill_tree.hpp>
+
 #include "host/engine/vocabulary.hpp"
 
 #include "host/core/canonical_json.hpp"
@@ -30,8 +32,12 @@ inline constexpr std::size_t kMaxCatalogEntries = 10'000;
 inline constexpr std::size_t kMaxSkillMdBytes = 1u << 20;        // SKILL.md
 inline constexpr std::size_t kMaxAgentFileBytes = 1u << 20;      // agents/<name>.md
 inline constexpr std::size_t kMaxJsonEntryBytes = 256u << 10;    // mcp-servers / harnesses
-inline constexpr std::size_t kMaxResourceFileBytes = 16u << 20;  // one skill resource file
-inline constexpr std::size_t kMaxSkillFiles = 1'000;             // files of one skill folder
+// One skill resource file, files of one skill folder, and all of a skill's files together: the
+// tree bounds the skill-installer's default caps are (ctx/sdk/skill_tree.hpp), so a skill that
+// imports installs.
+inline constexpr std::size_t kMaxResourceFileBytes = sdk::kMaxTreeFileBytes;
+inline constexpr std::size_t kMaxSkillFiles = sdk::kMaxTreeFiles;
+inline constexpr std::uint64_t kMaxSkillTreeBytes = sdk::kMaxTreeBytes;
 inline constexpr std::size_t kMaxSkillDepth = 6;                 // directory levels in a skill
 inline constexpr std::uint64_t kMaxCatalogBytes = 512ull << 20;  // every file together
 inline constexpr std::size_t kMaxNameChars = 64;

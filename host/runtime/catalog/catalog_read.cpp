@@ -389,6 +389,7 @@ class Reader {
       return;
     }
     if (files.size() > kMaxSkillFiles) throw Broken{"a skill may hold at most 1000 files"};
+    std::uint64_t skill_bytes = 0;
     for (const auto& [file_rel, path] : files) {
       std::string bytes;
       if (file_rel == skill_md_rel) {
@@ -402,6 +403,11 @@ class Reader {
         }
       }
       budget_.add(bytes.size());
+      skill_bytes += bytes.size();
+      if (skill_bytes > kMaxSkillTreeBytes) {
+        problems_.push_back({rel, "a skill's files may hold at most 64 MiB together"});
+        return;
+      }
       CatalogFile file = file_of(file_rel, bytes, out_);
       if (file_rel == skill_md_rel) entry.primary = file;
       entry.files.push_back(std::move(file));

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <exception>
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
@@ -676,6 +677,32 @@ ConsentBroker::Guard ConsentBroker::interactive_guard(const VerifiedHumanDecisio
   return Guard(*this, decision);
 }
 
+namespace {
+
+// synchronous = NORMAL for the life of this object (outside any transaction), FULL again after.
+class SettlementSync {
+ public:
+  explicit SettlementSync(store::Database& db) : db_(db) {
+    db_.exec("PRAGMA synchronous = NORMAL;");
+  }
+  ~SettlementSync() {
+    try {
+      db_.exec("PRAGMA synchronous = FULL;");
+    } catch (...) {
+      // Setting the pragma does no I/O; should it ever fail, stop rather than keep committing
+      // decisions unsynced.
+      std::terminate();
+    }
+  }
+  SettlementSync(const SettlementSync&) = delete;
+  SettlementSync& operator=(const SettlementSync&) = delete;
+
+ private:
+  store::Database& db_;
+};
+
+}  // namespace
+
 ConsentDecisionGuard::ConsentDecisionGuard(ConsentBroker& broker, VerifiedHumanDecision decision)
     : broker_(&broker), decision_(std::move(decision)) {}
 
@@ -750,9 +777,15 @@ void ConsentDecisionGuard::reserve(const ConsentReservation& reservation) {
   lease_ = std::move(lease);
 }
 
+// The settlement commit is not fsynced (WAL at synchronous NORMAL for this one transaction): it
+// runs only after the journal committed the decision durably, and a power loss that drops it
+// leaves the reserved record of a crash before settlement (crash point
+// kBeforeDecisionSettlement), which reconcile() settles from the journal's evidence. WAL frames
+// are durable in order, so the broker's next FULL commit (or checkpoint) makes it durable too.
 ConsentRecord ConsentDecisionGuard::settle() {
   if (token_.empty() || settled_) throw ConsentBrokerConflict("consent guard is not reserved");
   std::lock_guard lock(broker_->mutex_);
+  const SettlementSync sync(*broker_->db_);
   store::Transaction txn(*broker_->db_, store::Transaction::Kind::kImmediate);
   const Timestamp now = broker_->trusted_now_locked();
   auto existing = broker_->load_locked("challenge_id", decision_.challenge_id);

@@ -206,6 +206,8 @@ class ConsentDecisionGuard {
   // Errors: ConsentBrokerConflict (already reserved, not decision-ready, decision differs);
   // ConsentBrokerBindingError (reservation does not match the challenge); ConsentBrokerExpired.
   void reserve(const ConsentReservation& reservation);
+  // Called once the journal committed the decision. Its commit is not fsynced (a power loss
+  // that drops it leaves the state of a crash before settlement, which reconcile() settles).
   // Errors: ConsentBrokerConflict when not reserved by this guard.
   ConsentRecord settle();
 

@@ -50,7 +50,8 @@ void fsync_dir(const std::filesystem::path& dir, std::string_view what) {
 
 }  // namespace
 
-void ensure_private_dir(const std::filesystem::path& dir, std::string_view what) {
+void ensure_private_dir(const std::filesystem::path& dir, std::string_view what,
+                        DirDurability durability) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) system_failure(what, "lstat", errno);
@@ -61,7 +62,9 @@ void ensure_private_dir(const std::filesystem::path& dir, std::string_view what)
     }
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) system_failure(what, "mkdir", errno);
     if (::chmod(dir.c_str(), 0700) != 0) system_failure(what, "chmod", errno);
-    if (dir.has_parent_path()) fsync_dir(dir.parent_path(), what);
+    if (durability == DirDurability::kDurable && dir.has_parent_path()) {
+      fsync_dir(dir.parent_path(), what);
+    }
     if (::lstat(dir.c_str(), &st) != 0) system_failure(what, "lstat", errno);
   }
   if (S_ISLNK(st.st_mode)) refuse(what, "directory is a symlink");

@@ -23,9 +23,17 @@ class UnsafeStateFile : public Error {
       : Error(message, ErrorCode::kPermissionDenied) {}
 };
 
+// Whether the creation of a private directory must survive a power loss.
+enum class DirDurability {
+  kDurable,  // the parent is fsynced after the directory is created
+  kScratch,  // not: a scratch directory that is re-created when a crash lost it
+};
+
 // Creates `dir` (and missing parents) 0700 and checks it: a directory (no symlink), owned by
-// this user, mode exactly 0700. Errors: UnsafeStateFile; SystemError.
-void ensure_private_dir(const std::filesystem::path& dir, std::string_view what);
+// this user, mode exactly 0700; kDurable (the default) fsyncs the parent when it created `dir`.
+// Errors: UnsafeStateFile; SystemError.
+void ensure_private_dir(const std::filesystem::path& dir, std::string_view what,
+                        DirDurability durability = DirDurability::kDurable);
 
 // The bytes of `path`, or std::nullopt when it does not exist. The file must be regular, owned
 // by this user, mode 0600, one link, at most `max_bytes`.

@@ -33,9 +33,11 @@ using sdk::TreeFile;
 constexpr std::string_view kSkillPrefix = "skill:";
 constexpr std::size_t kMaxNameLength = 128;
 constexpr std::size_t kChunk = 1 << 16;
-constexpr std::uint64_t kDefaultFileBytes = 1ull << 20;
-constexpr std::uint64_t kDefaultTreeBytes = 16ull << 20;
-constexpr std::uint64_t kDefaultFiles = 256;
+// The defaults are the shared tree bounds (ctx/sdk/skill_tree.hpp): whatever ctx's catalog
+// imports installs under them.
+constexpr std::uint64_t kDefaultFileBytes = sdk::kMaxTreeFileBytes;
+constexpr std::uint64_t kDefaultTreeBytes = sdk::kMaxTreeBytes;
+constexpr std::uint64_t kDefaultFiles = sdk::kMaxTreeFiles;
 constexpr char kStageSuffix[] = ".stage";
 constexpr char kBadSuffix[] = ".bad";
 constexpr char kLinkPrefix[] = ".ctx-";

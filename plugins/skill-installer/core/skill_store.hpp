@@ -18,8 +18,10 @@
 // directory opened at construction, with its owner and mode ("root changed" otherwise).
 //
 // JSON contract (sdk/conformance's installer suite checks it; ctx's runtime sends these fields):
-//   config  {"root": "<abs dir>", "activation_root"?: "<abs dir>", "max_file_bytes"?: n (1 MiB),
-//            "max_tree_bytes"?: n (16 MiB), "max_files"?: n (256)}
+//   config  {"root": "<abs dir>", "activation_root"?: "<abs dir>",
+//            "max_file_bytes"?: n (16 MiB), "max_tree_bytes"?: n (64 MiB), "max_files"?: n (1000)}
+//            (the defaults are sdk::kMaxTreeFileBytes / kMaxTreeBytes / kMaxTreeFiles, the bounds
+//            ctx's catalog imports under, ctx/sdk/skill_tree.hpp)
 //   target_identity -> {"device", "inode", "owner", "mode", "path"} of the root (lstat)
 //   install {"capability_id": "skill:<name>", "content_sha256": <hex of the material>,
 //            exactly one body source: "content" (utf-8) | "content_base64" |

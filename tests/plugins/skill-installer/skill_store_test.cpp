@@ -281,6 +281,27 @@ TEST_F(SkillStoreTest, SizeCapsRefuseWhileStreaming) {
   EXPECT_EQ(small.install(file_request().dump()).at("reason"), "material exceeds the size cap");
 }
 
+// The default caps are the shared tree bounds the host's catalog imports under
+// (CatalogImport.AResourceAtTheSharedTreeFileCapImports): a resource of exactly
+// sdk::kMaxTreeFileBytes installs under a default config, one byte more is refused.
+TEST_F(SkillStoreTest, DefaultCapsAcceptATreeAtTheSharedBounds) {
+  SkillStore store(config());
+  auto files = sample_tree();
+  files["references/big.bin"] = std::string(sdk::kMaxTreeFileBytes, 'b');
+  const Json applied =
+      store.install(tree_request("skill:pdf", source_tree("at-cap", files), files).dump());
+  ASSERT_EQ(applied.at("outcome"), "applied") << applied.dump();
+  const fs::path object = root_ / "objects" / sha256_hex(manifest_of(files));
+  EXPECT_EQ(fs::file_size(object / "references" / "big.bin"), sdk::kMaxTreeFileBytes);
+
+  files["references/big.bin"].push_back('b');
+  const Json refused =
+      store.install(tree_request("skill:pdf", source_tree("over-cap", files), files).dump());
+  EXPECT_EQ(refused.at("outcome"), "failed");
+  EXPECT_THAT(refused.at("reason").get<std::string>(), ::testing::HasSubstr("size cap"));
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+}
+
 TEST_F(SkillStoreTest, RefusesSourcesThatAreNotPlainTrees) {
   SkillStore store(config());
   auto files = sample_tree();

@@ -29,6 +29,16 @@ inline constexpr char kSkillFile[] = "SKILL.md";
 inline constexpr std::size_t kMaxTreeDepth = 8;
 inline constexpr std::size_t kMaxTreeComponentChars = 128;
 
+// The size bounds of one tree that the host and installers share, so that every tree the host's
+// catalog imports is one the skill-installer's default caps accept (and nothing imports that
+// installs only under raised caps): one file (SKILL.md or a resource) at most kMaxTreeFileBytes,
+// all files together at most kMaxTreeBytes, at most kMaxTreeFiles files. The catalog refuses a
+// skill over any of them at import; the skill-installer's max_file_bytes / max_tree_bytes /
+// max_files default to them (a config may lower them).
+inline constexpr std::uint64_t kMaxTreeFileBytes = 16ull << 20;  // 16 MiB
+inline constexpr std::uint64_t kMaxTreeBytes = 64ull << 20;      // 64 MiB
+inline constexpr std::size_t kMaxTreeFiles = 1000;
+
 // One file of a tree: relative '/'-separated path, byte count, lower-case hex SHA-256.
 struct TreeFile {
   std::string path;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
 #include <fstream>
 #include <functional>
@@ -162,6 +163,31 @@ TEST(CatalogImport, ASkillWithResourcesStoresItsTreeManifestAsItsMaterial) {
                                             "tags", "terms", "tools", "url"}));
 }
 
+// The catalog's resource cap is the shared tree file cap (ctx/sdk/skill_tree.hpp) that the
+// skill-installer's default max_file_bytes is
+// (SkillStoreTest.DefaultCapsAcceptATreeAtTheSharedBounds): a resource of exactly that size
+// imports as part of its tree.
+TEST(CatalogImport, AResourceAtTheSharedTreeFileCapImports) {
+  static_assert(kMaxResourceFileBytes == sdk::kMaxTreeFileBytes);
+  static_assert(kMaxSkillFiles == sdk::kMaxTreeFiles && kMaxSkillTreeBytes == sdk::kMaxTreeBytes);
+  Fixture f;
+  const std::string at_cap(kMaxResourceFileBytes, 'r');
+  write(f.catalog / "skills/pdf-export/references/big.bin", at_cap);
+  import_catalog(f.catalog, f.state);
+  const auto catalog = ImportedCatalog::open(f.state);
+  const CatalogEntry* pdf = catalog->find("skill:pdf-export");
+  ASSERT_NE(pdf, nullptr);
+  ASSERT_TRUE(pdf->tree.has_value());
+  const auto big = std::find_if(pdf->files.begin(), pdf->files.end(), [](const CatalogFile& file) {
+    return file.path == "skills/pdf-export/references/big.bin";
+  });
+  ASSERT_NE(big, pdf->files.end());
+  EXPECT_EQ(big->bytes, static_cast<std::int64_t>(kMaxResourceFileBytes));
+  EXPECT_EQ(big->sha256, core::sha256_hex(at_cap));
+  EXPECT_NE(catalog->read_object(pdf->tree->sha256).find("\"references/big.bin\""),
+            std::string::npos);
+}
+
 TEST(CatalogImport, ImportsTheExampleCatalog) {
   TempDir temp;
   init_state_dir(temp / "state");
@@ -226,6 +252,17 @@ std::vector<BadCase> bad_cases() {
        "skills/pdf-export/scripts/bad name.py", "skill file names must match"},
       {"hidden resource", put("skills/pdf-export/.notes", "notes\n"), "skills/pdf-export/.notes",
        "skill file names must match"},
+      {"resource over the shared tree file cap",
+       put("skills/pdf-export/references/big.bin", std::string(kMaxResourceFileBytes + 1, 'x')),
+       "skills/pdf-export/references/big.bin", "larger than 16777216"},
+      {"skill files over the shared tree cap",  // four resources at the file cap plus SKILL.md
+       [](const fs::path& root) {
+         const std::string at_cap(kMaxResourceFileBytes, 'x');
+         for (int i = 0; i < 4; ++i) {
+           write(root / ("skills/pdf-export/data/part-" + std::to_string(i) + ".bin"), at_cap);
+         }
+       },
+       "skills/pdf-export", "at most 64 MiB together"},
       {"SKILL.md over 1 MiB",
        put("skills/csv-cleanup/SKILL.md",
            skill_md("csv-cleanup", "x") + std::string(kMaxSkillMdBytes, 'x')),
