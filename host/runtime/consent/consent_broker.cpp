@@ -65,50 +65,13 @@ std::string now_text(Timestamp t) { return core::format_rfc3339(t); }
   throw ConsentBrokerCorruption("consent broker " + std::string(what) + " authentication failed");
 }
 
+// A stored state spelling; an unknown one is corruption (the row cannot be trusted).
 ConsentState parse_state(std::string_view text) {
-  for (ConsentState s : {ConsentState::kPending, ConsentState::kDecisionReady,
-                         ConsentState::kReserved, ConsentState::kSettled, ConsentState::kExpired,
-                         ConsentState::kReauthRequired}) {
-    if (consent_state_name(s) == text) return s;
-  }
+  if (const auto state = core::find_enum<ConsentState>(text)) return *state;
   corrupt("challenge state");
 }
 
 }  // namespace
-
-std::string_view consent_state_name(ConsentState state) noexcept {
-  switch (state) {
-    case ConsentState::kPending: return "pending";
-    case ConsentState::kDecisionReady: return "decision-ready";
-    case ConsentState::kReserved: return "reserved";
-    case ConsentState::kSettled: return "settled";
-    case ConsentState::kExpired: return "expired";
-    case ConsentState::kReauthRequired: return "reauthentication-required";
-  }
-  return "pending";
-}
-
-std::string_view journal_evidence_name(JournalEvidence evidence) noexcept {
-  switch (evidence) {
-    case JournalEvidence::kAbsentAtExpectedHead: return "absent-at-expected-head";
-    case JournalEvidence::kCommitted: return "committed";
-    case JournalEvidence::kHeadAdvanced: return "head-advanced";
-    case JournalEvidence::kEventCollision: return "event-collision";
-    case JournalEvidence::kCorrupt: return "corrupt";
-    case JournalEvidence::kUnavailable: return "unavailable";
-  }
-  return "unavailable";
-}
-
-std::string_view reconcile_outcome_name(ReconcileOutcome outcome) noexcept {
-  switch (outcome) {
-    case ReconcileOutcome::kSettled: return "settled";
-    case ReconcileOutcome::kReauthRequired: return "reauthentication-required";
-    case ReconcileOutcome::kExpired: return "expired";
-    case ReconcileOutcome::kQuarantined: return "quarantined";
-  }
-  return "quarantined";
-}
 
 // A stored row: the record plus the reservation token digest.
 struct ConsentBroker::Row {
@@ -136,7 +99,7 @@ struct ConsentBroker::Row {
                 {"reservation_token_digest", opt_json(reservation_token_digest)},
                 {"reserved_at", opt_json(r.reserved_at)},
                 {"settled_at", opt_json(r.settled_at)},
-                {"state", consent_state_name(r.state)}};
+                {"state", core::to_string(r.state)}};
   }
 };
 
@@ -407,7 +370,7 @@ void ConsentBroker::write_locked(const Row& row, bool insert) {
   statement->bind(1, r.challenge.challenge_id())
       .bind(2, r.challenge.digest())
       .bind(3, r.challenge.json_text())
-      .bind(4, consent_state_name(r.state))
+      .bind(4, core::to_string(r.state))
       .bind(5, r.created_at)
       .bind_optional(6, opt_text(r.decision))
       .bind_optional(7, r.principal_digest)

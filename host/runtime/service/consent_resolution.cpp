@@ -43,30 +43,6 @@ using core::Json;
 // ---------------------------------------------------------------------------------------------
 // Result
 
-std::string_view to_string(ManagedConsentOutcome outcome) noexcept {
-  switch (outcome) {
-    case ManagedConsentOutcome::kConsentRequired:
-      return "consent-required";
-    case ManagedConsentOutcome::kReauthenticationRequired:
-      return "reauthentication-required";
-    case ManagedConsentOutcome::kDenied:
-      return "denied";
-    case ManagedConsentOutcome::kInstalledInactive:
-      return "installed-inactive";
-    case ManagedConsentOutcome::kInstallFailed:
-      return "install-failed";
-    case ManagedConsentOutcome::kInstallIndeterminate:
-      return "install-indeterminate";
-    case ManagedConsentOutcome::kExpired:
-      return "expired";
-    case ManagedConsentOutcome::kQuarantined:
-      return "quarantined";
-    case ManagedConsentOutcome::kSuperseded:
-      return "superseded";
-  }
-  return "quarantined";
-}
-
 std::ostream& operator<<(std::ostream& out, ManagedConsentOutcome outcome) {
   return out << to_string(outcome);
 }
@@ -897,7 +873,7 @@ ManagedConsentResolutionResult ConsentResolution::recover(const std::string& cha
   switch (report.outcome) {
     case ReconcileOutcome::kQuarantined:
       return result(challenge, ManagedConsentOutcome::kQuarantined,
-                    "journal-" + std::string(journal_evidence_name(report.journal_status)),
+                    "journal-" + std::string(core::to_string(report.journal_status)),
                     false);
     case ReconcileOutcome::kExpired:
       return expire(*composition, report.record, *owner, *ctx);

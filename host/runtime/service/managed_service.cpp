@@ -228,22 +228,6 @@ std::ostream& operator<<(std::ostream& out, const ManagedQueryServiceResult& val
              << "', decision_digest='" << value.prepared_.decision_digest() << "')";
 }
 
-std::string_view to_string(ManagedDesiredStatus status) noexcept {
-  switch (status) {
-    case ManagedDesiredStatus::kReconciled:
-      return "reconciled";
-    case ManagedDesiredStatus::kConsentRequired:
-      return "consent-required";
-    case ManagedDesiredStatus::kEffectPending:
-      return "effect-pending";
-    case ManagedDesiredStatus::kManualDeferred:
-      return "manual-deferred";
-    case ManagedDesiredStatus::kLifecycleDeferred:
-      return "lifecycle-deferred";
-  }
-  return "reconciled";
-}
-
 std::ostream& operator<<(std::ostream& out, ManagedDesiredStatus status) {
   return out << to_string(status);
 }

@@ -71,10 +71,10 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
   }
 
   ActionClaim claim_install(const ClaimRequest& r) override {
-    return claim(r, install_claims_, "InstallCapability");
+    return claim(r, install_claims_, ActionKind::kInstallCapability);
   }
   ActionClaim claim_activation(const ClaimRequest& r) override {
-    return claim(r, activation_claims_, "ActivateCapability");
+    return claim(r, activation_claims_, ActionKind::kActivateCapability);
   }
 
   ExecutionOutcome record_install_outcome(const InstallOutcomeRequest& r) override {
@@ -139,14 +139,18 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
 
  private:
   ActionClaim claim(const ClaimRequest& r, std::map<std::string, ActionClaim>& claims,
-                    const char* kind) {
+                    ActionKind kind) {
     std::lock_guard lock(mutex_);
     const auto action = core::parse_json(r.action_json);
     const std::string id = action.at("action_id");
-    if (action.at("kind") != kind) throw InvalidArgument("action kind cannot be claimed here");
+    // The stored action's kind spelling is parsed here, at the fake's boundary.
+    const auto stored = action.at("kind");
+    if (!stored.is_string() || find_enum<ActionKind>(stored.get<std::string>()) != kind) {
+      throw InvalidArgument("action kind cannot be claimed here");
+    }
     if (claims.count(id)) {
       if (claims.at(id).action_json == r.action_json) {
-        if (std::string(kind) == "InstallCapability") {
+        if (kind == ActionKind::kInstallCapability) {
           throw InstallActionAlreadyClaimed("install action has already been claimed");
         }
         throw ActivationActionAlreadyClaimed("activation action is already claimed");

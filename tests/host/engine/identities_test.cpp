@@ -19,7 +19,7 @@ MaterialIdentity lint_material() {
 
 MaterialDescriptor lint_descriptor() {
   const auto material = lint_material();
-  return MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "load", material.content_sha256(), 64,
+  return MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kLoad, material.content_sha256(), 64,
                                     16, sha("material-snapshot"), material.identity_digest());
 }
 
@@ -73,7 +73,7 @@ TEST(Identities, RoundTripThroughJsonWithExactKeys) {
 }
 
 TEST(Identities, ManualDescriptorIsV1WithoutContent) {
-  const auto manual = MaterialDescriptor::create("harness:runner", CapabilityKind::kHarness, "manual",
+  const auto manual = MaterialDescriptor::create("harness:runner", CapabilityKind::kHarness, Actionability::kManual,
                                                  std::nullopt, 0, 0, sha("snap"), std::nullopt);
   EXPECT_EQ(manual.schema_version(), 1);
   EXPECT_EQ(manual.to_json()["schema"], "ctx.material-descriptor-v1");
@@ -164,12 +164,36 @@ TEST(Identities, FieldValidationNamesTheField) {
   CTX_EXPECT_THROW(InstallConsentPolicy::safe_default().mode_for(CapabilityKind::kHarness),
                    InvalidIdentityError,
                    "installable");
-  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "manual", sha("c"), 1, 1,
+  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kManual, sha("c"), 1, 1,
                                               sha("s"), std::nullopt),
                    InvalidIdentityError, "manual material cannot claim exposed content");
-  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "load", sha("c"), 64, 1,
+  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kLoad, sha("c"), 64, 1,
                                               sha("s"), sha("wrong")),
                    InvalidIdentityError, "material_identity_digest does not match");
+}
+
+// A material descriptor is loadable or manual: create() takes the enum and refuses kInstall; the
+// stored spelling is parsed in from_json, where an unknown one (or "install") is the same error.
+TEST(Identities, MaterialDescriptorActionabilityIsTypedAndParsedAtTheBoundary) {
+  const auto material = lint_material();
+  CTX_EXPECT_THROW(
+      MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kInstall,
+                                 material.content_sha256(), 64, 16, sha("material-snapshot"),
+                                 std::nullopt),
+      InvalidIdentityError, "descriptor actionability is unsupported");
+  const auto descriptor = lint_descriptor();
+  EXPECT_EQ(descriptor.actionability(), Actionability::kLoad);
+  EXPECT_EQ(descriptor.to_json()["actionability"], "load");
+  EXPECT_EQ(MaterialDescriptor::from_json(descriptor.to_json()), descriptor);
+  for (const char* spelling : {"install", "Load", "loaded", "no-such-actionability"}) {
+    auto stored = descriptor.to_json();
+    stored["actionability"] = spelling;
+    CTX_EXPECT_THROW(MaterialDescriptor::from_json(stored), InvalidIdentityError,
+                     "descriptor actionability is unsupported");
+  }
+  auto stored = descriptor.to_json();
+  stored["actionability"] = 1;
+  CTX_EXPECT_THROW(MaterialDescriptor::from_json(stored), InvalidIdentityError, "actionability");
 }
 
 TEST(Identities, AuthorizedMaterialOriginsAreExclusive) {
@@ -196,7 +220,7 @@ TEST(Identities, AuthorizedMaterialOriginsAreExclusive) {
   origin["origin"] = "catalog";
   CTX_EXPECT_THROW(AuthorizedMaterial::from_json(origin), InvalidIdentityError,
                    "catalog material requires an exact catalog descriptor");
-  const auto manual = MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "manual", std::nullopt,
+  const auto manual = MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kManual, std::nullopt,
                                                  0, 0, sha("snap"), std::nullopt);
   CTX_EXPECT_THROW(AuthorizedMaterial::from_catalog(sha("cat"), manual), InvalidIdentityError,
                    "material-identity descriptor");

@@ -476,7 +476,7 @@ TEST_F(ReducerLifecycle, InstalledCapabilityPromotesToLoadKeepingItsActivation) 
   // The catalog now offers the installed material as a load row with the same source.
   const auto lineage = *installed->current_authorized_material->installed_material_lineage();
   const auto identity = install_result(kInstalled);
-  const auto descriptor = MaterialDescriptor::create(kInstalled, CapabilityKind::kSkill, "load", identity.content_sha256(),
+  const auto descriptor = MaterialDescriptor::create(kInstalled, CapabilityKind::kSkill, Actionability::kLoad, identity.content_sha256(),
                                                      identity.content_bytes(), 16, sha("material-snapshot"),
                                                      identity.identity_digest());
   const auto material = AuthorizedMaterial::from_catalog(lineage.catalog_identity_digest(), descriptor);

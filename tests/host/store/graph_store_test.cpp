@@ -84,12 +84,12 @@ TEST_F(GraphStoreTest, RetrievesSeedGraphScoredAndRanked) {
   ASSERT_EQ(rows.size(), 6u);
   // "python" is a slug token of python-runner's label: 50 + tag 10 = 60 (IDF 0: every node has
   // it); every other node scores the tag's 10, i.e. round(10 / 60, 4) = 0.1667.
-  EXPECT_EQ(rows[0].kind, "harness");
+  EXPECT_EQ(rows[0].kind, engine::CapabilityKind::kHarness);
   EXPECT_EQ(rows[0].name, "python-runner");
   EXPECT_EQ(rows[0].normalized_score_ppm, 1'000'000);
   std::vector<std::string> rest;
   for (std::size_t i = 1; i < rows.size(); ++i) {
-    rest.push_back(rows[i].kind + ":" + rows[i].name);
+    rest.push_back(std::string(engine::to_string(rows[i].kind)) + ":" + rows[i].name);
     EXPECT_EQ(rows[i].normalized_score_ppm, 166'700);
     EXPECT_EQ(rows[i].tags, std::vector<std::string>{"python"});
   }
@@ -126,7 +126,7 @@ TEST_F(GraphStoreTest, RareTagsOutweighCommonOnesAndExplicitNamesWin) {
   EXPECT_EQ(rows[0].name, "web");
   const auto named_rows = store->retrieve({"code-reviewer"}, 50);
   ASSERT_EQ(named_rows.size(), 1u);
-  EXPECT_EQ(named_rows[0].kind, "agent");
+  EXPECT_EQ(named_rows[0].kind, engine::CapabilityKind::kAgent);
   EXPECT_EQ(named_rows[0].normalized_score_ppm, 1'000'000);
 }
 
@@ -164,6 +164,38 @@ TEST_F(GraphStoreTest, NeverLoadAndUnknownKindsAreNotRetrieved) {
   const auto rows = store->retrieve({"python"}, 50);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].name, "visible");
+}
+
+// Every row is typed at the store boundary: each kind comes back as its CapabilityKind, and ties
+// still rank by the kind's spelling (agent < harness < mcp-server < skill), not enum order.
+TEST_F(GraphStoreTest, RowsCarryTheirCapabilityKindAndTiesRankBySpelling) {
+  const auto path = seed_graph({"skill:same", "mcp-server:same", "harness:same", "agent:same"});
+  const auto store = GraphStore::open(path, file_sha256(path));
+  const auto rows = store->retrieve({"python"}, 50);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].kind, engine::CapabilityKind::kAgent);
+  EXPECT_EQ(rows[1].kind, engine::CapabilityKind::kHarness);
+  EXPECT_EQ(rows[2].kind, engine::CapabilityKind::kMcpServer);
+  EXPECT_EQ(rows[3].kind, engine::CapabilityKind::kSkill);
+}
+
+// The retrieval index holds capability-kind nodes only; an indexed node whose stored type is no
+// capability kind (the node table was edited) makes the source unavailable instead of being
+// skipped or guessed.
+TEST_F(GraphStoreTest, AnIndexedNodeOfAnUnknownKindSpellingIsATypedError) {
+  const fs::path path = dir_ / "graph.sqlite3";
+  build_graph_store(path, {GraphNode{"skill:a", "skill", std::nullopt, std::nullopt, {"python"}},
+                           GraphNode{"skill:b", "skill", std::nullopt, std::nullopt, {"python"}}});
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE nodes SET type = 'Skill' WHERE id = 'skill:b'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  ::chmod(path.c_str(), 0444);
+  const auto store = GraphStore::open(path, file_sha256(path));
+  CTX_EXPECT_THROW(store->retrieve({"python"}, 50), planning::CandidateSourceUnavailable,
+                   "indexed graph candidate retrieval failed");
 }
 
 TEST_F(GraphStoreTest, PinMismatchIsATypedError) {

@@ -156,12 +156,12 @@ class MaterialAuthority final : public planning::MaterialPort {
   engine::MaterialDescriptor describe(const std::string& capability_id,
                                       engine::CapabilityKind kind) override {
     if (!capability_ids_.contains(capability_id)) {
-      return engine::MaterialDescriptor::create(capability_id, kind, "manual", std::nullopt, 0, 0,
+      return engine::MaterialDescriptor::create(capability_id, kind, engine::Actionability::kManual, std::nullopt, 0, 0,
                                                 material_snapshot_digest(), std::nullopt);
     }
     auto identity = engine::MaterialIdentity::create(capability_id, kind,
                                                      digest("content:" + capability_id), 64);
-    return engine::MaterialDescriptor::create(capability_id, kind, "load",
+    return engine::MaterialDescriptor::create(capability_id, kind, engine::Actionability::kLoad,
                                               identity.content_sha256(), identity.content_bytes(),
                                               16, material_snapshot_digest(),
                                               identity.identity_digest());

@@ -35,7 +35,8 @@ class MemoryGraph final : public GraphRetrievalPort {
       if (static_cast<std::int64_t>(rows.size()) >= top_n) break;
       if (drop_from_call > 0 && calls >= drop_from_call && rows.size() + 1 == ids_.size()) break;
       const auto colon = id.find(':');
-      rows.push_back(RetrievedNode{id.substr(0, colon), id.substr(colon + 1), {"python"}, 1'000'000});
+      rows.push_back(RetrievedNode{parse_enum<CapabilityKind>(id.substr(0, colon)),
+                                   id.substr(colon + 1), {"python"}, 1'000'000});
     }
     return rows;
   }
@@ -88,11 +89,11 @@ class SeedMaterial final : public MaterialPort {
   std::string material_snapshot_digest() const override { return snapshot_; }
   MaterialDescriptor describe(const std::string& id, CapabilityKind kind) override {
     if (!ids_.count(id)) {
-      return MaterialDescriptor::create(id, kind, "manual", std::nullopt, 0, 0, snapshot_,
+      return MaterialDescriptor::create(id, kind, Actionability::kManual, std::nullopt, 0, 0, snapshot_,
                                         std::nullopt);
     }
     const auto identity = MaterialIdentity::create(id, kind, digest_of("content:" + id), 64);
-    return MaterialDescriptor::create(id, kind, "load", identity.content_sha256(), 64, 16,
+    return MaterialDescriptor::create(id, kind, Actionability::kLoad, identity.content_sha256(), 64, 16,
                                       snapshot_, identity.identity_digest());
   }
 

@@ -695,7 +695,30 @@ TEST(ManagedConsentResult, outcome_names_are_the_spec_vocabulary) {
       {ManagedConsentOutcome::kExpired, "expired"},
       {ManagedConsentOutcome::kQuarantined, "quarantined"},
       {ManagedConsentOutcome::kSuperseded, "superseded"}};
-  for (const auto& [outcome, name] : names) EXPECT_EQ(printed(outcome), name);
+  for (const auto& [outcome, name] : names) {
+    EXPECT_EQ(printed(outcome), name);
+    EXPECT_EQ(core::to_string(outcome), name);
+    EXPECT_EQ(core::parse_enum<ManagedConsentOutcome>(name), outcome);
+  }
+  EXPECT_EQ(std::size(kManagedConsentOutcomeStrings.values), names.size());
+  CTX_EXPECT_THROW(core::parse_enum<ManagedConsentOutcome>("installed"), core::JsonFieldError,
+                   "unknown consent resolution outcome");
+}
+
+TEST(ManagedDesiredSetResult, status_names_are_the_spec_vocabulary) {
+  const std::vector<std::pair<ManagedDesiredStatus, std::string>> names = {
+      {ManagedDesiredStatus::kReconciled, "reconciled"},
+      {ManagedDesiredStatus::kConsentRequired, "consent-required"},
+      {ManagedDesiredStatus::kEffectPending, "effect-pending"},
+      {ManagedDesiredStatus::kManualDeferred, "manual-deferred"},
+      {ManagedDesiredStatus::kLifecycleDeferred, "lifecycle-deferred"}};
+  for (const auto& [status, name] : names) {
+    EXPECT_EQ(to_string(status), name);
+    EXPECT_EQ(core::parse_enum<ManagedDesiredStatus>(name), status);
+  }
+  EXPECT_EQ(std::size(kManagedDesiredStatusStrings.values), names.size());
+  CTX_EXPECT_THROW(core::parse_enum<ManagedDesiredStatus>("pending"), core::JsonFieldError,
+                   "unknown desired set status");
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ std::shared_ptr<const InstallActuator> plugin_actuator(
   auto actuator = std::make_shared<InstallActuator>();
   actuator->installers = installer_resolver_from_registry(
       std::move(registry),
-      {InstallerRegistration{"ctx-skill-installer-v1", "skill", "fixture-disk-installer",
+      {InstallerRegistration{"ctx-skill-installer-v1", engine::CapabilityKind::kSkill,
+                             "fixture-disk-installer",
                              core::Json{{"root", root.string()}}.dump()}});
   actuator->bodies = std::move(bodies);
   actuator->host_identity_digest = digest("managed-service-host");
@@ -131,6 +132,24 @@ TEST(PreapprovedInstallPlugins, RepinnedInstallerBetweenDecisionAndClaimFailsClo
       sqlite_scalar(setup.journal_path, "SELECT execution_binding_json FROM engine_install_claims"));
   EXPECT_EQ(binding.driver_digest(), v1_identity.digest());
   EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claim_settlements"), 1);
+}
+
+// A registration is keyed by (installer id, CapabilityKind): the same installer id asked for
+// another kind, or another id for the registered kind, resolves to no driver.
+TEST(PreapprovedInstallPlugins, RegistryResolverMatchesTheInstallerIdAndTypedKind) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "disk-installs";
+  fs::create_directory(root);
+  fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
+  const plugins::PluginLoader loader(tmp.path() / "loader-state");
+  const auto actuator = plugin_actuator(pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V1),
+                                        root, std::make_shared<BodySource>());
+  const auto& resolver = *actuator->installers;
+  EXPECT_NE(resolver.resolve("ctx-skill-installer-v1", engine::CapabilityKind::kSkill), nullptr);
+  EXPECT_EQ(resolver.resolve("ctx-skill-installer-v1", engine::CapabilityKind::kAgent), nullptr);
+  EXPECT_EQ(resolver.resolve("ctx-skill-installer-v1", engine::CapabilityKind::kMcpServer),
+            nullptr);
+  EXPECT_EQ(resolver.resolve("ctx-agent-installer-v1", engine::CapabilityKind::kSkill), nullptr);
 }
 
 TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityOrRootBeforeClaiming) {
