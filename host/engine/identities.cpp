@@ -275,7 +275,8 @@ InstalledMaterialLineage InstalledMaterialLineage::from_json(const Json& value) 
            "material_identity_digest", "origin_install_descriptor_digest", "schema"});
   r.literal("schema", kInstalledLineageSchema, "installed material lineage schema");
   auto out = create(r.string("capability_id"), r.enumerated<CapabilityKind>("kind"),
-                    r.string("catalog_identity_digest", kDigest), r.string("material_identity_digest", kDigest),
+                    r.string("catalog_identity_digest", kDigest),
+                    r.string("material_identity_digest", kDigest),
                     r.string("origin_install_descriptor_digest", kDigest),
                     r.string("install_action_content_digest", kDigest),
                     r.string("install_receipt_content_digest", kDigest));
@@ -518,7 +519,8 @@ InstallExecutionBinding InstallExecutionBinding::from_json(const Json& value) {
            "target_identity_digest"});
   r.literal("schema", kExecutionBindingSchema, "install execution binding schema");
   auto out = create(r.string("driver_id", kCanonicalToken), r.string("driver_digest", kDigest),
-                    r.string("host_identity_digest", kDigest), r.string("target_identity_digest", kDigest));
+                    r.string("host_identity_digest", kDigest),
+                    r.string("target_identity_digest", kDigest));
   require_match(r.string("binding_digest", kDigest), out.binding_digest_,
                 "binding_digest does not match execution binding fields");
   return out;

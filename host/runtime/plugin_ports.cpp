@@ -17,7 +17,8 @@ class RegistryInstallerResolver final : public InstallerResolver {
     for (auto& registration : registrations) {
       Entry entry{std::move(registration), {}, {}, {}};
       auto plugin = registry_->get(plugins::PluginKind::kInstaller, entry.registration.plugin_id);
-      entry.driver = std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
+      entry.driver =
+          std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
       entry.driver_identity = plugin->identity().digest();
       entry.captured = entry.driver->target_identity();
       Key key{entry.registration.installer_id, entry.registration.capability_kind};
@@ -35,7 +36,8 @@ class RegistryInstallerResolver final : public InstallerResolver {
         registry_->find(plugins::PluginKind::kInstaller, entry.registration.plugin_id);
     if (!plugin) return nullptr;
     if (plugin->identity().digest() != entry.driver_identity) {
-      entry.driver = std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
+      entry.driver =
+          std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
       entry.driver_identity = plugin->identity().digest();
     }
     if (!(entry.driver->target_identity() == entry.captured)) {

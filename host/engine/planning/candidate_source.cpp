@@ -171,7 +171,8 @@ std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::obse
       return std::nullopt;  // malformed authority is local to this row
     }
   }
-  authority.loadable = authority.material && authority.material->actionability() == Actionability::kLoad;
+  authority.loadable =
+      authority.material && authority.material->actionability() == Actionability::kLoad;
   if (install_ != nullptr && !authority.loadable && engine::is_installable_kind(kind)) {
     std::optional<std::string> fingerprint;
     std::optional<InstallPlanningBundle> bundle;
@@ -252,7 +253,9 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
     const bool loadable = authority->loadable;
     const std::optional<InstallPlanDescriptor>& install = authority->install;
     const auto tags_safe = safe_tags(row.tags);
-    if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) continue;
+    if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) {
+      continue;
+    }
     // Sorted unique matches of the tags (already sorted unique) and of the name tokens.
     std::vector<std::string> tag_matches;
     for (const auto& tag : *tags_safe) {
@@ -323,7 +326,9 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
   // One row per identity; identities seen with two source digests are dropped. Keys view the
   // candidates' ids and are only compared while the map is filled, before any move below.
   std::map<std::string_view, std::vector<std::size_t>> by_id;
-  for (std::size_t i = 0; i < candidates.size(); ++i) by_id[candidates[i].capability_id].push_back(i);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    by_id[candidates[i].capability_id].push_back(i);
+  }
   out.candidates.reserve(by_id.size());
   for (const auto& entry : by_id) {
     const auto& group = entry.second;

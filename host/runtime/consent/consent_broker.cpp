@@ -176,8 +176,10 @@ ConsentBroker::ConsentBroker(std::filesystem::path path, std::string installatio
         "key_check, row_hmac) VALUES (1, ?1, NULL, ?2, ?3)");
     const Json row{{"audience", audience_}, {"key_check", key_check},
                    {"trusted_time_high_water", nullptr}};
-    insert->bind(1, audience_).bind(2, key_check).bind(
-        3, core::hmac_sha256_hex(key_, std::string(kIdentityRowDomain) + core::canonical_json(row)));
+    insert->bind(1, audience_)
+        .bind(2, key_check)
+        .bind(3, core::hmac_sha256_hex(
+                     key_, std::string(kIdentityRowDomain) + core::canonical_json(row)));
     insert->run();
   } else {
     auto select = db_->cached(
@@ -563,7 +565,8 @@ VerifiedHumanDecision ConsentBroker::authenticate(const ConsentChallenge& curren
     throw ConsentBrokerDecisionRejected("signed assertion outlives its challenge");
   }
   if (r.state == ConsentState::kReauthRequired) {
-    if (*r.decision != assertion.decision() || *r.principal_digest != assertion.principal_digest() ||
+    if (*r.decision != assertion.decision() ||
+        *r.principal_digest != assertion.principal_digest() ||
         *r.authenticator_id != assertion.authenticator_id() ||
         *r.audience != assertion.audience()) {
       throw ConsentBrokerDecisionRejected(

@@ -105,7 +105,14 @@ class ConsentBrokerExpired : public ConsentBrokerDecisionRejected {
 
 // A challenge row's lifecycle, stored in its "state" column as its kConsentStateStrings spelling
 // (core::to_string / core::parse_enum; frozen: never respell one).
-enum class ConsentState { kPending, kDecisionReady, kReserved, kSettled, kExpired, kReauthRequired };
+enum class ConsentState {
+  kPending,
+  kDecisionReady,
+  kReserved,
+  kSettled,
+  kExpired,
+  kReauthRequired
+};
 inline constexpr core::EnumStrings<ConsentState, 6> kConsentStateStrings{
     "consent state",
     {ConsentState::kPending, ConsentState::kDecisionReady, ConsentState::kReserved,

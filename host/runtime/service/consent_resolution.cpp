@@ -279,7 +279,8 @@ class ConsentResolution {
   }
 
   ConsentPublicationIdentity publication_identity() const {
-    return ConsentPublicationIdentity{broker().audience(), options_.consent_workspace_identity_digest,
+    return ConsentPublicationIdentity{broker().audience(),
+                                      options_.consent_workspace_identity_digest,
                                       options_.consent_release_root_digest};
   }
 
@@ -801,7 +802,8 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
       consent.authenticate(challenge, payload, *options_.verifier_registry);
   const ConsentContext after = context(composition, owner, challenge, needs);
   if (!after.same_authority(before)) {
-    throw ManagedQueryHeadDriftError("install consent authority changed after human authentication");
+    throw ManagedQueryHeadDriftError(
+        "install consent authority changed after human authentication");
   }
   guard.arm(armed_guard(std::make_shared<ConsentDecisionGuard>(
       consent.interactive_guard(decision, after.binding->binding_digest()))));
@@ -810,12 +812,12 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   const auto transition = composition.process(event);
   guard.disarm();
   const bool granted = decision.decision == engine::Decision::kGranted;
-  const bool exact = granted ? transition.actions().size() == 1 &&
-                                   transition.actions().front() == after.install()
-                             : std::none_of(transition.actions().begin(),
-                                            transition.actions().end(), [](const auto& a) {
-                                              return a.action_kind() == engine::ActionKind::kInstallCapability;
-                                            });
+  const bool exact =
+      granted ? transition.actions().size() == 1 && transition.actions().front() == after.install()
+              : std::none_of(transition.actions().begin(), transition.actions().end(),
+                             [](const auto& a) {
+                               return a.action_kind() == engine::ActionKind::kInstallCapability;
+                             });
   if (transition.event_id() != event.event_id() || !exact) {
     throw ManagedQueryServiceError("interactive install decision transition is not exact");
   }

@@ -49,7 +49,8 @@ class GraphStoreTest : public ::testing::Test {
   }
 
   // The seed's networkx graph: node id kind:name, label name, type kind, tags ["python"].
-  fs::path seed_graph(const std::vector<std::string>& ids, const std::string& name = "graph.sqlite3") {
+  fs::path seed_graph(const std::vector<std::string>& ids,
+                      const std::string& name = "graph.sqlite3") {
     std::vector<GraphNode> nodes;
     for (const auto& id : ids) {
       GraphNode node;
@@ -159,7 +160,8 @@ TEST_F(GraphStoreTest, NeverLoadAndUnknownKindsAreNotRetrieved) {
   visible.id = "skill:visible";
   visible.type = "skill";
   visible.tags = {"python"};
-  const auto path = pinned({hidden, concept_node, visible}, {{"skill:visible", "concept:python", 1.0}});
+  const auto path =
+      pinned({hidden, concept_node, visible}, {{"skill:visible", "concept:python", 1.0}});
   const auto store = GraphStore::open(path, file_sha256(path));
   const auto rows = store->retrieve({"python"}, 50);
   ASSERT_EQ(rows.size(), 1u);
@@ -221,13 +223,16 @@ TEST_F(GraphStoreTest, WritableSymlinkedOrSidecarArtifactsAreRefused) {
   const auto path = seed_graph(kSix);
   const std::string pin = file_sha256(path);
   ::chmod(path.c_str(), 0644);
-  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable, "unavailable");
+  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable,
+                   "unavailable");
   ::chmod(path.c_str(), 0444);
   const auto link = dir_ / "link.sqlite3";
   fs::create_symlink(path, link);
-  CTX_EXPECT_THROW(GraphStore::open(link, pin), planning::CandidateSourceUnavailable, "unavailable");
+  CTX_EXPECT_THROW(GraphStore::open(link, pin), planning::CandidateSourceUnavailable,
+                   "unavailable");
   std::ofstream(path.string() + "-wal") << "x";
-  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable, "unavailable");
+  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable,
+                   "unavailable");
   CTX_EXPECT_THROW(GraphStore::open(dir_ / "missing.sqlite3", pin),
                    planning::CandidateSourceUnavailable, "unavailable");
 }
@@ -307,7 +312,9 @@ TEST_F(GraphStoreTest, BuildRejectsDuplicateNodesAndExistingFiles) {
 
 class SeedFacts final : public planning::BenefitFactsPort {
  public:
-  std::string benefit_facts_snapshot_digest() const override { return digest_of("managed-benefit-facts"); }
+  std::string benefit_facts_snapshot_digest() const override {
+    return digest_of("managed-benefit-facts");
+  }
   std::optional<planning::BenefitCandidate> benefit_candidate(
       const planning::CapabilityCandidate& p, const planning::WorkObservation&) override {
     return ctx::testing::seed_benefit_candidate(p);
@@ -334,8 +341,9 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   const auto graph = GraphStore::open(path, file_sha256(path));
   const auto audit = SqliteBenefitAuditStore::open(dir_ / "audit" / "audit.sqlite3");
   SeedFacts facts;
-  planning::CapabilityPlanner planner({"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50},
-                                      seed_policy(), *graph, facts, nullptr, nullptr, *audit);
+  planning::CapabilityPlanner planner(
+      {"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50}, seed_policy(),
+      *graph, facts, nullptr, nullptr, *audit);
   const auto plan = planner.plan(python_work(5));
   EXPECT_EQ(plan.status(), engine::PlanStatus::kReady);
   ASSERT_EQ(plan.capabilities().size(), 5u);
@@ -343,7 +351,8 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   for (const auto& row : plan.capabilities()) {
     kinds.emplace(engine::to_string(row.presentation.kind));
     EXPECT_EQ(row.presentation.matching_signals, std::vector<std::string>{"python"});
-    std::vector<std::string> reasons = {"graph-match", "language-match", "signal-match", "tag-match"};
+    std::vector<std::string> reasons = {"graph-match", "language-match", "signal-match",
+                                        "tag-match"};
     if (row.presentation.name == "python-runner") reasons.insert(reasons.begin() + 2, "name-match");
     EXPECT_EQ(row.presentation.reason_codes, reasons);
     EXPECT_GT(row.marginal_net_benefit_u, 0);
@@ -356,14 +365,16 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   EXPECT_EQ(zero.status(), engine::PlanStatus::kAbstained);
   EXPECT_EQ(zero.abstention_code(), engine::AbstentionCode::kLimitZero);
   EXPECT_TRUE(zero.capabilities().empty());
-  EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(), engine::AbstentionCode::kLimitZero);
+  EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(),
+            engine::AbstentionCode::kLimitZero);
 
   // Same inputs, same decision: again on this planner (its remembered selection) and on a second
   // planner over a fresh open (computed afresh), byte for byte.
   EXPECT_EQ(planner.plan(python_work(5)).decision_digest(), plan.decision_digest());
   const auto graph2 = GraphStore::open(path, file_sha256(path));
-  planning::CapabilityPlanner again({"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50},
-                                    seed_policy(), *graph2, facts, nullptr, nullptr, *audit);
+  planning::CapabilityPlanner again(
+      {"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50}, seed_policy(),
+      *graph2, facts, nullptr, nullptr, *audit);
   EXPECT_EQ(again.plan(python_work(5)).decision_digest(), plan.decision_digest());
   EXPECT_EQ(again.planning_environment_digest(), planner.planning_environment_digest());
 }

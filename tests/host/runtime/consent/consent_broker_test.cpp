@@ -175,8 +175,9 @@ TEST_F(ConsentBrokerTest, SignedGrantBecomesDecisionReadyThenReservedThenSettled
   EXPECT_EQ(record.reservation_event_content_digest, testing::digest_of("event-content"));
   // A decision sealed by another broker instance is not accepted by this one's guard.
   const auto other = open_broker();
-  EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>(
-      [&] { (void)other->interactive_guard(decision, challenge_.fields().execution_binding_digest); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>([&] {
+    (void)other->interactive_guard(decision, challenge_.fields().execution_binding_digest);
+  }));
 }
 
 TEST_F(ConsentBrokerTest, OneAlteredSigningByteIsRejectedAndChangesNothing) {

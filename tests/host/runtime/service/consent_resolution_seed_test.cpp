@@ -300,7 +300,9 @@ TEST(ManagedConsentSeed,
   const auto desired = prepare_public_consent(seed, "post-auth-target-drift");
   const auto& challenge = *desired.challenge();
   std::optional<DisplacedRoot> displaced;
-  seed.verifiers->hook = [&] { displaced.emplace(seed.skill_root(), "skills-post-auth-displaced"); };
+  seed.verifiers->hook = [&] {
+    displaced.emplace(seed.skill_root(), "skills-post-auth-displaced");
+  };
   CTX_EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)),
                        std::exception, "root changed");
   ASSERT_TRUE(displaced.has_value());
