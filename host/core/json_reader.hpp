@@ -134,7 +134,8 @@ class JsonObjectReader {
   JsonObjectReader(const Json& value, std::string name, JsonErrorRaiser raise = nullptr);
 
   // Requires every key to be listed in `required` or `optional` and every `required` key to be
-  // present. Errors: kUnknown "<name> has unknown field(s): k1, k2", kMissing "<name> is missing k".
+  // present. Errors: kUnknown "<name> has unknown field(s): k1, k2",
+  // kMissing "<name> is missing k".
   const JsonObjectReader& expect(std::initializer_list<std::string_view> required,
                                  std::initializer_list<std::string_view> optional = {}) const;
   // expect(keys) with no optional keys.

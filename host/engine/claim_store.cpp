@@ -43,10 +43,6 @@ core::Json outcome_fields(const ExecutionOutcome& outcome) {
 
 }  // namespace
 
-const char* install_outcome_name(InstallOutcome outcome) noexcept {
-  return outcome == InstallOutcome::kApplied ? "applied" : "failed";
-}
-
 SettlementGuard ExecutionOutcome::settlement_guard() const {
   SettlementGuard guard;
   guard.authority = outcome ? ExecutionAuthority::kInstall : ExecutionAuthority::kActivation;

@@ -130,10 +130,16 @@ struct ActionClaim {
   friend bool operator==(const ActionClaim&, const ActionClaim&) = default;
 };
 
-enum class InstallOutcome : int { kApplied = 1, kFailed = 2 };  // persisted as "applied"/"failed"
+// What an install driver verified; persisted (outcome rows, outcome digests) as its
+// kInstallOutcomeStrings spelling, "applied" / "failed".
+enum class InstallOutcome : int { kApplied = 1, kFailed = 2 };
+inline constexpr core::EnumStrings<InstallOutcome, 2> kInstallOutcomeStrings{
+    "install outcome", {InstallOutcome::kApplied, InstallOutcome::kFailed}, {"applied", "failed"}};
 
-// "applied" / "failed".
-const char* install_outcome_name(InstallOutcome outcome) noexcept;
+// The persisted spelling of `outcome`, from kInstallOutcomeStrings.
+constexpr std::string_view install_outcome_name(InstallOutcome outcome) noexcept {
+  return kInstallOutcomeStrings.to_string(outcome);
+}
 
 // Record what an install driver verified. applied requires observed material (and it must
 // equal expected_result_material_identity_digest when that is given); failed requires none.
@@ -260,5 +266,12 @@ class ClaimStore {
 };
 
 }  // namespace ctx::engine
+
+namespace ctx::core {
+template <>
+struct EnumTraits<engine::InstallOutcome> {
+  static constexpr const auto& kStrings = engine::kInstallOutcomeStrings;
+};
+}  // namespace ctx::core
 
 #endif  // CTX_HOST_ENGINE_CLAIM_STORE_HPP_

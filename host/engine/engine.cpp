@@ -20,7 +20,8 @@ Transition stored_transition(const JournalRecord& record) {
 // Replays one stored record on top of `previous`, demanding a byte-identical transition.
 EngineState replay_record(const EngineState* previous, const JournalRecord& record) {
   if (record.reducer_version != kReducerV3) {
-    throw UnsupportedReducerVersionError("no exact reducer is registered for the requested version");
+    throw UnsupportedReducerVersionError(
+        "no exact reducer is registered for the requested version");
   }
   std::optional<ReplayInput> input;
   try {
@@ -308,7 +309,8 @@ Transition Engine::process_locked(const EngineEvent& ingress,
       }
       preapproved = true;
     } else if (!ports_.interactive_install_decision_guard) {
-      throw CtxEngineError("interactive install decision requires a host-authenticated one-shot guard");
+      throw CtxEngineError(
+          "interactive install decision requires a host-authenticated one-shot guard");
     }
     if (!preapproved) reservation = reservation_of(event, source_digest, install);
   } else if (state && event.event_kind() == EventKind::kInstallConsentExpired) {
@@ -321,9 +323,11 @@ Transition Engine::process_locked(const EngineEvent& ingress,
       throw CtxEngineError("install consent has not expired according to trusted clock");
     }
   } else if (state && is_receipt_kind(event.event_kind())) {
-    const PendingEffect* pending = state->pending_effect(payload.at("action_id").get<std::string>());
+    const PendingEffect* pending =
+        state->pending_effect(payload.at("action_id").get<std::string>());
     const bool install = pending && pending->effect == Effect::kInstall;
-    const bool activation = pending && pending->action.action_kind() == ActionKind::kActivateCapability &&
+    const bool activation = pending &&
+                            pending->action.action_kind() == ActionKind::kActivateCapability &&
                             is_v3_material(pending->action);
     if (pending && (install || activation)) {
       const HostAction& action = pending->action;
@@ -338,8 +342,9 @@ Transition Engine::process_locked(const EngineEvent& ingress,
           throw CtxEngineError("action expiry does not match the exact pending action");
         }
         if (now < at(action.expires_at())) {
-          throw CtxEngineError(install ? "install action has not expired according to trusted clock"
-                                       : "activation action has not expired according to trusted clock");
+          throw CtxEngineError(
+              install ? "install action has not expired according to trusted clock"
+                      : "activation action has not expired according to trusted clock");
         }
         if (claims_) {
           append_guard = SettlementGuard{install ? ExecutionAuthority::kInstall
@@ -348,14 +353,16 @@ Transition Engine::process_locked(const EngineEvent& ingress,
                                          GuardMode::kExpired, std::nullopt};
         }
       } else {
-        const auto authority = install ? ExecutionAuthority::kInstall : ExecutionAuthority::kActivation;
+        const auto authority =
+            install ? ExecutionAuthority::kInstall : ExecutionAuthority::kActivation;
         const auto mode = event.event_kind() == EventKind::kActionApplied ? GuardMode::kApplied
                                                                           : GuardMode::kFailed;
-        const bool ok = supplied && supplied->authority == authority &&
-                        supplied->action_id == action.action_id() &&
-                        supplied->action_content_digest == action.content_digest() &&
-                        supplied->mode == mode && supplied->execution_outcome_digest &&
-                        (install || (mode == GuardMode::kApplied && pending->effect == Effect::kActivate));
+        const bool ok =
+            supplied && supplied->authority == authority &&
+            supplied->action_id == action.action_id() &&
+            supplied->action_content_digest == action.content_digest() && supplied->mode == mode &&
+            supplied->execution_outcome_digest &&
+            (install || (mode == GuardMode::kApplied && pending->effect == Effect::kActivate));
         if (!ok) {
           if (install) {
             throw InstallExecutionOutcomeRequired("install action " + action.action_id() +
@@ -496,7 +503,8 @@ ActionClaim Engine::authorize_install(const HostAction& action, const PlanCapabi
                                       const std::string& expected_catalog_snapshot_digest,
                                       const std::string& expected_policy_digest,
                                       const InstallExecutionBinding& binding) {
-  static constexpr const char* kRefusal = "install action is not the exact pending journal authority";
+  static constexpr const char* kRefusal =
+      "install action is not the exact pending journal authority";
   std::lock_guard lock(mutex_);
   const auto snap = snapshot_locked(action.scope().stream_id());
   const PendingEffect& pending = exact_pending(snap, action, kRefusal);
@@ -537,11 +545,14 @@ ActionClaim Engine::authorize_install(const HostAction& action, const PlanCapabi
 ActionClaim Engine::authorize_activation(const HostAction& action,
                                          const InstallExecutionBinding& binding,
                                          const std::string& expected_host_descriptor_digest) {
-  static constexpr const char* kRefusal = "activation action is not exact pending journal authority";
+  static constexpr const char* kRefusal =
+      "activation action is not exact pending journal authority";
   std::lock_guard lock(mutex_);
   const auto snap = snapshot_locked(action.scope().stream_id());
   const PendingEffect& pending = exact_pending(snap, action, kRefusal);
-  if (pending.effect != Effect::kActivate || !is_v3_material(action)) throw CtxEngineError(kRefusal);
+  if (pending.effect != Effect::kActivate || !is_v3_material(action)) {
+    throw CtxEngineError(kRefusal);
+  }
   const CapabilityStateV3* capability = snap.state->capability(action.entity_id().value_or(""));
   if (!capability || !capability->installed() || capability->active() ||
       snap.state->host_descriptor_digest() != expected_host_descriptor_digest) {

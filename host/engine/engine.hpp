@@ -98,7 +98,8 @@ using InteractiveInstallDecisionGuard =
 // transition; `assert_current` re-checks, immediately before the commit, that it still is the
 // current policy (throwing when it is not).
 struct PreapprovedInstallPolicyGuard {
-  std::function<std::optional<InstallConsentPolicy>(const std::string& policy_snapshot_digest)> hold;
+  std::function<std::optional<InstallConsentPolicy>(const std::string& policy_snapshot_digest)>
+      hold;
   std::function<void()> assert_current;
 };
 
@@ -170,11 +171,10 @@ class Engine {
 
   // Records the verified outcome of a claimed action (for executors) and returns the guard that
   // settles it through process_*_receipt. Errors: the ClaimStore outcome errors.
-  SettlementGuard record_install_outcome(const HostAction& action,
-                                         const InstallExecutionBinding& execution_binding,
-                                         InstallOutcome outcome,
-                                         std::optional<std::string> observed_material_identity_digest,
-                                         const std::string& verification_digest);
+  SettlementGuard record_install_outcome(
+      const HostAction& action, const InstallExecutionBinding& execution_binding,
+      InstallOutcome outcome, std::optional<std::string> observed_material_identity_digest,
+      const std::string& verification_digest);
   SettlementGuard record_activation_outcome(const HostAction& action,
                                             const InstallExecutionBinding& execution_binding,
                                             const std::string& observed_material_identity_digest,

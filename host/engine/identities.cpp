@@ -174,7 +174,7 @@ void MaterialDescriptor::validate() const {
 }
 
 MaterialDescriptor MaterialDescriptor::create(std::string capability_id, CapabilityKind kind,
-                                              std::string_view actionability,
+                                              Actionability actionability,
                                               std::optional<std::string> content_sha256,
                                               std::int64_t content_bytes,
                                               std::int64_t estimated_tokens,
@@ -183,11 +183,10 @@ MaterialDescriptor MaterialDescriptor::create(std::string capability_id, Capabil
   MaterialDescriptor out;
   out.capability_id_ = std::move(capability_id);
   out.kind_ = kind;
-  const auto typed = find_enum<Actionability>(actionability);
-  if (!typed || *typed == Actionability::kInstall) {
+  if (actionability == Actionability::kInstall) {
     throw InvalidIdentityError("descriptor actionability is unsupported");
   }
-  out.actionability_ = *typed;
+  out.actionability_ = actionability;
   out.content_sha256_ = std::move(content_sha256);
   out.content_bytes_ = content_bytes;
   out.estimated_tokens_ = estimated_tokens;
@@ -215,8 +214,11 @@ MaterialDescriptor MaterialDescriptor::from_json(const Json& value) {
   if (!r.at("content_sha256").is_null()) content = r.string("content_sha256", kDigest);
   std::optional<std::string> identity;
   if (v2) identity = r.string("material_identity_digest", kDigest);
-  auto out = create(r.string("capability_id"), r.enumerated<CapabilityKind>("kind"),
-                    r.string("actionability"),
+  // The stored spelling is parsed here, at the boundary: an unknown one (or "install", which
+  // no material descriptor holds) is the same typed error create() gives.
+  const auto actionability = find_enum<Actionability>(r.string("actionability"));
+  if (!actionability) throw InvalidIdentityError("descriptor actionability is unsupported");
+  auto out = create(r.string("capability_id"), r.enumerated<CapabilityKind>("kind"), *actionability,
                     std::move(content), r.integer("content_bytes", 0, kMaxPreparedContentBytes),
                     r.integer("estimated_tokens", 0, kMaxPreparedContentTokens),
                     r.string("material_snapshot_digest", kDigest), std::move(identity));
@@ -273,7 +275,8 @@ InstalledMaterialLineage InstalledMaterialLineage::from_json(const Json& value) 
            "material_identity_digest", "origin_install_descriptor_digest", "schema"});
   r.literal("schema", kInstalledLineageSchema, "installed material lineage schema");
   auto out = create(r.string("capability_id"), r.enumerated<CapabilityKind>("kind"),
-                    r.string("catalog_identity_digest", kDigest), r.string("material_identity_digest", kDigest),
+                    r.string("catalog_identity_digest", kDigest),
+                    r.string("material_identity_digest", kDigest),
                     r.string("origin_install_descriptor_digest", kDigest),
                     r.string("install_action_content_digest", kDigest),
                     r.string("install_receipt_content_digest", kDigest));
@@ -516,7 +519,8 @@ InstallExecutionBinding InstallExecutionBinding::from_json(const Json& value) {
            "target_identity_digest"});
   r.literal("schema", kExecutionBindingSchema, "install execution binding schema");
   auto out = create(r.string("driver_id", kCanonicalToken), r.string("driver_digest", kDigest),
-                    r.string("host_identity_digest", kDigest), r.string("target_identity_digest", kDigest));
+                    r.string("host_identity_digest", kDigest),
+                    r.string("target_identity_digest", kDigest));
   require_match(r.string("binding_digest", kDigest), out.binding_digest_,
                 "binding_digest does not match execution binding fields");
   return out;

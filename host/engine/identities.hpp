@@ -80,9 +80,10 @@ class MaterialIdentity {
 // material identity digest (load only).
 class MaterialDescriptor {
  public:
-  // actionability: "load" (content_sha256 required) or "manual" (content_sha256 absent).
+  // actionability: kLoad (content_sha256 required) or kManual (content_sha256 absent); kInstall
+  // → InvalidIdentityError ("descriptor actionability is unsupported").
   static MaterialDescriptor create(std::string capability_id, CapabilityKind kind,
-                                   std::string_view actionability,
+                                   Actionability actionability,
                                    std::optional<std::string> content_sha256,
                                    std::int64_t content_bytes, std::int64_t estimated_tokens,
                                    std::string provenance_digest,

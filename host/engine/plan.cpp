@@ -73,7 +73,8 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
   }
   out.source_digest_ = r.string("catalog_entry_digest", kDigest);
   out.score_ppm_ = r.integer("normalized_score_ppm", 0, 1'000'000);
-  out.signals_ = sorted_tokens(r.at("matching_signals"), "matching_signals", 0, kMaxMatchingSignals);
+  out.signals_ =
+      sorted_tokens(r.at("matching_signals"), "matching_signals", 0, kMaxMatchingSignals);
   out.reasons_ = sorted_tokens(r.at("reason_codes"), "reason_codes", 1, kMaxReasonCodes);
   const auto actionability = find_enum<Actionability>(r.string("actionability"));
   if (!actionability) invalid("schema-v3 plan actionability is not presentable");
@@ -85,8 +86,9 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
       install != out.install_plan_digest_.has_value()) {
     invalid("install digests are required for install rows and forbidden otherwise");
   }
-  out.catalog_ = typed([&] { return CatalogCapabilityIdentity::from_json(r.at("catalog_identity")); },
-                       "catalog_identity");
+  out.catalog_ =
+      typed([&] { return CatalogCapabilityIdentity::from_json(r.at("catalog_identity")); },
+            "catalog_identity");
   if (out.catalog_->capability_id() != out.capability_id_ || out.catalog_->kind() != out.kind_) {
     invalid("schema-v3 catalog identity does not match the plan row");
   }
@@ -119,7 +121,8 @@ PlanCapabilityV3 PlanCapabilityV3::from_json(const Json& value) {
       invalid("schema-v3 load authority does not match the plan row");
     }
   } else if (install) {
-    Reader(authority, "schema-v3 install authority", kRaise).exact({"descriptor", "result_material", "type"});
+    Reader(authority, "schema-v3 install authority", kRaise)
+        .exact({"descriptor", "result_material", "type"});
     out.descriptor_ = typed(
         [&] { return InstallPlanDescriptor::from_json(authority.at("descriptor")); },
         "install descriptor");

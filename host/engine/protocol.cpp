@@ -154,7 +154,9 @@ Capability check_capability_binding(const Json& id, const Json& kind, const std:
 
 // catalog_identity + capability_kind; returns the capability.
 Capability check_catalog(const Json& payload, const std::string& name) {
-  if (!payload.at("catalog_identity").is_object()) fail(name + " catalog_identity must be a JSON object");
+  if (!payload.at("catalog_identity").is_object()) {
+    fail(name + " catalog_identity must be a JSON object");
+  }
   const auto catalog = typed<CatalogCapabilityIdentity>(
       [&] { return CatalogCapabilityIdentity::from_json(payload.at("catalog_identity")); },
       name + " catalog_identity");
@@ -539,7 +541,9 @@ void check_consent_expired(const Json& payload) {
 
 }  // namespace
 
-bool is_event_kind(std::string_view kind) noexcept { return find_enum<EventKind>(kind).has_value(); }
+bool is_event_kind(std::string_view kind) noexcept {
+  return find_enum<EventKind>(kind).has_value();
+}
 bool is_action_kind(std::string_view kind) noexcept {
   return find_enum<ActionKind>(kind).has_value();
 }

@@ -243,7 +243,9 @@ class Builder {
   // RequestConsent (precondition R+1) and the pre-computed InstallCapability (R+2).
   std::pair<HostAction, HostAction> install_consent(const CapabilityStateV3& c,
                                                     const std::string& policy) const {
-    if (!c.selection.is_install()) invalid("schema-v3 install consent requires exact install authority");
+    if (!c.selection.is_install()) {
+      invalid("schema-v3 install consent requires exact install authority");
+    }
     if (!is_digest(policy)) invalid("policy_snapshot_digest must be a lowercase SHA-256 digest");
     const auto consent_id = reducer_consent_id(event_.content_digest(), c.capability_id());
     const Json typed = install_payload_v3(c, policy);
@@ -308,8 +310,9 @@ Out reconcile(W& w, const Builder& b) {
     for (const auto& c : w.capabilities) {
       if (c.active() && !contains(w.blocked_deactivation_ids, c.capability_id()) &&
           !pending_for(w, c.capability_id(), {Effect::kDeactivate, Effect::kPrepare})) {
-        auto action = b.material(ActionKind::kDeactivateCapability, c, 0,
-                                 c.activation_lease_id.value_or("session-end:" + c.capability_id()));
+        auto action =
+            b.material(ActionKind::kDeactivateCapability, c, 0,
+                       c.activation_lease_id.value_or("session-end:" + c.capability_id()));
         with_pending(w, action, Effect::kDeactivate);
         out.actions.push_back(std::move(action));
         return out;
@@ -341,7 +344,9 @@ Out reconcile(W& w, const Builder& b) {
 
   for (const auto& id : w.rollback_requested_capability_ids) {
     const auto* c = find_cap(w, id);
-    if (!c || c->active() || pending_for(w, id, {Effect::kActivate, Effect::kRollbackActivate})) continue;
+    if (!c || c->active() || pending_for(w, id, {Effect::kActivate, Effect::kRollbackActivate})) {
+      continue;
+    }
     auto action = b.material(ActionKind::kActivateCapability, *c, 0, "rollback:" + id);
     with_pending(w, action, Effect::kRollbackActivate);
     out.actions.push_back(std::move(action));
@@ -392,7 +397,9 @@ Out reconcile(W& w, const Builder& b) {
   for (std::size_t i = 0; i < inactive_desired.size() && i < capacity; ++i) {
     std::set<std::string> assigned;
     for (const auto& p : w.pending_effects) {
-      if (p.effect == Effect::kActivate && p.rollback_capability_id) assigned.insert(*p.rollback_capability_id);
+      if (p.effect == Effect::kActivate && p.rollback_capability_id) {
+        assigned.insert(*p.rollback_capability_id);
+      }
     }
     std::optional<std::string> rollback;
     for (const auto& candidate : w.capabilities) {
@@ -403,8 +410,9 @@ Out reconcile(W& w, const Builder& b) {
       }
     }
     const auto* c = find_cap(w, inactive_desired[i]);
-    auto action = b.material(ActionKind::kActivateCapability, *c, static_cast<std::int64_t>(out.actions.size()),
-                             c->leases.front().lease_id);
+    auto action =
+        b.material(ActionKind::kActivateCapability, *c,
+                   static_cast<std::int64_t>(out.actions.size()), c->leases.front().lease_id);
     with_pending(w, action, Effect::kActivate, rollback);
     out.actions.push_back(std::move(action));
   }
@@ -421,7 +429,9 @@ Out reconcile(W& w, const Builder& b) {
 void update_desired(W& w, const EngineEvent& event) {
   const auto& plan = w.committed_plan;
   if (!plan) invalid("v3 reassessment requires a committed capability plan");
-  if (plan->status() != PlanStatus::kReady) invalid("v3 reassessment requires a ready committed capability plan");
+  if (plan->status() != PlanStatus::kReady) {
+    invalid("v3 reassessment requires a ready committed capability plan");
+  }
   if (event.correlation_id() != plan->plan_id()) {
     invalid("reassessment plan_id does not match the committed plan");
   }
@@ -467,7 +477,9 @@ void update_desired(W& w, const EngineEvent& event) {
         {"kind", row->kind()},
         {"lease_id", lease},
         {"source_digest", row->source_digest()}};
-    if (item != expected) invalid("desired capability '" + id + "' does not match committed identity");
+    if (item != expected) {
+      invalid("desired capability '" + id + "' does not match committed identity");
+    }
     desired.emplace_back(row, lease);
   }
   std::set<std::string> explicit_ids;
@@ -493,8 +505,9 @@ void update_desired(W& w, const EngineEvent& event) {
   }
   for (auto& c : w.capabilities) {
     auto& l = c.leases;
-    l.erase(std::remove_if(l.begin(), l.end(), [&](const LeaseRef& x) { return x.owner_id == owner; }),
-            l.end());
+    l.erase(
+        std::remove_if(l.begin(), l.end(), [&](const LeaseRef& x) { return x.owner_id == owner; }),
+        l.end());
   }
   for (const auto& [row, lease_id] : desired) {
     if (row->is_manual()) continue;
@@ -531,7 +544,8 @@ void update_desired(W& w, const EngineEvent& event) {
 
 // ---- plan commit (§3.4) ---------------------------------------------------------------------
 
-std::optional<CapabilityStateV3> promote_install_to_load(const W& w, const CapabilityStateV3& current,
+std::optional<CapabilityStateV3> promote_install_to_load(const W& w,
+                                                         const CapabilityStateV3& current,
                                                          const PlanCapabilityV3& row,
                                                          const CommittedPlanV3& plan) {
   // Only an exact, receipt-proven install → load lineage promotion keeps runtime state (§3.9).
@@ -555,7 +569,8 @@ std::optional<CapabilityStateV3> promote_install_to_load(const W& w, const Capab
     if (p.install_action.entity_id() == current.capability_id()) return std::nullopt;
   }
   if (lineage->capability_id() != current.capability_id() || lineage->kind() != current.kind() ||
-      lineage->catalog_identity_digest() != current.selection.catalog_identity().identity_digest() ||
+      lineage->catalog_identity_digest() !=
+          current.selection.catalog_identity().identity_digest() ||
       lineage->material_identity_digest() != current.material_identity.identity_digest() ||
       lineage->origin_install_descriptor_digest() !=
           current.selection.install_descriptor()->descriptor_digest()) {
@@ -674,7 +689,9 @@ PendingEffect receipt_pending(const W& w, const EngineEvent& event) {
   }
   if (!found) invalid("receipt references unknown or completed action '" + action_id + "'");
   const HostAction& action = found->action;
-  if (!(event.scope() == action.scope())) invalid("receipt scope does not match pending action scope");
+  if (!(event.scope() == action.scope())) {
+    invalid("receipt scope does not match pending action scope");
+  }
   if (!payload.at("action_kind").is_string() ||
       find_enum<ActionKind>(payload.at("action_kind").get_ref<const std::string&>()) !=
           action.action_kind()) {
@@ -688,7 +705,8 @@ PendingEffect receipt_pending(const W& w, const EngineEvent& event) {
   }
   if (event.event_kind() != EventKind::kActionApplied) return *found;
   const Json& verification = payload.at("verification");
-  if (verification.value("host_state", Json()) != action.verification().value("expected_state", Json())) {
+  if (verification.value("host_state", Json()) !=
+      action.verification().value("expected_state", Json())) {
     invalid("receipt verification contradicts the requested physical state");
   }
   Json expected;
@@ -728,7 +746,9 @@ void apply_receipt(W& w, const PendingEffect& pending, const EngineEvent& event)
   auto* c = find_cap(w, id);
   if (!c) invalid("schema-v3 receipt references missing runtime capability");
   if (pending.effect == Effect::kInstall) {
-    if (!c->selection.is_install()) invalid("schema-v3 install receipt lacks committed install authority");
+    if (!c->selection.is_install()) {
+      invalid("schema-v3 install receipt lacks committed install authority");
+    }
     const auto lineage = InstalledMaterialLineage::create(
         c->capability_id(), c->kind(), c->selection.catalog_identity().identity_digest(),
         c->material_identity.identity_digest(),
@@ -749,7 +769,9 @@ void apply_receipt(W& w, const PendingEffect& pending, const EngineEvent& event)
         replace_or_prune(w, cleared);
       }
     }
-    if (pending.effect == Effect::kRollbackActivate) erase_value(w.rollback_requested_capability_ids, id);
+    if (pending.effect == Effect::kRollbackActivate) {
+      erase_value(w.rollback_requested_capability_ids, id);
+    }
     return;
   }
   if (pending.effect == Effect::kDeactivate) {
@@ -809,9 +831,13 @@ Out handle_decision(W& w, const Builder& b) {
   const std::string consent_id = text(payload, "consent_id", "consent_id");
   const auto it = std::find_if(w.pending_consents.begin(), w.pending_consents.end(),
                                [&](const PendingConsent& p) { return p.consent_id == consent_id; });
-  if (it == w.pending_consents.end()) invalid("UserDecision references unknown or completed consent");
+  if (it == w.pending_consents.end()) {
+    invalid("UserDecision references unknown or completed consent");
+  }
   const HostAction install = it->install_action;
-  if (!(event.scope() == install.scope())) invalid("UserDecision scope does not match pending consent");
+  if (!(event.scope() == install.scope())) {
+    invalid("UserDecision scope does not match pending consent");
+  }
   if (payload.at("requested_action_id") != install.action_id() ||
       !same_action_kind(payload.at("requested_action_kind"), install) ||
       payload.at("requested_action_content_digest") != install.content_digest() ||
@@ -831,9 +857,10 @@ Out handle_decision(W& w, const Builder& b) {
     insert_sorted(w.blocked_install_descriptor_digests,
                   install.payload().at("install_plan_descriptor").at("descriptor_digest"));
     Out out = reconcile(w, b);
-    out.diagnostics.insert(out.diagnostics.begin(),
-                           Json{{"capability_id", *install.entity_id()},
-                                {"code", expired ? "install_consent_expired" : "install_consent_denied"}});
+    out.diagnostics.insert(
+        out.diagnostics.begin(),
+        Json{{"capability_id", *install.entity_id()},
+             {"code", expired ? "install_consent_expired" : "install_consent_denied"}});
     return out;
   }
   with_pending(w, install, Effect::kInstall);
@@ -884,11 +911,12 @@ Out prepare_exposure(W& w, const Builder& b) {
     const bool pending = std::any_of(
         w.pending_effects.begin(), w.pending_effects.end(),
         [&](const PendingEffect& p) { return p.action.entity_id() == c.capability_id(); });
-    if (!c.active() || !leased || evidence_for(w, exposure, c.capability_id()).exposure != Exposure::kUnexposed ||
-        pending) {
+    if (!c.active() || !leased ||
+        evidence_for(w, exposure, c.capability_id()).exposure != Exposure::kUnexposed || pending) {
       continue;
     }
-    auto action = b.material(ActionKind::kPrepareExposure, c, static_cast<std::int64_t>(out.actions.size()),
+    auto action = b.material(
+        ActionKind::kPrepareExposure, c, static_cast<std::int64_t>(out.actions.size()),
         c.activation_lease_id.value_or("exposure:" + exposure + ":" + c.capability_id()));
     with_pending(w, action, Effect::kPrepare);
     out.actions.push_back(std::move(action));
@@ -945,7 +973,8 @@ Out retry_terminal_cleanup(W& w, const Builder& b) {
   }
   std::vector<std::string> values;
   std::size_t index = 0;
-  for (const auto& item : array_of(payload, "retry_failed_deactivations", "retry_failed_deactivations")) {
+  for (const auto& item :
+       array_of(payload, "retry_failed_deactivations", "retry_failed_deactivations")) {
     const std::string at = "retry_failed_deactivations[" + std::to_string(index++) + "]";
     if (!item.is_string() || !is_trimmed_string(item.get_ref<const std::string&>())) {
       invalid(at + " must be a non-empty trimmed string");
@@ -967,12 +996,15 @@ Out retry_terminal_cleanup(W& w, const Builder& b) {
     erase_value(w.terminal_cleanup_notified_ids, id);
   }
   Out out = reconcile(w, b);
-  out.diagnostics.push_back({{"capability_ids", values}, {"code", "terminal_cleanup_retry_requested"}});
+  out.diagnostics.push_back(
+      {{"capability_ids", values}, {"code", "terminal_cleanup_retry_requested"}});
   return out;
 }
 
 Out refresh_stale_consent(W& w, const Builder& b, bool had_consent, Out out) {
-  if (!had_consent || w.session_status == SessionStatus::kEnded || !w.pending_consents.empty()) return out;
+  if (!had_consent || w.session_status == SessionStatus::kEnded || !w.pending_consents.empty()) {
+    return out;
+  }
   Out more = reconcile(w, b);
   out.actions.insert(out.actions.end(), more.actions.begin(), more.actions.end());
   out.diagnostics.insert(out.diagnostics.end(), more.diagnostics.begin(), more.diagnostics.end());
@@ -1000,7 +1032,8 @@ Out handle_event(W& w, const Builder& b) {
     } else if (kind == EventKind::kActionExpired &&
                (pending.effect == Effect::kInstall ||
                 (pending.effect == Effect::kActivate &&
-                 pending.action.payload().value("schema", Json()) == kMaterialActionPayloadSchemaV3))) {
+                 pending.action.payload().value("schema", Json()) ==
+                     kMaterialActionPayloadSchemaV3))) {
       remove_pending(w, pending.action.action_id());
       if (pending.effect == Effect::kActivate && pending.rollback_capability_id &&
           w.session_status != SessionStatus::kEnded) {
@@ -1010,7 +1043,9 @@ Out handle_event(W& w, const Builder& b) {
     } else {
       fail_receipt(w, pending);
     }
-    if (pending.effect == Effect::kPromptContext) return refresh_stale_consent(w, b, had_consent, {});
+    if (pending.effect == Effect::kPromptContext) {
+      return refresh_stale_consent(w, b, had_consent, {});
+    }
     return reconcile(w, b);
   }
   if (kind == EventKind::kProviderSubmissionObserved) {
@@ -1019,11 +1054,15 @@ Out handle_event(W& w, const Builder& b) {
   if (kind == EventKind::kToolCallObserved) {
     return refresh_stale_consent(w, b, had_consent, observe_invocation(w, event));
   }
-  if (kind == EventKind::kTurnStarting) return refresh_stale_consent(w, b, had_consent, prepare_exposure(w, b));
+  if (kind == EventKind::kTurnStarting) {
+    return refresh_stale_consent(w, b, had_consent, prepare_exposure(w, b));
+  }
   if (kind == EventKind::kSessionEnded) {
     std::set<std::string> retained;
     for (const auto& p : w.pending_effects) {
-      if (p.effect == Effect::kActivate && p.rollback_capability_id) retained.insert(*p.rollback_capability_id);
+      if (p.effect == Effect::kActivate && p.rollback_capability_id) {
+        retained.insert(*p.rollback_capability_id);
+      }
     }
     for (auto& c : w.capabilities) {
       c.leases.clear();
@@ -1074,8 +1113,9 @@ Reduction reduce_v3(const EngineState* state, const ReducerEvent& input) {
     if (event.expected_revision() != 0) throw RevisionConflictError(0, event.expected_revision());
     if (!event.host_descriptor_digest()) invalid("SessionStarted requires host_descriptor_digest");
     const Json level = event.payload().value("host_level", Json("query-only"));
-    const auto host_level =
-        level.is_string() ? find_enum<HostLevel>(level.get_ref<const std::string&>()) : std::nullopt;
+    const auto host_level = level.is_string()
+                                ? find_enum<HostLevel>(level.get_ref<const std::string&>())
+                                : std::nullopt;
     if (!host_level) invalid("unknown host_level " + level.dump());
     if (!is_digest(*event.host_descriptor_digest())) {
       invalid("host_descriptor_digest must be a lowercase SHA-256 digest");
@@ -1085,7 +1125,8 @@ Reduction reduce_v3(const EngineState* state, const ReducerEvent& input) {
           .scope = event.scope(),
           .host_level = *host_level,
           .host_descriptor_digest = *event.host_descriptor_digest()});
-    return Reduction{std::move(next), Transition::create(event.event_id(), event.scope(), 0, 1, {}, {})};
+    return Reduction{std::move(next),
+                     Transition::create(event.event_id(), event.scope(), 0, 1, {}, {})};
   }
 
   if (event.expected_revision() != state->revision()) {

@@ -61,11 +61,15 @@ void opaque_values(const Json& value) {
 }
 
 void require_token(const std::optional<std::string>& value, const char* field) {
-  if (value && !is_opaque_token(*value)) privacy(std::string(field) + " must be an opaque safe token");
+  if (value && !is_opaque_token(*value)) {
+    privacy(std::string(field) + " must be an opaque safe token");
+  }
 }
 
 void require_digest(const std::optional<std::string>& value, const char* field) {
-  if (value && !is_digest(*value)) invalid(std::string(field) + " must be a lowercase SHA-256 digest");
+  if (value && !is_digest(*value)) {
+    invalid(std::string(field) + " must be a lowercase SHA-256 digest");
+  }
 }
 
 bool sorted_unique_tokens(const Json& value, std::size_t max) {
@@ -95,14 +99,16 @@ void approve_observation(const StructuredSurrogate& s) {
     const Reader r(v, "current-work observation surrogate", kRaise);
     r.exact({"active_capability_ids", "baseline_capability_ids", "languages",
              "rejected_capability_ids", "requested_limit", "signals"});
-    if (!sorted_unique_tokens(v.at("signals"), 32) || !sorted_unique_tokens(v.at("languages"), 10) ||
+    if (!sorted_unique_tokens(v.at("signals"), 32) ||
+        !sorted_unique_tokens(v.at("languages"), 10) ||
         !sorted_unique_tokens(v.at("baseline_capability_ids"), 100) ||
         !sorted_unique_tokens(v.at("rejected_capability_ids"), 100) ||
         !sorted_unique_tokens(v.at("active_capability_ids"), 5)) {
       invalid("current-work observation lists must be sorted unique lower-case tokens");
     }
     const Json& limit = v.at("requested_limit");
-    if (!limit.is_number_integer() || (!limit.is_number_unsigned() && limit.get<std::int64_t>() < 0) ||
+    if (!limit.is_number_integer() ||
+        (!limit.is_number_unsigned() && limit.get<std::int64_t>() < 0) ||
         (limit.is_number_unsigned() && limit.get<std::uint64_t>() > 5)) {
       invalid("current-work requested_limit must be between 0 and 5");
     }
@@ -140,7 +146,9 @@ StructuredSurrogate StructuredSurrogate::create(std::string schema_id, std::int6
   out.schema_version_ = version;
   out.value_ = std::move(value);
   out.value_text_ = core::canonical_json(out.value_);
-  if (out.value_text_.size() > kMaxSurrogateBytes) invalid("surrogate value exceeds its size bound");
+  if (out.value_text_.size() > kMaxSurrogateBytes) {
+    invalid("surrogate value exceeds its size bound");
+  }
   out.value_digest_ = core::sha256_hex(out.value_text_);
   return out;
 }

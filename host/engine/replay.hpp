@@ -106,8 +106,8 @@ struct ReplayInput {
 // Resolves the observation (normaliser) and, for planning kinds, the decision (planner).
 // Errors: a busy store (StoreBusy, retryable) thrown by a port passes through unchanged; any
 // other port failure is ReplayValidationError "typed observation
-// normalization failed" / "typed decision planning failed", UnsupportedReplayEvent "event requires a typed observation normalizer",
-// ReplayPrivacyError for unapproved surrogates.
+// normalization failed" / "typed decision planning failed", UnsupportedReplayEvent "event requires
+// a typed observation normalizer", ReplayPrivacyError for unapproved surrogates.
 ReplayInput prepare_replay_input(const PreflightedEvent& preflighted, const EngineState* state,
                                  const ObservationNormalizer* normalizer,
                                  const DecisionPlanner* planner);

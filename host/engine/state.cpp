@@ -162,7 +162,8 @@ void CapabilityStateV3::validate() const {
       if (active()) invalid("absent install selection must be inactive");
       return;
     }
-    if (!current_authorized_material || current_authorized_material->origin() != MaterialOrigin::kInstalled) {
+    if (!current_authorized_material ||
+        current_authorized_material->origin() != MaterialOrigin::kInstalled) {
       invalid("promoted install requires installed current_authorized_material");
     }
     const auto& lineage = current_authorized_material->installed_material_lineage();
@@ -236,10 +237,10 @@ Json PendingEffect::to_json() const {
 PendingEffect PendingEffect::from_json(const Json& value) {
   Reader r(value, "pending effect", kRaise);
   r.exact({"action", "effect", "rollback_capability_id"});
-  return PendingEffect{action_from(r.at("action"), "pending effect"), r.enumerated<Effect>("effect"),
-                       r.at("rollback_capability_id").is_null()
-                           ? std::nullopt
-                           : std::optional(r.string("rollback_capability_id"))};
+  return PendingEffect{
+      action_from(r.at("action"), "pending effect"), r.enumerated<Effect>("effect"),
+      r.at("rollback_capability_id").is_null() ? std::nullopt
+                                               : std::optional(r.string("rollback_capability_id"))};
 }
 
 Json PendingConsent::to_json() const {
@@ -340,7 +341,9 @@ void validate(const EngineState::Fields& f) {
     }
     caps[c.capability_id()] = &c;
     for (const auto& lease : c.leases) {
-      if (!lease_ids.insert(lease.lease_id).second) invalid("duplicate lease ID across capabilities");
+      if (!lease_ids.insert(lease.lease_id).second) {
+        invalid("duplicate lease ID across capabilities");
+      }
     }
     if (c.active()) ++active;
   }
@@ -361,7 +364,9 @@ void validate(const EngineState::Fields& f) {
   }
   std::set<std::string> action_ids, entities, consent_ids, consent_entities;
   for (const auto& p : f.pending_effects) {
-    if (p.action.action_kind() != effect_kind(p.effect)) invalid("pending effect does not match its action kind");
+    if (p.action.action_kind() != effect_kind(p.effect)) {
+      invalid("pending effect does not match its action kind");
+    }
     if (p.rollback_capability_id && p.effect != Effect::kActivate) {
       invalid("only a pending activation may name a rollback capability");
     }
@@ -377,7 +382,9 @@ void validate(const EngineState::Fields& f) {
         c.install_action.consent_id() != c.consent_id) {
       invalid("pending consent must hold the InstallCapability bound to its consent_id");
     }
-    if (!consent_ids.insert(c.consent_id).second) invalid("duplicate pending consent ID in projection");
+    if (!consent_ids.insert(c.consent_id).second) {
+      invalid("duplicate pending consent ID in projection");
+    }
     if (action_ids.count(c.install_action.action_id())) {
       invalid("install action cannot await consent and receipt simultaneously");
     }
@@ -392,7 +399,8 @@ void validate(const EngineState::Fields& f) {
   validate_id_list(f.last_manual_bundle, "last_manual_bundle", false);
   validate_id_list(f.blocked_capability_ids, "blocked_capability_ids", false);
   validate_id_list(f.blocked_deactivation_ids, "blocked_deactivation_ids", false);
-  validate_id_list(f.blocked_install_descriptor_digests, "blocked_install_descriptor_digests", true);
+  validate_id_list(f.blocked_install_descriptor_digests, "blocked_install_descriptor_digests",
+                   true);
   validate_id_list(f.rollback_requested_capability_ids, "rollback_requested_capability_ids", false);
   validate_id_list(f.terminal_cleanup_notified_ids, "terminal_cleanup_notified_ids", false);
   if (f.last_manual_bundle.size() > kMaxSelectedCapabilities) {
@@ -415,7 +423,9 @@ void validate(const EngineState::Fields& f) {
         invalid("schema-v3 capability plan identity does not match committed plan");
       }
     } else if (plan) {
-      if (c->plan_id == plan->plan_id()) invalid("omitted runtime cannot mint current-plan authority");
+      if (c->plan_id == plan->plan_id()) {
+        invalid("omitted runtime cannot mint current-plan authority");
+      }
       if ((plan->status() == PlanStatus::kReady || plan->status() == PlanStatus::kAbstained) &&
           c->desired()) {
         invalid("unselected runtime capability cannot retain current leases");
@@ -436,7 +446,9 @@ void validate(const EngineState::Fields& f) {
     if (a.precondition_revision() > f.revision) {
       invalid("persisted pending action exceeds state revision");
     }
-    if (!a.scope().same_session(f.scope)) invalid("pending action scope belongs to another session");
+    if (!a.scope().same_session(f.scope)) {
+      invalid("pending action scope belongs to another session");
+    }
     if (p.effect == Effect::kPromptContext) continue;
     const auto it = caps.find(a.entity_id().value_or(""));
     if (it == caps.end()) invalid("pending action references unknown capability");
@@ -454,9 +466,14 @@ void validate(const EngineState::Fields& f) {
       if (a.payload() != material_payload_v3(c)) {
         invalid("pending action authorized material does not match runtime capability");
       }
-      const bool activating = p.effect == Effect::kActivate || p.effect == Effect::kRollbackActivate;
-      if (activating && c.active()) invalid("pending activation targets an already active capability");
-      if (!activating && !c.active()) invalid("pending " + std::string(to_string(p.effect)) + " targets an inactive capability");
+      const bool activating =
+          p.effect == Effect::kActivate || p.effect == Effect::kRollbackActivate;
+      if (activating && c.active()) {
+        invalid("pending activation targets an already active capability");
+      }
+      if (!activating && !c.active()) {
+        invalid("pending " + std::string(to_string(p.effect)) + " targets an inactive capability");
+      }
       if (p.effect == Effect::kActivate) {
         const auto lease = std::find_if(c.leases.begin(), c.leases.end(), [&](const LeaseRef& l) {
           return std::optional(l.lease_id) == a.lease_id();
@@ -512,7 +529,9 @@ void validate(const EngineState::Fields& f) {
   }
   std::set<std::string> descriptors;
   for (const auto& [id, c] : caps) {
-    if (c->selection.is_install()) descriptors.insert(c->selection.install_descriptor()->descriptor_digest());
+    if (c->selection.is_install()) {
+      descriptors.insert(c->selection.install_descriptor()->descriptor_digest());
+    }
   }
   if (plan) {
     for (const auto& row : plan->capabilities()) {
@@ -520,7 +539,9 @@ void validate(const EngineState::Fields& f) {
     }
   }
   for (const auto& d : f.blocked_install_descriptor_digests) {
-    if (!descriptors.count(d)) invalid("blocked install descriptor lacks retained or current authority");
+    if (!descriptors.count(d)) {
+      invalid("blocked install descriptor lacks retained or current authority");
+    }
   }
   for (const auto& id : f.terminal_cleanup_notified_ids) {
     if (!contains(f.blocked_deactivation_ids, id)) {
@@ -592,15 +613,16 @@ EngineState EngineState::from_json(const Json& value) {
       invalid("engine state contains an invalid scope");
     }
   }();
-  Fields f{.revision = r.integer("revision", 1, std::numeric_limits<std::int64_t>::max()),
-           .scope = std::move(scope),
-           .host_level = r.enumerated<HostLevel>("host_level"),
-           .host_descriptor_digest = r.string("host_descriptor_digest"),
-           .session_status = r.enumerated<SessionStatus>("session_status"),
-           .capabilities = object_list<CapabilityStateV3>(r.at("capabilities"), "capabilities"),
-           .pending_effects = object_list<PendingEffect>(r.at("pending_effects"), "pending_effects"),
-           .pending_consents =
-               object_list<PendingConsent>(r.at("pending_consents"), "pending_consents")};
+  Fields f{
+      .revision = r.integer("revision", 1, std::numeric_limits<std::int64_t>::max()),
+      .scope = std::move(scope),
+      .host_level = r.enumerated<HostLevel>("host_level"),
+      .host_descriptor_digest = r.string("host_descriptor_digest"),
+      .session_status = r.enumerated<SessionStatus>("session_status"),
+      .capabilities = object_list<CapabilityStateV3>(r.at("capabilities"), "capabilities"),
+      .pending_effects = object_list<PendingEffect>(r.at("pending_effects"), "pending_effects"),
+      .pending_consents =
+          object_list<PendingConsent>(r.at("pending_consents"), "pending_consents")};
   if (!r.at("committed_plan").is_null()) {
     f.committed_plan = CommittedPlanV3::from_json(r.at("committed_plan"));
   }

@@ -40,7 +40,9 @@ bool is_known_kind(std::uint32_t value) noexcept {
 
 bool is_valid_plugin_id(std::string_view id) noexcept {
   if (id.empty() || id.size() > 64) return false;
-  const auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  const auto lower_or_digit = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  };
   if (!lower_or_digit(id.front())) return false;
   for (const char c : id.substr(1)) {
     if (!lower_or_digit(c) && c != '.' && c != '_' && c != '-') return false;

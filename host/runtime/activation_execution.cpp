@@ -25,7 +25,8 @@ constexpr int kSettlementAttempts = 3;
 constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
 
 engine::MaterialIdentity authorized_material(const engine::HostAction& action) {
-  if (action.action_kind() != engine::ActionKind::kActivateCapability || !action.payload().is_object() ||
+  if (action.action_kind() != engine::ActionKind::kActivateCapability ||
+      !action.payload().is_object() ||
       action.payload().value("schema", "") != engine::kMaterialActionPayloadSchemaV3) {
     throw ActivationExecutionError("execution requires an exact schema-v3 activation action");
   }

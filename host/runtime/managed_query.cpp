@@ -41,7 +41,8 @@ ManagedCapabilitySelection ManagedQueryProjector::selection(const engine::PlanCa
     throw ManagedQueryError("committed capability has unsupported planning authority");
   }
   if (row.actionability() != derived) {
-    throw ManagedQueryError("committed capability actionability does not match its typed authority");
+    throw ManagedQueryError(
+        "committed capability actionability does not match its typed authority");
   }
   if (!engine::is_capability_identity(row.capability_id(), row.kind())) {
     throw ManagedQueryError("committed capability identity is invalid");

@@ -17,27 +17,27 @@ class RegistryInstallerResolver final : public InstallerResolver {
     for (auto& registration : registrations) {
       Entry entry{std::move(registration), {}, {}, {}};
       auto plugin = registry_->get(plugins::PluginKind::kInstaller, entry.registration.plugin_id);
-      entry.driver = std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
+      entry.driver =
+          std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
       entry.driver_identity = plugin->identity().digest();
       entry.captured = entry.driver->target_identity();
-      const std::string key = entry.registration.installer_id + "\n" +
-                              entry.registration.capability_kind;
-      entries_.emplace(key, std::move(entry));
+      Key key{entry.registration.installer_id, entry.registration.capability_kind};
+      entries_.emplace(std::move(key), std::move(entry));
     }
   }
 
   std::shared_ptr<engine::InstallerPort> resolve(
       std::string_view installer_id, engine::CapabilityKind capability_kind) const override {
     std::lock_guard lock(mutex_);
-    const auto it = entries_.find(std::string(installer_id) + "\n" +
-                                  std::string(engine::to_string(capability_kind)));
+    const auto it = entries_.find(Key{std::string(installer_id), capability_kind});
     if (it == entries_.end()) return nullptr;
     Entry& entry = it->second;
     const auto plugin =
         registry_->find(plugins::PluginKind::kInstaller, entry.registration.plugin_id);
     if (!plugin) return nullptr;
     if (plugin->identity().digest() != entry.driver_identity) {
-      entry.driver = std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
+      entry.driver =
+          std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
       entry.driver_identity = plugin->identity().digest();
     }
     if (!(entry.driver->target_identity() == entry.captured)) {
@@ -53,9 +53,11 @@ class RegistryInstallerResolver final : public InstallerResolver {
     std::string driver_identity;
     engine::TargetIdentity captured;
   };
+  // (installer id, kind) of a registration.
+  using Key = std::pair<std::string, engine::CapabilityKind>;
   std::shared_ptr<const plugins::PluginRegistry> registry_;
   mutable std::mutex mutex_;
-  mutable std::map<std::string, Entry> entries_;  // GUARDED_BY(mutex_)
+  mutable std::map<Key, Entry> entries_;  // GUARDED_BY(mutex_)
 };
 
 }  // namespace

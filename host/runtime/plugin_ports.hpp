@@ -27,7 +27,7 @@ std::shared_ptr<engine::ActivationPort> activation_port_from_registry(
 // match are installed by the registry's installer plugin `plugin_id`, created with `config_json`.
 struct InstallerRegistration {
   std::string installer_id;     // the descriptor's installer id, e.g. "ctx-skill-installer-v1"
-  std::string capability_kind;  // "skill" | "agent" | "mcp-server"
+  engine::CapabilityKind capability_kind = engine::CapabilityKind::kSkill;  // an installable kind
   std::string plugin_id;        // the pinned installer plugin, e.g. "skill-installer"
   std::string config_json;      // the plugin's configuration, e.g. {"root": ...}
 };

@@ -43,7 +43,8 @@ namespace {
 class Connection;
 
 core::Json error_reply(const core::Json& id, int code, const std::string& message) {
-  return core::Json{{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+  return core::Json{
+      {"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
 }
 
 std::string errno_text() { return std::strerror(errno); }
@@ -136,11 +137,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     reading_ = true;
-    asio::async_read_until(socket_, buffer_, '\n',
-                           [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
-                             self->reading_ = false;
-                             self->on_read(ec, n);
-                           });
+    asio::async_read_until(
+        socket_, buffer_, '\n',
+        [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+          self->reading_ = false;
+          self->on_read(ec, n);
+        });
   }
 
   void on_read(boost::system::error_code ec, std::size_t n) {
@@ -266,8 +268,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
                   false);
     });
     auto guard = asio::make_work_guard(server_.io);
-    asio::post(server_.workers, [self = shared_from_this(), &handler, seq, method = std::move(method),
-                                 params = std::move(params), id = std::move(id), has_id, started,
+    asio::post(server_.workers, [self = shared_from_this(), &handler, seq,
+                                 method = std::move(method), params = std::move(params),
+                                 id = std::move(id), has_id, started,
                                  guard = std::move(guard)]() mutable {
       core::Json reply;
       int code = 0;

@@ -2,8 +2,8 @@
 // <state>/ctx.sock (0600). One server per state dir (flock on <state>/ctx.sock.lock). Methods come
 // from a MethodTable (name -> handler); handlers run on a small worker pool under a per-request
 // deadline, after a method's optional non-blocking fast path (FastHandler) found no answer on the
-// connection's I/O thread. stop() (or SIGTERM/SIGINT when handle_signals) refuses new connections, lets
-// in-flight requests finish, removes the socket file; run() then returns.
+// connection's I/O thread. stop() (or SIGTERM/SIGINT when handle_signals) refuses new connections,
+// lets in-flight requests finish, removes the socket file; run() then returns.
 #ifndef CTX_HOST_SERVER_SERVER_HPP_
 #define CTX_HOST_SERVER_SERVER_HPP_
 

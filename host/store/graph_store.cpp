@@ -113,8 +113,10 @@ std::string node_name(std::string_view id) {
   return std::string(colon == std::string_view::npos ? id : id.substr(colon + 1));
 }
 
+// Only nodes of a capability kind are indexed for retrieval (other node types, e.g. "concept",
+// are stored but never retrieved).
 bool retrievable_kind(std::string_view type) {
-  return engine::planning::is_capability_kind(type);
+  return engine::find_enum<engine::CapabilityKind>(type).has_value();
 }
 
 // Terms under which a node can be found: every way a signal can score against it (§8.2): label
@@ -440,7 +442,7 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
 
   struct Scored {
     double score;
-    std::string type;
+    engine::CapabilityKind kind;
     std::string label_lower;
     std::string id;
     std::string label;
@@ -498,7 +500,11 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
       const std::int64_t degree = fetch->integer(3);
       const bool never_load = fetch->integer(4) != 0;
       fetch->reset();
-      if (never_load || !retrievable_kind(type)) continue;
+      if (never_load) continue;
+      // The index holds capability-kind nodes only: any other stored type means the index and
+      // the node table disagree (the artifact is inconsistent), never a row to skip.
+      const auto kind = engine::find_enum<engine::CapabilityKind>(type);
+      if (!kind) throw InvalidArtifact{"index names a node of no capability kind"};
       std::set<std::string> node_tags;
       const core::Json tags = core::parse_json(tags_json);
       if (!tags.is_array()) throw InvalidArtifact{"tags_json is not an array"};
@@ -543,7 +549,7 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
       score += boost;
       if (score <= 0.0) continue;
       score += std::log1p(static_cast<double>(degree));
-      scored.push_back(Scored{score, std::move(type), label_lower, id, std::move(label),
+      scored.push_back(Scored{score, *kind, label_lower, id, std::move(label),
                               std::vector<std::string>(node_tags.begin(), node_tags.end())});
     }
   } catch (const InvalidArtifact&) {
@@ -553,16 +559,19 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
   } catch (const InvalidArgument&) {
     throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");
   }
+  // Ties rank by the kind's spelling (agent < harness < mcp-server < skill), as the stored text did.
   std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
-    return std::make_tuple(-a.score, std::cref(a.type), std::cref(a.label_lower), std::cref(a.id)) <
-           std::make_tuple(-b.score, std::cref(b.type), std::cref(b.label_lower), std::cref(b.id));
+    return std::make_tuple(-a.score, engine::to_string(a.kind), std::cref(a.label_lower),
+                           std::cref(a.id)) <
+           std::make_tuple(-b.score, engine::to_string(b.kind), std::cref(b.label_lower),
+                           std::cref(b.id));
   });
   std::vector<RetrievedNode> rows;
   if (scored.empty()) return rows;
   const double top = scored.front().score;
   for (auto& item : scored) {
     if (static_cast<std::int64_t>(rows.size()) >= top_n) break;
-    rows.push_back(RetrievedNode{std::move(item.type), public_label(item.label),
+    rows.push_back(RetrievedNode{item.kind, public_label(item.label),
                                  std::move(item.tags), normalized_ppm(item.score / top)});
   }
   return rows;

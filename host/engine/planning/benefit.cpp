@@ -90,19 +90,24 @@ Json string_array(const std::vector<std::string>& values) {
 
 const Json& closed_object(const Json& value, const char* field,
                           std::initializer_list<const char*> fields) {
-  if (!value.is_object()) throw BenefitValidationError(std::string(field) + " must be a JSON object");
+  if (!value.is_object()) {
+    throw BenefitValidationError(std::string(field) + " must be a JSON object");
+  }
   if (value.size() != fields.size()) {
     throw BenefitValidationError(std::string(field) + " has invalid fields");
   }
   for (const char* key : fields) {
-    if (!value.contains(key)) throw BenefitValidationError(std::string(field) + " has invalid fields");
+    if (!value.contains(key)) {
+      throw BenefitValidationError(std::string(field) + " has invalid fields");
+    }
   }
   return value;
 }
 
 std::int64_t json_int(const Json& value, const char* field) {
   if (value.is_number_integer()) {
-    if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    if (value.is_number_unsigned() &&
+        value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
       throw BenefitValidationError(std::string(field) + " exceeds the signed utility bound");
     }
     return value.get<std::int64_t>();
@@ -139,17 +144,19 @@ std::vector<std::string> json_tokens(const Json& value, const char* field, std::
   }
   std::vector<std::string> out;
   for (const auto& item : value) {
-    if (!item.is_string()) throw BenefitValidationError(std::string(field) + " items must be strings");
+    if (!item.is_string()) {
+      throw BenefitValidationError(std::string(field) + " items must be strings");
+    }
     out.push_back(item.get<std::string>());
   }
   return out;
 }
 
 ResourceCosts costs_from_json(const Json& value) {
-  closed_object(value, "costs",
-                {"context_tokens", "tool_schema_tokens", "runtime_millis", "permission_burden_units",
-                 "credential_burden_units", "approval_prompts", "process_units",
-                 "child_agent_units"});
+  closed_object(
+      value, "costs",
+      {"context_tokens", "tool_schema_tokens", "runtime_millis", "permission_burden_units",
+       "credential_burden_units", "approval_prompts", "process_units", "child_agent_units"});
   ResourceCosts c;
   c.context_tokens = json_int(value["context_tokens"], "context_tokens");
   c.tool_schema_tokens = json_int(value["tool_schema_tokens"], "tool_schema_tokens");
@@ -305,7 +312,8 @@ class Search {
         if (i == j) continue;
         const auto& a = all[static_cast<std::size_t>(i)].candidate;
         const auto& b = all[static_cast<std::size_t>(j)].candidate;
-        const std::size_t cell = static_cast<std::size_t>(i) * all.size() + static_cast<std::size_t>(j);
+        const std::size_t cell =
+            static_cast<std::size_t>(i) * all.size() + static_cast<std::size_t>(j);
         complementary_[cell] =
             contains(b.complements, a.capability_id) && contains(a.complements, b.capability_id);
         conflicting_[cell] =
@@ -378,13 +386,17 @@ class Search {
 
  private:
   bool comp(int i, int j) const {
-    return complementary_[static_cast<std::size_t>(i) * all_.size() + static_cast<std::size_t>(j)] != 0;
+    return complementary_[static_cast<std::size_t>(i) * all_.size() +
+                          static_cast<std::size_t>(j)] != 0;
   }
   bool conf(int i, int j) const {
-    return conflicting_[static_cast<std::size_t>(i) * all_.size() + static_cast<std::size_t>(j)] != 0;
+    return conflicting_[static_cast<std::size_t>(i) * all_.size() + static_cast<std::size_t>(j)] !=
+           0;
   }
   const CandidateAssessment& a(int i) const { return all_[static_cast<std::size_t>(i)]; }
-  static bool member(const Set& set, int i) { return std::binary_search(set.begin(), set.end(), i); }
+  static bool member(const Set& set, int i) {
+    return std::binary_search(set.begin(), set.end(), i);
+  }
   static Set with(const Set& set, int i) {
     Set out = set;
     out.insert(std::upper_bound(out.begin(), out.end(), i), i);
@@ -595,7 +607,8 @@ void validate_evidence(const EvidenceSummary& e) {
   const std::int64_t observed = e.exposed_count + attempts + e.effective_outcomes +
                                 e.validated_outcomes + e.harmful_outcomes;
   if (observed != 0 && opportunities == 0) {
-    throw BenefitValidationError("observed evidence requires at least one opportunity in its window");
+    throw BenefitValidationError(
+        "observed evidence requires at least one opportunity in its window");
   }
   if (e.exposed_count > opportunities) {
     throw BenefitValidationError("exposures cannot exceed observed opportunities");
@@ -621,7 +634,8 @@ void validate_evidence(const EvidenceSummary& e) {
     throw BenefitValidationError("harmful outcomes cannot exceed observed opportunities");
   }
   if (e.effective_outcomes + e.harmful_outcomes > opportunities) {
-    throw BenefitValidationError("effective and harmful outcomes cannot exceed the evidence window");
+    throw BenefitValidationError(
+        "effective and harmful outcomes cannot exceed the evidence window");
   }
 }
 
@@ -640,7 +654,8 @@ void validate_benefit_candidate(const BenefitCandidate& c) {
   if (c.evidence.capability_id != c.capability_id ||
       kind_of(c.capability_id) != std::optional(c.evidence.kind) ||
       c.evidence.source_digest != c.source_digest) {
-    throw BenefitValidationError("evidence must exactly match candidate capability, kind, and source");
+    throw BenefitValidationError(
+        "evidence must exactly match candidate capability, kind, and source");
   }
   check_tokens(c.coverage_keys, "coverage_keys");
   check_tokens(c.complements, "complements", true);
@@ -950,7 +965,8 @@ NetBenefitPolicy::NetBenefitPolicy(NetBenefitPolicyConfig config) : config_(std:
   }
   if (!(c.harmful_outcome_evidence_ppm < c.failed_invocation_evidence_ppm &&
         c.failed_invocation_evidence_ppm <= 0)) {
-    throw BenefitValidationError("negative evidence weights must order harm below invocation failure");
+    throw BenefitValidationError(
+        "negative evidence weights must order harm below invocation failure");
   }
   Json mapping = Json::object();
   mapping["calibration_digest"] = c.calibration_digest;
@@ -979,7 +995,9 @@ CandidateAssessment NetBenefitPolicy::assess(const BenefitCandidate& candidate) 
   if (!candidate.security_approved) reasons.insert("security-blocked");
   if (!candidate.permissions_allowed) reasons.insert("permission-blocked");
   if (!candidate.credentials_available) reasons.insert("credential-unavailable");
-  if (candidate.relevance_ppm < c.minimum_relevance_ppm) reasons.insert("relevance-below-threshold");
+  if (candidate.relevance_ppm < c.minimum_relevance_ppm) {
+    reasons.insert("relevance-below-threshold");
+  }
   if (candidate.trust_ppm < c.minimum_trust_ppm) reasons.insert("trust-below-threshold");
   if (!candidate.costs) reasons.insert("resource-cost-unknown");
   CandidateAssessment out;
@@ -991,8 +1009,9 @@ CandidateAssessment NetBenefitPolicy::assess(const BenefitCandidate& candidate) 
   }
   const auto& e = candidate.evidence;
   const std::int64_t attempted = e.successful_invocations + e.failed_invocations;
-  const std::int64_t idle =
-      e.opportunity_observable ? std::max<std::int64_t>(e.opportunities_observed - attempted, 0) : 0;
+  const std::int64_t idle = e.opportunity_observable
+                                ? std::max<std::int64_t>(e.opportunities_observed - attempted, 0)
+                                : 0;
   const std::int64_t weighted = e.successful_invocations * c.successful_invocation_evidence_ppm +
                                 e.failed_invocations * c.failed_invocation_evidence_ppm +
                                 e.effective_outcomes * c.effective_outcome_evidence_ppm +
@@ -1010,13 +1029,14 @@ CandidateAssessment NetBenefitPolicy::assess(const BenefitCandidate& candidate) 
   const std::int64_t benefit =
       ppm_multiply(ppm_multiply(candidate.relevance_ppm, effect), candidate.trust_ppm);
   const auto& q = *candidate.costs;
-  const std::int64_t cost =
-      q.context_tokens * c.context_token_cost_u + q.tool_schema_tokens * c.tool_schema_token_cost_u +
-      q.runtime_millis * c.runtime_millisecond_cost_u +
-      q.permission_burden_units * c.permission_burden_cost_u +
-      q.credential_burden_units * c.credential_burden_cost_u +
-      q.approval_prompts * c.approval_prompt_cost_u + q.process_units * c.process_unit_cost_u +
-      q.child_agent_units * c.child_agent_unit_cost_u;
+  const std::int64_t cost = q.context_tokens * c.context_token_cost_u +
+                            q.tool_schema_tokens * c.tool_schema_token_cost_u +
+                            q.runtime_millis * c.runtime_millisecond_cost_u +
+                            q.permission_burden_units * c.permission_burden_cost_u +
+                            q.credential_burden_units * c.credential_burden_cost_u +
+                            q.approval_prompts * c.approval_prompt_cost_u +
+                            q.process_units * c.process_unit_cost_u +
+                            q.child_agent_units * c.child_agent_unit_cost_u;
   std::set<std::string> codes{"net-benefit-assessed"};
   if (candidate.availability == Availability::kAdvisory) codes.insert("advisory-only");
   if (adjustment > 0) codes.insert("positive-outcome-evidence");

@@ -32,7 +32,7 @@ std::optional<std::vector<std::string>> safe_tags(const std::vector<std::string>
   return sorted;
 }
 
-std::string source_digest(const std::string& capability_id, const std::string& kind,
+std::string source_digest(const std::string& capability_id, CapabilityKind kind,
                           const std::string& name, const std::vector<std::string>& tags,
                           CandidateActionability actionability,
                           const std::optional<std::string>& install_descriptor_digest,
@@ -52,18 +52,24 @@ std::string source_digest(const std::string& capability_id, const std::string& k
 }
 
 // Canonical tokens and digests never contain '|' or ',', so this key is unambiguous.
-std::string projection_inputs(const std::string& kind, const std::string& name,
+std::string projection_inputs(CapabilityKind kind, const std::string& name,
                               const std::vector<std::string>& tags,
                               CandidateActionability actionability,
                               const std::optional<std::string>& install_descriptor_digest,
                               const std::optional<std::string>& install_plan_digest,
                               const std::optional<std::string>& material_descriptor_digest) {
-  std::string out = kind + "|" + name + "|" + std::string(to_string(actionability)) + "|" +
+  std::string out = std::string(to_string(kind)) + "|" + name + "|" +
+                    std::string(to_string(actionability)) + "|" +
                     install_descriptor_digest.value_or("-") + "|" +
                     install_plan_digest.value_or("-") + "|" +
                     material_descriptor_digest.value_or("-") + "|";
   for (const auto& tag : tags) out.append(tag).append(",");
   return out;
+}
+
+// "kind:name" of a graph row.
+std::string capability_id_of(const RetrievedNode& row) {
+  return std::string(to_string(row.kind)) + ":" + row.name;
 }
 
 auto order_key(const CapabilityCandidate& c) {
@@ -104,7 +110,10 @@ CatalogCandidateSource::CatalogCandidateSource(const GraphRetrievalPort& graph,
   Json value = Json::object();
   value["adapter_version"] = std::string(kIndexedAdapterVersion);
   Json kinds = Json::array();
-  for (std::string_view kind : kCapabilityKinds) kinds.push_back(std::string(kind));
+  // Every declared kind, in the one table's order (skill, agent, mcp-server, harness).
+  for (const CapabilityKind kind : kCapabilityKindStrings.values) {
+    kinds.push_back(std::string(to_string(kind)));
+  }
   value["allowed_entity_types"] = kinds;
   value["artifact_sha256"] = graph_.artifact_sha256();
   value["graph_schema_version"] = graph_.graph_schema_version();
@@ -162,7 +171,8 @@ std::optional<CatalogCandidateSource::RowAuthority> CatalogCandidateSource::obse
       return std::nullopt;  // malformed authority is local to this row
     }
   }
-  authority.loadable = authority.material && authority.material->actionability() == Actionability::kLoad;
+  authority.loadable =
+      authority.material && authority.material->actionability() == Actionability::kLoad;
   if (install_ != nullptr && !authority.loadable && engine::is_installable_kind(kind)) {
     std::optional<std::string> fingerprint;
     std::optional<InstallPlanningBundle> bundle;
@@ -216,16 +226,15 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
   const std::set<std::string> languages(observation.languages.begin(), observation.languages.end());
   const std::set<std::string> signals(observation.signals.begin(), observation.signals.end());
   // Every row's authority is asked for first (drift within the snapshot is detected per row as
-  // before); a row of an invalid kind or name is never asked about and never projected.
+  // before); a row of an invalid name is never asked about and never projected.
   std::vector<std::optional<RowAuthority>> authorities;
   authorities.reserve(rows.size());
   for (const auto& row : rows) {
-    const auto kind = find_enum<CapabilityKind>(row.kind);
-    if (!kind || !is_capability_name(row.name)) {
+    if (!is_capability_name(row.name)) {
       authorities.emplace_back(std::nullopt);
       continue;
     }
-    authorities.push_back(observe_authority(*kind, row.kind + ":" + row.name));
+    authorities.push_back(observe_authority(row.kind, capability_id_of(row)));
   }
   const std::vector<std::string> signal_list(signals.begin(), signals.end());
   const std::vector<std::string> language_list(languages.begin(), languages.end());
@@ -239,12 +248,14 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
     const auto& row = rows[at];
     const std::optional<RowAuthority>& authority = authorities[at];
     if (!authority) continue;
-    const std::string capability_id = row.kind + ":" + row.name;
+    const std::string capability_id = capability_id_of(row);
     const std::optional<MaterialDescriptor>& material = authority->material;
     const bool loadable = authority->loadable;
     const std::optional<InstallPlanDescriptor>& install = authority->install;
     const auto tags_safe = safe_tags(row.tags);
-    if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) continue;
+    if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) {
+      continue;
+    }
     // Sorted unique matches of the tags (already sorted unique) and of the name tokens.
     std::vector<std::string> tag_matches;
     for (const auto& tag : *tags_safe) {
@@ -274,7 +285,7 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
     if (!tag_matches.empty()) reasons.emplace_back("tag-match");
     CapabilityCandidate candidate;
     candidate.capability_id = capability_id;
-    candidate.kind = *find_enum<CapabilityKind>(row.kind);  // checked with its authority
+    candidate.kind = row.kind;
     candidate.name = row.name;
     candidate.normalized_score_ppm = row.normalized_score_ppm;
     candidate.matching_signals = std::move(matching);
@@ -315,7 +326,9 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
   // One row per identity; identities seen with two source digests are dropped. Keys view the
   // candidates' ids and are only compared while the map is filled, before any move below.
   std::map<std::string_view, std::vector<std::size_t>> by_id;
-  for (std::size_t i = 0; i < candidates.size(); ++i) by_id[candidates[i].capability_id].push_back(i);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    by_id[candidates[i].capability_id].push_back(i);
+  }
   out.candidates.reserve(by_id.size());
   for (const auto& entry : by_id) {
     const auto& group = entry.second;
@@ -345,9 +358,8 @@ bool CatalogCandidateSource::unchanged(const WorkObservation& observation,
   // The same rows: ask every authority port again, as the projection did (a changed answer
   // within the snapshot is CandidateSourceUnavailable); the projection itself is deterministic.
   for (const auto& row : earlier.rows) {
-    const auto kind = find_enum<CapabilityKind>(row.kind);
-    if (!kind || !is_capability_name(row.name)) continue;
-    observe_authority(*kind, row.kind + ":" + row.name);
+    if (!is_capability_name(row.name)) continue;
+    observe_authority(row.kind, capability_id_of(row));
   }
   return true;
 }

@@ -91,8 +91,10 @@ WorkObservation WorkObservation::from_current_work(
   const auto observed_active = token_array(value["active_capability_ids"], "active_capability_ids");
   work.signals = token_array(value["signals"], "signals");
   work.languages = token_array(value["languages"], "languages");
-  work.baseline_capability_ids = token_array(value["baseline_capability_ids"], "baseline_capability_ids");
-  work.rejected_capability_ids = token_array(value["rejected_capability_ids"], "rejected_capability_ids");
+  work.baseline_capability_ids =
+      token_array(value["baseline_capability_ids"], "baseline_capability_ids");
+  work.rejected_capability_ids =
+      token_array(value["rejected_capability_ids"], "rejected_capability_ids");
   if (state_active_ids) {
     work.active_capability_ids = *state_active_ids;
     std::sort(work.active_capability_ids.begin(), work.active_capability_ids.end());
@@ -129,7 +131,9 @@ void validate_capability_candidate(const CapabilityCandidate& c) {
   }
   check_tokens(c.matching_signals, "matching_signals", kMaxMatchingSignals);
   check_tokens(c.reason_codes, "reason_codes", kMaxReasonCodes);
-  if (c.reason_codes.empty()) throw PlannerValidationError("reason_codes must explain the candidate");
+  if (c.reason_codes.empty()) {
+    throw PlannerValidationError("reason_codes must explain the candidate");
+  }
   if (kCandidateActionabilityStrings.to_string(c.actionability).empty()) {
     throw PlannerValidationError("actionability is not a declared state");
   }

@@ -9,14 +9,11 @@
 
 namespace ctx::engine::planning {
 
-// The recommendable capability kinds, in the planner's declared order.
-inline constexpr std::string_view kCapabilityKinds[] = {"skill", "agent", "mcp-server", "harness"};
-
 // `^[a-z0-9][a-z0-9._:@-]{0,127}$`.
 bool is_canonical_token(std::string_view text) noexcept;
 // `^[a-z0-9][a-z0-9._@-]{0,127}$` (no colon).
 bool is_capability_name(std::string_view text) noexcept;
-// One of kCapabilityKinds.
+// The spelling of a CapabilityKind (engine::kCapabilityKindStrings, the one table).
 bool is_capability_kind(std::string_view text) noexcept;
 // skill, agent or mcp-server (a harness is never installed).
 bool is_installable_kind(std::string_view text) noexcept;

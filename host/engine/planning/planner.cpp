@@ -22,10 +22,11 @@ Json optional_string(const std::optional<std::string>& value) {
 }
 
 auto pool_key(const CapabilityCandidate& c) {
-  return std::make_tuple(std::cref(c.capability_id), std::cref(c.source_digest),
-                         to_string(c.actionability), -c.normalized_score_ppm,
-                         c.equivalence_key ? std::string_view(*c.equivalence_key) : std::string_view(),
-                         std::cref(c.matching_signals), std::cref(c.reason_codes));
+  return std::make_tuple(
+      std::cref(c.capability_id), std::cref(c.source_digest), to_string(c.actionability),
+      -c.normalized_score_ppm,
+      c.equivalence_key ? std::string_view(*c.equivalence_key) : std::string_view(),
+      std::cref(c.matching_signals), std::cref(c.reason_codes));
 }
 
 constexpr std::size_t kSelectionMemoEntries = 8;
@@ -59,7 +60,8 @@ std::string facts_key(const CapabilityCandidate& p, std::string_view observation
   append_joined(key, p.reason_codes);
   key.push_back('|');
   key.append(to_string(p.actionability)).push_back('|');
-  for (const auto* part : {&p.install_descriptor_digest, &p.install_plan_digest, &p.equivalence_key}) {
+  for (const auto* part :
+       {&p.install_descriptor_digest, &p.install_plan_digest, &p.equivalence_key}) {
     key.append(part->has_value() ? **part : std::string_view("-")).push_back('|');
   }
   key.push_back('|');
@@ -69,8 +71,8 @@ std::string facts_key(const CapabilityCandidate& p, std::string_view observation
 
 // normalize_candidate_pool over candidates already validated (the candidate source's own rows),
 // consuming them.
-std::vector<CapabilityCandidate> normalize_validated_pool(std::vector<CapabilityCandidate> candidates,
-                                                          const WorkObservation& observation) {
+std::vector<CapabilityCandidate> normalize_validated_pool(
+    std::vector<CapabilityCandidate> candidates, const WorkObservation& observation) {
   if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
     throw PlannerValidationError("candidate source exceeded its candidate pool limit");
   }
@@ -193,18 +195,20 @@ CapabilityPlanner::CapabilityPlanner(CapabilityPlannerConfig config, NetBenefitP
   }
   facts_snapshot_digest_ = facts_.benefit_facts_snapshot_digest();
   if (!is_digest(facts_snapshot_digest_)) {
-    throw PlannerValidationError("benefit facts snapshot digest must be a lowercase SHA-256 digest");
+    throw PlannerValidationError(
+        "benefit facts snapshot digest must be a lowercase SHA-256 digest");
   }
   environment_digest_ = core::canonical_digest(
-      Json{{"benefit_facts_snapshot_digest", facts_snapshot_digest_},
-           {"calibration_digest", policy_.calibration_digest()},
-           {"catalog_namespace_digest", config_.catalog_namespace_digest},
-           {"catalog_retrieval_snapshot_digest", source_.catalog_snapshot_digest()},
-           {"installation_snapshot_digest", optional_string(source_.installation_snapshot_digest())},
-           {"material_snapshot_digest", optional_string(source_.material_snapshot_digest())},
-           {"planner_version", config_.planner_version},
-           {"policy_digest", policy_.policy_digest()},
-           {"schema", std::string(kPlanningEnvironmentSchema)}},
+      Json{
+          {"benefit_facts_snapshot_digest", facts_snapshot_digest_},
+          {"calibration_digest", policy_.calibration_digest()},
+          {"catalog_namespace_digest", config_.catalog_namespace_digest},
+          {"catalog_retrieval_snapshot_digest", source_.catalog_snapshot_digest()},
+          {"installation_snapshot_digest", optional_string(source_.installation_snapshot_digest())},
+          {"material_snapshot_digest", optional_string(source_.material_snapshot_digest())},
+          {"planner_version", config_.planner_version},
+          {"policy_digest", policy_.policy_digest()},
+          {"schema", std::string(kPlanningEnvironmentSchema)}},
       core::Encoding::kAscii);
 }
 
@@ -247,7 +251,8 @@ BenefitCandidate CapabilityPlanner::checked_facts(const CapabilityCandidate& p,
   return std::move(*facts);
 }
 
-const CatalogCapabilityIdentity& CapabilityPlanner::identity_of(const CapabilityCandidate& p) const {
+const CatalogCapabilityIdentity& CapabilityPlanner::identity_of(
+    const CapabilityCandidate& p) const {
   // A validated presentation's kind is the prefix of its capability id.
   const CatalogCapabilityIdentity* identity = identities_.find(p.capability_id);
   if (identity == nullptr) {
@@ -412,7 +417,8 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
     facts.reserve(candidates.size());
     for (const auto& c : candidates) facts.push_back(c.benefit_candidate);
     try {
-      result = std::make_shared<const BenefitSelectionResult>(policy_.select(facts, requested_limit));
+      result =
+          std::make_shared<const BenefitSelectionResult>(policy_.select(facts, requested_limit));
     } catch (const BenefitValidationError&) {
       throw PlannerValidationError("net-benefit policy rejected the authenticated candidate pool");
     }
@@ -423,7 +429,8 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
   for (const auto& s : result->selections()) {
     const auto& c = *by_id.at(std::string_view(s.capability_id));
     if (c.presentation.source_digest != s.source_digest) {
-      throw PlannerValidationError("selected benefit identity does not match authenticated candidate");
+      throw PlannerValidationError(
+          "selected benefit identity does not match authenticated candidate");
     }
     const bool executable = c.authority.type != Actionability::kManual;
     if (s.tier != (executable ? BenefitTier::kExecutable : BenefitTier::kAdvisory) ||
@@ -492,10 +499,10 @@ CapabilityPlanV3 CapabilityPlanner::plan(const WorkObservation& work) const {
   return result;
 }
 
-core::Json CapabilityPlanner::decide(const core::Json& observation,
-                                     const std::optional<std::vector<std::string>>& state_active_ids,
-                                     std::string_view context_planner_version,
-                                     std::string_view context_catalog_snapshot_digest) const {
+core::Json CapabilityPlanner::decide(
+    const core::Json& observation, const std::optional<std::vector<std::string>>& state_active_ids,
+    std::string_view context_planner_version,
+    std::string_view context_catalog_snapshot_digest) const {
   if (context_planner_version != config_.planner_version) {
     throw PlannerValidationError("planner version mismatch");
   }

@@ -7,12 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "host/engine/vocabulary.hpp"
+
 namespace ctx::engine::planning {
 
-// One scored graph row. name is the node's label (the capability name when it is safe); tags are
+// One scored graph row: a capability node of a declared kind (the store parses the node's stored
+// type at its boundary). name is the node's label (the capability name when it is safe); tags are
 // the node's lower-cased tags, sorted and unique.
 struct RetrievedNode {
-  std::string kind;
+  CapabilityKind kind = CapabilityKind::kSkill;
   std::string name;
   std::vector<std::string> tags;
   std::int64_t normalized_score_ppm = 0;  // round(score / top score, 4) in ppm
@@ -24,8 +27,8 @@ struct RetrievedNode {
 class GraphRetrievalPort {
  public:
   virtual ~GraphRetrievalPort() = default;
-  // The best `top_n` rows of an allowed kind for `query_tags` (sorted unique tokens), ranked by
-  // (-score, kind, lower(label), node id); empty when query_tags is empty.
+  // The best `top_n` rows of a capability kind for `query_tags` (sorted unique tokens), ranked by
+  // (-score, kind's spelling, lower(label), node id); empty when query_tags is empty.
   // Errors: CandidateSourceUnavailable when the snapshot cannot serve.
   virtual std::vector<RetrievedNode> retrieve(const std::vector<std::string>& query_tags,
                                               std::int64_t top_n) const = 0;

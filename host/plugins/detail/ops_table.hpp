@@ -6,7 +6,8 @@
 #include <cstddef>
 
 // Byte offset just past `field` of the C struct `type`.
-#define CTX_TABLE_END(type, field) (offsetof(type, field) + sizeof(static_cast<type*>(nullptr)->field))
+#define CTX_TABLE_END(type, field) \
+  (offsetof(type, field) + sizeof(static_cast<type*>(nullptr)->field))
 
 // True when the table pointer `table` (of struct type `type`) has `field` within its struct_size.
 #define CTX_TABLE_HAS(table, type, field) ((table)->struct_size >= CTX_TABLE_END(type, field))

@@ -78,14 +78,15 @@ CatalogInputAuthority::CatalogInputAuthority(CatalogInputAuthorityOptions option
   // remembered (keyed, authenticated) per set of inputs so a later process need not open the
   // graph and audit store for it. A wrong value cannot do harm: every composition recomputes
   // it and refuses a handle that does not match.
-  const Json inputs = {{"benefit_facts", options_.benefit_facts_port->benefit_facts_snapshot_digest()},
-                       {"catalog", options_.catalog->catalog_digest()},
-                       {"graph", options_.catalog->graph_sha256()},
-                       {"installation", options_.install_bundle_port->installation_snapshot_digest()},
-                       {"material", options_.material_port->material_snapshot_digest()},
-                       {"planner_version", options_.planner_version},
-                       {"policy", options_.net_benefit_policy->policy_digest()},
-                       {"schema", "ctx.planning-environment-cache-v1"}};
+  const Json inputs = {
+      {"benefit_facts", options_.benefit_facts_port->benefit_facts_snapshot_digest()},
+      {"catalog", options_.catalog->catalog_digest()},
+      {"graph", options_.catalog->graph_sha256()},
+      {"installation", options_.install_bundle_port->installation_snapshot_digest()},
+      {"material", options_.material_port->material_snapshot_digest()},
+      {"planner_version", options_.planner_version},
+      {"policy", options_.net_benefit_policy->policy_digest()},
+      {"schema", "ctx.planning-environment-cache-v1"}};
   const fs::path cache =
       options_.inputs_dir / ("environment-" + core::canonical_digest(inputs) + ".json");
   const std::string domain = "ctx.planning-environment-cache-v1";
@@ -137,8 +138,8 @@ std::optional<CatalogInputAuthority::Stored> CatalogInputAuthority::load(
     const std::string mac = value.at("mac").get<std::string>();
     value.erase("mac");
     if (value.at("schema") != std::string(kManagedInputSchema) ||
-        !core::constant_time_equal(
-            mac, keyed(options_.installation_key, kManagedInputSchema, core::canonical_json(value)))) {
+        !core::constant_time_equal(mac, keyed(options_.installation_key, kManagedInputSchema,
+                                              core::canonical_json(value)))) {
       throw ManagedQueryStoreCorruption("managed input registration authentication failed");
     }
     return Stored{value.at("logical_query_id").get<std::string>(),
@@ -255,10 +256,12 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   ingest.planning_environment_digest = environment_digest_;
   ingest.catalog_namespace_digest = options_.catalog->catalog_digest();
   ingest.catalog_retrieval_digest = retrieval_digest_;
-  ingest.benefit_facts_snapshot_digest = options_.benefit_facts_port->benefit_facts_snapshot_digest();
+  ingest.benefit_facts_snapshot_digest =
+      options_.benefit_facts_port->benefit_facts_snapshot_digest();
   ingest.benefit_policy_snapshot_digest = options_.net_benefit_policy->policy_digest();
   ingest.material_snapshot_digest = options_.material_port->material_snapshot_digest();
-  ingest.installation_snapshot_digest = options_.install_bundle_port->installation_snapshot_digest();
+  ingest.installation_snapshot_digest =
+      options_.install_bundle_port->installation_snapshot_digest();
   ingest.observation_surrogate = resolved.surrogate;
   ingest.planning_schema_version = options_.planner_version;
   artifact = options_.registry->ingest_graph_store(ingest);

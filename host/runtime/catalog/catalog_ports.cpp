@@ -178,9 +178,9 @@ CatalogMaterialPort::CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> 
     // No load authority: an imported entry is not installed where the host loads skills from
     // (a load row is installed material, engine spec §3.4), so the planner offers it through
     // the install bundle port, and installing it passes the install consent policy.
-    descriptors_.emplace(id, engine::MaterialDescriptor::create(id, e.kind, "manual", std::nullopt,
-                                                                0, 0, snapshot_digest_,
-                                                                std::nullopt));
+    descriptors_.emplace(
+        id, engine::MaterialDescriptor::create(id, e.kind, engine::Actionability::kManual,
+                                               std::nullopt, 0, 0, snapshot_digest_, std::nullopt));
   }
 }
 

@@ -26,10 +26,10 @@
 // Install bundles (skill, agent, mcp-server whose material is 1..6000 bytes; harnesses never):
 // installer_id "ctx-<kind>-installer-v1"; plan_digest = canon-A sha256 of {capability_id, files,
 // kind, schema "ctx.catalog-install-plan-v1", target_scope "user"}; the result material is the
-// material above (the entry file for agents and mcp servers). permission_expansion: an mcp server with a command or any env; an agent
-// that lists no `tools` (it inherits every tool). credential_requirement: some env name, upper-
-// cased, contains TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, API_KEY, APIKEY, ACCESS_KEY,
-// PRIVATE_KEY or AUTH, or ends in _KEY or _PAT.
+// material above (the entry file for agents and mcp servers). permission_expansion: an mcp server
+// with a command or any env; an agent that lists no `tools` (it inherits every tool).
+// credential_requirement: some env name, upper-cased, contains TOKEN, SECRET, PASSWORD, PASSWD,
+// CREDENTIAL, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY or AUTH, or ends in _KEY or _PAT.
 // All ports are thread-safe (immutable after construction).
 #ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_
 #define CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_
@@ -104,8 +104,8 @@ class CatalogInstallBundlePort final : public InstallBundlePort {
   std::string installation_snapshot_digest() const override { return snapshot_digest_; }
   // nullopt for harnesses and entries whose material is over 6000 bytes.
   // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
-  std::optional<engine::InstallPlanningBundle> describe_bundle(const std::string& capability_id,
-                                                               engine::CapabilityKind kind) override;
+  std::optional<engine::InstallPlanningBundle> describe_bundle(
+      const std::string& capability_id, engine::CapabilityKind kind) override;
 
  private:
   std::shared_ptr<const ImportedCatalog> catalog_;

@@ -63,7 +63,8 @@ class CatalogBodySource final : public InstallBodySource {
     for (const auto& file : entry->files) {
       total += static_cast<std::uint64_t>(file.bytes);
       if (total > kMaxInstallTreeBytes) throw InvalidArgument("skill tree exceeds the install cap");
-      body.files->push_back({file.path.substr(prefix), catalog_->read_object_unverified(file.sha256)});
+      body.files->push_back(
+          {file.path.substr(prefix), catalog_->read_object_unverified(file.sha256)});
     }
     return body;
   }
@@ -566,19 +567,20 @@ Json managed_result_json(const ManagedQueryServiceResult& result) {
   const auto& prepared = result.prepared();
   Json selections = Json::array();
   for (const auto& row : prepared.selections()) {
-    selections.push_back({{"capability_id", row.capability_id()},
-                          {"kind", row.kind()},
-                          {"name", row.name()},
-                          {"actionability", row.actionability()},
-                          {"matching_signals", row.matching_signals()},
-                          {"reason_codes", row.reason_codes()},
-                          {"benefit_tier", row.benefit_tier()},
-                          {"individual_net_benefit_u", row.individual_net_benefit_u()},
-                          {"marginal_net_benefit_u", row.marginal_net_benefit_u()},
-                          {"source_digest", row.source_digest()},
-                          {"catalog_identity_digest", row.catalog_identity_digest()},
-                          {"install_descriptor_digest", optional_json(row.install_descriptor_digest())},
-                          {"install_plan_digest", optional_json(row.install_plan_digest())}});
+    selections.push_back(
+        {{"capability_id", row.capability_id()},
+         {"kind", row.kind()},
+         {"name", row.name()},
+         {"actionability", row.actionability()},
+         {"matching_signals", row.matching_signals()},
+         {"reason_codes", row.reason_codes()},
+         {"benefit_tier", row.benefit_tier()},
+         {"individual_net_benefit_u", row.individual_net_benefit_u()},
+         {"marginal_net_benefit_u", row.marginal_net_benefit_u()},
+         {"source_digest", row.source_digest()},
+         {"catalog_identity_digest", row.catalog_identity_digest()},
+         {"install_descriptor_digest", optional_json(row.install_descriptor_digest())},
+         {"install_plan_digest", optional_json(row.install_plan_digest())}});
   }
   return {{"query_ref", result.query_ref()},
           {"status", prepared.status()},

@@ -66,50 +66,13 @@ std::string now_text(Timestamp t) { return core::format_rfc3339(t); }
   throw ConsentBrokerCorruption("consent broker " + std::string(what) + " authentication failed");
 }
 
+// A stored state spelling; an unknown one is corruption (the row cannot be trusted).
 ConsentState parse_state(std::string_view text) {
-  for (ConsentState s : {ConsentState::kPending, ConsentState::kDecisionReady,
-                         ConsentState::kReserved, ConsentState::kSettled, ConsentState::kExpired,
-                         ConsentState::kReauthRequired}) {
-    if (consent_state_name(s) == text) return s;
-  }
+  if (const auto state = core::find_enum<ConsentState>(text)) return *state;
   corrupt("challenge state");
 }
 
 }  // namespace
-
-std::string_view consent_state_name(ConsentState state) noexcept {
-  switch (state) {
-    case ConsentState::kPending: return "pending";
-    case ConsentState::kDecisionReady: return "decision-ready";
-    case ConsentState::kReserved: return "reserved";
-    case ConsentState::kSettled: return "settled";
-    case ConsentState::kExpired: return "expired";
-    case ConsentState::kReauthRequired: return "reauthentication-required";
-  }
-  return "pending";
-}
-
-std::string_view journal_evidence_name(JournalEvidence evidence) noexcept {
-  switch (evidence) {
-    case JournalEvidence::kAbsentAtExpectedHead: return "absent-at-expected-head";
-    case JournalEvidence::kCommitted: return "committed";
-    case JournalEvidence::kHeadAdvanced: return "head-advanced";
-    case JournalEvidence::kEventCollision: return "event-collision";
-    case JournalEvidence::kCorrupt: return "corrupt";
-    case JournalEvidence::kUnavailable: return "unavailable";
-  }
-  return "unavailable";
-}
-
-std::string_view reconcile_outcome_name(ReconcileOutcome outcome) noexcept {
-  switch (outcome) {
-    case ReconcileOutcome::kSettled: return "settled";
-    case ReconcileOutcome::kReauthRequired: return "reauthentication-required";
-    case ReconcileOutcome::kExpired: return "expired";
-    case ReconcileOutcome::kQuarantined: return "quarantined";
-  }
-  return "quarantined";
-}
 
 // A stored row: the record plus the reservation token digest.
 struct ConsentBroker::Row {
@@ -137,7 +100,7 @@ struct ConsentBroker::Row {
                 {"reservation_token_digest", opt_json(reservation_token_digest)},
                 {"reserved_at", opt_json(r.reserved_at)},
                 {"settled_at", opt_json(r.settled_at)},
-                {"state", consent_state_name(r.state)}};
+                {"state", core::to_string(r.state)}};
   }
 };
 
@@ -214,8 +177,10 @@ ConsentBroker::ConsentBroker(std::filesystem::path path, std::string installatio
         "key_check, row_hmac) VALUES (1, ?1, NULL, ?2, ?3)");
     const Json row{{"audience", audience_}, {"key_check", key_check},
                    {"trusted_time_high_water", nullptr}};
-    insert->bind(1, audience_).bind(2, key_check).bind(
-        3, core::hmac_sha256_hex(key_, std::string(kIdentityRowDomain) + core::canonical_json(row)));
+    insert->bind(1, audience_)
+        .bind(2, key_check)
+        .bind(3, core::hmac_sha256_hex(
+                     key_, std::string(kIdentityRowDomain) + core::canonical_json(row)));
     insert->run();
   } else {
     auto select = db_->cached(
@@ -408,7 +373,7 @@ void ConsentBroker::write_locked(const Row& row, bool insert) {
   statement->bind(1, r.challenge.challenge_id())
       .bind(2, r.challenge.digest())
       .bind(3, r.challenge.json_text())
-      .bind(4, consent_state_name(r.state))
+      .bind(4, core::to_string(r.state))
       .bind(5, r.created_at)
       .bind_optional(6, opt_text(r.decision))
       .bind_optional(7, r.principal_digest)
@@ -601,7 +566,8 @@ VerifiedHumanDecision ConsentBroker::authenticate(const ConsentChallenge& curren
     throw ConsentBrokerDecisionRejected("signed assertion outlives its challenge");
   }
   if (r.state == ConsentState::kReauthRequired) {
-    if (*r.decision != assertion.decision() || *r.principal_digest != assertion.principal_digest() ||
+    if (*r.decision != assertion.decision() ||
+        *r.principal_digest != assertion.principal_digest() ||
         *r.authenticator_id != assertion.authenticator_id() ||
         *r.audience != assertion.audience()) {
       throw ConsentBrokerDecisionRejected(

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "host/core/error.hpp"
+#include "host/core/json_reader.hpp"
 #include "host/core/time.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/consent_challenge.hpp"
@@ -102,10 +103,21 @@ class ConsentBrokerExpired : public ConsentBrokerDecisionRejected {
   using ConsentBrokerDecisionRejected::ConsentBrokerDecisionRejected;
 };
 
-enum class ConsentState { kPending, kDecisionReady, kReserved, kSettled, kExpired, kReauthRequired };
-// "pending" | "decision-ready" | "reserved" | "settled" | "expired" |
-// "reauthentication-required".
-std::string_view consent_state_name(ConsentState state) noexcept;
+// A challenge row's lifecycle, stored in its "state" column as its kConsentStateStrings spelling
+// (core::to_string / core::parse_enum; frozen: never respell one).
+enum class ConsentState {
+  kPending,
+  kDecisionReady,
+  kReserved,
+  kSettled,
+  kExpired,
+  kReauthRequired
+};
+inline constexpr core::EnumStrings<ConsentState, 6> kConsentStateStrings{
+    "consent state",
+    {ConsentState::kPending, ConsentState::kDecisionReady, ConsentState::kReserved,
+     ConsentState::kSettled, ConsentState::kExpired, ConsentState::kReauthRequired},
+    {"pending", "decision-ready", "reserved", "settled", "expired", "reauthentication-required"}};
 
 // One challenge row as callers see it (no reservation token).
 struct ConsentRecord {
@@ -168,7 +180,14 @@ enum class JournalEvidence {
   kCorrupt,
   kUnavailable,
 };
-std::string_view journal_evidence_name(JournalEvidence evidence) noexcept;
+// Spelled in a quarantined resolution's reason code ("journal-<spelling>").
+inline constexpr core::EnumStrings<JournalEvidence, 6> kJournalEvidenceStrings{
+    "journal evidence",
+    {JournalEvidence::kAbsentAtExpectedHead, JournalEvidence::kCommitted,
+     JournalEvidence::kHeadAdvanced, JournalEvidence::kEventCollision, JournalEvidence::kCorrupt,
+     JournalEvidence::kUnavailable},
+    {"absent-at-expected-head", "committed", "head-advanced", "event-collision", "corrupt",
+     "unavailable"}};
 
 struct EvidenceAnswer {
   JournalEvidence status = JournalEvidence::kUnavailable;
@@ -184,7 +203,11 @@ class DecisionEvidencePort {
 };
 
 enum class ReconcileOutcome { kSettled, kReauthRequired, kExpired, kQuarantined };
-std::string_view reconcile_outcome_name(ReconcileOutcome outcome) noexcept;
+inline constexpr core::EnumStrings<ReconcileOutcome, 4> kReconcileOutcomeStrings{
+    "reconcile outcome",
+    {ReconcileOutcome::kSettled, ReconcileOutcome::kReauthRequired, ReconcileOutcome::kExpired,
+     ReconcileOutcome::kQuarantined},
+    {"settled", "reauthentication-required", "expired", "quarantined"}};
 
 struct ConsentReconciliation {
   ReconcileOutcome outcome = ReconcileOutcome::kQuarantined;
@@ -336,5 +359,21 @@ class ConsentBroker final : public ConsentBrokerPort {
 };
 
 }  // namespace ctx::runtime
+
+// The broker's enums are spelled by their one table each (core::to_string / parse_enum).
+namespace ctx::core {
+template <>
+struct EnumTraits<runtime::ConsentState> {
+  static constexpr const auto& kStrings = runtime::kConsentStateStrings;
+};
+template <>
+struct EnumTraits<runtime::JournalEvidence> {
+  static constexpr const auto& kStrings = runtime::kJournalEvidenceStrings;
+};
+template <>
+struct EnumTraits<runtime::ReconcileOutcome> {
+  static constexpr const auto& kStrings = runtime::kReconcileOutcomeStrings;
+};
+}  // namespace ctx::core
 
 #endif  // CTX_HOST_RUNTIME_CONSENT_CONSENT_BROKER_HPP_

@@ -74,7 +74,9 @@ class PinnedVerifier {
  public:
   PinnedVerifier(VerifierKey key, std::string identity_digest,
                  std::shared_ptr<engine::VerifierPort> port)
-      : key_(std::move(key)), identity_digest_(std::move(identity_digest)), port_(std::move(port)) {}
+      : key_(std::move(key)),
+        identity_digest_(std::move(identity_digest)),
+        port_(std::move(port)) {}
 
   const VerifierKey& key() const noexcept { return key_; }
   const std::string& identity_digest() const noexcept { return identity_digest_; }

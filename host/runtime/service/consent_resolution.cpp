@@ -43,30 +43,6 @@ using core::Json;
 // ---------------------------------------------------------------------------------------------
 // Result
 
-std::string_view to_string(ManagedConsentOutcome outcome) noexcept {
-  switch (outcome) {
-    case ManagedConsentOutcome::kConsentRequired:
-      return "consent-required";
-    case ManagedConsentOutcome::kReauthenticationRequired:
-      return "reauthentication-required";
-    case ManagedConsentOutcome::kDenied:
-      return "denied";
-    case ManagedConsentOutcome::kInstalledInactive:
-      return "installed-inactive";
-    case ManagedConsentOutcome::kInstallFailed:
-      return "install-failed";
-    case ManagedConsentOutcome::kInstallIndeterminate:
-      return "install-indeterminate";
-    case ManagedConsentOutcome::kExpired:
-      return "expired";
-    case ManagedConsentOutcome::kQuarantined:
-      return "quarantined";
-    case ManagedConsentOutcome::kSuperseded:
-      return "superseded";
-  }
-  return "quarantined";
-}
-
 std::ostream& operator<<(std::ostream& out, ManagedConsentOutcome outcome) {
   return out << to_string(outcome);
 }
@@ -303,7 +279,8 @@ class ConsentResolution {
   }
 
   ConsentPublicationIdentity publication_identity() const {
-    return ConsentPublicationIdentity{broker().audience(), options_.consent_workspace_identity_digest,
+    return ConsentPublicationIdentity{broker().audience(),
+                                      options_.consent_workspace_identity_digest,
                                       options_.consent_release_root_digest};
   }
 
@@ -826,7 +803,8 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
       consent.authenticate(challenge, payload, *options_.verifier_registry);
   const ConsentContext after = context(composition, owner, challenge, needs);
   if (!after.same_authority(before)) {
-    throw ManagedQueryHeadDriftError("install consent authority changed after human authentication");
+    throw ManagedQueryHeadDriftError(
+        "install consent authority changed after human authentication");
   }
   guard.arm(armed_guard(std::make_shared<ConsentDecisionGuard>(
       consent.interactive_guard(decision, after.binding->binding_digest()))));
@@ -835,12 +813,12 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   const auto transition = composition.process(event);
   guard.disarm();
   const bool granted = decision.decision == engine::Decision::kGranted;
-  const bool exact = granted ? transition.actions().size() == 1 &&
-                                   transition.actions().front() == after.install()
-                             : std::none_of(transition.actions().begin(),
-                                            transition.actions().end(), [](const auto& a) {
-                                              return a.action_kind() == engine::ActionKind::kInstallCapability;
-                                            });
+  const bool exact =
+      granted ? transition.actions().size() == 1 && transition.actions().front() == after.install()
+              : std::none_of(transition.actions().begin(), transition.actions().end(),
+                             [](const auto& a) {
+                               return a.action_kind() == engine::ActionKind::kInstallCapability;
+                             });
   if (transition.event_id() != event.event_id() || !exact) {
     throw ManagedQueryServiceError("interactive install decision transition is not exact");
   }
@@ -898,7 +876,7 @@ ManagedConsentResolutionResult ConsentResolution::recover(const std::string& cha
   switch (report.outcome) {
     case ReconcileOutcome::kQuarantined:
       return result(challenge, ManagedConsentOutcome::kQuarantined,
-                    "journal-" + std::string(journal_evidence_name(report.journal_status)),
+                    "journal-" + std::string(core::to_string(report.journal_status)),
                     false);
     case ReconcileOutcome::kExpired:
       return expire(*composition, report.record, *owner, *ctx);

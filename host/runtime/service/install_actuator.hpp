@@ -52,8 +52,8 @@ class ManagedInstallActuators final : public InstallerResolver {
 
   // InstallerResolver: the driver for `installer_id` (any kind), nullptr when none is configured.
   // Errors: InstallActuatorError ("root changed") when its target is not the captured one.
-  std::shared_ptr<engine::InstallerPort> resolve(std::string_view installer_id,
-                                                 engine::CapabilityKind capability_kind) const override;
+  std::shared_ptr<engine::InstallerPort> resolve(
+      std::string_view installer_id, engine::CapabilityKind capability_kind) const override;
 
  private:
   struct Entry {

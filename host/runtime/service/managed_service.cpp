@@ -228,22 +228,6 @@ std::ostream& operator<<(std::ostream& out, const ManagedQueryServiceResult& val
              << "', decision_digest='" << value.prepared_.decision_digest() << "')";
 }
 
-std::string_view to_string(ManagedDesiredStatus status) noexcept {
-  switch (status) {
-    case ManagedDesiredStatus::kReconciled:
-      return "reconciled";
-    case ManagedDesiredStatus::kConsentRequired:
-      return "consent-required";
-    case ManagedDesiredStatus::kEffectPending:
-      return "effect-pending";
-    case ManagedDesiredStatus::kManualDeferred:
-      return "manual-deferred";
-    case ManagedDesiredStatus::kLifecycleDeferred:
-      return "lifecycle-deferred";
-  }
-  return "reconciled";
-}
-
 std::ostream& operator<<(std::ostream& out, ManagedDesiredStatus status) {
   return out << to_string(status);
 }
@@ -521,7 +505,8 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
 EngineComposition& ManagedQueryService::composition_for(
     const std::shared_ptr<const ManagedArtifactHandle>& artifact) {
   if (!artifact) throw InvalidArgument("managed composition requires an artifact handle");
-  const std::string key = artifact->manifest_digest() + "|" + artifact->planning_environment_digest();
+  const std::string key =
+      artifact->manifest_digest() + "|" + artifact->planning_environment_digest();
   if (composition_ && composition_key_ == key) {
     try {
       static_cast<void>(options_.registry->graph_artifact_path(*artifact));  // still issued
@@ -567,7 +552,8 @@ void ManagedQueryService::validate_input(const ManagedQueryInput& input) const {
   }
   const auto& started = input.session_started();
   const auto& decision = input.decision_event();
-  if (started.event_kind() != engine::EventKind::kSessionStarted || started.expected_revision() != 0) {
+  if (started.event_kind() != engine::EventKind::kSessionStarted ||
+      started.expected_revision() != 0) {
     throw InvalidArgument("managed query input must start with SessionStarted at revision zero");
   }
   const auto revision = decision.expected_revision();
@@ -942,7 +928,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
   // §3.9 steps 11–13: policy drift defers; otherwise the automatic (preapproved) installs run
   // (preapproved_install.cpp) and the remaining interactive consent, if any, is published.
   auto progress = detail::progress_desired_installs(
-      *composition, detail::DesiredInstallContext{parent, marked, options_.policy_store_root, clock});
+      *composition,
+      detail::DesiredInstallContext{parent, marked, options_.policy_store_root, clock});
   std::optional<ManagedConsentChallengeProjection> challenge;
   if (!progress.policy_drift && progress.indeterminate_ids.empty()) {
     if (auto published =
@@ -962,7 +949,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
     if (row->actionability() == engine::Actionability::kManual) manual.push_back(id);
     if (row->actionability() != engine::Actionability::kInstall) continue;
     const auto* capability = state.capability(id);
-    const bool absent = capability == nullptr || capability->installation == engine::Installation::kAbsent;
+    const bool absent =
+        capability == nullptr || capability->installation == engine::Installation::kAbsent;
     const auto& blocked = state.fields().blocked_install_descriptor_digests;
     const bool descriptor_blocked = row->install_descriptor_digest() &&
                                     std::find(blocked.begin(), blocked.end(),

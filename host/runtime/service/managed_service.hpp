@@ -242,8 +242,16 @@ enum class ManagedDesiredStatus {
   kManualDeferred,
   kLifecycleDeferred,
 };
-// "reconciled", "consent-required", "effect-pending", "manual-deferred", "lifecycle-deferred".
-std::string_view to_string(ManagedDesiredStatus status) noexcept;
+// The status's wire spelling (set_desired results, "status"), from its one table.
+inline constexpr core::EnumStrings<ManagedDesiredStatus, 5> kManagedDesiredStatusStrings{
+    "desired set status",
+    {ManagedDesiredStatus::kReconciled, ManagedDesiredStatus::kConsentRequired,
+     ManagedDesiredStatus::kEffectPending, ManagedDesiredStatus::kManualDeferred,
+     ManagedDesiredStatus::kLifecycleDeferred},
+    {"reconciled", "consent-required", "effect-pending", "manual-deferred", "lifecycle-deferred"}};
+constexpr std::string_view to_string(ManagedDesiredStatus status) noexcept {
+  return kManagedDesiredStatusStrings.to_string(status);
+}
 std::ostream& operator<<(std::ostream& out, ManagedDesiredStatus status);
 
 // set_desired's result (14 fields, §3.1).
@@ -317,9 +325,19 @@ enum class ManagedConsentOutcome {
   kQuarantined,
   kSuperseded,
 };
-// "consent-required", "reauthentication-required", "denied", "installed-inactive",
-// "install-failed", "install-indeterminate", "expired", "quarantined", "superseded".
-std::string_view to_string(ManagedConsentOutcome outcome) noexcept;
+// The outcome's wire spelling (consent resolution results, "outcome"), from its one table.
+inline constexpr core::EnumStrings<ManagedConsentOutcome, 9> kManagedConsentOutcomeStrings{
+    "consent resolution outcome",
+    {ManagedConsentOutcome::kConsentRequired, ManagedConsentOutcome::kReauthenticationRequired,
+     ManagedConsentOutcome::kDenied, ManagedConsentOutcome::kInstalledInactive,
+     ManagedConsentOutcome::kInstallFailed, ManagedConsentOutcome::kInstallIndeterminate,
+     ManagedConsentOutcome::kExpired, ManagedConsentOutcome::kQuarantined,
+     ManagedConsentOutcome::kSuperseded},
+    {"consent-required", "reauthentication-required", "denied", "installed-inactive",
+     "install-failed", "install-indeterminate", "expired", "quarantined", "superseded"}};
+constexpr std::string_view to_string(ManagedConsentOutcome outcome) noexcept {
+  return kManagedConsentOutcomeStrings.to_string(outcome);
+}
 std::ostream& operator<<(std::ostream& out, ManagedConsentOutcome outcome);
 
 // resolve_consent / recover_consent's result (9 fields, §3.1): no scope, challenge id, driver,
@@ -534,5 +552,16 @@ class ManagedQueryService final {
 std::shared_ptr<ManagedQueryService> open_managed_query_service(ManagedQueryServiceOptions options);
 
 }  // namespace ctx::runtime
+
+namespace ctx::core {
+template <>
+struct EnumTraits<runtime::ManagedDesiredStatus> {
+  static constexpr const auto& kStrings = runtime::kManagedDesiredStatusStrings;
+};
+template <>
+struct EnumTraits<runtime::ManagedConsentOutcome> {
+  static constexpr const auto& kStrings = runtime::kManagedConsentOutcomeStrings;
+};
+}  // namespace ctx::core
 
 #endif  // CTX_HOST_RUNTIME_SERVICE_MANAGED_SERVICE_HPP_

@@ -270,8 +270,10 @@ std::optional<NextInstall> next_install(EngineComposition& composition,
           .interactive) {
     return std::nullopt;  // a human decides: the consent is published instead
   }
-  if (!context.policy_store_root || !InstallPolicyStore(*context.policy_store_root).has_persisted()) {
-    throw ManagedQueryServiceError("automatic installation requires an explicitly persisted policy");
+  if (!context.policy_store_root ||
+      !InstallPolicyStore(*context.policy_store_root).has_persisted()) {
+    throw ManagedQueryServiceError(
+        "automatic installation requires an explicitly persisted policy");
   }
   auto binding = composition.resolve_install_execution_binding(consent.install_action, selection);
   const auto unchanged = composition.snapshot(scope);
@@ -348,7 +350,8 @@ DesiredProgress progress_desired_installs(EngineComposition& composition,
         progress.head, current_install_policy(context.policy_store_root).policy_digest());
   }
   if (progress.head.revision > 0) {
-    progress.head_actions = transition_of(record_at(composition, scope, progress.head.revision)).actions();
+    progress.head_actions =
+        transition_of(record_at(composition, scope, progress.head.revision)).actions();
   }
   return progress;
 }

@@ -308,13 +308,14 @@ void validate_registration(const std::string& logical_query_id, const engine::En
       throw InvalidArgument("managed query random_seed must be an integer");
     }
   }
-  if (started.event_kind() != engine::EventKind::kSessionStarted || started.expected_revision() != 0 ||
-      started.payload() != Json{{"host_level", "managing"}}) {
+  if (started.event_kind() != engine::EventKind::kSessionStarted ||
+      started.expected_revision() != 0 || started.payload() != Json{{"host_level", "managing"}}) {
     throw InvalidArgument("managed query registration requires a managing SessionStarted at 0");
   }
-  const bool intent = decision.event_kind() == engine::EventKind::kIntentObserved && decision.expected_revision() == 1;
-  const bool development =
-      decision.event_kind() == engine::EventKind::kDevelopmentObserved && decision.expected_revision() >= 2;
+  const bool intent = decision.event_kind() == engine::EventKind::kIntentObserved &&
+                      decision.expected_revision() == 1;
+  const bool development = decision.event_kind() == engine::EventKind::kDevelopmentObserved &&
+                           decision.expected_revision() >= 2;
   if (!intent && !development) {
     throw InvalidArgument(
         "managed query decision must be IntentObserved at 1 or DevelopmentObserved after");

@@ -77,7 +77,8 @@ TEST(LruMap, ReplacingAnEntryCountsOnlyItsNewCost) {
 }
 
 TEST(LruMap, AnEntryLargerThanTheBudgetIsNotKeptAndEvictsNothing) {
-  LruMap<std::string, int> map(LruBounds{.max_entries = 10, .max_bytes = 100, .max_entry_bytes = 25});
+  LruMap<std::string, int> map(
+      LruBounds{.max_entries = 10, .max_bytes = 100, .max_entry_bytes = 25});
   map.put("a", 1, 20);
   map.put("b", 2, 20);
   EXPECT_EQ(map.put("huge", 3, 26), nullptr);

@@ -13,9 +13,15 @@
 namespace ctx::engine {
 namespace {
 
-const std::vector<std::string> kStrings = {"",        "plain-token", "with \"quotes\"",
-                                           "back\\slash", "tab\tnew\nline", std::string("nul\0x", 5),
-                                           "\x7f",    "caf\xc3\xa9",  "\xf0\x9f\x98\x80 emoji",
+const std::vector<std::string> kStrings = {"",
+                                           "plain-token",
+                                           "with \"quotes\"",
+                                           "back\\slash",
+                                           "tab\tnew\nline",
+                                           std::string("nul\0x", 5),
+                                           "\x7f",
+                                           "caf\xc3\xa9",
+                                           "\xf0\x9f\x98\x80 emoji",
                                            "\x1f"};
 
 TEST(CanonicalText, StringsEncodeAsTheCanonicalEncoderDoes) {

@@ -79,9 +79,9 @@ inline InstallPlanDescriptor install_descriptor(const std::string& id) {
 
 inline AuthorizedMaterial load_material(const std::string& id) {
   const auto identity = MaterialIdentity::create(id, kind_of(id), sha("content:" + id), 64);
-  const auto descriptor = MaterialDescriptor::create(
-      id, kind_of(id), "load", identity.content_sha256(), 64, 16, sha("material-snapshot"),
-      identity.identity_digest());
+  const auto descriptor =
+      MaterialDescriptor::create(id, kind_of(id), Actionability::kLoad, identity.content_sha256(),
+                                 64, 16, sha("material-snapshot"), identity.identity_digest());
   const auto catalog = CatalogCapabilityIdentity::create(id, kind_of(id), catalog_namespace());
   return AuthorizedMaterial::from_catalog(catalog.identity_digest(), descriptor);
 }

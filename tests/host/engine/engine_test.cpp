@@ -67,16 +67,21 @@ class EngineTest : public ::testing::Test {
   Engine make_engine(bool with_guard = true) {
     EnginePorts ports{normalizer(), planner_.port(), {}};
     if (with_guard) {
-      ports.interactive_install_decision_guard = [this](const InteractiveInstallDecisionReservation& r) {
-        reservations_.push_back(r.consent_id);
-        return std::function<void()>([this] { ++settled_; });
-      };
+      ports.interactive_install_decision_guard =
+          [this](const InteractiveInstallDecisionReservation& r) {
+            reservations_.push_back(r.consent_id);
+            return std::function<void()>([this] { ++settled_; });
+          };
     }
     return Engine(journal_, &journal_, clock_, std::move(ports));
   }
 
-  EngineEvent start_event() { return event("SessionStarted", 0, "event-start", {{"host_level", "managing"}}); }
-  EngineEvent intent_event() { return event("IntentObserved", 1, "event-intent", observation_ref("observation-one")); }
+  EngineEvent start_event() {
+    return event("SessionStarted", 0, "event-start", {{"host_level", "managing"}});
+  }
+  EngineEvent intent_event() {
+    return event("IntentObserved", 1, "event-intent", observation_ref("observation-one"));
+  }
 
   FakeClock clock_;
   FakeClaimJournal journal_;
@@ -118,12 +123,15 @@ TEST_F(EngineTest, ChangedContentUnderTheSameIdCollides) {
   engine.process(start_event());
   engine.process(intent_event());
   const auto before = engine.snapshot(scope().stream_id());
-  CTX_EXPECT_THROW(engine.process(event("SessionStarted", 0, "event-start", {{"host_level", "activating"}})),
-                   EventIdCollision, "already bound to different content");
-  CTX_EXPECT_THROW(engine.process(event("IntentObserved", 1, "event-intent", observation_ref("observation-other"))),
+  CTX_EXPECT_THROW(
+      engine.process(event("SessionStarted", 0, "event-start", {{"host_level", "activating"}})),
+      EventIdCollision, "already bound to different content");
+  CTX_EXPECT_THROW(engine.process(event("IntentObserved", 1, "event-intent",
+                                        observation_ref("observation-other"))),
                    EventIdCollision, "event-intent");
   // The same id in another stream collides too.
-  CTX_EXPECT_THROW(engine.process(event("SessionStarted", 0, "event-start", {{"host_level", "managing"}}, "two")),
+  CTX_EXPECT_THROW(engine.process(event("SessionStarted", 0, "event-start",
+                                        {{"host_level", "managing"}}, "two")),
                    EventIdCollision, "already bound");
   EXPECT_EQ(engine.snapshot(scope().stream_id()), before);
   EXPECT_EQ(planner_.calls, 1);
@@ -135,7 +143,8 @@ TEST_F(EngineTest, StaleHeadIsARevisionConflictBeforePlanning) {
   engine.process(start_event());
   engine.process(intent_event());
   engine.process(event("TurnEnded", 2, "event-turnended"));
-  auto f = event_fields("DevelopmentObserved", 2, "event-development", observation_ref("observation-dev"));
+  auto f = event_fields("DevelopmentObserved", 2, "event-development",
+                        observation_ref("observation-dev"));
   f.correlation_id = "plan-dev";
   const auto before = engine.snapshot(scope().stream_id());
   try {
@@ -159,30 +168,34 @@ TEST_F(EngineTest, PreflightRefusesUnsafeEventsWithoutTouchingTheJournal) {
                    "retention is not safe for authoritative replay");
   Json payload = observation_ref("observation-one");
   payload["prompt"] = "raw text";
-  CTX_EXPECT_THROW(engine.process(event("IntentObserved", 1, "event-leaky", payload)), ReplayPrivacyError,
+  CTX_EXPECT_THROW(engine.process(event("IntentObserved", 1, "event-leaky", payload)),
+                   ReplayPrivacyError,
                    "observation payload must contain only an opaque observation reference");
   CTX_EXPECT_THROW(engine.process(event("TurnEnded", 1, "event with space")), ReplayPrivacyError,
                    "event_id must be an opaque safe token");
-  CTX_EXPECT_THROW(engine.process(event("TurnEnded", 1, "event-x", {{"a", 1}})), ReplayValidationError,
-                   "payload must be empty");
+  CTX_EXPECT_THROW(engine.process(event("TurnEnded", 1, "event-x", {{"a", 1}})),
+                   ReplayValidationError, "payload must be empty");
   EXPECT_EQ(journal_.head(scope().stream_id()).revision, 1);
 }
 
 TEST_F(EngineTest, NormalizerAndPlannerFailuresAreTyped) {
-  auto failing = Engine(journal_, &journal_, clock_,
-                        EnginePorts{[](const ObservationReference&, const EngineState*) -> StructuredSurrogate {
-                                      throw std::runtime_error("/secret/path");
-                                    },
-                                    planner_.port(), {}});
+  auto failing = Engine(
+      journal_, &journal_, clock_,
+      EnginePorts{[](const ObservationReference&, const EngineState*) -> StructuredSurrogate {
+                    throw std::runtime_error("/secret/path");
+                  },
+                  planner_.port(),
+                  {}});
   failing.process(start_event());
   CTX_EXPECT_THROW(failing.process(intent_event()), ReplayValidationError,
                    "typed observation normalization failed");
-  auto unapproved = Engine(journal_, &journal_, clock_,
-                           EnginePorts{[](const ObservationReference&, const EngineState*) {
-                                         return StructuredSurrogate::create("ctx.observation.raw", 1,
-                                                                            {{"x", "y"}});
-                                       },
-                                       planner_.port(), {}});
+  auto unapproved = Engine(
+      journal_, &journal_, clock_,
+      EnginePorts{[](const ObservationReference&, const EngineState*) {
+                    return StructuredSurrogate::create("ctx.observation.raw", 1, {{"x", "y"}});
+                  },
+                  planner_.port(),
+                  {}});
   CTX_EXPECT_THROW(unapproved.process(intent_event()), ReplayPrivacyError, "not approved");
   EXPECT_EQ(journal_.head(scope().stream_id()).revision, 1);
 }
@@ -289,7 +302,8 @@ TEST_F(EngineTest, TwoEnginesRacingForOneHeadCommitExactlyOnce) {
   first.process(intent_event());
   std::atomic<int> wins{0}, conflicts{0};
   auto attempt = [&](Engine& engine, const std::string& name) {
-    auto f = event_fields("DevelopmentObserved", 2, "event-" + name, observation_ref("observation-" + name));
+    auto f = event_fields("DevelopmentObserved", 2, "event-" + name,
+                          observation_ref("observation-" + name));
     f.correlation_id = "plan-" + name;
     try {
       engine.process(EngineEvent::create(f));
@@ -312,8 +326,9 @@ TEST_F(EngineTest, TwoEnginesRacingForOneHeadCommitExactlyOnce) {
 
 // ---- the authority path ----
 
-Json desired_payload(const std::string& id, const std::string& lease,
-                     const std::string& policy = InstallConsentPolicy::safe_default().policy_digest()) {
+Json desired_payload(
+    const std::string& id, const std::string& lease,
+    const std::string& policy = InstallConsentPolicy::safe_default().policy_digest()) {
   const auto row = plan_row(id, "install");
   return {{"desired_capabilities",
            Json::array({{{"actionability", "install"},
@@ -336,17 +351,20 @@ class EngineAuthority : public EngineTest {
     planner_.rows = {plan_row(kId, "install")};
     engine.process(start_event());
     engine.process(intent_event());
-    const auto desired = engine.process(event("ReassessmentRequested", 2, "event-desired", desired_payload(kId, "lease-1")));
+    const auto desired = engine.process(
+        event("ReassessmentRequested", 2, "event-desired", desired_payload(kId, "lease-1")));
     EXPECT_EQ(desired.actions().at(0).action_kind(), ActionKind::kRequestConsent);
     request_ = desired.actions().at(0);
-    const auto granted = engine.process(event("UserDecision", 3, "event-granted", decision_payload(request_)));
+    const auto granted =
+        engine.process(event("UserDecision", 3, "event-granted", decision_payload(request_)));
     EXPECT_EQ(granted.actions().at(0).action_kind(), ActionKind::kInstallCapability);
     return granted.actions().at(0);
   }
 
   InstallExecutionBinding binding(const HostAction& install) {
     return InstallExecutionBinding::create(install_descriptor(kId).installer_id(),
-                                           install.payload()["installer_digest"], sha("host"), sha("target"));
+                                           install.payload()["installer_digest"], sha("host"),
+                                           sha("target"));
   }
 
   HostAction request_ = HostAction::create(HostAction::Fields{
@@ -367,17 +385,20 @@ TEST_F(EngineAuthority, ConsentInstallActivationAndRePlanLifecycle) {
   const auto snap = engine.snapshot(scope().stream_id());
   const auto& row = snap.state->committed_plan()->capabilities().at(0);
   const auto b = binding(install);
-  CTX_EXPECT_THROW(engine.authorize_install(install, row, install_descriptor(kId), sha("other-catalog"),
-                                            InstallConsentPolicy::safe_default().policy_digest(), b),
-                   CtxEngineError, "not the exact pending journal authority");
-  const auto claim = engine.authorize_install(install, row, install_descriptor(kId), catalog_snapshot(),
-                                              InstallConsentPolicy::safe_default().policy_digest(), b);
+  CTX_EXPECT_THROW(
+      engine.authorize_install(install, row, install_descriptor(kId), sha("other-catalog"),
+                               InstallConsentPolicy::safe_default().policy_digest(), b),
+      CtxEngineError, "not the exact pending journal authority");
+  const auto claim =
+      engine.authorize_install(install, row, install_descriptor(kId), catalog_snapshot(),
+                               InstallConsentPolicy::safe_default().policy_digest(), b);
   EXPECT_EQ(claim.action_id, install.action_id());
   EXPECT_TRUE(engine.install_execution_status(install).claimed);
   EXPECT_FALSE(engine.install_execution_status(install).outcome_recorded);
 
   // An outcome for another binding than the claim's is refused; the claim's binding records it.
-  const auto other = InstallExecutionBinding::create(b.driver_id(), b.driver_digest(), sha("h2"), sha("t2"));
+  const auto other =
+      InstallExecutionBinding::create(b.driver_id(), b.driver_digest(), sha("h2"), sha("t2"));
   CTX_EXPECT_THROW(engine.record_install_outcome(install, other, InstallOutcome::kApplied,
                                                  install_result(kId).identity_digest(), sha("v")),
                    InstallExecutionOutcomeConflict, "binding");
@@ -401,13 +422,16 @@ TEST_F(EngineAuthority, ConsentInstallActivationAndRePlanLifecycle) {
   const auto activation_guard = engine.record_activation_outcome(
       activation, b, activation.payload()["material_identity"]["identity_digest"], sha("observed"));
   const auto activated = engine.process_activation_receipt(
-      event("ActionApplied", 5, "event-activation-applied", receipt(activation, material_verification(activation))),
+      event("ActionApplied", 5, "event-activation-applied",
+            receipt(activation, material_verification(activation))),
       activation_guard);
   EXPECT_TRUE(activated.actions().empty());
   EXPECT_TRUE(engine.activation_execution_status(activation).settled);
-  EXPECT_EQ(engine.snapshot(scope().stream_id()).state->capability(kId)->activation, Activation::kActive);
+  EXPECT_EQ(engine.snapshot(scope().stream_id()).state->capability(kId)->activation,
+            Activation::kActive);
 
-  auto later = event_fields("DevelopmentObserved", 6, "event-development-later", observation_ref("observation-later"));
+  auto later = event_fields("DevelopmentObserved", 6, "event-development-later",
+                            observation_ref("observation-later"));
   later.correlation_id = "plan-later";
   const auto replanned = engine.process(EngineEvent::create(later));
   ASSERT_EQ(replanned.actions().size(), 1u);
@@ -439,18 +463,21 @@ TEST_F(EngineAuthority, ComposedTextsEqualTheCanonicalEncoding) {
     const auto transition = Transition::from_json_text(record.transition_json);
     EXPECT_EQ(transition.to_json_text(), core::canonical_json(transition.to_json()));
     EXPECT_EQ(transition.to_json_text(), record.transition_json);
-    EXPECT_EQ(record.record_digest, core::canonical_digest(Json{
-        {"event_content_digest", record.event_content_digest},
-        {"event_id", record.event_id},
-        {"previous_record_digest", record.previous_record_digest ? Json(*record.previous_record_digest) : Json(nullptr)},
-        {"privacy_classification", record.privacy_classification},
-        {"reducer_version", record.reducer_version},
-        {"replay_digest", record.replay_digest},
-        {"retention_class", record.retention_class},
-        {"result_state_digest", record.result_state_digest},
-        {"revision", record.revision},
-        {"stream_key", record.stream.stream_key()},
-        {"transition_digest", record.transition_digest}}));
+    EXPECT_EQ(
+        record.record_digest,
+        core::canonical_digest(Json{
+            {"event_content_digest", record.event_content_digest},
+            {"event_id", record.event_id},
+            {"previous_record_digest",
+             record.previous_record_digest ? Json(*record.previous_record_digest) : Json(nullptr)},
+            {"privacy_classification", record.privacy_classification},
+            {"reducer_version", record.reducer_version},
+            {"replay_digest", record.replay_digest},
+            {"retention_class", record.retention_class},
+            {"result_state_digest", record.result_state_digest},
+            {"revision", record.revision},
+            {"stream_key", record.stream.stream_key()},
+            {"transition_digest", record.transition_digest}}));
   }
   EXPECT_EQ(scope().stream_id().stream_key(),
             core::canonical_json(Json{{"repository_id", "repository-1"},
@@ -464,20 +491,27 @@ TEST_F(EngineAuthority, InteractiveDecisionNeedsTheHostGuard) {
   planner_.rows = {plan_row(kId, "install")};
   engine.process(start_event());
   engine.process(intent_event());
-  const auto request =
-      engine.process(event("ReassessmentRequested", 2, "event-desired", desired_payload(kId, "lease-1"))).actions().at(0);
-  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-granted", decision_payload(request))),
-                   CtxEngineError, "interactive install decision requires a host-authenticated one-shot guard");
-  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy"))),
-                   CtxEngineError, "preapproved install requires an authoritative current-policy guard");
+  const auto request = engine
+                           .process(event("ReassessmentRequested", 2, "event-desired",
+                                          desired_payload(kId, "lease-1")))
+                           .actions()
+                           .at(0);
+  CTX_EXPECT_THROW(
+      engine.process(event("UserDecision", 3, "event-granted", decision_payload(request))),
+      CtxEngineError, "interactive install decision requires a host-authenticated one-shot guard");
+  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto",
+                                        decision_payload(request, "preapproved-policy"))),
+                   CtxEngineError,
+                   "preapproved install requires an authoritative current-policy guard");
   auto wrong = decision_payload(request);
   wrong["consent_id"] = "consent-unknown";
   CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-wrong", wrong)), CtxEngineError,
                    "does not match an exact pending consent");
   clock_.set("2026-08-02T13:00:00Z");
   auto guarded = make_engine();
-  CTX_EXPECT_THROW(guarded.process(event("UserDecision", 3, "event-late", decision_payload(request))),
-                   CtxEngineError, "install decision has expired according to trusted clock");
+  CTX_EXPECT_THROW(
+      guarded.process(event("UserDecision", 3, "event-late", decision_payload(request))),
+      CtxEngineError, "install decision has expired according to trusted clock");
   EXPECT_EQ(journal_.head(scope().stream_id()).revision, 3);
 }
 
@@ -489,8 +523,8 @@ TEST_F(EngineAuthority, UnclaimedInstallExpiresOnlyAfterTrustedExpiry) {
                         {"action_kind", install.action_kind()},
                         {"action_precondition_revision", install.precondition_revision()},
                         {"reason", "expired"}};
-  CTX_EXPECT_THROW(engine.process(event("ActionExpired", 4, "event-expired", expired)), CtxEngineError,
-                   "install action has not expired according to trusted clock");
+  CTX_EXPECT_THROW(engine.process(event("ActionExpired", 4, "event-expired", expired)),
+                   CtxEngineError, "install action has not expired according to trusted clock");
   clock_.set("2026-08-02T13:00:00Z");  // one hour after the decision event
   const auto out = engine.process(event("ActionExpired", 4, "event-expired", expired));
   EXPECT_TRUE(out.actions().empty());
@@ -500,7 +534,8 @@ TEST_F(EngineAuthority, UnclaimedInstallExpiresOnlyAfterTrustedExpiry) {
 TEST_F(EngineAuthority, ClaimedInstallCannotExpireAsUnclaimed) {
   auto engine = make_engine();
   const auto install = to_install(engine);
-  const auto row = engine.snapshot(scope().stream_id()).state->committed_plan()->capabilities().at(0);
+  const auto row =
+      engine.snapshot(scope().stream_id()).state->committed_plan()->capabilities().at(0);
   engine.authorize_install(install, row, install_descriptor(kId), catalog_snapshot(),
                            InstallConsentPolicy::safe_default().policy_digest(), binding(install));
   clock_.set("2026-08-02T13:00:00Z");
@@ -509,12 +544,14 @@ TEST_F(EngineAuthority, ClaimedInstallCannotExpireAsUnclaimed) {
                         {"action_kind", install.action_kind()},
                         {"action_precondition_revision", install.precondition_revision()},
                         {"reason", "expired"}};
-  EXPECT_THROW(engine.process(event("ActionExpired", 4, "event-expired", expired)), InstallActionAlreadyClaimed);
+  EXPECT_THROW(engine.process(event("ActionExpired", 4, "event-expired", expired)),
+               InstallActionAlreadyClaimed);
   EXPECT_EQ(journal_.head(scope().stream_id()).revision, 4);
 }
 
 TEST_F(EngineAuthority, PreapprovedGrantNeedsTheCurrentPolicyToRouteItAutomatically) {
-  const auto auto_policy = InstallConsentPolicy::create("preapproved-auto", "ask-each-time", "ask-each-time");
+  const auto auto_policy =
+      InstallConsentPolicy::create("preapproved-auto", "ask-each-time", "ask-each-time");
   std::optional<InstallConsentPolicy> current = auto_policy;
   bool still_current = true;
   EnginePorts ports{normalizer(), planner_.port(), {}, {}};
@@ -530,24 +567,28 @@ TEST_F(EngineAuthority, PreapprovedGrantNeedsTheCurrentPolicyToRouteItAutomatica
   planner_.rows = {plan_row(kId, "install")};
   engine.process(start_event());
   engine.process(intent_event());
-  const auto request = engine.process(event("ReassessmentRequested", 2, "event-desired",
-                                            desired_payload(kId, "lease-1", auto_policy.policy_digest())))
-                           .actions()
-                           .at(0);
+  const auto request =
+      engine
+          .process(event("ReassessmentRequested", 2, "event-desired",
+                         desired_payload(kId, "lease-1", auto_policy.policy_digest())))
+          .actions()
+          .at(0);
   auto denied = decision_payload(request, "preapproved-policy");
   denied["decision"] = "denied";
-  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto-denied", denied)), CtxEngineError,
-                   "preapproved install policy decisions may only grant");
+  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto-denied", denied)),
+                   CtxEngineError, "preapproved install policy decisions may only grant");
   still_current = false;
-  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy"))),
+  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto",
+                                        decision_payload(request, "preapproved-policy"))),
                    CtxEngineError, "no longer authoritative");
   current = InstallConsentPolicy::safe_default();
   still_current = true;
-  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy"))),
+  CTX_EXPECT_THROW(engine.process(event("UserDecision", 3, "event-auto",
+                                        decision_payload(request, "preapproved-policy"))),
                    CtxEngineError, "preapproved install is not authorized by current policy");
   current = auto_policy;
-  const auto granted =
-      engine.process(event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy")));
+  const auto granted = engine.process(
+      event("UserDecision", 3, "event-auto", decision_payload(request, "preapproved-policy")));
   EXPECT_EQ(granted.actions().at(0).action_kind(), ActionKind::kInstallCapability);
 }
 

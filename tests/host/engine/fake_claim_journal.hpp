@@ -40,15 +40,21 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
     forwarded.guard.reset();
     if (request.guard) {
       const auto& g = *request.guard;
-      auto& claims = g.authority == ExecutionAuthority::kInstall ? install_claims_ : activation_claims_;
+      auto& claims =
+          g.authority == ExecutionAuthority::kInstall ? install_claims_ : activation_claims_;
       const bool claimed = claims.count(g.action_id) > 0;
       if (g.mode == GuardMode::kExpired) {
         if (claimed) throw InstallActionAlreadyClaimed("claimed action cannot expire as unclaimed");
       } else {
-        if (!claimed) throw InstallActionClaimRequired("action must be claimed before receipt commit");
-        if (settled_.count(g.action_id)) throw InstallActionClaimSettled("already has a terminal settlement");
+        if (!claimed) {
+          throw InstallActionClaimRequired("action must be claimed before receipt commit");
+        }
+        if (settled_.count(g.action_id)) {
+          throw InstallActionClaimSettled("already has a terminal settlement");
+        }
         const auto it = outcomes_.find(g.action_id);
-        if (it == outcomes_.end() || std::optional(it->second.outcome_digest) != g.execution_outcome_digest) {
+        if (it == outcomes_.end() ||
+            std::optional(it->second.outcome_digest) != g.execution_outcome_digest) {
           throw InstallExecutionOutcomeRequired("action has no verified execution outcome");
         }
       }
@@ -71,17 +77,19 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
   }
 
   ActionClaim claim_install(const ClaimRequest& r) override {
-    return claim(r, install_claims_, "InstallCapability");
+    return claim(r, install_claims_, ActionKind::kInstallCapability);
   }
   ActionClaim claim_activation(const ClaimRequest& r) override {
-    return claim(r, activation_claims_, "ActivateCapability");
+    return claim(r, activation_claims_, ActionKind::kActivateCapability);
   }
 
   ExecutionOutcome record_install_outcome(const InstallOutcomeRequest& r) override {
     std::lock_guard lock(mutex_);
     const auto action = core::parse_json(r.action_json);
     const std::string id = action.at("action_id");
-    if (!install_claims_.count(id)) throw InstallExecutionOutcomeRequired("has no durable execution claim");
+    if (!install_claims_.count(id)) {
+      throw InstallExecutionOutcomeRequired("has no durable execution claim");
+    }
     if (r.outcome == InstallOutcome::kApplied &&
         r.observed_material_identity_digest != r.expected_result_material_identity_digest) {
       throw InstallExecutionOutcomeConflict("does not match authorized result material");
@@ -93,16 +101,21 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
     std::lock_guard lock(mutex_);
     const auto action = core::parse_json(r.action_json);
     const std::string id = action.at("action_id");
-    if (!activation_claims_.count(id)) throw ActivationExecutionOutcomeRequired("has no durable claim");
+    if (!activation_claims_.count(id)) {
+      throw ActivationExecutionOutcomeRequired("has no durable claim");
+    }
     return outcome(id, action, activation_claims_.at(id), r.execution_binding_digest, std::nullopt,
                    r.observed_material_identity_digest, r.verification_digest);
   }
 
-  InstallExecutionStatus install_execution_status(const StreamId&, std::string_view id) const override {
+  InstallExecutionStatus install_execution_status(const StreamId&,
+                                                  std::string_view id) const override {
     std::lock_guard lock(mutex_);
     InstallExecutionStatus s;
     fill(s, std::string(id), install_claims_);
-    if (auto it = outcomes_.find(std::string(id)); it != outcomes_.end()) s.outcome = it->second.outcome;
+    if (auto it = outcomes_.find(std::string(id)); it != outcomes_.end()) {
+      s.outcome = it->second.outcome;
+    }
     return s;
   }
   ActivationExecutionStatus activation_execution_status(const StreamId&,
@@ -112,17 +125,20 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
     fill(s, std::string(id), activation_claims_);
     return s;
   }
-  std::optional<ActionClaim> find_install_claim(const StreamId&, std::string_view id) const override {
+  std::optional<ActionClaim> find_install_claim(const StreamId&,
+                                                std::string_view id) const override {
     std::lock_guard lock(mutex_);
     auto it = install_claims_.find(std::string(id));
     return it == install_claims_.end() ? std::nullopt : std::optional(it->second);
   }
-  std::optional<ActionClaim> find_activation_claim(const StreamId&, std::string_view id) const override {
+  std::optional<ActionClaim> find_activation_claim(const StreamId&,
+                                                   std::string_view id) const override {
     std::lock_guard lock(mutex_);
     auto it = activation_claims_.find(std::string(id));
     return it == activation_claims_.end() ? std::nullopt : std::optional(it->second);
   }
-  std::optional<ExecutionOutcome> find_install_outcome(const StreamId&, std::string_view id) const override {
+  std::optional<ExecutionOutcome> find_install_outcome(const StreamId&,
+                                                       std::string_view id) const override {
     std::lock_guard lock(mutex_);
     auto it = outcomes_.find(std::string(id));
     return it == outcomes_.end() ? std::nullopt : std::optional(it->second);
@@ -139,21 +155,26 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
 
  private:
   ActionClaim claim(const ClaimRequest& r, std::map<std::string, ActionClaim>& claims,
-                    const char* kind) {
+                    ActionKind kind) {
     std::lock_guard lock(mutex_);
     const auto action = core::parse_json(r.action_json);
     const std::string id = action.at("action_id");
-    if (action.at("kind") != kind) throw InvalidArgument("action kind cannot be claimed here");
+    // The stored action's kind spelling is parsed here, at the fake's boundary.
+    const auto stored = action.at("kind");
+    if (!stored.is_string() || find_enum<ActionKind>(stored.get<std::string>()) != kind) {
+      throw InvalidArgument("action kind cannot be claimed here");
+    }
     if (claims.count(id)) {
       if (claims.at(id).action_json == r.action_json) {
-        if (std::string(kind) == "InstallCapability") {
+        if (kind == ActionKind::kInstallCapability) {
           throw InstallActionAlreadyClaimed("install action has already been claimed");
         }
         throw ActivationActionAlreadyClaimed("activation action is already claimed");
       }
     }
     const auto head = mem_.head(r.stream);
-    if (head.revision != r.expected_revision || head.record_digest != r.expected_head_record_digest) {
+    if (head.revision != r.expected_revision ||
+        head.record_digest != r.expected_head_record_digest) {
       throw RevisionConflict(r.expected_revision, head.revision);
     }
     const auto now = clock_.now();
@@ -163,7 +184,7 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
     ActionClaim c{.stream = r.stream,
                   .action_id = id,
                   .action_content_digest = core::sha256_hex(r.action_json),
-                  .action_kind = kind,
+                  .action_kind = std::string(to_string(kind)),
                   .precondition_revision = action.at("precondition_revision"),
                   .action_json = r.action_json,
                   .issuing_record_digest = std::string(64, 'a'),
@@ -180,30 +201,33 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
     return c;
   }
 
-  ExecutionOutcome outcome(const std::string& id, const core::Json& action, const ActionClaim& claim,
-                           const std::string& binding, std::optional<InstallOutcome> result,
+  ExecutionOutcome outcome(const std::string& id, const core::Json& action,
+                           const ActionClaim& claim, const std::string& binding,
+                           std::optional<InstallOutcome> result,
                            std::optional<std::string> observed, const std::string& verification) {
     if (binding != claim.execution_binding_digest) {
       throw InstallExecutionOutcomeConflict("outcome binding differs from the claim");
     }
     if (auto it = outcomes_.find(id); it != outcomes_.end()) return it->second;
-    ExecutionOutcome o{.stream = claim.stream,
-                       .action_id = id,
-                       .action_content_digest = claim.action_content_digest,
-                       .claim_digest = claim.claim_digest,
-                       .execution_binding_digest = binding,
-                       .outcome = result,
-                       .observed_material_identity_digest = observed,
-                       .verification_digest = verification,
-                       .observed_at = core::format_rfc3339(clock_.now()),
-                       .outcome_digest = core::sha256_hex(claim.claim_digest + verification +
-                                                          action.at("action_id").get<std::string>())};
+    ExecutionOutcome o{
+        .stream = claim.stream,
+        .action_id = id,
+        .action_content_digest = claim.action_content_digest,
+        .claim_digest = claim.claim_digest,
+        .execution_binding_digest = binding,
+        .outcome = result,
+        .observed_material_identity_digest = observed,
+        .verification_digest = verification,
+        .observed_at = core::format_rfc3339(clock_.now()),
+        .outcome_digest = core::sha256_hex(claim.claim_digest + verification +
+                                           action.at("action_id").get<std::string>())};
     outcomes_.emplace(id, o);
     return o;
   }
 
   template <typename Status>
-  void fill(Status& s, const std::string& id, const std::map<std::string, ActionClaim>& claims) const {
+  void fill(Status& s, const std::string& id,
+            const std::map<std::string, ActionClaim>& claims) const {
     if (auto it = claims.find(id); it != claims.end()) {
       s.claimed = true;
       s.execution_binding_digest = it->second.execution_binding_digest;

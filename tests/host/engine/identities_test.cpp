@@ -14,13 +14,15 @@ namespace {
 std::string sha(const std::string& text) { return core::sha256_hex(text); }
 
 MaterialIdentity lint_material() {
-  return MaterialIdentity::create("skill:lint", CapabilityKind::kSkill, sha("content:skill:lint"), 64);
+  return MaterialIdentity::create("skill:lint", CapabilityKind::kSkill, sha("content:skill:lint"),
+                                  64);
 }
 
 MaterialDescriptor lint_descriptor() {
   const auto material = lint_material();
-  return MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "load", material.content_sha256(), 64,
-                                    16, sha("material-snapshot"), material.identity_digest());
+  return MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kLoad,
+                                    material.content_sha256(), 64, 16, sha("material-snapshot"),
+                                    material.identity_digest());
 }
 
 InstallPlanDescriptor installer_descriptor() {
@@ -54,7 +56,8 @@ TEST(Identities, DigestsMatchPythonCanonAReference) {
 }
 
 TEST(Identities, RoundTripThroughJsonWithExactKeys) {
-  const auto catalog = CatalogCapabilityIdentity::create("skill:lint", CapabilityKind::kSkill, sha("ns"));
+  const auto catalog =
+      CatalogCapabilityIdentity::create("skill:lint", CapabilityKind::kSkill, sha("ns"));
   EXPECT_EQ(CatalogCapabilityIdentity::from_json(catalog.to_json()), catalog);
   EXPECT_EQ(catalog.to_json().size(), 5u);
   EXPECT_EQ(MaterialIdentity::from_json(lint_material().to_json()), lint_material());
@@ -73,8 +76,9 @@ TEST(Identities, RoundTripThroughJsonWithExactKeys) {
 }
 
 TEST(Identities, ManualDescriptorIsV1WithoutContent) {
-  const auto manual = MaterialDescriptor::create("harness:runner", CapabilityKind::kHarness, "manual",
-                                                 std::nullopt, 0, 0, sha("snap"), std::nullopt);
+  const auto manual =
+      MaterialDescriptor::create("harness:runner", CapabilityKind::kHarness, Actionability::kManual,
+                                 std::nullopt, 0, 0, sha("snap"), std::nullopt);
   EXPECT_EQ(manual.schema_version(), 1);
   EXPECT_EQ(manual.to_json()["schema"], "ctx.material-descriptor-v1");
   EXPECT_TRUE(manual.to_json()["content_sha256"].is_null());
@@ -87,7 +91,8 @@ TEST(Identities, TamperedDigestsAreRefused) {
   json["content_bytes"] = 65;
   CTX_EXPECT_THROW(MaterialIdentity::from_json(json), InvalidIdentityError,
                    "identity_digest does not match");
-  auto catalog = CatalogCapabilityIdentity::create("skill:lint", CapabilityKind::kSkill, sha("ns")).to_json();
+  auto catalog =
+      CatalogCapabilityIdentity::create("skill:lint", CapabilityKind::kSkill, sha("ns")).to_json();
   catalog["catalog_namespace_digest"] = sha("other");
   CTX_EXPECT_THROW(CatalogCapabilityIdentity::from_json(catalog), InvalidIdentityError,
                    "does not match");
@@ -164,12 +169,38 @@ TEST(Identities, FieldValidationNamesTheField) {
   CTX_EXPECT_THROW(InstallConsentPolicy::safe_default().mode_for(CapabilityKind::kHarness),
                    InvalidIdentityError,
                    "installable");
-  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "manual", sha("c"), 1, 1,
-                                              sha("s"), std::nullopt),
-                   InvalidIdentityError, "manual material cannot claim exposed content");
-  CTX_EXPECT_THROW(MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "load", sha("c"), 64, 1,
-                                              sha("s"), sha("wrong")),
-                   InvalidIdentityError, "material_identity_digest does not match");
+  CTX_EXPECT_THROW(
+      MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kManual,
+                                 sha("c"), 1, 1, sha("s"), std::nullopt),
+      InvalidIdentityError, "manual material cannot claim exposed content");
+  CTX_EXPECT_THROW(
+      MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kLoad,
+                                 sha("c"), 64, 1, sha("s"), sha("wrong")),
+      InvalidIdentityError, "material_identity_digest does not match");
+}
+
+// A material descriptor is loadable or manual: create() takes the enum and refuses kInstall; the
+// stored spelling is parsed in from_json, where an unknown one (or "install") is the same error.
+TEST(Identities, MaterialDescriptorActionabilityIsTypedAndParsedAtTheBoundary) {
+  const auto material = lint_material();
+  CTX_EXPECT_THROW(
+      MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kInstall,
+                                 material.content_sha256(), 64, 16, sha("material-snapshot"),
+                                 std::nullopt),
+      InvalidIdentityError, "descriptor actionability is unsupported");
+  const auto descriptor = lint_descriptor();
+  EXPECT_EQ(descriptor.actionability(), Actionability::kLoad);
+  EXPECT_EQ(descriptor.to_json()["actionability"], "load");
+  EXPECT_EQ(MaterialDescriptor::from_json(descriptor.to_json()), descriptor);
+  for (const char* spelling : {"install", "Load", "loaded", "no-such-actionability"}) {
+    auto stored = descriptor.to_json();
+    stored["actionability"] = spelling;
+    CTX_EXPECT_THROW(MaterialDescriptor::from_json(stored), InvalidIdentityError,
+                     "descriptor actionability is unsupported");
+  }
+  auto stored = descriptor.to_json();
+  stored["actionability"] = 1;
+  CTX_EXPECT_THROW(MaterialDescriptor::from_json(stored), InvalidIdentityError, "actionability");
 }
 
 TEST(Identities, AuthorizedMaterialOriginsAreExclusive) {
@@ -181,8 +212,8 @@ TEST(Identities, AuthorizedMaterialOriginsAreExclusive) {
   EXPECT_EQ(catalog.to_json().size(), 8u);
 
   const auto lineage = InstalledMaterialLineage::create(
-      "skill:lint", CapabilityKind::kSkill, sha("cat"), lint_material().identity_digest(), sha("desc"),
-      sha("action"), sha("receipt"));
+      "skill:lint", CapabilityKind::kSkill, sha("cat"), lint_material().identity_digest(),
+      sha("desc"), sha("action"), sha("receipt"));
   EXPECT_EQ(InstalledMaterialLineage::from_json(lineage.to_json()), lineage);
   const auto installed = AuthorizedMaterial::from_installed(lineage);
   EXPECT_EQ(installed.origin_proof_digest(), lineage.lineage_digest());
@@ -196,8 +227,9 @@ TEST(Identities, AuthorizedMaterialOriginsAreExclusive) {
   origin["origin"] = "catalog";
   CTX_EXPECT_THROW(AuthorizedMaterial::from_json(origin), InvalidIdentityError,
                    "catalog material requires an exact catalog descriptor");
-  const auto manual = MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, "manual", std::nullopt,
-                                                 0, 0, sha("snap"), std::nullopt);
+  const auto manual =
+      MaterialDescriptor::create("skill:lint", CapabilityKind::kSkill, Actionability::kManual,
+                                 std::nullopt, 0, 0, sha("snap"), std::nullopt);
   CTX_EXPECT_THROW(AuthorizedMaterial::from_catalog(sha("cat"), manual), InvalidIdentityError,
                    "material-identity descriptor");
 }
@@ -212,7 +244,8 @@ TEST(Identities, BindingJsonTextMustBeCanonical) {
 }
 
 TEST(Identities, PlanningBundleRequiresMatchingResultMaterial) {
-  const auto material = MaterialIdentity::create("agent:installer", CapabilityKind::kAgent, sha("m"), 64);
+  const auto material =
+      MaterialIdentity::create("agent:installer", CapabilityKind::kAgent, sha("m"), 64);
   InstallPlanDescriptor::Fields f;
   f.capability_id = "agent:installer";
   f.kind = CapabilityKind::kAgent;
@@ -223,7 +256,8 @@ TEST(Identities, PlanningBundleRequiresMatchingResultMaterial) {
   const auto descriptor = InstallPlanDescriptor::create(f);
   EXPECT_TRUE(descriptor.matches_result_material(material));
   EXPECT_NO_THROW(InstallPlanningBundle(descriptor, material));
-  const auto other = MaterialIdentity::create("agent:installer", CapabilityKind::kAgent, sha("n"), 64);
+  const auto other =
+      MaterialIdentity::create("agent:installer", CapabilityKind::kAgent, sha("n"), 64);
   CTX_EXPECT_THROW(InstallPlanningBundle(descriptor, other), InvalidIdentityError,
                    "does not match the full result material");
 }
@@ -240,8 +274,9 @@ TEST(Identities, RoutingSendsSensitiveDescriptorsToAHuman) {
   EXPECT_EQ(route_install_authorization(auto_policy, InstallPlanDescriptor::create(f)).reason_code,
             "matching-preapproved-policy");
   f.credential_requirement = true;
-  EXPECT_EQ(route_install_authorization(auto_policy, InstallPlanDescriptor::create(f)).decision_basis,
-            DecisionBasis::kInteractive);
+  EXPECT_EQ(
+      route_install_authorization(auto_policy, InstallPlanDescriptor::create(f)).decision_basis,
+      DecisionBasis::kInteractive);
   f.credential_requirement = false;
   EXPECT_EQ(route_install_authorization(InstallConsentPolicy::safe_default(),
                                         InstallPlanDescriptor::create(f))

@@ -59,7 +59,8 @@ TEST(Protocol, ScopeSerialisesAllSevenKeys) {
 }
 
 TEST(Protocol, PrivacyDefaultsAndClasses) {
-  EXPECT_EQ(PrivacyLabel().to_json(), (Json{{"classification", "private"}, {"retention", "local"}}));
+  EXPECT_EQ(PrivacyLabel().to_json(),
+            (Json{{"classification", "private"}, {"retention", "local"}}));
   EXPECT_EQ(PrivacyLabel::from_json(Json::object()), PrivacyLabel());
   CTX_EXPECT_THROW(PrivacyLabel::create("secret", "local"), ProtocolValidationError,
                    "unknown privacy classification");
@@ -108,7 +109,8 @@ TEST(Protocol, EventFieldValidation) {
   CTX_EXPECT_THROW(EngineEvent::create(f), ProtocolValidationError, "random_seed must be");
   f = decision_fields("IntentObserved", 1);
   f.payload = Json::array();
-  CTX_EXPECT_THROW(EngineEvent::create(f), ProtocolValidationError, "payload must be a JSON object");
+  CTX_EXPECT_THROW(EngineEvent::create(f), ProtocolValidationError,
+                   "payload must be a JSON object");
   f = decision_fields("IntentObserved", 1);
   f.payload = {{"bad", std::string("\xff")}};
   CTX_EXPECT_THROW(EngineEvent::create(f), ProtocolValidationError, "payload.bad");
@@ -150,8 +152,8 @@ TEST(Protocol, ReceiptPayloadRules) {
   auto missing = receipt_identity();
   missing.erase("action_content_digest");
   missing["reason"] = "expired";
-  CTX_EXPECT_THROW(EngineEvent::create(receipt("ActionExpired", missing)),
-                   ProtocolValidationError, "ActionExpired payload is missing action_content_digest");
+  CTX_EXPECT_THROW(EngineEvent::create(receipt("ActionExpired", missing)), ProtocolValidationError,
+                   "ActionExpired payload is missing action_content_digest");
   auto kind = receipt_identity();
   kind["action_kind"] = "Explode";
   kind["reason"] = "expired";
@@ -192,9 +194,9 @@ Json decision_payload(std::int64_t precondition) {
 
 TEST(Protocol, UserDecisionRules) {
   EXPECT_NO_THROW(EngineEvent::create(receipt("UserDecision", decision_payload(5))));
-  CTX_EXPECT_THROW(EngineEvent::create(receipt("UserDecision", decision_payload(6))),
-                   ProtocolValidationError,
-                   "requested_action_precondition_revision must target the next committed revision");
+  CTX_EXPECT_THROW(
+      EngineEvent::create(receipt("UserDecision", decision_payload(6))), ProtocolValidationError,
+      "requested_action_precondition_revision must target the next committed revision");
   auto p = decision_payload(5);
   p["decision"] = "maybe";
   CTX_EXPECT_THROW(EngineEvent::create(receipt("UserDecision", p)), ProtocolValidationError,
@@ -228,9 +230,12 @@ TEST(Protocol, InstallConsentExpiredRules) {
 }
 
 TEST(Protocol, ActionGenericContracts) {
-  HostAction::Fields present{.action_id = "action-p", .kind = "PresentBundle", .scope = scope(),
-                             .precondition_revision = 2,
-                             .payload = {{"capabilities", Json::array()}, {"plan_digest", sha("d")}}};
+  HostAction::Fields present{
+      .action_id = "action-p",
+      .kind = "PresentBundle",
+      .scope = scope(),
+      .precondition_revision = 2,
+      .payload = {{"capabilities", Json::array()}, {"plan_digest", sha("d")}}};
   const auto action = HostAction::create(present);
   EXPECT_EQ(action.to_json().size(), 17u);
   EXPECT_EQ(action.content_digest(), sha(action.to_json_text()));

@@ -54,10 +54,11 @@ class ReducerLifecycle : public ::testing::Test {
 
   Reduction desire(std::vector<Json> rows, std::int64_t revision,
                    const std::string& id = "event-desired") {
-    return step(event("ReassessmentRequested", revision, id,
-                      {{"owner_id", "owner-1"},
-                       {"policy_snapshot_digest", InstallConsentPolicy::safe_default().policy_digest()},
-                       {"desired_capabilities", rows}}));
+    return step(
+        event("ReassessmentRequested", revision, id,
+              {{"owner_id", "owner-1"},
+               {"policy_snapshot_digest", InstallConsentPolicy::safe_default().policy_digest()},
+               {"desired_capabilities", rows}}));
   }
 
   EngineEvent decision_event(const HostAction& request, std::int64_t revision,
@@ -132,9 +133,9 @@ class ReducerLifecycle : public ::testing::Test {
 TEST_F(ReducerLifecycle, SessionStartedCreatesRevisionOne) {
   CTX_EXPECT_THROW(reduce_v3(nullptr, ReducerEvent{event("TurnEnded", 0, "e")}), InvalidEventError,
                    "SessionStarted must be the first event");
-  CTX_EXPECT_THROW(
-      reduce_v3(nullptr, ReducerEvent{event("SessionStarted", 2, "e", {{"host_level", "managing"}})}),
-      RevisionConflictError, "expected revision 0, received 2");
+  CTX_EXPECT_THROW(reduce_v3(nullptr, ReducerEvent{event("SessionStarted", 2, "e",
+                                                         {{"host_level", "managing"}})}),
+                   RevisionConflictError, "expected revision 0, received 2");
   const auto out = reduce_v3(nullptr, ReducerEvent{event("SessionStarted", 0, "e")});
   EXPECT_EQ(out.state.revision(), 1);
   EXPECT_EQ(out.state.host_level(), HostLevel::kQueryOnly);
@@ -147,8 +148,9 @@ TEST_F(ReducerLifecycle, CommonPreconditions) {
   start();
   CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{event("TurnEnded", 3, "e")}),
                    RevisionConflictError, "expected revision 1, received 3");
-  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{event("TurnEnded", 1, "e", Json::object(), "other")}),
-                   InvalidEventError, "does not match the current-work session scope");
+  CTX_EXPECT_THROW(
+      reduce_v3(&*state_, ReducerEvent{event("TurnEnded", 1, "e", Json::object(), "other")}),
+      InvalidEventError, "does not match the current-work session scope");
   auto f = event_fields("TurnEnded", 1, "e");
   f.host_descriptor_digest = sha("other-host");
   CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(f)}), InvalidEventError,
@@ -157,8 +159,9 @@ TEST_F(ReducerLifecycle, CommonPreconditions) {
                    InvalidEventError, "session is already started");
   CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{event("IntentObserved", 1, "e")}),
                    InvalidEventError, "planning event is missing its durable decision");
-  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{event("TurnEnded", 1, "e"), abstained_limit_zero()}),
-                   InvalidEventError, "decision is not valid for this event kind");
+  CTX_EXPECT_THROW(
+      reduce_v3(&*state_, ReducerEvent{event("TurnEnded", 1, "e"), abstained_limit_zero()}),
+      InvalidEventError, "decision is not valid for this event kind");
 }
 
 TEST_F(ReducerLifecycle, ReadyPlanPresentsRowsInCanonicalOrder) {
@@ -183,7 +186,8 @@ TEST_F(ReducerLifecycle, ReadyPlanPresentsRowsInCanonicalOrder) {
   EXPECT_EQ(out.state.capability("agent:installer")->installation, Installation::kAbsent);
   // §2.3: PresentBundle ordinal = actions already in the transition (0), "session".
   EXPECT_EQ(present.action_id(),
-            "action-" + sha("ctx-engine-action-v1:" + event("IntentObserved", 1, "event-intent").content_digest() +
+            "action-" + sha("ctx-engine-action-v1:" +
+                            event("IntentObserved", 1, "event-intent").content_digest() +
                             ":PresentBundle:session:0"));
 }
 
@@ -211,7 +215,8 @@ TEST_F(ReducerLifecycle, AbstainedAndDegradedPlans) {
   auto f = event_fields("DevelopmentObserved", 2, "event-dev");
   f.correlation_id = "plan-degraded";
   auto degraded_out = step(EngineEvent::create(f), degraded());
-  EXPECT_EQ(degraded_out.transition.diagnostics(), (std::vector<Json>{{{"code", "planner-failed"}}}));
+  EXPECT_EQ(degraded_out.transition.diagnostics(),
+            (std::vector<Json>{{{"code", "planner-failed"}}}));
   EXPECT_EQ(degraded_out.state.committed_plan()->status(), PlanStatus::kDegraded);
 }
 
@@ -257,17 +262,18 @@ TEST_F(ReducerLifecycle, FullInstallActivateDeactivateLifecycle) {
 TEST_F(ReducerLifecycle, ConsentIdsFollowTheOfferingEvent) {
   start();
   plan({plan_row(kInstalled, "install")});
-  const auto desired_event =
-      event("ReassessmentRequested", 2, "event-desired",
-            {{"owner_id", "owner-1"},
-             {"policy_snapshot_digest", InstallConsentPolicy::safe_default().policy_digest()},
-             {"desired_capabilities", Json::array({desired_row(kInstalled, "install", "lease-1")})}});
+  const auto desired_event = event(
+      "ReassessmentRequested", 2, "event-desired",
+      {{"owner_id", "owner-1"},
+       {"policy_snapshot_digest", InstallConsentPolicy::safe_default().policy_digest()},
+       {"desired_capabilities", Json::array({desired_row(kInstalled, "install", "lease-1")})}});
   const auto out = step(desired_event);
   const auto& request = out.transition.actions().at(0);
   const auto e = desired_event.content_digest();
   EXPECT_EQ(request.action_kind(), ActionKind::kRequestConsent);
   EXPECT_EQ(request.precondition_revision(), 3);
-  EXPECT_EQ(*request.consent_id(), "consent-" + sha("ctx-engine-consent-v1:" + e + ":" + kInstalled));
+  EXPECT_EQ(*request.consent_id(),
+            "consent-" + sha("ctx-engine-consent-v1:" + e + ":" + kInstalled));
   EXPECT_EQ(request.action_id(), reducer_action_id(e, "RequestConsent", kInstalled, 0));
   EXPECT_EQ(request.payload()["requested_action_id"],
             reducer_action_id(e, "InstallCapability", kInstalled, 0));
@@ -303,15 +309,17 @@ TEST_F(ReducerLifecycle, PlanningEventWithPendingConsentIsRefused) {
   desire({desired_row(kInstalled, "install", "lease-1")}, 2);
   auto f = event_fields("DevelopmentObserved", 3, "event-dev");
   f.correlation_id = "plan-two";
-  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(f),
-                                                    ready_decision({plan_row(kInstalled, "install")})}),
-                   InvalidEventError, "cannot replace pending schema-v3 authority");
+  CTX_EXPECT_THROW(
+      reduce_v3(&*state_, ReducerEvent{EngineEvent::create(f),
+                                       ready_decision({plan_row(kInstalled, "install")})}),
+      InvalidEventError, "cannot replace pending schema-v3 authority");
 }
 
 TEST_F(ReducerLifecycle, DeniedOrLateDecisionBlocksTheDescriptor) {
   start();
   plan({plan_row(kInstalled, "install")});
-  const auto request = desire({desired_row(kInstalled, "install", "lease-1")}, 2).transition.actions()[0];
+  const auto request =
+      desire({desired_row(kInstalled, "install", "lease-1")}, 2).transition.actions()[0];
   auto denied = step(decision_event(request, 3, "denied"));
   EXPECT_TRUE(denied.transition.actions().empty());
   EXPECT_EQ(denied.transition.diagnostics()[0],
@@ -323,7 +331,8 @@ TEST_F(ReducerLifecycle, DeniedOrLateDecisionBlocksTheDescriptor) {
 TEST_F(ReducerLifecycle, DecisionAtExpiryCountsAsExpired) {
   start();
   plan({plan_row(kInstalled, "install")});
-  const auto request = desire({desired_row(kInstalled, "install", "lease-1")}, 2).transition.actions()[0];
+  const auto request =
+      desire({desired_row(kInstalled, "install", "lease-1")}, 2).transition.actions()[0];
   auto late = step(decision_event(request, 3, "granted", "2026-08-02T13:00:00Z"));
   EXPECT_TRUE(late.transition.actions().empty());
   EXPECT_EQ(late.transition.diagnostics()[0]["code"], "install_consent_expired");
@@ -332,7 +341,8 @@ TEST_F(ReducerLifecycle, DecisionAtExpiryCountsAsExpired) {
 TEST_F(ReducerLifecycle, DecisionMustMatchTheRequestedInstall) {
   start();
   plan({plan_row(kInstalled, "install")});
-  const auto request = desire({desired_row(kInstalled, "install", "lease-1")}, 2).transition.actions()[0];
+  const auto request =
+      desire({desired_row(kInstalled, "install", "lease-1")}, 2).transition.actions()[0];
   auto f = decision_event(request, 3).fields();
   f.payload["requested_action_content_digest"] = sha("other");
   CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(f)}), InvalidEventError,
@@ -368,34 +378,37 @@ TEST_F(ReducerLifecycle, ReceiptMustByteMatchThePendingAction) {
   const auto install = run_to_install();
   auto receipt = install_receipt(install, 4).fields();
   receipt.payload["verification"]["policy_snapshot_digest"] = sha("other-policy");
-  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(receipt)}), InvalidEventError,
-                   "does not byte-match");
+  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(receipt)}),
+                   InvalidEventError, "does not byte-match");
   receipt = install_receipt(install, 4).fields();
   receipt.payload["action_id"] = "action-unknown";
-  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(receipt)}), InvalidEventError,
-                   "unknown or completed action");
+  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(receipt)}),
+                   InvalidEventError, "unknown or completed action");
   receipt = install_receipt(install, 4).fields();
   receipt.scope = scope().with_exposure("exposure-child", "child", std::nullopt);
-  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(receipt)}), InvalidEventError,
-                   "receipt scope does not match");
+  CTX_EXPECT_THROW(reduce_v3(&*state_, ReducerEvent{EngineEvent::create(receipt)}),
+                   InvalidEventError, "receipt scope does not match");
 }
 
 TEST_F(ReducerLifecycle, LoadRowsActivateDirectlyAndTurnStartingPrepares) {
   start();
   plan({plan_row("skill:a", "load"), plan_row("skill:b", "load")});
-  auto desired = desire({desired_row("skill:a", "load", "lease-a"), desired_row("skill:b", "load", "lease-b")}, 2);
+  auto desired = desire(
+      {desired_row("skill:a", "load", "lease-a"), desired_row("skill:b", "load", "lease-b")}, 2);
   ASSERT_EQ(desired.transition.actions().size(), 2u);
   const auto e = state_->fields().pending_effects[0].action;
   // Ordinals are the running count of actions in the pass.
-  EXPECT_EQ(desired.transition.actions()[1].action_id(),
-            reducer_action_id(event("ReassessmentRequested", 2, "event-desired",
-                                    {{"owner_id", "owner-1"},
-                                     {"policy_snapshot_digest", InstallConsentPolicy::safe_default().policy_digest()},
-                                     {"desired_capabilities",
-                                      Json::array({desired_row("skill:a", "load", "lease-a"),
-                                                   desired_row("skill:b", "load", "lease-b")})}})
-                                  .content_digest(),
-                              "ActivateCapability", "skill:b", 1));
+  EXPECT_EQ(
+      desired.transition.actions()[1].action_id(),
+      reducer_action_id(
+          event(
+              "ReassessmentRequested", 2, "event-desired",
+              {{"owner_id", "owner-1"},
+               {"policy_snapshot_digest", InstallConsentPolicy::safe_default().policy_digest()},
+               {"desired_capabilities", Json::array({desired_row("skill:a", "load", "lease-a"),
+                                                     desired_row("skill:b", "load", "lease-b")})}})
+              .content_digest(),
+          "ActivateCapability", "skill:b", 1));
   step(material_receipt(desired.transition.actions()[0], 3, "event-a-active"));
   step(material_receipt(desired.transition.actions()[1], 4, "event-b-active"));
   auto turn = step(event("TurnStarting", 5, "event-turn"));
@@ -408,7 +421,8 @@ TEST_F(ReducerLifecycle, LoadRowsActivateDirectlyAndTurnStartingPrepares) {
 TEST_F(ReducerLifecycle, SessionEndDeactivatesOnePerTransition) {
   start();
   plan({plan_row("skill:a", "load"), plan_row("skill:b", "load")});
-  auto desired = desire({desired_row("skill:a", "load", "lease-a"), desired_row("skill:b", "load", "lease-b")}, 2);
+  auto desired = desire(
+      {desired_row("skill:a", "load", "lease-a"), desired_row("skill:b", "load", "lease-b")}, 2);
   step(material_receipt(desired.transition.actions()[0], 3, "event-a-active"));
   step(material_receipt(desired.transition.actions()[1], 4, "event-b-active"));
   auto ended = step(event("SessionEnded", 5, "event-end"));
@@ -439,8 +453,9 @@ TEST_F(ReducerLifecycle, DesiredUpdateValidation) {
   CTX_EXPECT_THROW(desire({bad}, 2), InvalidEventError, "does not match committed identity");
   CTX_EXPECT_THROW(desire({desired_row("skill:other", "load", "l")}, 2), InvalidEventError,
                    "was not in the committed plan");
-  CTX_EXPECT_THROW(desire({desired_row(kInstalled, "install", "l"), desired_row(kInstalled, "install", "l")}, 2),
-                   InvalidEventError, "duplicate lease_id");
+  CTX_EXPECT_THROW(
+      desire({desired_row(kInstalled, "install", "l"), desired_row(kInstalled, "install", "l")}, 2),
+      InvalidEventError, "duplicate lease_id");
 }
 
 TEST_F(ReducerLifecycle, QueryOnlyHostGetsDiagnosticInsteadOfActions) {
@@ -454,8 +469,10 @@ TEST_F(ReducerLifecycle, QueryOnlyHostGetsDiagnosticInsteadOfActions) {
 TEST_F(ReducerLifecycle, ReductionIsDeterministic) {
   start();
   const auto e = event("IntentObserved", 1, "event-intent");
-  const auto a = reduce_v3(&*state_, ReducerEvent{e, ready_decision({plan_row("skill:a", "load")})});
-  const auto b = reduce_v3(&*state_, ReducerEvent{e, ready_decision({plan_row("skill:a", "load")})});
+  const auto a =
+      reduce_v3(&*state_, ReducerEvent{e, ready_decision({plan_row("skill:a", "load")})});
+  const auto b =
+      reduce_v3(&*state_, ReducerEvent{e, ready_decision({plan_row("skill:a", "load")})});
   EXPECT_EQ(a.state.to_json_text(), b.state.to_json_text());
   EXPECT_EQ(a.transition.to_json_text(), b.transition.to_json_text());
 }
@@ -476,10 +493,11 @@ TEST_F(ReducerLifecycle, InstalledCapabilityPromotesToLoadKeepingItsActivation) 
   // The catalog now offers the installed material as a load row with the same source.
   const auto lineage = *installed->current_authorized_material->installed_material_lineage();
   const auto identity = install_result(kInstalled);
-  const auto descriptor = MaterialDescriptor::create(kInstalled, CapabilityKind::kSkill, "load", identity.content_sha256(),
-                                                     identity.content_bytes(), 16, sha("material-snapshot"),
-                                                     identity.identity_digest());
-  const auto material = AuthorizedMaterial::from_catalog(lineage.catalog_identity_digest(), descriptor);
+  const auto descriptor = MaterialDescriptor::create(
+      kInstalled, CapabilityKind::kSkill, Actionability::kLoad, identity.content_sha256(),
+      identity.content_bytes(), 16, sha("material-snapshot"), identity.identity_digest());
+  const auto material =
+      AuthorizedMaterial::from_catalog(lineage.catalog_identity_digest(), descriptor);
   auto row = plan_row(kInstalled, "install");
   row["actionability"] = "load";
   row["authority"] = {{"material", material.to_json()}, {"type", "load"}};

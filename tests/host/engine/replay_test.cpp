@@ -21,9 +21,10 @@ TEST(Replay, SurrogateDigestIsCanonUOfTheValue) {
   EXPECT_EQ(StructuredSurrogate::from_json(s.to_json()), s);
   auto tampered = s.to_json();
   tampered["value_digest"] = sha("other");
-  CTX_EXPECT_THROW(StructuredSurrogate::from_json(tampered), ReplayBindingError, "value_digest does not match");
-  CTX_EXPECT_THROW(StructuredSurrogate::create("ctx.x", 1, {{"k", "has space"}}), ReplayPrivacyError,
-                   "opaque safe token");
+  CTX_EXPECT_THROW(StructuredSurrogate::from_json(tampered), ReplayBindingError,
+                   "value_digest does not match");
+  CTX_EXPECT_THROW(StructuredSurrogate::create("ctx.x", 1, {{"k", "has space"}}),
+                   ReplayPrivacyError, "opaque safe token");
   CTX_EXPECT_THROW(StructuredSurrogate::create("ctx.x", 1, {{"k", 1.5}}), ReplayValidationError,
                    "floating point");
   Json deep = {{"v", 1}};
@@ -32,8 +33,9 @@ TEST(Replay, SurrogateDigestIsCanonUOfTheValue) {
 }
 
 TEST(Replay, ObservationReferenceIsRemovedFromTheReducerEvent) {
-  const Json payload = {{"observation_ref",
-                         {{"content_digest", sha("w")}, {"opaque_id", "obs-1"}, {"provider_id", "p"}}}};
+  const Json payload = {
+      {"observation_ref",
+       {{"content_digest", sha("w")}, {"opaque_id", "obs-1"}, {"provider_id", "p"}}}};
   const auto pre = preflight_event(event("IntentObserved", 1, "event-intent", payload));
   EXPECT_EQ(pre.reducer_event.payload(), Json::object());
   ASSERT_TRUE(pre.observation_reference);
@@ -57,7 +59,8 @@ TEST(Replay, FailureCodesAreRedactedSoTheyCannotInfluenceIds) {
 }
 
 TEST(Replay, ReplayInputRoundTripsCanonically) {
-  const auto pre = preflight_event(event("SessionStarted", 0, "event-start", {{"host_level", "managing"}}));
+  const auto pre =
+      preflight_event(event("SessionStarted", 0, "event-start", {{"host_level", "managing"}}));
   const auto input = prepare_replay_input(pre, nullptr, nullptr, nullptr);
   EXPECT_EQ(input.reducer_version, kReducerV3);
   const auto text = input.to_json_text();
@@ -65,10 +68,11 @@ TEST(Replay, ReplayInputRoundTripsCanonically) {
   EXPECT_EQ(parsed.to_json_text(), text);
   EXPECT_EQ(parsed.reducer_event, input.reducer_event);
   CTX_EXPECT_THROW(ReplayInput::from_json_text(" " + text), ReplayValidationError, "canonical");
-  const Json observe = {{"observation_ref",
-                         {{"content_digest", sha("w")}, {"opaque_id", "obs-1"}, {"provider_id", "p"}}}};
-  CTX_EXPECT_THROW(prepare_replay_input(preflight_event(event("IntentObserved", 1, "e", observe)), nullptr,
-                                        nullptr, nullptr),
+  const Json observe = {
+      {"observation_ref",
+       {{"content_digest", sha("w")}, {"opaque_id", "obs-1"}, {"provider_id", "p"}}}};
+  CTX_EXPECT_THROW(prepare_replay_input(preflight_event(event("IntentObserved", 1, "e", observe)),
+                                        nullptr, nullptr, nullptr),
                    UnsupportedReplayEvent, "requires a typed observation normalizer");
 }
 

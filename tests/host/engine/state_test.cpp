@@ -23,7 +23,8 @@ EngineState started() {
 
 EngineState planned(std::vector<Json> rows) {
   const auto s = started();
-  return reduce_v3(&s, ReducerEvent{event("IntentObserved", 1, "event-intent"), ready_decision(std::move(rows))})
+  return reduce_v3(&s, ReducerEvent{event("IntentObserved", 1, "event-intent"),
+                                    ready_decision(std::move(rows))})
       .state;
 }
 
@@ -38,10 +39,12 @@ TEST(State, PersistedFormIsCanonicalWithEighteenKeys) {
                    "state JSON must use canonical encoding");
   auto unknown = json;
   unknown["extra"] = 1;
-  CTX_EXPECT_THROW(EngineState::from_json(unknown), StateValidationError, "unknown field(s): extra");
+  CTX_EXPECT_THROW(EngineState::from_json(unknown), StateValidationError,
+                   "unknown field(s): extra");
   auto schema = json;
   schema["state_schema"] = "ctx.engine-state-v2";
-  CTX_EXPECT_THROW(EngineState::from_json(schema), StateValidationError, "discriminator is unsupported");
+  CTX_EXPECT_THROW(EngineState::from_json(schema), StateValidationError,
+                   "discriminator is unsupported");
 }
 
 TEST(State, DecodedEnumeratedFieldsMustBeKnownSpellings) {
@@ -131,12 +134,12 @@ TEST(CommittedPlan, StatusAndAuditRules) {
   CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, bad_audit), StateValidationError,
                    "limit-zero benefit audit");
   auto ready_empty = ready_decision({});
-  CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, ready_empty), StateValidationError,
-                   "ready schema-v3 plan requires rows");
+  CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, ready_empty),
+                   StateValidationError, "ready schema-v3 plan requires rows");
   auto degraded_with_audit = degraded();
   degraded_with_audit["benefit_audit"] = audit(1, 1, 1);
-  CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, degraded_with_audit), StateValidationError,
-                   "degraded schema-v3 plan");
+  CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, degraded_with_audit),
+                   StateValidationError, "degraded schema-v3 plan");
   // An undeclared spelling is refused where it is parsed; a declared abstention code of the
   // wrong status by the status rule.
   auto bad_code = degraded("exploded");
@@ -145,8 +148,10 @@ TEST(CommittedPlan, StatusAndAuditRules) {
   auto abstention_as_degradation = degraded("limit-zero");
   CTX_EXPECT_THROW(CommittedPlanV3::from_decision("plan", digest, abstention_as_degradation),
                    StateValidationError, "degraded schema-v3 plan requires no rows");
-  const auto plan = CommittedPlanV3::from_decision("plan", digest, ready_decision({plan_row("skill:a", "load")}));
-  EXPECT_EQ(plan.decision_digest(), sha(core::canonical_json(ready_decision({plan_row("skill:a", "load")}))));
+  const auto plan =
+      CommittedPlanV3::from_decision("plan", digest, ready_decision({plan_row("skill:a", "load")}));
+  EXPECT_EQ(plan.decision_digest(),
+            sha(core::canonical_json(ready_decision({plan_row("skill:a", "load")}))));
   EXPECT_EQ(CommittedPlanV3::from_json(plan.to_json()), plan);
   EXPECT_EQ(plan.to_json().size(), 7u);
 }
@@ -154,7 +159,8 @@ TEST(CommittedPlan, StatusAndAuditRules) {
 TEST(PlanRow, RowRulesNameTheProblem) {
   auto row = plan_row("skill:a", "load");
   row["benefit"]["marginal_net_benefit_u"] = 0;
-  CTX_EXPECT_THROW(PlanCapabilityV3::from_json(row), StateValidationError, "marginal_net_benefit_u");
+  CTX_EXPECT_THROW(PlanCapabilityV3::from_json(row), StateValidationError,
+                   "marginal_net_benefit_u");
   row = plan_row("skill:a", "load");
   row["benefit"]["tier"] = "advisory";
   CTX_EXPECT_THROW(PlanCapabilityV3::from_json(row), StateValidationError, "tier");

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "host/engine/claim_store.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::engine {
@@ -57,6 +58,17 @@ TEST(Vocabulary, EveryEnumRoundTripsThroughItsOneTable) {
   expect_round_trip(kDecisionBasisStrings);
   expect_round_trip(kSlotStateStrings);
   expect_round_trip(kHostStateStrings);
+}
+
+// An install outcome row's spelling comes from its one table (outcome rows and digests store it).
+TEST(Vocabulary, InstallOutcomeIsSpelledByItsOneTable) {
+  EXPECT_EQ(install_outcome_name(InstallOutcome::kApplied), "applied");
+  EXPECT_EQ(install_outcome_name(InstallOutcome::kFailed), "failed");
+  EXPECT_EQ(parse_enum<InstallOutcome>("applied"), InstallOutcome::kApplied);
+  EXPECT_EQ(parse_enum<InstallOutcome>("failed"), InstallOutcome::kFailed);
+  EXPECT_EQ(find_enum<InstallOutcome>("indeterminate"), std::nullopt);
+  CTX_EXPECT_THROW(parse_enum<InstallOutcome>("Applied"), core::JsonFieldError,
+                   "unknown install outcome");
 }
 
 // The spellings these enums replaced in payloads, plans, audits and store rows.

@@ -67,14 +67,16 @@ TEST_F(AbiAdaptersTest, InstallerCarriesJsonBothWays) {
   AbiInstaller installer(plugin, "{}");
   const engine::TargetIdentity target = installer.target_identity();
   EXPECT_EQ(target, (engine::TargetIdentity{7, 42, 0, 16832, "/fixture/root"}));
-  EXPECT_EQ(target.digest(), core::canonical_digest(core::Json::parse(
-                                 R"({"device":7,"inode":42,"mode":16832,"owner":0,"path":"/fixture/root"})")));
+  EXPECT_EQ(target.digest(),
+            core::canonical_digest(core::Json::parse(
+                R"({"device":7,"inode":42,"mode":16832,"owner":0,"path":"/fixture/root"})")));
   const std::string digest = core::sha256_hex("fixture skill");
   const core::Json request = {
       {"capability_id", "skill:x"}, {"content", "fixture skill"}, {"content_sha256", digest}};
   // The installer reports the engine's MaterialIdentity digest (plugin_abi.h), not sha256.
   const std::string material =
-      engine::MaterialIdentity::create("skill:x", engine::CapabilityKind::kSkill, digest, 13).identity_digest();
+      engine::MaterialIdentity::create("skill:x", engine::CapabilityKind::kSkill, digest, 13)
+          .identity_digest();
   EXPECT_EQ(installer.install(request), (core::Json{{"capability_id", "skill:x"},
                                                     {"observed_material_identity_digest", material},
                                                     {"op", "install"},

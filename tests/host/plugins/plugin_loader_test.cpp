@@ -294,7 +294,8 @@ TEST_F(PluginLoaderTest, NonElfFileIsRefused) {
   const fs::path file = files_ / "text.so";
   write_bytes(file, "#!/bin/sh\necho not a plugin\n");
   const LockEntry e = entry_for(file, PluginKind::kVerifier, "text");
-  CTX_EXPECT_THROW(loader_.load(e), MalformedElf, "is not a loadable elf plugin: shorter than an ELF header");
+  CTX_EXPECT_THROW(loader_.load(e), MalformedElf,
+                   "is not a loadable elf plugin: shorter than an ELF header");
   EXPECT_TRUE(cache_names().empty());
 }
 

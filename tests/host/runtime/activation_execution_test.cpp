@@ -51,7 +51,8 @@ void expect_exactly_one_outcome(const fs::path& journal, t::ActivationFixture& f
   EXPECT_EQ(count_where(journal, "engine_activation_outcomes", action), 1);
   EXPECT_EQ(count_where(journal, "engine_activation_claim_settlements", action), 1);
   EXPECT_EQ(count_where(journal, "engine_journal", "event_id LIKE 'ctx-activation-receipt-%'"), 1);
-  const auto status = fixture.owner->engine.activation_execution_status(fixture.pending->activation);
+  const auto status =
+      fixture.owner->engine.activation_execution_status(fixture.pending->activation);
   EXPECT_TRUE(status.claimed && status.outcome_recorded && status.settled);
   const auto head = fixture.composition->snapshot(fixture.pending->intent_observed.scope());
   ASSERT_TRUE(head.state.has_value());
@@ -295,7 +296,8 @@ TEST_P(CrashAtNamedPoint, SigkilledChildRecoversToExactlyOneOutcome) {
     const auto grant = ::ctx::testing::interactive_grant(*requested, suffix);
     EXPECT_EQ(fixture.composition->snapshot(grant.scope()).revision, 4);
     EXPECT_TRUE(guard.settled().empty());
-    EXPECT_EQ(fixture.composition->process(grant).actions().at(0).action_kind(), engine::ActionKind::kInstallCapability);
+    EXPECT_EQ(fixture.composition->process(grant).actions().at(0).action_kind(),
+              engine::ActionKind::kInstallCapability);
     EXPECT_EQ(guard.settled(), std::set<std::string>{grant.event_id()});
     EXPECT_EQ(fixture.composition->snapshot(grant.scope()).revision, 4);
     return;

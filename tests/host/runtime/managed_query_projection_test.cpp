@@ -127,8 +127,8 @@ TEST(ManagedQueryProjection, ProjectsEveryFieldOfTheCommittedPlanAtItsHead) {
   EXPECT_EQ(first.marginal_net_benefit_u(), 600'000);
   EXPECT_EQ(first.source_digest(), digest("source:harness:runner"));
   EXPECT_EQ(first.catalog_identity_digest(),
-            engine::CatalogCapabilityIdentity::create("harness:runner", engine::CapabilityKind::kHarness,
-                                                      digest("namespace"))
+            engine::CatalogCapabilityIdentity::create(
+                "harness:runner", engine::CapabilityKind::kHarness, digest("namespace"))
                 .identity_digest());
   EXPECT_FALSE(first.install_descriptor_digest().has_value());
   EXPECT_FALSE(first.install_plan_digest().has_value());

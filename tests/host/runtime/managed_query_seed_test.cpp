@@ -87,10 +87,14 @@ template <typename T>
 concept RevisionAssignable = requires(T& value) { value.journal_revision() = 8; };
 
 template <typename T>
-concept PreparedReplaceable = requires(T& value, const T& other) { value.prepared() = other.prepared(); };
+concept PreparedReplaceable = requires(T& value, const T& other) {
+  value.prepared() = other.prepared();
+};
 
 template <typename Arg>
-concept ProjectableWith = requires(const Arg& arg) { project_prepared_managed_query_snapshot(arg); };
+concept ProjectableWith = requires(const Arg& arg) {
+  project_prepared_managed_query_snapshot(arg);
+};
 
 template <typename Plan>
 concept ProjectableWithPlanId = requires(const EngineSnapshot& snapshot, const Plan& plan) {
@@ -217,8 +221,9 @@ TEST(ManagedQuerySeed, graph_uninstalled_row_requires_exact_install_authority) {
   auto agent_bundle = install_bundle("agent:reviewer", installation_snapshot);
   CompositionArgs args;
   args.install_authority = std::make_shared<InstallAuthority>(
-      installation_snapshot, std::map<std::string, std::optional<engine::InstallPlanningBundle>>{
-                                 {"agent:reviewer", agent_bundle}, {"mcp-server:docs", std::nullopt}});
+      installation_snapshot,
+      std::map<std::string, std::optional<engine::InstallPlanningBundle>>{
+          {"agent:reviewer", agent_bundle}, {"mcp-server:docs", std::nullopt}});
   args.candidates = {candidate("agent:reviewer", "install", installation_snapshot),
                      candidate("mcp-server:docs", "manual")};
   args.suffix = "graph";
@@ -429,7 +434,8 @@ TEST(ManagedQuerySeed, snapshot_projection_rejects_absent_or_invalid_authoritati
 
 TEST(ManagedQuerySeed, managed_advance_commits_revision_zero_and_resumes_revision_one) {
   TempDir tmp;
-  const auto candidates = std::vector<engine::planning::CapabilityCandidate>{candidate("skill:test", "manual")};
+  const auto candidates =
+      std::vector<engine::planning::CapabilityCandidate>{candidate("skill:test", "manual")};
   {
     CompositionArgs args;
     args.candidates = candidates;

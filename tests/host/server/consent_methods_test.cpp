@@ -51,12 +51,14 @@ class ConsentMethodsTest : public ::testing::Test {
         << Json{{"public_key_pem", read_file(dir_ / "key.pub")}}.dump();
     const std::string s = " --state " + state_.string();
     ASSERT_EQ(testing::run_ctx("consent trust --audience ctx-local --authenticator laptop "
-                               "--principal " + std::string(64, 'a') +
-                               " --verifier ed25519 --config " + (dir_ / "verifier.json").string() + s)
+                               "--principal " +
+                               std::string(64, 'a') + " --verifier ed25519 --config " +
+                               (dir_ / "verifier.json").string() + s)
                   .first,
               0);
-    const auto [prepared_status, prepared] = testing::run_ctx(
-        "query prepare --work " + std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json --json" + s);
+    const auto [prepared_status, prepared] =
+        testing::run_ctx("query prepare --work " + std::string(CTX_SOURCE_DIR) +
+                         "/examples/work/pdf-export.json --json" + s);
     ASSERT_EQ(prepared_status, 0);
     const auto [desired_status, desired] = testing::run_ctx(
         "desired set " + Json::parse(prepared).at("query_ref").get<std::string>() +
@@ -161,7 +163,8 @@ TEST_F(ConsentMethodsTest, ShowResolveAndRecoverThroughARealServerMirrorTheCli) 
   EXPECT_EQ(bad_params["error"]["code"], -32602);
 
   // The valid grant installs and activates once.
-  const Json granted = call(client, 4, "consent.resolve", {{"assertion", signed_grant("server-nonce-2")}});
+  const Json granted =
+      call(client, 4, "consent.resolve", {{"assertion", signed_grant("server-nonce-2")}});
   ASSERT_TRUE(granted.contains("result")) << granted.dump();
   EXPECT_EQ(granted["result"]["resolution"]["outcome"], "installed-inactive");
   EXPECT_EQ(granted["result"]["activation"]["outcome"], "applied");

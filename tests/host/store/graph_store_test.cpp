@@ -49,7 +49,8 @@ class GraphStoreTest : public ::testing::Test {
   }
 
   // The seed's networkx graph: node id kind:name, label name, type kind, tags ["python"].
-  fs::path seed_graph(const std::vector<std::string>& ids, const std::string& name = "graph.sqlite3") {
+  fs::path seed_graph(const std::vector<std::string>& ids,
+                      const std::string& name = "graph.sqlite3") {
     std::vector<GraphNode> nodes;
     for (const auto& id : ids) {
       GraphNode node;
@@ -84,12 +85,12 @@ TEST_F(GraphStoreTest, RetrievesSeedGraphScoredAndRanked) {
   ASSERT_EQ(rows.size(), 6u);
   // "python" is a slug token of python-runner's label: 50 + tag 10 = 60 (IDF 0: every node has
   // it); every other node scores the tag's 10, i.e. round(10 / 60, 4) = 0.1667.
-  EXPECT_EQ(rows[0].kind, "harness");
+  EXPECT_EQ(rows[0].kind, engine::CapabilityKind::kHarness);
   EXPECT_EQ(rows[0].name, "python-runner");
   EXPECT_EQ(rows[0].normalized_score_ppm, 1'000'000);
   std::vector<std::string> rest;
   for (std::size_t i = 1; i < rows.size(); ++i) {
-    rest.push_back(rows[i].kind + ":" + rows[i].name);
+    rest.push_back(std::string(engine::to_string(rows[i].kind)) + ":" + rows[i].name);
     EXPECT_EQ(rows[i].normalized_score_ppm, 166'700);
     EXPECT_EQ(rows[i].tags, std::vector<std::string>{"python"});
   }
@@ -126,7 +127,7 @@ TEST_F(GraphStoreTest, RareTagsOutweighCommonOnesAndExplicitNamesWin) {
   EXPECT_EQ(rows[0].name, "web");
   const auto named_rows = store->retrieve({"code-reviewer"}, 50);
   ASSERT_EQ(named_rows.size(), 1u);
-  EXPECT_EQ(named_rows[0].kind, "agent");
+  EXPECT_EQ(named_rows[0].kind, engine::CapabilityKind::kAgent);
   EXPECT_EQ(named_rows[0].normalized_score_ppm, 1'000'000);
 }
 
@@ -159,11 +160,44 @@ TEST_F(GraphStoreTest, NeverLoadAndUnknownKindsAreNotRetrieved) {
   visible.id = "skill:visible";
   visible.type = "skill";
   visible.tags = {"python"};
-  const auto path = pinned({hidden, concept_node, visible}, {{"skill:visible", "concept:python", 1.0}});
+  const auto path =
+      pinned({hidden, concept_node, visible}, {{"skill:visible", "concept:python", 1.0}});
   const auto store = GraphStore::open(path, file_sha256(path));
   const auto rows = store->retrieve({"python"}, 50);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].name, "visible");
+}
+
+// Every row is typed at the store boundary: each kind comes back as its CapabilityKind, and ties
+// still rank by the kind's spelling (agent < harness < mcp-server < skill), not enum order.
+TEST_F(GraphStoreTest, RowsCarryTheirCapabilityKindAndTiesRankBySpelling) {
+  const auto path = seed_graph({"skill:same", "mcp-server:same", "harness:same", "agent:same"});
+  const auto store = GraphStore::open(path, file_sha256(path));
+  const auto rows = store->retrieve({"python"}, 50);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].kind, engine::CapabilityKind::kAgent);
+  EXPECT_EQ(rows[1].kind, engine::CapabilityKind::kHarness);
+  EXPECT_EQ(rows[2].kind, engine::CapabilityKind::kMcpServer);
+  EXPECT_EQ(rows[3].kind, engine::CapabilityKind::kSkill);
+}
+
+// The retrieval index holds capability-kind nodes only; an indexed node whose stored type is no
+// capability kind (the node table was edited) makes the source unavailable instead of being
+// skipped or guessed.
+TEST_F(GraphStoreTest, AnIndexedNodeOfAnUnknownKindSpellingIsATypedError) {
+  const fs::path path = dir_ / "graph.sqlite3";
+  build_graph_store(path, {GraphNode{"skill:a", "skill", std::nullopt, std::nullopt, {"python"}},
+                           GraphNode{"skill:b", "skill", std::nullopt, std::nullopt, {"python"}}});
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE nodes SET type = 'Skill' WHERE id = 'skill:b'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  ::chmod(path.c_str(), 0444);
+  const auto store = GraphStore::open(path, file_sha256(path));
+  CTX_EXPECT_THROW(store->retrieve({"python"}, 50), planning::CandidateSourceUnavailable,
+                   "indexed graph candidate retrieval failed");
 }
 
 TEST_F(GraphStoreTest, PinMismatchIsATypedError) {
@@ -189,13 +223,16 @@ TEST_F(GraphStoreTest, WritableSymlinkedOrSidecarArtifactsAreRefused) {
   const auto path = seed_graph(kSix);
   const std::string pin = file_sha256(path);
   ::chmod(path.c_str(), 0644);
-  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable, "unavailable");
+  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable,
+                   "unavailable");
   ::chmod(path.c_str(), 0444);
   const auto link = dir_ / "link.sqlite3";
   fs::create_symlink(path, link);
-  CTX_EXPECT_THROW(GraphStore::open(link, pin), planning::CandidateSourceUnavailable, "unavailable");
+  CTX_EXPECT_THROW(GraphStore::open(link, pin), planning::CandidateSourceUnavailable,
+                   "unavailable");
   std::ofstream(path.string() + "-wal") << "x";
-  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable, "unavailable");
+  CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable,
+                   "unavailable");
   CTX_EXPECT_THROW(GraphStore::open(dir_ / "missing.sqlite3", pin),
                    planning::CandidateSourceUnavailable, "unavailable");
 }
@@ -275,7 +312,9 @@ TEST_F(GraphStoreTest, BuildRejectsDuplicateNodesAndExistingFiles) {
 
 class SeedFacts final : public planning::BenefitFactsPort {
  public:
-  std::string benefit_facts_snapshot_digest() const override { return digest_of("managed-benefit-facts"); }
+  std::string benefit_facts_snapshot_digest() const override {
+    return digest_of("managed-benefit-facts");
+  }
   std::optional<planning::BenefitCandidate> benefit_candidate(
       const planning::CapabilityCandidate& p, const planning::WorkObservation&) override {
     return ctx::testing::seed_benefit_candidate(p);
@@ -302,8 +341,9 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   const auto graph = GraphStore::open(path, file_sha256(path));
   const auto audit = SqliteBenefitAuditStore::open(dir_ / "audit" / "audit.sqlite3");
   SeedFacts facts;
-  planning::CapabilityPlanner planner({"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50},
-                                      seed_policy(), *graph, facts, nullptr, nullptr, *audit);
+  planning::CapabilityPlanner planner(
+      {"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50}, seed_policy(),
+      *graph, facts, nullptr, nullptr, *audit);
   const auto plan = planner.plan(python_work(5));
   EXPECT_EQ(plan.status(), engine::PlanStatus::kReady);
   ASSERT_EQ(plan.capabilities().size(), 5u);
@@ -311,7 +351,8 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   for (const auto& row : plan.capabilities()) {
     kinds.emplace(engine::to_string(row.presentation.kind));
     EXPECT_EQ(row.presentation.matching_signals, std::vector<std::string>{"python"});
-    std::vector<std::string> reasons = {"graph-match", "language-match", "signal-match", "tag-match"};
+    std::vector<std::string> reasons = {"graph-match", "language-match", "signal-match",
+                                        "tag-match"};
     if (row.presentation.name == "python-runner") reasons.insert(reasons.begin() + 2, "name-match");
     EXPECT_EQ(row.presentation.reason_codes, reasons);
     EXPECT_GT(row.marginal_net_benefit_u, 0);
@@ -324,14 +365,16 @@ TEST_F(GraphStoreTest, SeedPlansOverTheSqliteGraphAndAuditStore) {
   EXPECT_EQ(zero.status(), engine::PlanStatus::kAbstained);
   EXPECT_EQ(zero.abstention_code(), engine::AbstentionCode::kLimitZero);
   EXPECT_TRUE(zero.capabilities().empty());
-  EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(), engine::AbstentionCode::kLimitZero);
+  EXPECT_EQ(audit->load(zero.benefit_audit()->result_digest).abstention_code(),
+            engine::AbstentionCode::kLimitZero);
 
   // Same inputs, same decision: again on this planner (its remembered selection) and on a second
   // planner over a fresh open (computed afresh), byte for byte.
   EXPECT_EQ(planner.plan(python_work(5)).decision_digest(), plan.decision_digest());
   const auto graph2 = GraphStore::open(path, file_sha256(path));
-  planning::CapabilityPlanner again({"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50},
-                                    seed_policy(), *graph2, facts, nullptr, nullptr, *audit);
+  planning::CapabilityPlanner again(
+      {"ctx-managed-query-planner-v3", digest_of("managed-query-catalog"), 50}, seed_policy(),
+      *graph2, facts, nullptr, nullptr, *audit);
   EXPECT_EQ(again.plan(python_work(5)).decision_digest(), plan.decision_digest());
   EXPECT_EQ(again.planning_environment_digest(), planner.planning_environment_digest());
 }

@@ -56,7 +56,8 @@ class FlawedVerifier final : public ctx::sdk::Verifier {
     }
     const std::string proof = decode(a["proof_base64"].get<std::string>());
     if (flaw_ == "any-key") {
-      return proof == hmac(key_, signing_bytes) || proof == hmac("flawed-default-key", signing_bytes);
+      return proof == hmac(key_, signing_bytes) ||
+             proof == hmac("flawed-default-key", signing_bytes);
     }
     if (flaw_ == "prefix") {
       const std::string right = hmac(key_, signing_bytes);

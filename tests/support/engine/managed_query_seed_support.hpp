@@ -125,7 +125,8 @@ class Facts final : public planning::BenefitFactsPort {
     return digest("managed-benefit-facts");
   }
   std::optional<planning::BenefitCandidate> benefit_candidate(
-      const planning::CapabilityCandidate& presentation, const planning::WorkObservation&) override {
+      const planning::CapabilityCandidate& presentation,
+      const planning::WorkObservation&) override {
     {
       std::lock_guard lock(mutex_);
       calls_.push_back(presentation.capability_id);
@@ -156,12 +157,13 @@ class MaterialAuthority final : public planning::MaterialPort {
   engine::MaterialDescriptor describe(const std::string& capability_id,
                                       engine::CapabilityKind kind) override {
     if (!capability_ids_.contains(capability_id)) {
-      return engine::MaterialDescriptor::create(capability_id, kind, "manual", std::nullopt, 0, 0,
-                                                material_snapshot_digest(), std::nullopt);
+      return engine::MaterialDescriptor::create(capability_id, kind, engine::Actionability::kManual,
+                                                std::nullopt, 0, 0, material_snapshot_digest(),
+                                                std::nullopt);
     }
     auto identity = engine::MaterialIdentity::create(capability_id, kind,
                                                      digest("content:" + capability_id), 64);
-    return engine::MaterialDescriptor::create(capability_id, kind, "load",
+    return engine::MaterialDescriptor::create(capability_id, kind, engine::Actionability::kLoad,
                                               identity.content_sha256(), identity.content_bytes(),
                                               16, material_snapshot_digest(),
                                               identity.identity_digest());
@@ -366,8 +368,9 @@ inline engine::EngineEvent seed_event(const runtime::EngineComposition& composit
 }
 
 // dataclasses.replace for events: copies `event`'s fields, applies `edit`, re-validates.
-inline engine::EngineEvent replace_event(const engine::EngineEvent& event,
-                                         const std::function<void(engine::EngineEvent::Fields&)>& edit) {
+inline engine::EngineEvent replace_event(
+    const engine::EngineEvent& event,
+    const std::function<void(engine::EngineEvent::Fields&)>& edit) {
   engine::EngineEvent::Fields fields = event.fields();
   edit(fields);
   return engine::EngineEvent::create(std::move(fields));
@@ -445,8 +448,9 @@ inline core::Json explanatory_fields(const runtime::PreparedManagedQuery& prepar
 }
 
 // dataclasses.replace for states: copies `state`'s fields, applies `edit`, re-validates.
-inline engine::EngineState edit_state(const engine::EngineState& state,
-                                      const std::function<void(engine::EngineState::Fields&)>& edit) {
+inline engine::EngineState edit_state(
+    const engine::EngineState& state,
+    const std::function<void(engine::EngineState::Fields&)>& edit) {
   engine::EngineState::Fields fields = state.fields();
   edit(fields);
   return engine::EngineState::create(std::move(fields));

@@ -115,8 +115,9 @@ inline PendingActivation drive_to_pending_activation(runtime::EngineComposition&
   const auto install = granted.actions().at(0);
   EXPECT_EQ(install.action_kind(), engine::ActionKind::kInstallCapability);
   auto binding = engine::InstallExecutionBinding::create(
-      bundle.descriptor().installer_id(), install.payload().at("installer_digest").get<std::string>(),
-      digest("managed-query-host"), digest("managed-query-target"));
+      bundle.descriptor().installer_id(),
+      install.payload().at("installer_digest").get<std::string>(), digest("managed-query-host"),
+      digest("managed-query-target"));
   engine.authorize_install(install, requested.capability, bundle.descriptor(),
                            composition.catalog_snapshot_digest(), requested.policy_digest, binding);
   auto install_guard = engine.record_install_outcome(
@@ -176,7 +177,8 @@ inline ActivationFixture pending_activation_composition(const std::filesystem::p
   const std::string capability_id = "skill:installed";
   const std::string installation_snapshot = digest(suffix + "-installation");
   ActivationFixture fixture;
-  fixture.bundle = options.bundle ? *options.bundle : install_bundle(capability_id, installation_snapshot);
+  fixture.bundle =
+      options.bundle ? *options.bundle : install_bundle(capability_id, installation_snapshot);
   CompositionArgs args;
   args.candidates = {candidate(capability_id, "install", installation_snapshot)};
   planning::CapabilityCandidate& row = args.candidates.front();

@@ -2,8 +2,9 @@
 // installable ServiceSetup (whose skill-installer actuator and _BodySource it uses): the real
 // consent broker behind a ConsentBrokerPort that can forbid the lookups a seed proves are never
 // reached, the trusted verifier registry over a real verifier module (optionally with a hook
-// that runs once after the module verified), and the seeds' _prepare_public_consent / _consent_assertion_payload. Used by the consent-resolution seeds and
-// bench/consent. Header-only; the doubles are thread-safe.
+// that runs once after the module verified), and the seeds' _prepare_public_consent /
+// _consent_assertion_payload. Used by the consent-resolution seeds and bench/consent. Header-only;
+// the doubles are thread-safe.
 #ifndef CTX_TESTS_SUPPORT_RUNTIME_CONSENT_RESOLUTION_SUPPORT_HPP_
 #define CTX_TESTS_SUPPORT_RUNTIME_CONSENT_RESOLUTION_SUPPORT_HPP_
 
@@ -74,7 +75,9 @@ class WatchedBroker final : public ConsentBrokerPort {
   }
   ConsentRecord status(std::string_view id) override { return broker_->status(id); }
   ConsentRecord status_by_challenge_digest(std::string_view digest) override {
-    if (forbid_lookup) throw std::logic_error("broker lookup must follow trusted verifier selection");
+    if (forbid_lookup) {
+      throw std::logic_error("broker lookup must follow trusted verifier selection");
+    }
     return broker_->status_by_challenge_digest(digest);
   }
   VerifiedHumanDecision authenticate(const ConsentChallenge& current, std::string_view payload,

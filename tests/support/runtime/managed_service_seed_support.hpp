@@ -115,8 +115,9 @@ class MaterialPort final : public planning::MaterialPort {
   }
   engine::MaterialDescriptor describe(const std::string& capability_id,
                                       engine::CapabilityKind kind) override {
-    return engine::MaterialDescriptor::create(capability_id, kind, "manual", std::nullopt, 0, 0,
-                                              material_snapshot_digest(), std::nullopt);
+    return engine::MaterialDescriptor::create(capability_id, kind, engine::Actionability::kManual,
+                                              std::nullopt, 0, 0, material_snapshot_digest(),
+                                              std::nullopt);
   }
 };
 

@@ -44,9 +44,7 @@ struct TreeFile {
   std::string path;
   std::uint64_t bytes = 0;
   std::string sha256;
-  friend bool operator==(const TreeFile& a, const TreeFile& b) {
-    return a.path == b.path && a.bytes == b.bytes && a.sha256 == b.sha256;
-  }
+  friend bool operator==(const TreeFile&, const TreeFile&) = default;
 };
 
 namespace skill_tree_internal {

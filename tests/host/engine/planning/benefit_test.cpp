@@ -100,7 +100,8 @@ TEST(NetBenefitPolicy, OnlyIneligibleCandidatesAbstainAsNoFeasibleCapability) {
   const auto result = seed_policy().select({untrusted, unknown_cost}, 5);
   EXPECT_EQ(result.abstention_code(), AbstentionCode::kNoFeasibleCapability);
   EXPECT_EQ(result.search_evaluation_count(), 0);
-  EXPECT_EQ(result.assessments()[0].reason_codes, std::vector<std::string>{"resource-cost-unknown"});
+  EXPECT_EQ(result.assessments()[0].reason_codes,
+            std::vector<std::string>{"resource-cost-unknown"});
   EXPECT_EQ(result.assessments()[1].reason_codes, std::vector<std::string>{"source-untrusted"});
 }
 

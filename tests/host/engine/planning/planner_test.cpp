@@ -28,14 +28,17 @@ class MemoryGraph final : public GraphRetrievalPort {
   std::vector<RetrievedNode> retrieve(const std::vector<std::string>& tags,
                                       std::int64_t top_n) const override {
     ++calls;
-    if (unavailable) throw CandidateSourceUnavailable("indexed graph candidate source is unavailable");
+    if (unavailable) {
+      throw CandidateSourceUnavailable("indexed graph candidate source is unavailable");
+    }
     std::vector<RetrievedNode> rows;
     if (std::find(tags.begin(), tags.end(), "python") == tags.end()) return rows;
     for (const auto& id : ids_) {
       if (static_cast<std::int64_t>(rows.size()) >= top_n) break;
       if (drop_from_call > 0 && calls >= drop_from_call && rows.size() + 1 == ids_.size()) break;
       const auto colon = id.find(':');
-      rows.push_back(RetrievedNode{id.substr(0, colon), id.substr(colon + 1), {"python"}, 1'000'000});
+      rows.push_back(RetrievedNode{parse_enum<CapabilityKind>(id.substr(0, colon)),
+                                   id.substr(colon + 1), {"python"}, 1'000'000});
     }
     return rows;
   }
@@ -88,12 +91,12 @@ class SeedMaterial final : public MaterialPort {
   std::string material_snapshot_digest() const override { return snapshot_; }
   MaterialDescriptor describe(const std::string& id, CapabilityKind kind) override {
     if (!ids_.count(id)) {
-      return MaterialDescriptor::create(id, kind, "manual", std::nullopt, 0, 0, snapshot_,
-                                        std::nullopt);
+      return MaterialDescriptor::create(id, kind, Actionability::kManual, std::nullopt, 0, 0,
+                                        snapshot_, std::nullopt);
     }
     const auto identity = MaterialIdentity::create(id, kind, digest_of("content:" + id), 64);
-    return MaterialDescriptor::create(id, kind, "load", identity.content_sha256(), 64, 16,
-                                      snapshot_, identity.identity_digest());
+    return MaterialDescriptor::create(id, kind, Actionability::kLoad, identity.content_sha256(), 64,
+                                      16, snapshot_, identity.identity_digest());
   }
 
  private:
@@ -221,7 +224,8 @@ TEST(CapabilityPlanner, MixedProjectionUsesExistingTypedAuthorityWithoutRerankin
                      "harness:manual-runner"});
   SeedFacts facts;
   SeedMaterial material({"skill:loaded"});
-  SeedInstall install(installation, {{"agent:installer", install_bundle("agent:installer", installation)}});
+  SeedInstall install(installation,
+                      {{"agent:installer", install_bundle("agent:installer", installation)}});
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, &material, &install, audit);
   const auto plan = planner.plan(python_work());
@@ -254,8 +258,9 @@ TEST(CapabilityPlanner, GraphUninstalledRowRequiresExactInstallAuthority) {
   const std::string installation = digest_of("graph-installation");
   MemoryGraph graph({"agent:reviewer", "mcp-server:docs"});
   SeedFacts facts;
-  SeedInstall install(installation, {{"agent:reviewer", install_bundle("agent:reviewer", installation)},
-                                     {"mcp-server:docs", std::nullopt}});
+  SeedInstall install(installation,
+                      {{"agent:reviewer", install_bundle("agent:reviewer", installation)},
+                       {"mcp-server:docs", std::nullopt}});
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, &install, audit);
   std::map<std::string, std::string> projected;
@@ -359,7 +364,8 @@ TEST(CapabilityPlanner, DriftingInputsFailTheDecision) {
                    "benefit facts output drifted without a snapshot digest change");
   facts.drift_after = -1;
   facts.snapshot = digest_of("moved-facts");
-  CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError, "benefit facts snapshot drifted");
+  CTX_EXPECT_THROW(planner.plan(python_work()), PlannerValidationError,
+                   "benefit facts snapshot drifted");
 }
 
 TEST(CapabilityPlanner, DriftMemoIsBoundedAndEvictsTheOldestAnswers) {
@@ -484,8 +490,9 @@ TEST(CapabilityPlanner, DecisionValuesCommitAsCommittedPlanV3) {
                       {{"agent:installer", install_bundle("agent:installer", installation)}});
   MemoryAudit audit;
   CapabilityPlanner planner(config(), seed_policy(), graph, facts, &material, &install, audit);
-  std::vector<CapabilityPlanV3> plans = {planner.plan(python_work(5)), planner.plan(python_work(0)),
-                                         CapabilityPlanV3::degraded(AbstentionCode::kCatalogUnavailable)};
+  std::vector<CapabilityPlanV3> plans = {
+      planner.plan(python_work(5)), planner.plan(python_work(0)),
+      CapabilityPlanV3::degraded(AbstentionCode::kCatalogUnavailable)};
   for (const auto& plan : plans) {
     const auto committed = CommittedPlanV3::from_decision(
         "plan-mixed", planner.planning_environment_digest(), plan.decision_value());

@@ -141,16 +141,17 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
     EXPECT_FALSE(material.material_identity(id)) << id;
   }
   CTX_EXPECT_THROW(material.material_content("agent:code-reviewer"), NotFound, "loadable");
-  CTX_EXPECT_THROW(material.describe("skill:nope", engine::CapabilityKind::kSkill), CandidateAuthorityUnavailable,
-                   "not in the imported catalog");
-  CTX_EXPECT_THROW(material.describe("skill:pdf-export", engine::CapabilityKind::kAgent), CandidateAuthorityUnavailable,
-                   "not in the imported catalog");
+  CTX_EXPECT_THROW(material.describe("skill:nope", engine::CapabilityKind::kSkill),
+                   CandidateAuthorityUnavailable, "not in the imported catalog");
+  CTX_EXPECT_THROW(material.describe("skill:pdf-export", engine::CapabilityKind::kAgent),
+                   CandidateAuthorityUnavailable, "not in the imported catalog");
 }
 
 TEST(CatalogPorts, InstallBundlesFlagPermissionsAndCredentialsByTheDocumentedRule) {
   Imported imported;
   CatalogInstallBundlePort install(imported.catalog);
-  const auto github = install.describe_bundle("mcp-server:github", engine::CapabilityKind::kMcpServer);
+  const auto github =
+      install.describe_bundle("mcp-server:github", engine::CapabilityKind::kMcpServer);
   ASSERT_TRUE(github);
   EXPECT_TRUE(github->descriptor().permission_expansion());    // command + env
   EXPECT_TRUE(github->descriptor().credential_requirement());  // GITHUB_PERSONAL_ACCESS_TOKEN
@@ -160,23 +161,27 @@ TEST(CatalogPorts, InstallBundlesFlagPermissionsAndCredentialsByTheDocumentedRul
             core::sha256_hex(read(kExamples / "mcp-servers/github.json")));
   EXPECT_TRUE(github->descriptor().matches_result_material(github->result_material()));
 
-  const auto filesystem = install.describe_bundle("mcp-server:filesystem", engine::CapabilityKind::kMcpServer);
+  const auto filesystem =
+      install.describe_bundle("mcp-server:filesystem", engine::CapabilityKind::kMcpServer);
   ASSERT_TRUE(filesystem);
   EXPECT_TRUE(filesystem->descriptor().permission_expansion());
   EXPECT_FALSE(filesystem->descriptor().credential_requirement());
-  const auto remote = install.describe_bundle("mcp-server:docs-search", engine::CapabilityKind::kMcpServer);
+  const auto remote =
+      install.describe_bundle("mcp-server:docs-search", engine::CapabilityKind::kMcpServer);
   ASSERT_TRUE(remote);
   EXPECT_FALSE(remote->descriptor().permission_expansion());
   EXPECT_FALSE(remote->descriptor().credential_requirement());
-  const auto reviewer = install.describe_bundle("agent:code-reviewer", engine::CapabilityKind::kAgent);
+  const auto reviewer =
+      install.describe_bundle("agent:code-reviewer", engine::CapabilityKind::kAgent);
   ASSERT_TRUE(reviewer);
   EXPECT_FALSE(reviewer->descriptor().permission_expansion());  // lists its tools
-  const auto skill = install.describe_bundle("skill:sql-migrations", engine::CapabilityKind::kSkill);
+  const auto skill =
+      install.describe_bundle("skill:sql-migrations", engine::CapabilityKind::kSkill);
   ASSERT_TRUE(skill);
   EXPECT_EQ(skill->descriptor().installer_id(), "ctx-skill-installer-v1");
   EXPECT_FALSE(install.describe_bundle("harness:python-runner", engine::CapabilityKind::kHarness));
-  CTX_EXPECT_THROW(install.describe_bundle("agent:nope", engine::CapabilityKind::kAgent), CandidateAuthorityUnavailable,
-                   "not in the imported catalog");
+  CTX_EXPECT_THROW(install.describe_bundle("agent:nope", engine::CapabilityKind::kAgent),
+                   CandidateAuthorityUnavailable, "not in the imported catalog");
 
   EXPECT_TRUE(is_secret_env_name("GITHUB_TOKEN"));
   EXPECT_TRUE(is_secret_env_name("openai_api_key"));

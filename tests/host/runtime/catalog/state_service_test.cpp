@@ -131,7 +131,8 @@ TEST(StateService, OtherWorkInTheSessionReplacesThePlanAndSupersedesTheOldQuery)
   const auto replacement = service->prepare(pdf_work({"export", "pdf"}, 0));
   EXPECT_NE(replacement.prepared().plan_id(), first.prepared().plan_id());
   EXPECT_EQ(replacement.prepared().status(), engine::PlanStatus::kAbstained);
-  EXPECT_EQ(replacement.prepared().abstention_code(), std::optional(engine::AbstentionCode::kLimitZero));
+  EXPECT_EQ(replacement.prepared().abstention_code(),
+            std::optional(engine::AbstentionCode::kLimitZero));
   EXPECT_EQ(replacement.prepared().journal_revision(), 3);
   CTX_EXPECT_THROW(service->reopen(first.query_ref()), ManagedQuerySupersededError, "superseded");
   // The session's current plan is the replacement.

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/host/runtime/consent/consent_fixture.hpp"
+#include "tests/support/expect_throw.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -174,8 +175,9 @@ TEST_F(ConsentBrokerTest, SignedGrantBecomesDecisionReadyThenReservedThenSettled
   EXPECT_EQ(record.reservation_event_content_digest, testing::digest_of("event-content"));
   // A decision sealed by another broker instance is not accepted by this one's guard.
   const auto other = open_broker();
-  EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>(
-      [&] { (void)other->interactive_guard(decision, challenge_.fields().execution_binding_digest); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerBindingError>([&] {
+    (void)other->interactive_guard(decision, challenge_.fields().execution_binding_digest);
+  }));
 }
 
 TEST_F(ConsentBrokerTest, OneAlteredSigningByteIsRejectedAndChangesNothing) {
@@ -324,6 +326,60 @@ TEST_F(ConsentBrokerTest, TamperedStateOrDeletedNonceIsCorruption) {
   const std::string other_key(32, 'k');
   EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>(
       [&] { ConsentBroker wrong(db_path(), other_key, kAudience, clock_); }));
+}
+
+// A stored state column outside kConsentStateStrings is corruption, and nothing is written.
+TEST_F(ConsentBrokerTest, UnknownStoredStateSpellingIsCorruption) {
+  broker_->prepare(challenge_);
+  broker_.reset();
+  raw_sql("UPDATE consent_challenges SET state = 'Pending'");
+  broker_ = open_broker();
+  const std::string bytes = store_bytes();
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>(
+      [&] { (void)broker_->status(challenge_.challenge_id()); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>([&] { (void)broker_->prepare(challenge_); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+}
+
+// The persisted and reported spellings, each from its one table: frozen, distinct, parsed back.
+TEST(ConsentBrokerSpellings, EachEnumRoundTripsThroughItsOneTable) {
+  const std::pair<ConsentState, std::string_view> states[] = {
+      {ConsentState::kPending, "pending"},
+      {ConsentState::kDecisionReady, "decision-ready"},
+      {ConsentState::kReserved, "reserved"},
+      {ConsentState::kSettled, "settled"},
+      {ConsentState::kExpired, "expired"},
+      {ConsentState::kReauthRequired, "reauthentication-required"}};
+  for (const auto& [state, text] : states) {
+    EXPECT_EQ(core::to_string(state), text);
+    EXPECT_EQ(core::parse_enum<ConsentState>(text), state);
+  }
+  const std::pair<JournalEvidence, std::string_view> evidence[] = {
+      {JournalEvidence::kAbsentAtExpectedHead, "absent-at-expected-head"},
+      {JournalEvidence::kCommitted, "committed"},
+      {JournalEvidence::kHeadAdvanced, "head-advanced"},
+      {JournalEvidence::kEventCollision, "event-collision"},
+      {JournalEvidence::kCorrupt, "corrupt"},
+      {JournalEvidence::kUnavailable, "unavailable"}};
+  for (const auto& [value, text] : evidence) {
+    EXPECT_EQ(core::to_string(value), text);
+    EXPECT_EQ(core::parse_enum<JournalEvidence>(text), value);
+  }
+  const std::pair<ReconcileOutcome, std::string_view> outcomes[] = {
+      {ReconcileOutcome::kSettled, "settled"},
+      {ReconcileOutcome::kReauthRequired, "reauthentication-required"},
+      {ReconcileOutcome::kExpired, "expired"},
+      {ReconcileOutcome::kQuarantined, "quarantined"}};
+  for (const auto& [value, text] : outcomes) {
+    EXPECT_EQ(core::to_string(value), text);
+    EXPECT_EQ(core::parse_enum<ReconcileOutcome>(text), value);
+  }
+  EXPECT_EQ(std::size(kConsentStateStrings.values), std::size(states));
+  EXPECT_EQ(std::size(kJournalEvidenceStrings.values), std::size(evidence));
+  EXPECT_EQ(std::size(kReconcileOutcomeStrings.values), std::size(outcomes));
+  EXPECT_EQ(core::find_enum<ConsentState>("Pending"), std::nullopt);
+  CTX_EXPECT_THROW(core::parse_enum<ConsentState>("no-such-state"), core::JsonFieldError,
+                   "unknown consent state");
 }
 
 TEST_F(ConsentBrokerTest, ChangedTargetDigestIsRefusedWithoutBurningTheAssertion) {

@@ -37,7 +37,8 @@ class ManualClock final : public core::Clock {
 inline std::string digest_of(std::string_view label) { return core::sha256_hex(label); }
 
 // A challenge as the service would publish it for one skill install.
-inline runtime::ConsentChallengeFields challenge_fields(const std::string& consent_id = "consent-1") {
+inline runtime::ConsentChallengeFields challenge_fields(
+    const std::string& consent_id = "consent-1") {
   runtime::ConsentChallengeFields f;
   f.challenge_id = consent_id;
   f.audience = "ctx-managed-query";

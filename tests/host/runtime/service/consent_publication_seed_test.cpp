@@ -395,7 +395,8 @@ TEST(ManagedConsentSeed, desired_retry_refuses_interactive_effect_without_signed
     ASSERT_TRUE(state);
     ASSERT_EQ(state->pending_effects().size(), 1u);
     EXPECT_EQ(state->pending_effects().front().effect, engine::Effect::kInstall);
-    EXPECT_EQ(state->pending_effects().front().action.action_kind(), engine::ActionKind::kInstallCapability);
+    EXPECT_EQ(state->pending_effects().front().action.action_kind(),
+              engine::ActionKind::kInstallCapability);
   }
   CTX_EXPECT_THROW(setup.service->set_desired(request), ManagedQueryServiceError,
                    "interactive install decision");

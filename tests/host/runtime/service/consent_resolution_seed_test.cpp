@@ -300,7 +300,9 @@ TEST(ManagedConsentSeed,
   const auto desired = prepare_public_consent(seed, "post-auth-target-drift");
   const auto& challenge = *desired.challenge();
   std::optional<DisplacedRoot> displaced;
-  seed.verifiers->hook = [&] { displaced.emplace(seed.skill_root(), "skills-post-auth-displaced"); };
+  seed.verifiers->hook = [&] {
+    displaced.emplace(seed.skill_root(), "skills-post-auth-displaced");
+  };
   CTX_EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)),
                        std::exception, "root changed");
   ASSERT_TRUE(displaced.has_value());
@@ -695,7 +697,30 @@ TEST(ManagedConsentResult, outcome_names_are_the_spec_vocabulary) {
       {ManagedConsentOutcome::kExpired, "expired"},
       {ManagedConsentOutcome::kQuarantined, "quarantined"},
       {ManagedConsentOutcome::kSuperseded, "superseded"}};
-  for (const auto& [outcome, name] : names) EXPECT_EQ(printed(outcome), name);
+  for (const auto& [outcome, name] : names) {
+    EXPECT_EQ(printed(outcome), name);
+    EXPECT_EQ(core::to_string(outcome), name);
+    EXPECT_EQ(core::parse_enum<ManagedConsentOutcome>(name), outcome);
+  }
+  EXPECT_EQ(std::size(kManagedConsentOutcomeStrings.values), names.size());
+  CTX_EXPECT_THROW(core::parse_enum<ManagedConsentOutcome>("installed"), core::JsonFieldError,
+                   "unknown consent resolution outcome");
+}
+
+TEST(ManagedDesiredSetResult, status_names_are_the_spec_vocabulary) {
+  const std::vector<std::pair<ManagedDesiredStatus, std::string>> names = {
+      {ManagedDesiredStatus::kReconciled, "reconciled"},
+      {ManagedDesiredStatus::kConsentRequired, "consent-required"},
+      {ManagedDesiredStatus::kEffectPending, "effect-pending"},
+      {ManagedDesiredStatus::kManualDeferred, "manual-deferred"},
+      {ManagedDesiredStatus::kLifecycleDeferred, "lifecycle-deferred"}};
+  for (const auto& [status, name] : names) {
+    EXPECT_EQ(to_string(status), name);
+    EXPECT_EQ(core::parse_enum<ManagedDesiredStatus>(name), status);
+  }
+  EXPECT_EQ(std::size(kManagedDesiredStatusStrings.values), names.size());
+  CTX_EXPECT_THROW(core::parse_enum<ManagedDesiredStatus>("pending"), core::JsonFieldError,
+                   "unknown desired set status");
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ std::shared_ptr<const InstallActuator> plugin_actuator(
   auto actuator = std::make_shared<InstallActuator>();
   actuator->installers = installer_resolver_from_registry(
       std::move(registry),
-      {InstallerRegistration{"ctx-skill-installer-v1", "skill", "fixture-disk-installer",
+      {InstallerRegistration{"ctx-skill-installer-v1", engine::CapabilityKind::kSkill,
+                             "fixture-disk-installer",
                              core::Json{{"root", root.string()}}.dump()}});
   actuator->bodies = std::move(bodies);
   actuator->host_identity_digest = digest("managed-service-host");
@@ -75,7 +76,8 @@ std::vector<fs::path> entries(const fs::path& dir) {
   return out;
 }
 
-TEST(PreapprovedInstallPlugins, RepinnedInstallerBetweenDecisionAndClaimFailsClosedAsCapturedActuator) {
+TEST(PreapprovedInstallPlugins,
+     RepinnedInstallerBetweenDecisionAndClaimFailsClosedAsCapturedActuator) {
   TempDir tmp;
   auto setup = make_setup(tmp.path() / "service", [] {
     SetupArgs args;
@@ -92,17 +94,20 @@ TEST(PreapprovedInstallPlugins, RepinnedInstallerBetweenDecisionAndClaimFailsClo
   const plugins::PluginLoader loader(tmp.path() / "loader-state");
   auto v1 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V1);
   auto v2 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V2);
-  const auto v1_identity = v1->get(plugins::PluginKind::kInstaller, "fixture-disk-installer")->identity();
-  const auto v2_identity = v2->get(plugins::PluginKind::kInstaller, "fixture-disk-installer")->identity();
+  const auto v1_identity =
+      v1->get(plugins::PluginKind::kInstaller, "fixture-disk-installer")->identity();
+  const auto v2_identity =
+      v2->get(plugins::PluginKind::kInstaller, "fixture-disk-installer")->identity();
   ASSERT_EQ(v1_identity.version, "1.0.0");
   ASSERT_EQ(v2_identity.version, "1.1.0");
   ASSERT_NE(v1_identity.sha256, v2_identity.sha256);
 
   auto bodies = std::make_shared<BodySource>();
   auto decided = service_with(setup, *v1, root, bodies);
-  const auto prepared = decided->prepare(ManagedQueryRequest::create(digest("repin-query"), "work-one"));
-  const auto request = ManagedDesiredSetRequest::create(prepared.query_ref(), digest("repin-choice"),
-                                                        {"skill:installable"});
+  const auto prepared =
+      decided->prepare(ManagedQueryRequest::create(digest("repin-query"), "work-one"));
+  const auto request = ManagedDesiredSetRequest::create(
+      prepared.query_ref(), digest("repin-choice"), {"skill:installable"});
   {
     // The grant (bound to v1's identity digest) commits; the process dies before the claim.
     CrashPointArmed crash(crash_points::kAfterInstallDecision);
@@ -124,13 +129,32 @@ TEST(PreapprovedInstallPlugins, RepinnedInstallerBetweenDecisionAndClaimFailsClo
   const auto installed = restored->set_desired(request);
   EXPECT_EQ(installed.status(), ManagedDesiredStatus::kEffectPending);
   EXPECT_EQ(bodies->load_calls(), 1);
-  const auto sha = setup.installs->bundles.at("skill:installable").result_material().content_sha256();
+  const auto sha =
+      setup.installs->bundles.at("skill:installable").result_material().content_sha256();
   EXPECT_EQ(entries(root), std::vector<fs::path>{root / sha});
   EXPECT_EQ(file_bytes(root / sha), kInstallableSkillBody);
-  const auto binding = engine::InstallExecutionBinding::from_json_text(
-      sqlite_scalar(setup.journal_path, "SELECT execution_binding_json FROM engine_install_claims"));
+  const auto binding = engine::InstallExecutionBinding::from_json_text(sqlite_scalar(
+      setup.journal_path, "SELECT execution_binding_json FROM engine_install_claims"));
   EXPECT_EQ(binding.driver_digest(), v1_identity.digest());
   EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claim_settlements"), 1);
+}
+
+// A registration is keyed by (installer id, CapabilityKind): the same installer id asked for
+// another kind, or another id for the registered kind, resolves to no driver.
+TEST(PreapprovedInstallPlugins, RegistryResolverMatchesTheInstallerIdAndTypedKind) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "disk-installs";
+  fs::create_directory(root);
+  fs::permissions(root, fs::perms::owner_all, fs::perm_options::replace);
+  const plugins::PluginLoader loader(tmp.path() / "loader-state");
+  const auto actuator = plugin_actuator(pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V1),
+                                        root, std::make_shared<BodySource>());
+  const auto& resolver = *actuator->installers;
+  EXPECT_NE(resolver.resolve("ctx-skill-installer-v1", engine::CapabilityKind::kSkill), nullptr);
+  EXPECT_EQ(resolver.resolve("ctx-skill-installer-v1", engine::CapabilityKind::kAgent), nullptr);
+  EXPECT_EQ(resolver.resolve("ctx-skill-installer-v1", engine::CapabilityKind::kMcpServer),
+            nullptr);
+  EXPECT_EQ(resolver.resolve("ctx-agent-installer-v1", engine::CapabilityKind::kSkill), nullptr);
 }
 
 TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityOrRootBeforeClaiming) {
@@ -152,7 +176,8 @@ TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityOrRoot
   auto v2 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V2);
   auto bodies = std::make_shared<BodySource>();
   auto decided = service_with(setup, *v1, root, bodies);
-  const auto prepared = decided->prepare(ManagedQueryRequest::create(digest("direct-query"), "work-one"));
+  const auto prepared =
+      decided->prepare(ManagedQueryRequest::create(digest("direct-query"), "work-one"));
   {
     CrashPointArmed crash(crash_points::kAfterInstallDecision);
     EXPECT_THROW(decided->set_desired(ManagedDesiredSetRequest::create(
@@ -171,12 +196,14 @@ TEST(PreapprovedInstallPlugins, ExecuteInstallRefusesAnotherPluginIdentityOrRoot
   options.trusted_clock = setup.clock;
   options.policy_store_root = setup.policy_root;
   options.install_actuator = plugin_actuator(v1, root, bodies);
-  auto captured_composition = open_managed_engine_composition(*setup.registry, setup.artifact, options);
+  auto captured_composition =
+      open_managed_engine_composition(*setup.registry, setup.artifact, options);
   const auto head = captured_composition->snapshot(seed_scope());
   ASSERT_EQ(head.state->pending_effects().size(), 1u);
   const auto install = head.state->pending_effects().front().action;
   const auto* selection = head.state->committed_plan()->find("skill:installable");
-  const auto captured = captured_composition->resolve_install_execution_binding(install, *selection);
+  const auto captured =
+      captured_composition->resolve_install_execution_binding(install, *selection);
   captured_composition->close();
   options.install_actuator = plugin_actuator(v2, root, bodies);
   auto repinned = open_managed_engine_composition(*setup.registry, setup.artifact, options);

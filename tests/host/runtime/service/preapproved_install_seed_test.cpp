@@ -86,9 +86,10 @@ std::vector<std::pair<std::string, std::string>> journal_rows(const fs::path& jo
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open_v2(journal.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* statement = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT event_id, replay_json FROM engine_journal ORDER BY revision",
-                               -1, &statement, nullptr),
-            SQLITE_OK);
+  EXPECT_EQ(
+      sqlite3_prepare_v2(db, "SELECT event_id, replay_json FROM engine_journal ORDER BY revision",
+                         -1, &statement, nullptr),
+      SQLITE_OK);
   std::vector<std::pair<std::string, std::string>> rows;
   while (sqlite3_step(statement) == SQLITE_ROW) {
     const std::string id = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
@@ -154,7 +155,8 @@ std::shared_ptr<ManagedQueryService> service_with_actuators(
 // (which is what install binding resolution reads), then every call goes to `inner`.
 class HookedInstaller final : public engine::InstallerPort {
  public:
-  explicit HookedInstaller(std::shared_ptr<engine::InstallerPort> inner) : inner_(std::move(inner)) {}
+  explicit HookedInstaller(std::shared_ptr<engine::InstallerPort> inner)
+      : inner_(std::move(inner)) {}
   void on_next_target_identity(std::function<void()> hook) { hook_ = std::move(hook); }
   engine::TargetIdentity target_identity() override {
     if (auto hook = std::exchange(hook_, nullptr)) hook();
@@ -204,8 +206,8 @@ TEST(ManagedServiceSeed, preapproved_desired_install_executes_once_and_retries_f
   EXPECT_EQ(rows[3].second, "UserDecision");
   EXPECT_EQ(rows[4].second, "ActionApplied");
   // The claim journals the binding with the captured plugin identity digest.
-  const auto binding = engine::InstallExecutionBinding::from_json_text(
-      sqlite_scalar(setup.journal_path, "SELECT execution_binding_json FROM engine_install_claims"));
+  const auto binding = engine::InstallExecutionBinding::from_json_text(sqlite_scalar(
+      setup.journal_path, "SELECT execution_binding_json FROM engine_install_claims"));
   EXPECT_EQ(binding.driver_id(), "ctx-skill-installer-v1");
   EXPECT_EQ(binding.driver_digest(), setup.consent->skill_installer->identity_digest());
   EXPECT_EQ(binding.driver_digest(),
@@ -269,8 +271,9 @@ TEST(ManagedServiceSeed, preapproved_install_requires_captured_actuator_before_g
                        {"skill:installable"})),
                    Error, "no physical installation actuator");
   EXPECT_EQ(bodies(setup).load_calls(), 0);
-  EXPECT_EQ(journal_kinds(setup.journal_path),
-            (std::vector<std::string>{"SessionStarted", "IntentObserved", "ReassessmentRequested"}));
+  EXPECT_EQ(
+      journal_kinds(setup.journal_path),
+      (std::vector<std::string>{"SessionStarted", "IntentObserved", "ReassessmentRequested"}));
 }
 
 TEST(ManagedServiceSeed, preapproved_policy_race_fails_before_grant_and_execution) {
