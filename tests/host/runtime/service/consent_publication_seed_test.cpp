@@ -26,6 +26,7 @@
 #include "host/runtime/service/service_crash_points.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/runtime/forwarding_installer.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -219,27 +220,17 @@ class InterposedBroker final : public ConsentBrokerPort {
 
 // An installer port that delegates to the real skill-installer plugin and runs a hook after
 // reading the target identity (the seeds' monkeypatched resolve_install_execution_binding).
-class InterposedInstaller final : public engine::InstallerPort {
+class InterposedInstaller final : public ::ctx::testing::ForwardingInstaller {
  public:
-  explicit InterposedInstaller(std::shared_ptr<engine::InstallerPort> inner)
-      : inner_(std::move(inner)) {}
+  using ForwardingInstaller::ForwardingInstaller;
   // Runs once, on the next target read.
   std::function<void()> after_target_identity;
 
   engine::TargetIdentity target_identity() override {
-    auto identity = inner_->target_identity();
+    auto identity = ForwardingInstaller::target_identity();
     if (auto hook = std::exchange(after_target_identity, nullptr)) hook();
     return identity;
   }
-  Json install(const Json& request) override { return inner_->install(request); }
-  Json activate(const Json& request) override { return inner_->activate(request); }
-  Json deactivate(const Json& request) override { return inner_->deactivate(request); }
-  Json reconcile(const Json& request) override { return inner_->reconcile(request); }
-  std::string id() const override { return inner_->id(); }
-  std::string identity_digest() const override { return inner_->identity_digest(); }
-
- private:
-  std::shared_ptr<engine::InstallerPort> inner_;
 };
 
 // A peer service on the setup's files with `edit` applied to its options.

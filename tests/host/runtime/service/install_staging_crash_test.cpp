@@ -19,6 +19,7 @@
 #include "host/plugins/abi_adapters.hpp"
 #include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/service/managed_service.hpp"
+#include "tests/support/runtime/forwarding_installer.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -30,22 +31,13 @@ using ::ctx::testing::TempDir;
 using namespace ::ctx::testing::service;  // NOLINT(google-build-using-namespace)
 
 // The real installer; install() kills the process once the host's staging copy exists.
-class DyingInstaller final : public engine::InstallerPort {
+class DyingInstaller final : public ::ctx::testing::ForwardingInstaller {
  public:
-  explicit DyingInstaller(std::shared_ptr<engine::InstallerPort> real) : real_(std::move(real)) {}
-  engine::TargetIdentity target_identity() override { return real_->target_identity(); }
+  using ForwardingInstaller::ForwardingInstaller;
   core::Json install(const core::Json&) override {
     ::raise(SIGKILL);
     return {};
   }
-  core::Json activate(const core::Json& request) override { return real_->activate(request); }
-  core::Json deactivate(const core::Json& request) override { return real_->deactivate(request); }
-  core::Json reconcile(const core::Json& request) override { return real_->reconcile(request); }
-  std::string id() const override { return real_->id(); }
-  std::string identity_digest() const override { return real_->identity_digest(); }
-
- private:
-  std::shared_ptr<engine::InstallerPort> real_;
 };
 
 // A service of this (forked) process on `setup`'s files whose installer dies in install().

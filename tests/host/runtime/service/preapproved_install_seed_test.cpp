@@ -25,6 +25,7 @@
 #include "host/runtime/service/managed_service.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/runtime/forwarding_installer.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -153,24 +154,16 @@ std::shared_ptr<ManagedQueryService> service_with_actuators(
 
 // The installer port with a fault injected: `hook` runs once, at the next target_identity call
 // (which is what install binding resolution reads), then every call goes to `inner`.
-class HookedInstaller final : public engine::InstallerPort {
+class HookedInstaller final : public ::ctx::testing::ForwardingInstaller {
  public:
-  explicit HookedInstaller(std::shared_ptr<engine::InstallerPort> inner)
-      : inner_(std::move(inner)) {}
+  using ForwardingInstaller::ForwardingInstaller;
   void on_next_target_identity(std::function<void()> hook) { hook_ = std::move(hook); }
   engine::TargetIdentity target_identity() override {
     if (auto hook = std::exchange(hook_, nullptr)) hook();
-    return inner_->target_identity();
+    return ForwardingInstaller::target_identity();
   }
-  core::Json install(const core::Json& r) override { return inner_->install(r); }
-  core::Json activate(const core::Json& r) override { return inner_->activate(r); }
-  core::Json deactivate(const core::Json& r) override { return inner_->deactivate(r); }
-  core::Json reconcile(const core::Json& r) override { return inner_->reconcile(r); }
-  std::string id() const override { return inner_->id(); }
-  std::string identity_digest() const override { return inner_->identity_digest(); }
 
  private:
-  std::shared_ptr<engine::InstallerPort> inner_;
   std::function<void()> hook_;
 };
 
