@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "host/core/error.hpp"
+
 namespace ctx::runtime {
 namespace {
 
@@ -14,6 +16,12 @@ struct OpenedJournal {
   std::shared_ptr<const core::Clock> clock;
   store::SqliteJournalStore store;
 };
+
+std::shared_ptr<store::SqliteJournalStore> open_journal(const std::filesystem::path& path,
+                                                        std::shared_ptr<const core::Clock> clock) {
+  auto opened = std::make_shared<OpenedJournal>(path, std::move(clock));
+  return std::shared_ptr<store::SqliteJournalStore>(opened, &opened->store);
+}
 
 }  // namespace
 
@@ -28,17 +36,17 @@ SharedJournal::~SharedJournal() {
   }
 }
 
+void SharedJournal::require_path(const std::filesystem::path& journal_path) const {
+  if (path_ != journal_path) {
+    throw InvalidArgument("the shared journal connection is not on journal_path");
+  }
+}
+
 std::shared_ptr<store::SqliteJournalStore> SharedJournal::get() {
   std::lock_guard lock(mutex_);
-  if (::getpid() != owner_pid_) {
-    // A forked child gets a connection of its own, never the inherited one.
-    auto opened = std::make_shared<OpenedJournal>(path_, clock_);
-    return std::shared_ptr<store::SqliteJournalStore>(opened, &opened->store);
-  }
-  if (!store_) {
-    auto opened = std::make_shared<OpenedJournal>(path_, clock_);
-    store_ = std::shared_ptr<store::SqliteJournalStore>(opened, &opened->store);
-  }
+  // A forked child gets a connection of its own, never the inherited one.
+  if (::getpid() != owner_pid_) return open_journal(path_, clock_);
+  if (!store_) store_ = open_journal(path_, clock_);
   return store_;
 }
 

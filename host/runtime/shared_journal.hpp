@@ -26,6 +26,8 @@ class SharedJournal {
   ~SharedJournal();
 
   const std::filesystem::path& path() const noexcept { return path_; }
+  // Errors: InvalidArgument unless this is the connection to `journal_path`.
+  void require_path(const std::filesystem::path& journal_path) const;
   // The connection, opened on the first call (the pointer keeps the clock alive with it).
   // Errors: as store::SqliteJournalStore's constructor; a failed open is retried next call.
   std::shared_ptr<store::SqliteJournalStore> get();

@@ -70,8 +70,8 @@ CatalogInputAuthority::CatalogInputAuthority(CatalogInputAuthorityOptions option
   if (!options_.journal) {
     options_.journal =
         std::make_shared<SharedJournal>(options_.journal_path, options_.trusted_clock);
-  } else if (options_.journal->path() != options_.journal_path) {
-    throw InvalidArgument("the shared journal connection is not on journal_path");
+  } else {
+    options_.journal->require_path(options_.journal_path);
   }
   ensure_private_dir(options_.inputs_dir, "managed input directory");
   // The planning environment the service's compositions will pin, as the planner computes it;

@@ -120,9 +120,7 @@ std::unique_ptr<CompositionParts> CompositionParts::open(EngineCompositionOption
     parts->injected_journal = std::move(options.journal_store);
     parts->injected_claims = std::move(options.claim_store);
   } else if (options.shared_journal) {
-    if (options.shared_journal->path() != options.journal_path) {
-      throw InvalidArgument("the shared journal connection is not on journal_path");
-    }
+    options.shared_journal->require_path(options.journal_path);
     parts->journal = options.shared_journal->get();
   } else {
     parts->journal = std::make_unique<store::SqliteJournalStore>(options.journal_path, clock);

@@ -406,8 +406,8 @@ std::shared_ptr<ManagedQueryService> open_managed_query_service(
   require_private_parent(options.benefit_audit_path, "benefit_audit_path");
   if (!options.journal) {
     options.journal = std::make_shared<SharedJournal>(options.journal_path, options.trusted_clock);
-  } else if (options.journal->path() != options.journal_path) {
-    throw InvalidArgument("the shared journal connection is not on journal_path");
+  } else {
+    options.journal->require_path(options.journal_path);
   }
   if (options.consent_broker) {
     const PathIdentity consent = identity_of(options.consent_broker->path());
