@@ -1,11 +1,13 @@
 #include "host/cli/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string_view>
 
 #include "host/cli/catalog_command.hpp"
@@ -68,15 +70,20 @@ const CLI::Validator& sha256_hex() {
 }
 
 template <typename T>
-CLI::Option* add_value(CLI::App* command, const std::string& name, T& value) {
-  return command->add_option(name, value)->check(non_empty());
+CLI::Option* add_value(CLI::App* command, const std::string& name, T& value,
+                       const std::string& description) {
+  return command->add_option(name, value, description)->check(non_empty());
 }
 
 CLI::Option* add_state(CLI::App* command, std::optional<fs::path>& state) {
-  return add_value(command, "--state", state)->type_name("DIR");
+  return add_value(command, "--state", state,
+                   "the state directory (default $XDG_STATE_HOME/ctx, else ~/.local/state/ctx)")
+      ->type_name("DIR");
 }
 
-void add_json(CLI::App* command, bool& json) { command->add_flag("--json", json); }
+void add_json(CLI::App* command, bool& json) {
+  command->add_flag("--json", json, "print the result as one JSON object");
+}
 
 // --- the top-level commands: each adds its subtree to `app` and returns it -------------------
 
@@ -84,20 +91,20 @@ CLI::App* add_plugin(CLI::App& app, Action& action) {
   CLI::App* plugin = app.add_subcommand("plugin", "the plugin lock file")->require_subcommand(1);
   const auto options = std::make_shared<PluginOptions>();
   const auto add_lock = [&](CLI::App* command) {
-    add_value(command, "--lock", options->lock)->type_name("FILE")->required();
+    add_value(command, "--lock", options->lock, "the plugin lock file")->type_name("FILE")->required();
   };
   CLI::App* pin = plugin->add_subcommand("pin", "pin plugin files (trust on first use)");
   add_lock(pin);
   add_state(pin, options->state);
-  pin->add_flag("--replace", options->replace);
-  pin->add_option("PLUGIN.so", options->files)->required()->check(non_empty());
+  pin->add_flag("--replace", options->replace, "re-pin a plugin whose bytes changed");
+  pin->add_option("PLUGIN.so", options->files, "the plugin files to pin")->required()->check(non_empty());
   runs(pin, action, options, run_plugin_pin);
 
   CLI::App* verify = plugin->add_subcommand("verify", "re-check every pinned plugin");
   add_lock(verify);
   add_state(verify, options->state);
-  CLI::Option* load = verify->add_flag("--load", options->load);
-  verify->add_option("--timeout", options->timeout_seconds)
+  CLI::Option* load = verify->add_flag("--load", options->load, "also load each plugin in a supervised child");
+  verify->add_option("--timeout", options->timeout_seconds, "the deadline of each --load (10)")
       ->type_name("SECONDS")
       ->check(CLI::Range(1u, 86400u))
       ->needs(load);
@@ -123,7 +130,7 @@ CLI::App* add_catalog(CLI::App& app, Action& action) {
       app.add_subcommand("catalog", "the capability catalog")->require_subcommand(1);
   const auto options = std::make_shared<CatalogImportOptions>();
   CLI::App* import = catalog->add_subcommand("import", "validate and import a catalog");
-  add_value(import, "DIR", options->catalog)->required();
+  add_value(import, "DIR", options->catalog, "the catalog directory")->required();
   add_state(import, options->state);
   add_json(import, options->json);
   runs(import, action, options, run_catalog_import);
@@ -150,7 +157,7 @@ CLI::App* add_serve(CLI::App& app, Action& action) {
 CLI::App* add_hook(CLI::App& app, Action& action) {
   CLI::App* hook = app.add_subcommand("hook", "answer one coding-host hook event");
   const auto options = std::make_shared<HookOptions>();
-  add_value(hook, "ADAPTER", options->adapter)->required();
+  add_value(hook, "ADAPTER", options->adapter, "the id of a pinned host adapter")->required();
   add_state(hook, options->state);
   runs(hook, action, options, run_hook);
   return hook;
@@ -168,11 +175,12 @@ CLI::App* add_hooks(CLI::App& app, Action& action) {
     command
         ->add_option_function<std::string>(
             "HOST",
-            [options](const std::string& name) { options->host = hk::parse_host(name).value(); })
+            [options](const std::string& name) { options->host = hk::parse_host(name).value(); },
+            "the coding host")
         ->required()
         ->check(CLI::IsMember(hosts));
-    CLI::Option* project = add_value(command, "--project", options->project)->type_name("DIR");
-    command->add_flag("--user", options->user)->excludes(project);
+    CLI::Option* project = add_value(command, "--project", options->project, "the project whose configuration to edit")->type_name("DIR");
+    command->add_flag("--user", options->user, "edit the user configuration (the default)")->excludes(project);
     if (install) add_state(command, options->state);
     add_json(command, options->json);
     runs(command, action, options, run_hooks);
@@ -184,14 +192,14 @@ CLI::App* add_query(CLI::App& app, Action& action) {
   CLI::App* query = app.add_subcommand("query", "plan the current work")->require_subcommand(1);
   const auto prepare_options = std::make_shared<QueryPrepareOptions>();
   CLI::App* prepare = query->add_subcommand("prepare", "plan the current work FILE describes");
-  add_value(prepare, "--work", prepare_options->work)->type_name("FILE|-")->required();
+  add_value(prepare, "--work", prepare_options->work, "the current work (JSON; - is stdin)")->type_name("FILE|-")->required();
   add_state(prepare, prepare_options->state);
   add_json(prepare, prepare_options->json);
   runs(prepare, action, prepare_options, run_query_prepare);
 
   const auto reopen_options = std::make_shared<QueryReopenOptions>();
   CLI::App* reopen = query->add_subcommand("reopen", "show a prepared query again");
-  add_value(reopen, "QUERY_REF", reopen_options->query_ref)->required();
+  add_value(reopen, "QUERY_REF", reopen_options->query_ref, "a prepared query")->required();
   add_state(reopen, reopen_options->state);
   add_json(reopen, reopen_options->json);
   runs(reopen, action, reopen_options, run_query_reopen);
@@ -203,9 +211,9 @@ CLI::App* add_desired(CLI::App& app, Action& action) {
       app.add_subcommand("desired", "the chosen capabilities")->require_subcommand(1);
   const auto options = std::make_shared<DesiredSetOptions>();
   CLI::App* set = desired->add_subcommand("set", "record the chosen subset of a plan");
-  add_value(set, "QUERY_REF", options->query_ref)->required();
-  add_value(set, "CAPABILITY_ID", options->capability_ids)->required();
-  set->add_option("--choice", options->choice)->type_name("ID")->check(sha256_hex());
+  add_value(set, "QUERY_REF", options->query_ref, "a prepared query")->required();
+  add_value(set, "CAPABILITY_ID", options->capability_ids, "the chosen capabilities of its plan")->required();
+  set->add_option("--choice", options->choice, "an idempotency key for the choice")->type_name("ID")->check(sha256_hex());
   add_state(set, options->state);
   add_json(set, options->json);
   runs(set, action, options, run_desired_set);
@@ -228,31 +236,37 @@ CLI::App* add_consent(CLI::App& app, Action& action) {
     options->decision = decision;
     CLI::App* decide = consent->add_subcommand(
         decision == engine::Decision::kGranted ? "approve" : "deny", "sign and resolve a decision");
-    add_value(decide, "CHALLENGE_DIGEST", options->challenge_digest)->required();
-    add_value(decide, "--key", options->key)->type_name("FILE")->required();
+    add_value(decide, "CHALLENGE_DIGEST", options->challenge_digest, "the challenge (ctx consent show)")->required();
+    add_value(decide, "--key", options->key, "your private signing key")->type_name("FILE")->required();
     add_common(decide, options->common);
     runs(decide, action, options, run_consent_decide);
   }
 
   const auto resolve_options = std::make_shared<ConsentResolveOptions>();
   CLI::App* resolve = consent->add_subcommand("resolve", "resolve a signed decision assertion");
-  add_value(resolve, "--assertion", resolve_options->assertion)->type_name("FILE|-")->required();
+  add_value(resolve, "--assertion", resolve_options->assertion, "the assertion (- is stdin)")->type_name("FILE|-")->required();
   add_common(resolve, resolve_options->common);
   runs(resolve, action, resolve_options, run_consent_resolve);
 
   const auto recover_options = std::make_shared<ConsentRecoverOptions>();
   CLI::App* recover = consent->add_subcommand("recover", "finish a challenge's durable state");
-  add_value(recover, "CHALLENGE_DIGEST", recover_options->challenge_digest)->required();
+  add_value(recover, "CHALLENGE_DIGEST", recover_options->challenge_digest, "the challenge")->required();
   add_common(recover, recover_options->common);
   runs(recover, action, recover_options, run_consent_recover);
 
   const auto trust_options = std::make_shared<ConsentTrustOptions>();
   CLI::App* trust = consent->add_subcommand("trust", "trust a verifier for a decision key");
-  add_value(trust, "--audience", trust_options->audience)->required();
-  add_value(trust, "--authenticator", trust_options->authenticator)->required();
-  add_value(trust, "--principal", trust_options->principal)->required();
-  add_value(trust, "--verifier", trust_options->verifier)->type_name("PLUGIN_ID")->required();
-  add_value(trust, "--config", trust_options->config)->type_name("FILE")->required();
+  add_value(trust, "--audience", trust_options->audience, "the audience of the decisions")
+      ->type_name("A")
+      ->required();
+  add_value(trust, "--authenticator", trust_options->authenticator, "the authenticator id")
+      ->type_name("ID")
+      ->required();
+  add_value(trust, "--principal", trust_options->principal, "the principal digest")
+      ->type_name("DIGEST")
+      ->required();
+  add_value(trust, "--verifier", trust_options->verifier, "the pinned verifier plugin id")->type_name("PLUGIN_ID")->required();
+  add_value(trust, "--config", trust_options->config, "the verifier configuration (the public key)")->type_name("FILE")->required();
   add_common(trust, trust_options->common);
   runs(trust, action, trust_options, run_consent_trust);
   return consent;
@@ -277,12 +291,14 @@ CLI::App* add_policy(CLI::App& app, Action& action) {
          "KIND",
          [options](const std::string& name) {
            options->kind = engine::find_enum<engine::CapabilityKind>(name).value();
-         })
+         },
+         "the capability kind")
       ->required()
       ->check(CLI::IsMember(kinds));
   set->add_option_function<std::string>(
          "MODE",
-         [options](const std::string& name) { options->mode = runtime::parse_install_mode(name); })
+         [options](const std::string& name) { options->mode = runtime::parse_install_mode(name); },
+         "the install consent mode")
       ->required()
       ->check(CLI::IsMember(modes));
   add_state(set, options->state);
@@ -305,7 +321,7 @@ CLI::App* add_demo(CLI::App& app, Action& action) {
   CLI::App* demo = app.add_subcommand("demo", "the main job, one line per step");
   const auto options = std::make_shared<DemoOptions>();
   add_state(demo, options->state);
-  add_value(demo, "--catalog", options->catalog)->type_name("DIR");
+  add_value(demo, "--catalog", options->catalog, "the catalog to import (examples/catalog)")->type_name("DIR");
   runs(demo, action, options, run_demo);
   return demo;
 }
@@ -323,6 +339,53 @@ CLI::App* add_help(CLI::App& app, Action& action) {
   return help;
 }
 
+// The overview's lines for the command at `path` (words after "ctx"): its synopsis line, where a
+// word may be one of '|'-separated alternatives ("approve|deny"), and the lines indented under
+// it. Empty when the overview has no such command.
+std::string help_block(const std::vector<std::string>& path) {
+  const std::string text = usage();
+  std::istringstream lines(text);
+  std::string block;
+  bool inside = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("  ctx ")) {
+      if (inside) break;
+      std::istringstream words(line.substr(6));
+      inside = true;
+      for (const std::string& want : path) {
+        std::string word;
+        words >> word;
+        bool matched = false;
+        for (std::size_t from = 0; from <= word.size();) {
+          const std::size_t bar = std::min(word.find('|', from), word.size());
+          matched = matched || std::string_view(word).substr(from, bar - from) == want;
+          from = bar + 1;
+        }
+        inside = inside && matched;
+      }
+    } else if (inside && !line.starts_with("      ")) {
+      break;
+    }
+    if (inside) block += line + "\n";
+  }
+  return block;
+}
+
+// Gives every leaf command under `command` (at `path`) its overview lines as the footer of its
+// generated help, so `ctx ... --help` shows what the option list alone does not.
+void add_help_footers(CLI::App* command, std::vector<std::string> path) {
+  path.push_back(command->get_name());
+  const auto children = command->get_subcommands([](const CLI::App*) { return true; });
+  if (children.empty()) {
+    command->footer([path] {
+      std::string block = help_block(path);
+      if (!block.empty()) block.pop_back();  // the formatter ends the help with a newline
+      return block;
+    });
+  }
+  for (CLI::App* child : children) add_help_footers(child, path);
+}
+
 struct TopCommand {
   std::string_view name;
   CLI::App* (*add)(CLI::App& app, Action& action);
@@ -335,6 +398,24 @@ constexpr TopCommand kTopCommands[] = {
     {"policy", add_policy}, {"journal", add_journal}, {"demo", add_demo},
     {"help", add_help},
 };
+
+void collect_specs(const CLI::App* command, std::string path, std::vector<CommandSpec>& specs) {
+  path += (path.empty() ? "" : " ") + command->get_name();
+  const auto children = command->get_subcommands([](const CLI::App*) { return true; });
+  if (children.empty()) {
+    CommandSpec spec{path, {}, {}};
+    for (const CLI::Option* option : command->get_options()) {
+      if (option == command->get_help_ptr()) continue;
+      if (option->get_positional()) {
+        spec.positionals.push_back(option->get_name());
+      } else {
+        spec.options.push_back(option->get_name());
+      }
+    }
+    specs.push_back(std::move(spec));
+  }
+  for (const CLI::App* child : children) collect_specs(child, path, specs);
+}
 
 // Runs the parsed command; its typed errors become stderr lines ("ctx: error: ...", a catalog
 // import one per invalid file) and exit 1.
@@ -390,7 +471,7 @@ std::string usage_message(const CLI::ParseError& error, const CLI::App& app) {
 int parse_and_run(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
                   std::ostream& err, const Environment& env) {
   CLI::App app("ctx: the capability-engine host", "ctx");
-  app.set_help_flag("-h,--help");
+  app.set_help_flag("-h,--help", "show the help of the command reached");
   bool version = false;
   CLI::Option* version_flag = app.add_flag("--version", version);
   app.require_subcommand(0, 1);
@@ -402,15 +483,17 @@ int parse_and_run(const std::vector<std::string>& args, std::istream& in, std::o
   bool is_hook = false;
   for (const TopCommand& command : kTopCommands) {
     if (!args.empty() && args.front() == command.name) {
-      command.add(app, action)->excludes(version_flag);
+      CLI::App* top = command.add(app, action);
+      top->excludes(version_flag);
+      add_help_footers(top, {});
       is_hook = command.name == "hook";
     }
   }
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
     app.parse(reversed);
-  } catch (const CLI::Success&) {  // --help, anywhere
-    out << usage();
+  } catch (const CLI::CallForHelp&) {  // -h/--help, anywhere: the help of the command reached
+    out << (app.get_subcommands().empty() ? usage() : app.help());
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     if (is_hook) {  // never 2: that would block the host's prompt or tool
@@ -451,9 +534,20 @@ fs::path default_state_dir(const Environment& env) {
   throw InvalidArgument("no state directory: set --state, XDG_STATE_HOME or HOME");
 }
 
+std::vector<CommandSpec> command_specs() {
+  std::vector<CommandSpec> specs;
+  for (const TopCommand& command : kTopCommands) {
+    CLI::App app;
+    Action action;
+    collect_specs(command.add(app, action), "", specs);
+  }
+  return specs;
+}
+
 std::string usage() {
   return "usage:\n"
-         "  ctx --help                 show this help\n"
+         "  ctx help | --help          show this overview; ctx COMMAND... --help shows that\n"
+         "      command's options as the parser defines them, then its lines below\n"
          "  ctx --version              print the version\n" +
          plugin_usage() +
          "  ctx serve [--state DIR]\n"

@@ -50,8 +50,18 @@ int run(const std::vector<std::string>& args, std::istream& in, std::ostream& ou
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
         const Environment& env);
 
-// The --help text.
+// The overview `ctx --help` and `ctx help` print. `ctx COMMAND... --help` prints the parser's
+// own help of the command reached (its options, as defined), with that command's overview lines.
 std::string usage();
+
+// One leaf command as the parser defines it: its words after "ctx", and the names of its
+// options ("--state") and positionals ("DIR"); so tests can hold the overview to the parser.
+struct CommandSpec {
+  std::string path;
+  std::vector<std::string> options;
+  std::vector<std::string> positionals;
+};
+std::vector<CommandSpec> command_specs();
 
 }  // namespace ctx::cli
 

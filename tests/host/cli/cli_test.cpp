@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ using ctx::testing::read_bytes;
 using ctx::testing::TempDir;
 using ctx::testing::write_bytes;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Result {
   int code = -1;
@@ -282,18 +284,67 @@ TEST_F(CliTest, HookCommandLineErrorsExitOneNamingTheProblem) {
 // --help anywhere on a command line, and `ctx help`, print the help and exit 0; options take
 // their value as the next argument or after "=", and "--" ends the options.
 TEST_F(CliTest, HelpAnywhereAndOptionValueForms) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"help"}, {"-h"}, {"plugin", "pin", "--help"}, {"hooks", "install", "codex", "-h"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"help"}, {"-h"}, {"--help"}}) {
     const Result r = run_in_process(args);
     EXPECT_EQ(r.code, kExitOk) << r.err;
     EXPECT_EQ(r.out, usage());
   }
+  const Result pin_help = run_in_process({"plugin", "pin", "--help"});
+  EXPECT_EQ(pin_help.code, kExitOk) << pin_help.err;
+  EXPECT_THAT(pin_help.out, HasSubstr("Usage: ctx plugin pin [OPTIONS] PLUGIN.so..."));
+  EXPECT_THAT(pin_help.out, HasSubstr("--lock FILE REQUIRED        the plugin lock file"));
+  EXPECT_THAT(pin_help.out,
+              HasSubstr("\n  ctx plugin pin --lock FILE [--state DIR] [--replace] PLUGIN.so...\n"));
+  // The help of the command reached, wherever -h stands and with its arguments before it.
+  const Result hooks = run_in_process({"hooks", "install", "codex", "-h"});
+  EXPECT_EQ(hooks.code, kExitOk) << hooks.err;
+  EXPECT_THAT(hooks.out, HasSubstr("Usage: ctx hooks install [OPTIONS] HOST"));
+  EXPECT_THAT(hooks.out, HasSubstr("HOST TEXT:{claude-code,codex} REQUIRED"));
+  EXPECT_THAT(hooks.out, Not(HasSubstr("ctx hooks uninstall")));
+  const Result consent = run_in_process({"consent", "--help"});
+  EXPECT_EQ(consent.code, kExitOk) << consent.err;
+  EXPECT_THAT(consent.out, HasSubstr("Subcommands:"));
+  EXPECT_THAT(consent.out, HasSubstr("trust a verifier for a decision key"));
   const Result pin = run_in_process({"plugin", "pin", "--lock=" + lock(), "--state", state(), "--",
                                      CTX_FIXTURE_VALID_VERIFIER});
   ASSERT_EQ(pin.code, kExitOk) << pin.err;
   const Result list = run_in_process({"plugin", "list", "--json", "--lock=" + lock()});
   ASSERT_EQ(list.code, kExitOk) << list.err;
   EXPECT_THAT(list.out, HasSubstr("fixture-verifier"));
+}
+
+// Every command the parser defines has its lines in the overview, and they name each of its
+// options and positionals; its --help shows them after the parser's own option list. A command,
+// option or positional added to the parser but not to the overview fails here.
+TEST_F(CliTest, EveryCommandsHelpIsTheParsersAndItsOverviewLinesNameEachOption) {
+  // Positionals the overview spells as their choices.
+  const std::map<std::string, std::string> shown_as = {
+      {"HOST", "claude-code|codex"}, {"MODE", "ask-each-time|preapproved-auto"}};
+  const std::vector<CommandSpec> specs = command_specs();
+  ASSERT_GE(specs.size(), 20u);
+  for (const CommandSpec& spec : specs) {
+    SCOPED_TRACE(spec.path);
+    std::vector<std::string> args;
+    std::istringstream words(spec.path);
+    for (std::string word; words >> word;) args.push_back(word);
+    args.push_back("--help");
+    const Result r = run_in_process(args);
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("Usage: ctx " + spec.path));
+    const std::size_t overview = r.out.find("\n  ctx ");
+    ASSERT_NE(overview, std::string::npos) << r.out;
+    std::string lines = r.out.substr(overview);
+    while (lines.ends_with("\n\n")) lines.pop_back();
+    EXPECT_THAT(usage(), HasSubstr(lines.substr(1)));
+    for (const std::string& option : spec.options) {
+      EXPECT_THAT(r.out.substr(0, overview), HasSubstr(option));
+      EXPECT_THAT(lines, HasSubstr(option));
+    }
+    for (const std::string& positional : spec.positionals) {
+      const auto alias = shown_as.find(positional);
+      EXPECT_THAT(lines, HasSubstr(alias == shown_as.end() ? positional : alias->second));
+    }
+  }
 }
 
 TEST_F(CliTest, MalformedLockFileIsReportedAndLeftAlone) {
