@@ -48,7 +48,8 @@ std::string hook_request() {
     if (c == '"' || c == '\\') escaped += '\\';
     escaped += c;
   }
-  return R"({"jsonrpc":"2.0","id":1,"method":"hook","params":{"adapter":"claude-code","payload":")" +
+  return R"({"jsonrpc":"2.0","id":1,"method":"hook",)"
+         R"("params":{"adapter":"claude-code","payload":")" +
          escaped + "\"}}\n";
 }
 

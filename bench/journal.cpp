@@ -291,7 +291,8 @@ void BM_ColdOpen(benchmark::State& state) {
     built.emplace(records, dir);
   }
   const fs::path& source = built.at(records);
-  const auto next = engine_event("TurnEnded", records, "bench-cold-next", ctx::core::Json::object());
+  const auto next =
+      engine_event("TurnEnded", records, "bench-cold-next", ctx::core::Json::object());
   fs::path work = bench_dir();
   ctx::core::SystemClock clock;
   for (auto _ : state) {

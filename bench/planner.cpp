@@ -74,7 +74,9 @@ const Graph& graph_of(int nodes) {
     rows.push_back(std::move(n));
   }
   std::vector<ctx::store::GraphEdge> edges;
-  for (int i = 1; i < nodes; i += 3) edges.push_back({rows[static_cast<std::size_t>(i - 1)].id, rows[static_cast<std::size_t>(i)].id, 1.0});
+  for (int i = 1; i < nodes; i += 3)
+    edges.push_back(
+        {rows[static_cast<std::size_t>(i - 1)].id, rows[static_cast<std::size_t>(i)].id, 1.0});
   Graph g;
   g.path = bench_dir() / ("graph-" + std::to_string(nodes) + ".sqlite3");
   ctx::store::build_graph_store(g.path, rows, edges);
@@ -90,8 +92,8 @@ const Graph& graph_of(int nodes) {
 class Facts final : public planning::BenefitFactsPort {
  public:
   std::string benefit_facts_snapshot_digest() const override { return snapshot_; }
-  std::optional<planning::BenefitCandidate> benefit_candidate(const planning::CapabilityCandidate& p,
-                                                              const planning::WorkObservation&) override {
+  std::optional<planning::BenefitCandidate> benefit_candidate(
+      const planning::CapabilityCandidate& p, const planning::WorkObservation&) override {
     planning::BenefitCandidate c;
     c.capability_id = p.capability_id;
     c.source_digest = p.source_digest;
@@ -156,7 +158,9 @@ void timed_after(benchmark::State& state, const char* name, Setup&& setup, Body&
     setup();
     const auto start = std::chrono::steady_clock::now();
     body();
-    micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    micros.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   std::sort(micros.begin(), micros.end());
   const double p50 = micros[micros.size() / 2];
@@ -200,7 +204,8 @@ void BM_PlanCold(benchmark::State& state) {
       [&] {
         planner.reset();
         planner = std::make_unique<planning::CapabilityPlanner>(
-            planning::CapabilityPlannerConfig{"ctx-bench-planner-v3", digest_of("bench-catalog"), 50},
+            planning::CapabilityPlannerConfig{"ctx-bench-planner-v3", digest_of("bench-catalog"),
+                                              50},
             policy(), *store, facts, nullptr, nullptr, audit);
       },
       [&] { benchmark::DoNotOptimize(planner->plan(work())); });
@@ -231,7 +236,8 @@ void BM_Retrieve(benchmark::State& state) {
 // Authenticated open: private copy + sha256 + quick_check + schema and count checks.
 void BM_Open(benchmark::State& state) {
   const Graph& g = graph_of(static_cast<int>(state.range(0)));
-  timed(state, "open", [&] { benchmark::DoNotOptimize(ctx::store::GraphStore::open(g.path, g.sha256)); });
+  timed(state, "open",
+        [&] { benchmark::DoNotOptimize(ctx::store::GraphStore::open(g.path, g.sha256)); });
   state.counters["file_mib"] = static_cast<double>(fs::file_size(g.path)) / (1024.0 * 1024.0);
 }
 

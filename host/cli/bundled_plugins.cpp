@@ -24,7 +24,8 @@ std::optional<fs::path> bundled_plugin_dir() {
   if (!relative.empty() && *relative.begin() != ".." && fs::is_directory(build / "plugins", ec)) {
     return build / "plugins";
   }
-  const fs::path installed = (exe.parent_path() / ".." / "lib" / "ctx" / "plugins").lexically_normal();
+  const fs::path installed =
+      (exe.parent_path() / ".." / "lib" / "ctx" / "plugins").lexically_normal();
   if (fs::is_directory(installed, ec)) return installed;
   return std::nullopt;
 }

@@ -1,8 +1,8 @@
 // The plugins that ship with ctx, pinned by `ctx init` into <state>/plugins.lock.json: every
-// ctx_plugin_*.so under the plugin directory next to the running binary — <prefix>/lib/ctx/plugins
-// for an installed ctx, or the build tree's plugins/ when ctx runs from its build tree. Pinning
-// executes nothing (PluginLoader::inspect_for_pin). An entry already pinned to other bytes is
-// kept (trust on first use; `ctx plugin pin --replace` re-pins it).
+// ctx_plugin_*.so under the plugin directory next to the running binary —
+// <prefix>/lib/ctx/plugins for an installed ctx, or the build tree's plugins/ when ctx runs from
+// its build tree. Pinning executes nothing (PluginLoader::inspect_for_pin). An entry already pinned
+// to other bytes is kept (trust on first use; `ctx plugin pin --replace` re-pins it).
 #ifndef CTX_HOST_CLI_BUNDLED_PLUGINS_HPP_
 #define CTX_HOST_CLI_BUNDLED_PLUGINS_HPP_
 

@@ -107,13 +107,14 @@ struct ClaimRequest {
   std::optional<std::string> installed_by_action_content_digest;
 };
 
-// A durable claim row (spec §6.2). action_kind is "InstallCapability" or "ActivateCapability"
-// (the activation claim digest does not cover it).
+// A durable claim row (spec §6.2). action_kind is kInstallCapability or kActivateCapability,
+// stored and digested as its kActionKindStrings spelling (the activation claim digest does not
+// cover it; the activation table does not store it).
 struct ActionClaim {
   StreamId stream;
   std::string action_id;
   std::string action_content_digest;
-  std::string action_kind;
+  ActionKind action_kind = ActionKind::kInstallCapability;
   Revision precondition_revision = 0;
   std::string action_json;
   std::string issuing_record_digest;

@@ -18,7 +18,7 @@ class InvalidIdentityError : public InvalidArgument {
   explicit InvalidIdentityError(const std::string& message) : InvalidArgument(message) {}
 };
 
-// A malformed event, action, transition or scope (§1.2–§1.6). Code: kInvalidArgument. Retry: no.
+// A malformed event, action, transition or scope (§1.2–1.6). Code: kInvalidArgument. Retry: no.
 class ProtocolValidationError : public InvalidArgument {
  public:
   explicit ProtocolValidationError(const std::string& message) : InvalidArgument(message) {}

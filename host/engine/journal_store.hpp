@@ -1,11 +1,11 @@
-// The journal port: an append-only, per-stream, digest-chained record of replay inputs,
-// transitions and result-state digests — the engine's single source of truth — plus one head per
-// stream holding the latest state. It speaks plain values and canonical JSON text (canon-U),
-// never reducer types. Texts this process produced arrive as CanonicalText and are not
-// re-parsed; bytes read back from storage are verified (canonical form, digests, chain).
-// Implementations: store::SqliteJournalStore (durable) and testing::MemJournalStore (tests). Both
-// are thread-safe (they serialise their own calls); any number of SqliteJournalStore objects may
-// share one file across threads and processes (SQLite's write lock orders their commits).
+// The journal port: an append-only, per-stream, digest-chained record of replay inputs, transitions
+// and result-state digests — the engine's single source of truth — plus one head per stream
+// holding the latest state. It speaks plain values and canonical JSON text (canon-U), never reducer
+// types. Texts this process produced arrive as CanonicalText and are not re-parsed; bytes read back
+// from storage are verified (canonical form, digests, chain). Implementations:
+// store::SqliteJournalStore (durable) and testing::MemJournalStore (tests). Both are thread-safe
+// (they serialise their own calls); any number of SqliteJournalStore objects may share one file
+// across threads and processes (SQLite's write lock orders their commits).
 #ifndef CTX_HOST_ENGINE_JOURNAL_STORE_HPP_
 #define CTX_HOST_ENGINE_JOURNAL_STORE_HPP_
 

@@ -1,4 +1,4 @@
-// The engine's enumerated vocabulary (spec §1.2–§1.9): every enumerated field of events, actions,
+// The engine's enumerated vocabulary (spec §1.2–1.9): every enumerated field of events, actions,
 // plans and state is one of these enum classes, and its persisted spelling is defined here once,
 // in the enum's EnumStrings table. core::to_string(e) spells a value; core::parse_enum<E>(text)
 // and JsonObjectReader::enumerated<E>(key) read one (unknown spellings are typed errors).

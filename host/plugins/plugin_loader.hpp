@@ -45,8 +45,8 @@ namespace ctx::plugins {
 ctx_host_negotiation host_negotiation() noexcept;
 
 // Refuses to go on while LD_PRELOAD, LD_AUDIT or LD_LIBRARY_PATH is set (non-empty), naming the
-// variable, unless CTX_ALLOW_LOADER_ENV=1 — then writes a warning naming it to stderr on each call.
-// Errors: LoaderEnvironmentRefused.
+// variable, unless CTX_ALLOW_LOADER_ENV=1 — then writes a warning naming it to stderr on each
+// call. Errors: LoaderEnvironmentRefused.
 void require_safe_loader_environment();
 
 // Walks `dir` from "/" as the loader walks a plugin's directories: every component a directory

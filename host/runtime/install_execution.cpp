@@ -150,8 +150,8 @@ const engine::InstallPlanDescriptor& descriptor_of(const engine::PlanCapabilityV
 }
 
 // The resolved driver of `descriptor`, or "no physical installation actuator".
-std::shared_ptr<engine::InstallerPort> resolve_driver(const InstallActuator* actuator,
-                                                      const engine::InstallPlanDescriptor& descriptor) {
+std::shared_ptr<engine::InstallerPort> resolve_driver(
+    const InstallActuator* actuator, const engine::InstallPlanDescriptor& descriptor) {
   if (actuator == nullptr || !actuator->installers) {
     throw InstallExecutionError("composition has no physical installation actuator");
   }
@@ -183,9 +183,9 @@ engine::InstallExecutionBinding binding_of(const InstallActuator& actuator,
 // Re-resolves the driver and requires it to be exactly the captured one: another plugin
 // identity → "captured actuator"; another install root → "root changed". Nothing is claimed or
 // mutated before this returns.
-std::shared_ptr<engine::InstallerPort> require_captured(const InstallActuator* actuator,
-                                                        const engine::PlanCapabilityV3& selection,
-                                                        const engine::InstallExecutionBinding& captured) {
+std::shared_ptr<engine::InstallerPort> require_captured(
+    const InstallActuator* actuator, const engine::PlanCapabilityV3& selection,
+    const engine::InstallExecutionBinding& captured) {
   auto driver = resolve_driver(actuator, selection);
   const auto current = binding_of(*actuator, selection, *driver);
   if (current.driver_id() != captured.driver_id() ||
@@ -368,8 +368,8 @@ engine::Outcome outcome_of(const std::optional<engine::InstallOutcome>& outcome)
 engine::InstallExecutionBinding install_binding_of(const engine::InstallPlanDescriptor& descriptor,
                                                    engine::InstallerPort& driver,
                                                    const std::string& host_identity_digest) {
-  return engine::InstallExecutionBinding::create(descriptor.installer_id(), driver.identity_digest(),
-                                                 host_identity_digest,
+  return engine::InstallExecutionBinding::create(descriptor.installer_id(),
+                                                 driver.identity_digest(), host_identity_digest,
                                                  driver.target_identity().digest());
 }
 
@@ -453,7 +453,8 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
              {"material_identity_digest", material.identity_digest()},
              {"schema", kInstallVerificationSchema}});
     guard = engine.record_install_outcome(
-        action, captured, installed ? engine::InstallOutcome::kApplied : engine::InstallOutcome::kFailed,
+        action, captured,
+        installed ? engine::InstallOutcome::kApplied : engine::InstallOutcome::kFailed,
         installed ? std::optional<std::string>(material.identity_digest()) : std::nullopt,
         verification);
     report.outcome = installed ? engine::Outcome::kApplied : engine::Outcome::kFailed;
@@ -476,8 +477,8 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
     }
     const auto head = engine.snapshot(action.scope().stream_id());
     try {
-      auto transition =
-          engine.process_install_receipt(receipt_event(action, guard, head.revision, *observed_at), guard);
+      auto transition = engine.process_install_receipt(
+          receipt_event(action, guard, head.revision, *observed_at), guard);
       crash_point(crash_points::kAfterInstallReceipt);
       report.settled = true;
       report.transition = std::move(transition);

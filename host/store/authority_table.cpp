@@ -13,8 +13,10 @@
 namespace ctx::store {
 
 using engine::ActionClaim;
+using engine::ActionKind;
 using engine::ClaimRequest;
 using engine::EngineStoreError;
+using engine::EventKind;
 using engine::ExecutionOutcome;
 using engine::GuardMode;
 using engine::InstallOutcome;
@@ -43,10 +45,11 @@ void require_digest(const std::optional<std::string>& value, const char* field) 
   if (value) require_digest(*value, field);
 }
 
-// The fields a claim needs from a HostAction's canonical JSON text.
+// The fields a claim needs from a HostAction's canonical JSON text (`kind` is nullopt for a
+// spelling outside kActionKindStrings).
 struct ParsedAction {
   std::string action_id;
-  std::string kind;
+  std::optional<ActionKind> kind;
   Revision precondition_revision = 0;
   std::string expires_at;
   core::Timestamp expires{};
@@ -87,7 +90,7 @@ ParsedAction parse_action_text(const std::string& action_json) {
   parsed.action_id = id->get<std::string>();
   auto kind = action.find("kind");
   if (kind == action.end() || !kind->is_string()) throw InvalidArgument("action kind is missing");
-  parsed.kind = kind->get<std::string>();
+  parsed.kind = engine::find_enum<ActionKind>(kind->get_ref<const std::string&>());
   auto precondition = action.find("precondition_revision");
   if (precondition == action.end() || !precondition->is_number_integer() ||
       precondition->get<std::int64_t>() < 1) {
@@ -105,9 +108,10 @@ ParsedAction parse_action_text(const std::string& action_json) {
   return parsed;
 }
 
-// The reducer event inside a ReplayInput (spec §4): kind, payload and occurred_at.
+// The reducer event inside a ReplayInput (spec §4): kind (nullopt when absent or not an event
+// kind), payload and occurred_at.
 struct ReceiptEvent {
-  std::string kind;
+  std::optional<EventKind> kind;
   std::string action_id;
   std::string action_content_digest;
   std::string occurred_at;
@@ -123,7 +127,7 @@ std::optional<ReceiptEvent> parse_receipt_event(const std::string& replay_json) 
     return (it != object.end() && it->is_string()) ? it->get<std::string>() : std::string();
   };
   ReceiptEvent receipt;
-  receipt.kind = text(*event, "kind");
+  receipt.kind = engine::find_enum<EventKind>(text(*event, "kind"));
   receipt.occurred_at = text(*event, "occurred_at");
   auto payload = event->find("payload");
   if (payload != event->end() && payload->is_object()) {
@@ -135,11 +139,11 @@ std::optional<ReceiptEvent> parse_receipt_event(const std::string& replay_json) 
 
 // sha(canon-U{action_content_digest, action_id, claim_digest, <outcome key>, receipt...}).
 std::string settlement_digest(const char* outcome_key, const ActionClaim& claim,
-                              const std::string& outcome_field, const JournalRecord& receipt) {
+                              const SettlementOutcome& outcome, const JournalRecord& receipt) {
   return core::canonical_digest(Json{{"action_content_digest", claim.action_content_digest},
                                      {"action_id", claim.action_id},
                                      {"claim_digest", claim.claim_digest},
-                                     {outcome_key, outcome_field},
+                                     {outcome_key, settlement_outcome_text(outcome)},
                                      {"receipt_event_content_digest", receipt.event_content_digest},
                                      {"receipt_event_id", receipt.event_id},
                                      {"receipt_record_digest", receipt.record_digest},
@@ -147,6 +151,13 @@ std::string settlement_digest(const char* outcome_key, const ActionClaim& claim,
 }
 
 }  // namespace
+
+std::string settlement_outcome_text(const SettlementOutcome& outcome) {
+  if (const auto* install = std::get_if<InstallOutcome>(&outcome)) {
+    return std::string(engine::install_outcome_name(*install));
+  }
+  return std::get<std::string>(outcome);
+}
 
 // ---- Traits ----
 
@@ -166,7 +177,7 @@ struct AuthorityErrors {
 // "<name> action '<id>"), behaviour flags and the digests of their rows.
 struct AuthorityWords {
   const char* name;
-  const char* action_kind;
+  ActionKind action_kind;
   const char* settlement_outcome_key;  // the settlement digest's outcome field
   bool accepts_installed_by;           // a claim may name the installing action
   bool observation_must_precede_expiry;
@@ -180,7 +191,9 @@ struct AuthorityWords {
   const char* receipt_without_outcome;
   std::string (*claim_digest)(const ActionClaim&);
   std::string (*outcome_digest)(const ExecutionOutcome&);
-  std::string (*outcome_field)(const ExecutionOutcome&);  // the settlement's outcome column
+  SettlementOutcome (*settlement_outcome)(const ExecutionOutcome&);  // its settlement's outcome
+  // The settlement outcome stored as `text`, or nullopt for text this authority cannot store.
+  std::optional<SettlementOutcome> (*parse_settlement_outcome)(const std::string& text);
 };
 
 // The seven statements of one authority's tables. Claim rows read as 16 columns (the kind at
@@ -232,7 +245,8 @@ struct InstallAuthority {
                       engine::InstallActionClaimSettled, engine::InstallExecutionOutcomeRequired,
                       engine::InstallActionClaimRequired, engine::InstallExecutionOutcomeConflict>;
   static constexpr AuthorityWords kWords{
-      .name = "install", .action_kind = "InstallCapability", .settlement_outcome_key = "outcome",
+      .name = "install", .action_kind = ActionKind::kInstallCapability,
+      .settlement_outcome_key = "outcome",
       .accepts_installed_by = false, .observation_must_precede_expiry = false,
       .receipt_occurs_at_observation = false, .already_claimed = "' has already been claimed",
       .claim_expired = "' expired before it was claimed", .observation_expired = "' expired",
@@ -242,8 +256,10 @@ struct InstallAuthority {
       .receipt_without_outcome = "' has no verified execution outcome",
       .claim_digest = &engine::install_claim_digest,
       .outcome_digest = &engine::install_outcome_digest,
-      .outcome_field = [](const ExecutionOutcome& o) {
-        return std::string(engine::install_outcome_name(*o.outcome));
+      .settlement_outcome = [](const ExecutionOutcome& o) { return SettlementOutcome(*o.outcome); },
+      .parse_settlement_outcome = [](const std::string& text) -> std::optional<SettlementOutcome> {
+        if (const auto outcome = engine::find_enum<InstallOutcome>(text)) return *outcome;
+        return std::nullopt;
       }};
 };
 
@@ -257,17 +273,26 @@ struct ActivationAuthority {
                                  engine::ActivationExecutionOutcomeRequired,
                                  engine::ActivationExecutionOutcomeConflict>;
   static constexpr AuthorityWords kWords{
-      .name = "activation", .action_kind = "ActivateCapability",
-      .settlement_outcome_key = "outcome_digest", .accepts_installed_by = true,
-      .observation_must_precede_expiry = true, .receipt_occurs_at_observation = true,
-      .already_claimed = "' is already claimed", .claim_expired = "' expired before claim",
-      .observation_expired = "' expired before observation", .settled = "' is already settled",
+      .name = "activation",
+      .action_kind = ActionKind::kActivateCapability,
+      .settlement_outcome_key = "outcome_digest",
+      .accepts_installed_by = true,
+      .observation_must_precede_expiry = true,
+      .receipt_occurs_at_observation = true,
+      .already_claimed = "' is already claimed",
+      .claim_expired = "' expired before claim",
+      .observation_expired = "' expired before observation",
+      .settled = "' is already settled",
       .outcome_without_claim = "' has no durable claim",
       .receipt_without_claim = "' has no durable claim",
       .receipt_without_outcome = "' has no verified outcome",
       .claim_digest = &engine::activation_claim_digest,
       .outcome_digest = &engine::activation_outcome_digest,
-      .outcome_field = [](const ExecutionOutcome& o) { return o.outcome_digest; }};
+      .settlement_outcome =
+          [](const ExecutionOutcome& o) { return SettlementOutcome(o.outcome_digest); },
+      .parse_settlement_outcome = [](const std::string& text) -> std::optional<SettlementOutcome> {
+        return SettlementOutcome(text);  // a digest: checked against the outcome row
+      }};
 };
 
 #undef CTX_AUTHORITY_STATEMENTS
@@ -290,10 +315,10 @@ template <typename Traits>
 
 // ---- Rows ----
 
-// Claim rows: 0 (stream key), 4 and 7 (revisions) are read apart.
+// Claim rows: 0 (stream key), 3 (action kind), 4 and 7 (revisions) are read apart.
 using C = ActionClaim;
 constexpr TextColumns<C, 16> kClaimText = {
-    nullptr, &C::action_id, &C::action_content_digest, &C::action_kind, nullptr, &C::action_json,
+    nullptr, &C::action_id, &C::action_content_digest, nullptr, nullptr, &C::action_json,
     &C::issuing_record_digest, nullptr, &C::claimed_head_record_digest,
     &C::claimed_head_state_digest, &C::action_expires_at, &C::claimed_at,
     &C::authorization_digest, &C::execution_binding_json, &C::execution_binding_digest,
@@ -318,8 +343,10 @@ std::optional<Row> find_row(Database& db, StaticSql select, const StreamId& stre
 
 ActionClaim decode_claim(const Statement& row, const StreamId& stream) {
   if (row.text(0) != stream.stream_key()) throw JournalCorruption("claim row has another stream");
-  ActionClaim claim{stream, {}, {}, {}, row.integer(4), {}, {}, row.integer(7), {}, {}, {}, {}, {},
-                    {}, {}, {}};
+  const std::optional<ActionKind> kind = engine::find_enum<ActionKind>(row.text(3));
+  if (!kind) throw JournalCorruption("claim row has an unknown action kind");
+  ActionClaim claim{stream, {}, {}, *kind, row.integer(4), {}, {}, row.integer(7), {}, {}, {}, {},
+                    {}, {}, {}, {}};
   read_text_columns(row, kClaimText, claim);
   return claim;
 }
@@ -328,20 +355,20 @@ ExecutionOutcome decode_outcome(const Statement& row, const StreamId& stream) {
   ExecutionOutcome outcome{stream, {}, {}, {}, {}, std::nullopt, row.optional_text(5), {}, {}, {}};
   read_text_columns(row, kOutcomeText, outcome);
   if (!row.is_null(4)) {
-    const std::string name = row.text(4);
-    if (name == engine::install_outcome_name(InstallOutcome::kApplied)) {
-      outcome.outcome = InstallOutcome::kApplied;
-    } else if (name == engine::install_outcome_name(InstallOutcome::kFailed)) {
-      outcome.outcome = InstallOutcome::kFailed;
-    } else {
-      throw JournalCorruption("install outcome has an unknown outcome");
-    }
+    outcome.outcome = engine::find_enum<InstallOutcome>(row.text(4));
+    if (!outcome.outcome) throw JournalCorruption("install outcome has an unknown outcome");
   }
   return outcome;
 }
 
+template <typename Traits>
 SettlementRow decode_settlement(const Statement& row, const StreamId&) {
-  return SettlementRow{row.text(0), row.text(1), row.text(2), row.text(3),
+  std::optional<SettlementOutcome> outcome = Traits::kWords.parse_settlement_outcome(row.text(2));
+  if (!outcome) {
+    throw JournalCorruption(std::string(Traits::kWords.name) +
+                            " settlement has an unknown outcome");
+  }
+  return SettlementRow{row.text(0), row.text(1), std::move(*outcome), row.text(3),
                        row.text(4), row.text(5), row.text(6)};
 }
 
@@ -405,7 +432,8 @@ void AuthorityTable<Traits>::verify_outcome(const ExecutionOutcome& outcome,
   if (outcome.outcome_digest != Traits::kWords.outcome_digest(outcome)) {
     fail("outcome_digest does not match outcome content");
   }
-  const bool applied = outcome.outcome.value_or(InstallOutcome::kApplied) == InstallOutcome::kApplied;
+  const bool applied =
+      outcome.outcome.value_or(InstallOutcome::kApplied) == InstallOutcome::kApplied;
   if (applied != outcome.observed_material_identity_digest.has_value()) {
     fail("observed material does not match the outcome");
   }
@@ -422,15 +450,17 @@ template <typename Traits>
 void AuthorityTable<Traits>::verify_settlement(const SettlementRow& row, const ActionClaim& claim,
                                                const std::optional<ExecutionOutcome>& outcome) {
   auto fail = [&](const std::string& what) {
-    throw JournalCorruption(std::string(Traits::kWords.name) + " settlement of '" + claim.action_id +
-                            "': " + what);
+    throw JournalCorruption(std::string(Traits::kWords.name) + " settlement of '" +
+                            claim.action_id + "': " + what);
   };
   if (!outcome) fail("settlement has no outcome");
   if (row.action_content_digest != claim.action_content_digest ||
       row.claim_digest != claim.claim_digest) {
     fail("settlement does not match its claim");
   }
-  if (row.outcome != Traits::kWords.outcome_field(*outcome)) fail("settlement does not match its outcome");
+  if (row.outcome != Traits::kWords.settlement_outcome(*outcome)) {
+    fail("settlement does not match its outcome");
+  }
   std::optional<JournalRecord> receipt = journal_.by_event_id(row.receipt_event_id);
   if (!receipt || receipt->stream != claim.stream ||
       receipt->record_digest != row.receipt_record_digest ||
@@ -448,7 +478,8 @@ Authority AuthorityTable<Traits>::load(const StreamId& stream, std::string_view 
   Authority a;
   a.claim = find_row(db_, Traits::kSelectClaim, stream, action_id, &decode_claim);
   a.outcome = find_row(db_, Traits::kSelectOutcome, stream, action_id, &decode_outcome);
-  a.settlement = find_row(db_, Traits::kSelectSettlement, stream, action_id, &decode_settlement);
+  a.settlement =
+      find_row(db_, Traits::kSelectSettlement, stream, action_id, &decode_settlement<Traits>);
   if (!a.claim) {
     if (a.outcome || a.settlement) {
       throw JournalCorruption(std::string(Traits::kWords.name) +
@@ -497,7 +528,8 @@ ActionClaim AuthorityTable<Traits>::claim(
   }
   ParsedAction action = parse_action(request.action_json);
   if (action.kind != Traits::kWords.action_kind) {
-    throw InvalidArgument(what + " claim requires an exact " + Traits::kWords.action_kind + " action");
+    throw InvalidArgument(what + " claim requires an exact " +
+                          std::string(engine::to_string(Traits::kWords.action_kind)) + " action");
   }
 
   Authority existing = load(request.stream, action.action_id);
@@ -506,7 +538,8 @@ ActionClaim AuthorityTable<Traits>::claim(
       throw JournalCorruption(what + " action '" + action.action_id +
                               "' is bound to different claimed content");
     }
-    raise<typename Traits::Errors::AlreadyClaimed, Traits>(action.action_id, Traits::kWords.already_claimed);
+    raise<typename Traits::Errors::AlreadyClaimed, Traits>(action.action_id,
+                                                           Traits::kWords.already_claimed);
   }
   const engine::JournalHead head = journal_.head(request.stream);
   if (head.revision != request.expected_revision ||
@@ -531,7 +564,8 @@ ActionClaim AuthorityTable<Traits>::claim(
                           "not emit it exactly once");
   }
   const core::Timestamp now = trusted_now();
-  if (now >= action.expires) raise<typename Traits::Errors::Expired, Traits>(action.action_id, Traits::kWords.claim_expired);
+  if (now >= action.expires)
+    raise<typename Traits::Errors::Expired, Traits>(action.action_id, Traits::kWords.claim_expired);
   if (before_insert) before_insert(now);
   ActionClaim claim{
       .stream = request.stream,
@@ -554,6 +588,7 @@ ActionClaim AuthorityTable<Traits>::claim(
   claim.claim_digest = Traits::kWords.claim_digest(claim);
   auto insert = db_.cached(Traits::kInsertClaim);
   insert->bind(1, claim.stream.stream_key()).bind(5, claim.precondition_revision);
+  insert->bind(4, engine::to_string(claim.action_kind));  // unused by the activation table
   insert->bind(8, claim.claimed_head_revision);
   bind_text_columns(*insert, kClaimText, claim);
   insert->run();
@@ -582,12 +617,14 @@ ExecutionOutcome AuthorityTable<Traits>::record_outcome(
 
   Authority a = load(facts.stream, action.action_id);
   if (!a.claim || a.claim->action_content_digest != action.content_digest) {
-    raise<typename Traits::Errors::OutcomeRequired, Traits>(action.action_id, Traits::kWords.outcome_without_claim);
+    raise<typename Traits::Errors::OutcomeRequired, Traits>(action.action_id,
+                                                            Traits::kWords.outcome_without_claim);
   }
   if (a.claim->execution_binding_digest != facts.execution_binding_digest) {
     conflict<Traits>("outcome execution binding does not match the claim");
   }
-  if (a.settlement) raise<typename Traits::Errors::Settled, Traits>(action.action_id, Traits::kWords.settled);
+  if (a.settlement)
+    raise<typename Traits::Errors::Settled, Traits>(action.action_id, Traits::kWords.settled);
   const auto& expected = facts.expected_result_material_identity_digest;
   if (applied && expected && *observed != *expected) {
     conflict<Traits>("outcome does not match authorized result material");
@@ -602,11 +639,12 @@ ExecutionOutcome AuthorityTable<Traits>::record_outcome(
   }
   const core::Timestamp now = trusted_now();
   if (now < core::parse_rfc3339(a.claim->claimed_at)) {
-    throw EngineStoreError("trusted utc clock moved before the " + std::string(Traits::kWords.name) +
-                           " claim");
+    throw EngineStoreError("trusted utc clock moved before the " +
+                           std::string(Traits::kWords.name) + " claim");
   }
   if (Traits::kWords.observation_must_precede_expiry && now >= action.expires) {
-    raise<typename Traits::Errors::Expired, Traits>(action.action_id, Traits::kWords.observation_expired);
+    raise<typename Traits::Errors::Expired, Traits>(action.action_id,
+                                                    Traits::kWords.observation_expired);
   }
   ExecutionOutcome outcome{
       .stream = facts.stream,
@@ -625,7 +663,8 @@ ExecutionOutcome AuthorityTable<Traits>::record_outcome(
   insert->bind(1, facts.stream.stream_key()).bind(2, outcome.action_id);
   insert->bind(3, outcome.action_content_digest).bind(4, outcome.claim_digest);
   insert->bind(5, outcome.execution_binding_digest);
-  if (outcome.outcome) insert->bind(6, std::string_view(engine::install_outcome_name(*outcome.outcome)));
+  if (outcome.outcome)
+    insert->bind(6, std::string_view(engine::install_outcome_name(*outcome.outcome)));
   insert->bind_optional(7, outcome.observed_material_identity_digest);
   insert->bind(8, outcome.verification_digest).bind(9, outcome.observed_at);
   insert->bind(10, outcome.outcome_digest);
@@ -641,36 +680,42 @@ std::optional<PendingSettlement> AuthorityTable<Traits>::check_settlement(
   const std::string& id = guard.action_id;
   Authority a = load(stream, id);
   if (guard.mode == GuardMode::kExpired) {
-    if (a.claim) raise<typename Traits::Errors::AlreadyClaimed, Traits>(id, "' cannot expire as unclaimed");
+    if (a.claim)
+      raise<typename Traits::Errors::AlreadyClaimed, Traits>(id, "' cannot expire as unclaimed");
     return std::nullopt;
   }
   if (a.settlement) raise<typename Traits::Errors::Settled, Traits>(id, Traits::kWords.settled);
-  if (!a.claim) raise<typename Traits::Errors::ClaimRequired, Traits>(id, Traits::kWords.receipt_without_claim);
-  if (!a.outcome) raise<typename Traits::Errors::OutcomeRequired, Traits>(id, Traits::kWords.receipt_without_outcome);
+  if (!a.claim)
+    raise<typename Traits::Errors::ClaimRequired, Traits>(id, Traits::kWords.receipt_without_claim);
+  if (!a.outcome)
+    raise<typename Traits::Errors::OutcomeRequired, Traits>(id,
+                                                            Traits::kWords.receipt_without_outcome);
   const bool applied_outcome =
       a.outcome->outcome.value_or(InstallOutcome::kApplied) == InstallOutcome::kApplied;
   const bool mode_matches = (guard.mode == GuardMode::kApplied) == applied_outcome;
   std::optional<ReceiptEvent> event = parse_receipt_event(receipt.replay_json);
-  const char* receipt_kind = guard.mode == GuardMode::kApplied ? "ActionApplied" : "ActionFailed";
-  const bool receipt_matches =
-      event && event->kind == receipt_kind && event->action_id == id &&
-      event->action_content_digest == guard.action_content_digest &&
-      (!Traits::kWords.receipt_occurs_at_observation || event->occurred_at == a.outcome->observed_at);
+  const EventKind receipt_kind =
+      guard.mode == GuardMode::kApplied ? EventKind::kActionApplied : EventKind::kActionFailed;
+  const bool receipt_matches = event && event->kind == receipt_kind && event->action_id == id &&
+                               event->action_content_digest == guard.action_content_digest &&
+                               (!Traits::kWords.receipt_occurs_at_observation ||
+                                event->occurred_at == a.outcome->observed_at);
   if (a.claim->action_content_digest != guard.action_content_digest || !mode_matches ||
       a.outcome->outcome_digest != *guard.execution_outcome_digest || !receipt_matches) {
     conflict<Traits>("receipt does not match its verified execution outcome");
   }
-  return PendingSettlement{*a.claim, Traits::kWords.outcome_field(*a.outcome)};
+  return PendingSettlement{*a.claim, Traits::kWords.settlement_outcome(*a.outcome)};
 }
 
 template <typename Traits>
 void AuthorityTable<Traits>::settle(const PendingSettlement& s, const JournalRecord& receipt) {
   const ActionClaim& c = s.claim;
   const std::string digest =
-      settlement_digest(Traits::kWords.settlement_outcome_key, c, s.outcome_field, receipt);
+      settlement_digest(Traits::kWords.settlement_outcome_key, c, s.outcome, receipt);
   auto insert = db_.cached(Traits::kInsertSettlement);
   insert->bind(1, c.stream.stream_key()).bind(2, c.action_id).bind(3, c.action_content_digest);
-  insert->bind(4, c.claim_digest).bind(5, s.outcome_field).bind(6, receipt.event_id);
+  insert->bind(4, c.claim_digest).bind(5, settlement_outcome_text(s.outcome));
+  insert->bind(6, receipt.event_id);
   insert->bind(7, receipt.event_content_digest).bind(8, receipt.record_digest).bind(9, digest);
   insert->run();
 }

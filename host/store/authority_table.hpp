@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "host/core/time.hpp"
 #include "host/engine/claim_store.hpp"
@@ -20,12 +21,18 @@ namespace ctx::store {
 class Database;
 class JournalTable;
 
-// The stored settlement row of one action. `outcome` is the install outcome name
-// ("applied"/"failed") or the activation outcome digest.
+// What a settlement row's outcome column holds: the install outcome (stored as its
+// kInstallOutcomeStrings spelling, "applied"/"failed") or the activation outcome digest.
+using SettlementOutcome = std::variant<engine::InstallOutcome, std::string>;
+
+// The stored text of `outcome` (the install outcome's one spelling, or the digest itself).
+std::string settlement_outcome_text(const SettlementOutcome& outcome);
+
+// The stored settlement row of one action, its outcome column parsed by the authority's traits.
 struct SettlementRow {
   std::string action_content_digest;
   std::string claim_digest;
-  std::string outcome;
+  SettlementOutcome outcome;
   std::string receipt_event_id;
   std::string receipt_event_content_digest;
   std::string receipt_record_digest;
@@ -54,7 +61,7 @@ struct OutcomeFacts {
 // A guard checked by check_settlement, to be written by settle() after the record insert.
 struct PendingSettlement {
   engine::ActionClaim claim;
-  std::string outcome_field;
+  SettlementOutcome outcome;
 };
 
 template <typename Traits>

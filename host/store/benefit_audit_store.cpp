@@ -58,7 +58,8 @@ void require_private_directory(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {
     std::filesystem::create_directories(dir, ec);
-    if (ec) throw BenefitAuditStoreUnavailable("benefit audit store directory could not be created");
+    if (ec)
+      throw BenefitAuditStoreUnavailable("benefit audit store directory could not be created");
     ::chmod(dir.c_str(), 0700);
   }
   struct stat st {};

@@ -68,7 +68,9 @@ std::string ascii_lower(std::string_view text) {
   return out;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 std::string strip(std::string_view text) {
   std::size_t begin = 0;
@@ -248,7 +250,8 @@ void require_schema(Database& db) {
 }
 
 std::int64_t parse_count(const std::string& text) {
-  if (text.empty() || text.size() > 18) throw InvalidArtifact{"graph store count metadata is invalid"};
+  if (text.empty() || text.size() > 18)
+    throw InvalidArtifact{"graph store count metadata is invalid"};
   std::int64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') throw InvalidArtifact{"graph store count metadata is invalid"};
@@ -304,8 +307,8 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
       const std::string title = node.title.value_or(label);
       core::Json tags = core::Json::array();
       for (const auto& tag : node.tags) tags.push_back(tag);
-      const std::string search_text =
-          ascii_lower(node.id + " " + label + " " + title + " " + node.type + " " + join(node.tags, " "));
+      const std::string search_text = ascii_lower(node.id + " " + label + " " + title + " " +
+                                                  node.type + " " + join(node.tags, " "));
       const auto d = degree.find(node.id);
       insert_node.bind(1, node.id)
           .bind(2, node.type)
@@ -331,8 +334,8 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
       insert_trigrams.run();
       insert_trigrams.reset();
     }
-    auto insert_edge = db->prepare(
-                          "INSERT INTO edges(source, target, weight, attrs_json) VALUES(?1,?2,?3,'{}')");
+    auto insert_edge =
+        db->prepare("INSERT INTO edges(source, target, weight, attrs_json) VALUES(?1,?2,?3,'{}')");
     for (const auto& [key, edge] : edge_rows) {
       insert_edge.bind(1, key.first).bind(2, key.second).bind(3, edge->weight);
       insert_edge.run();
@@ -383,8 +386,10 @@ std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
     std::map<std::string, std::string> metadata;
     auto meta = db.prepare("SELECT key, value FROM metadata");
     while (meta.step()) metadata[meta.text(0)] = meta.text(1);
-    if (metadata["schema_version"] != kSchemaVersion) throw InvalidArtifact{"schema is unsupported"};
-    for (const auto& [key, table] : {std::pair{"node_count", "nodes"}, std::pair{"edge_count", "edges"}}) {
+    if (metadata["schema_version"] != kSchemaVersion)
+      throw InvalidArtifact{"schema is unsupported"};
+    for (const auto& [key, table] :
+         {std::pair{"node_count", "nodes"}, std::pair{"edge_count", "edges"}}) {
       auto count = db.prepare(std::string("SELECT COUNT(*) FROM ") + table);
       if (!count.step() || count.integer(0) != parse_count(metadata[key])) {
         throw InvalidArtifact{"graph store count metadata is invalid"};
@@ -490,7 +495,8 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
       idf_cache.emplace(term, value);
       return value;
     };
-    auto fetch = db_->cached("SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
+    auto fetch =
+        db_->cached("SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
     for (const auto& id : ids) {
       fetch->bind(1, id);
       if (!fetch->step()) throw InvalidArtifact{"index names a missing node"};
@@ -532,8 +538,8 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
         const std::string alias_slug = join(alias_tokens, "-");
         const std::string alias_phrase = join(alias_tokens, " ");
         const bool single = alias_tokens.size() == 1;
-        const bool exact_single =
-            single && ((signals.size() == 1 && signals[0] == alias_slug) || query_tokens == alias_tokens);
+        const bool exact_single = single && ((signals.size() == 1 && signals[0] == alias_slug) ||
+                                             query_tokens == alias_tokens);
         const double weight = 25.0 * static_cast<double>(alias_tokens.size());
         if (signal_slugs.count(alias_slug) && (!single || exact_single)) {
           boost = std::max(boost, 2000.0 + weight);
@@ -559,7 +565,8 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
   } catch (const InvalidArgument&) {
     throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");
   }
-  // Ties rank by the kind's spelling (agent < harness < mcp-server < skill), as the stored text did.
+  // Ties rank by the kind's spelling (agent < harness < mcp-server < skill), as the stored text
+  // did.
   std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
     return std::make_tuple(-a.score, engine::to_string(a.kind), std::cref(a.label_lower),
                            std::cref(a.id)) <

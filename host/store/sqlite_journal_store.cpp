@@ -124,7 +124,7 @@ class SqliteJournalStore::Impl {
     Authority install = install_.load(stream, ids.front());
     if (!install.outcome || install.outcome->outcome != InstallOutcome::kApplied ||
         !install.settlement ||
-        install.settlement->outcome != engine::install_outcome_name(InstallOutcome::kApplied)) {
+        install.settlement->outcome != SettlementOutcome(InstallOutcome::kApplied)) {
       throw InvalidArgument("activation material was not installed by a settled applied claim");
     }
     if (now < core::parse_rfc3339(install.outcome->observed_at)) {

@@ -1,5 +1,5 @@
-// The benefit audit store port (spec §8.7): durably binds a validated BenefitSelectionResult to its
-// digest before a plan referencing it is returned. host/store/benefit_audit_store implements it.
+// The benefit audit store port (spec §8.7): durably binds a validated BenefitSelectionResult to
+// its digest before a plan referencing it is returned; host/store/benefit_audit_store has it.
 #ifndef CTX_HOST_ENGINE_PLANNING_AUDIT_STORE_HPP_
 #define CTX_HOST_ENGINE_PLANNING_AUDIT_STORE_HPP_
 

@@ -1,6 +1,6 @@
-// The planner's pinned input ports (spec §8.3–8.4): authenticated benefit facts, catalog material
-// descriptors and install planning bundles. Each port names the snapshot digest it serves; the
-// planner pins those digests at construction and refuses to plan if one drifts. Implementations
+// The planner's pinned input ports (spec §8.3–8.4): authenticated benefit facts, catalog
+// material descriptors and install planning bundles. Each port names the snapshot digest it serves;
+// the planner pins those digests at construction and refuses to plan if one drifts. Implementations
 // must be safe to call from several threads.
 #ifndef CTX_HOST_ENGINE_PLANNING_PORTS_HPP_
 #define CTX_HOST_ENGINE_PLANNING_PORTS_HPP_

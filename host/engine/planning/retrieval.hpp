@@ -1,4 +1,4 @@
-// The graph retrieval port: scored candidate rows from a pinned catalog snapshot (spec §8.1–8.2).
+// The graph retrieval port: scored candidate rows from a pinned catalog snapshot (§8.1–8.2).
 // The engine sees only this interface; host/store/graph_store implements it over SQLite.
 #ifndef CTX_HOST_ENGINE_PLANNING_RETRIEVAL_HPP_
 #define CTX_HOST_ENGINE_PLANNING_RETRIEVAL_HPP_

@@ -153,9 +153,9 @@ class StateService {
   ConsentDecisionResult resolve_consent(std::string_view assertion_payload);
   // recover_consent (§3.20), then the same activation step.
   ConsentDecisionResult recover_consent(const std::string& challenge_digest);
-  // Executes the pending ActivateCapability of the challenge's capability on its stream, if
-  // there is one (claim → installer activate → outcome → receipt, exactly once; a re-run after
-  // a crash reconciles). nullopt when no activation is pending. Errors: ActivationExecutionError,
+  // Executes the pending ActivateCapability of the challenge's capability on its stream, if there
+  // is one (claim → installer activate → outcome → receipt, exactly once; a re-run after a
+  // crash reconciles). nullopt when no activation is pending. Errors: ActivationExecutionError,
   // InstallActuatorError ("no physical installation actuator"), broker and engine errors.
   std::optional<ActivationSummary> activate_installed(const std::string& challenge_digest);
 

@@ -181,36 +181,6 @@ Json claims_object(const SignedAssertionClaims& c) {
 
 }  // namespace
 
-const char* assertion_rejection_name(AssertionRejection rejection) noexcept {
-  switch (rejection) {
-    case R::kInvalidSize:
-      return "invalid-size";
-    case R::kInvalidUtf8:
-      return "invalid-utf8";
-    case R::kInvalidJson:
-      return "invalid-json";
-    case R::kDuplicateKey:
-      return "duplicate-key";
-    case R::kNonFiniteConstant:
-      return "non-finite-constant";
-    case R::kNotObject:
-      return "not-object";
-    case R::kWrongKeySet:
-      return "wrong-key-set";
-    case R::kWrongSchema:
-      return "wrong-schema";
-    case R::kNonCanonicalProof:
-      return "non-canonical-proof";
-    case R::kInvalidField:
-      return "invalid-field";
-    case R::kNotCanonical:
-      return "not-canonical";
-    case R::kTooLarge:
-      return "too-large";
-  }
-  return "unknown";
-}
-
 SignedAssertion SignedAssertion::create(SignedAssertionClaims claims) {
   if (!is_digest(claims.challenge_digest)) {
     invalid_field("challenge_digest", "a lowercase sha-256 digest");

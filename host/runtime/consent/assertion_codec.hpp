@@ -38,8 +38,23 @@ enum class AssertionRejection {
   kTooLarge,           // encoding or signing bytes would exceed kMaxSignedAssertionBytes
 };
 
-// Stable lower-case name of `rejection` ("duplicate-key").
-const char* assertion_rejection_name(AssertionRejection rejection) noexcept;
+// The stable lower-case names of the rejections ("duplicate-key"), defined once here.
+inline constexpr core::EnumStrings<AssertionRejection, 12> kAssertionRejectionStrings{
+    "assertion rejection",
+    {AssertionRejection::kInvalidSize, AssertionRejection::kInvalidUtf8,
+     AssertionRejection::kInvalidJson, AssertionRejection::kDuplicateKey,
+     AssertionRejection::kNonFiniteConstant, AssertionRejection::kNotObject,
+     AssertionRejection::kWrongKeySet, AssertionRejection::kWrongSchema,
+     AssertionRejection::kNonCanonicalProof, AssertionRejection::kInvalidField,
+     AssertionRejection::kNotCanonical, AssertionRejection::kTooLarge},
+    {"invalid-size", "invalid-utf8", "invalid-json", "duplicate-key", "non-finite-constant",
+     "not-object", "wrong-key-set", "wrong-schema", "non-canonical-proof", "invalid-field",
+     "not-canonical", "too-large"}};
+
+// The stable name of `rejection`, from kAssertionRejectionStrings.
+constexpr std::string_view assertion_rejection_name(AssertionRejection rejection) noexcept {
+  return kAssertionRejectionStrings.to_string(rejection);
+}
 
 // A payload or claims the codec refuses. Code: kInvalidArgument. Retry: never (same input).
 class AssertionCodecError : public InvalidArgument {
@@ -111,5 +126,12 @@ std::string encode_signed_assertion(const SignedAssertion& assertion);
 SignedAssertion decode_signed_assertion(std::string_view payload);
 
 }  // namespace ctx::runtime
+
+namespace ctx::core {
+template <>
+struct EnumTraits<runtime::AssertionRejection> {
+  static constexpr const auto& kStrings = runtime::kAssertionRejectionStrings;
+};
+}  // namespace ctx::core
 
 #endif  // CTX_HOST_RUNTIME_CONSENT_ASSERTION_CODEC_HPP_

@@ -215,7 +215,7 @@ bool is_ctx_handler(const Json& handler, HookHost host) {
   }
   const std::vector<std::string> words = shell_words(command->get_ref<const std::string&>());
   return words.size() >= 3 && fs::path(words[0]).filename() == "ctx" && words[1] == "hook" &&
-         words[2] == host_name(host);
+         parse_host(words[2]) == host;
 }
 
 int timeout_seconds(std::string_view event) {

@@ -258,7 +258,8 @@ class DropCompositionOnFailure {
 
 }  // namespace
 
-// The consent half of ManagedQueryService (a friend): §3.14–§3.21 over its captured authorities.
+// The consent half of ManagedQueryService (a friend): §3.14–§3.21 over its captured
+// authorities.
 class ConsentResolution {
  public:
   explicit ConsentResolution(ManagedQueryService& service)

@@ -310,7 +310,8 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(second.value("verification_digest", ""), first.value("verification_digest", ""));
     EXPECT_EQ(snapshot(root), before)
         << "a second install of installed material rewrote files (inode, size or mtime changed)";
-    const Json entry = {{"capability_id", kCapability}, {"content_sha256", core::sha256_hex(kBody)}};
+    const Json entry = {{"capability_id", kCapability},
+                        {"content_sha256", core::sha256_hex(kBody)}};
     EXPECT_TRUE(flag(state_of(installer.reconcile({{"capabilities", Json::array({entry})}})),
                      "installed"));
   });

@@ -93,8 +93,11 @@ TEST_F(CliTest, VersionAndHelp) {
   }
   const Result help = run_binary({"--help"});
   EXPECT_EQ(help.code, 0);
-  EXPECT_THAT(help.out, HasSubstr("ctx plugin pin --lock FILE [--state DIR] [--replace] PLUGIN.so..."));
-  EXPECT_THAT(help.out, HasSubstr("ctx plugin verify --lock FILE [--state DIR] [--load [--timeout SECONDS]]"));
+  EXPECT_THAT(help.out,
+              HasSubstr("ctx plugin pin --lock FILE [--state DIR] [--replace] PLUGIN.so..."));
+  EXPECT_THAT(
+      help.out,
+      HasSubstr("ctx plugin verify --lock FILE [--state DIR] [--load [--timeout SECONDS]]"));
   EXPECT_THAT(help.out, HasSubstr("ctx plugin list --lock FILE [--json]"));
   EXPECT_EQ(help.out, usage());
 }

@@ -265,19 +265,23 @@ TEST_F(HookCommandTest, MalformedPayloadsGetTheNonBlockingError) {
       {"truncated", valid.substr(0, valid.size() / 2)},
       {"10 MiB", "{\"prompt\":\"" + std::string(10u << 20, 'a') + "\"}"},
       {"just over 1 MiB", std::string((1u << 20) + 1, ' ')},
-      {"invalid UTF-8", "{\"session_id\":\"abc\",\"hook_event_name\":\"UserPromptSubmit\","
-                        "\"prompt\":\"pdf \xff\xfe export\"}"},
-      {"overlong UTF-8", "{\"session_id\":\"abc\",\"hook_event_name\":\"Stop\",\"x\":\"\xc0\xaf\"}"},
+      {"invalid UTF-8",
+       "{\"session_id\":\"abc\",\"hook_event_name\":\"UserPromptSubmit\","
+       "\"prompt\":\"pdf \xff\xfe export\"}"},
+      {"overlong UTF-8",
+       "{\"session_id\":\"abc\",\"hook_event_name\":\"Stop\",\"x\":\"\xc0\xaf\"}"},
       {"deep nesting", deep},
       {"deep nesting in an object", deep_object},
       {"not an object", "[1,2,3]"},
       {"a string", "\"UserPromptSubmit\""},
       {"duplicate key", "{\"session_id\":\"a\",\"session_id\":\"b\",\"hook_event_name\":\"Stop\"}"},
       {"wrong type: session_id", "{\"session_id\":5,\"hook_event_name\":\"Stop\"}"},
-      {"wrong type: prompt", "{\"session_id\":\"a\",\"hook_event_name\":\"UserPromptSubmit\","
-                             "\"prompt\":[\"pdf\"]}"},
-      {"wrong type: tool_input", "{\"session_id\":\"a\",\"hook_event_name\":\"PreToolUse\","
-                                 "\"tool_name\":\"Bash\",\"tool_input\":\"rm\"}"},
+      {"wrong type: prompt",
+       "{\"session_id\":\"a\",\"hook_event_name\":\"UserPromptSubmit\","
+       "\"prompt\":[\"pdf\"]}"},
+      {"wrong type: tool_input",
+       "{\"session_id\":\"a\",\"hook_event_name\":\"PreToolUse\","
+       "\"tool_name\":\"Bash\",\"tool_input\":\"rm\"}"},
       {"wrong type: hook_event_name", "{\"session_id\":\"a\",\"hook_event_name\":7}"},
       {"missing prompt", "{\"session_id\":\"a\",\"hook_event_name\":\"UserPromptSubmit\"}"},
       {"binary", std::string("\x00\x01\x02{", 4)},
@@ -440,14 +444,16 @@ TEST_F(HookCommandTest, AnOpensslConfigNamingAProviderModuleRunsNoCodeInCtx) {
                       << CTX_FIXTURE_CTOR_MARKER << "\nactivate = 1\n";
   const std::vector<std::string> env = {"OPENSSL_CONF=" + conf.string(),
                                         "CTX_TEST_MARKER=" + marker.string()};
-  const auto control = run_process({"/usr/bin/openssl", "version"}, "", std::chrono::seconds(60), env);
+  const auto control =
+      run_process({"/usr/bin/openssl", "version"}, "", std::chrono::seconds(60), env);
   ASSERT_TRUE(control.exited);
   ASSERT_TRUE(fs::exists(marker)) << "the configuration does not load its module: no control";
   fs::remove(marker);
   Json prompt = claude_common("UserPromptSubmit");
   prompt["prompt"] = "Export this document to PDF please";
-  const auto r = run_process({CTX_BINARY, "hook", "claude-code", "--state", shared_state().string()},
-                             prompt.dump(), std::chrono::seconds(120), env);
+  const auto r =
+      run_process({CTX_BINARY, "hook", "claude-code", "--state", shared_state().string()},
+                  prompt.dump(), std::chrono::seconds(120), env);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
   EXPECT_FALSE(fs::exists(marker)) << "ctx ran a module its OpenSSL configuration named";

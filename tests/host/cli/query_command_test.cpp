@@ -138,10 +138,11 @@ TEST_F(QueryCommandTest, BadInputFailsTypedAndChangesNoFile) {
   const Json plan = prepare_json((kSource / "examples/work/pdf-export.json").string());
   const auto before = snapshot(state_);
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"query", "prepare", "--work", write_work("bad.json", Json{{"session", 1}, {"signals", Json::array()}})},
+      {{"query", "prepare", "--work",
+        write_work("bad.json", Json{{"session", 1}, {"signals", Json::array()}})},
        "session must be a JSON object"},
-      {{"query", "prepare", "--work", write_work("extra.json", Json{{"signals", Json::array()},
-                                                                     {"surprise", true}})},
+      {{"query", "prepare", "--work",
+        write_work("extra.json", Json{{"signals", Json::array()}, {"surprise", true}})},
        "not allowed"},
       {{"query", "prepare", "--work", (dir_ / "missing.json").string()}, "cannot read"},
       {{"query", "reopen", "mqr_" + std::string(64, '0')}, "unavailable"},

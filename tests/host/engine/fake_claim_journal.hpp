@@ -184,7 +184,7 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
     ActionClaim c{.stream = r.stream,
                   .action_id = id,
                   .action_content_digest = core::sha256_hex(r.action_json),
-                  .action_kind = std::string(to_string(kind)),
+                  .action_kind = kind,
                   .precondition_revision = action.at("precondition_revision"),
                   .action_json = r.action_json,
                   .issuing_record_digest = std::string(64, 'a'),

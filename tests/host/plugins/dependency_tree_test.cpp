@@ -126,8 +126,8 @@ TEST_F(DependencyTreeTest, LibraryWithARunpathOthersCanPlantInIsRefused) {
   copy_plugin(CTX_ATTACK_TRANS_B, fs::path(kAttackLibs) / "libctx_attack_trans_b.so");
   ASSERT_EQ(::chown((fs::path(kAttackLibs) / "libctx_attack_trans_b.so").c_str(), kNobody, 0), 0);
   CTX_EXPECT_THROW(loader_.inspect_for_pin(plugin), UnsafeDependency,
-                   "→ \"libctx_attack_trans_b.so\": /tmp/ctx-attack-libs/libctx_attack_trans_b.so "
-                   "is not trusted");
+                   "→ \"libctx_attack_trans_b.so\": "
+                   "/tmp/ctx-attack-libs/libctx_attack_trans_b.so is not trusted");
   EXPECT_EQ(marks(), "");
 }
 

@@ -102,17 +102,20 @@ TEST(LockFile, MalformedContentIsRefusedAndLeftUntouched) {
       {R"({"entries":{},"schema":"ctx.plugins-lock.v2"})", "must be an array"},
       {R"({"entries":[],"schema":"ctx.plugins-lock.v2","extra":1})", "unknown field"},
       {R"({"entries":[],"entries":[],"schema":"ctx.plugins-lock.v2"})", "duplicate"},
-      {R"({"entries":[{"abi":{"major":1,"minor":0},"id":"x","kind":"driver","needed":[],"path":"/x.so",)"
+      {R"({"entries":[{"abi":{"major":1,"minor":0},"id":"x","kind":"driver",)"
+       R"("needed":[],"path":"/x.so",)"
        R"("platform":"linux-x86_64","sha256":")" +
            std::string(64, 'a') +
            R"(","size":1,"version":"1.0.0"}],"schema":"ctx.plugins-lock.v2"})",
        "unknown plugin kind"},
-      {R"({"entries":[{"abi":{"major":-1,"minor":0},"id":"x","kind":"verifier","needed":[],"path":"/x.so",)"
+      {R"({"entries":[{"abi":{"major":-1,"minor":0},"id":"x","kind":"verifier",)"
+       R"("needed":[],"path":"/x.so",)"
        R"("platform":"linux-x86_64","sha256":")" +
            std::string(64, 'a') +
            R"(","size":1,"version":"1.0.0"}],"schema":"ctx.plugins-lock.v2"})",
        "unsigned"},
-      {R"({"entries":[{"abi":{"major":1,"minor":0},"id":"x","kind":"verifier","needed":[],"path":"/x.so",)"
+      {R"({"entries":[{"abi":{"major":1,"minor":0},"id":"x","kind":"verifier",)"
+       R"("needed":[],"path":"/x.so",)"
        R"("platform":"linux-x86_64","sha256":"abc","size":1,"version":"1.0.0"}],)"
        R"("schema":"ctx.plugins-lock.v2"})",
        "sha256"},

@@ -59,7 +59,8 @@ TEST(PluginVersion, IsSemver) {
 TEST(PluginVersion, AcceptsExactlyWhatSemverOrgsExpressionAccepts) {
   const std::regex reference(
       R"(^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*))"
-      R"((?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?)"
+      R"((?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))"
+      R"((?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?)"
       R"((?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$)");
   const std::string alphabet = "01.-+a";
   std::vector<std::string> inputs = {"1.2.3",          "10.20.30",         "1.0.0-alpha.1",

@@ -130,7 +130,8 @@ TEST_F(BenefitAuditStoreTest, CorruptedRowsAreDetectedOnReadAndOnRetry) {
   store->store(value);
   const std::string where = " WHERE result_digest = '" + value.result_digest() + "'";
   tamper("UPDATE benefit_audit_results SET byte_length = 1" + where);
-  CTX_EXPECT_THROW(store->load(value.result_digest()), planning::BenefitAuditCorruption, "byte length");
+  CTX_EXPECT_THROW(store->load(value.result_digest()), planning::BenefitAuditCorruption,
+                   "byte length");
   CTX_EXPECT_THROW(store->store(value), planning::BenefitAuditCorruption, "byte length");
   tamper("UPDATE benefit_audit_results SET byte_length = length(result_json), content_digest = '" +
          digest_of("x") + "'" + where);
@@ -144,7 +145,8 @@ TEST_F(BenefitAuditStoreTest, CorruptedRowsAreDetectedOnReadAndOnRetry) {
   CTX_EXPECT_THROW(store->load(value.result_digest()), planning::BenefitAuditCorruption,
                    "wrong digest");
   tamper("UPDATE benefit_audit_results SET result_json = 'text, not a blob'" + where);
-  CTX_EXPECT_THROW(store->load(value.result_digest()), planning::BenefitAuditCorruption, "byte string");
+  CTX_EXPECT_THROW(store->load(value.result_digest()), planning::BenefitAuditCorruption,
+                   "byte string");
 }
 
 TEST_F(BenefitAuditStoreTest, ForeignSchemaObjectsAreCorruption) {

@@ -353,7 +353,8 @@ class ActivationTest : public ClaimStoreTest {
     clock_.advance_seconds(1);
     s().claim_install(claim_request(install));
     clock_.advance_seconds(1);
-    install_outcome_ = s().record_install_outcome(install_outcome(install, InstallOutcome::kApplied));
+    install_outcome_ =
+        s().record_install_outcome(install_outcome(install, InstallOutcome::kApplied));
     append("install-receipt", "ActionApplied", {activation_action(3)}, receipt_payload(install),
            install_outcome_->settlement_guard());
     install_digest_ = core::sha256_hex(core::canonical_json(install));
@@ -409,6 +410,9 @@ TEST_F(ActivationTest, LifecycleWithReceiptAtObservationTime) {
                           receipt_payload(activation_action(3)), guard, outcome.observed_at),
                    engine::ActivationActionClaimSettled, "is already settled");
   EXPECT_EQ(raw_count(path(), "engine_activation_claim_settlements"), 1);
+  // The activation settlement's outcome column is the outcome digest (no kind, no spelling).
+  EXPECT_EQ(raw_text(path(), "SELECT outcome_digest FROM engine_activation_claim_settlements"),
+            outcome.outcome_digest);
   reopen();
   s().verify();
 }
@@ -447,6 +451,114 @@ TEST_F(ClaimStoreTest, TamperedClaimRowIsJournalCorruptionOnOpen) {
   store_.reset();
   raw_exec(path(), "UPDATE engine_install_claims SET claimed_at = '2026-08-02T12:00:01Z'");
   CTX_EXPECT_THROW(s(), engine::JournalCorruption, "claim_digest");
+}
+
+// The install authority's rows store the one table spellings ("InstallCapability", "applied"),
+// and the claim and settlement digests cover exactly those spellings (recomputed here from
+// hand-spelled objects, not through the store's code).
+TEST_F(ClaimStoreTest, InstallRowsPersistTheOneTableSpellings) {
+  journal_install_action();
+  Json action = install_action(2);
+  ActionClaim claim = s().claim_install(claim_request(action));
+  auto outcome = s().record_install_outcome(install_outcome(action, InstallOutcome::kApplied));
+  engine::JournalRecord receipt = append("receipt", "ActionApplied", {}, receipt_payload(action),
+                                         outcome.settlement_guard());
+  EXPECT_EQ(claim.action_kind, engine::ActionKind::kInstallCapability);
+  EXPECT_EQ(raw_text(path(), "SELECT action_kind FROM engine_install_claims"),
+            "InstallCapability");
+  EXPECT_EQ(raw_text(path(), "SELECT outcome FROM engine_install_outcomes"), "applied");
+  EXPECT_EQ(raw_text(path(), "SELECT outcome FROM engine_install_claim_settlements"), "applied");
+  const Json claim_fields{{"action_content_digest", claim.action_content_digest},
+                          {"action_expires_at", claim.action_expires_at},
+                          {"action_id", claim.action_id},
+                          {"action_json", claim.action_json},
+                          {"action_kind", "InstallCapability"},
+                          {"authorization_digest", claim.authorization_digest},
+                          {"claimed_at", claim.claimed_at},
+                          {"claimed_head_record_digest", claim.claimed_head_record_digest},
+                          {"claimed_head_revision", claim.claimed_head_revision},
+                          {"claimed_head_state_digest", claim.claimed_head_state_digest},
+                          {"execution_binding_digest", claim.execution_binding_digest},
+                          {"execution_binding_json", claim.execution_binding_json},
+                          {"issuing_record_digest", claim.issuing_record_digest},
+                          {"precondition_revision", claim.precondition_revision},
+                          {"stream_key", stream().stream_key()}};
+  EXPECT_EQ(raw_text(path(), "SELECT claim_digest FROM engine_install_claims"),
+            core::canonical_digest(claim_fields));
+  const Json settlement_fields{{"action_content_digest", claim.action_content_digest},
+                               {"action_id", claim.action_id},
+                               {"claim_digest", claim.claim_digest},
+                               {"outcome", "applied"},
+                               {"receipt_event_content_digest", receipt.event_content_digest},
+                               {"receipt_event_id", receipt.event_id},
+                               {"receipt_record_digest", receipt.record_digest},
+                               {"stream_key", stream().stream_key()}};
+  EXPECT_EQ(raw_text(path(), "SELECT settlement_digest FROM engine_install_claim_settlements"),
+            core::canonical_digest(settlement_fields));
+  reopen();
+  EXPECT_EQ(s().find_install_claim(stream(), "action-install-1"), claim);
+  s().verify();
+}
+
+TEST_F(ClaimStoreTest, FailedInstallRowsPersistFailed) {
+  journal_install_action();
+  Json action = install_action(2);
+  s().claim_install(claim_request(action));
+  auto outcome = s().record_install_outcome(install_outcome(action, InstallOutcome::kFailed));
+  append("receipt-failed", "ActionFailed", {}, receipt_payload(action), outcome.settlement_guard());
+  EXPECT_EQ(raw_text(path(), "SELECT outcome FROM engine_install_outcomes"), "failed");
+  EXPECT_EQ(raw_text(path(), "SELECT outcome FROM engine_install_claim_settlements"), "failed");
+  reopen();
+  EXPECT_EQ(s().install_execution_status(stream(), "action-install-1").outcome,
+            InstallOutcome::kFailed);
+}
+
+// A claim row's action kind is parsed where it is read: a spelling outside kActionKindStrings is
+// typed corruption on verify, on a lookup and on open, and nothing is written. (The claim digest
+// still matches the row's other columns, so only the parse can catch it.)
+TEST_F(ClaimStoreTest, UnknownStoredActionKindIsTypedCorruptionAndNothingIsWritten) {
+  journal_install_action();
+  s().claim_install(claim_request(install_action(2)));
+  raw_exec(path(), "UPDATE engine_install_claims SET action_kind = 'Explode'");
+  CTX_EXPECT_THROW(s().verify(), engine::JournalCorruption, "unknown action kind");
+  CTX_EXPECT_THROW(s().find_install_claim(stream(), "action-install-1"), engine::JournalCorruption,
+                   "unknown action kind");
+  store_.reset();
+  const std::string before = raw_file_bytes(path());
+  CTX_EXPECT_THROW(s(), engine::JournalCorruption, "unknown action kind");
+  EXPECT_EQ(raw_file_bytes(path()), before);
+  EXPECT_EQ(raw_text(path(), "SELECT action_kind FROM engine_install_claims"), "Explode");
+}
+
+// A known but wrong spelling is corruption too (the install table holds install claims only).
+TEST_F(ClaimStoreTest, ForeignStoredActionKindIsJournalCorruption) {
+  journal_install_action();
+  s().claim_install(claim_request(install_action(2)));
+  store_.reset();
+  raw_exec(path(), "UPDATE engine_install_claims SET action_kind = 'ActivateCapability'");
+  CTX_EXPECT_THROW(s(), engine::JournalCorruption, "install claim of 'action-install-1'");
+}
+
+// A settlement row's install outcome is parsed where it is read: an unknown spelling is typed
+// corruption (the settlement digest was computed over "applied", so only the parse catches a
+// mapping of unknown text to applied), and nothing is written.
+TEST_F(ClaimStoreTest, UnknownStoredSettlementOutcomeIsTypedCorruptionAndNothingIsWritten) {
+  journal_install_action();
+  Json action = install_action(2);
+  s().claim_install(claim_request(action));
+  auto outcome = s().record_install_outcome(install_outcome(action, InstallOutcome::kApplied));
+  append("receipt", "ActionApplied", {}, receipt_payload(action), outcome.settlement_guard());
+  // The schema's CHECK refuses the spelling; a hand edit that ignores it is what is modelled.
+  raw_exec(path(),
+           "PRAGMA ignore_check_constraints = ON; "
+           "UPDATE engine_install_claim_settlements SET outcome = 'Applied'");
+  CTX_EXPECT_THROW(s().verify(), engine::JournalCorruption,
+                   "install settlement has an unknown outcome");
+  store_.reset();
+  const std::string before = raw_file_bytes(path());
+  CTX_EXPECT_THROW(s(), engine::JournalCorruption, "install settlement has an unknown outcome");
+  EXPECT_EQ(raw_file_bytes(path()), before);
+  EXPECT_EQ(raw_text(path(), "SELECT outcome FROM engine_install_claim_settlements"), "Applied");
 }
 
 TEST_F(ClaimStoreTest, OrphanOutcomeRowIsJournalCorruption) {

@@ -143,7 +143,8 @@ TEST_F(EngineOnSqlite, InstallAndActivationSettleDurablyAndSurviveReopen) {
       activation_guard);
   EXPECT_TRUE(activated.actions().empty());
   EXPECT_TRUE(engine.activation_execution_status(activation).settled);
-  EXPECT_EQ(engine.snapshot(scope().stream_id()).state->capability(kId)->activation, engine::Activation::kActive);
+  EXPECT_EQ(engine.snapshot(scope().stream_id()).state->capability(kId)->activation,
+            engine::Activation::kActive);
   store.verify();
 
   // A fresh engine on a fresh connection replays the durable journal to the same head.

@@ -177,10 +177,11 @@ TEST_F(SkillStoreTest, InstallAcceptsBase64ContentAndAFileSource) {
 
   const std::string body(200000, 'z');  // several streamed chunks
   write(base_ / "body" / "SKILL.md", body);
-  const Json streamed = store.install(Json{{"capability_id", "skill:zed"},
-                                           {"content_sha256", sha256_hex(body)},
-                                           {"source", {{"file", (base_ / "body/SKILL.md").string()}}}}
-                                          .dump());
+  const Json streamed =
+      store.install(Json{{"capability_id", "skill:zed"},
+                         {"content_sha256", sha256_hex(body)},
+                         {"source", {{"file", (base_ / "body/SKILL.md").string()}}}}
+                        .dump());
   EXPECT_EQ(streamed.at("outcome"), "applied");
   EXPECT_EQ(streamed.at("observed_material_identity_digest"),
             material_identity_digest("skill:zed", sha256_hex(body), body.size()));

@@ -1,5 +1,6 @@
-// Raw SQLite access for the store tests: count rows or run SQL on a journal file behind the
-// store's back (tamper and recovery scenarios). Header-only; each call opens its own connection.
+// Raw SQLite access for the store tests: count rows, read a value or run SQL on a journal file
+// behind the store's back (tamper and recovery scenarios), and read the file's bytes.
+// Header-only; each call opens its own connection.
 #ifndef CTX_TESTS_SUPPORT_JOURNAL_RAW_SQLITE_HPP_
 #define CTX_TESTS_SUPPORT_JOURNAL_RAW_SQLITE_HPP_
 
@@ -8,6 +9,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace ctx::testing::journal {
@@ -36,6 +39,32 @@ inline std::int64_t raw_count(const std::filesystem::path& path, const std::stri
   sqlite3_finalize(stmt);
   sqlite3_close(db);
   return count;
+}
+
+// The first column of the first row `sql` returns on the database at `path`, as text ("" for no
+// row or NULL; a failing statement is a test failure).
+inline std::string raw_text(const std::filesystem::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sql;
+  std::string text;
+  if (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+    const unsigned char* value = sqlite3_column_text(stmt, 0);
+    if (value != nullptr) {
+      text.assign(reinterpret_cast<const char*>(value),
+                  static_cast<std::size_t>(sqlite3_column_bytes(stmt, 0)));
+    }
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return text;
+}
+
+// Every byte of the file at `path` ("" when it does not exist).
+inline std::string raw_file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace ctx::testing::journal

@@ -217,10 +217,11 @@ TEST_F(ConsentDecisionTest, ApproveInstallsTheWholeSkillTreeUnderItsTreeMaterial
                             SQLITE_OPEN_READONLY, nullptr),
             SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(
-                db, "SELECT outcome, observed_material_identity_digest FROM engine_install_outcomes",
-                -1, &stmt, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_prepare_v2(
+          db, "SELECT outcome, observed_material_identity_digest FROM engine_install_outcomes", -1,
+          &stmt, nullptr),
+      SQLITE_OK);
   std::vector<std::pair<std::string, std::string>> outcomes;
   while (sqlite3_step(stmt) == SQLITE_ROW) {
     outcomes.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),

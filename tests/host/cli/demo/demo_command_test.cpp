@@ -2,8 +2,8 @@
 // the host's reply recommends the PDF skill, the first run asks for consent, approves it with the
 // demo key and the skill's tree ends up where Claude Code looks for project skills
 // (<state>/demo-project/.claude/skills/pdf-export/SKILL.md and scripts/export.py, the catalog's
-// exact bytes; installed once), the second run has nothing left to approve, and no word of the demo prompt that is not
-// catalog vocabulary ("monthly") is in any file of the state dir.
+// exact bytes; installed once), the second run has nothing left to approve, and no word of the demo
+// prompt that is not catalog vocabulary ("monthly") is in any file of the state dir.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -79,7 +79,8 @@ TEST(DemoCommand, RunsEveryStepOnAFreshStateDirAndAgainOnTheSameOne) {
     EXPECT_THAT(lines[9], StartsWith("9 reply: "));
     EXPECT_THAT(lines[9], HasSubstr("\"hookEventName\":\"SessionStart\""));
     EXPECT_THAT(lines[9], HasSubstr("\"reloadSkills\":true"));
-    const fs::path skill = state / "demo-project" / ".claude" / "skills" / "pdf-export" / "SKILL.md";
+    const fs::path skill =
+        state / "demo-project" / ".claude" / "skills" / "pdf-export" / "SKILL.md";
     std::ifstream installed(skill);
     std::stringstream got;
     got << installed.rdbuf();

@@ -323,7 +323,8 @@ TEST(CatalogPorts, CurrentWorkFilesAreReadStrictly) {
       {"{" + session + R"(,"signals":[],"requested_limit":"5"})", "requested_limit"},
       {R"({"session":{"tenant":"t","workspace":"w","repository":"r"},"signals":[]})",
        "session.session is required"},
-      {R"({"session":{"tenant":"a b","workspace":"w","repository":"r","session":"s"},"signals":[]})",
+      {R"({"session":{"tenant":"a b","workspace":"w","repository":"r","session":"s"},)"
+       R"("signals":[]})",
        "opaque tokens"},
   };
   for (const auto& [text, keyword] : bad) {

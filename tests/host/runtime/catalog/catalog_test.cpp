@@ -61,7 +61,8 @@ void write_valid_catalog(const fs::path& root) {
   write(
       root / "mcp-servers/github.json",
       R"({"name":"github","description":"GitHub issues.","command":"npx",)"
-      R"("args":["-y","server-github"],"env":{"GITHUB_TOKEN":"${GITHUB_TOKEN}"},"tags":["github"]})");
+      R"("args":["-y","server-github"],"env":{"GITHUB_TOKEN":"${GITHUB_TOKEN}"},)"
+      R"("tags":["github"]})");
   write(root / "harnesses/python-runner.json",
         R"({"name":"python-runner","description":"Runs python.","tags":["python"]})");
 }

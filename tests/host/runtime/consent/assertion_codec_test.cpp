@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <iterator>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ctx::runtime {
 namespace {
@@ -83,6 +87,35 @@ void expect_claims_rejected(const std::function<void(SignedAssertionClaims&)>& c
     EXPECT_EQ(e.rejection(), want) << field << ": " << e.what();
     EXPECT_THAT(e.what(), HasSubstr(field));
   }
+}
+
+// Every rejection's stable name comes from kAssertionRejectionStrings, spelled exactly as
+// before the table existed, and parses back to it; names are distinct and unknown ones rejected.
+TEST(AssertionCodec, RejectionNamesComeFromTheirOneTable) {
+  using R = AssertionRejection;
+  const std::vector<std::pair<R, std::string_view>> pinned = {
+      {R::kInvalidSize, "invalid-size"},
+      {R::kInvalidUtf8, "invalid-utf8"},
+      {R::kInvalidJson, "invalid-json"},
+      {R::kDuplicateKey, "duplicate-key"},
+      {R::kNonFiniteConstant, "non-finite-constant"},
+      {R::kNotObject, "not-object"},
+      {R::kWrongKeySet, "wrong-key-set"},
+      {R::kWrongSchema, "wrong-schema"},
+      {R::kNonCanonicalProof, "non-canonical-proof"},
+      {R::kInvalidField, "invalid-field"},
+      {R::kNotCanonical, "not-canonical"},
+      {R::kTooLarge, "too-large"}};
+  ASSERT_EQ(pinned.size(), std::size(kAssertionRejectionStrings.values));
+  std::set<std::string_view> seen;
+  for (const auto& [rejection, name] : pinned) {
+    EXPECT_EQ(assertion_rejection_name(rejection), name);
+    EXPECT_EQ(core::to_string(rejection), name);
+    EXPECT_EQ(core::parse_enum<AssertionRejection>(name), rejection) << name;
+    EXPECT_TRUE(seen.insert(name).second) << name;
+  }
+  EXPECT_EQ(core::find_enum<AssertionRejection>("unknown"), std::nullopt);
+  EXPECT_THROW(core::parse_enum<AssertionRejection>("Duplicate-Key"), core::JsonFieldError);
 }
 
 TEST(AssertionCodec, SigningBytesAreTheCanonicalClaimsWithoutTheProof) {

@@ -1,11 +1,11 @@
-// The host's install staging (<journal dir>/install-staging/) is scratch, written without fsync:
-// a process killed (SIGKILL) inside the installer's install call, with its staging copy of a
-// tree on disk, publishes nothing; recovery never reads that copy (the claim exists, so the
-// installer's reconcile decides: absent, failed once, never re-applied), so losing it in a crash
-// — modelled by deleting it, as a power loss may — changes nothing; and the next install sweeps a
-// dead process's leftover copy. The child opens its own store, broker, registry instance and
-// service on the parent's files; its installer port is the real skill-installer plugin wrapped
-// so that the process dies in the driver call.
+// The host's install staging (<journal dir>/install-staging/) is scratch, written without fsync: a
+// process killed (SIGKILL) inside the installer's install call, with its staging copy of a tree on
+// disk, publishes nothing; recovery never reads that copy (the claim exists, so the installer's
+// reconcile decides: absent, failed once, never re-applied), so losing it in a crash — modelled
+// by deleting it, as a power loss may — changes nothing; and the next install sweeps a dead
+// process's leftover copy. The child opens its own store, broker, registry instance and service on
+// the parent's files; its installer port is the real skill-installer plugin wrapped so that the
+// process dies in the driver call.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
