@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +44,7 @@ std::vector<InstallBodyFile> two_hundred_file_tree() {
 struct Preapproved {
   TempDir tmp;
   ServiceSetup setup;
-  ManagedDesiredSetRequest request;
+  std::optional<ManagedDesiredSetRequest> request;
 };
 
 std::unique_ptr<Preapproved> preapproved_tree_install(std::vector<InstallBodyFile> tree) {
@@ -57,8 +59,8 @@ std::unique_ptr<Preapproved> preapproved_tree_install(std::vector<InstallBodyFil
   out->setup.persist_policy(policy);
   const auto prepared = out->setup.service->prepare(
       ManagedQueryRequest::create(digest("tree-body-query"), "work-one"));
-  out->request = ManagedDesiredSetRequest::create(prepared.query_ref(), digest("tree-body-choice"),
-                                                  {"skill:installable"});
+  out->request.emplace(ManagedDesiredSetRequest::create(
+      prepared.query_ref(), digest("tree-body-choice"), {"skill:installable"}));
   return out;
 }
 
@@ -68,8 +70,9 @@ TEST(TreeBodyVerification, ATwoHundredFileTreeInstallsUnderItsRootMaterialIdenti
   ASSERT_GT(text.manifest.size(), 6000u);  // the old material (the manifest) could not be bound
   ASSERT_LE(text.root.size(), 6000u);
   auto run = preapproved_tree_install(tree);
-  const auto result = run->setup.service->set_desired(run->request);
-  EXPECT_EQ(result.status(), ManagedDesiredStatus::kEffectPending) << result.reason_code();
+  const auto result = run->setup.service->set_desired(*run->request);
+  EXPECT_EQ(result.status(), ManagedDesiredStatus::kEffectPending)
+      << result.reason_code().value_or("(none)");
   EXPECT_TRUE(result.failed_capability_ids().empty());
   const fs::path object = run->setup.consent->skill_root / "objects" / core::sha256_hex(text.root);
   ASSERT_TRUE(fs::is_directory(object));
@@ -101,14 +104,14 @@ TEST(TreeBodyVerification, FilesThatAreNotTheAuthorisedRootsNeverReachTheInstall
     run->setup.consent->body_source->serve_files(served);
     const fs::path skill_root = run->setup.consent->skill_root;
     const fs::path staging = run->setup.journal_path.parent_path() / "install-staging";
-    const auto first = run->setup.service->set_desired(run->request);
+    const auto first = run->setup.service->set_desired(*run->request);
     EXPECT_EQ(first.reason_code(), "automatic-install-indeterminate");
     EXPECT_EQ(sqlite_count(run->setup.journal_path, "engine_install_claims"), 1);
     EXPECT_EQ(sqlite_count(run->setup.journal_path, "engine_install_outcomes"), 0);
     EXPECT_EQ(entries(skill_root / "objects"), 0u);
     EXPECT_EQ(entries(skill_root / "tmp"), 0u);
     EXPECT_EQ(entries(staging), 0u);
-    const auto settled = run->setup.service->set_desired(run->request);
+    const auto settled = run->setup.service->set_desired(*run->request);
     EXPECT_EQ(settled.reason_code(), "automatic-install-failed");
     EXPECT_EQ(settled.failed_capability_ids(), std::vector<std::string>{"skill:installable"});
     EXPECT_EQ(entries(skill_root / "objects"), 0u);
