@@ -42,19 +42,10 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
-// The tree manifest of `files` as hashed now (each file once), or nullopt when a path is not a
-// tree path, a path repeats, SKILL.md is missing, or the files exceed kMaxInstallTreeBytes.
-std::optional<std::string> manifest_of(const std::vector<InstallBodyFile>& files) {
-  std::vector<sdk::TreeFile> tree;
-  tree.reserve(files.size());
-  std::uint64_t total = 0;
-  for (const auto& file : files) {
-    total += file.bytes.size();
-    if (total > kMaxInstallTreeBytes) return std::nullopt;
-    tree.push_back({file.path, file.bytes.size(), core::sha256_hex(file.bytes)});
-  }
+// tree_material_of(files), or nullopt when they are not a tree within the install cap.
+std::optional<TreeMaterialText> verified_tree_of(const std::vector<InstallBodyFile>& files) {
   try {
-    return sdk::tree_manifest_text(std::move(tree));
+    return tree_material_of(files);
   } catch (const InvalidArgument&) {
     return std::nullopt;
   }
@@ -252,9 +243,10 @@ Observation reconcile(engine::InstallerPort& driver, const engine::MaterialIdent
 // Applies once (only for a claim this call created) and then always reconciles. A body that
 // cannot be loaded or verified, or an install the driver could not complete, leaves the outcome
 // indeterminate for this call: recovery reconciles and never re-applies.
-// A tree body (every file against its manifest entry, the manifest against the authorised
-// material) is staged from those verified bytes and installed through the installer's
-// "source": {"directory"} form; a plain body is sent inline.
+// A tree body (the root its files imply against the authorised root text: every file against
+// its manifest entry, the manifest against the root's manifest_sha256) is staged from those
+// verified bytes and installed through the installer's "source": {"directory"} form with the
+// manifest beside it; a plain body is sent inline.
 Observation observe(const InstallActuator& actuator, engine::InstallerPort& driver,
                     const std::filesystem::path& journal_path,
                     const engine::MaterialIdentity& material, bool claim_was_new) {
@@ -268,11 +260,14 @@ Observation observe(const InstallActuator& actuator, engine::InstallerPort& driv
       }
       Json reply;
       if (body.files) {
-        if (manifest_of(*body.files) != body.material) return {};
+        // The root the files imply (their manifest's digest, their totals) is the material.
+        const auto tree = verified_tree_of(*body.files);
+        if (!tree || tree->root != body.material) return {};
         const StagedTree staged(journal_path, *body.files);
         reply = driver.install({{"capability_id", material.capability_id()},
                                 {"content_bytes", material.content_bytes()},
                                 {"content_sha256", material.content_sha256()},
+                                {"manifest", tree->manifest},
                                 {"material_identity_digest", material.identity_digest()},
                                 {"source", {{"directory", staged.dir().string()}}}});
       } else {
@@ -364,6 +359,21 @@ engine::Outcome outcome_of(const std::optional<engine::InstallOutcome>& outcome)
 }
 
 }  // namespace
+
+TreeMaterialText tree_material_of(const std::vector<InstallBodyFile>& files) {
+  std::vector<sdk::TreeFile> tree;
+  tree.reserve(files.size());
+  std::uint64_t total = 0;
+  for (const auto& file : files) {
+    total += file.bytes.size();
+    if (total > kMaxInstallTreeBytes) throw InvalidArgument("skill tree exceeds the install cap");
+    tree.push_back({file.path, file.bytes.size(), core::sha256_hex(file.bytes)});
+  }
+  TreeMaterialText out;
+  out.manifest = sdk::tree_manifest_text(tree);
+  out.root = sdk::tree_root_text(tree, core::sha256_hex(out.manifest));
+  return out;
+}
 
 engine::InstallExecutionBinding install_binding_of(const engine::InstallPlanDescriptor& descriptor,
                                                    engine::InstallerPort& driver,

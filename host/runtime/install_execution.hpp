@@ -49,11 +49,24 @@ struct InstallBodyFile {
 // stops reading past it; execution refuses a larger body.
 inline constexpr std::uint64_t kMaxInstallTreeBytes = sdk::kMaxTreeBytes;
 
+// The two texts of tree material (plugin_abi.h "Tree material", ctx/sdk/skill_tree.hpp): the
+// canonical manifest of the files and the tree root text over it (the material).
+struct TreeMaterialText {
+  std::string manifest;
+  std::string root;
+};
+
+// The tree material of `files` as hashed now (each file once).
+// Errors: InvalidArgument when a path is not a tree path, a path repeats, SKILL.md is missing,
+// or the files exceed kMaxInstallTreeBytes.
+TreeMaterialText tree_material_of(const std::vector<InstallBodyFile>& files);
+
 // The bytes of one material as its body source read them; install execution verifies them, once,
-// before anything reaches the driver. Plain form (a SKILL.md-only skill): `material` is the
-// content and `files` is empty. Tree form (plugin_abi.h "Tree material"): `material` is the tree
-// manifest text and `files` holds every file it lists — each must hash to its manifest entry and
-// the manifest to the authorised content digest.
+// before anything reaches the driver. Plain form (a SKILL.md of at most 6000 bytes and nothing
+// else): `material` is the content and `files` is empty. Tree form (plugin_abi.h "Tree
+// material"): `material` is the tree root text and `files` holds every file — the root
+// tree_material_of(files) implies must be `material`, and `material` hash to the authorised
+// content digest.
 struct InstallBody {
   std::string material;
   std::optional<std::vector<InstallBodyFile>> files;  // engaged for the tree form only

@@ -2,8 +2,8 @@
 // resources, agents/<name>.md, mcp-servers/<name>.json, harnesses/<name>.json) into entries;
 // import_catalog() writes the planner's SQLite graph store and a content-addressed object store
 // into the state dir atomically (all or nothing); ImportedCatalog opens the current import.
-// Layout under <state>/catalog/: objects/<sha256> (0444 blobs: every file, and the tree manifest
-// of each skill that holds resources), snapshots/<catalog_digest>/
+// Layout under <state>/catalog/: objects/<sha256> (0444 blobs: every file, and the tree root
+// of each tree skill), snapshots/<catalog_digest>/
 // {manifest.json, graph.sqlite3} (0444), CURRENT (the current catalog digest), .lock (flock).
 // Values are immutable; ImportedCatalog is thread-safe (read-only after open).
 #ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_HPP_
@@ -83,11 +83,12 @@ struct CatalogEntry {
   std::vector<std::string> terms;
   std::vector<CatalogFile> files;
   CatalogFile primary;
-  // A skill whose folder holds resources besides SKILL.md: its tree manifest (plugin_abi.h "Tree
-  // material", ctx/sdk/skill_tree.hpp; paths relative to the skill folder), stored as the object
-  // `tree->sha256`; `tree->path` is the skill folder. Its digest and length are the skill's
-  // material identity. Absent for a SKILL.md-only skill (its material is `primary`, the plain
-  // form) and for the other kinds.
+  // A skill whose folder holds resources besides SKILL.md, or whose SKILL.md is over
+  // sdk::kMaxPlainSkillBytes: its tree root text (plugin_abi.h "Tree material",
+  // ctx/sdk/skill_tree.hpp: the totals and manifest digest of `files`, paths relative to the skill
+  // folder), stored as the object `tree->sha256`; `tree->path` is the skill folder. Its digest and
+  // length are the skill's material identity. Absent for a plain skill (one SKILL.md of at most
+  // 6000 bytes: its material is `primary`) and for the other kinds.
   std::optional<CatalogFile> tree;
   std::vector<std::string> tools;  // agent `tools`, in file order
   // mcp-server only.

@@ -37,8 +37,8 @@ bool fits_material(const CatalogFile& file) {
   return file.bytes >= 1 && file.bytes <= engine::kMaxPreparedContentBytes;
 }
 
-// What an install of the entry writes, as a material: a skill's tree manifest when its folder
-// holds resources, else the entry file itself.
+// What an install of the entry writes, as a material: a tree skill's root text (resources, or a
+// SKILL.md over the plain bound), else the entry file itself.
 const CatalogFile& material_file(const CatalogEntry& e) { return e.tree ? *e.tree : e.primary; }
 
 std::string upper(std::string_view text) {

@@ -21,8 +21,9 @@
 // installed"); skills reach the host through the install bundle below, so an install passes the
 // consent policy (ask-each-time by default). material_identity / material_content name what an
 // install of a skill writes (1..6000 bytes): its SKILL.md (plain form) when the folder holds
-// nothing else, else its tree manifest (CatalogEntry::tree, plugin_abi.h "Tree material": the
-// content digest is the tree digest, the size the manifest length).
+// nothing else and SKILL.md is at most 6000 bytes, else its tree root (CatalogEntry::tree,
+// plugin_abi.h "Tree material": the content digest is the tree digest, the size the root text's
+// length, at most 178 bytes), so every imported skill has a material and an install bundle.
 // Install bundles (skill, agent, mcp-server whose material is 1..6000 bytes; harnesses never):
 // installer_id "ctx-<kind>-installer-v1"; plan_digest = canon-A sha256 of {capability_id, files,
 // kind, schema "ctx.catalog-install-plan-v1", target_scope "user"}; the result material is the
@@ -77,16 +78,16 @@ class CatalogBenefitFactsPort final : public BenefitFactsPort {
 
 class CatalogMaterialPort final : public MaterialPort {
  public:
-  // Reads (and verifies) every skill's material object (SKILL.md or tree manifest) once.
+  // Reads (and verifies) every skill's material object (SKILL.md or tree root) once.
   // Errors: InvalidArgument (null), DataLoss (an object is missing or altered).
   explicit CatalogMaterialPort(std::shared_ptr<const ImportedCatalog> catalog);
   std::string material_snapshot_digest() const override { return snapshot_digest_; }
   // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
   engine::MaterialDescriptor describe(const std::string& capability_id,
                                       engine::CapabilityKind kind) override;
-  // The identity of a skill's material (SKILL.md or its tree manifest, 1..6000 bytes), or nullopt.
+  // The identity of a skill's material (SKILL.md or its tree root, 1..6000 bytes), or nullopt.
   std::optional<engine::MaterialIdentity> material_identity(const std::string& capability_id) const;
-  // Those stored bytes (verified against their content digest; a tree's manifest text).
+  // Those stored bytes (verified against their content digest; a tree's root text).
   // Errors: NotFound (no such material), DataLoss.
   std::string material_content(const std::string& capability_id) const;
 

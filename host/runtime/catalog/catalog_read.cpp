@@ -18,6 +18,12 @@
 #include "host/runtime/catalog/catalog.hpp"
 
 namespace ctx::runtime {
+
+// A plain skill's SKILL.md is its material: the plain bound is the engine's material bound.
+static_assert(sdk::kMaxPlainSkillBytes ==
+              static_cast<std::uint64_t>(engine::kMaxPreparedContentBytes));
+static_assert(sdk::kMaxTreeRootChars <= sdk::kMaxPlainSkillBytes);
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -412,8 +418,10 @@ class Reader {
       if (file_rel == skill_md_rel) entry.primary = file;
       entry.files.push_back(std::move(file));
     }
-    if (entry.files.size() > 1) {
-      // Resources: the skill's material is its tree manifest, stored as one more object.
+    if (entry.files.size() > 1 ||
+        static_cast<std::uint64_t>(entry.primary.bytes) > sdk::kMaxPlainSkillBytes) {
+      // Resources, or a SKILL.md over the plain bound: the skill's material is its tree root
+      // (plugin_abi.h "Tree material"), stored as one more object.
       std::vector<sdk::TreeFile> tree;
       bool valid = true;
       for (const auto& file : entry.files) {
@@ -426,7 +434,8 @@ class Reader {
         tree.push_back({path, static_cast<std::uint64_t>(file.bytes), file.sha256});
       }
       if (!valid) return;
-      entry.tree = file_of(rel, sdk::tree_manifest_text(std::move(tree)), out_);
+      const std::string manifest = sdk::tree_manifest_text(tree);
+      entry.tree = file_of(rel, sdk::tree_root_text(tree, core::sha256_hex(manifest)), out_);
     }
     finish(std::move(entry));
   }

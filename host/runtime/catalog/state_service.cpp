@@ -44,8 +44,8 @@ constexpr std::size_t kMaxActivationTargetBytes = 16384;
 constexpr std::size_t kMaxShownChallenges = 16;
 
 // Install bodies from the imported catalog's object store, read as stored (the executor verifies
-// them once: every file against the tree manifest, the manifest or SKILL.md against the material).
-// A tree skill's material is its manifest object; its files are the entry's files, by digest,
+// them once: the root the files imply, or SKILL.md, against the material).
+// A tree skill's material is its tree root object; its files are the entry's files, by digest,
 // under the skill folder's relative paths.
 class CatalogBodySource final : public InstallBodySource {
  public:

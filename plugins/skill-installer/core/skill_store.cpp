@@ -14,6 +14,7 @@
 #include <ctx/sdk/skill_tree.hpp>
 #include <functional>
 #include <limits>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -202,6 +203,53 @@ bool collect_tree(int dir, const std::string& prefix, std::size_t depth,
   return true;
 }
 
+// The tree root text (plugin_abi.h "Tree material") of `files`, or nullopt when they are not a
+// tree (no top-level SKILL.md, an invalid or repeated path).
+std::optional<std::string> tree_root_of(const std::vector<TreeFile>& files) {
+  try {
+    return sdk::tree_root_text(files, pc::sha256_hex(tree_manifest_text(files)));
+  } catch (const InvalidArgument&) {
+    return std::nullopt;
+  }
+}
+
+// The entries of an install request's "manifest": exactly the canonical manifest text of them.
+// Errors: InvalidArgument when the text is not JSON, not a manifest, or not its canonical text.
+std::vector<TreeFile> parse_manifest(const std::string& text) {
+  Json manifest;
+  try {
+    manifest = Json::parse(text);
+  } catch (const Json::exception&) {
+    throw InvalidArgument("install request manifest is not JSON");
+  }
+  const auto list = manifest.is_object() ? manifest.find("files") : manifest.end();
+  if (!manifest.is_object() || list == manifest.end() || !list->is_array()) {
+    throw InvalidArgument("install request manifest has no \"files\" array");
+  }
+  std::vector<TreeFile> files;
+  for (const Json& item : *list) {
+    const auto path = item.is_object() ? item.find("path") : item.end();
+    const auto bytes = item.is_object() ? item.find("bytes") : item.end();
+    const auto sha = item.is_object() ? item.find("sha256") : item.end();
+    if (!item.is_object() || path == item.end() || !path->is_string() || bytes == item.end() ||
+        !bytes->is_number_unsigned() || sha == item.end() || !sha->is_string()) {
+      throw InvalidArgument("install request manifest has a malformed file entry");
+    }
+    files.push_back({path->get<std::string>(), bytes->get<std::uint64_t>(),
+                     sha->get<std::string>()});
+  }
+  std::string canonical;
+  try {
+    canonical = tree_manifest_text(files);
+  } catch (const InvalidArgument&) {
+    throw InvalidArgument("install request manifest is not a skill tree manifest");
+  }
+  if (canonical != text) {
+    throw InvalidArgument("install request manifest is not the canonical manifest text");
+  }
+  return files;
+}
+
 bool pid_alive(const std::string& text) {
   try {
     const long pid = std::stol(text);
@@ -348,12 +396,9 @@ SkillStore::Object SkillStore::inspect_object(const std::string& hex) const {
   if (files.size() == 1 && files[0].path == kSkillFile && files[0].sha256 == hex) {
     return Object{Object::State::kVerified, Form::kFile, files[0].bytes};
   }
-  try {
-    const std::string manifest = tree_manifest_text(files);
-    if (pc::sha256_hex(manifest) == hex) {
-      return Object{Object::State::kVerified, Form::kTree, manifest.size()};
-    }
-  } catch (const InvalidArgument&) {  // no SKILL.md, bad paths: not an object we wrote
+  // No SKILL.md or bad paths: not an object we wrote.
+  if (const auto root = tree_root_of(files); root && pc::sha256_hex(*root) == hex) {
+    return Object{Object::State::kVerified, Form::kTree, root->size()};
   }
   return out;
 }
@@ -391,7 +436,8 @@ std::optional<std::string> SkillStore::slot_target(const std::string& name) cons
   return hex;
 }
 
-SkillStore::Staged SkillStore::stage(const Json& request, Form form) {
+SkillStore::Staged SkillStore::stage(const Json& request, Form form,
+                                     const std::vector<TreeFile>* listed) {
   const std::string& hex = pc::require_string(request, "content_sha256", "install request");
   Staged staged;
   staged.tmp = tmp_fd_.get();
@@ -418,10 +464,25 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form) {
       throw Error("skill-installer install was cancelled by the host", ErrorCode::kCancelled);
     }
   };
-  // Streams `source` (a readable descriptor) into a new file `name` of `dir`.
+  // The manifest entry of each path a tree's manifest lists (tree form only).
+  std::map<std::string, const TreeFile*, std::less<>> entries;
+  if (listed != nullptr) {
+    for (const TreeFile& file : *listed) entries.emplace(file.path, &file);
+  }
+  constexpr const char* kNotAsListed = "material file does not match its manifest entry";
+  // Streams `source` (a readable descriptor) into a new file `name` of `dir`; a tree's file
+  // must match its manifest entry (checked while streaming: never more bytes than listed).
   const auto stream_file = [&](int source, int dir, const std::string& name,
                                const std::string& path) {
     if (staged.files.size() >= caps_.files) throw MaterialRefused{"material has too many files"};
+    const TreeFile* entry = nullptr;
+    if (listed != nullptr) {
+      const auto found = entries.find(path);
+      if (found == entries.end()) {
+        throw MaterialRefused{"material source holds a file its manifest does not list"};
+      }
+      entry = found->second;
+    }
     FileDescriptor out(::openat(dir, name.c_str(),
                                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
     if (!out.valid()) throw_os("create a staged file");
@@ -441,13 +502,16 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form) {
       if (bytes > caps_.file_bytes || staged.tree_bytes > caps_.tree_bytes) {
         throw MaterialRefused{"material exceeds the size cap"};
       }
+      if (entry != nullptr && bytes > entry->bytes) throw MaterialRefused{kNotAsListed};
       const std::string_view chunk(buffer, static_cast<std::size_t>(n));
       hash.update(chunk);
       write_all(out.get(), chunk);
     }
     fsync_or_throw(out.get(), "a staged file");
     if (::close(out.release()) != 0) throw_os("close a staged file");
-    staged.files.push_back(TreeFile{path, bytes, hash.hex()});
+    TreeFile file{path, bytes, hash.hex()};
+    if (entry != nullptr && file != *entry) throw MaterialRefused{kNotAsListed};
+    staged.files.push_back(std::move(file));
   };
 
   const auto source = request.find("source");
@@ -520,6 +584,9 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form) {
           }
         };
     copy(in.get(), staged.dir.get(), "", 1);
+    if (listed != nullptr && staged.files.size() != listed->size()) {
+      throw MaterialRefused{"material source lacks a file its manifest lists"};
+    }
   }
   // The staging directory itself is synced once, after publication (install()): its entries
   // and its seal in one fsync.
@@ -560,19 +627,36 @@ Json SkillStore::install(std::string_view request_json) {
     throw InvalidArgument("install request material_identity_digest is not a sha-256 digest");
   }
 
+  // Tree form: the manifest the directory must match, and the root it implies.
+  std::optional<std::vector<TreeFile>> listed;
+  std::string listed_root;
+  if (form == Form::kTree) {
+    const std::string& manifest = pc::require_string(request, "manifest", kWhat);
+    listed = parse_manifest(manifest);
+    listed_root = sdk::tree_root_text(*listed, pc::sha256_hex(manifest));
+  } else if (request.contains("manifest")) {
+    throw InvalidArgument("install request manifest goes with a directory source only");
+  }
+
   Json reply = {{"capability_id", capability_id},
                 {"form", form == Form::kTree ? "tree" : "file"}};
+  // Why material of `sha` and `bytes` is not the authorised material, or nullopt when it is.
+  const auto mismatch = [&](const std::string& sha, std::uint64_t bytes,
+                            const std::string& material) -> std::optional<std::string> {
+    if (sha != expected) return "content digest mismatch";
+    if (expected_bytes && *expected_bytes != bytes) return "content size mismatch";
+    if (expected_material && *expected_material != material) {
+      return "material identity digest mismatch";
+    }
+    return std::nullopt;
+  };
   // Applied when the observed material matches every expectation; failed with `reason` else.
   const auto settle = [&](const std::string& observed_sha, std::uint64_t observed_bytes,
                           bool rewritten) -> std::optional<std::string> {
     const std::string material =
         pc::material_identity_digest(capability_id, observed_sha, observed_bytes);
     reply["observed_material_identity_digest"] = material;
-    if (observed_sha != expected) return "content digest mismatch";
-    if (expected_bytes && *expected_bytes != observed_bytes) return "content size mismatch";
-    if (expected_material && *expected_material != material) {
-      return "material identity digest mismatch";
-    }
+    if (auto reason = mismatch(observed_sha, observed_bytes, material)) return reason;
     reply["outcome"] = "applied";
     reply["rewritten"] = rewritten;
     reply["verification_digest"] = install_verification_digest(capability_id, material, expected);
@@ -584,6 +668,25 @@ Json SkillStore::install(std::string_view request_json) {
     return reply;
   };
 
+  if (listed) {
+    // The manifest must name the authorised root before any body is read, and fit the caps.
+    const std::string sha = pc::sha256_hex(listed_root);
+    if (sha != expected) return refuse("manifest does not match the authorised tree root");
+    if (auto reason = mismatch(sha, listed_root.size(),
+                               pc::material_identity_digest(capability_id, sha,
+                                                            listed_root.size()))) {
+      return refuse(*reason);
+    }
+    std::uint64_t total = 0;
+    for (const TreeFile& file : *listed) {
+      total += file.bytes;
+      if (file.bytes > caps_.file_bytes || total > caps_.tree_bytes) {
+        return refuse("material exceeds the size cap");
+      }
+    }
+    if (listed->size() > caps_.files) return refuse("material has too many files");
+  }
+
   require_same_root();
   const Object existing = inspect_object(expected);
   if (existing.state == Object::State::kVerified && existing.form == form) {
@@ -593,7 +696,7 @@ Json SkillStore::install(std::string_view request_json) {
 
   std::optional<Staged> staged;
   try {
-    staged.emplace(stage(request, form));
+    staged.emplace(stage(request, form, listed ? &*listed : nullptr));
   } catch (const MaterialRefused& refused) {
     return refuse(refused.reason);
   }
@@ -603,14 +706,10 @@ Json SkillStore::install(std::string_view request_json) {
     observed_sha = staged->files.at(0).sha256;
     observed_bytes = staged->files.at(0).bytes;
   } else {
-    std::string manifest;
-    try {
-      manifest = tree_manifest_text(staged->files);
-    } catch (const InvalidArgument&) {
-      return refuse("material tree has no top-level SKILL.md");
-    }
-    observed_sha = pc::sha256_hex(manifest);
-    observed_bytes = manifest.size();
+    const auto root = tree_root_of(staged->files);
+    if (!root) return refuse("material tree has no top-level SKILL.md");
+    observed_sha = pc::sha256_hex(*root);
+    observed_bytes = root->size();
   }
   if (auto reason = settle(observed_sha, observed_bytes, true)) return refuse(*reason);
 

@@ -6,7 +6,9 @@
 // writable by group or others, else refused; never a symlink):
 //   objects/<hex>/          one installed material, immutable (dirs 0555, files 0444), named by
 //                           its material content_sha256 (file form: sha256 of SKILL.md; tree
-//                           form: the tree digest, plugin_abi.h "Tree material")
+//                           form: the tree digest = sha256 of the tree root text, plugin_abi.h
+//                           "Tree material"; verified by re-hashing every file, rebuilding the
+//                           manifest and the root)
 //   tmp/<hex>.<pid>.<n>.stage/  staging of one install, flock'ed by its writer for its lifetime;
 //                           published by one rename into objects/. Unlocked staging belongs to a
 //                           dead writer and is swept when an instance starts.
@@ -26,8 +28,12 @@
 //   install {"capability_id": "skill:<name>", "content_sha256": <hex of the material>,
 //            exactly one body source: "content" (utf-8) | "content_base64" |
 //            "source": {"file": "<abs path of SKILL.md>"} (file form) |
-//            "source": {"directory": "<abs dir holding SKILL.md and resources>"} (tree form),
+//            "source": {"directory": "<abs dir holding SKILL.md and resources>"} (tree form,
+//            with "manifest": <the tree's canonical manifest text>, ctx/sdk/skill_tree.hpp),
 //            "content_bytes"?: n, "material_identity_digest"?: <expected MaterialIdentity digest>}
+//      Tree form: the root built from "manifest" must hash to content_sha256 (else failed before
+//      any body is read), every file read must equal its manifest entry and the directory hold
+//      exactly the listed files; the reply reports the root's MaterialIdentity digest.
 //      -> {"outcome": "applied"|"failed", "capability_id", "form": "file"|"tree",
 //          "observed_material_identity_digest" (whenever material was observed),
 //          "verification_digest" + "rewritten": bool (applied), "reason" (failed)}
@@ -57,11 +63,13 @@
 #define CTX_PLUGINS_SKILL_INSTALLER_CORE_SKILL_STORE_HPP_
 
 #include <cstdint>
+#include <ctx/sdk/skill_tree.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "plugins/skill-installer/core/fs.hpp"
 
@@ -121,7 +129,8 @@ class SkillStore {
   Object inspect_object(const std::string& hex) const;
   bool live_staging_for(const std::string& hex) const;
   std::optional<std::string> slot_target(const std::string& name) const;
-  Staged stage(const Json& request, Form form);
+  // Stages the request's body; `listed` (tree form) is the manifest every file must match.
+  Staged stage(const Json& request, Form form, const std::vector<sdk::TreeFile>* listed);
   std::string object_link(const std::string& hex) const;
 
   std::string root_;

@@ -36,7 +36,7 @@ std::string material_identity_digest(const std::string& capability_id, const std
 
 namespace fs = std::filesystem;
 
-// The tree material of plugin_abi.h ("Tree material"): the canonical JSON manifest of `files`
+// The tree manifest of plugin_abi.h ("Tree material"): the canonical JSON manifest of `files`
 // (path -> bytes), computed here independently of any installer.
 std::string tree_manifest(const std::map<std::string, std::string>& files) {
   Json list = Json::array();
@@ -44,6 +44,19 @@ std::string tree_manifest(const std::map<std::string, std::string>& files) {
     list.push_back({{"bytes", bytes.size()}, {"path", path}, {"sha256", core::sha256_hex(bytes)}});
   }
   return core::canonical_json(Json{{"files", list}, {"schema", "ctx.skill-tree-v1"}},
+                              core::Encoding::kAscii);
+}
+
+// The tree root of plugin_abi.h ("Tree material"), the tree's material: totals of `files` and the
+// digest of `manifest` (their manifest, or another one for a mismatched root).
+std::string tree_root(const std::map<std::string, std::string>& files,
+                      const std::string& manifest) {
+  std::size_t bytes = 0;
+  for (const auto& [path, content] : files) bytes += content.size();
+  return core::canonical_json(Json{{"bytes", bytes},
+                                   {"files", files.size()},
+                                   {"manifest_sha256", core::sha256_hex(manifest)},
+                                   {"schema", "ctx.skill-tree-root-v1"}},
                               core::Encoding::kAscii);
 }
 
@@ -61,14 +74,16 @@ void write_tree(const fs::path& dir, const std::map<std::string, std::string>& f
   }
 }
 
-// The install request of tree material read from `source`.
+// The install request of tree material read from `source`: the root is the material, the
+// manifest travels beside it.
 Json tree_request(const fs::path& source, const std::map<std::string, std::string>& files) {
   const std::string manifest = tree_manifest(files);
+  const std::string root = tree_root(files, manifest);
   return {{"capability_id", kCapability},
-          {"content_sha256", core::sha256_hex(manifest)},
-          {"content_bytes", manifest.size()},
-          {"material_identity_digest",
-           material_identity_digest(kCapability, manifest)},
+          {"content_sha256", core::sha256_hex(root)},
+          {"content_bytes", root.size()},
+          {"manifest", manifest},
+          {"material_identity_digest", material_identity_digest(kCapability, root)},
           {"source", {{"directory", source.string()}}}};
 }
 
@@ -355,7 +370,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       const Json installed = installer.install(request);
       EXPECT_EQ(installed.value("outcome", ""), "applied") << installed.dump();
       EXPECT_EQ(installed.value("observed_material_identity_digest", ""), material)
-          << "tree material must be reported as the MaterialIdentity digest of its manifest "
+          << "tree material must be reported as the MaterialIdentity digest of its tree root "
              "(plugin_abi.h, \"Tree material\")";
       const Json entry = {{"capability_id", kCapability},
                           {"content_sha256", request.at("content_sha256")}};
@@ -380,6 +395,34 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
           << "a tree whose bytes do not match content_sha256 was applied";
       EXPECT_FALSE(
           flag(state_of(fresh.reconcile({{"capabilities", Json::array({entry})}})), "installed"));
+
+      // The manifest must be the one the authorised root names, and the root the authorised one.
+      // The altered tree's own manifest under the original root: its files match it, the root
+      // does not.
+      Json other_manifest = wrong;
+      other_manifest["manifest"] = tree_manifest(altered);
+      // The original files and manifest under a root naming another manifest (digest, size and
+      // identity all consistent with that root).
+      const std::string mismatched_root = tree_root(files, tree_manifest(altered));
+      Json other_root = request;
+      other_root["content_sha256"] = core::sha256_hex(mismatched_root);
+      other_root["content_bytes"] = mismatched_root.size();
+      other_root["material_identity_digest"] =
+          material_identity_digest(kCapability, mismatched_root);
+      for (const auto& [what, bad] :
+           {std::pair{"a manifest the authorised root does not name", other_manifest},
+            std::pair{"a root whose manifest_sha256 is not the manifest's", other_root}}) {
+        Installer again(*plugin);
+        ASSERT_TRUE(again.created());
+        EXPECT_NE(again.install(bad).value("outcome", ""), "applied")
+            << "a tree install with " << what << " was applied";
+        for (const Json& digest : {request.at("content_sha256"), bad.at("content_sha256")}) {
+          const Json probe = {{"capability_id", kCapability}, {"content_sha256", digest}};
+          EXPECT_FALSE(flag(
+              state_of(again.reconcile({{"capabilities", Json::array({probe})}})), "installed"))
+              << "a tree install with " << what << " left material installed";
+        }
+      }
     });
   }
 

@@ -32,10 +32,10 @@ class SkillInstallerPluginTest : public SkillStoreTest {
 TEST_F(SkillInstallerPluginTest, TreeSkillInstallsAndActivatesUnderTheEnginesMaterialIdentity) {
   const auto files = sample_tree(100000);
   const Json request = tree_request("skill:pdf", source_tree("src", files), files);
-  const std::string manifest = manifest_of(files);
+  const std::string root = root_of(files);  // the tree material: the root over the manifest
   const auto material = engine::MaterialIdentity::create(
       "skill:pdf", engine::CapabilityKind::kSkill, request.at("content_sha256"),
-      static_cast<std::int64_t>(manifest.size()));
+      static_cast<std::int64_t>(root.size()));
 
   plugins::AbiInstaller installer(
       registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());

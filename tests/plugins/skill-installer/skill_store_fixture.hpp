@@ -38,6 +38,20 @@ inline std::string manifest_of(const std::map<std::string, std::string>& files) 
   return text + "],\"schema\":\"ctx.skill-tree-v1\"}";
 }
 
+// The tree root of `files` (the tree material, plugin_abi.h "Tree material") over `manifest`
+// (by default their own manifest), spelled out here independently of the store.
+inline std::string root_of(const std::map<std::string, std::string>& files,
+                           const std::string& manifest) {
+  std::size_t bytes = 0;
+  for (const auto& [path, content] : files) bytes += content.size();
+  return "{\"bytes\":" + std::to_string(bytes) + ",\"files\":" + std::to_string(files.size()) +
+         ",\"manifest_sha256\":\"" + plugin_common::sha256_hex(manifest) +
+         "\",\"schema\":\"ctx.skill-tree-root-v1\"}";
+}
+inline std::string root_of(const std::map<std::string, std::string>& files) {
+  return root_of(files, manifest_of(files));
+}
+
 class SkillStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -93,9 +107,11 @@ class SkillStoreTest : public ::testing::Test {
   static Json tree_request(const std::string& capability_id, const fs::path& source,
                            const std::map<std::string, std::string>& files) {
     const std::string manifest = manifest_of(files);
+    const std::string root = root_of(files, manifest);
     return Json{{"capability_id", capability_id},
-                {"content_sha256", plugin_common::sha256_hex(manifest)},
-                {"content_bytes", manifest.size()},
+                {"content_sha256", plugin_common::sha256_hex(root)},
+                {"content_bytes", root.size()},
+                {"manifest", manifest},
                 {"source", {{"directory", source.string()}}}};
   }
 

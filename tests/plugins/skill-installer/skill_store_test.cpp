@@ -137,6 +137,32 @@ TEST(SkillTree, ManifestIsTheCanonicalSortedFileList) {
   EXPECT_FALSE(is_tree_path("a/b/c/d/e/f/g/h/i"));
 }
 
+// The tree root against the spelled-out text and a digest computed with Python's json.dumps
+// (sort_keys, compact) and hashlib over it; its length stays within kMaxTreeRootChars at the
+// largest counts, and only a SKILL.md-only tree of 1..6000 bytes is plain.
+TEST(SkillTree, RootIsTheFixedSizeTextOverTheManifestDigest) {
+  const std::vector<TreeFile> one = {TreeFile{"SKILL.md", 5, sha256_hex("hello")}};
+  const std::string root = sdk::tree_root_text(one, sha256_hex(tree_manifest_text(one)));
+  EXPECT_EQ(root,
+            "{\"bytes\":5,\"files\":1,\"manifest_sha256\":"
+            "\"f1fb0ee931f6c63afc6633517d15ba64cdce6b4f4c4bd7886b48d085fb7ef8b9\","
+            "\"schema\":\"ctx.skill-tree-root-v1\"}");
+  EXPECT_EQ(sha256_hex(root), "92ded1f2b8d77c801ecd76e1296daaef65a2a13d439d0fb02a663301ac1fc8ff");
+  EXPECT_EQ(material_identity_digest("skill:pdf", sha256_hex(root), root.size()),
+            "970cc00e1a3fe906cc8f9b7ca57e9a1efa9eabaf3694879147c847dca1426ca1");
+  EXPECT_EQ(root, root_of({{"SKILL.md", "hello"}}));
+  const std::string widest = sdk::tree_root_text(UINT64_MAX, UINT64_MAX, std::string(64, 'f'));
+  EXPECT_EQ(widest.size(), sdk::kMaxTreeRootChars);
+  CTX_EXPECT_THROW(sdk::tree_root_text(1, 0, std::string(64, 'a')), InvalidArgument, "one file");
+  CTX_EXPECT_THROW(sdk::tree_root_text(1, 1, std::string(64, 'A')), InvalidArgument, "digest");
+
+  EXPECT_TRUE(sdk::is_plain_skill({TreeFile{"SKILL.md", 6000, std::string(64, 'a')}}));
+  EXPECT_FALSE(sdk::is_plain_skill({TreeFile{"SKILL.md", 6001, std::string(64, 'a')}}));
+  EXPECT_FALSE(sdk::is_plain_skill({TreeFile{"SKILL.md", 0, std::string(64, 'a')}}));
+  EXPECT_FALSE(sdk::is_plain_skill(
+      {TreeFile{"SKILL.md", 5, std::string(64, 'a')}, TreeFile{"a.md", 1, std::string(64, 'b')}}));
+}
+
 TEST_F(SkillStoreTest, InstallWritesTheContentAddressedObjectOnce) {
   SkillStore store(config());
   const Json reply = store.install(file_request().dump());
@@ -208,13 +234,14 @@ TEST_F(SkillStoreTest, InstallsADirectoryTreeContentAddressed) {
   const fs::path source = source_tree("src", files);
   const Json request = tree_request("skill:pdf", source, files);
   const std::string tree = request.at("content_sha256");
-  const std::string manifest = manifest_of(files);
+  const std::string root = root_of(files);
+  EXPECT_EQ(tree, sha256_hex(root));
 
   const Json reply = store.install(request.dump());
   EXPECT_EQ(reply.at("outcome"), "applied") << reply.dump();
   EXPECT_EQ(reply.at("form"), "tree");
   EXPECT_EQ(reply.at("observed_material_identity_digest"),
-            material_identity_digest("skill:pdf", tree, manifest.size()));
+            material_identity_digest("skill:pdf", tree, root.size()));
   const fs::path object = root_ / "objects" / tree;
   EXPECT_EQ(listing(object),
             (std::set<std::string>{"SKILL.md", "reference.md", "scripts", "scripts/run.sh"}));
@@ -251,7 +278,8 @@ TEST_F(SkillStoreTest, RefusesAMismatchedMaterialIdentityOrSize) {
   EXPECT_EQ(store.install(wrong_size.dump()).at("reason"), "content size mismatch");
   Json wrong_tree = request;
   wrong_tree["content_sha256"] = sha256_hex("another tree");
-  EXPECT_EQ(store.install(wrong_tree.dump()).at("reason"), "content digest mismatch");
+  EXPECT_EQ(store.install(wrong_tree.dump()).at("reason"),
+            "manifest does not match the authorised tree root");
   EXPECT_TRUE(fs::is_empty(root_ / "objects"));
   EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
 
@@ -261,6 +289,113 @@ TEST_F(SkillStoreTest, RefusesAMismatchedMaterialIdentityOrSize) {
   EXPECT_EQ(store.install(request.dump()).at("outcome"), "applied");
   // Installed now; a mismatched expectation is still refused (no "applied" for other material).
   EXPECT_EQ(store.install(wrong_identity.dump()).at("reason"), "material identity digest mismatch");
+}
+
+// Every file must be its manifest entry, the manifest the one the authorised root names, and
+// the root the authorised one: anything else fails before publication, nothing left behind.
+TEST_F(SkillStoreTest, ATreeMustMatchItsManifestAndTheManifestItsRoot) {
+  SkillStore store(config());
+  const auto files = sample_tree(100000);
+  const Json request = tree_request("skill:pdf", source_tree("src", files), files);
+  const auto refused = [&](const Json& bad, const std::string& reason) {
+    const Json reply = store.install(bad.dump());
+    EXPECT_EQ(reply.at("outcome"), "failed") << reply.dump();
+    EXPECT_EQ(reply.value("reason", ""), reason);
+    EXPECT_FALSE(reply.contains("verification_digest"));
+    EXPECT_TRUE(fs::is_empty(root_ / "objects"));
+    EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+  };
+  // One altered resource byte (same size) under the original manifest and root.
+  auto altered = files;
+  altered["reference.md"][50000] = 'X';
+  Json bad = request;
+  bad["source"]["directory"] = source_tree("altered", altered).string();
+  refused(bad, "material file does not match its manifest entry");
+  // A resource grown past its entry: stopped while streaming.
+  auto grown = files;
+  grown["reference.md"] += "more";
+  bad["source"]["directory"] = source_tree("grown", grown).string();
+  refused(bad, "material file does not match its manifest entry");
+  // A file the manifest does not list.
+  auto extra = files;
+  extra["scripts/extra.sh"] = "echo extra\n";
+  bad["source"]["directory"] = source_tree("extra", extra).string();
+  refused(bad, "material source holds a file its manifest does not list");
+  // The altered tree's own manifest under the original root (its files match it; the root
+  // names another manifest).
+  bad = request;
+  bad["source"]["directory"] = source_tree("altered-2", altered).string();
+  bad["manifest"] = manifest_of(altered);
+  refused(bad, "manifest does not match the authorised tree root");
+  // A root whose manifest_sha256 is not the manifest's: size and identity consistent with it.
+  const std::string other_root = root_of(files, manifest_of(altered));
+  bad = request;
+  bad["content_sha256"] = sha256_hex(other_root);
+  bad["content_bytes"] = other_root.size();
+  bad["material_identity_digest"] =
+      material_identity_digest("skill:pdf", sha256_hex(other_root), other_root.size());
+  refused(bad, "manifest does not match the authorised tree root");
+
+  // Malformed manifests are request errors.
+  bad = request;
+  bad.erase("manifest");
+  CTX_EXPECT_THROW(store.install(bad.dump()), InvalidArgument, "manifest");
+  bad["manifest"] = " " + manifest_of(files);
+  CTX_EXPECT_THROW(store.install(bad.dump()), InvalidArgument, "manifest");
+  bad["manifest"] = "{\"files\":[],\"schema\":\"ctx.skill-tree-v1\"}";
+  CTX_EXPECT_THROW(store.install(bad.dump()), InvalidArgument, "manifest");
+  Json inline_body = file_request();
+  inline_body["manifest"] = manifest_of(files);
+  CTX_EXPECT_THROW(store.install(inline_body.dump()), InvalidArgument, "manifest");
+  EXPECT_TRUE(fs::is_empty(root_ / "objects"));
+
+  EXPECT_EQ(store.install(request.dump()).at("outcome"), "applied");
+}
+
+// A tree of 200 files: its manifest is far over the engine's 6000-byte material bound, its root
+// (the material) is not; it installs, reconciles and activates under the root's identity.
+TEST_F(SkillStoreTest, InstallsATwoHundredFileTreeUnderItsRoot) {
+  SkillStore store(config());
+  std::map<std::string, std::string> files = {{"SKILL.md", kBody}};
+  for (int i = 1; i < 200; ++i) {
+    files["references/part-" + std::to_string(i) + ".md"] = "part " + std::to_string(i) + "\n";
+  }
+  ASSERT_GT(manifest_of(files).size(), 6000u);
+  const Json request = tree_request("skill:pdf", source_tree("src", files), files);
+  const std::string tree = request.at("content_sha256");
+  const std::string root = root_of(files);
+  ASSERT_LE(root.size(), 6000u);
+  const std::string material = material_identity_digest("skill:pdf", tree, root.size());
+  const Json reply = store.install(request.dump());
+  ASSERT_EQ(reply.at("outcome"), "applied") << reply.dump();
+  EXPECT_EQ(reply.at("observed_material_identity_digest"), material);
+  EXPECT_EQ(listing(root_ / "objects" / tree).size(), 201u);  // 200 files and references/
+  const Json entry = {{"capability_id", "skill:pdf"}, {"content_sha256", tree}};
+  EXPECT_EQ(store.activate(entry.dump()).at("observed_material_identity_digest"), material);
+  const Json state = reconcile_of(store, "skill:pdf", tree);
+  EXPECT_EQ(state.at("install_state"), "applied");
+  EXPECT_EQ(state.at("active_material_identity_digest"), material);
+}
+
+// A SKILL.md over the plain bound, sent as a one-file tree: installed under the root's digest
+// (not the SKILL.md's), and reported with the root's identity.
+TEST_F(SkillStoreTest, InstallsALargeSkillMdAsAOneFileTree) {
+  SkillStore store(config());
+  const std::map<std::string, std::string> files = {
+      {"SKILL.md", std::string(kBody) + std::string(12000, 'x')}};
+  const Json request = tree_request("skill:big", source_tree("src", files), files);
+  const std::string tree = request.at("content_sha256");
+  ASSERT_NE(tree, sha256_hex(files.at("SKILL.md")));
+  const Json reply = store.install(request.dump());
+  ASSERT_EQ(reply.at("outcome"), "applied") << reply.dump();
+  EXPECT_EQ(reply.at("form"), "tree");
+  const std::string material = material_identity_digest("skill:big", tree, root_of(files).size());
+  EXPECT_EQ(reply.at("observed_material_identity_digest"), material);
+  EXPECT_EQ(read(root_ / "objects" / tree / "SKILL.md"), files.at("SKILL.md"));
+  EXPECT_EQ(reconcile_of(store, "skill:big", tree).at("install_state"), "applied");
+  EXPECT_EQ(store.activate(Json{{"capability_id", "skill:big"}, {"content_sha256", tree}}.dump())
+                .at("observed_material_identity_digest"),
+            material);
 }
 
 TEST_F(SkillStoreTest, SizeCapsRefuseWhileStreaming) {
@@ -292,7 +427,7 @@ TEST_F(SkillStoreTest, DefaultCapsAcceptATreeAtTheSharedBounds) {
   const Json applied =
       store.install(tree_request("skill:pdf", source_tree("at-cap", files), files).dump());
   ASSERT_EQ(applied.at("outcome"), "applied") << applied.dump();
-  const fs::path object = root_ / "objects" / sha256_hex(manifest_of(files));
+  const fs::path object = root_ / "objects" / sha256_hex(root_of(files));
   EXPECT_EQ(fs::file_size(object / "references" / "big.bin"), sdk::kMaxTreeFileBytes);
 
   files["references/big.bin"].push_back('b');
@@ -321,7 +456,8 @@ TEST_F(SkillStoreTest, RefusesSourcesThatAreNotPlainTrees) {
             "material source holds a name the store does not accept");
   fs::remove_all(source / ".git");
   fs::remove(source / "SKILL.md");
-  EXPECT_EQ(store.install(request.dump()).at("reason"), "material tree has no top-level SKILL.md");
+  EXPECT_EQ(store.install(request.dump()).at("reason"),
+            "material source lacks a file its manifest lists");
   Json missing = request;
   missing["source"]["directory"] = (base_ / "nowhere").string();
   EXPECT_EQ(store.install(missing.dump()).at("reason"), "material source could not be opened");
@@ -378,7 +514,7 @@ TEST_F(SkillStoreTest, ActivationExposesTheTreeWhereTheHostLooks) {
 
   ASSERT_EQ(store.install(request.dump()).at("outcome"), "applied");
   const std::string material =
-      material_identity_digest("skill:pdf", tree, manifest_of(files).size());
+      material_identity_digest("skill:pdf", tree, root_of(files).size());
   const Json activated = store.activate(entry.dump());
   EXPECT_EQ(activated.at("outcome"), "applied");
   EXPECT_EQ(activated.at("active_sha256"), tree);

@@ -188,7 +188,8 @@ class FlawedInstaller final : public ctx::sdk::Installer {
     }
   }
   fs::path marker(const std::string& id) const { return root_ / ("active-" + sha256_hex(id)); }
-  // The tree manifest of plugin_abi.h over the regular files below `dir`, polling per file.
+  // The tree root of plugin_abi.h (the material: totals and the manifest's digest) over the
+  // regular files below `dir`, polling per file.
   std::string manifest(const fs::path& dir) {
     std::map<std::string, std::string> files;
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
@@ -198,10 +199,18 @@ class FlawedInstaller final : public ctx::sdk::Installer {
       }
     }
     Json list = Json::array();
+    std::size_t total = 0;
     for (const auto& [path, bytes] : files) {
       list.push_back({{"bytes", bytes.size()}, {"path", path}, {"sha256", sha256_hex(bytes)}});
+      total += bytes.size();
     }
-    return Json{{"files", list}, {"schema", "ctx.skill-tree-v1"}}.dump(-1, ' ', true);
+    const std::string text =
+        Json{{"files", list}, {"schema", "ctx.skill-tree-v1"}}.dump(-1, ' ', true);
+    return Json{{"bytes", total},
+                {"files", files.size()},
+                {"manifest_sha256", sha256_hex(text)},
+                {"schema", "ctx.skill-tree-root-v1"}}
+        .dump(-1, ' ', true);
   }
 
   ctx::sdk::Host host_;

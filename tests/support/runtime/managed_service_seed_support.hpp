@@ -233,16 +233,12 @@ engine::EngineEvent replace_event(const engine::EngineEvent& event, Edit edit) {
   return engine::EngineEvent::create(std::move(fields));
 }
 
-// The installable material: kInstallableSkillBody (the seeds' plain form), or the tree manifest
+// The installable material: kInstallableSkillBody (the seeds' plain form), or the tree root
 // (plugin_abi.h "Tree material") of `tree` when one is given.
 inline std::string installable_material(
     const std::optional<std::vector<runtime::InstallBodyFile>>& tree) {
   if (!tree) return std::string(kInstallableSkillBody);
-  std::vector<sdk::TreeFile> files;
-  for (const auto& file : *tree) {
-    files.push_back({file.path, file.bytes.size(), core::sha256_hex(file.bytes)});
-  }
-  return sdk::tree_manifest_text(std::move(files));
+  return runtime::tree_material_of(*tree).root;
 }
 
 // The seeds' _install_bundle: a v2 skill descriptor bound to `material` (by default
@@ -273,7 +269,8 @@ inline engine::InstallPlanningBundle install_bundle(const std::string& capabilit
 
 // The seeds' _BodySource: the trusted source of install bodies; counts loads and fails the next
 // fail_next_loads(n) loads ("simulated trusted body-source failure"). Serves
-// kInstallableSkillBody, or the tree given to set_tree (SetupArgs::tree).
+// kInstallableSkillBody, or the tree given to set_tree (SetupArgs::tree); serve_files makes a
+// tree body carry other files beside that tree's root (a body that does not match its material).
 class BodySource final : public runtime::InstallBodySource {
  public:
   runtime::InstallBody load(const engine::MaterialIdentity&) override {
@@ -283,7 +280,12 @@ class BodySource final : public runtime::InstallBodySource {
       --fail_loads_remaining_;
       throw std::runtime_error("simulated trusted body-source failure");
     }
+    if (served_files_) return {installable_material(tree_), served_files_};
     return {installable_material(tree_), tree_};
+  }
+  void serve_files(std::optional<std::vector<runtime::InstallBodyFile>> files) {
+    std::lock_guard lock(mutex_);
+    served_files_ = std::move(files);
   }
   void set_tree(std::optional<std::vector<runtime::InstallBodyFile>> tree) {
     std::lock_guard lock(mutex_);
@@ -302,7 +304,8 @@ class BodySource final : public runtime::InstallBodySource {
   mutable std::mutex mutex_;
   int load_calls_ = 0;            // GUARDED_BY(mutex_)
   int fail_loads_remaining_ = 0;  // GUARDED_BY(mutex_)
-  std::optional<std::vector<runtime::InstallBodyFile>> tree_;  // GUARDED_BY(mutex_)
+  std::optional<std::vector<runtime::InstallBodyFile>> tree_;          // GUARDED_BY(mutex_)
+  std::optional<std::vector<runtime::InstallBodyFile>> served_files_;  // GUARDED_BY(mutex_)
 };
 
 struct SetupArgs {

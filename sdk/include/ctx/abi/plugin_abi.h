@@ -140,20 +140,20 @@ typedef struct ctx_verifier_ops {
  *   decimal, strings ASCII-only with every non-ASCII character \u-escaped (lower-case hex).
  *   Example: {"capability_id":"skill:pdf","content_bytes":5,"content_sha256":"<64 hex>",
  *   "kind":"skill","schema":"ctx.material-identity-v2"}.
- * Tree material (a directory of files: a skill's SKILL.md plus its resources) is content-addressed
- * by its manifest, and the manifest text is the material the digest above describes:
- *   "content_sha256" = the tree digest = lower-case hex SHA-256 of the canonical JSON text of
- *     {"files": [{"bytes": <byte count>, "path": <relative path>, "sha256": <hex sha-256 of the
- *      file>}, ...], "schema": "ctx.skill-tree-v1"}
- *   with one entry per regular file, sorted bytewise by path, paths '/'-separated of 1..8
- *   components matching [A-Za-z0-9_][A-Za-z0-9._-]{0,127} (no symlinks, no hidden names), and a
- *   top-level "SKILL.md"; "content_bytes" = the byte length of that manifest text.
- *   ctx/sdk/skill_tree.hpp (header-only C++) builds this text; the host and the in-tree
- *   installer use it.
- *   Example manifest: {"files":[{"bytes":5,"path":"SKILL.md","sha256":"2cf24dba..."}],
- *   "schema":"ctx.skill-tree-v1"}.
- * A single-file skill sent inline ("content") keeps the plain form: content_sha256 and
- * content_bytes of the SKILL.md bytes themselves.
+ * Tree material (a directory: a skill's SKILL.md plus its resources) is named by its tree root:
+ *   manifest = canonical JSON {"files": [{"bytes": <n>, "path": <relative path>, "sha256": <hex
+ *     sha-256 of the file>}, ...], "schema": "ctx.skill-tree-v1"}, one entry per regular file,
+ *     sorted bytewise by path; paths '/'-separated of 1..8 components [A-Za-z0-9_][A-Za-z0-9._-]
+ *     {0,127} (no symlinks, no hidden names); a top-level "SKILL.md" is required;
+ *   root = canonical JSON {"bytes": <the entries' byte counts summed>, "files": <entry count>,
+ *     "manifest_sha256": <hex sha-256 of the manifest text>, "schema": "ctx.skill-tree-root-v1"},
+ *     at most 178 bytes; "content_sha256" = sha-256 of the root text, "content_bytes" its length.
+ *   An install sends the manifest text ("manifest") with "source": {"directory"}; it is applied
+ *   only when every file read equals its entry, nothing unlisted is there and the manifest's root
+ *   hashes to content_sha256; replies report the root's MaterialIdentity digest.
+ *   ctx/sdk/skill_tree.hpp (header-only C++) spells both texts; host and in-tree installer use it.
+ * A skill that is one top-level SKILL.md of at most 6000 bytes keeps the plain form: content_sha256
+ * and content_bytes of the SKILL.md bytes themselves; ctx sends any other skill as tree material.
  * The engine records an activation as applied only when the reported digest equals the
  * authorised one; anything else is a failed or indeterminate observation. */
 typedef struct ctx_installer_ops {

@@ -1,15 +1,26 @@
 // File: ctx/sdk/skill_tree.hpp
 //
-// The skill tree manifest: the content address of a directory-tree skill (SKILL.md plus resource
-// files), header-only so the host (catalog import, install execution) and installer plugins build
-// the one canonical text plugin_abi.h ("Tree material") states. Its text is the tree's material:
-// content_sha256 = sha256 of the text, content_bytes = its length. Thread-safe (pure functions).
+// The content address of a directory-tree skill (SKILL.md plus resource files), header-only so
+// the host (catalog import, install execution) and installer plugins spell the two canonical
+// texts plugin_abi.h ("Tree material") states. Thread-safe (pure functions).
 //
+// The manifest (schema "ctx.skill-tree-v1") lists every file:
 //   {"files":[{"bytes":<n>,"path":"<relative path>","sha256":"<hex>"},...],
 //    "schema":"ctx.skill-tree-v1"}
 // files sorted bytewise by path, each path unique; "SKILL.md" at the top level is required.
-// Every string in it is ASCII without characters JSON escapes (the path and digest rules below),
-// so the text is canonical JSON (keys bytewise sorted, compact) spelled directly.
+// The tree root (schema "ctx.skill-tree-root-v1") is the tree's material: fixed-size whatever
+// the tree holds, so every tree within the shared bounds below fits the engine's 6000-byte
+// MaterialIdentity bound:
+//   {"bytes":<all files' bytes together>,"files":<file count>,
+//    "manifest_sha256":"<hex sha-256 of the manifest text>","schema":"ctx.skill-tree-root-v1"}
+// content_sha256 = sha256 of the root text (the tree digest), content_bytes = its length (at
+// most kMaxTreeRootChars). The manifest travels beside the root (the installer's "manifest"
+// request field): each file is checked against its manifest entry, the manifest against the
+// root's manifest_sha256, the root against the authorised content digest.
+// A plain skill (one top-level SKILL.md of at most kMaxPlainSkillBytes) keeps the plain form
+// instead: its material is the SKILL.md bytes themselves (is_plain_skill).
+// Every string in either text is ASCII without characters JSON escapes (the path and digest rules
+// below), so both are canonical JSON (keys bytewise sorted, compact) spelled directly.
 #ifndef CTX_SDK_SKILL_TREE_HPP_
 #define CTX_SDK_SKILL_TREE_HPP_
 
@@ -25,6 +36,13 @@
 namespace ctx::sdk {
 
 inline constexpr std::string_view kSkillTreeSchema = "ctx.skill-tree-v1";
+inline constexpr std::string_view kSkillTreeRootSchema = "ctx.skill-tree-root-v1";
+// The longest root text: both counts at 20 digits.
+inline constexpr std::size_t kMaxTreeRootChars = 178;
+// The largest SKILL.md that keeps the plain form: the engine's MaterialIdentity content bound
+// (engine spec, MaterialIdentity: content_bytes 1..6000). A larger SKILL.md-only skill is a
+// one-file tree.
+inline constexpr std::uint64_t kMaxPlainSkillBytes = 6000;
 inline constexpr char kSkillFile[] = "SKILL.md";
 inline constexpr std::size_t kMaxTreeDepth = 8;
 inline constexpr std::size_t kMaxTreeComponentChars = 128;
@@ -108,6 +126,41 @@ inline std::string tree_manifest_text(std::vector<TreeFile> files) {
   text += kSkillTreeSchema;
   text += "\"}";
   return text;
+}
+
+// True when `files` is a plain skill: exactly one file, the top-level SKILL.md, of
+// 1..kMaxPlainSkillBytes bytes. Anything else is tree material.
+inline bool is_plain_skill(const std::vector<TreeFile>& files) noexcept {
+  return files.size() == 1 && files.front().path == kSkillFile && files.front().bytes >= 1 &&
+         files.front().bytes <= kMaxPlainSkillBytes;
+}
+
+// The tree root text of a tree of `files` files holding `bytes` bytes together whose manifest
+// text hashes to `manifest_sha256`.
+// Errors: InvalidArgument when `files` is 0 or `manifest_sha256` is not lower-case hex SHA-256.
+inline std::string tree_root_text(std::uint64_t bytes, std::uint64_t files,
+                                  std::string_view manifest_sha256) {
+  if (files == 0) throw InvalidArgument("skill tree root needs at least one file");
+  if (!skill_tree_internal::is_sha256_hex(manifest_sha256)) {
+    throw InvalidArgument("skill tree root manifest digest is not a lower-case sha-256 digest");
+  }
+  std::string text = "{\"bytes\":" + std::to_string(bytes) +
+                     ",\"files\":" + std::to_string(files) + ",\"manifest_sha256\":\"";
+  text += manifest_sha256;
+  text += "\",\"schema\":\"";
+  text += kSkillTreeRootSchema;
+  text += "\"}";
+  return text;
+}
+
+// The root text of the tree `files` whose manifest text (tree_manifest_text(files)) hashes to
+// `manifest_sha256`: the byte total and count taken from `files`.
+// Errors: InvalidArgument as tree_root_text.
+inline std::string tree_root_text(const std::vector<TreeFile>& files,
+                                  std::string_view manifest_sha256) {
+  std::uint64_t bytes = 0;
+  for (const TreeFile& file : files) bytes += file.bytes;
+  return tree_root_text(bytes, files.size(), manifest_sha256);
 }
 
 }  // namespace ctx::sdk

@@ -181,15 +181,17 @@ TEST_F(ConsentDecisionTest, ApproveInstallsAndActivatesOnceAndASecondApproveIsRe
 
 // The example pdf-export skill holds a resource (scripts/export.py): the grant installs the whole
 // tree content-addressed under its tree digest, activation exposes every file, and the engine's
-// durable install outcome names the tree MaterialIdentity (content digest = the tree digest of
-// the catalog folder's files, content bytes = the manifest length).
+// durable install outcome names the tree MaterialIdentity (content digest = the tree digest: the
+// sha256 of the tree root over the catalog folder's manifest, content bytes = the root length).
 TEST_F(ConsentDecisionTest, ApproveInstallsTheWholeSkillTreeUnderItsTreeMaterialIdentity) {
   const fs::path folder = fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export";
   const std::string script = read_file(folder / "scripts/export.py");
-  const std::string manifest = sdk::tree_manifest_text(
-      {{"SKILL.md", catalog_skill().size(), core::sha256_hex(catalog_skill())},
-       {"scripts/export.py", script.size(), core::sha256_hex(script)}});
-  const std::string tree_digest = core::sha256_hex(manifest);
+  const std::vector<sdk::TreeFile> files = {
+      {"SKILL.md", catalog_skill().size(), core::sha256_hex(catalog_skill())},
+      {"scripts/export.py", script.size(), core::sha256_hex(script)}};
+  const std::string root =
+      sdk::tree_root_text(files, core::sha256_hex(sdk::tree_manifest_text(files)));
+  const std::string tree_digest = core::sha256_hex(root);
 
   const CtxRun approved =
       ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string(), "--json"}));
@@ -210,7 +212,7 @@ TEST_F(ConsentDecisionTest, ApproveInstallsTheWholeSkillTreeUnderItsTreeMaterial
   const std::string expected =
       engine::MaterialIdentity::create("skill:pdf-export", engine::CapabilityKind::kSkill,
                                        tree_digest,
-                                       static_cast<std::int64_t>(manifest.size()))
+                                       static_cast<std::int64_t>(root.size()))
           .identity_digest();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2((state_ / "service" / "journal.sqlite3").c_str(), &db,

@@ -114,19 +114,20 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
       static_cast<std::int64_t>(bytes.size()));
   EXPECT_EQ(material.material_identity("skill:csv-cleanup"), identity);
   EXPECT_EQ(material.material_content("skill:csv-cleanup"), bytes);
-  // A skill with resources: the tree manifest of its folder (content digest = tree digest,
-  // content bytes = manifest length), here built from the example folder's files.
+  // A skill with resources: the tree root over its folder's manifest (content digest = tree
+  // digest, content bytes = root length), here built from the example folder's files.
   std::vector<sdk::TreeFile> files;
   for (const char* path : {"SKILL.md", "scripts/export.py"}) {
     const std::string file = read(kExamples / "skills/pdf-export" / path);
     files.push_back({path, file.size(), core::sha256_hex(file)});
   }
-  const std::string manifest = sdk::tree_manifest_text(files);
+  const std::string root =
+      sdk::tree_root_text(files, core::sha256_hex(sdk::tree_manifest_text(files)));
   const auto tree = engine::MaterialIdentity::create(
-      "skill:pdf-export", engine::CapabilityKind::kSkill, core::sha256_hex(manifest),
-      static_cast<std::int64_t>(manifest.size()));
+      "skill:pdf-export", engine::CapabilityKind::kSkill, core::sha256_hex(root),
+      static_cast<std::int64_t>(root.size()));
   EXPECT_EQ(material.material_identity("skill:pdf-export"), tree);
-  EXPECT_EQ(material.material_content("skill:pdf-export"), manifest);
+  EXPECT_EQ(material.material_content("skill:pdf-export"), root);
   CatalogInstallBundlePort install(imported.catalog);
   const auto bundle = install.describe_bundle("skill:pdf-export", engine::CapabilityKind::kSkill);
   ASSERT_TRUE(bundle.has_value());

@@ -127,10 +127,10 @@ TEST(CatalogImport, ImportsEveryKindWithContentAddressedObjects) {
   EXPECT_EQ(graph->node_count(), 5);
 }
 
-// A skill folder with resources: its material is the tree manifest (plugin_abi.h "Tree
-// material", spelled out here), stored as one more object; a SKILL.md-only skill keeps the plain
-// form and its manifest entry has exactly the keys it had before trees existed.
-TEST(CatalogImport, ASkillWithResourcesStoresItsTreeManifestAsItsMaterial) {
+// A skill folder with resources: its material is the tree root over its manifest (plugin_abi.h
+// "Tree material", both spelled out here), stored as one more object; a SKILL.md-only skill keeps
+// the plain form and its manifest entry has exactly the keys it had before trees existed.
+TEST(CatalogImport, ASkillWithResourcesStoresItsTreeRootAsItsMaterial) {
   Fixture f;
   import_catalog(f.catalog, f.state);
   const auto catalog = ImportedCatalog::open(f.state);
@@ -144,10 +144,13 @@ TEST(CatalogImport, ASkillWithResourcesStoresItsTreeManifestAsItsMaterial) {
       ",\"path\":\"SKILL.md\",\"sha256\":\"" + core::sha256_hex(skill) + "\"},{\"bytes\":" +
       std::to_string(script.size()) + ",\"path\":\"scripts/export.py\",\"sha256\":\"" +
       core::sha256_hex(script) + "\"}],\"schema\":\"ctx.skill-tree-v1\"}";
+  const std::string root = "{\"bytes\":" + std::to_string(skill.size() + script.size()) +
+                           ",\"files\":2,\"manifest_sha256\":\"" + core::sha256_hex(manifest) +
+                           "\",\"schema\":\"ctx.skill-tree-root-v1\"}";
   EXPECT_EQ(pdf->tree->path, "skills/pdf-export");
-  EXPECT_EQ(pdf->tree->sha256, core::sha256_hex(manifest));
-  EXPECT_EQ(pdf->tree->bytes, static_cast<std::int64_t>(manifest.size()));
-  EXPECT_EQ(catalog->read_object(pdf->tree->sha256), manifest);
+  EXPECT_EQ(pdf->tree->sha256, core::sha256_hex(root));
+  EXPECT_EQ(pdf->tree->bytes, static_cast<std::int64_t>(root.size()));
+  EXPECT_EQ(catalog->read_object(pdf->tree->sha256), root);
   EXPECT_EQ(pdf->primary.sha256, core::sha256_hex(skill));  // SKILL.md is still the primary file
 
   const CatalogEntry* csv = catalog->find("skill:csv-cleanup");
@@ -185,8 +188,45 @@ TEST(CatalogImport, AResourceAtTheSharedTreeFileCapImports) {
   ASSERT_NE(big, pdf->files.end());
   EXPECT_EQ(big->bytes, static_cast<std::int64_t>(kMaxResourceFileBytes));
   EXPECT_EQ(big->sha256, core::sha256_hex(at_cap));
-  EXPECT_NE(catalog->read_object(pdf->tree->sha256).find("\"references/big.bin\""),
-            std::string::npos);
+  EXPECT_NE(catalog->read_object(pdf->tree->sha256).find("\"files\":3,"), std::string::npos);
+}
+
+// Only a SKILL.md-only folder of at most 6000 bytes keeps the plain form; a larger SKILL.md is a
+// one-file tree (its root is its material), so every skill within the import caps has material
+// within the engine's bound. 200 files: the root stays fixed-size.
+TEST(CatalogImport, ALargeSkillMdAndAManyFileSkillAreTreesWithBoundedMaterial) {
+  Fixture f;
+  const std::string header = skill_md("csv-cleanup", "Clean CSV data.");
+  write(f.catalog / "skills/csv-cleanup/SKILL.md", header + std::string(6000 - header.size(), 'a'));
+  import_catalog(f.catalog, f.state);
+  EXPECT_FALSE(ImportedCatalog::open(f.state)->find("skill:csv-cleanup")->tree.has_value());
+
+  const std::string big = header + std::string(12000 - header.size(), 'a');
+  write(f.catalog / "skills/csv-cleanup/SKILL.md", big);
+  for (int i = 0; i < 199; ++i) {
+    write(f.catalog / ("skills/pdf-export/references/part-" + std::to_string(i) + ".md"),
+          "part " + std::to_string(i) + "\n");
+  }
+  import_catalog(f.catalog, f.state);
+  const auto catalog = ImportedCatalog::open(f.state);
+  const CatalogEntry* csv = catalog->find("skill:csv-cleanup");
+  ASSERT_NE(csv, nullptr);
+  ASSERT_TRUE(csv->tree.has_value());
+  const std::string manifest = "{\"files\":[{\"bytes\":12000,\"path\":\"SKILL.md\",\"sha256\":\"" +
+                               core::sha256_hex(big) + "\"}],\"schema\":\"ctx.skill-tree-v1\"}";
+  const std::string root = "{\"bytes\":12000,\"files\":1,\"manifest_sha256\":\"" +
+                           core::sha256_hex(manifest) +
+                           "\",\"schema\":\"ctx.skill-tree-root-v1\"}";
+  EXPECT_EQ(csv->tree->sha256, core::sha256_hex(root));
+  EXPECT_EQ(catalog->read_object(csv->tree->sha256), root);
+  EXPECT_EQ(csv->primary.sha256, core::sha256_hex(big));
+
+  const CatalogEntry* pdf = catalog->find("skill:pdf-export");
+  ASSERT_NE(pdf, nullptr);
+  ASSERT_TRUE(pdf->tree.has_value());
+  EXPECT_EQ(pdf->files.size(), 201u);
+  EXPECT_LE(pdf->tree->bytes, static_cast<std::int64_t>(sdk::kMaxTreeRootChars));
+  EXPECT_NE(catalog->read_object(pdf->tree->sha256).find("\"files\":201,"), std::string::npos);
 }
 
 TEST(CatalogImport, ImportsTheExampleCatalog) {

@@ -26,7 +26,10 @@
 //   target_identity -> {"device","inode","owner","mode": unsigned integers, "path": string}
 //   install  {"capability_id", "content_sha256", one body source: "content" (utf-8) |
 //             "content_base64" | "source": {"file": "<abs path>"} | "source": {"directory":
-//             "<abs dir of tree material>"}, optional "content_bytes", "material_identity_digest"}
+//             "<abs dir of tree material>"} with "manifest": <its manifest text>, optional
+//             "content_bytes", "material_identity_digest"}; tree material whose manifest is not
+//             the one the authorised root names, or whose files are not the manifest's, is never
+//             "applied" and leaves nothing installed
 //         -> {"outcome": "applied"|"failed"|"indeterminate", "observed_material_identity_digest",
 //             "verification_digest" (when applied), ...}; a content digest, content_bytes or
 //             material identity digest that does not match the bytes is never "applied" and
@@ -42,7 +45,7 @@
 //             active "active_material_identity_digest", "verification_digest"; optional
 //             "install_state" / "activation_state": "applied"|"absent"|"indeterminate", ...}]}
 //   Every material identity digest is the MaterialIdentity digest stated in plugin_abi.h (for
-//   tree material: of its manifest, "Tree material" there).
+//   tree material: of its tree root text, "Tree material" there).
 //
 // Supervision: the kit process never loads the plugin. It pins and loads it in a child process to
 // learn its kind, and runs every test in a child of its own (fork per test), where each plugin call
