@@ -1,8 +1,5 @@
 // SqliteJournalStore: the durable JournalStore and ClaimStore (spec §6) in one SQLite file,
-// WAL, synchronous FULL (but an install outcome commit is not fsynced: the receipt commit that
-// settles it syncs the log through it, and losing it in a power failure leaves a claim without an
-// outcome, which recovery settles from the installer's reconcile), busy_timeout, every write in
-// one BEGIN IMMEDIATE. One connection per
+// WAL, synchronous FULL, busy_timeout, every write in one BEGIN IMMEDIATE. One connection per
 // object; the object serialises its own calls (a mutex), and any number of objects may share one
 // file across threads and processes — SQLite's write lock orders their commits.
 // Opening is O(1) in stream length: it validates the file (private regular file, schema migrated
