@@ -8,12 +8,14 @@
 //        a 10-file tree (SKILL.md plus 9 resources, 27 KiB), verified against its manifest,
 //        staged and installed through the real skill-installer module (claim, outcome, receipt).
 // Prints `ratio resolve_consent/raw: X` (target <= 30), and resolve_consent_cpu_p50_us (the
-// calling thread's CPU time, user + system, of one resolve: the part no disk makes faster).
+// calling thread's CPU time, user + system, of one resolve: the part no disk makes faster) with
+// its system (kernel) part, resolve_consent_system_cpu_p50_us.
 // Files go to $CTX_BENCH_DIR (default: the system temp directory).
 #include <benchmark/benchmark.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +59,24 @@ int count_files(const fs::path& dir) {
 double thread_cpu_seconds() {
   timespec now{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// System (kernel) CPU time of the calling thread, in seconds.
+double thread_system_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_THREAD, &usage);
+  return static_cast<double>(usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_stime.tv_usec) * 1e-6;
+}
+
+// With CTX_BENCH_MARKS set, each resolve is bracketed by access("/ctx-mark") (a syscall strace
+// shows, so a trace can be cut to the resolve windows) and a "MARK <begin> <end>" stderr line in
+// CLOCK_MONOTONIC seconds (perf record -k CLOCK_MONOTONIC samples can be cut the same way).
+double mark() {
+  ::access("/ctx-mark", F_OK);
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
@@ -192,6 +212,7 @@ void BM_ResolveConsent(benchmark::State& state) {
   const ctx::core::Json config = {{"public_key_pem", key().public_pem()}};
   // Baseline samples interleaved with the decisions, so both see the same disk load.
   RawVerifyCommit raw(dir);
+  const bool marks = std::getenv("CTX_BENCH_MARKS") != nullptr;
   int n = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -206,9 +227,16 @@ void BM_ResolveConsent(benchmark::State& state) {
     state.ResumeTiming();
     const auto start = Clock::now();
     const double cpu_start = thread_cpu_seconds();
+    const double system_start = thread_system_seconds();
+    const double mark_begin = marks ? mark() : 0;
     const auto result = seed.service().resolve_consent(payload);
+    if (marks) {
+      const double mark_end = mark();
+      std::fprintf(stderr, "MARK %.9f %.9f\n", mark_begin, mark_end);
+    }
     g_samples["resolve"].push_back(seconds_since(start));
     g_samples["resolve_cpu"].push_back(thread_cpu_seconds() - cpu_start);
+    g_samples["resolve_system_cpu"].push_back(thread_system_seconds() - system_start);
     state.PauseTiming();
     if (result.outcome() != ctx::runtime::ManagedConsentOutcome::kInstalledInactive) {
       state.SkipWithError("resolve_consent did not install");
@@ -247,6 +275,8 @@ int main(int argc, char** argv) {
     std::printf("resolve_consent_p50_us: %.1f\n", resolve * 1e6);
     std::printf("resolve_consent_cpu_p50_us: %.1f\n",
                 percentile(g_samples["resolve_cpu"], 0.5) * 1e6);
+    std::printf("resolve_consent_system_cpu_p50_us: %.1f\n",
+                percentile(g_samples["resolve_system_cpu"], 0.5) * 1e6);
     std::printf("resolve_consent_p99_us: %.1f\n", percentile(g_samples["resolve"], 0.99) * 1e6);
     std::printf("ratio resolve_consent/raw: %.2f\n", resolve / interleaved);
   }

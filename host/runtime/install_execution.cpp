@@ -434,9 +434,18 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
       report.claim_was_new = false;  // another owner claimed it first: continue from its claim
     }
     crash_point(crash_points::kAfterInstallClaim);
-    status = engine.install_execution_status(action);
-    if (!status.claimed || status.execution_binding_digest != captured.binding_digest()) {
-      throw InstallExecutionError("install claim was not durably bound to the captured actuator");
+    if (report.claim_was_new) {
+      // The claim this call committed (BEGIN IMMEDIATE, no claim of the action before it, so no
+      // outcome or settlement either), bound to `captured`: nothing to read back.
+      status = engine::InstallExecutionStatus{};
+      status.claimed = true;
+      status.execution_binding_digest = captured.binding_digest();
+    } else {
+      status = engine.install_execution_status(action);
+      if (!status.claimed || status.execution_binding_digest != captured.binding_digest()) {
+        throw InstallExecutionError(
+            "install claim was not durably bound to the captured actuator");
+      }
     }
   }
 

@@ -1,5 +1,6 @@
 #include "host/store/sqlite_journal_store.hpp"
 
+#include <exception>
 #include <utility>
 
 #include "host/store/authority_table.hpp"
@@ -30,6 +31,7 @@ class SqliteJournalStore::Impl {
        const SqliteJournalOptions& options)
       : db_(path, Database::Mode::kReadWrite, options.busy_timeout_ms),
         clock_(clock),
+        synchronous_(options.synchronous),
         journal_(db_),
         install_(db_, journal_),
         activation_(db_, journal_) {
@@ -161,6 +163,31 @@ class SqliteJournalStore::Impl {
     return in_write([&] { return table.record_outcome(facts, now_fn()); });
   }
 
+  // An install outcome commit is not fsynced (WAL at synchronous NORMAL for this one
+  // transaction; FULL again after): it is durable against a process crash when it returns, and
+  // the receipt commit that settles it (FULL) syncs the log up to and including it. A power loss
+  // between the two loses only the outcome row, which leaves the state of a crash between the
+  // driver's install and the outcome commit — a claim without an outcome, which recovery
+  // settles from the installer's reconcile without re-applying
+  // (InstallOutcomeCrash.KillingTheProcessAfterTheDriverInstalledSettlesOnceWithoutReapplying).
+  ExecutionOutcome record_install_outcome_unsynced(const OutcomeFacts& facts) {
+    if (synchronous_ != Synchronous::kFull) return record_with(install_, facts);
+    db_.cached("PRAGMA synchronous=NORMAL")->run();
+    struct RestoreFull {
+      Database& db;
+      ~RestoreFull() {
+        try {
+          db.cached("PRAGMA synchronous=FULL")->run();
+        } catch (...) {
+          // Setting the pragma does no I/O; should it ever fail, stop rather than keep
+          // committing unsynced.
+          std::terminate();
+        }
+      }
+    } restore{db_};
+    return record_with(install_, facts);
+  }
+
   template <typename Table>
   Authority load(Table& table, const StreamId& stream, std::string_view action_id) {
     Transaction tx(db_, Transaction::Kind::kDeferred);
@@ -170,6 +197,7 @@ class SqliteJournalStore::Impl {
  private:
   Database db_;
   const core::Clock& clock_;
+  Synchronous synchronous_;
   JournalTable journal_;
   InstallAuthorityTable install_;
   ActivationAuthorityTable activation_;
@@ -239,8 +267,7 @@ ActionClaim SqliteJournalStore::claim_activation(const ClaimRequest& request) {
 ExecutionOutcome SqliteJournalStore::record_install_outcome(
     const engine::InstallOutcomeRequest& request) {
   std::lock_guard lock(mutex_);
-  return impl_->record_with(
-      impl_->install(),
+  return impl_->record_install_outcome_unsynced(
       OutcomeFacts{request.stream, request.action_json, request.execution_binding_digest,
                    request.verification_digest, request.observed_material_identity_digest,
                    request.outcome, request.expected_result_material_identity_digest});

@@ -135,6 +135,8 @@ InstallConsentPolicy InstallPolicyStore::load() const {
 
 bool InstallPolicyStore::has_persisted() const { return read_current().has_value(); }
 
+std::optional<InstallConsentPolicy> InstallPolicyStore::persisted() const { return read_current(); }
+
 void InstallPolicyStore::persist(const InstallConsentPolicy& policy) const {
   ensure_private_dir(root_, kWhat);
   ExclusiveFileLock lock(lock_path(), std::chrono::seconds(30));

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -125,6 +126,9 @@ class InstallPolicyStore {
   InstallConsentPolicy load() const;
   // True when a valid current file exists. Errors: as load().
   bool has_persisted() const;
+  // The persisted current policy, or nullopt when none exists: has_persisted() and load() in one
+  // read. Errors: as load().
+  std::optional<InstallConsentPolicy> persisted() const;
   // Writes the snapshot (which must equal any existing one), then replaces current.json.
   // Errors: InstallPolicyCorruption (a different snapshot exists); UnsafeStateFile; SystemError.
   void persist(const InstallConsentPolicy& policy) const;

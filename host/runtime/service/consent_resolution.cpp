@@ -328,14 +328,19 @@ class ConsentResolution {
   ConsentOwner owner_of(const ConsentChallenge& challenge) const;
   ConsentContext context(EngineComposition& composition, const ConsentOwner& owner,
                          const ConsentChallenge& challenge, ContextRequirements needs) const;
+  ConsentContext recheck(EngineComposition& composition, const ConsentOwner& owner,
+                         const ConsentChallenge& challenge, ContextRequirements needs,
+                         const ConsentContext& before) const;
   engine::EngineEvent decision_event(const ConsentRecord& record, const ConsentContext& context,
                                      const ConsentOwner& owner) const;
   ManagedConsentResolutionResult result(const ConsentChallenge& challenge,
                                         ManagedConsentOutcome outcome, std::string reason,
-                                        bool with_next_challenge) const;
+                                        bool with_next_challenge,
+                                        const engine::Transition* committed = nullptr) const;
   ManagedConsentResolutionResult finish(EngineComposition& composition,
                                         const ConsentRecord& record, const ConsentOwner& owner,
-                                        const ConsentContext& context) const;
+                                        const ConsentContext& context,
+                                        const engine::Transition* decision = nullptr) const;
   std::optional<ManagedConsentResolutionResult> retire_if_expired(
       EngineComposition& composition, const ConsentRecord& record, const ConsentOwner& owner,
       const ConsentContext& context) const;
@@ -461,6 +466,33 @@ ConsentContext ConsentResolution::context(EngineComposition& composition,
                         capability->selection, std::move(binding)};
 }
 
+// context() again, after authentication. When the stream's head is still exactly `before`'s
+// (revision and record digest: the journal is append-only and digest-chained, so the same head
+// means the same records, state, pending consent and request, and so the same derivation), only
+// what lives outside the journal is re-derived: the current install binding, which must equal
+// `before`'s ("current install target no longer matches consent", as context() says when the
+// re-derived challenge differs). Any other head: context() in full.
+ConsentContext ConsentResolution::recheck(EngineComposition& composition,
+                                          const ConsentOwner& owner,
+                                          const ConsentChallenge& challenge,
+                                          ContextRequirements needs,
+                                          const ConsentContext& before) const {
+  const auto scope = engine::ScopeRef::from_json(challenge.fields().scope);
+  auto current = composition.snapshot(scope);
+  if (!needs.resolve_binding || !before.binding || current.revision != before.current.revision ||
+      current.record_digest != before.current.record_digest) {
+    return context(composition, owner, challenge, needs);
+  }
+  auto binding = current_binding(*before.selection.install_descriptor());
+  if (!(binding == *before.binding)) {
+    throw ManagedQueryHeadDriftError("current install target no longer matches consent");
+  }
+  ConsentContext out = before;
+  out.current = std::move(current);
+  out.binding.emplace(std::move(binding));
+  return out;
+}
+
 // §3.15: the interactive decision event of a decision-ready (or settled) broker record.
 engine::EngineEvent ConsentResolution::decision_event(const ConsentRecord& record,
                                                       const ConsentContext& context,
@@ -516,11 +548,14 @@ engine::EngineEvent ConsentResolution::decision_event(const ConsentRecord& recor
   return engine::EngineEvent::create(std::move(fields));
 }
 
-// A result for `challenge` at the current head of its stream.
+// A result for `challenge` at the current head of its stream. `committed`, when given, is a
+// transition this call committed on that stream: when the head is still its revision, the head
+// record is that transition's, and its actions are taken from it instead of re-parsed.
 ManagedConsentResolutionResult ConsentResolution::result(const ConsentChallenge& challenge,
                                                          ManagedConsentOutcome outcome,
                                                          std::string reason,
-                                                         bool with_next_challenge) const {
+                                                         bool with_next_challenge,
+                                                         const engine::Transition* committed) const {
   const auto& f = challenge.fields();
   const auto stream = engine::ScopeRef::from_json(f.scope).stream_id();
   store::SqliteJournalStore& journal = service_.journal_reader();
@@ -528,13 +563,18 @@ ManagedConsentResolutionResult ConsentResolution::result(const ConsentChallenge&
   if (head.revision < 1 || !head.record_digest) {
     throw ManagedQueryServiceError("managed consent stream has no journal head");
   }
-  auto tail = journal.read(stream, head.revision - 1);
-  if (tail.size() != 1) throw ManagedQueryHeadDriftError("managed consent stream head moved");
-  const auto transition = engine::Transition::from_json_text(tail.front().transition_json);
   std::optional<ManagedConsentChallengeProjection> next;
   if (with_next_challenge) {
     next.emplace(ManagedConsentChallengeProjection::of(challenge));
   }
+  if (committed != nullptr && committed->to_revision() == head.revision) {
+    return ManagedConsentResolutionResult::create(
+        challenge.digest(), f.capability_id, f.kind, outcome, std::move(reason), std::move(next),
+        summaries(committed->actions()), head.revision, *head.record_digest);
+  }
+  auto tail = journal.read(stream, head.revision - 1);
+  if (tail.size() != 1) throw ManagedQueryHeadDriftError("managed consent stream head moved");
+  const auto transition = engine::Transition::from_json_text(tail.front().transition_json);
   return ManagedConsentResolutionResult::create(
       challenge.digest(), f.capability_id, f.kind, outcome, std::move(reason), std::move(next),
       summaries(transition.actions()), tail.front().revision, tail.front().record_digest);
@@ -687,10 +727,13 @@ ManagedConsentResolutionResult ConsentResolution::expire(EngineComposition& comp
 }
 
 // §3.18: the decision is committed and settled; execute a granted install, then classify.
+// `decision`, when given, is the decision's transition this call committed (resolve()); without
+// it (recovery) the decision is read back from the journal.
 ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& composition,
                                                          const ConsentRecord& record,
                                                          const ConsentOwner& owner,
-                                                         const ConsentContext& context) const {
+                                                         const ConsentContext& context,
+                                                         const engine::Transition* decision) const {
   const auto& challenge = record.challenge;
   const auto event = decision_event(record, context, owner);
   if (record.state != ConsentState::kSettled || record.reservation_event_id != event.event_id() ||
@@ -699,7 +742,14 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
   }
   const auto& install = context.install();
   const auto scope = install.scope();
-  {
+  if (decision != nullptr) {
+    // Committed by this call through the journal, which refuses the event id with other content
+    // (EventIdCollision): its transition names the event and the revision it was committed at.
+    if (decision->event_id() != event.event_id() ||
+        decision->to_revision() != install.precondition_revision()) {
+      throw ManagedQueryServiceError("install consent decision is not its exact journal record");
+    }
+  } else {
     store::SqliteJournalStore& journal = service_.journal_reader();
     auto committed = journal.read(scope.stream_id(), install.precondition_revision() - 1);
     if (committed.empty() || committed.front().revision != install.precondition_revision() ||
@@ -714,8 +764,10 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
     if (pending_effect(*now.state, install.action_id())) {
       throw ManagedQueryServiceError("denied install consent left its install pending");
     }
-    return result(challenge, ManagedConsentOutcome::kDenied, "human-denied-install", false);
+    return result(challenge, ManagedConsentOutcome::kDenied, "human-denied-install", false,
+                  decision);
   }
+  std::optional<engine::Transition> installed_now;  // the receipt this call committed
   if (pending_effect(*now.state, install.action_id())) {
     if (now.state->pending_effects().size() != 1) {
       throw ManagedQueryServiceError("managed install effects must remain globally serialized");
@@ -728,7 +780,7 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
         (context.binding && !(binding == *context.binding))) {
       throw ManagedQueryHeadDriftError("current install target no longer matches consent");
     }
-    const auto report = composition.execute_install(
+    auto report = composition.execute_install(
         install, context.selection, binding,
         install.payload().at("policy_snapshot_digest").get<std::string>());
     if (report.execution_binding_digest != binding.binding_digest()) {
@@ -738,8 +790,10 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
       return result(challenge, ManagedConsentOutcome::kInstallIndeterminate,
                     "physical-install-outcome-indeterminate", false);
     }
+    installed_now = std::move(report.transition);
     now = composition.snapshot(scope);
   }
+  const engine::Transition* last = installed_now ? &*installed_now : decision;
   const auto* capability = now.state->capability(challenge.fields().capability_id);
   const auto& blocked = now.state->fields().blocked_install_descriptor_digests;
   const bool descriptor_blocked = std::find(blocked.begin(), blocked.end(),
@@ -747,13 +801,13 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
   if (capability != nullptr && capability->installed()) {
     return capability->active()
                ? result(challenge, ManagedConsentOutcome::kQuarantined,
-                        "installed-capability-is-already-active", false)
+                        "installed-capability-is-already-active", false, last)
                : result(challenge, ManagedConsentOutcome::kInstalledInactive,
-                        "physical-install-applied", false);
+                        "physical-install-applied", false, last);
   }
   if (descriptor_blocked && (capability == nullptr || !capability->installed())) {
     return result(challenge, ManagedConsentOutcome::kInstallFailed, "physical-install-failed",
-                  false);
+                  false, last);
   }
   throw ManagedQueryServiceError("granted install consent left no classifiable install state");
 }
@@ -784,10 +838,12 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   const ConsentChallenge& challenge = published.challenge;
   const ConsentOwner owner = owner_of(challenge);
   const auto policies = policy_store();
-  if (!policies || !policies->has_persisted()) {
+  const std::optional<InstallConsentPolicy> persisted =
+      policies ? policies->persisted() : std::nullopt;
+  if (!persisted) {
     throw ManagedQueryServiceError("signed install consent requires a persisted install policy");
   }
-  const InstallConsentPolicy policy = policies->load();
+  const InstallConsentPolicy& policy = *persisted;
   if (policy.policy_digest() != challenge.fields().policy_snapshot_digest) {
     throw ManagedQueryHeadDriftError("install policy changed before human authentication");
   }
@@ -802,7 +858,7 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   held.assert_current();
   const VerifiedHumanDecision decision =
       consent.authenticate(challenge, payload, *options_.verifier_registry);
-  const ConsentContext after = context(composition, owner, challenge, needs);
+  const ConsentContext after = recheck(composition, owner, challenge, needs, before);
   if (!after.same_authority(before)) {
     throw ManagedQueryHeadDriftError(
         "install consent authority changed after human authentication");
@@ -829,7 +885,7 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
     throw ManagedQueryServiceError("install consent broker did not settle its decision");
   }
   crash_point(consent_crash_points::kAfterDecisionCommit);
-  return finish(composition, settled, owner, after);
+  return finish(composition, settled, owner, after, &transition);
 }
 
 // §3.20.

@@ -30,18 +30,28 @@ namespace fs = std::filesystem;
 using ::ctx::testing::TempDir;
 using namespace ::ctx::testing::service;  // NOLINT(google-build-using-namespace)
 
-// The real installer; install() kills the process once the host's staging copy exists.
+// When the wrapped real installer's install() kills the process: before it runs (the host's
+// staging copy exists, nothing is published) or once it returned (the tree is installed and
+// synced, the host has not recorded the outcome).
+enum class Death { kBeforeInstall, kAfterInstall };
+
+// The real installer; install() kills the process at `death`.
 class DyingInstaller final : public ::ctx::testing::ForwardingInstaller {
  public:
-  using ForwardingInstaller::ForwardingInstaller;
-  core::Json install(const core::Json&) override {
+  DyingInstaller(std::shared_ptr<engine::InstallerPort> inner, Death death)
+      : ForwardingInstaller(std::move(inner)), death_(death) {}
+  core::Json install(const core::Json& request) override {
+    if (death_ == Death::kAfterInstall) ForwardingInstaller::install(request);
     ::raise(SIGKILL);
     return {};
   }
+
+ private:
+  Death death_;
 };
 
 // A service of this (forked) process on `setup`'s files whose installer dies in install().
-std::shared_ptr<ManagedQueryService> open_dying_service(const ServiceSetup& setup) {
+std::shared_ptr<ManagedQueryService> open_dying_service(const ServiceSetup& setup, Death death) {
   const ConsentSetup& consent = *setup.consent;
   auto registry = open_managed_artifact_registry(setup.tmp / "registry");
   auto artifact = registry->reopen(setup.artifact->manifest_digest(),
@@ -62,7 +72,7 @@ std::shared_ptr<ManagedQueryService> open_dying_service(const ServiceSetup& setu
       core::Json{{"root", consent.skill_root.string()}}.dump());
   options.install_actuators = std::make_shared<ManagedInstallActuators>(
       std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
-          {"ctx-skill-installer-v1", std::make_shared<DyingInstaller>(std::move(real))}},
+          {"ctx-skill-installer-v1", std::make_shared<DyingInstaller>(std::move(real), death)}},
       consent.host_identity_digest);
   return open_managed_query_service(std::move(options));
 }
@@ -81,12 +91,13 @@ std::vector<runtime::InstallBodyFile> three_file_tree() {
 }
 
 // Runs the dying install in a child; returns the child's pid after checking it was killed.
-pid_t kill_an_install(const ServiceSetup& setup, const ManagedDesiredSetRequest& request) {
+pid_t kill_an_install(const ServiceSetup& setup, const ManagedDesiredSetRequest& request,
+                      Death death = Death::kBeforeInstall) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     try {
-      open_dying_service(setup)->set_desired(request);
+      open_dying_service(setup, death)->set_desired(request);
     } catch (...) {
     }
     ::_exit(3);  // not killed: the install never reached the driver
@@ -154,6 +165,54 @@ TEST(InstallStagingCrash, AKilledInstallPublishesNothingAndRecoveryNeedsNoStagin
 
 TEST(InstallStagingCrash, LosingTheUnsyncedStagingCopyInACrashChangesNothing) {
   run_case(true);
+}
+
+// The journal's install-outcome commit is not fsynced (SqliteJournalStore); a power loss before
+// the receipt commit syncs it loses just that row. The state left is the one a process killed
+// after the driver installed and before the outcome commit leaves: a durable claim, no outcome,
+// the tree installed. Recovery settles it from the installer's reconcile (applied) exactly once,
+// never loading the body or calling the driver's install again, and the next choice installs.
+TEST(InstallOutcomeCrash, KillingTheProcessAfterTheDriverInstalledSettlesOnceWithoutReapplying) {
+  TempDir tmp;
+  SetupArgs args;
+  args.requested_limit = 2;
+  args.installable = true;
+  args.installable_count = 2;
+  args.tree = three_file_tree();
+  auto setup = make_setup(tmp.path(), args);
+  InstallConsentPolicy preapproved;
+  preapproved.skill_mode = InstallMode::kPreapprovedAuto;
+  setup.persist_policy(preapproved);
+  const fs::path skill_root = setup.consent->skill_root;
+  const auto prepared = setup.service->prepare(
+      ManagedQueryRequest::create(digest("outcome-crash-query"), "work-one"));
+  const auto request = ManagedDesiredSetRequest::create(
+      prepared.query_ref(), digest("outcome-crash-choice"),
+      {"skill:installable", "skill:installable-2"});
+
+  kill_an_install(setup, request, Death::kAfterInstall);
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claims"), 1);
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_outcomes"), 0);
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claim_settlements"), 0);
+  ASSERT_EQ(entries(skill_root / "objects").size(), 1u) << "the driver installed the first tree";
+
+  const auto loads_before = setup.consent->body_source->load_calls();
+  const auto recovered = setup.service->set_desired(request);
+  EXPECT_TRUE(recovered.failed_capability_ids().empty());
+  // Only the second capability's body is loaded: the first is never re-applied.
+  EXPECT_EQ(setup.consent->body_source->load_calls(), loads_before + 1);
+  const auto repeated = setup.service->set_desired(request);
+  EXPECT_EQ(repeated.journal_revision(), recovered.journal_revision());
+  EXPECT_EQ(repeated.journal_record_digest(), recovered.journal_record_digest());
+  EXPECT_EQ(setup.consent->body_source->load_calls(), loads_before + 1);
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claims"), 2);
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_outcomes"), 2);
+  EXPECT_EQ(sqlite_count(setup.journal_path, "engine_install_claim_settlements"), 2);
+  EXPECT_EQ(sqlite_scalar(setup.journal_path,
+                          "SELECT COUNT(*) FROM engine_install_outcomes WHERE outcome = 'applied'"),
+            "2");
+  // Both capabilities carry the same tree: one content-addressed object, installed once.
+  EXPECT_EQ(entries(skill_root / "objects").size(), 1u);
 }
 
 }  // namespace
