@@ -1,7 +1,9 @@
 // SqliteJournalStore: the durable JournalStore and ClaimStore (spec §6) in one SQLite file,
-// WAL, synchronous FULL, busy_timeout, every write in one BEGIN IMMEDIATE. One connection per
-// object; the object serialises its own calls (a mutex), and any number of objects may share one
-// file across threads and processes — SQLite's write lock orders their commits.
+// WAL, synchronous FULL (except record_install_outcome's commit, unsynced: the receipt commit that
+// follows syncs it, and losing it is the tested claim-without-outcome state), busy_timeout, every
+// write in one BEGIN IMMEDIATE. One connection per object; the object serialises its own calls (a
+// mutex), and any number of objects may share one file across threads and processes — SQLite's
+// write lock orders their commits.
 // Opening is O(1) in stream length: it validates the file (private regular file, schema migrated
 // to the current user_version and exactly the objects of §6.2, no triggers) and every claim /
 // outcome / settlement row against its journal anchors; verify() re-checks everything.
