@@ -91,19 +91,24 @@ CLI::App* add_plugin(CLI::App& app, Action& action) {
   CLI::App* plugin = app.add_subcommand("plugin", "the plugin lock file")->require_subcommand(1);
   const auto options = std::make_shared<PluginOptions>();
   const auto add_lock = [&](CLI::App* command) {
-    add_value(command, "--lock", options->lock, "the plugin lock file")->type_name("FILE")->required();
+    add_value(command, "--lock", options->lock, "the plugin lock file")
+        ->type_name("FILE")
+        ->required();
   };
   CLI::App* pin = plugin->add_subcommand("pin", "pin plugin files (trust on first use)");
   add_lock(pin);
   add_state(pin, options->state);
   pin->add_flag("--replace", options->replace, "re-pin a plugin whose bytes changed");
-  pin->add_option("PLUGIN.so", options->files, "the plugin files to pin")->required()->check(non_empty());
+  pin->add_option("PLUGIN.so", options->files, "the plugin files to pin")
+      ->required()
+      ->check(non_empty());
   runs(pin, action, options, run_plugin_pin);
 
   CLI::App* verify = plugin->add_subcommand("verify", "re-check every pinned plugin");
   add_lock(verify);
   add_state(verify, options->state);
-  CLI::Option* load = verify->add_flag("--load", options->load, "also load each plugin in a supervised child");
+  CLI::Option* load =
+      verify->add_flag("--load", options->load, "also load each plugin in a supervised child");
   verify->add_option("--timeout", options->timeout_seconds, "the deadline of each --load (10)")
       ->type_name("SECONDS")
       ->check(CLI::Range(1u, 86400u))
@@ -179,8 +184,11 @@ CLI::App* add_hooks(CLI::App& app, Action& action) {
             "the coding host")
         ->required()
         ->check(CLI::IsMember(hosts));
-    CLI::Option* project = add_value(command, "--project", options->project, "the project whose configuration to edit")->type_name("DIR");
-    command->add_flag("--user", options->user, "edit the user configuration (the default)")->excludes(project);
+    CLI::Option* project =
+        add_value(command, "--project", options->project, "the project whose configuration to edit")
+            ->type_name("DIR");
+    command->add_flag("--user", options->user, "edit the user configuration (the default)")
+        ->excludes(project);
     if (install) add_state(command, options->state);
     add_json(command, options->json);
     runs(command, action, options, run_hooks);
@@ -192,7 +200,9 @@ CLI::App* add_query(CLI::App& app, Action& action) {
   CLI::App* query = app.add_subcommand("query", "plan the current work")->require_subcommand(1);
   const auto prepare_options = std::make_shared<QueryPrepareOptions>();
   CLI::App* prepare = query->add_subcommand("prepare", "plan the current work FILE describes");
-  add_value(prepare, "--work", prepare_options->work, "the current work (JSON; - is stdin)")->type_name("FILE|-")->required();
+  add_value(prepare, "--work", prepare_options->work, "the current work (JSON; - is stdin)")
+      ->type_name("FILE|-")
+      ->required();
   add_state(prepare, prepare_options->state);
   add_json(prepare, prepare_options->json);
   runs(prepare, action, prepare_options, run_query_prepare);
@@ -212,8 +222,11 @@ CLI::App* add_desired(CLI::App& app, Action& action) {
   const auto options = std::make_shared<DesiredSetOptions>();
   CLI::App* set = desired->add_subcommand("set", "record the chosen subset of a plan");
   add_value(set, "QUERY_REF", options->query_ref, "a prepared query")->required();
-  add_value(set, "CAPABILITY_ID", options->capability_ids, "the chosen capabilities of its plan")->required();
-  set->add_option("--choice", options->choice, "an idempotency key for the choice")->type_name("ID")->check(sha256_hex());
+  add_value(set, "CAPABILITY_ID", options->capability_ids, "the chosen capabilities of its plan")
+      ->required();
+  set->add_option("--choice", options->choice, "an idempotency key for the choice")
+      ->type_name("ID")
+      ->check(sha256_hex());
   add_state(set, options->state);
   add_json(set, options->json);
   runs(set, action, options, run_desired_set);
@@ -236,21 +249,28 @@ CLI::App* add_consent(CLI::App& app, Action& action) {
     options->decision = decision;
     CLI::App* decide = consent->add_subcommand(
         decision == engine::Decision::kGranted ? "approve" : "deny", "sign and resolve a decision");
-    add_value(decide, "CHALLENGE_DIGEST", options->challenge_digest, "the challenge (ctx consent show)")->required();
-    add_value(decide, "--key", options->key, "your private signing key")->type_name("FILE")->required();
+    add_value(decide, "CHALLENGE_DIGEST", options->challenge_digest,
+              "the challenge (ctx consent show)")
+        ->required();
+    add_value(decide, "--key", options->key, "your private signing key")
+        ->type_name("FILE")
+        ->required();
     add_common(decide, options->common);
     runs(decide, action, options, run_consent_decide);
   }
 
   const auto resolve_options = std::make_shared<ConsentResolveOptions>();
   CLI::App* resolve = consent->add_subcommand("resolve", "resolve a signed decision assertion");
-  add_value(resolve, "--assertion", resolve_options->assertion, "the assertion (- is stdin)")->type_name("FILE|-")->required();
+  add_value(resolve, "--assertion", resolve_options->assertion, "the assertion (- is stdin)")
+      ->type_name("FILE|-")
+      ->required();
   add_common(resolve, resolve_options->common);
   runs(resolve, action, resolve_options, run_consent_resolve);
 
   const auto recover_options = std::make_shared<ConsentRecoverOptions>();
   CLI::App* recover = consent->add_subcommand("recover", "finish a challenge's durable state");
-  add_value(recover, "CHALLENGE_DIGEST", recover_options->challenge_digest, "the challenge")->required();
+  add_value(recover, "CHALLENGE_DIGEST", recover_options->challenge_digest, "the challenge")
+      ->required();
   add_common(recover, recover_options->common);
   runs(recover, action, recover_options, run_consent_recover);
 
@@ -265,8 +285,12 @@ CLI::App* add_consent(CLI::App& app, Action& action) {
   add_value(trust, "--principal", trust_options->principal, "the principal digest")
       ->type_name("DIGEST")
       ->required();
-  add_value(trust, "--verifier", trust_options->verifier, "the pinned verifier plugin id")->type_name("PLUGIN_ID")->required();
-  add_value(trust, "--config", trust_options->config, "the verifier configuration (the public key)")->type_name("FILE")->required();
+  add_value(trust, "--verifier", trust_options->verifier, "the pinned verifier plugin id")
+      ->type_name("PLUGIN_ID")
+      ->required();
+  add_value(trust, "--config", trust_options->config, "the verifier configuration (the public key)")
+      ->type_name("FILE")
+      ->required();
   add_common(trust, trust_options->common);
   runs(trust, action, trust_options, run_consent_trust);
   return consent;
@@ -321,7 +345,8 @@ CLI::App* add_demo(CLI::App& app, Action& action) {
   CLI::App* demo = app.add_subcommand("demo", "the main job, one line per step");
   const auto options = std::make_shared<DemoOptions>();
   add_state(demo, options->state);
-  add_value(demo, "--catalog", options->catalog, "the catalog to import (examples/catalog)")->type_name("DIR");
+  add_value(demo, "--catalog", options->catalog, "the catalog to import (examples/catalog)")
+      ->type_name("DIR");
   runs(demo, action, options, run_demo);
   return demo;
 }

@@ -551,11 +551,9 @@ engine::EngineEvent ConsentResolution::decision_event(const ConsentRecord& recor
 // A result for `challenge` at the current head of its stream. `committed`, when given, is a
 // transition this call committed on that stream: when the head is still its revision, the head
 // record is that transition's, and its actions are taken from it instead of re-parsed.
-ManagedConsentResolutionResult ConsentResolution::result(const ConsentChallenge& challenge,
-                                                         ManagedConsentOutcome outcome,
-                                                         std::string reason,
-                                                         bool with_next_challenge,
-                                                         const engine::Transition* committed) const {
+ManagedConsentResolutionResult ConsentResolution::result(
+    const ConsentChallenge& challenge, ManagedConsentOutcome outcome, std::string reason,
+    bool with_next_challenge, const engine::Transition* committed) const {
   const auto& f = challenge.fields();
   const auto stream = engine::ScopeRef::from_json(f.scope).stream_id();
   store::SqliteJournalStore& journal = service_.journal_reader();

@@ -50,7 +50,8 @@ struct Root {
 };
 Root root_of(const std::map<std::string, std::string>& files) {
   std::vector<sdk::TreeFile> tree;
-  for (const auto& [path, bytes] : files) tree.push_back({path, bytes.size(), core::sha256_hex(bytes)});
+  for (const auto& [path, bytes] : files)
+    tree.push_back({path, bytes.size(), core::sha256_hex(bytes)});
   const std::string manifest = sdk::tree_manifest_text(tree);
   return {sdk::tree_root_text(tree, core::sha256_hex(manifest)), manifest.size()};
 }
