@@ -9,7 +9,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -214,24 +213,7 @@ TEST_F(ConsentDecisionTest, ApproveInstallsTheWholeSkillTreeUnderItsTreeMaterial
                                        tree_digest,
                                        static_cast<std::int64_t>(root.size()))
           .identity_digest();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2((state_ / "service" / "journal.sqlite3").c_str(), &db,
-                            SQLITE_OPEN_READONLY, nullptr),
-            SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  ASSERT_EQ(
-      sqlite3_prepare_v2(
-          db, "SELECT outcome, observed_material_identity_digest FROM engine_install_outcomes", -1,
-          &stmt, nullptr),
-      SQLITE_OK);
-  std::vector<std::pair<std::string, std::string>> outcomes;
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
-    outcomes.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
-                          reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)));
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  EXPECT_EQ(outcomes, (std::vector<std::pair<std::string, std::string>>{{"applied", expected}}));
+  expect_one_applied_install_outcome(expected);
 }
 
 // A resource edited in the catalog's object store after the import (same name, other bytes):

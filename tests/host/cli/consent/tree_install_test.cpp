@@ -6,7 +6,6 @@
 // and records the root's MaterialIdentity as the durable install outcome.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <ctx/sdk/skill_tree.hpp>
 #include <filesystem>
@@ -109,24 +108,7 @@ class TreeInstallTest : public ctx::testing::TrustedStateTest {
         engine::MaterialIdentity::create("skill:pdf-export", engine::CapabilityKind::kSkill,
                                          tree_digest, static_cast<std::int64_t>(root.text.size()))
             .identity_digest();
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open_v2((state_ / "service" / "journal.sqlite3").c_str(), &db,
-                              SQLITE_OPEN_READONLY, nullptr),
-              SQLITE_OK);
-    sqlite3_stmt* stmt = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(
-                  db,
-                  "SELECT outcome, observed_material_identity_digest FROM engine_install_outcomes",
-                  -1, &stmt, nullptr),
-              SQLITE_OK);
-    std::vector<std::pair<std::string, std::string>> outcomes;
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      outcomes.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
-                            reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)));
-    }
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-    EXPECT_EQ(outcomes, (std::vector<std::pair<std::string, std::string>>{{"applied", expected}}));
+    expect_one_applied_install_outcome(expected);
   }
 
   fs::path skill_dir_;

@@ -5,12 +5,14 @@
 #define CTX_TESTS_HOST_CLI_CONSENT_TRUSTED_STATE_FIXTURE_HPP_
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/host/cli/process_runner.hpp"
@@ -53,6 +55,29 @@ class TrustedStateTest : public ::testing::Test {
   static std::string catalog_skill() {
     return read_file(std::filesystem::path(CTX_SOURCE_DIR) /
                      "examples/catalog/skills/pdf-export/SKILL.md");
+  }
+
+  // Expects the journal's install outcomes to be exactly one, "applied", that observed the
+  // material identity `expected` (read behind the store's back).
+  void expect_one_applied_install_outcome(const std::string& expected) const {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2((state_ / "service" / "journal.sqlite3").c_str(), &db,
+                              SQLITE_OPEN_READONLY, nullptr),
+              SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    ASSERT_EQ(
+        sqlite3_prepare_v2(
+            db, "SELECT outcome, observed_material_identity_digest FROM engine_install_outcomes",
+            -1, &stmt, nullptr),
+        SQLITE_OK);
+    std::vector<std::pair<std::string, std::string>> outcomes;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      outcomes.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
+                            reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)));
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    EXPECT_EQ(outcomes, (std::vector<std::pair<std::string, std::string>>{{"applied", expected}}));
   }
 
   TempDir dir_;
