@@ -350,7 +350,7 @@ TEST(CatalogPorts, AnAlteredSkillObjectRefusesTheMaterialPort) {
   CTX_EXPECT_THROW(CatalogMaterialPort port(imported.catalog), DataLoss, "does not match");
 }
 
-TEST(CatalogPorts, AnAlteredTreeManifestObjectRefusesTheMaterialPort) {
+TEST(CatalogPorts, AnAlteredTreeRootObjectRefusesTheMaterialPort) {
   Imported imported;
   const auto& tree = imported.catalog->find("skill:pdf-export")->tree;
   ASSERT_TRUE(tree.has_value());
