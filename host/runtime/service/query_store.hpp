@@ -190,6 +190,12 @@ class ManagedQueryStore final {
   ManagedDesiredSetRecord load_pending_desired_set(const engine::ScopeRef& scope);
   std::optional<ManagedDesiredSetRecord> find_pending_desired_set(const engine::ScopeRef& scope);
 
+  // The full check an open does not make (`ctx journal verify` runs it): SQLite's
+  // integrity_check over every page of the file, then every query and desired-set row read and
+  // authenticated as a load would. Reads only. Errors: Corruption ("failed its integrity check",
+  // a row's own message), Unavailable (the file was replaced).
+  void verify();
+
   // Prints the schema only.
   friend std::ostream& operator<<(std::ostream& out, const ManagedQueryStore& value);
 
@@ -208,7 +214,9 @@ class ManagedQueryStore final {
 // `installation_hmac_key`. The parent directory is created 0700 when missing and must be owned
 // by this user with mode exactly 0700. Errors: InvalidArgument ("must be absolute", key size),
 // ManagedQueryStoreUnavailable (directory or file unsafe), ManagedQueryStoreCorruption (schema,
-// quick_check, wrong installation key).
+// wrong installation key). The open reads the schema and the identity row only, so its cost does
+// not grow with the store: a damaged page is found by the row read that reaches it (SQLITE_CORRUPT,
+// typed), a changed row by its HMAC, and the whole file by verify().
 std::shared_ptr<ManagedQueryStore> open_managed_query_store(const std::filesystem::path& path,
                                                             std::string_view installation_hmac_key);
 
