@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <ostream>
 #include <set>
@@ -782,6 +783,32 @@ struct ManagedQueryStore::Impl {
   }
 };
 
+namespace {
+
+// One commit at synchronous NORMAL (WAL: durable against a process crash when it returns, not
+// fsynced), FULL again when this ends (after the transaction declared after it has committed or
+// rolled back). Only for the marks, whose loss on power failure is the tested crash state.
+class UnsyncedCommit {
+ public:
+  explicit UnsyncedCommit(store::Database& db) : db_(db) {
+    db_.cached("PRAGMA synchronous = NORMAL")->run();
+  }
+  ~UnsyncedCommit() {
+    try {
+      db_.cached("PRAGMA synchronous = FULL")->run();
+    } catch (...) {
+      std::terminate();  // does no I/O; never keep committing unsynced
+    }
+  }
+  UnsyncedCommit(const UnsyncedCommit&) = delete;
+  UnsyncedCommit& operator=(const UnsyncedCommit&) = delete;
+
+ private:
+  store::Database& db_;
+};
+
+}  // namespace
+
 ManagedQueryStore::ManagedQueryStore(std::filesystem::path path, std::unique_ptr<Impl> impl)
     : path_(std::move(path)), impl_(std::move(impl)) {}
 ManagedQueryStore::~ManagedQueryStore() = default;
@@ -945,6 +972,7 @@ ManagedQueryRecord ManagedQueryStore::mark_planned(const std::string& query_ref,
   require_sha(journal_record_digest, "journal_record_digest");
   std::lock_guard lock(mutex_);
   impl_->check_binding();
+  const UnsyncedCommit unsynced(*impl_->db);  // see the header: recovery redoes a lost mark
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kImmediate);
   auto record = impl_->require_query(query_ref);
   if (record.decision_event().correlation_id() != std::optional<std::string>(plan_id) ||
@@ -1167,6 +1195,7 @@ ManagedDesiredSetRecord ManagedQueryStore::mark_desired_set_committed(
   require_sha(transition_digest, "transition_digest");
   std::lock_guard lock(mutex_);
   impl_->check_binding();
+  const UnsyncedCommit unsynced(*impl_->db);  // see the header: recovery redoes a lost mark
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kImmediate);
   auto rows = impl_->desired_where(kDesiredByRef, desired_set_ref);
   if (rows.empty()) throw ManagedQueryStoreNotFound("managed desired set is unavailable");

@@ -151,6 +151,12 @@ class ManagedQueryStore final {
 
   // Records the plan completion (idempotent for identical values). Errors: NotFound, Conflict
   // ("completion is already bound differently", wrong plan id or revision), Corruption.
+  // Durability: this commit (and mark_desired_set_committed's) is not fsynced (WAL at
+  // synchronous NORMAL for the one transaction): it survives a process crash when it returns, the
+  // store's next commit syncs it, and a power loss before that loses only the mark — the state of
+  // a crash between the journal commit and the mark, which the service recovers
+  // (ManagedServicePrepareCrash, set_desired_recovers_engine_commit_before_store_mark,
+  // DesiredChoiceOfAKilledProcessIsFinishedOnceByAnother). Every other commit is FULL.
   ManagedQueryRecord mark_planned(const std::string& query_ref, const std::string& plan_id,
                                   const std::string& decision_digest, std::int64_t journal_revision,
                                   const std::string& journal_record_digest);
