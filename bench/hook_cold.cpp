@@ -5,7 +5,8 @@
 // IntentObserved committed), the same prompt again (exact retry), and a Stop event (nothing to
 // plan: process start, adapter plugin load, parse). Wall time and CPU time (the child's rusage)
 // per run; prints p50 of each and `ratio hook_cold/version: X` (target <= 3), plus the retry,
-// stop and CPU-time ratios.
+// stop and CPU-time ratios; then the new-session hook's CPU p50 over its first and last 10
+// sessions and the size of the stores it left (how the cost moves as the state grows).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -153,6 +154,26 @@ int main(int argc, char** argv) {
               p50(g_samples["hook_cold"], true) / version_cpu);
   std::printf("ratio hook_cold_stop/version cpu: %.2f\n",
               p50(g_samples["hook_cold_stop"], true) / version_cpu);
+  // How the new-session hook moves as the state grows over this run's sessions (each one adds a
+  // stream, a query row, a desired set and a consent), and the state it ended with: a cost that
+  // grows with the stores shows here first (not a target).
+  const auto& fresh = g_samples["hook_cold"];
+  if (fresh.size() >= 20) {
+    const std::vector<Sample> first(fresh.begin(), fresh.begin() + 10);
+    const std::vector<Sample> last(fresh.end() - 10, fresh.end());
+    std::printf("hook_cold growth over %zu sessions: cpu p50 first 10 %.0f us, last 10 %.0f us\n",
+                fresh.size(), p50(first, true), p50(last, true));
+  }
+  for (const char* store : {"queries.sqlite3", "journal.sqlite3", "consent.sqlite3"}) {
+    std::error_code ec;
+    std::uintmax_t bytes = 0;
+    for (const char* suffix : {"", "-wal"}) {
+      const auto size = fs::file_size(g_state / "service" / (std::string(store) + suffix), ec);
+      if (!ec) bytes += size;
+    }
+    std::printf("state after the run: service/%s %.0f KiB (with its -wal)\n", store,
+                static_cast<double>(bytes) / 1024);
+  }
   fs::remove_all(pattern);
   return 0;
 }

@@ -41,7 +41,8 @@ struct GraphEdge {
 // Writes a new graph store at `path` (which must not exist): tables metadata, nodes, edges, the
 // retrieval index node_terms (+ idx_node_terms_term: label slug/text tokens, tags, alias slugs),
 // an FTS5 trigram index of labels (substring matches) and per-term document frequencies.
-// The file is left writable; callers pin it with chmod 0444 and its sha256.
+// The finished file is integrity-checked (every page; SystemError when that fails) and left
+// writable; callers pin it with chmod 0444 and its sha256.
 // Errors: InvalidArgument (duplicate/empty node id, edge to an unknown node), SystemError (I/O).
 void build_graph_store(const std::filesystem::path& path, const std::vector<GraphNode>& nodes,
                        const std::vector<GraphEdge>& edges = {});
@@ -51,8 +52,10 @@ class GraphStore final : public engine::planning::GraphRetrievalPort {
   // Reads the artifact (a regular, non-symlink, non-writable file without -wal/-shm sidecars)
   // into memory once and hashes those bytes; only when the sha256 equals `expected_sha256` are
   // the same bytes opened as a read-only in-memory database (Database::from_image: no copy on
-  // disk, nothing another process can change) and checked (quick_check, tables, columns,
-  // indexes, count metadata; PRAGMA user_version 1, a newer one is "newer schema version N").
+  // disk, nothing another process can change) and checked (tables, columns, indexes, count
+  // metadata; PRAGMA user_version 1, a newer one is "newer schema version N"). The pages are
+  // not re-read: pinned bytes are bytes build_graph_store integrity-checked, so the cost of an
+  // open is the read and the hash.
   // Errors: GraphArtifactPinMismatch (sha256 differs), CandidateSourceUnavailable (anything else).
   static std::unique_ptr<GraphStore> open(const std::filesystem::path& path,
                                           std::string_view expected_sha256);

@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <ostream>
 #include <set>
@@ -76,14 +77,49 @@ CREATE INDEX idx_managed_desired_sets_stream_state
   ON managed_desired_sets(stream_identity_digest, journal_revision);
 )sql";
 
-constexpr std::string_view kQueryColumns =
-    "logical_query_id, query_ref, registration_json, registration_bytes, plan_id, "
-    "decision_digest, journal_revision, journal_record_digest, row_hmac";
-constexpr std::string_view kDesiredColumns =
-    "query_ref, logical_choice_id, desired_set_ref, plan_id, decision_digest, "
-    "stream_identity_digest, expected_revision, event_id, event_json, event_bytes, "
-    "capability_ids_json, capability_ids_bytes, journal_revision, journal_record_digest, "
-    "transition_digest, row_hmac";
+// The column lists as macros so that each statement below is one string literal (static SQL,
+// prepared once per connection through Database::cached).
+#define CTX_QUERY_COLUMNS                                                           \
+  "logical_query_id, query_ref, registration_json, registration_bytes, plan_id, " \
+  "decision_digest, journal_revision, journal_record_digest, row_hmac"
+#define CTX_DESIRED_COLUMNS                                                                 \
+  "query_ref, logical_choice_id, desired_set_ref, plan_id, decision_digest, "             \
+  "stream_identity_digest, expected_revision, event_id, event_json, event_bytes, "        \
+  "capability_ids_json, capability_ids_bytes, journal_revision, journal_record_digest, "  \
+  "transition_digest, row_hmac"
+constexpr std::string_view kQueryColumns = CTX_QUERY_COLUMNS;
+
+// The statements of this store. Each is used through one lease at a time (never nested).
+constexpr store::StaticSql kQueryByRef =
+    "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries WHERE query_ref = ?";
+constexpr store::StaticSql kQueryByLogicalId =
+    "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries WHERE logical_query_id = ?";
+constexpr store::StaticSql kQueriesByPlan =
+    "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries WHERE plan_id = ?";
+constexpr store::StaticSql kAllQueries = "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries";
+constexpr store::StaticSql kQueriesSpellingCorrelation =
+    "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries WHERE instr(registration_json, ?)";
+constexpr store::StaticSql kRegistrationTextByRef =
+    "SELECT registration_json FROM managed_queries WHERE query_ref = ?";
+constexpr store::StaticSql kQueryCount = "SELECT count(*) FROM managed_queries";
+constexpr store::StaticSql kDesiredCount = "SELECT count(*) FROM managed_desired_sets";
+constexpr store::StaticSql kAllDesired =
+    "SELECT " CTX_DESIRED_COLUMNS " FROM managed_desired_sets";
+constexpr store::StaticSql kDesiredByStream =
+    "SELECT " CTX_DESIRED_COLUMNS " FROM managed_desired_sets WHERE stream_identity_digest = ?";
+constexpr store::StaticSql kDesiredByRef =
+    "SELECT " CTX_DESIRED_COLUMNS " FROM managed_desired_sets WHERE desired_set_ref = ?";
+constexpr store::StaticSql kDesiredLatestOfQuery =
+    "SELECT " CTX_DESIRED_COLUMNS
+    " FROM managed_desired_sets WHERE query_ref = ? ORDER BY expected_revision DESC LIMIT 1";
+constexpr store::StaticSql kDesiredUncommittedOnStream =
+    "SELECT " CTX_DESIRED_COLUMNS
+    " FROM managed_desired_sets WHERE stream_identity_digest = ? AND journal_revision IS NULL";
+constexpr store::StaticSql kDesiredByChoice =
+    "SELECT " CTX_DESIRED_COLUMNS
+    " FROM managed_desired_sets WHERE query_ref = ? AND logical_choice_id = ?";
+#undef CTX_DESIRED_COLUMNS
+#undef CTX_QUERY_COLUMNS
 
 std::string tagged(std::string_view tag, std::string_view bytes) {
   std::string message(tag);
@@ -399,6 +435,11 @@ struct ManagedQueryStore::Impl {
   mutable std::unordered_map<std::string,
                              std::pair<std::string, std::shared_ptr<const ManagedQueryRecord>>>
       verified_rows;
+  // desired_set_ref -> (row_bytes of the desired row authenticated, its record). GUARDED_BY the
+  // store's mutex.
+  mutable std::unordered_map<std::string,
+                             std::pair<std::string, std::shared_ptr<const ManagedDesiredSetRecord>>>
+      verified_desired;
   dev_t device = 0;
   ino_t inode = 0;
   std::unique_ptr<store::Database> db;
@@ -501,9 +542,10 @@ struct ManagedQueryStore::Impl {
   static void append_integer(std::string& out, std::int64_t value) {
     out.append("I").append(std::to_string(value)).push_back(';');
   }
-  static std::string row_bytes(store::Statement& row) {
+  // The exact stored values of the first `columns` columns of `row` (a query row has 9).
+  static std::string row_bytes(store::Statement& row, int columns = 9) {
     std::string out;
-    for (int column = 0; column < 9; ++column) {
+    for (int column = 0; column < columns; ++column) {
       if (row.is_null(column)) {
         out += "N;";
       } else if (row.is_integer(column)) {
@@ -580,17 +622,17 @@ struct ManagedQueryStore::Impl {
     return record;
   }
 
-  std::optional<ManagedQueryRecord> query_where(const std::string& column,
+  // The row `sql` (kQueryByRef or kQueryByLogicalId) selects for `value`, authenticated.
+  std::optional<ManagedQueryRecord> query_where(store::StaticSql sql,
                                                 const std::string& value) const {
-    auto statement = db->prepare("SELECT " + std::string(kQueryColumns) +
-                                 " FROM managed_queries WHERE " + column + " = ?");
-    statement.bind(1, value);
-    if (!statement.step()) return std::nullopt;
-    return copy_of(*read_query_shared(statement));
+    auto statement = db->cached(sql);
+    statement->bind(1, value);
+    if (!statement->step()) return std::nullopt;
+    return copy_of(*read_query_shared(*statement));
   }
 
   ManagedQueryRecord require_query(const std::string& query_ref) const {
-    auto record = query_where("query_ref", query_ref);
+    auto record = query_where(kQueryByRef, query_ref);
     if (!record) throw ManagedQueryStoreNotFound("managed query record is unavailable");
     return std::move(*record);
   }
@@ -693,22 +735,79 @@ struct ManagedQueryStore::Impl {
     return record;
   }
 
-  std::vector<ManagedDesiredSetRecord> desired_where(const std::string& where,
+  static ManagedDesiredSetRecord copy_of(const ManagedDesiredSetRecord& from) {
+    ManagedDesiredSetRecord record(from.event_);
+    record.query_ref_ = from.query_ref_;
+    record.logical_choice_id_ = from.logical_choice_id_;
+    record.desired_set_ref_ = from.desired_set_ref_;
+    record.plan_id_ = from.plan_id_;
+    record.decision_digest_ = from.decision_digest_;
+    record.stream_identity_digest_ = from.stream_identity_digest_;
+    record.capability_ids_ = from.capability_ids_;
+    record.revision_ = from.revision_;
+    record.record_digest_ = from.record_digest_;
+    record.transition_digest_ = from.transition_digest_;
+    return record;
+  }
+
+  // read_desired, remembered: a row whose stored values are byte for byte the ones this store
+  // authenticated before (in this process, under this key) is that record again.
+  ManagedDesiredSetRecord read_desired_memo(store::Statement& row) const {
+    std::string bytes = row_bytes(row, 16);
+    const std::string ref = row.text(2);
+    if (const auto it = verified_desired.find(ref);
+        it != verified_desired.end() && it->second.first == bytes) {
+      return copy_of(*it->second.second);
+    }
+    auto record = std::make_shared<const ManagedDesiredSetRecord>(read_desired(row));
+    if (verified_desired.size() >= kVerifiedRowMemo) verified_desired.clear();
+    verified_desired[ref] = {std::move(bytes), record};
+    return copy_of(*record);
+  }
+
+  // The rows `sql` (one of the kDesired* selections, one parameter) selects for `value`.
+  std::vector<ManagedDesiredSetRecord> desired_where(store::StaticSql sql,
                                                      const std::string& value) const {
-    auto statement = db->prepare("SELECT " + std::string(kDesiredColumns) +
-                                 " FROM managed_desired_sets WHERE " + where);
-    statement.bind(1, value);
+    auto statement = db->cached(sql);
+    statement->bind(1, value);
     std::vector<ManagedDesiredSetRecord> rows;
-    while (statement.step()) rows.push_back(read_desired(statement));
+    while (statement->step()) rows.push_back(read_desired_memo(*statement));
     return rows;
   }
 
-  std::int64_t count(const char* table) const {
-    auto statement = db->prepare(std::string("SELECT count(*) FROM ") + table);
-    statement.step();
-    return statement.integer(0);
+  // `sql` is kQueryCount or kDesiredCount.
+  std::int64_t count(store::StaticSql sql) const {
+    auto statement = db->cached(sql);
+    statement->step();
+    return statement->integer(0);
   }
 };
+
+namespace {
+
+// One commit at synchronous NORMAL (WAL: durable against a process crash when it returns, not
+// fsynced), FULL again when this ends (after the transaction declared after it has committed or
+// rolled back). Only for the marks, whose loss on power failure is the tested crash state.
+class UnsyncedCommit {
+ public:
+  explicit UnsyncedCommit(store::Database& db) : db_(db) {
+    db_.cached("PRAGMA synchronous = NORMAL")->run();
+  }
+  ~UnsyncedCommit() {
+    try {
+      db_.cached("PRAGMA synchronous = FULL")->run();
+    } catch (...) {
+      std::terminate();  // does no I/O; never keep committing unsynced
+    }
+  }
+  UnsyncedCommit(const UnsyncedCommit&) = delete;
+  UnsyncedCommit& operator=(const UnsyncedCommit&) = delete;
+
+ private:
+  store::Database& db_;
+};
+
+}  // namespace
 
 ManagedQueryStore::ManagedQueryStore(std::filesystem::path path, std::unique_ptr<Impl> impl)
     : path_(std::move(path)), impl_(std::move(impl)) {}
@@ -756,10 +855,6 @@ std::shared_ptr<ManagedQueryStore> open_managed_query_store(
     if (!version.step() || version.integer(0) != kUserVersion) {
       throw ManagedQueryStoreCorruption("managed query store schema version is unsupported");
     }
-    auto check = impl->db->prepare("PRAGMA quick_check");
-    if (!check.step() || check.text(0) != "ok") {
-      throw ManagedQueryStoreCorruption("managed query store failed its integrity check");
-    }
     auto identity =
         impl->db->prepare("SELECT singleton, key_check FROM managed_query_store_identity");
     if (!identity.step() || identity.integer(0) != 1 ||
@@ -777,6 +872,31 @@ std::shared_ptr<ManagedQueryStore> open_managed_query_store(
   return std::shared_ptr<ManagedQueryStore>(new ManagedQueryStore(normal, std::move(impl)));
 }
 
+void ManagedQueryStore::verify() {
+  std::lock_guard lock(mutex_);
+  impl_->check_binding();
+  try {
+    store::Transaction tx(*impl_->db, store::Transaction::Kind::kDeferred);
+    {
+      auto check = impl_->db->prepare("PRAGMA integrity_check");
+      if (!check.step() || check.text(0) != "ok") {
+        throw ManagedQueryStoreCorruption("managed query store failed its integrity check");
+      }
+    }
+    {
+      auto queries = impl_->db->cached(kAllQueries);
+      while (queries->step()) static_cast<void>(impl_->read_query(*queries));
+    }
+    auto desired = impl_->db->cached(kAllDesired);
+    while (desired->step()) static_cast<void>(impl_->read_desired(*desired));
+  } catch (const ManagedQueryStoreError&) {
+    throw;
+  } catch (const Error& error) {
+    throw ManagedQueryStoreCorruption(std::string("managed query store is unusable: ") +
+                                      error.what());
+  }
+}
+
 ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_query_id,
                                                      const engine::EngineEvent& session_started,
                                                      const engine::EngineEvent& decision_event,
@@ -791,11 +911,11 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
   std::lock_guard lock(mutex_);
   impl_->check_binding();
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kImmediate);
-  if (auto existing = impl_->query_where("logical_query_id", logical_query_id)) {
+  if (auto existing = impl_->query_where(kQueryByLogicalId, logical_query_id)) {
     if (existing->query_ref() == impl_->query_ref_for(text)) return std::move(*existing);
     throw ManagedQueryStoreConflict("logical query identity is already bound to different content");
   }
-  if (impl_->count("managed_queries") >= kMaxQueryRows) {
+  if (impl_->count(kQueryCount) >= kMaxQueryRows) {
     throw ManagedQueryStoreCapacityExceeded("managed query store is full");
   }
   {
@@ -803,12 +923,10 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
     // row is canonical text, where a string has one spelling): each such row is authenticated
     // and compared exactly, without reading and authenticating every row of the store.
     const auto& correlation = decision_event.correlation_id();
-    auto same_plan =
-        impl_->db->prepare("SELECT " + std::string(kQueryColumns) + " FROM managed_queries" +
-                           (correlation ? " WHERE instr(registration_json, ?)" : ""));
-    if (correlation) same_plan.bind(1, "\"correlation_id\":" + cjson(*correlation));
-    while (same_plan.step()) {
-      const auto other = impl_->read_query_shared(same_plan);
+    auto same_plan = impl_->db->cached(correlation ? kQueriesSpellingCorrelation : kAllQueries);
+    if (correlation) same_plan->bind(1, "\"correlation_id\":" + cjson(*correlation));
+    while (same_plan->step()) {
+      const auto other = impl_->read_query_shared(*same_plan);
       if (other->decision_event().scope() == decision_event.scope() &&
           other->decision_event().correlation_id() == decision_event.correlation_id()) {
         throw ManagedQueryStoreConflict(
@@ -817,16 +935,16 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
     }
   }
   const std::string query_ref = impl_->query_ref_for(text);
-  if (impl_->query_where("query_ref", query_ref)) {
+  if (impl_->query_where(kQueryByRef, query_ref)) {
     throw ManagedQueryStoreConflict("managed query reference collides");
   }
   const Json registration = core::parse_json(text);
   const std::string row_hmac = impl_->query_row_hmac(query_ref, registration, {}, {}, {}, {});
   impl_->db
-      ->prepare(
+      ->cached(
           "INSERT INTO managed_queries(logical_query_id, query_ref, registration_json, "
           "registration_bytes, row_hmac) VALUES (?, ?, ?, ?, ?)")
-      .bind(1, logical_query_id)
+      ->bind(1, logical_query_id)
       .bind(2, query_ref)
       .bind(3, text)
       .bind(4, static_cast<std::int64_t>(text.size()))
@@ -854,6 +972,7 @@ ManagedQueryRecord ManagedQueryStore::mark_planned(const std::string& query_ref,
   require_sha(journal_record_digest, "journal_record_digest");
   std::lock_guard lock(mutex_);
   impl_->check_binding();
+  const UnsyncedCommit unsynced(*impl_->db);  // see the header: recovery redoes a lost mark
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kImmediate);
   auto record = impl_->require_query(query_ref);
   if (record.decision_event().correlation_id() != std::optional<std::string>(plan_id) ||
@@ -870,32 +989,30 @@ ManagedQueryRecord ManagedQueryStore::mark_planned(const std::string& query_ref,
     throw ManagedQueryStoreConflict("managed query completion is already bound differently");
   }
   {
-    auto same_plan = impl_->db->prepare("SELECT " + std::string(kQueryColumns) +
-                                        " FROM managed_queries WHERE plan_id = ?");
-    same_plan.bind(1, plan_id);
-    while (same_plan.step()) {
-      const auto other = impl_->read_query_shared(same_plan);
+    auto same_plan = impl_->db->cached(kQueriesByPlan);
+    same_plan->bind(1, plan_id);
+    while (same_plan->step()) {
+      const auto other = impl_->read_query_shared(*same_plan);
       if (other->decision_event().scope() == record.decision_event().scope()) {
         throw ManagedQueryStoreConflict(
             "managed query scope and plan are already planned by another logical identity");
       }
     }
   }
-  auto text_statement =
-      impl_->db->prepare("SELECT registration_json FROM managed_queries WHERE query_ref = ?");
-  text_statement.bind(1, query_ref);
-  text_statement.step();
-  const std::string text = text_statement.text(0);
+  auto text_statement = impl_->db->cached(kRegistrationTextByRef);
+  text_statement->bind(1, query_ref);
+  text_statement->step();
+  const std::string text = text_statement->text(0);
   const Json registration = core::parse_json(text);
   const std::string row_hmac = impl_->query_row_hmac(query_ref, registration, plan_id,
                                                      decision_digest, journal_revision,
                                                      journal_record_digest);
   impl_->db
-      ->prepare(
+      ->cached(
           "UPDATE managed_queries SET plan_id = ?, decision_digest = ?, "
           "journal_revision = ?, journal_record_digest = ?, row_hmac = ? "
           "WHERE query_ref = ?")
-      .bind(1, plan_id)
+      ->bind(1, plan_id)
       .bind(2, decision_digest)
       .bind(3, journal_revision)
       .bind(4, journal_record_digest)
@@ -928,12 +1045,11 @@ std::optional<ManagedQueryRecord> ManagedQueryStore::find_planned_by_scope_and_p
   std::lock_guard lock(mutex_);
   impl_->check_binding();
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kDeferred);
-  auto statement = impl_->db->prepare("SELECT " + std::string(kQueryColumns) +
-                                      " FROM managed_queries WHERE plan_id = ?");
-  statement.bind(1, plan_id);
+  auto statement = impl_->db->cached(kQueriesByPlan);
+  statement->bind(1, plan_id);
   std::optional<ManagedQueryRecord> found;
-  while (statement.step()) {
-    const auto record = impl_->read_query_shared(statement);
+  while (statement->step()) {
+    const auto record = impl_->read_query_shared(*statement);
     if (!(record->decision_event().scope() == scope)) continue;
     if (found) throw ManagedQueryStoreCorruption("managed query scope and plan are ambiguous");
     found.emplace(Impl::copy_of(*record));
@@ -1005,12 +1121,10 @@ ManagedDesiredSetRecord ManagedQueryStore::reserve_desired_set(
                                  *parent.decision_digest(), stream_digest, capability_ids, event);
   const std::string ref = impl_->desired_ref_for(registration);
   {
-    auto same = impl_->db->prepare("SELECT " + std::string(kDesiredColumns) +
-                                   " FROM managed_desired_sets WHERE query_ref = ? AND "
-                                   "logical_choice_id = ?");
-    same.bind(1, query_ref).bind(2, logical_choice_id);
-    if (same.step()) {
-      auto existing = impl_->read_desired(same);
+    auto same = impl_->db->cached(kDesiredByChoice);
+    same->bind(1, query_ref).bind(2, logical_choice_id);
+    if (same->step()) {
+      auto existing = impl_->read_desired(*same);
       if (existing.desired_set_ref() == ref && existing.capability_ids() == capability_ids &&
           existing.event() == event) {
         return existing;
@@ -1019,7 +1133,7 @@ ManagedDesiredSetRecord ManagedQueryStore::reserve_desired_set(
           "logical desired choice is already bound to different content");
     }
   }
-  const auto on_stream = impl_->desired_where("stream_identity_digest = ?", stream_digest);
+  const auto on_stream = impl_->desired_where(kDesiredByStream, stream_digest);
   std::optional<std::string> newest_same_query_event;
   std::int64_t newest_revision = -1;
   std::int64_t latest_committed = 0;
@@ -1043,16 +1157,16 @@ ManagedDesiredSetRecord ManagedQueryStore::reserve_desired_set(
   if (event.expected_revision() < latest_committed) {
     throw ManagedQueryStoreConflict("managed desired event precedes a committed desired set");
   }
-  if (impl_->count("managed_desired_sets") >= kMaxDesiredRows) {
+  if (impl_->count(kDesiredCount) >= kMaxDesiredRows) {
     throw ManagedQueryStoreCapacityExceeded("managed desired-set store is full");
   }
   impl_->db
-      ->prepare(
+      ->cached(
           "INSERT INTO managed_desired_sets(query_ref, logical_choice_id, desired_set_ref, "
           "plan_id, decision_digest, stream_identity_digest, expected_revision, event_id, "
           "event_json, event_bytes, capability_ids_json, capability_ids_bytes, row_hmac) "
           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .bind(1, query_ref)
+      ->bind(1, query_ref)
       .bind(2, logical_choice_id)
       .bind(3, ref)
       .bind(4, *parent.plan_id())
@@ -1066,7 +1180,7 @@ ManagedDesiredSetRecord ManagedQueryStore::reserve_desired_set(
       .bind(12, static_cast<std::int64_t>(ids_json.size()))
       .bind(13, impl_->desired_row_hmac(ref, registration, ids_json, event_json, {}, {}, {}))
       .run();
-  auto stored = impl_->desired_where("desired_set_ref = ?", ref);
+  auto stored = impl_->desired_where(kDesiredByRef, ref);
   tx.commit();
   return std::move(stored.at(0));
 }
@@ -1081,8 +1195,9 @@ ManagedDesiredSetRecord ManagedQueryStore::mark_desired_set_committed(
   require_sha(transition_digest, "transition_digest");
   std::lock_guard lock(mutex_);
   impl_->check_binding();
+  const UnsyncedCommit unsynced(*impl_->db);  // see the header: recovery redoes a lost mark
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kImmediate);
-  auto rows = impl_->desired_where("desired_set_ref = ?", desired_set_ref);
+  auto rows = impl_->desired_where(kDesiredByRef, desired_set_ref);
   if (rows.empty()) throw ManagedQueryStoreNotFound("managed desired set is unavailable");
   auto& record = rows.front();
   if (journal_revision != record.event().expected_revision() + 1) {
@@ -1100,10 +1215,10 @@ ManagedDesiredSetRecord ManagedQueryStore::mark_desired_set_committed(
       record.query_ref(), record.logical_choice_id(), record.plan_id(), record.decision_digest(),
       record.stream_identity_digest(), record.capability_ids(), record.event());
   impl_->db
-      ->prepare(
+      ->cached(
           "UPDATE managed_desired_sets SET journal_revision = ?, journal_record_digest = ?, "
           "transition_digest = ?, row_hmac = ? WHERE desired_set_ref = ?")
-      .bind(1, journal_revision)
+      ->bind(1, journal_revision)
       .bind(2, journal_record_digest)
       .bind(3, transition_digest)
       .bind(4, impl_->desired_row_hmac(desired_set_ref, registration,
@@ -1112,9 +1227,15 @@ ManagedDesiredSetRecord ManagedQueryStore::mark_desired_set_committed(
                                        journal_record_digest, transition_digest))
       .bind(5, desired_set_ref)
       .run();
-  auto marked = impl_->desired_where("desired_set_ref = ?", desired_set_ref);
+  if (impl_->db->changes() != 1) {
+    throw ManagedQueryStoreCorruption("managed desired-set completion did not update one row");
+  }
+  // The authenticated row with exactly the columns just written: no read-back (as mark_planned).
+  record.revision_ = journal_revision;
+  record.record_digest_ = journal_record_digest;
+  record.transition_digest_ = transition_digest;
   tx.commit();
-  return std::move(marked.at(0));
+  return std::move(record);
 }
 
 ManagedDesiredSetRecord ManagedQueryStore::load_desired_set(const std::string& desired_set_ref) {
@@ -1124,7 +1245,7 @@ ManagedDesiredSetRecord ManagedQueryStore::load_desired_set(const std::string& d
   std::lock_guard lock(mutex_);
   impl_->check_binding();
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kDeferred);
-  auto rows = impl_->desired_where("desired_set_ref = ?", desired_set_ref);
+  auto rows = impl_->desired_where(kDesiredByRef, desired_set_ref);
   if (rows.empty()) throw ManagedQueryStoreNotFound("managed desired set is unavailable");
   return std::move(rows.front());
 }
@@ -1139,7 +1260,7 @@ std::optional<ManagedDesiredSetRecord> ManagedQueryStore::find_latest_desired_se
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kDeferred);
   impl_->require_query(query_ref);
   auto rows =
-      impl_->desired_where("query_ref = ? ORDER BY expected_revision DESC LIMIT 1", query_ref);
+      impl_->desired_where(kDesiredLatestOfQuery, query_ref);
   if (rows.empty()) return std::nullopt;
   return std::move(rows.front());
 }
@@ -1155,8 +1276,7 @@ std::optional<ManagedDesiredSetRecord> ManagedQueryStore::find_pending_desired_s
   std::lock_guard lock(mutex_);
   impl_->check_binding();
   store::Transaction tx(*impl_->db, store::Transaction::Kind::kDeferred);
-  auto rows = impl_->desired_where("stream_identity_digest = ? AND journal_revision IS NULL",
-                                   desired_stream_identity_digest(scope));
+  auto rows = impl_->desired_where(kDesiredUncommittedOnStream, desired_stream_identity_digest(scope));
   if (rows.empty()) return std::nullopt;
   if (rows.size() > 1) {
     throw ManagedQueryStoreCorruption("managed desired stream has several pending reservations");

@@ -151,6 +151,12 @@ class ManagedQueryStore final {
 
   // Records the plan completion (idempotent for identical values). Errors: NotFound, Conflict
   // ("completion is already bound differently", wrong plan id or revision), Corruption.
+  // Durability: this commit (and mark_desired_set_committed's) is not fsynced (WAL at
+  // synchronous NORMAL for the one transaction): it survives a process crash when it returns, the
+  // store's next commit syncs it, and a power loss before that loses only the mark — the state of
+  // a crash between the journal commit and the mark, which the service recovers
+  // (ManagedServicePrepareCrash, set_desired_recovers_engine_commit_before_store_mark,
+  // DesiredChoiceOfAKilledProcessIsFinishedOnceByAnother). Every other commit is FULL.
   ManagedQueryRecord mark_planned(const std::string& query_ref, const std::string& plan_id,
                                   const std::string& decision_digest, std::int64_t journal_revision,
                                   const std::string& journal_record_digest);
@@ -190,6 +196,12 @@ class ManagedQueryStore final {
   ManagedDesiredSetRecord load_pending_desired_set(const engine::ScopeRef& scope);
   std::optional<ManagedDesiredSetRecord> find_pending_desired_set(const engine::ScopeRef& scope);
 
+  // The full check an open does not make (`ctx journal verify` runs it): SQLite's
+  // integrity_check over every page of the file, then every query and desired-set row read and
+  // authenticated as a load would. Reads only. Errors: Corruption ("failed its integrity check",
+  // a row's own message), Unavailable (the file was replaced).
+  void verify();
+
   // Prints the schema only.
   friend std::ostream& operator<<(std::ostream& out, const ManagedQueryStore& value);
 
@@ -208,7 +220,9 @@ class ManagedQueryStore final {
 // `installation_hmac_key`. The parent directory is created 0700 when missing and must be owned
 // by this user with mode exactly 0700. Errors: InvalidArgument ("must be absolute", key size),
 // ManagedQueryStoreUnavailable (directory or file unsafe), ManagedQueryStoreCorruption (schema,
-// quick_check, wrong installation key).
+// wrong installation key). The open reads the schema and the identity row only, so its cost does
+// not grow with the store: a damaged page is found by the row read that reaches it (SQLITE_CORRUPT,
+// typed), a changed row by its HMAC, and the whole file by verify().
 std::shared_ptr<ManagedQueryStore> open_managed_query_store(const std::filesystem::path& path,
                                                             std::string_view installation_hmac_key);
 

@@ -155,7 +155,10 @@ struct Sha256Stream::Context {
 
 Sha256Stream::Sha256Stream() : context_(std::make_unique<Context>()) {
   context_->md = EVP_MD_CTX_new();
-  if (context_->md == nullptr || EVP_DigestInit_ex(context_->md, EVP_sha256(), nullptr) != 1) {
+  // Fetched once per process (EVP_sha256() repeats OpenSSL 3's implementation lookup per use).
+  static const EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  if (context_->md == nullptr || sha256 == nullptr ||
+      EVP_DigestInit_ex(context_->md, sha256, nullptr) != 1) {
     throw Error("skill-installer could not start a sha-256 digest", ErrorCode::kInternal);
   }
 }

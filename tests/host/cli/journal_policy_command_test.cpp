@@ -82,6 +82,49 @@ TEST_F(JournalPolicyTest, JournalVerifyPassesThenNamesTheRecordWithOneEditedByte
   EXPECT_EQ(read_file(journal), edited);  // verify writes nothing
 }
 
+// The hook path's open of the managed query store reads its schema and key row only; the
+// whole-file check is `ctx journal verify`'s: a damaged page of the query table fails it (exit 1,
+// naming the store), and verify writes nothing.
+TEST_F(JournalPolicyTest, JournalVerifyChecksEveryPageOfTheQueryStore) {
+  prepare();
+  const fs::path queries = state_ / "service/queries.sqlite3";
+  ASSERT_EQ(ctx({"journal", "verify"}).code, 0);
+  long page_size = 0;
+  long root = 0;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(queries.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    const auto scalar = [&](const char* sql) {
+      sqlite3_stmt* statement = nullptr;
+      long value = 0;
+      if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK &&
+          sqlite3_step(statement) == SQLITE_ROW) {
+        value = sqlite3_column_int64(statement, 0);
+      }
+      sqlite3_finalize(statement);
+      return value;
+    };
+    page_size = scalar("PRAGMA page_size");
+    root = scalar("SELECT rootpage FROM sqlite_master WHERE name = 'managed_queries'");
+    sqlite3_close(db);
+  }
+  ASSERT_GT(root, 1);
+  {
+    std::fstream file(queries, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp((root - 1) * page_size);
+    const std::string garbage(static_cast<std::size_t>(page_size), '\xee');
+    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  const std::string damaged = read_file(queries);
+  const auto r = ctx({"journal", "verify"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("managed query store"));
+  EXPECT_EQ(read_file(queries), damaged);
+}
+
 TEST_F(JournalPolicyTest, JournalVerifyWithoutAJournalHasNothingToCheck) {
   ASSERT_EQ(ctx({"init"}).code, 0);
   const auto r = ctx({"journal", "verify"});

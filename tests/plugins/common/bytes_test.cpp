@@ -29,6 +29,21 @@ TEST(PluginBytes, HmacMatchesRfc4231Case2) {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
+// Each MAC starts from a copy of one keyless context: a second key and a key longer than the
+// block (hashed first) give their own RFC 4231 values, the first key's again after them, and the
+// empty key (the one-shot path) the known HMAC-SHA256("", "").
+TEST(PluginBytes, HmacKeysDoNotCarryOverBetweenCalls) {
+  const std::string case6_key(131, '\xaa');
+  EXPECT_EQ(to_hex(hmac_sha256(case6_key, "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_EQ(to_hex(hmac_sha256(std::string(20, '\x0b'), "Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(to_hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(to_hex(hmac_sha256("", "")),
+            "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+}
+
 TEST(PluginBytes, Base64DecodesStrictly) {
   EXPECT_EQ(from_base64("", "c"), "");
   EXPECT_EQ(from_base64("Zg==", "c"), "f");

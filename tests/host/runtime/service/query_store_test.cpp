@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <string>
+
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
@@ -116,6 +119,47 @@ TEST(ManagedQueryStore, TamperedRowsFailClosedWithoutMutation) {
   (void)record;
 }
 
+// The open reads the schema and the key row only; verify() reads the whole file. A damaged page
+// of the query table: the open still succeeds, a load that reaches the page and verify() are
+// typed DataLoss, and a tampered row fails verify() as it fails a load. Nothing is written.
+TEST(ManagedQueryStore, VerifyChecksEveryPageAndRowAndWritesNothing) {
+  Fixture f;
+  const auto record = f.setup.register_query(digest("verify"));
+  f.setup.store->verify();
+  {
+    Fixture g;
+    const auto owned = g.setup.register_query(digest("verify"));
+    sqlite_scalar(g.setup.store_path, "UPDATE managed_queries SET plan_id = 'x'");
+    const auto tampered = read_database(g.setup.store_path);
+    CTX_EXPECT_THROW(g.setup.store->verify(), ManagedQueryStoreCorruption,
+                     "authentication failed");
+    EXPECT_EQ(read_database(g.setup.store_path), tampered);
+    (void)owned;
+  }
+  // Every committed page into the main file, then one page of managed_queries overwritten.
+  sqlite_scalar(f.setup.store_path, "PRAGMA wal_checkpoint(TRUNCATE)");
+  const auto page_size = std::stol(sqlite_scalar(f.setup.store_path, "PRAGMA page_size"));
+  const auto root = std::stol(sqlite_scalar(
+      f.setup.store_path, "SELECT rootpage FROM sqlite_master WHERE name = 'managed_queries'"));
+  ASSERT_GT(root, 1);
+  {
+    std::fstream file(f.setup.store_path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp((root - 1) * page_size);
+    const std::string garbage(static_cast<std::size_t>(page_size), '\xee');
+    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  const auto damaged = read_database(f.setup.store_path);
+  auto reopened = open_managed_query_store(f.setup.store_path, store_key());
+  try {
+    reopened->load(record.query_ref());
+    ADD_FAILURE() << "a load through a damaged page succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kDataLoss) << e.what();
+  }
+  CTX_EXPECT_THROW(reopened->verify(), ManagedQueryStoreCorruption, "managed query store");
+  EXPECT_EQ(read_database(f.setup.store_path), damaged);
+}
+
 TEST(ManagedQueryStore, RegistrationConflictsAreTyped) {
   Fixture f;
   const auto owner = f.setup.register_query(digest("owner"));
@@ -152,6 +196,14 @@ TEST(ManagedQueryStore, RegistrationConflictsAreTyped) {
   EXPECT_TRUE(
       f.setup.store->mark_planned(owner.query_ref(), "plan-initial", digest("d"), 2, digest("r"))
           .planned());
+  // Once planned, the scope and plan are still the owner's (found through its plan_id).
+  const auto planned_before = read_database(f.setup.store_path);
+  CTX_EXPECT_THROW(
+      f.setup.store->register_query(digest("intruder"), f.setup.managed_input->session_started(),
+                                    other_decision, f.setup.artifact->manifest_digest(),
+                                    f.setup.artifact->planning_environment_digest()),
+      ManagedQueryStoreConflict, "scope and plan are already reserved");
+  EXPECT_EQ(read_database(f.setup.store_path), planned_before);
   CTX_EXPECT_THROW(
       f.setup.store->mark_planned(owner.query_ref(), "plan-initial", digest("e"), 2, digest("r")),
       ManagedQueryStoreConflict, "bound differently");
