@@ -247,7 +247,9 @@ Observation reconcile(engine::InstallerPort& driver, const engine::MaterialIdent
   return out;
 }
 
-// Applies once (only for a claim this call created) and then always reconciles. A body that
+// Applies once (only for a claim this call created). An applied reply naming exactly the
+// authorised material is the observation; a failed one, and every call that did not apply
+// (recovery of an earlier claim), asks the driver's reconcile what is on disk. A body that
 // cannot be loaded or verified, or an install the driver could not complete, leaves the outcome
 // indeterminate for this call: recovery reconciles and never re-applies.
 // A tree body (the root its files imply against the authorised root text: every file against
@@ -314,6 +316,9 @@ Observation observe(const InstallActuator& actuator, engine::InstallerPort& driv
             engine::is_digest(verification->get<std::string>())) {
           installer_verification = verification->get<std::string>();
         }
+        // The driver verified and synced exactly the authorised material in this call: that is
+        // the observation (reading the tree back would only re-hash what it just wrote).
+        return Observation{Observation::State::kInstalled, std::move(installer_verification)};
       } else if (outcome != engine::Outcome::kFailed) {
         return {};
       }
