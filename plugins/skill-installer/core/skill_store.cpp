@@ -465,10 +465,24 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
       throw Error("skill-installer install was cancelled by the host", ErrorCode::kCancelled);
     }
   };
-  // Closes a written file once it is synced.
-  const auto finish_file = [](FileDescriptor out) {
-    fsync_or_throw(out.get(), "a staged file");
-    if (::close(out.release()) != 0) throw_os("close a staged file");
+  // Written files, fsynced together once every file is written (finish_file / sync_files): the
+  // writeback of each starts when it is finished, so the syncs overlap instead of each waiting
+  // alone. At most kMaxUnsyncedFiles stay open. Every one is synced before stage() returns, so
+  // before the publishing rename.
+  constexpr std::size_t kMaxUnsyncedFiles = 64;
+  std::vector<FileDescriptor> unsynced;
+  const auto sync_files = [&unsynced] {
+    for (FileDescriptor& file : unsynced) {
+      fsync_or_throw(file.get(), "a staged file");
+      if (::close(file.release()) != 0) throw_os("close a staged file");
+    }
+    unsynced.clear();
+  };
+  const auto finish_file = [&](FileDescriptor out) {
+    // Starts writeback only (no durability is claimed from it): the fsync below is the sync.
+    ::sync_file_range(out.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+    unsynced.push_back(std::move(out));
+    if (unsynced.size() >= kMaxUnsyncedFiles) sync_files();
   };
   // The manifest entry of each path a tree's manifest lists (tree form only).
   std::map<std::string, const TreeFile*, std::less<>> entries;
@@ -570,6 +584,7 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
       }
       stream_from_host(parent, entry.path.substr(start), entry);
     }
+    sync_files();
     for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
       if (::fchmod(it->second.get(), 0555) != 0) throw_os("seal a staged directory");
       fsync_or_throw(it->second.get(), "a staged directory");
@@ -646,6 +661,7 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
       throw MaterialRefused{"material source lacks a file its manifest lists"};
     }
   }
+  sync_files();
   // The staging directory itself is synced once, after publication (install()): its entries
   // and its seal in one fsync.
   return staged;

@@ -16,7 +16,8 @@
 //                           adapter says skills live (config "activation_root", default
 //                           <root>/active; same owner and mode rules as the root).
 // Every file is created O_EXCL and fsynced, every directory created or renamed into is fsynced,
-// publication is an atomic rename. Mutations first check that the root path still names the
+// publication is an atomic rename. The files of one staging are all written before the first is
+// fsynced (each one's writeback is started when it is written), all synced before the rename. Mutations first check that the root path still names the
 // directory opened at construction, with its owner and mode ("root changed" otherwise).
 //
 // JSON contract (sdk/conformance's installer suite checks it; ctx's runtime sends these fields):
