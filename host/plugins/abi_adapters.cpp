@@ -2,6 +2,8 @@
 
 #include <ctx/sdk/error.hpp>
 
+#include <algorithm>
+
 #include "host/plugins/detail/ops_table.hpp"
 #include "host/plugins/errors.hpp"
 
@@ -37,6 +39,28 @@ core::Json parse_reply(const std::string& text, const LoadedPlugin& plugin, cons
                               " returned invalid json: not an object");
   }
   return reply;
+}
+
+// ctx_body_source.read over an engine::InstallBodyLookup (the context): the bytes in chunks of at
+// most 64 KiB, stopping at the first write the plugin refuses (its code returned unchanged).
+ctx_code read_body(void* context, ctx_bytes path, ctx_sink* out) noexcept {
+  constexpr std::size_t kChunk = 1 << 16;
+  try {
+    if (context == nullptr || out == nullptr || out->write == nullptr) return CTX_INVALID_ARGUMENT;
+    const auto& lookup = *static_cast<const engine::InstallBodyLookup*>(context);
+    const auto body = lookup(std::string_view(reinterpret_cast<const char*>(path.data),
+                                              path.data == nullptr ? 0 : path.size));
+    if (!body) return CTX_NOT_FOUND;
+    for (std::size_t at = 0; at < body->size(); at += kChunk) {
+      const std::size_t n = std::min(kChunk, body->size() - at);
+      const ctx_code code =
+          out->write(out->context, reinterpret_cast<const uint8_t*>(body->data() + at), n);
+      if (code != CTX_OK) return code;
+    }
+    return CTX_OK;
+  } catch (...) {
+    return CTX_INTERNAL;
+  }
 }
 
 }  // namespace
@@ -106,6 +130,27 @@ core::Json AbiInstaller::call(Op op, const char* name, const core::Json& request
 core::Json AbiInstaller::install(const core::Json& request) {
   return call(ops_->install, "install", request);
 }
+std::optional<core::Json> AbiInstaller::install_from_source(
+    const core::Json& request, const engine::InstallBodyLookup& bodies) {
+  if (!CTX_TABLE_HAS(ops_, ctx_installer_ops, install_from_source) ||
+      ops_->install_from_source == nullptr) {
+    return std::nullopt;
+  }
+  const std::string request_text = core::canonical_json(request);
+  const ctx_body_source source{sizeof(ctx_body_source),
+                               const_cast<engine::InstallBodyLookup*>(&bodies), &read_body};
+  ctx_error err{};
+  StringSink out;
+  ctx_code code;
+  {
+    const auto lock = instance_.lock();
+    code = ops_->install_from_source(instance_.handle(), as_bytes(request_text), &source,
+                                     out.sink(), &err);
+  }
+  throw_if_error(code, err, instance_.plugin().identity().id, "install_from_source");
+  return parse_reply(out.text(), instance_.plugin(), "install_from_source");
+}
+
 core::Json AbiInstaller::activate(const core::Json& request) {
   return call(ops_->activate, "activate", request);
 }

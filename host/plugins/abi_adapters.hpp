@@ -47,6 +47,10 @@ class AbiInstaller final : public engine::InstallerPort {
   core::Json activate(const core::Json& request) override;
   core::Json deactivate(const core::Json& request) override;
   core::Json reconcile(const core::Json& request) override;
+  // Through the plugin's install_from_source op with a ctx_body_source over `bodies` (64 KiB
+  // writes); std::nullopt when the plugin's table has no such op (absent or null: ABI minor 0).
+  std::optional<core::Json> install_from_source(const core::Json& request,
+                                                const engine::InstallBodyLookup& bodies) override;
   std::string id() const override;
   std::string identity_digest() const override;
 

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <chrono>
 #include <ctx/sdk/skill_tree.hpp>
+#include <functional>
+#include <map>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -53,8 +55,8 @@ std::optional<TreeMaterialText> verified_tree_of(const std::vector<InstallBodyFi
 
 // A verified tree body written below <journal dir>/install-staging/tree-<pid>-XXXXXX (0700
 // directories, 0400 files, O_EXCL) for one driver install call, removed when this is destroyed.
-// A process that dies leaves its directory behind; the next staging sweeps directories whose
-// process is gone. Nothing here is fsynced: the installer verifies what it reads from this copy
+// Used only for an installer without install_from_source (ABI minor 0). A process that dies
+// leaves its directory behind; every tree install sweeps directories whose process is gone. Nothing here is fsynced: the installer verifies what it reads from this copy
 // and fsyncs its own, and nothing reads a copy after a crash (recovery of a claimed install asks
 // the installer's reconcile; a new install stages a fresh copy) — InstallStagingCrash.*.
 // Errors: UnsafeStateFile (the staging directory is not private); SystemError when the operating
@@ -62,7 +64,7 @@ std::optional<TreeMaterialText> verified_tree_of(const std::vector<InstallBodyFi
 class StagedTree {
  public:
   StagedTree(const std::filesystem::path& journal_path, const std::vector<InstallBodyFile>& files) {
-    const std::filesystem::path parent = journal_path.parent_path() / "install-staging";
+    const std::filesystem::path parent = parent_of(journal_path);
     // Scratch: nothing durable refers to it (the installer copies and fsyncs what it publishes),
     // and a crash that loses it only loses a staging copy the next install writes again.
     ensure_private_dir(parent, "install staging directory", DirDurability::kScratch);
@@ -80,13 +82,12 @@ class StagedTree {
 
   const std::filesystem::path& dir() const noexcept { return dir_; }
 
- private:
-  static void remove(const std::filesystem::path& dir) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+  // Where the staging trees of `journal_path` live.
+  static std::filesystem::path parent_of(const std::filesystem::path& journal_path) {
+    return journal_path.parent_path() / "install-staging";
   }
 
-  // Removes staging trees of processes that no longer exist.
+  // Removes staging trees of processes that no longer exist (none when `parent` is absent).
   static void sweep(const std::filesystem::path& parent) {
     std::error_code ec;
     for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end;
@@ -103,6 +104,12 @@ class StagedTree {
       } catch (const std::exception&) {
       }
     }
+  }
+
+ private:
+  static void remove(const std::filesystem::path& dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
   }
 
   // `file.path` is a verified tree path (no "..", no absolute or hidden component).
@@ -240,13 +247,16 @@ Observation reconcile(engine::InstallerPort& driver, const engine::MaterialIdent
   return out;
 }
 
-// Applies once (only for a claim this call created) and then always reconciles. A body that
+// Applies once (only for a claim this call created). An applied reply naming exactly the
+// authorised material is the observation; a failed one, and every call that did not apply
+// (recovery of an earlier claim), asks the driver's reconcile what is on disk. A body that
 // cannot be loaded or verified, or an install the driver could not complete, leaves the outcome
 // indeterminate for this call: recovery reconciles and never re-applies.
 // A tree body (the root its files imply against the authorised root text: every file against
-// its manifest entry, the manifest against the root's manifest_sha256) is staged from those
-// verified bytes and installed through the installer's "source": {"directory"} form with the
-// manifest beside it; a plain body is sent inline.
+// its manifest entry, the manifest against the root's manifest_sha256) goes to the driver's
+// install_from_source, its verified bytes read from memory by manifest path; a driver without
+// it gets them staged in a directory ("source": {"directory"}) with the manifest beside it. A
+// plain body is sent inline.
 Observation observe(const InstallActuator& actuator, engine::InstallerPort& driver,
                     const std::filesystem::path& journal_path,
                     const engine::MaterialIdentity& material, bool claim_was_new) {
@@ -263,13 +273,30 @@ Observation observe(const InstallActuator& actuator, engine::InstallerPort& driv
         // The root the files imply (their manifest's digest, their totals) is the material.
         const auto tree = verified_tree_of(*body.files);
         if (!tree || tree->root != body.material) return {};
-        const StagedTree staged(journal_path, *body.files);
-        reply = driver.install({{"capability_id", material.capability_id()},
-                                {"content_bytes", material.content_bytes()},
-                                {"content_sha256", material.content_sha256()},
-                                {"manifest", tree->manifest},
-                                {"material_identity_digest", material.identity_digest()},
-                                {"source", {{"directory", staged.dir().string()}}}});
+        Json request = {{"capability_id", material.capability_id()},
+                        {"content_bytes", material.content_bytes()},
+                        {"content_sha256", material.content_sha256()},
+                        {"manifest", tree->manifest},
+                        {"material_identity_digest", material.identity_digest()}};
+        // The verified bytes go straight to the driver; only an installer without
+        // install_from_source (ABI minor 0) reads them from a staged directory.
+        // A staging copy a dead process left (a minor-0 installer's) is swept by every install.
+        StagedTree::sweep(StagedTree::parent_of(journal_path));
+        std::map<std::string_view, std::string_view, std::less<>> by_path;
+        for (const auto& file : *body.files) by_path.emplace(file.path, file.bytes);
+        auto streamed = driver.install_from_source(
+            request, [&by_path](std::string_view path) -> std::optional<std::string_view> {
+              const auto it = by_path.find(path);
+              if (it == by_path.end()) return std::nullopt;
+              return it->second;
+            });
+        if (streamed) {
+          reply = std::move(*streamed);
+        } else {
+          const StagedTree staged(journal_path, *body.files);
+          request["source"] = {{"directory", staged.dir().string()}};
+          reply = driver.install(request);
+        }
       } else {
         reply = driver.install({{"capability_id", material.capability_id()},
                                 {"content_base64", base64(body.material)},
@@ -289,6 +316,9 @@ Observation observe(const InstallActuator& actuator, engine::InstallerPort& driv
             engine::is_digest(verification->get<std::string>())) {
           installer_verification = verification->get<std::string>();
         }
+        // The driver verified and synced exactly the authorised material in this call: that is
+        // the observation (reading the tree back would only re-hash what it just wrote).
+        return Observation{Observation::State::kInstalled, std::move(installer_verification)};
       } else if (outcome != engine::Outcome::kFailed) {
         return {};
       }

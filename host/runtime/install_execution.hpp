@@ -138,9 +138,10 @@ engine::InstallExecutionBinding resolve_install_binding(
 namespace detail {
 
 // What one composition executes installs with. `actuator` may be null: then only an already
-// recorded outcome can be settled. `journal_path` names the journal (execution locks beside it;
-// a tree body is staged, verified bytes only, in a private install-staging/ directory beside it
-// for the length of the driver's install call — the installer's "source": {"directory"} form).
+// recorded outcome can be settled. `journal_path` names the journal (execution locks beside it).
+// A tree body's verified bytes go to the driver's install_from_source from memory; only for a
+// driver without it (ABI minor 0) are they staged in a private install-staging/ directory beside
+// the journal for the length of its install call (the installer's "source": {"directory"} form).
 struct InstallActuators {
   engine::Engine& engine;
   const InstallActuator* actuator;

@@ -1,5 +1,6 @@
 // The "skill-installer" plugin: SkillStore behind the SDK's installer base class. Installs poll
-// the host's cancellation service between streamed chunks.
+// the host's cancellation service between streamed chunks; install_from_source (ABI minor 1)
+// streams tree bodies from the host's body source.
 #include <ctx/sdk/plugin.hpp>
 
 #include <string>
@@ -15,6 +16,16 @@ class SkillInstallerPlugin final : public ctx::sdk::Installer {
       : host_(host), store_(config_json, [this] { return host_.cancelled(); }) {}
   std::string target_identity() override { return store_.target_identity().dump(); }
   std::string install(std::string_view request) override { return store_.install(request).dump(); }
+  std::string install_from_source(std::string_view request,
+                                  const ctx::sdk::BodySource& bodies) override {
+    return store_
+        .install_from_source(request,
+                             [&bodies](const std::string& path,
+                                       const ctx::skill_installer::SkillStore::ChunkFn& chunk) {
+                               return bodies.read(path, chunk);
+                             })
+        .dump();
+  }
   std::string activate(std::string_view request) override {
     return store_.activate(request).dump();
   }

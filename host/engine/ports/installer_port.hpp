@@ -7,9 +7,11 @@
 #define CTX_HOST_ENGINE_PORTS_INSTALLER_PORT_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "host/core/canonical_json.hpp"
 #include "host/engine/identities.hpp"
@@ -36,6 +38,10 @@ struct TargetIdentity {
   friend bool operator==(const TargetIdentity&, const TargetIdentity&) = default;
 };
 
+// The bytes of each file of a tree body by its manifest path, borrowed for one install call;
+// std::nullopt when the body has no such file.
+using InstallBodyLookup = std::function<std::optional<std::string_view>(std::string_view path)>;
+
 class InstallerPort {
  public:
   virtual ~InstallerPort() = default;
@@ -51,6 +57,15 @@ class InstallerPort {
   virtual core::Json activate(const core::Json& request) = 0;
   virtual core::Json deactivate(const core::Json& request) = 0;
   virtual core::Json reconcile(const core::Json& request) = 0;
+
+  // Installs tree material whose file bodies come from `bodies` (plugin_abi.h
+  // install_from_source): `request` is install's tree-form request without "source"; the reply is
+  // install's. std::nullopt when the driver has no such operation (an ABI minor 0 installer):
+  // the caller then stages the tree in a directory and calls install. Errors: as install.
+  virtual std::optional<core::Json> install_from_source(const core::Json& /*request*/,
+                                                        const InstallBodyLookup& /*bodies*/) {
+    return std::nullopt;
+  }
 
   // Token naming the driver implementation (a plugin id such as "skill-installer").
   virtual std::string id() const = 0;

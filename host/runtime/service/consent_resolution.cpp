@@ -228,15 +228,19 @@ class JournalDecisionEvidence final : public DecisionEvidencePort {
 // The broker's one-shot guard of one authenticated decision as the composition's interactive
 // guard: armed in the service's guard slot only after authentication, so a decision cannot be
 // committed before (§3.14 step 11).
-InteractiveInstallDecisionGuard armed_guard(std::shared_ptr<ConsentDecisionGuard> armed) {
-  return [guard = std::move(armed)](const engine::InteractiveInstallDecisionReservation& r) {
+// `settled` receives the record settle() committed.
+InteractiveInstallDecisionGuard armed_guard(
+    std::shared_ptr<ConsentDecisionGuard> armed,
+    std::shared_ptr<std::optional<ConsentRecord>> settled) {
+  return [guard = std::move(armed), settled = std::move(settled)](
+             const engine::InteractiveInstallDecisionReservation& r) {
     guard->reserve(ConsentReservation{r.event_id, r.event_content_digest, r.consent_id,
                                       r.decision, r.policy_snapshot_digest,
                                       r.requested_action_id, r.requested_action_kind,
                                       r.requested_action_content_digest,
                                       r.requested_action_precondition_revision,
                                       r.install_expires_at});
-    return std::function<void()>([guard] { guard->settle(); });
+    return std::function<void()>([guard, settled] { *settled = guard->settle(); });
   };
 }
 
@@ -836,16 +840,22 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   const ConsentChallenge& challenge = published.challenge;
   const ConsentOwner owner = owner_of(challenge);
   const auto policies = policy_store();
-  const std::optional<InstallConsentPolicy> persisted =
-      policies ? policies->persisted() : std::nullopt;
-  if (!persisted) {
+  if (!policies) {
     throw ManagedQueryServiceError("signed install consent requires a persisted install policy");
   }
-  const InstallConsentPolicy& policy = *persisted;
-  if (policy.policy_digest() != challenge.fields().policy_snapshot_digest) {
-    throw ManagedQueryHeadDriftError("install policy changed before human authentication");
-  }
-  const auto held = policies->hold(policy.policy_digest());
+  // The policy is read once, under its lock, which is held for the rest of the resolution: every
+  // writer (InstallPolicyStore::persist) takes the same lock, so it cannot change before the
+  // hold ends and is not re-read.
+  const auto held = [&] {
+    try {
+      return policies->hold(challenge.fields().policy_snapshot_digest);
+    } catch (const InstallPolicyMissing&) {
+      throw ManagedQueryServiceError(
+          "signed install consent requires a persisted install policy");
+    } catch (const InstallPolicyChanged&) {
+      throw ManagedQueryHeadDriftError("install policy changed before human authentication");
+    }
+  }();
   // The service's kept composition (with the captured actuator), whose interactive guard refuses
   // every decision until the broker's guard of the one authenticated below is armed.
   DropCompositionOnFailure kept([this] { service_.drop_composition(); });
@@ -853,7 +863,6 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   detail::InteractiveGuardSlot::Scope guard(*service_.interactive_guard_);  // set with a broker
   const ContextRequirements needs{&held.policy(), true, true};
   const ConsentContext before = context(composition, owner, challenge, needs);
-  held.assert_current();
   const VerifiedHumanDecision decision =
       consent.authenticate(challenge, payload, *options_.verifier_registry);
   const ConsentContext after = recheck(composition, owner, challenge, needs, before);
@@ -861,10 +870,24 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
     throw ManagedQueryHeadDriftError(
         "install consent authority changed after human authentication");
   }
+  auto settlement = std::make_shared<std::optional<ConsentRecord>>();
   guard.arm(armed_guard(std::make_shared<ConsentDecisionGuard>(
-      consent.interactive_guard(decision, after.binding->binding_digest()))));
+                            consent.interactive_guard(decision, after.binding->binding_digest())),
+                        settlement));
   crash_point(consent_crash_points::kAfterAuthentication);
-  const auto event = decision_event(consent.status(challenge.challenge_id()), after, owner);
+  // The decision-ready record authenticate() just committed: the published challenge with the
+  // verified decision (nothing else here wrote the broker since; the guard's reservation
+  // re-checks the stored decision against it in its own transaction).
+  ConsentRecord decided = published;
+  decided.state = ConsentState::kDecisionReady;
+  decided.decision = decision.decision;
+  decided.principal_digest = decision.principal_digest;
+  decided.authenticator_id = decision.authenticator_id;
+  decided.audience = decision.audience;
+  decided.assertion_nonce_digest = decision.nonce_digest;
+  decided.decision_issued_at = decision.issued_at;
+  decided.decision_expires_at = decision.expires_at;
+  const auto event = decision_event(decided, after, owner);
   const auto transition = composition.process(event);
   guard.disarm();
   const bool granted = decision.decision == engine::Decision::kGranted;
@@ -877,8 +900,10 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   if (transition.event_id() != event.event_id() || !exact) {
     throw ManagedQueryServiceError("interactive install decision transition is not exact");
   }
-  held.assert_current();
-  const ConsentRecord settled = consent.status(challenge.challenge_id());
+  // The record the guard's settlement committed; read back only when the guard did not settle
+  // in this call (the journal found the decision already committed).
+  const ConsentRecord settled =
+      *settlement ? **settlement : consent.status(challenge.challenge_id());
   if (settled.state != ConsentState::kSettled) {
     throw ManagedQueryServiceError("install consent broker did not settle its decision");
   }

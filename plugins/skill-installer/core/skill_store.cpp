@@ -437,7 +437,8 @@ std::optional<std::string> SkillStore::slot_target(const std::string& name) cons
 }
 
 SkillStore::Staged SkillStore::stage(const Json& request, Form form,
-                                     const std::vector<TreeFile>* listed) {
+                                     const std::vector<TreeFile>* listed,
+                                     const BodyReader* bodies) {
   const std::string& hex = pc::require_string(request, "content_sha256", "install request");
   Staged staged;
   staged.tmp = tmp_fd_.get();
@@ -463,6 +464,25 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
     if (cancelled_ && cancelled_()) {
       throw Error("skill-installer install was cancelled by the host", ErrorCode::kCancelled);
     }
+  };
+  // Written files, fsynced together once every file is written (finish_file / sync_files): the
+  // writeback of each starts when it is finished, so the syncs overlap instead of each waiting
+  // alone. At most kMaxUnsyncedFiles stay open. Every one is synced before stage() returns, so
+  // before the publishing rename.
+  constexpr std::size_t kMaxUnsyncedFiles = 64;
+  std::vector<FileDescriptor> unsynced;
+  const auto sync_files = [&unsynced] {
+    for (FileDescriptor& file : unsynced) {
+      fsync_or_throw(file.get(), "a staged file");
+      if (::close(file.release()) != 0) throw_os("close a staged file");
+    }
+    unsynced.clear();
+  };
+  const auto finish_file = [&](FileDescriptor out) {
+    // Starts writeback only (no durability is claimed from it): the fsync below is the sync.
+    ::sync_file_range(out.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+    unsynced.push_back(std::move(out));
+    if (unsynced.size() >= kMaxUnsyncedFiles) sync_files();
   };
   // The manifest entry of each path a tree's manifest lists (tree form only).
   std::map<std::string, const TreeFile*, std::less<>> entries;
@@ -507,15 +527,69 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
       hash.update(chunk);
       write_all(out.get(), chunk);
     }
-    fsync_or_throw(out.get(), "a staged file");
-    if (::close(out.release()) != 0) throw_os("close a staged file");
+    finish_file(std::move(out));
     TreeFile file{path, bytes, hash.hex()};
     if (entry != nullptr && file != *entry) throw MaterialRefused{kNotAsListed};
     staged.files.push_back(std::move(file));
   };
 
+  // One listed file from the host's body source into a new file `name` of `dir`: hashed and
+  // checked against its entry while it streams (never more bytes than listed, never past a cap).
+  const auto stream_from_host = [&](int dir, const std::string& name, const TreeFile& entry) {
+    FileDescriptor out(::openat(dir, name.c_str(),
+                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+    if (!out.valid()) throw_os("create a staged file");
+    Sha256Stream hash;
+    std::uint64_t bytes = 0;
+    const bool found = (*bodies)(entry.path, [&](std::string_view chunk) {
+      poll();
+      bytes += chunk.size();
+      staged.tree_bytes += chunk.size();
+      if (bytes > caps_.file_bytes || staged.tree_bytes > caps_.tree_bytes) {
+        throw MaterialRefused{"material exceeds the size cap"};
+      }
+      if (bytes > entry.bytes) throw MaterialRefused{kNotAsListed};
+      hash.update(chunk);
+      write_all(out.get(), chunk);
+    });
+    if (!found) throw MaterialRefused{"material source lacks a file its manifest lists"};
+    finish_file(std::move(out));
+    TreeFile file{entry.path, bytes, hash.hex()};
+    if (file != entry) throw MaterialRefused{kNotAsListed};
+    staged.files.push_back(std::move(file));
+  };
+
   const auto source = request.find("source");
-  if (source == request.end()) {  // inline body: one SKILL.md
+  if (bodies != nullptr) {
+    // The listed files, in manifest order, each read once from the host. Their directories are
+    // created as the paths need them and sealed and synced once their files exist (deepest
+    // first: a directory's path sorts after its parent's).
+    std::map<std::string, FileDescriptor> dirs;
+    for (const TreeFile& entry : *listed) {
+      int parent = staged.dir.get();
+      std::size_t start = 0;
+      for (std::size_t slash = entry.path.find('/'); slash != std::string::npos;
+           slash = entry.path.find('/', slash + 1)) {
+        const std::string dir_path = entry.path.substr(0, slash);
+        auto it = dirs.find(dir_path);
+        if (it == dirs.end()) {
+          const std::string name = entry.path.substr(start, slash - start);
+          if (::mkdirat(parent, name.c_str(), 0700) != 0) throw_os("create a staged directory");
+          auto created = open_optional(parent, name, O_RDONLY | O_DIRECTORY);
+          if (!created) throw_os("open a staged directory");
+          it = dirs.emplace(dir_path, std::move(*created)).first;
+        }
+        parent = it->second.get();
+        start = slash + 1;
+      }
+      stream_from_host(parent, entry.path.substr(start), entry);
+    }
+    sync_files();
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+      if (::fchmod(it->second.get(), 0555) != 0) throw_os("seal a staged directory");
+      fsync_or_throw(it->second.get(), "a staged directory");
+    }
+  } else if (source == request.end()) {  // inline body: one SKILL.md
     const auto text = pc::optional_string(request, "content", "install request");
     const std::string content = text ? *text
                                      : pc::from_base64(pc::require_string(
@@ -534,8 +608,7 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
       hash.update(chunk);
       write_all(out.get(), chunk);
     }
-    fsync_or_throw(out.get(), "a staged file");
-    if (::close(out.release()) != 0) throw_os("close a staged file");
+    finish_file(std::move(out));
     staged.files.push_back(TreeFile{kSkillFile, content.size(), hash.hex()});
   } else if (form == Form::kFile) {
     const std::string& path = pc::require_string(*source, "file", "install request source");
@@ -588,12 +661,22 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
       throw MaterialRefused{"material source lacks a file its manifest lists"};
     }
   }
+  sync_files();
   // The staging directory itself is synced once, after publication (install()): its entries
   // and its seal in one fsync.
   return staged;
 }
 
 Json SkillStore::install(std::string_view request_json) {
+  return install_request(request_json, nullptr);
+}
+
+Json SkillStore::install_from_source(std::string_view request_json, const BodyReader& bodies) {
+  if (!bodies) throw InvalidArgument("install_from_source needs a body source");
+  return install_request(request_json, &bodies);
+}
+
+Json SkillStore::install_request(std::string_view request_json, const BodyReader* bodies) {
   constexpr std::string_view kWhat = "install request";
   const Json request = pc::parse_object(request_json, kWhat);
   const std::string& capability_id = pc::require_string(request, "capability_id", kWhat);
@@ -603,11 +686,17 @@ Json SkillStore::install(std::string_view request_json) {
   const bool has_base64 = request.contains("content_base64");
   const auto source = request.find("source");
   const bool has_source = source != request.end();
-  if (int(has_text) + int(has_base64) + int(has_source) != 1) {
+  Form form = Form::kFile;
+  if (bodies != nullptr) {
+    if (has_text || has_base64 || has_source) {
+      throw InvalidArgument(
+          "install_from_source request takes its bodies from the host, not content or source");
+    }
+    form = Form::kTree;
+  } else if (int(has_text) + int(has_base64) + int(has_source) != 1) {
     throw InvalidArgument(
         "install request needs exactly one of content, content_base64, source");
   }
-  Form form = Form::kFile;
   if (has_source) {
     if (!source->is_object() || source->size() != 1 ||
         !(source->contains("file") || source->contains("directory"))) {
@@ -696,7 +785,7 @@ Json SkillStore::install(std::string_view request_json) {
 
   std::optional<Staged> staged;
   try {
-    staged.emplace(stage(request, form, listed ? &*listed : nullptr));
+    staged.emplace(stage(request, form, listed ? &*listed : nullptr, bodies));
   } catch (const MaterialRefused& refused) {
     return refuse(refused.reason);
   }

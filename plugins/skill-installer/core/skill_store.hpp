@@ -16,7 +16,8 @@
 //                           adapter says skills live (config "activation_root", default
 //                           <root>/active; same owner and mode rules as the root).
 // Every file is created O_EXCL and fsynced, every directory created or renamed into is fsynced,
-// publication is an atomic rename. Mutations first check that the root path still names the
+// publication is an atomic rename. The files of one staging are all written before the first is
+// fsynced (each one's writeback is started when it is written), all synced before the rename. Mutations first check that the root path still names the
 // directory opened at construction, with its owner and mode ("root changed" otherwise).
 //
 // JSON contract (sdk/conformance's installer suite checks it; ctx's runtime sends these fields):
@@ -38,6 +39,10 @@
 //          "observed_material_identity_digest" (whenever material was observed),
 //          "verification_digest" + "rewritten": bool (applied), "reason" (failed)}
 //      Already installed exactly: applied with rewritten false, the body source is not read.
+//   install_from_source (plugin_abi.h, ABI minor 1): the tree form's request without "source"
+//      (no "content" / "content_base64" either) and the host's bodies: each listed file is read
+//      once from the body source by its manifest path, hashed and capped at its entry's size as
+//      it streams, and the observed root is built from exactly those bytes; same reply.
 //      Bodies are streamed (64 KiB chunks, host cancellation polled per chunk) under the caps;
 //      anything over a cap, a digest, size or material identity mismatch, or a source holding
 //      anything but regular files and directories fails with nothing published.
@@ -90,6 +95,11 @@ class SkillStore {
  public:
   // Polled between streamed chunks; true asks the install to stop (ctx::Error kCancelled).
   using CancelCheck = std::function<bool()>;
+  // Receives one chunk of a streamed body; throws to stop the stream.
+  using ChunkFn = std::function<void(std::string_view chunk)>;
+  // The host's bodies (install_from_source): streams the bytes of tree path `path` to `chunk`,
+  // in order; false when the host has no such file. Its errors propagate.
+  using BodyReader = std::function<bool(const std::string& path, const ChunkFn& chunk)>;
 
   // Opens (creating 0700 when missing) the root and the activation root named by `config_json`,
   // checks their owner and mode, and sweeps staging left by dead writers.
@@ -108,6 +118,8 @@ class SkillStore {
   Json activate(std::string_view request_json);
   Json deactivate(std::string_view request_json);
   Json reconcile(std::string_view request_json) const;
+  // install's tree form with the file bodies read from `bodies` (see the header comment).
+  Json install_from_source(std::string_view request_json, const BodyReader& bodies);
 
   // Removes staging whose writer is gone (unlocked); returns how many entries it removed.
   int sweep_stale_staging();
@@ -130,7 +142,10 @@ class SkillStore {
   bool live_staging_for(const std::string& hex) const;
   std::optional<std::string> slot_target(const std::string& name) const;
   // Stages the request's body; `listed` (tree form) is the manifest every file must match.
-  Staged stage(const Json& request, Form form, const std::vector<sdk::TreeFile>* listed);
+  // `bodies` (install_from_source only) supplies the listed files instead of the request.
+  Staged stage(const Json& request, Form form, const std::vector<sdk::TreeFile>* listed,
+               const BodyReader* bodies);
+  Json install_request(std::string_view request_json, const BodyReader* bodies);
   std::string object_link(const std::string& hex) const;
 
   std::string root_;

@@ -40,8 +40,8 @@ std::string descriptor_image(const ctx_plugin_descriptor& d) {
 // The 1.0 size of the ops table of `kind`.
 std::size_t ops_size(PluginKind kind) {
   switch (kind) {
-    case PluginKind::kInstaller:
-      return sizeof(ctx_installer_ops);
+    case PluginKind::kInstaller:  // install_from_source (minor 1) is optional
+      return offsetof(ctx_installer_ops, install_from_source);
     case PluginKind::kVerifier:
       return sizeof(ctx_verifier_ops);
     case PluginKind::kHostAdapter:

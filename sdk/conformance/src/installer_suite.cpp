@@ -1,6 +1,7 @@
 // The installer suite: target identity, an install/activate/reconcile round trip in a fresh root,
 // idempotent install (nothing rewritten), refusal of mismatched material, the MaterialIdentity
-// schema of file and tree material, and recovery after a writer killed mid-staging, using the
+// schema of file and tree material, install_from_source (when offered: streamed bodies verified,
+// capped and read once), and recovery after a writer killed mid-staging, using the
 // request contract documented in ctx/conformance/conformance.hpp.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -125,6 +127,36 @@ ctx_bytes bytes_of(const std::string& text) {
   return ctx_bytes{reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
 
+// A host body source (ctx_body_source) over `files`, handing each file over in 4 KiB writes so
+// that a plugin's cap can stop it mid-file. Counts reads and remembers the first refused write.
+struct HostBodies {
+  std::map<std::string, std::string> files;
+  int reads = 0;
+  ctx_code refused = CTX_OK;
+
+  ctx_body_source source() {
+    return ctx_body_source{sizeof(ctx_body_source), this, &HostBodies::read};
+  }
+  static ctx_code read(void* context, ctx_bytes path, ctx_sink* out) noexcept {
+    auto& self = *static_cast<HostBodies*>(context);
+    ++self.reads;
+    const auto it = self.files.find(
+        std::string(reinterpret_cast<const char*>(path.data), path.data ? path.size : 0));
+    if (it == self.files.end()) return CTX_NOT_FOUND;
+    const std::string& bytes = it->second;
+    for (std::size_t at = 0; at < bytes.size(); at += 4096) {
+      const std::size_t n = std::min<std::size_t>(4096, bytes.size() - at);
+      const ctx_code code =
+          out->write(out->context, reinterpret_cast<const uint8_t*>(bytes.data() + at), n);
+      if (code != CTX_OK) {
+        if (self.refused == CTX_OK) self.refused = code;
+        return code;
+      }
+    }
+    return CTX_OK;
+  }
+};
+
 // Calls one request op and returns its reply object (recording failures).
 class Installer {
  public:
@@ -146,6 +178,14 @@ class Installer {
     return request_op("deactivate", ops_.deactivate, request);
   }
   Json reconcile(const Json& request) { return request_op("reconcile", ops_.reconcile, request); }
+  // install_from_source (ABI minor 1) with `bodies` as the host's body source.
+  Json install_from_source(const Json& request, HostBodies& bodies) {
+    const std::string text = request.dump();
+    const ctx_body_source source = bodies.source();
+    return call("install_from_source", [&](ctx_sink* out, ctx_error* err) {
+      return ops_.install_from_source(instance_.handle(), bytes_of(text), &source, out, err);
+    });
+  }
 
  private:
   using RequestFn = ctx_code (*)(void*, ctx_bytes, ctx_sink*, ctx_error*);
@@ -423,6 +463,56 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
               << "a tree install with " << what << " left material installed";
         }
       }
+    });
+  }
+
+  if (tree_material_enabled(*plugin) && plugin->has_install_from_source()) {
+    // install_from_source: the tree form with every listed file read once from the host's body
+    // source, verified as it streams; installed material is not read again.
+    add_plugin_test(plugin, "Installer", "InstallFromSourceVerifiesTheStreamedBodies", [plugin] {
+      const auto files = sample_tree(20000);  // several 4 KiB writes per resource
+      Json request = tree_request("/unused", files);
+      request.erase("source");
+      const Json entry = {{"capability_id", kCapability},
+                          {"content_sha256", request.at("content_sha256")}};
+      const Json reconcile = {{"capabilities", Json::array({entry})}};
+      const auto refused_and_absent = [&](const char* what, HostBodies& bodies) {
+        Installer installer(*plugin);
+        ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
+        EXPECT_NE(installer.install_from_source(request, bodies).value("outcome", ""), "applied")
+            << "install_from_source with " << what << " was applied";
+        EXPECT_FALSE(flag(state_of(installer.reconcile(reconcile)), "installed"))
+            << "install_from_source with " << what << " left the material installed";
+      };
+
+      // One altered byte, a missing file, and a file longer than its manifest entry (which the
+      // installer must stop reading: a refused write, not a silently truncated body).
+      HostBodies altered{files};
+      altered.files["reference.md"][100] = '!';
+      refused_and_absent("one altered byte", altered);
+      HostBodies missing{files};
+      missing.files.erase("scripts/run.sh");
+      refused_and_absent("a listed file missing", missing);
+      HostBodies longer{files};
+      longer.files["reference.md"] += std::string(40000, 'x');
+      refused_and_absent("a file longer than its entry", longer);
+      EXPECT_NE(longer.refused, CTX_OK)
+          << "the installer read past a file's listed size instead of refusing the write";
+
+      Installer installer(*plugin);
+      ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
+      HostBodies exact{files};
+      const Json installed = installer.install_from_source(request, exact);
+      EXPECT_EQ(installed.value("outcome", ""), "applied") << installed.dump();
+      EXPECT_EQ(installed.value("observed_material_identity_digest", ""),
+                request.at("material_identity_digest").get<std::string>());
+      EXPECT_EQ(exact.reads, static_cast<int>(files.size())) << "each file is read exactly once";
+      EXPECT_TRUE(flag(state_of(installer.reconcile(reconcile)), "installed"));
+      HostBodies again{files};
+      const Json second = installer.install_from_source(request, again);
+      EXPECT_EQ(second.value("outcome", ""), "applied");
+      EXPECT_EQ(second.value("verification_digest", ""), installed.value("verification_digest", ""));
+      EXPECT_EQ(again.reads, 0) << "installed material was read from the body source again";
     });
   }
 

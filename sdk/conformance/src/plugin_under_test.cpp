@@ -184,7 +184,16 @@ Probe PluginUnderTest::probe() {
           install_locations =
               ops.struct_size >= sizeof(ctx_host_adapter_ops) && ops.install_locations != nullptr;
         }
-        send_report(Json{{"kind", d.kind}, {"install_locations", install_locations}}.dump());
+        bool install_from_source = false;
+        if (loaded_->kind() == plugins::PluginKind::kInstaller) {
+          const ctx_installer_ops& ops = *loaded_->installer_ops();
+          install_from_source = ops.struct_size >= sizeof(ctx_installer_ops) &&
+                                ops.install_from_source != nullptr;
+        }
+        send_report(Json{{"kind", d.kind},
+                         {"install_locations", install_locations},
+                         {"install_from_source", install_from_source}}
+                        .dump());
       },
       call_deadline_, kit_deadline());
   std::string text;
@@ -202,7 +211,9 @@ Probe PluginUnderTest::probe() {
   probe.kind = static_cast<plugins::PluginKind>(report.at("kind").get<std::uint32_t>());
   probe.has_install_locations = report.at("install_locations").get<bool>();
   kind_ = probe.kind;
+  probe.has_install_from_source = report.at("install_from_source").get<bool>();
   has_install_locations_ = probe.has_install_locations;
+  has_install_from_source_ = probe.has_install_from_source;
 
   if (!has_plugin_config()) {
     // A plugin that cannot start without configuration gets one clear answer instead of a

@@ -81,6 +81,7 @@ struct Probe {
   std::string failure;  // why not, when !loaded (every problem, one per line)
   plugins::PluginKind kind = plugins::PluginKind::kVerifier;
   bool has_install_locations = false;  // host adapters: the optional op is offered
+  bool has_install_from_source = false;  // installers: the optional (minor 1) op is offered
   // Set when the kit has no plugin_config and create refused the empty configuration.
   std::optional<std::string> needs_config;
 };
@@ -96,7 +97,8 @@ class PluginUnderTest {
   // LockFile::update, as `ctx plugin pin` does),
   // loads it from that lock and reports its kind; then, when the kit config has no
   // plugin_config, in a second child, creates and destroys an instance with an empty
-  // configuration. Sets kind() and has_install_locations() from the answer.
+  // configuration. Sets kind(), has_install_locations() and has_install_from_source() from the
+  // answer.
   Probe probe();
 
   // Inside a test's supervised child: loads the plugin from the lock probe() wrote, inside the
@@ -115,6 +117,7 @@ class PluginUnderTest {
   const ctx_plugin_descriptor& descriptor() const { return loaded().descriptor(); }
   plugins::PluginKind kind() const { return kind_; }
   bool has_install_locations() const { return has_install_locations_; }
+  bool has_install_from_source() const { return has_install_from_source_; }
   std::chrono::milliseconds call_deadline() const { return call_deadline_; }
   // How long a supervised child may spend between two plugin calls.
   std::chrono::milliseconds kit_deadline() const;
@@ -161,6 +164,7 @@ class PluginUnderTest {
   std::vector<std::string> secrets_;
   plugins::PluginKind kind_ = plugins::PluginKind::kVerifier;
   bool has_install_locations_ = false;
+  bool has_install_from_source_ = false;
   ctx_host_api host_api_{};
 };
 

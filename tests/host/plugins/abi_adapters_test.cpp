@@ -101,6 +101,16 @@ TEST_F(AbiAdaptersTest, InstallerCarriesJsonBothWays) {
       (core::Json{{"capability_id", "skill:x"}, {"op", "deactivate"}, {"outcome", "applied"}}));
   EXPECT_EQ(installer.id(), "fixture-installer");
   EXPECT_EQ(installer.identity_digest(), plugin->identity().digest());
+  // The fixture offers no install_from_source (ABI minor 1, optional): absent, never called.
+  bool looked_up = false;
+  EXPECT_FALSE(installer
+                   .install_from_source(request,
+                                        [&](std::string_view) -> std::optional<std::string_view> {
+                                          looked_up = true;
+                                          return std::nullopt;
+                                        })
+                   .has_value());
+  EXPECT_FALSE(looked_up);
   try {
     installer.install(core::Json{{"fail", true}});
     ADD_FAILURE() << "the install did not fail";

@@ -70,6 +70,65 @@ TEST_F(SkillInstallerPluginTest, TreeSkillInstallsAndActivatesUnderTheEnginesMat
   EXPECT_EQ(port->reconcile(activation).result, engine::ActivationResult::kFailed);
 }
 
+// install_from_source through the ABI: the bodies come from the host's lookup (each path read
+// once, in 64 KiB writes), the object is the one the directory form publishes, and a lookup that
+// lacks a listed file or serves more bytes than listed publishes nothing.
+TEST_F(SkillInstallerPluginTest, InstallFromSourceStreamsTheHostsBodiesThroughTheAbi) {
+  const auto files = sample_tree(200000);  // several 64 KiB writes for the big file
+  Json request = tree_request("skill:pdf", "/unused", files);
+  request.erase("source");
+  const std::string hex = request.at("content_sha256");
+  plugins::AbiInstaller installer(
+      registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());
+
+  for (const auto& [what, served] :
+       {std::pair{"a listed file missing", [&] {
+          auto out = files;
+          out.erase("scripts/run.sh");
+          return out;
+        }()},
+        std::pair{"a file longer than listed", [&] {
+          auto out = files;
+          out["SKILL.md"] += "more";
+          return out;
+        }()}}) {
+    SCOPED_TRACE(what);
+    const core::Json reply = *installer.install_from_source(
+        core::Json::parse(request.dump()),
+        [&served](std::string_view path) -> std::optional<std::string_view> {
+          const auto it = served.find(std::string(path));
+          if (it == served.end()) return std::nullopt;
+          return it->second;
+        });
+    EXPECT_EQ(reply.at("outcome"), "failed") << reply.dump();
+    EXPECT_FALSE(fs::exists(root_ / "objects" / hex));
+    EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+  }
+
+  std::map<std::string, int> reads;
+  const auto reply = installer.install_from_source(
+      core::Json::parse(request.dump()),
+      [&](std::string_view path) -> std::optional<std::string_view> {
+        ++reads[std::string(path)];
+        const auto it = files.find(std::string(path));
+        if (it == files.end()) return std::nullopt;
+        return it->second;
+      });
+  ASSERT_TRUE(reply.has_value()) << "the in-tree installer offers install_from_source";
+  EXPECT_EQ(reply->at("outcome"), "applied") << reply->dump();
+  EXPECT_EQ(reply->at("rewritten"), true);
+  for (const auto& [path, bytes] : files) {
+    EXPECT_EQ(reads[path], 1) << path;
+    EXPECT_EQ(read(root_ / "objects" / hex / path), bytes) << path;
+  }
+  EXPECT_TRUE(fs::is_empty(root_ / "tmp"));
+  // The directory form of the same tree finds it installed: one object for both forms.
+  const core::Json again = installer.install(
+      core::Json::parse(tree_request("skill:pdf", source_tree("src", files), files).dump()));
+  EXPECT_EQ(again.at("outcome"), "applied");
+  EXPECT_EQ(again.at("rewritten"), false);
+}
+
 TEST_F(SkillInstallerPluginTest, TargetIdentityDigestChangesWhenTheRootIsReplaced) {
   plugins::AbiInstaller installer(
       registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());

@@ -5,6 +5,7 @@
 #define CTX_TESTS_SUPPORT_RUNTIME_FORWARDING_INSTALLER_HPP_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -23,6 +24,10 @@ class ForwardingInstaller : public engine::InstallerPort {
     return inner_->deactivate(request);
   }
   core::Json reconcile(const core::Json& request) override { return inner_->reconcile(request); }
+  std::optional<core::Json> install_from_source(const core::Json& request,
+                                                const engine::InstallBodyLookup& bodies) override {
+    return inner_->install_from_source(request, bodies);
+  }
   std::string id() const override { return inner_->id(); }
   std::string identity_digest() const override { return inner_->identity_digest(); }
 

@@ -32,7 +32,7 @@ extern "C" {
 
 #define CTX_ABI_MAJOR 1u
 /* The newest minor this header describes. A plugin built against it reports it as built. */
-#define CTX_ABI_MINOR 0u
+#define CTX_ABI_MINOR 1u
 
 #if defined(_WIN32)
 #define CTX_PLUGIN_EXPORT __declspec(dllexport)
@@ -78,6 +78,18 @@ typedef struct ctx_sink {
   void* context;
   ctx_code (*write)(void* context, const uint8_t* data, size_t size);
 } ctx_sink;
+
+/* ABI minor 1. A host-owned source of material bodies, borrowed for one call (the installer's
+ * install_from_source). `read` writes the bytes of the material file `path` (UTF-8, a path of the
+ * request's manifest) into `out` in one or more writes and returns CTX_OK; CTX_NOT_FOUND when the
+ * material has no such file. When a write returns non-OK, `read` stops writing and returns that
+ * code unchanged: a plugin caps what it accepts by refusing a write (past a file's listed size,
+ * past its size caps, on cancellation). `read` may be called once per path. */
+typedef struct ctx_body_source {
+  uint32_t struct_size;
+  void* context;
+  ctx_code (*read)(void* context, ctx_bytes path, ctx_sink* out);
+} ctx_body_source;
 
 /* Log levels for ctx_host_api.log. */
 #define CTX_LOG_DEBUG 0
@@ -170,6 +182,14 @@ typedef struct ctx_installer_ops {
   /* Reports what is on disk now for the capabilities in `request`, for crash recovery; an active
    * entry carries "active_material_identity_digest" and "verification_digest". */
   ctx_code (*reconcile)(void* instance, ctx_bytes request_json, ctx_sink* out, ctx_error* err);
+  /* ABI minor 1; optional (NULL, or past struct_size: absent). Installs tree material like
+   * install's "source": {"directory"} form, except that the request has no "source" and the bytes
+   * of every file its "manifest" lists are read from `bodies` (each path once, streamed, verified
+   * against its manifest entry as it arrives and capped at the entry's size). Same reply as
+   * install. A host whose installer lacks it stages the tree in a private directory and calls
+   * install with that directory as the source. */
+  ctx_code (*install_from_source)(void* instance, ctx_bytes request_json,
+                                  const ctx_body_source* bodies, ctx_sink* out, ctx_error* err);
 } ctx_installer_ops;
 
 /* Host adapter (Claude Code, Codex, generic). Required: parse_hook, render_reply. */

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -119,6 +120,56 @@ class Host {
   const ctx_host_api* api_;
 };
 
+// The host's source of material bodies (ctx_body_source, ABI minor 1), borrowed for one
+// install_from_source call.
+class BodySource {
+ public:
+  // Receives one chunk of a file's bytes; throw to stop the stream (the exception is rethrown by
+  // read()).
+  using ChunkFn = std::function<void(std::string_view chunk)>;
+
+  explicit BodySource(const ctx_body_source* source) noexcept : source_(source) {}
+
+  // Streams the bytes of the material file `path` to `chunk`, in order; false when the host's
+  // material has no such file. An exception `chunk` throws stops the stream and propagates.
+  // Errors: InvalidArgument when the host passed no usable source; ctx::Error with the host's
+  // code when it fails otherwise.
+  bool read(std::string_view path, const ChunkFn& chunk) const {
+    if (source_ == nullptr || source_->struct_size < offsetof(ctx_body_source, read) +
+                                                         sizeof source_->read ||
+        source_->read == nullptr) {
+      throw InvalidArgument("host body source is missing");
+    }
+    Stream stream{&chunk, nullptr};
+    ctx_sink sink{&stream, &Stream::write};
+    const ctx_code code = source_->read(source_->context, bytes(path), &sink);
+    if (stream.failure) std::rethrow_exception(stream.failure);
+    if (code == CTX_NOT_FOUND) return false;
+    if (code != CTX_OK) {
+      throw Error("host body source failed", static_cast<ErrorCode>(code));
+    }
+    return true;
+  }
+
+ private:
+  struct Stream {
+    const ChunkFn* chunk;
+    std::exception_ptr failure;
+    static ctx_code write(void* context, const uint8_t* data, size_t size) noexcept {
+      auto& self = *static_cast<Stream*>(context);
+      if (self.failure) return CTX_ABORTED;
+      try {
+        (*self.chunk)(std::string_view(reinterpret_cast<const char*>(data), size));
+        return CTX_OK;
+      } catch (...) {
+        self.failure = std::current_exception();
+        return CTX_ABORTED;
+      }
+    }
+  };
+  const ctx_body_source* source_;
+};
+
 // Base of every plugin class. A plugin may shadow kAbiMinorRequired to require a newer ABI minor
 // (it must not exceed CTX_ABI_MINOR, the minor the SDK headers describe).
 class PluginBase {
@@ -135,7 +186,9 @@ class Verifier : public PluginBase {
 };
 
 // Installer driver. Each request is a JSON object, each return value the reply JSON object text
-// (fields: <ctx/conformance/conformance.hpp>).
+// (fields: <ctx/conformance/conformance.hpp>). install_from_source (ABI minor 1) is optional: a
+// class that does not override it leaves the C op NULL (the host then stages tree material in a
+// directory and calls install).
 class Installer : public PluginBase {
  public:
   virtual std::string target_identity() = 0;
@@ -143,6 +196,10 @@ class Installer : public PluginBase {
   virtual std::string activate(std::string_view request_json) = 0;
   virtual std::string deactivate(std::string_view request_json) = 0;
   virtual std::string reconcile(std::string_view request_json) = 0;
+  virtual std::string install_from_source(std::string_view /*request_json*/,
+                                          const BodySource& /*bodies*/) {
+    throw Error("install_from_source is not offered", ErrorCode::kUnimplemented);
+  }
 };
 
 // Host adapter. parse_hook: hook payload JSON -> {"event","scope","signals","work_ref"};
@@ -237,6 +294,15 @@ ctx_code request_op(void* instance, ctx_bytes request, ctx_sink* out, ctx_error*
   return guard(err, [&] { write(out, (self<T>(instance).*Method)(view(request))); });
 }
 
+// install_from_source: the request and the host's body source to Installer::install_from_source.
+template <typename T>
+ctx_code install_from_source_op(void* instance, ctx_bytes request, const ctx_body_source* bodies,
+                                ctx_sink* out, ctx_error* err) noexcept {
+  return guard(err, [&] {
+    write(out, self<T>(instance).install_from_source(view(request), BodySource(bodies)));
+  });
+}
+
 // The static C tables of plugin class T of kind Kind.
 template <typename T, typename Kind>
 struct Tables;
@@ -248,6 +314,10 @@ struct Tables<T, plugin_kind::verifier> {
 
 template <typename T>
 struct Tables<T, plugin_kind::installer> {
+  // As install_locations below: overriding install_from_source is what fills its op.
+  static constexpr bool kHasInstallFromSource =
+      !std::is_same_v<decltype(&T::install_from_source),
+                      std::string (Installer::*)(std::string_view, const BodySource&)>;
   static constexpr ctx_installer_ops kOps = {
       sizeof(ctx_installer_ops),
       &no_request_op<T, Installer, &Installer::target_identity>,
@@ -255,6 +325,7 @@ struct Tables<T, plugin_kind::installer> {
       &request_op<T, Installer, &Installer::activate>,
       &request_op<T, Installer, &Installer::deactivate>,
       &request_op<T, Installer, &Installer::reconcile>,
+      kHasInstallFromSource ? &install_from_source_op<T> : nullptr,
   };
 };
 

@@ -37,6 +37,12 @@
 //             rewrites nothing; an install streaming a body polls the host's cancelled() (the
 //             kit SIGKILLs a writer at its second poll, then a new instance on the same root
 //             must reconcile it not installed, install it, and leave no staging behind)
+//   install_from_source (ABI minor 1, optional; tested when the op is offered) install's tree
+//             request without "source", the file bodies read from the host's ctx_body_source by
+//             manifest path: each listed file read once; an altered byte, a missing file or a
+//             file longer than its entry (the installer must refuse the write past the entry's
+//             size) is never "applied" and leaves nothing installed; installed material is
+//             "applied" again without reading any body
 //   activate {"capability_id", "content_sha256"} -> {"outcome", and when applied
 //             "observed_material_identity_digest", "verification_digest", ...}
 //   deactivate {"capability_id"} -> {"outcome", ...}
