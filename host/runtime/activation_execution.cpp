@@ -11,12 +11,12 @@
 
 namespace ctx::runtime::detail {
 
-std::filesystem::path execution_lock_path(const std::filesystem::path& journal_path,
-                                          const engine::HostAction& action) {
+LockSlot execution_lock_slot(const std::filesystem::path& journal_path,
+                             const engine::HostAction& action) {
   const core::Json key = {{"action_id", action.action_id()},
                           {"schema", "ctx.install-execution-lock-v1"},
                           {"stream_key", action.scope().stream_id().stream_key()}};
-  return journal_path.parent_path() / "install-execution-locks" / core::canonical_digest(key);
+  return {journal_path.parent_path() / "install-execution.lock", core::canonical_digest(key)};
 }
 
 namespace {
@@ -114,7 +114,7 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
   if (!engine::is_digest(caller_verification)) {
     throw ActivationExecutionError("verification_digest must be a lowercase sha-256 digest");
   }
-  ExclusiveFileLock execution_lock(execution_lock_path(actuators.journal_path, action),
+  ExclusiveFileLock execution_lock(execution_lock_slot(actuators.journal_path, action),
                                    kExecutionLockTimeout);
 
   ActivationExecutionReport report{engine::Outcome::kApplied, false, false,

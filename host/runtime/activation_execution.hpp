@@ -16,6 +16,7 @@
 #include "host/engine/engine.hpp"
 #include "host/engine/ports/installer_port.hpp"
 #include "host/engine/protocol.hpp"
+#include "host/runtime/file_lock.hpp"
 
 namespace ctx::runtime {
 
@@ -62,11 +63,11 @@ struct ActivationActuators {
   const std::filesystem::path& journal_path;
 };
 
-// `<journal dir>/install-execution-locks/<sha(canon-U{action_id, schema, stream_key})>`: one
+// Slot sha(canon-U{action_id, schema, stream_key}) of `<journal dir>/install-execution.lock`: one
 // execution lock per action (install or activation), shared by every composition and process
-// on the same journal.
-std::filesystem::path execution_lock_path(const std::filesystem::path& journal_path,
-                                          const engine::HostAction& action);
+// on the same journal, in one file.
+LockSlot execution_lock_slot(const std::filesystem::path& journal_path,
+                             const engine::HostAction& action);
 
 // The body of EngineComposition::execute_activation (the caller holds the composition's lock).
 ActivationExecutionReport execute_activation(const ActivationActuators& actuators,

@@ -437,7 +437,7 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
   if (captured.driver_id() != descriptor.installer_id()) {
     throw InstallExecutionError("captured binding does not name the descriptor's installer");
   }
-  ExclusiveFileLock execution_lock(execution_lock_path(actuators.journal_path, action),
+  ExclusiveFileLock execution_lock(execution_lock_slot(actuators.journal_path, action),
                                    kExecutionLockTimeout);
   InstallExecutionReport report{engine::Outcome::kIndeterminate, false, false,
                                 captured.binding_digest(),

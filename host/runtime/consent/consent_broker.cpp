@@ -624,11 +624,11 @@ VerifiedHumanDecision ConsentBroker::authenticate(const ConsentChallenge& curren
   return decision;
 }
 
-std::filesystem::path ConsentBroker::lease_path(std::string_view challenge_id) const {
-  return path_.parent_path() /
-         (".ctx-consent-reservation-" +
+// One slot per challenge of the store's `.ctx-consent-reservations` file beside it.
+LockSlot ConsentBroker::lease_slot(std::string_view challenge_id) const {
+  return {path_.parent_path() / ".ctx-consent-reservations",
           core::sha256_hex(path_.filename().string() + std::string(1, '\0') +
-                           std::string(challenge_id)));
+                           std::string(challenge_id))};
 }
 
 ConsentBroker::Guard ConsentBroker::interactive_guard(const VerifiedHumanDecision& decision,
@@ -696,7 +696,7 @@ ConsentDecisionGuard::~ConsentDecisionGuard() {
 
 void ConsentDecisionGuard::reserve(const ConsentReservation& reservation) {
   if (!token_.empty()) throw ConsentBrokerConflict("consent guard is already reserved");
-  auto lease = std::make_unique<ExclusiveFileLock>(broker_->lease_path(decision_.challenge_id),
+  auto lease = std::make_unique<ExclusiveFileLock>(broker_->lease_slot(decision_.challenge_id),
                                                    std::chrono::seconds(30));
   std::lock_guard lock(broker_->mutex_);
   store::Transaction txn(*broker_->db_, store::Transaction::Kind::kImmediate);
@@ -772,7 +772,7 @@ ConsentRecord ConsentDecisionGuard::settle() {
 
 ConsentReconciliation ConsentBroker::reconcile(std::string_view challenge_id,
                                                DecisionEvidencePort& evidence) {
-  ExclusiveFileLock lease(lease_path(challenge_id), std::chrono::seconds(30));
+  ExclusiveFileLock lease(lease_slot(challenge_id), std::chrono::seconds(30));
   std::lock_guard lock(mutex_);
   store::Transaction txn(*db_, store::Transaction::Kind::kImmediate);
   const Timestamp now = trusted_now_locked();

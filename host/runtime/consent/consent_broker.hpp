@@ -341,7 +341,7 @@ class ConsentBroker final : public ConsentBrokerPort {
   void write_locked(const Row& row, bool insert);
   Row apply_expiry_locked(Row row, core::Timestamp now, bool& changed);
   std::string seal_of(const VerifiedHumanDecision& decision) const;
-  std::filesystem::path lease_path(std::string_view challenge_id) const;
+  LockSlot lease_slot(std::string_view challenge_id) const;
   void advance_high_water_locked(core::Timestamp now);
   ConsentRecord status_locked(std::string_view column, std::string_view value);
 
