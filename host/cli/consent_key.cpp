@@ -5,7 +5,6 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -290,10 +289,8 @@ runtime::SignedAssertion sign_decision(const UserDecisionKey& key,
   if (challenge_expires_at <= now) {
     throw FailedPrecondition("consent challenge " + std::string(challenge_digest) + " has expired");
   }
-  std::array<unsigned char, 32> nonce{};
-  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
-    throw SystemError("openssl could not make a nonce");
-  }
+  std::array<std::uint8_t, 32> nonce{};
+  core::random_bytes(nonce.data(), nonce.size());
   // Whole seconds: the canonical text then has no fraction.
   const core::Timestamp issued{now.micros - now.micros % 1'000'000};
   const core::Timestamp expires =

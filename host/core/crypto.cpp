@@ -2,6 +2,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <sys/random.h>
+
+#include <cerrno>
 
 #include "host/core/error.hpp"
 
@@ -97,6 +100,24 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
 bool constant_time_equal(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+void random_bytes(std::uint8_t* out, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::getrandom(out, size, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("the kernel gave no random bytes");
+    }
+    out += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::string raw(bytes, '\0');
+  random_bytes(reinterpret_cast<std::uint8_t*>(raw.data()), raw.size());
+  return to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
 }
 
 }  // namespace ctx::core

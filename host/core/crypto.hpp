@@ -1,4 +1,5 @@
-// SHA-256, HMAC-SHA256 and constant-time comparison through OpenSSL EVP. Thread-safe.
+// SHA-256, HMAC-SHA256 and constant-time comparison through OpenSSL EVP; random bytes from the
+// kernel. Thread-safe.
 #ifndef CTX_HOST_CORE_CRYPTO_HPP_
 #define CTX_HOST_CORE_CRYPTO_HPP_
 
@@ -53,6 +54,13 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view message);
 
 // Compares in time that depends only on the sizes (CRYPTO_memcmp).
 bool constant_time_equal(std::string_view a, std::string_view b) noexcept;
+
+// Fills `out` from the kernel's CSPRNG (getrandom(2), which OpenSSL's own DRBG seeds from: a
+// one-shot process draws its few bytes without instantiating that DRBG). Blocks only until the
+// kernel pool is first initialised. Errors: SystemError when the kernel gives none.
+void random_bytes(std::uint8_t* out, std::size_t size);
+// `bytes` random bytes as lower-case hex (2 * bytes characters).
+std::string random_hex(std::size_t bytes);
 
 }  // namespace ctx::core
 

@@ -1,13 +1,13 @@
 #include "host/runtime/catalog/state_dir.hpp"
 
 #include <fcntl.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <vector>
 
+#include "host/core/crypto.hpp"
 #include "host/core/error.hpp"
 
 namespace ctx::runtime {
@@ -70,8 +70,8 @@ StateDirInit init_state_dir(const std::filesystem::path& state_dir) {
     return out;
   } catch (const NotFound&) {
   }
-  unsigned char bytes[kInstallationKeyBytes];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw SystemError("no randomness for the key");
+  std::uint8_t bytes[kInstallationKeyBytes];
+  core::random_bytes(bytes, sizeof bytes);
   // Written under a temporary name and linked into place: a concurrent init keeps the first key.
   const fs::path temp = state_dir / (".installation.key-" + std::to_string(::getpid()));
   ::unlink(temp.c_str());

@@ -1,6 +1,5 @@
 #include "host/runtime/consent/consent_broker.hpp"
 
-#include <openssl/rand.h>
 
 #include <array>
 #include <chrono>
@@ -54,9 +53,7 @@ Opt opt_text(const std::optional<engine::Decision>& value) {
 
 std::string random_bytes(std::size_t n) {
   std::string out(n, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n)) != 1) {
-    throw SystemError("consent broker: RAND_bytes failed");
-  }
+  core::random_bytes(reinterpret_cast<std::uint8_t*>(out.data()), n);
   return out;
 }
 

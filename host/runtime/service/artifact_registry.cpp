@@ -1,7 +1,6 @@
 #include "host/runtime/service/artifact_registry.hpp"
 
 #include <fcntl.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,14 +56,6 @@ void require_sha(const std::string& value, const char* field) {
   }
 }
 
-std::string random_hex() {
-  std::array<std::uint8_t, 16> bytes{};
-  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
-    throw SystemError("managed artifact registry could not draw random bytes");
-  }
-  return core::to_hex(bytes.data(), bytes.size());
-}
-
 void fsync_dir(const std::filesystem::path& dir) {
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0 || ::fsync(fd.get()) != 0) {
@@ -104,18 +95,18 @@ std::string read_pinned_file(const std::filesystem::path& path, std::int64_t lim
   return bytes;
 }
 
-// Publishes `bytes` as `final_path` (0400): O_EXCL stage, fsync, hard link, unlink stage. An
-// existing file must hold exactly these bytes.
-void publish(const std::filesystem::path& final_path, const std::string& stage_prefix,
+// Publishes `bytes` as `final_path` (0400): O_EXCL stage, fsync, hard link, unlink stage; true.
+// An existing file must hold exactly these bytes; false then.
+bool publish(const std::filesystem::path& final_path, const std::string& stage_prefix,
              const std::string& bytes) {
   if (std::filesystem::exists(std::filesystem::symlink_status(final_path))) {
     if (read_pinned_file(final_path, static_cast<std::int64_t>(bytes.size()), true) != bytes) {
       throw ManagedArtifactRegistryError("published managed artifact file is corrupt");
     }
-    return;
+    return false;
   }
   const auto dir = final_path.parent_path();
-  const auto stage = dir / (stage_prefix + "-" + random_hex() + ".stage");
+  const auto stage = dir / (stage_prefix + "-" + core::random_hex(16) + ".stage");
   {
     Fd fd(::open(stage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd.get() < 0) throw ManagedArtifactRegistryError("managed artifact stage cannot be made");
@@ -137,6 +128,7 @@ void publish(const std::filesystem::path& final_path, const std::string& stage_p
   ::unlink(stage.c_str());
   if (rc != 0) throw ManagedArtifactRegistryError("managed artifact file cannot be published");
   fsync_dir(dir);
+  return true;
 }
 
 // Stages left by an interrupted publication are removed on every use.
@@ -224,12 +216,8 @@ std::shared_ptr<ManagedArtifactRegistry> open_managed_artifact_registry(
   make_private_dir(normal);
   make_private_dir(normal / "artifacts");
   make_private_dir(normal / "manifests");
-  std::array<std::uint8_t, 32> token{};
-  if (RAND_bytes(token.data(), static_cast<int>(token.size())) != 1) {
-    throw SystemError("managed artifact registry could not draw its token");
-  }
   return std::shared_ptr<ManagedArtifactRegistry>(
-      new ManagedArtifactRegistry(normal, core::to_hex(token.data(), token.size())));
+      new ManagedArtifactRegistry(normal, core::random_hex(32)));
 }
 
 void ManagedArtifactRegistry::require_process() const {
@@ -314,11 +302,15 @@ std::shared_ptr<const ManagedArtifactHandle> ManagedArtifactRegistry::ingest_gra
     reconcile_stages(root_ / "manifests");
     const auto artifact_path =
         root_ / "artifacts" / (ingest.expected_graph_artifact_digest + ".sqlite3");
-    publish(artifact_path, ".artifact-" + ingest.expected_graph_artifact_digest, graph);
-    try {
-      store::GraphStore::open(artifact_path, ingest.expected_graph_artifact_digest);
-    } catch (const Error&) {
-      throw ManagedArtifactRegistryError("ingested artifact is not a valid graph store");
+    // Checked as a graph store when first published; an artifact already published holds the
+    // same bytes (compared above) and is opened, pin and schema checked, by every composition.
+    if (publish(artifact_path, ".artifact-" + ingest.expected_graph_artifact_digest, graph)) {
+      try {
+        store::GraphStore::open(artifact_path, ingest.expected_graph_artifact_digest);
+      } catch (const Error&) {
+        ::unlink(artifact_path.c_str());
+        throw ManagedArtifactRegistryError("ingested artifact is not a valid graph store");
+      }
     }
     publish(root_ / "manifests" / (manifest_digest + ".json"), ".manifest-" + manifest_digest,
             manifest_bytes);

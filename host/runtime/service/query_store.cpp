@@ -1,7 +1,6 @@
 #include "host/runtime/service/query_store.hpp"
 
 #include <fcntl.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,14 +142,6 @@ void require_sha(const std::string& value, const char* field) {
   }
 }
 
-std::string random_hex(std::size_t bytes) {
-  std::array<std::uint8_t, 32> buffer{};
-  if (bytes > buffer.size() || RAND_bytes(buffer.data(), static_cast<int>(bytes)) != 1) {
-    throw SystemError("managed query store could not draw random bytes");
-  }
-  return core::to_hex(buffer.data(), bytes);
-}
-
 void fsync_path(const std::filesystem::path& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) throw ManagedQueryStoreUnavailable("managed query store path cannot be synced");
@@ -260,7 +251,7 @@ void create_store_file(const std::filesystem::path& path, std::string_view key) 
   }
   const auto stage =
       dir / (".ctx-managed-query-init-" + core::sha256_hex(path.filename().string()) + "-" +
-             random_hex(16) + ".stage");
+             core::random_hex(16) + ".stage");
   const int fd = ::open(stage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) throw ManagedQueryStoreUnavailable("managed query store stage cannot be created");
   ::close(fd);

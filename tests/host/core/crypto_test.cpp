@@ -1,6 +1,9 @@
 #include "host/core/crypto.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tests/support/expect_throw.hpp"
 
@@ -41,4 +44,22 @@ TEST(Crypto, IsSha256Hex) {
 }
 
 }  // namespace
+// Every byte of the buffer is drawn (no short read left as zeros), and draws differ.
+TEST(Crypto, RandomBytesFillTheWholeBufferAndDrawsDiffer) {
+  std::vector<std::uint8_t> big(1 << 16, 0);
+  random_bytes(big.data(), big.size());
+  for (std::size_t at = 0; at < big.size(); at += 32) {
+    const bool all_zero = std::all_of(big.begin() + static_cast<std::ptrdiff_t>(at),
+                                      big.begin() + static_cast<std::ptrdiff_t>(at + 32),
+                                      [](std::uint8_t b) { return b == 0; });
+    EXPECT_FALSE(all_zero) << "32 zero bytes at " << at;
+  }
+  const std::string a = random_hex(32);
+  const std::string b = random_hex(32);
+  EXPECT_TRUE(is_sha256_hex(a));
+  EXPECT_TRUE(is_sha256_hex(b));
+  EXPECT_NE(a, b);
+  EXPECT_EQ(random_hex(16).size(), 32u);
+}
+
 }  // namespace ctx::core

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -59,6 +61,28 @@ TEST(ManagedArtifactRegistry, HandlesFromAnotherRegistryAreNotIssued) {
   const auto own = same_root->reopen(setup.artifact->manifest_digest(),
                                      setup.artifact->planning_environment_digest());
   EXPECT_NO_THROW(same_root->require_issued(*own));
+}
+
+// A graph file that is not a graph store is refused when it would first be published, and is
+// not left published: the next ingest of it is checked (and refused) again.
+TEST(ManagedArtifactRegistry, AnInvalidGraphStoreIsRefusedAndNotLeftPublished) {
+  TempDir tmp;
+  auto setup = make_setup(tmp.path());
+  const auto bogus = tmp.path() / "bogus-graph.sqlite3";
+  const std::string bytes(4096, 'x');
+  { std::ofstream(bogus, std::ios::binary) << bytes; }
+  std::filesystem::permissions(bogus, std::filesystem::perms::owner_read,
+                               std::filesystem::perm_options::replace);
+  auto ingest = reingest(setup, surrogate(5));
+  ingest.graph_store_path = bogus;
+  ingest.expected_graph_artifact_digest = core::sha256_hex(bytes);
+  const auto published =
+      tmp.path() / "registry" / "artifacts" / (core::sha256_hex(bytes) + ".sqlite3");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    CTX_EXPECT_THROW(setup.registry->ingest_graph_store(ingest), ManagedArtifactRegistryError,
+                     "not a valid graph store");
+    EXPECT_FALSE(std::filesystem::exists(published)) << "attempt " << attempt;
+  }
 }
 
 TEST(ManagedArtifactRegistry, CorruptManifestsAndUnsafeSourcesAreRefused) {

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include <barrier>
 #include <ctx/sdk/error.hpp>
@@ -161,6 +162,39 @@ TEST_F(Ed25519VerifierTest, RefusesConfigsThatAreNotOneEd25519PublicKey) {
   } catch (const InvalidArgument& e) {
     EXPECT_THAT(e.what(), Not(HasSubstr(pem.substr(27, 20))));
   }
+}
+
+// The key is read as exactly the DER of an Ed25519 SubjectPublicKeyInfo: another curve's key of
+// the same length, one byte more or less, or an armor header is refused, each typed.
+TEST_F(Ed25519VerifierTest, ReadsOnlyTheExactEd25519SubjectPublicKeyInfo) {
+  const auto armored = [](const std::string& der, const std::string& header = "") {
+    std::string b64(4 * ((der.size() + 2) / 3) + 1, '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()),
+                                  reinterpret_cast<const unsigned char*>(der.data()),
+                                  static_cast<int>(der.size()));
+    b64.resize(static_cast<std::size_t>(n));
+    return "-----BEGIN PUBLIC KEY-----\n" + header + b64 + "\n-----END PUBLIC KEY-----\n";
+  };
+  const std::string pub = (*dir_ / "alice.pem.pub").string();
+  must_run({"openssl", "pkey", "-pubin", "-in", pub, "-outform", "DER", "-out", pub + ".der"});
+  const std::string der = read_file(pub + ".der");
+  ASSERT_EQ(der.size(), 44u);
+  // The same bytes re-armored are the same key.
+  EXPECT_NO_THROW(Ed25519Verifier(config_of(armored(der))));
+  CTX_EXPECT_THROW(Ed25519Verifier(config_of(armored(der + std::string(1, '\0')))),
+                   InvalidArgument, "not an ed25519 key");
+  CTX_EXPECT_THROW(Ed25519Verifier(config_of(armored(der.substr(0, 43)))), InvalidArgument,
+                   "not an ed25519 key");
+  CTX_EXPECT_THROW(
+      Ed25519Verifier(config_of(armored(der, "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
+                                             "00000000000000000000000000000000\n\n"))),
+      InvalidArgument, "not a pem public key");
+  // X25519: a 44-byte SubjectPublicKeyInfo of the same shape under another algorithm.
+  const std::string x = (*dir_ / "x25519.pem").string();
+  must_run({"openssl", "genpkey", "-algorithm", "X25519", "-out", x});
+  must_run({"openssl", "pkey", "-in", x, "-pubout", "-out", x + ".pub"});
+  CTX_EXPECT_THROW(Ed25519Verifier(config_of(read_file(x + ".pub"))), InvalidArgument,
+                   "not an ed25519 key");
 }
 
 }  // namespace
