@@ -250,7 +250,7 @@ std::string Statement::blob(int column) const {
                      static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
-// BEGIN / COMMIT run as cached statements (parsed once per connection, not once per call).
+// BEGIN / COMMIT / ROLLBACK run as cached statements (parsed once per connection, not per call).
 Transaction::Transaction(Database& db, Kind kind) : db_(db) {
   if (kind == Kind::kImmediate) {
     db_.cached("BEGIN IMMEDIATE")->run();
@@ -261,7 +261,14 @@ Transaction::Transaction(Database& db, Kind kind) : db_(db) {
 }
 
 Transaction::~Transaction() {
-  if (open_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  if (!open_) return;
+  try {
+    db_.cached("ROLLBACK")->run();
+  } catch (...) {
+    // SQLite may have rolled the transaction back itself (after an I/O or full-disk error); a
+    // statement that could not even be prepared falls back to the unprepared form.
+    sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
 }
 
 void Transaction::commit() {
