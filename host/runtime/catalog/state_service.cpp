@@ -207,6 +207,13 @@ NetBenefitPolicy default_net_benefit_policy() {
 
 std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
                                                  std::shared_ptr<const core::Clock> clock) {
+  return open(state_dir, std::move(clock),
+              plugins::LockFile::load_or_empty(StatePaths::of(state_dir).plugin_lock));
+}
+
+std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
+                                                 std::shared_ptr<const core::Clock> clock,
+                                                 const plugins::LockFile& lock_file) {
   std::unique_ptr<StateService> state(new StateService());
   state->paths_ = StatePaths::of(state_dir);
   const StatePaths& paths = state->paths_;
@@ -284,7 +291,6 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
            {"schema", "ctx.state-consent-release-root-v1"}},
       core::Encoding::kAscii);
   options.verifier_registry = std::make_shared<StateVerifiers>(paths.state_dir, paths.plugin_lock);
-  const auto lock_file = plugins::LockFile::load_or_empty(paths.plugin_lock);
   if (const auto* entry =
           lock_file.find(plugins::PluginKind::kInstaller, kSkillInstallerPluginId)) {
     const auto target = read_activation_target(paths.state_dir);

@@ -31,6 +31,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/time.hpp"
+#include "host/plugins/lock_file.hpp"
 #include "host/runtime/catalog/catalog_input_authority.hpp"
 #include "host/runtime/service/managed_service.hpp"
 
@@ -106,6 +107,11 @@ class StateService {
   // stores' and registry's errors.
   static std::unique_ptr<StateService> open(const std::filesystem::path& state_dir,
                                             std::shared_ptr<const core::Clock> clock = nullptr);
+  // As open(), with the state dir's plugins.lock.json as the caller already read it (one parse
+  // of it per process: the hook reads it first, for its adapter).
+  static std::unique_ptr<StateService> open(const std::filesystem::path& state_dir,
+                                            std::shared_ptr<const core::Clock> clock,
+                                            const plugins::LockFile& lock_file);
   StateService(const StateService&) = delete;
   StateService& operator=(const StateService&) = delete;
   ~StateService();

@@ -196,7 +196,11 @@ HookRunner::~HookRunner() = default;
 
 StateService& HookRunner::state() {
   std::lock_guard lock(mutex_);
-  if (!state_) state_ = StateService::open(state_dir_, clock_);
+  if (!state_) {
+    state_ = lock_file_ ? StateService::open(state_dir_, clock_, *lock_file_)
+                        : StateService::open(state_dir_, clock_);
+    lock_file_.reset();
+  }
   return *state_;
 }
 
@@ -220,7 +224,7 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& 
     std::lock_guard lock(mutex_);
     if (const auto it = adapters_.find(id); it != adapters_.end()) return it->second;
   }
-  const auto lock_file = plugins::LockFile::load_or_empty(state_dir_ / kPluginLockFile);
+  auto lock_file = plugins::LockFile::load_or_empty(state_dir_ / kPluginLockFile);
   const plugins::LockEntry* entry = lock_file.find(plugins::PluginKind::kHostAdapter, id);
   if (entry == nullptr) {
     throw HookPayloadError("no host adapter \"" + id + "\" is pinned in the state directory");
@@ -234,6 +238,7 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& 
   auto port =
       std::make_shared<plugins::AbiHostAdapter>(loader.load(*entry), core::canonical_json(config));
   std::lock_guard lock(mutex_);
+  if (!state_) lock_file_ = std::move(lock_file);  // the state service opens on this same read
   return adapters_.emplace(id, std::move(port)).first->second;
 }
 
@@ -285,6 +290,14 @@ HookResponse HookRunner::run(const HookRequest& request) {
 }
 
 HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std::string> key) {
+  // The lock file adapter() read serves this request's state() only, never a later one's.
+  struct ForgetLockFile {
+    HookRunner& runner;
+    ~ForgetLockFile() {
+      std::lock_guard lock(runner.mutex_);
+      runner.lock_file_.reset();
+    }
+  } forget{*this};
   Json payload;
   try {
     payload = core::parse_json(request.payload);

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "host/core/time.hpp"
+#include "host/plugins/lock_file.hpp"
 #include "host/runtime/hooks/hook_protocol.hpp"
 #include "host/runtime/hooks/state_watch.hpp"
 
@@ -122,6 +123,7 @@ class HookRunner {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<engine::HostAdapterPort>> adapters_;  // GUARDED_BY
   std::unique_ptr<StateService> state_;                                       // GUARDED_BY
+  std::optional<plugins::LockFile> lock_file_;  // as adapter() read it, for state(); GUARDED_BY
   std::map<std::string, Remembered> remembered_;                              // GUARDED_BY
   std::atomic<std::uint64_t> exact_retry_replies_{0};
 };

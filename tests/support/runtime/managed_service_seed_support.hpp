@@ -280,8 +280,8 @@ class BodySource final : public runtime::InstallBodySource {
       --fail_loads_remaining_;
       throw std::runtime_error("simulated trusted body-source failure");
     }
-    if (served_files_) return {installable_material(tree_), served_files_};
-    return {installable_material(tree_), tree_};
+    if (served_files_) return {material_, served_files_};
+    return {material_, tree_};
   }
   void serve_files(std::optional<std::vector<runtime::InstallBodyFile>> files) {
     std::lock_guard lock(mutex_);
@@ -290,6 +290,7 @@ class BodySource final : public runtime::InstallBodySource {
   void set_tree(std::optional<std::vector<runtime::InstallBodyFile>> tree) {
     std::lock_guard lock(mutex_);
     tree_ = std::move(tree);
+    material_ = installable_material(tree_);  // once, as a catalog's stored object is
   }
   int load_calls() const {
     std::lock_guard lock(mutex_);
@@ -305,6 +306,7 @@ class BodySource final : public runtime::InstallBodySource {
   int load_calls_ = 0;            // GUARDED_BY(mutex_)
   int fail_loads_remaining_ = 0;  // GUARDED_BY(mutex_)
   std::optional<std::vector<runtime::InstallBodyFile>> tree_;          // GUARDED_BY(mutex_)
+  std::string material_ = installable_material(std::nullopt);           // GUARDED_BY(mutex_)
   std::optional<std::vector<runtime::InstallBodyFile>> served_files_;  // GUARDED_BY(mutex_)
 };
 
