@@ -128,18 +128,27 @@ CatalogInputAuthority::CatalogInputAuthority(CatalogInputAuthorityOptions option
 
 std::optional<CatalogInputAuthority::Stored> CatalogInputAuthority::load(
     const std::string& plan_id) const {
-  const auto bytes = read_private_file(options_.inputs_dir / (plan_id + ".json"),
-                                       kMaxInputFileBytes, "managed input registration");
-  if (!bytes) return std::nullopt;
+  // The query store's row (authenticated there), or the file an earlier build wrote (its own mac).
+  std::optional<std::string> text = options_.query_store->find_input(plan_id);
+  const bool legacy = !text;
+  if (legacy) {
+    text = read_private_file(options_.inputs_dir / (plan_id + ".json"), kMaxInputFileBytes,
+                             "managed input registration");
+    if (!text) return std::nullopt;
+  }
   try {
-    std::string_view text(*bytes);
-    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-    Json value = core::parse_canonical_json(text);
-    const std::string mac = value.at("mac").get<std::string>();
-    value.erase("mac");
-    if (value.at("schema") != std::string(kManagedInputSchema) ||
-        !core::constant_time_equal(mac, keyed(options_.installation_key, kManagedInputSchema,
-                                              core::canonical_json(value)))) {
+    std::string_view bytes(*text);
+    if (legacy && !bytes.empty() && bytes.back() == '\n') bytes.remove_suffix(1);
+    Json value = core::parse_canonical_json(bytes);
+    if (legacy) {
+      const std::string mac = value.at("mac").get<std::string>();
+      value.erase("mac");
+      if (!core::constant_time_equal(mac, keyed(options_.installation_key, kManagedInputSchema,
+                                                core::canonical_json(value)))) {
+        throw ManagedQueryStoreCorruption("managed input registration authentication failed");
+      }
+    }
+    if (value.at("schema") != std::string(kManagedInputSchema)) {
       throw ManagedQueryStoreCorruption("managed input registration authentication failed");
     }
     return Stored{value.at("logical_query_id").get<std::string>(),
@@ -153,14 +162,11 @@ std::optional<CatalogInputAuthority::Stored> CatalogInputAuthority::load(
 }
 
 void CatalogInputAuthority::store(const std::string& plan_id, const Stored& stored) const {
-  Json value = {{"decision", stored.decision.to_json()},
-                {"logical_query_id", stored.logical_query_id},
-                {"schema", std::string(kManagedInputSchema)},
-                {"session_started", stored.session_started.to_json()}};
-  value["mac"] =
-      keyed(options_.installation_key, kManagedInputSchema, core::canonical_json(value));
-  write_private_file(options_.inputs_dir / (plan_id + ".json"), core::canonical_json(value) + "\n",
-                     "managed input registration");
+  const Json value = {{"decision", stored.decision.to_json()},
+                      {"logical_query_id", stored.logical_query_id},
+                      {"schema", std::string(kManagedInputSchema)},
+                      {"session_started", stored.session_started.to_json()}};
+  options_.query_store->put_input(plan_id, core::canonical_json(value));
 }
 
 CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {

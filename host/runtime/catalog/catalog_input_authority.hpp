@@ -16,8 +16,10 @@
 // The engine stream of a host session is bound to one planning environment: its session id is
 // the host's id + "@" + 12 hex of the environment digest (a keyed digest of a long host id
 // otherwise), so importing another catalog starts a fresh stream instead of breaking the old one.
-// Registrations are kept in <inputs_dir>/<plan id>.json (0600, HMAC under the key; they hold
-// scope tokens and digests only). resolve() answers references registered in this object.
+// Registrations are rows of the managed query store (its managed_inputs table, HMAC-bound to the
+// plan id under the key; they hold scope tokens and digests only); <inputs_dir>/<plan id>.json
+// files an earlier build wrote are still read. resolve() answers references registered in this
+// object.
 // Thread-safe.
 #ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_INPUT_AUTHORITY_HPP_
 #define CTX_HOST_RUNTIME_CATALOG_CATALOG_INPUT_AUTHORITY_HPP_

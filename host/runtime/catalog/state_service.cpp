@@ -347,8 +347,8 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
       const auto registration = authority_->register_work(work);
       const auto input = authority_->resolve(registration.current_work_ref);
       const auto& artifact = input->artifact();
-      sources = {paths_.inputs / (registration.plan_id + ".json"),
-                 paths_.registry / "manifests" / (artifact.manifest_digest() + ".json"),
+      // The registration itself is a query-store row: the state watch sees that database.
+      sources = {paths_.registry / "manifests" / (artifact.manifest_digest() + ".json"),
                  paths_.registry / "artifacts" / (artifact.graph_artifact_digest() + ".sqlite3")};
       return service_->prepare(ManagedQueryRequest::create(registration.logical_query_id,
                                                            registration.current_work_ref));

@@ -26,8 +26,11 @@ namespace {
 using core::Json;
 
 constexpr int kBusyTimeoutMs = 30'000;
-constexpr int kUserVersion = 2;
+// 3: managed_inputs (the catalog input authority's registrations; they were one file each).
+constexpr int kUserVersion = 3;
 constexpr std::int64_t kMaxQueryRows = 4096;
+constexpr std::int64_t kMaxInputRows = 2 * kMaxQueryRows;
+constexpr std::size_t kMaxInputBytes = 64 * 1024;
 constexpr std::int64_t kMaxDesiredRows = 16384;
 constexpr std::size_t kMaxRegistrationBytes = 36 * 1024;
 constexpr std::size_t kMaxDesiredEventBytes = 24 * 1024;
@@ -75,6 +78,14 @@ CREATE INDEX idx_managed_desired_sets_query_revision
 CREATE INDEX idx_managed_desired_sets_stream_state
   ON managed_desired_sets(stream_identity_digest, journal_revision);
 )sql";
+// Version 3's table, also what migrates a version 2 store (one text: the stored schema objects of
+// a migrated store and of a new one are the same).
+constexpr std::string_view kInputsSchemaSql = R"sql(
+CREATE TABLE managed_inputs(
+  plan_id TEXT PRIMARY KEY,
+  input_json BLOB NOT NULL,
+  row_hmac TEXT NOT NULL) WITHOUT ROWID;
+)sql";
 
 // The column lists as macros so that each statement below is one string literal (static SQL,
 // prepared once per connection through Database::cached).
@@ -101,6 +112,11 @@ constexpr store::StaticSql kQueriesSpellingCorrelation =
 constexpr store::StaticSql kRegistrationTextByRef =
     "SELECT registration_json FROM managed_queries WHERE query_ref = ?";
 constexpr store::StaticSql kQueryCount = "SELECT count(*) FROM managed_queries";
+constexpr store::StaticSql kInputCount = "SELECT count(*) FROM managed_inputs";
+constexpr store::StaticSql kInputByPlan =
+    "SELECT input_json, row_hmac FROM managed_inputs WHERE plan_id = ?";
+constexpr store::StaticSql kInsertInput =
+    "INSERT INTO managed_inputs(plan_id, input_json, row_hmac) VALUES (?, ?, ?)";
 constexpr store::StaticSql kDesiredCount = "SELECT count(*) FROM managed_desired_sets";
 constexpr store::StaticSql kAllDesired =
     "SELECT " CTX_DESIRED_COLUMNS " FROM managed_desired_sets";
@@ -211,16 +227,33 @@ std::string schema_digest(const std::vector<std::string>& objects) {
   return core::to_hex(hash.finish());
 }
 
+std::int64_t user_version(store::Database& db) {
+  auto version = db.prepare("PRAGMA user_version");
+  return version.step() ? version.integer(0) : 0;
+}
+
+// A version 2 store gains managed_inputs (one BEGIN IMMEDIATE; a concurrent opener that got
+// there first leaves nothing to do). Any other version is left to the checks that follow.
+void migrate_from_version_2(store::Database& db) {
+  if (user_version(db) != 2) return;
+  store::Transaction tx(db, store::Transaction::Kind::kImmediate);
+  if (user_version(db) != 2) return;
+  db.exec(kInputsSchemaSql);
+  db.exec("PRAGMA user_version = 3");
+  tx.commit();
+}
+
 // schema_digest(reference_schema()) as this build's SQLite records the objects: a store whose
 // objects hash to it needs no reference schema built in memory on open (the journal's pattern;
 // QueryStoreSchema.PinnedDigestIsTheReferences keeps it equal).
 constexpr std::string_view kPinnedSchemaDigest =
-    "d257ceee4e3da7007671d1a5b4655b39cd6526e816fe76f9babb3126f3060f4c";
+    "f8832a40773541061cfd86441b4cec1ec49623cc92b404c4508c5bc403f3bc81";
 
 const std::vector<std::string>& reference_schema() {
   static const std::vector<std::string> objects = [] {
     store::Database memory(":memory:", store::Database::Mode::kReadWriteCreate, kBusyTimeoutMs);
     memory.exec(kSchemaSql);
+    memory.exec(kInputsSchemaSql);
     return schema_objects(memory);
   }();
   return objects;
@@ -234,6 +267,7 @@ void build_schema(const std::filesystem::path& path, std::string_view key) {
   db.exec("PRAGMA synchronous = FULL");
   store::Transaction tx(db, store::Transaction::Kind::kImmediate);
   db.exec(kSchemaSql);
+  db.exec(kInputsSchemaSql);
   db.prepare("INSERT INTO managed_query_store_identity(singleton, key_check) VALUES (1, ?)")
       .bind(1, key_check(key))
       .run();
@@ -838,6 +872,7 @@ std::shared_ptr<ManagedQueryStore> open_managed_query_store(
     impl->db = std::make_unique<store::Database>(normal, store::Database::Mode::kReadWrite,
                                                  kBusyTimeoutMs);
     configure(*impl->db);
+    migrate_from_version_2(*impl->db);
     const auto objects = schema_objects(*impl->db);
     if (schema_digest(objects) != kPinnedSchemaDigest && objects != reference_schema()) {
       throw ManagedQueryStoreCorruption("managed query store schema is not the expected schema");
@@ -886,6 +921,69 @@ void ManagedQueryStore::verify() {
     throw ManagedQueryStoreCorruption(std::string("managed query store is unusable: ") +
                                       error.what());
   }
+}
+
+namespace {
+std::string input_row_hmac(std::string_view key, const std::string& plan_id,
+                           std::string_view input_json) {
+  std::string message = plan_id;
+  message.push_back('\0');
+  message.append(input_json);
+  return core::hmac_sha256_hex(key, tagged("ctx.managed-input-row-v1", message));
+}
+
+void require_input_plan_id(const std::string& plan_id) {
+  if (plan_id.empty() || plan_id.size() > 128 || !engine::is_opaque_token(plan_id)) {
+    throw InvalidArgument("managed input plan_id must be an opaque token");
+  }
+}
+}  // namespace
+
+void ManagedQueryStore::put_input(const std::string& plan_id, std::string_view input_json) {
+  require_input_plan_id(plan_id);
+  if (input_json.empty() || input_json.size() > kMaxInputBytes) {
+    throw ManagedQueryStoreCapacityExceeded("managed input registration is too large");
+  }
+  const std::string row_hmac = input_row_hmac(impl_->key, plan_id, input_json);
+  std::lock_guard lock(mutex_);
+  impl_->check_binding();
+  store::Transaction tx(*impl_->db, store::Transaction::Kind::kImmediate);
+  {
+    auto existing = impl_->db->cached(kInputByPlan);
+    existing->bind(1, plan_id);
+    if (existing->step()) {
+      if (existing->blob(0) != input_json ||
+          !core::constant_time_equal(existing->text(1), row_hmac)) {
+        throw ManagedQueryStoreCorruption(
+            "managed input registration differs from the stored one");
+      }
+      return;  // the same registration: nothing to write (the transaction rolls back)
+    }
+  }
+  if (impl_->count(kInputCount) >= kMaxInputRows) {
+    throw ManagedQueryStoreCapacityExceeded("managed query store holds too many inputs");
+  }
+  impl_->db->cached(kInsertInput)
+      ->bind(1, plan_id)
+      .bind_blob(2, input_json)
+      .bind(3, row_hmac)
+      .run();
+  tx.commit();
+}
+
+std::optional<std::string> ManagedQueryStore::find_input(const std::string& plan_id) {
+  require_input_plan_id(plan_id);
+  std::lock_guard lock(mutex_);
+  impl_->check_binding();
+  auto row = impl_->db->cached(kInputByPlan);
+  row->bind(1, plan_id);
+  if (!row->step()) return std::nullopt;
+  std::string input_json = row->blob(0);
+  if (!row->is_blob(0) || input_json.size() > kMaxInputBytes ||
+      !core::constant_time_equal(row->text(1), input_row_hmac(impl_->key, plan_id, input_json))) {
+    throw ManagedQueryStoreCorruption("managed input registration authentication failed");
+  }
+  return input_json;
 }
 
 ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_query_id,

@@ -165,6 +165,14 @@ class ManagedQueryStore final {
   // unavailable"), Corruption ("authentication failed").
   ManagedQueryRecord load(const std::string& query_ref);
 
+  // The catalog input authority's registration of `plan_id` (its canonical JSON, opaque here),
+  // HMAC-bound to the plan id under the installation key. put_input stores it once (an
+  // identical put is a no-op); find_input returns it, authenticated, or nullopt.
+  // Errors: InvalidArgument (plan_id not an opaque token), CapacityExceeded (over 64 KiB, or
+  // 8192 inputs), Corruption (a stored row differs or fails authentication), Unavailable (busy).
+  void put_input(const std::string& plan_id, std::string_view input_json);
+  std::optional<std::string> find_input(const std::string& plan_id);
+
   // The planned row whose decision scope and plan id equal these, if any. Errors: Corruption.
   std::optional<ManagedQueryRecord> find_planned_by_scope_and_plan(const engine::ScopeRef& scope,
                                                                    const std::string& plan_id);

@@ -22,6 +22,7 @@
 #include "host/runtime/hooks/hook_runner.hpp"
 #include "tests/host/server/rpc_client.hpp"
 #include "tests/support/file_bytes.hpp"
+#include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::server {
@@ -176,8 +177,8 @@ TEST_F(HookRetryTest, ACommitByAnotherProcessIsSeenBeforeTheNextRememberedReply)
   EXPECT_EQ(fresh_reply(state_, request), after.reply.value_or("<none>"));
 }
 
-// One byte of each registration file's MAC changed in place, with its mtime put back: the file's
-// ctime moves (user space cannot set it), so the runner fails exactly as a fresh one does.
+// A state file rewritten in place with its times put back: the runner replans (never answers
+// from what it remembered) and replies as a fresh one does.
 TEST_F(HookRetryTest, AnyStateFileRewrittenInPlaceIsSeenEvenWithItsTimesRestored) {
   // Files the reply depends on but the run does not name (the plugin lock, the install policy,
   // the catalog's CURRENT): the state dir's watches see the write itself, whatever stat says.
@@ -209,36 +210,22 @@ TEST_F(HookRetryTest, AnyStateFileRewrittenInPlaceIsSeenEvenWithItsTimesRestored
   }
 }
 
+// A stored registration altered in place: the runner fails exactly as a fresh one does.
 TEST_F(HookRetryTest, ARegistrationTamperedInPlaceFailsAsTheFullPathDoes) {
   hooks::HookRunner runner(state_);
   const auto request = prompt_request("retry-3", "please add a PDF export of the report");
   ASSERT_TRUE(run_until_remembered(runner, request));
   const auto served = runner.exact_retry_replies();
-  int tampered = 0;
-  for (const auto& entry : fs::directory_iterator(state_ / "service" / "inputs")) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("plan-", 0) != 0) continue;
-    struct stat st {};
-    ASSERT_EQ(::stat(entry.path().c_str(), &st), 0);
-    std::string bytes;
-    {
-      std::ifstream in(entry.path(), std::ios::binary);
-      bytes.assign(std::istreambuf_iterator<char>(in), {});
-    }
-    const auto mac = bytes.find("\"mac\":\"");
-    ASSERT_NE(mac, std::string::npos);
-    char& digit = bytes[mac + 7];
-    digit = digit == '0' ? '1' : '0';
-    {
-      std::ofstream out(entry.path(), std::ios::binary | std::ios::trunc);
-      out << bytes;
-    }
-    const timespec times[2] = {st.st_atim, st.st_mtim};
-    ASSERT_EQ(::utimensat(AT_FDCWD, entry.path().c_str(), times, 0), 0);
-    ++tampered;
-  }
+  // One byte of each stored registration, altered in the query store's file by another
+  // connection (the rows' HMACs no longer hold).
+  const fs::path queries = state_ / "service" / "queries.sqlite3";
+  const long tampered = ctx::testing::service::sqlite_count(queries, "managed_inputs");
+  ctx::testing::service::sqlite_scalar(
+      queries,
+      "UPDATE managed_inputs SET input_json = "
+      "CAST(replace(CAST(input_json AS TEXT), 'managing', 'Managing') AS BLOB)");
   ASSERT_GT(tampered, 0);
-  settle();  // past the racy window: only the moved ctime tells
+  settle();  // the watch sees that commit (the database's data_version moved)
   std::string fresh_error;
   try {
     fresh_reply(state_, request);

@@ -19,6 +19,7 @@
 #include "host/runtime/service/service_crash_points.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::runtime {
@@ -51,12 +52,9 @@ struct State {
     init_state_dir(dir);
     import_catalog(kExamples, dir);
   }
-  std::vector<fs::path> input_files() const {
-    std::vector<fs::path> out;
-    for (const auto& item : fs::directory_iterator(dir / "service/inputs")) {
-      if (item.path().filename().string().rfind("plan-", 0) == 0) out.push_back(item.path());
-    }
-    return out;
+  // The input authority's registrations (rows of the managed query store).
+  long input_rows() const {
+    return ctx::testing::service::sqlite_count(dir / "service/queries.sqlite3", "managed_inputs");
   }
 };
 
@@ -75,7 +73,7 @@ TEST(StateService, PreparesARealPlanAndAnExactRetryReusesIt) {
   const auto retry = again->prepare(pdf_work());
   EXPECT_EQ(retry.query_ref(), first.query_ref());
   EXPECT_EQ(retry.prepared().decision_digest(), first.prepared().decision_digest());
-  EXPECT_EQ(state.input_files().size(), 1u);
+  EXPECT_EQ(state.input_rows(), 1);
   EXPECT_EQ(again->reopen(first.query_ref()).prepared().plan_id(), first.prepared().plan_id());
 }
 
@@ -145,13 +143,13 @@ TEST(StateService, ATamperedRegistrationFailsTypedAndChangesNothing) {
   State state;
   auto service = StateService::open(state.dir);
   service->prepare(pdf_work());
-  const auto files = state.input_files();
-  ASSERT_EQ(files.size(), 1u);
-  std::string bytes = read(files[0]);
-  const auto at = bytes.find("managing");
-  ASSERT_NE(at, std::string::npos);
-  bytes[at] = 'M';
-  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << bytes;
+  ASSERT_EQ(state.input_rows(), 1);
+  service.reset();
+  // One byte of the stored registration, altered in the file (the row's HMAC no longer holds).
+  ctx::testing::service::sqlite_scalar(
+      state.dir / "service/queries.sqlite3",
+      "UPDATE managed_inputs SET input_json = "
+      "CAST(replace(CAST(input_json AS TEXT), 'managing', 'Managing') AS BLOB)");
   const auto journal = read_database(state.dir / "service/journal.sqlite3");
   const auto queries = read_database(state.dir / "service/queries.sqlite3");
   auto reopened = StateService::open(state.dir);
@@ -159,6 +157,37 @@ TEST(StateService, ATamperedRegistrationFailsTypedAndChangesNothing) {
                    "authentication failed");
   EXPECT_EQ(read_database(state.dir / "service/journal.sqlite3"), journal);
   EXPECT_EQ(read_database(state.dir / "service/queries.sqlite3"), queries);
+}
+
+// A registration an earlier build kept as a file (<service>/inputs/<plan id>.json, its own mac)
+// is still found: the same work in a new process is an exact retry of it, nothing re-registered.
+TEST(StateService, ARegistrationAnEarlierBuildKeptAsAFileIsStillReused) {
+  State state;
+  const fs::path queries = state.dir / "service/queries.sqlite3";
+  const auto first = StateService::open(state.dir)->prepare(pdf_work());
+  const std::string plan_id =
+      ctx::testing::service::sqlite_scalar(queries, "SELECT plan_id FROM managed_inputs");
+  const std::string input = ctx::testing::service::sqlite_scalar(
+      queries, "SELECT CAST(input_json AS TEXT) FROM managed_inputs");
+  ASSERT_FALSE(plan_id.empty());
+  ctx::testing::service::sqlite_scalar(queries, "DELETE FROM managed_inputs");
+  core::Json legacy = core::parse_json(input);
+  legacy["mac"] = core::hmac_sha256_hex(read_installation_key(state.dir),
+                                        std::string("ctx.managed-input-v1") + '\0' + input);
+  const fs::path file = state.dir / "service/inputs" / (plan_id + ".json");
+  { std::ofstream(file, std::ios::binary) << core::canonical_json(legacy) << "\n"; }
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write,
+                  fs::perm_options::replace);
+  const auto retry = StateService::open(state.dir)->prepare(pdf_work());
+  EXPECT_EQ(retry.query_ref(), first.query_ref());
+  EXPECT_EQ(retry.prepared().journal_revision(), 2);
+  EXPECT_EQ(state.input_rows(), 0);
+  // Its mac is checked as before.
+  std::string bytes = read(file);
+  bytes[bytes.find("managing")] = 'M';
+  { std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes; }
+  CTX_EXPECT_THROW(StateService::open(state.dir)->prepare(pdf_work()),
+                   ManagedQueryStoreCorruption, "authentication failed");
 }
 
 // A real process death at each of the service's prepare steps: the next process preparing the
@@ -185,7 +214,7 @@ TEST(StateService, APreparerKilledAtEachStepIsFinishedByTheNextProcess) {
     const auto result = service->prepare(pdf_work());
     EXPECT_EQ(result.prepared().status(), engine::PlanStatus::kReady);
     EXPECT_EQ(result.prepared().journal_revision(), 2);  // one SessionStarted, one plan
-    EXPECT_EQ(state.input_files().size(), 1u);
+    EXPECT_EQ(state.input_rows(), 1);
     EXPECT_EQ(service->reopen(result.query_ref()).prepared().plan_id(),
               result.prepared().plan_id());
   }

@@ -29,9 +29,9 @@ struct Fixture {
 
 TEST(ManagedQueryStore, SchemaIsVersionedWithoutRowidAndPrivate) {
   Fixture f;
-  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "2");
-  for (const char* table :
-       {"managed_query_store_identity", "managed_queries", "managed_desired_sets"}) {
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "3");
+  for (const char* table : {"managed_query_store_identity", "managed_queries",
+                            "managed_desired_sets", "managed_inputs"}) {
     EXPECT_THAT(
         sqlite_scalar(f.setup.store_path,
                       std::string("SELECT sql FROM sqlite_master WHERE name = '") + table + "'"),
@@ -49,6 +49,55 @@ TEST(ManagedQueryStore, SchemaIsVersionedWithoutRowidAndPrivate) {
   EXPECT_EQ(again->load(record.query_ref()).logical_query_id(), digest("stable"));
   EXPECT_EQ(f.setup.register_query(digest("stable")).query_ref(), record.query_ref());
   EXPECT_TRUE(is_query_ref(record.query_ref()));
+}
+
+// The input authority's registrations: stored once (an identical put writes nothing), read back
+// authenticated; a row altered in the file, or bound to another plan id, is corruption.
+TEST(ManagedQueryStore, InputsAreStoredOnceAndAuthenticatedOnRead) {
+  Fixture f;
+  auto& store = *f.setup.store;
+  const std::string plan = "plan-0123456789abcdef";
+  const std::string input = R"({"schema":"ctx.managed-input-v1","x":1})";
+  EXPECT_FALSE(store.find_input(plan).has_value());
+  store.put_input(plan, input);
+  const auto before = read_database(f.setup.store_path);
+  store.put_input(plan, input);
+  EXPECT_EQ(read_database(f.setup.store_path), before);
+  EXPECT_EQ(store.find_input(plan), input);
+  CTX_EXPECT_THROW(store.put_input(plan, input + " "), ManagedQueryStoreCorruption, "differs");
+  CTX_EXPECT_THROW(store.put_input("not a token!", input), InvalidArgument, "opaque token");
+  CTX_EXPECT_THROW(store.put_input(plan, std::string(64 * 1024 + 1, 'x')),
+                   ManagedQueryStoreCapacityExceeded, "too large");
+  // Another plan id's row moved under this one, then the bytes altered in place.
+  store.put_input("plan-other", input);
+  sqlite_scalar(f.setup.store_path, "DELETE FROM managed_inputs WHERE plan_id = '" + plan + "'");
+  sqlite_scalar(f.setup.store_path,
+                "UPDATE managed_inputs SET plan_id = '" + plan + "' WHERE plan_id = 'plan-other'");
+  CTX_EXPECT_THROW(store.find_input(plan), ManagedQueryStoreCorruption, "authentication failed");
+  store.put_input("plan-third", input);
+  sqlite_scalar(f.setup.store_path,
+                "UPDATE managed_inputs SET input_json = CAST(replace(CAST(input_json AS TEXT), "
+                "'1', '2') AS BLOB) WHERE plan_id = 'plan-third'");
+  CTX_EXPECT_THROW(store.find_input("plan-third"), ManagedQueryStoreCorruption,
+                   "authentication failed");
+}
+
+// A store written by a build before managed_inputs (user_version 2) gains the table on open and
+// keeps its rows; the pinned schema then holds.
+TEST(ManagedQueryStore, AVersionTwoStoreMigratesOnOpenAndKeepsItsRows) {
+  Fixture f;
+  const auto record = f.setup.register_query(digest("kept"));
+  sqlite_scalar(f.setup.store_path, "DROP TABLE managed_inputs");
+  sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 2");
+  auto reopened = open_managed_query_store(f.setup.store_path, store_key());
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(reopened->load(record.query_ref()).logical_query_id(), digest("kept"));
+  reopened->put_input("plan-after-migration", "{}");
+  EXPECT_EQ(reopened->find_input("plan-after-migration"), "{}");
+  // Another version is not guessed at.
+  sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 7");
+  CTX_EXPECT_THROW(open_managed_query_store(f.setup.store_path, store_key()),
+                   ManagedQueryStoreCorruption, "version is unsupported");
 }
 
 TEST(ManagedQueryStore, RejectsBadOpenInputs) {
