@@ -356,6 +356,11 @@ class ConsentBroker final : public ConsentBrokerPort {
   // Challenges decoded from stored challenge_json, by those exact bytes (decoding is a pure
   // function of them; the row's HMAC is still checked on every load). GUARDED_BY(mutex_).
   std::unordered_map<std::string, ConsentChallenge> decoded_challenges_;
+  // challenge_id -> Row::image of the row this broker last wrote or authenticated (its mac
+  // computed here over exactly those values): a load of that same image skips the second mac.
+  // GUARDED_BY(mutex_).
+  std::unordered_map<std::string, std::string> verified_rows_;
+  void remember_verified(const std::string& challenge_id, std::string image);
 };
 
 }  // namespace ctx::runtime

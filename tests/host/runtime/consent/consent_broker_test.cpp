@@ -312,6 +312,19 @@ TEST_F(ConsentBrokerTest, TamperedRowIsCorruptionAndNothingIsMutated) {
   EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
 }
 
+// The broker that wrote (and then read) a row remembers it as authenticated; a change another
+// connection makes to that row while the broker stays open is still corruption.
+TEST_F(ConsentBrokerTest, ARowAlteredUnderAnOpenBrokerIsStillCorruption) {
+  broker_->prepare(challenge_);
+  ASSERT_NO_THROW((void)broker_->status(challenge_.challenge_id()));
+  raw_sql("UPDATE consent_challenges SET created_at = '2026-08-03T11:00:00Z'");
+  const std::string bytes = store_bytes();
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>(
+      [&] { (void)broker_->status(challenge_.challenge_id()); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCorruption>([&] { (void)broker_->prepare(challenge_); }));
+  EXPECT_TRUE(store_bytes() == bytes) << "the store file changed";
+}
+
 TEST_F(ConsentBrokerTest, TamperedStateOrDeletedNonceIsCorruption) {
   broker_->prepare(challenge_);
   broker_->authenticate(challenge_, sign(claims_for(challenge_)), *registry_);
