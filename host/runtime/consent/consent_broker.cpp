@@ -1,6 +1,5 @@
 #include "host/runtime/consent/consent_broker.hpp"
 
-
 #include <array>
 #include <chrono>
 #include <exception>

@@ -194,12 +194,13 @@ HookRunner::HookRunner(fs::path state_dir, std::shared_ptr<const core::Clock> cl
 
 HookRunner::~HookRunner() = default;
 
-StateService& HookRunner::state() {
+StateService& HookRunner::state() { return state(nullptr); }
+
+StateService& HookRunner::state(const plugins::LockFile* lock_file) {
   std::lock_guard lock(mutex_);
   if (!state_) {
-    state_ = lock_file_ ? StateService::open(state_dir_, clock_, *lock_file_)
-                        : StateService::open(state_dir_, clock_);
-    lock_file_.reset();
+    state_ = lock_file != nullptr ? StateService::open(state_dir_, clock_, *lock_file)
+                                  : StateService::open(state_dir_, clock_);
   }
   return *state_;
 }
@@ -219,7 +220,8 @@ StateService* HookRunner::opened_state(bool wait) {
   return held.owns_lock() ? state_.get() : nullptr;
 }
 
-std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& id) {
+std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(
+    const std::string& id, std::optional<plugins::LockFile>* read) {
   {
     std::lock_guard lock(mutex_);
     if (const auto it = adapters_.find(id); it != adapters_.end()) return it->second;
@@ -237,8 +239,8 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(const std::string& 
                                                 key.size())}};
   auto port =
       std::make_shared<plugins::AbiHostAdapter>(loader.load(*entry), core::canonical_json(config));
+  if (read != nullptr) *read = std::move(lock_file);
   std::lock_guard lock(mutex_);
-  if (!state_) lock_file_ = std::move(lock_file);  // the state service opens on this same read
   return adapters_.emplace(id, std::move(port)).first->second;
 }
 
@@ -290,14 +292,6 @@ HookResponse HookRunner::run(const HookRequest& request) {
 }
 
 HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std::string> key) {
-  // The lock file adapter() read serves this request's state() only, never a later one's.
-  struct ForgetLockFile {
-    HookRunner& runner;
-    ~ForgetLockFile() {
-      std::lock_guard lock(runner.mutex_);
-      runner.lock_file_.reset();
-    }
-  } forget{*this};
   Json payload;
   try {
     payload = core::parse_json(request.payload);
@@ -305,7 +299,10 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     throw HookPayloadError(std::string("hook payload ") + one_line(e.what()));
   }
   if (!payload.is_object()) throw HookPayloadError("hook payload is not a json object");
-  const auto port = adapter(request.adapter);
+  // The lock file the adapter was found in, when it was loaded now: the state service, if this
+  // request opens it, opens on the same read.
+  std::optional<plugins::LockFile> lock_file;
+  const auto port = adapter(request.adapter, &lock_file);
   Json parsed;
   try {
     parsed = port->parse_hook(payload);
@@ -333,7 +330,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
         port->render_reply(Json{{"event", event}, {"actions", Json::array()}}).dump()};
   };
   if (signals.empty()) return nothing();
-  StateService& service = state();
+  StateService& service = state(lock_file ? &*lock_file : nullptr);
   if (service.vocabulary().filter(signals).empty()) return nothing();
   const Json& scope = parsed.contains("scope") ? parsed["scope"] : Json();
   CurrentWork work;

@@ -107,7 +107,12 @@ class HookRunner {
   };
   // mutex_, locked; or when !wait, only if it is free now (owns_lock() says which).
   std::unique_lock<std::mutex> lock(bool wait);
-  std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id);
+  // The adapter `id`; when it is loaded now, the plugins.lock.json it was found in goes to
+  // `read` (if given), for this request's state(read).
+  std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id,
+                                                   std::optional<plugins::LockFile>* read = nullptr);
+  // state(), opened on `lock_file` (this request's read of it) when it is not open yet.
+  StateService& state(const plugins::LockFile* lock_file);
   StateService* opened_state(bool wait);
   // The remembered reply of `request` if the state watch vouches for it now; sets `key` (once
   // the service is open). Errors: check_hook_payload's (with `wait`).
@@ -123,7 +128,6 @@ class HookRunner {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<engine::HostAdapterPort>> adapters_;  // GUARDED_BY
   std::unique_ptr<StateService> state_;                                       // GUARDED_BY
-  std::optional<plugins::LockFile> lock_file_;  // as adapter() read it, for state(); GUARDED_BY
   std::map<std::string, Remembered> remembered_;                              // GUARDED_BY
   std::atomic<std::uint64_t> exact_retry_replies_{0};
 };

@@ -877,8 +877,7 @@ std::shared_ptr<ManagedQueryStore> open_managed_query_store(
     if (schema_digest(objects) != kPinnedSchemaDigest && objects != reference_schema()) {
       throw ManagedQueryStoreCorruption("managed query store schema is not the expected schema");
     }
-    auto version = impl->db->prepare("PRAGMA user_version");
-    if (!version.step() || version.integer(0) != kUserVersion) {
+    if (user_version(*impl->db) != kUserVersion) {
       throw ManagedQueryStoreCorruption("managed query store schema version is unsupported");
     }
     auto identity =
