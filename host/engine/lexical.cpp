@@ -85,7 +85,11 @@ bool is_trimmed_string(std::string_view text) noexcept {
 bool is_valid_unicode(std::string_view text) noexcept {
   std::size_t pos = 0;
   while (pos < text.size()) {
-    if (!decode(text, pos)) return false;
+    if (static_cast<unsigned char>(text[pos]) < 0x80) {  // ASCII: always one valid code point
+      ++pos;
+    } else if (!decode(text, pos)) {
+      return false;
+    }
   }
   return true;
 }

@@ -45,12 +45,12 @@ class PluginListMethod {
   // No params (absent, {} or []). Result: {"plugins":[{kind,id,version,sha256,size,
   // abi:{major,minor},platform,needed}]} in the lock's (kind, id) order; paths are never sent.
   // The cached result while the lock file's signature holds, without waiting (FastHandler).
-  std::optional<core::Json> cached(const core::Json& params) {
+  std::optional<std::string> cached(const core::Json& params) {
     if (!params.is_null() && !params.empty()) return std::nullopt;
     const std::optional<FileSignature> now = file_signature(lock_path_);
     std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock() || !cached_ || now != signature_) return std::nullopt;
-    return *cached_;
+    return cached_text_;
   }
 
   core::Json operator()(const core::Json& params) {
@@ -65,6 +65,7 @@ class PluginListMethod {
     if (file_signature(lock_path_) == now) {
       signature_ = now;
       cached_ = result;
+      cached_text_ = result.dump();
     } else {
       cached_.reset();
     }
@@ -76,6 +77,7 @@ class PluginListMethod {
   std::mutex mutex_;
   std::optional<FileSignature> signature_;  // GUARDED_BY(mutex_)
   std::optional<core::Json> cached_;        // GUARDED_BY(mutex_)
+  std::string cached_text_;                 // GUARDED_BY(mutex_): cached_, encoded
 };
 
 }  // namespace

@@ -234,16 +234,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     if (handler->fast) {
-      std::optional<core::Json> known;
+      std::optional<std::string> known;
       try {
         known = handler->fast(params);
       } catch (...) {
         known.reset();  // the worker's handler decides, errors included
       }
       if (known) {
-        server_.log_request(method->get<std::string>(), id, 0, started);
+        server_.log_request(method->get_ref<const std::string&>(), id, 0, started);
         if (!has_id) return read_next();
-        write(core::Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(*known)}}, false);
+        // The reply as nlohmann writes it (keys in order), around the already encoded result.
+        out_ = "{\"id\":";
+        out_ += id.dump(-1, ' ', false, core::Json::error_handler_t::replace);
+        out_ += ",\"jsonrpc\":\"2.0\",\"result\":";
+        out_ += *known;
+        out_ += "}\n";
+        send(false);
         return;
       }
     }
@@ -304,6 +310,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (closed_) return;
     out_ = reply.dump(-1, ' ', false, core::Json::error_handler_t::replace);
     out_ += '\n';
+    send(close_after);
+  }
+
+  // Writes out_ (one reply line), then reads the next request or closes.
+  void send(bool close_after) {
+    if (closed_) return;
     asio::async_write(socket_, asio::buffer(out_),
                       [self = shared_from_this(), close_after](boost::system::error_code ec,
                                                               std::size_t) {
@@ -350,9 +362,11 @@ void Server::Impl::log_request(const std::string& method, const core::Json& id, 
   } else {
     line["id"] = nullptr;
   }
-  const std::string text = line.dump(-1, ' ', false, core::Json::error_handler_t::replace);
+  std::string text = line.dump(-1, ' ', false, core::Json::error_handler_t::replace);
+  text += '\n';
   const std::lock_guard lock(mutex);
-  *options.log << text << '\n' << std::flush;
+  options.log->write(text.data(), static_cast<std::streamsize>(text.size()));  // one write(2)
+  options.log->flush();
 }
 
 void Server::Impl::start_accept() {

@@ -48,11 +48,12 @@ class InvalidParams : public InvalidArgument {
 using Handler = std::function<core::Json(const core::Json& params)>;
 
 // A method's optional fast path: tried first, on the connection's I/O thread (no hop to the
-// worker pool and back), for answers known without waiting (a remembered reply). It must not
-// block (no lock waits, no busy waits, no plugin calls) and is bounded by its own work, not by
-// the deadline; nullopt — or any exception — means "not known now": the request then goes to
-// the worker pool's Handler as usual, which gives every error.
-using FastHandler = std::function<std::optional<core::Json>(const core::Json& params)>;
+// worker pool and back), for answers known without waiting (a remembered reply). It returns the
+// result as compact JSON text, encoded when it was remembered: the reply carries it as is. It
+// must not block (no lock waits, no busy waits, no plugin calls) and is bounded by its own work,
+// not by the deadline; nullopt — or any exception — means "not known now": the request then goes
+// to the worker pool's Handler as usual, which gives every error.
+using FastHandler = std::function<std::optional<std::string>(const core::Json& params)>;
 
 struct Method {
   Handler handler;

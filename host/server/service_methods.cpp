@@ -74,12 +74,12 @@ class CurrentRunner {
     return runner_;
   }
 
-  // The runner of the current files if it exists and nobody holds the lock; never waits.
+  // The last runner, if there is one and nobody holds the lock; never waits, and stats nothing:
+  // it may be a replaced file's runner, but such a runner never answers from memory (its state
+  // watch sees catalog/CURRENT and plugins.lock.json replaced), so the request goes to get().
   std::shared_ptr<hooks::HookRunner> try_get() {
-    const Signature now{file_signature(state_dir_ / "catalog" / "CURRENT"),
-                        file_signature(state_dir_ / hooks::kPluginLockFile)};
     std::unique_lock lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock() || !runner_ || now != signature_) return nullptr;
+    if (!lock.owns_lock()) return nullptr;
     return runner_;
   }
 
@@ -105,12 +105,10 @@ void register_service_methods(MethodTable& table, const fs::path& state_dir) {
         });
       },
       // An exact retry whose remembered reply still holds, answered on the I/O thread.
-      [current](const core::Json& params) -> std::optional<core::Json> {
+      [current](const core::Json& params) -> std::optional<std::string> {
         const auto runner = current->try_get();
         if (!runner) return std::nullopt;
-        const auto response = runner->try_remembered(hooks::hook_request_from_json(params));
-        if (!response) return std::nullopt;
-        return hooks::hook_response_to_json(*response);
+        return runner->try_remembered_result(hooks::hook_request_from_json(params));
       });
 
   table.add("query.prepare", [current](const core::Json& params) {

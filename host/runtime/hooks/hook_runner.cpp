@@ -244,50 +244,59 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(
   return adapters_.emplace(id, std::move(port)).first->second;
 }
 
-std::optional<HookResponse> HookRunner::remembered(const HookRequest& request, bool wait,
-                                                   std::optional<std::string>& key) {
+std::shared_ptr<const HookRunner::Remembered> HookRunner::remembered(
+    const HookRequest& request, bool wait, std::optional<std::string>& key) {
   check_hook_payload(request.payload);
   if (!engine::is_canonical_token(request.adapter)) {
     throw HookPayloadError("hook adapter must be a plugin id");
   }
   // Replies are remembered only once the service is open (a reply needs it), never in a child.
-  if (!remember_) return std::nullopt;
+  if (!remember_) return nullptr;
   StateService* service = opened_state(wait);
-  if (service == nullptr || ::getpid() != owner_pid_) return std::nullopt;
+  if (service == nullptr || ::getpid() != owner_pid_) return nullptr;
   key = reply_key(*service, request);
-  std::optional<Remembered> known;
+  std::shared_ptr<const Remembered> known;
   {
     const auto held = lock(wait);
-    if (!held.owns_lock()) return std::nullopt;
-    if (const auto it = remembered_.find(*key); it != remembered_.end() && it->second.reply) {
+    if (!held.owns_lock()) return nullptr;
+    if (const auto it = remembered_.find(*key); it != remembered_.end() && it->second->reply) {
       known = it->second;
     }
   }
   // A reply naming a consent challenge holds only while the challenge is well before expiry.
-  if (!known || (known->until && !(service->clock().now() < *known->until))) return std::nullopt;
+  if (!known || (known->until && !(service->clock().now() < *known->until))) return nullptr;
   try {
     if (const auto now = watch_.capture(known->sources, wait); now && *now == known->fingerprint) {
       ++exact_retry_replies_;
-      return HookResponse{std::move(known->reply)};
+      return known;
     }
   } catch (const std::exception&) {
     // Unknown: the full path decides.
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 std::optional<HookResponse> HookRunner::try_remembered(const HookRequest& request) noexcept {
   try {
     std::optional<std::string> key;
-    return remembered(request, false, key);
+    if (const auto known = remembered(request, false, key)) return HookResponse{known->reply};
   } catch (...) {
-    return std::nullopt;
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> HookRunner::try_remembered_result(const HookRequest& request) noexcept {
+  try {
+    std::optional<std::string> key;
+    if (const auto known = remembered(request, false, key)) return known->result_text;
+  } catch (...) {
+  }
+  return std::nullopt;
 }
 
 HookResponse HookRunner::run(const HookRequest& request) {
   std::optional<std::string> key;
-  if (auto response = remembered(request, true, key)) return std::move(*response);
+  if (const auto known = remembered(request, true, key)) return HookResponse{known->reply};
   return run_full(request, std::move(key));
 }
 
@@ -354,7 +363,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     {
       std::lock_guard lock(mutex_);
       if (const auto it = remembered_.find(*key); it != remembered_.end()) {
-        watched = it->second.sources;
+        watched = it->second->sources;
       }
     }
     try {
@@ -407,23 +416,24 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   // it depends on moved while it ran (the first run only names the files to watch); a reply
   // naming a consent challenge only until shortly before the challenge expires (time, not state).
   if (key && ::getpid() == owner_pid_ && direct) {
-    Remembered remembered;
-    remembered.sources = sources;
+    auto remembered = std::make_shared<Remembered>();
+    remembered->sources = sources;
     if (const auto& challenge = result->challenge()) {
-      remembered.until = remember_until(challenge->expires_at());
+      remembered->until = remember_until(challenge->expires_at());
     }
     if (choice.challenge) {
       const core::Timestamp until = remember_until(choice.challenge->expires_at);
-      if (!remembered.until || until < *remembered.until) remembered.until = until;
+      if (!remembered->until || until < *remembered->until) remembered->until = until;
     }
     try {
       const auto after = before ? watch_.capture(sources) : std::nullopt;
       if (after && sources == watched && *after == *before) {
-        remembered.reply = response.reply;
-        remembered.fingerprint = *before;
+        remembered->reply = response.reply;
+        remembered->result_text = hook_response_to_json(response).dump();
+        remembered->fingerprint = *before;
       }
     } catch (const std::exception&) {
-      remembered.reply.reset();
+      remembered->reply.reset();
     }
     std::lock_guard lock(mutex_);
     if (remembered_.size() >= kMaxRemembered && !remembered_.contains(*key)) remembered_.clear();

@@ -94,6 +94,9 @@ class HookRunner {
   // lock another thread holds, no busy database, no plugin call, nothing opened that is not yet
   // open): what the server answers on its I/O thread. nullopt: run() decides. Never throws.
   std::optional<HookResponse> try_remembered(const HookRequest& request) noexcept;
+  // The same, as the compact JSON text of hook_response_to_json (the server's `hook` result),
+  // encoded once, when the reply was remembered.
+  std::optional<std::string> try_remembered_result(const HookRequest& request) noexcept;
 
   // How many run() / try_remembered() calls were answered with a remembered reply.
   std::uint64_t exact_retry_replies() const noexcept { return exact_retry_replies_.load(); }
@@ -102,6 +105,7 @@ class HookRunner {
   struct Remembered {
     std::vector<std::filesystem::path> sources;  // what the last full run read besides the dbs
     std::optional<std::string> reply;            // set once a full run was not disturbed
+    std::string result_text;                     // hook_response_to_json of `reply`, encoded
     std::string fingerprint;                     // the StateWatch fingerprint
     std::optional<core::Timestamp> until;        // a challenge's reply: given only before this
   };
@@ -114,10 +118,10 @@ class HookRunner {
   // state(), opened on `lock_file` (this request's read of it) when it is not open yet.
   StateService& state(const plugins::LockFile* lock_file);
   StateService* opened_state(bool wait);
-  // The remembered reply of `request` if the state watch vouches for it now; sets `key` (once
-  // the service is open). Errors: check_hook_payload's (with `wait`).
-  std::optional<HookResponse> remembered(const HookRequest& request, bool wait,
-                                         std::optional<std::string>& key);
+  // The remembered reply of `request` (reply set) if the state watch vouches for it now; sets
+  // `key` (once the service is open). Errors: check_hook_payload's (with `wait`).
+  std::shared_ptr<const Remembered> remembered(const HookRequest& request, bool wait,
+                                               std::optional<std::string>& key);
   HookResponse run_full(const HookRequest& request, std::optional<std::string> key);
 
   std::filesystem::path state_dir_;
@@ -128,7 +132,7 @@ class HookRunner {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<engine::HostAdapterPort>> adapters_;  // GUARDED_BY
   std::unique_ptr<StateService> state_;                                       // GUARDED_BY
-  std::map<std::string, Remembered> remembered_;                              // GUARDED_BY
+  std::map<std::string, std::shared_ptr<const Remembered>> remembered_;      // GUARDED_BY
   std::atomic<std::uint64_t> exact_retry_replies_{0};
 };
 

@@ -36,11 +36,18 @@ bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// SQLite's sidecars: their content is what data_version reports on (and the stores re-secure
-// their modes on every open).
+// SQLite's sidecars come and go, and are re-moded, with every connection that opens or closes
+// a database (and the -shm file is written through a mapping by readers too): not changes.
 bool is_sqlite_sidecar(std::string_view name) {
   return ends_with(name, ".sqlite3-wal") || ends_with(name, ".sqlite3-shm") ||
          ends_with(name, ".sqlite3-journal");
+}
+
+// A write to a database's write-ahead log: how every transaction of a WAL database commits
+// (each connection of each process appends its frames with write(2), never through a mapping),
+// and the only thing done to that file besides its creation and removal. A change.
+bool is_wal_write(const inotify_event& event) {
+  return (event.mask & IN_MODIFY) != 0 && ends_with(event.name, ".sqlite3-wal");
 }
 
 template <typename T>
@@ -158,6 +165,7 @@ void StateWatch::watch_layout() {
                                                    kProbeBusyTimeoutMs);
       probe.identity = std::move(identity);
       probe.generation = ++generations_;
+      probe.reading = false;
     }
   }
 }
@@ -187,10 +195,14 @@ bool StateWatch::refresh_watches(const struct stat& state) {
     for (ssize_t at = 0; at < n;) {
       const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
       at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
-      // A sidecar's changes are its database's (its data version); anything else is a change,
-      // a full queue (IN_Q_OVERFLOW) or a removed watch (IN_IGNORED) included.
+      // A sidecar's own comings and goings are not changes, a commit's write to a log is;
+      // anything else is a change, a full queue (IN_Q_OVERFLOW) or a removed watch (IN_IGNORED)
+      // included.
       const bool overflow = (event->mask & IN_Q_OVERFLOW) != 0;
-      if (event->len > 0 && !overflow && is_sqlite_sidecar(event->name)) continue;
+      if (event->len > 0 && !overflow && is_sqlite_sidecar(event->name) &&
+          !is_wal_write(*event)) {
+        continue;
+      }
       changed = true;
     }
   }
@@ -203,11 +215,15 @@ bool StateWatch::refresh_watches(const struct stat& state) {
 }
 
 void StateWatch::add_database(Probe& probe, bool wait, std::string& out) {
-  ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
-  auto statement = probe.db->cached("PRAGMA data_version");
-  if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
+  if (!probe.reading) {
+    // One read makes the connection a reader of the database for as long as it is open (WAL
+    // mode keeps its shared lock): the stores' connections are never the last to close.
+    ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
+    auto statement = probe.db->cached("PRAGMA data_version");
+    if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
+    probe.reading = true;
+  }
   put(out, probe.generation);
-  put(out, statement->integer(0));
 }
 
 std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files, bool wait) {
@@ -233,7 +249,7 @@ std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& file
   for (const fs::path& file : files) add_signature(file, now_ns, racy, out);
   // (Probes are opened even for a racy capture: while they are open, the stores' own
   // connections never are the last, so SQLite stops creating and deleting sidecars in service/
-  // on every open.)
+  // on every open, and checkpointing the log into the database on every close.)
   try {
     for (auto& [name, probe] : probes_) add_database(probe, wait, out);
   } catch (const engine::StoreBusy&) {

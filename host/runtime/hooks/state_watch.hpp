@@ -1,16 +1,20 @@
 // StateWatch: a cheap, cross-process "has anything a hook reply depends on changed?" check over
 // one state directory, for HookRunner's exact-retry replies. capture() returns an opaque
 // fingerprint; two equal fingerprints taken by the same StateWatch mean that between them
-//   - no SQLite database directly in <state>/service/ (journal, audit, query store, consent
-//     store, any later one) had a transaction committed by any connection of any process
-//     (PRAGMA data_version on a connection this object keeps open to each file; the file's
-//     identity is part of the fingerprint, so a replaced file is seen too), and
 //   - no entry of the state dir, of its subdirectories or of theirs (registry/artifacts/ left
 //     out: its scratch copies come and go with every composition) was created, removed,
 //     renamed, written or had its attributes changed: an inotify watch on each of those
 //     directories (the kernel queues an event in the writer's own system call, so a change
-//     made before capture() is called is always seen; a full queue counts as a change), and
-//     the state dir's path still names the directory the watches are on, and
+//     made before capture() is called is always seen; a full queue counts as a change). SQLite's
+//     sidecars (-wal, -shm, -journal) are the exception: their creation, removal and mode
+//     changes come with every connection's open and close and are not changes, but a write to
+//     a -wal file is — it is how any connection of any process commits to a WAL database, as
+//     every database in <state>/service/ is (a checkpoint writes the database file itself) —
+//     and
+//   - the connection this object keeps open to each database in service/ (so that the stores'
+//     own connections are never the last, which would create and remove the sidecars on every
+//     open) is still on the same file, and the state dir's path still names the directory the
+//     watches are on, and
 //   - no file of `files` was created, removed, renamed, rewritten or re-moded (device, inode,
 //     size, mtime, ctime, owner, mode; ctime cannot be set back from user space).
 // Thread-safe. Process-bound (the probes are SQLite connections, the watches one inotify
@@ -60,6 +64,7 @@ class StateWatch {
     std::string identity;  // device + inode of the file the connection was opened on
     std::uint64_t generation = 0;
     std::unique_ptr<store::Database> db;
+    bool reading = false;  // the connection has read once: it holds its shared lock
   };
   // The inotify instance and what it watches. GUARDED_BY(mutex_)
   struct Watches {
@@ -74,7 +79,7 @@ class StateWatch {
   bool refresh_watches(const struct stat& state);
   // Watches every directory of the layout and opens a probe on each database in service/.
   void watch_layout();
-  // Appends `probe`'s generation and data version. Errors: the database's.
+  // Appends `probe`'s generation, after its first read. Errors: the database's.
   void add_database(Probe& probe, bool wait, std::string& out);
 
   std::filesystem::path state_dir_;

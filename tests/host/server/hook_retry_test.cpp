@@ -225,7 +225,7 @@ TEST_F(HookRetryTest, ARegistrationTamperedInPlaceFailsAsTheFullPathDoes) {
       "UPDATE managed_inputs SET input_json = "
       "CAST(replace(CAST(input_json AS TEXT), 'managing', 'Managing') AS BLOB)");
   ASSERT_GT(tampered, 0);
-  settle();  // the watch sees that commit (the database's data_version moved)
+  settle();  // the watch sees that commit (its write to the database's log)
   std::string fresh_error;
   try {
     fresh_reply(state_, request);

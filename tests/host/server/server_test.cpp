@@ -369,9 +369,9 @@ TEST(ServerFastPath, KnownAnswersSkipTheWorkerAndEverythingElseReachesIt) {
         if (params.contains("bad")) throw InvalidParams("bad is not a parameter");
         return Json{{"path", "worker"}};
       },
-      [](const Json& params) -> std::optional<Json> {
+      [](const Json& params) -> std::optional<std::string> {
         if (params.contains("throw")) throw InvalidArgument("the fast path gave up");
-        if (params.value("known", false)) return Json{{"path", "fast"}};
+        if (params.value("known", false)) return Json{{"path", "fast"}}.dump();
         return std::nullopt;
       });
   std::ostringstream log;
