@@ -1,7 +1,9 @@
 #include "host/core/crypto.hpp"
 
 #include <openssl/crypto.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 #include <sys/random.h>
 
 #include <cerrno>
@@ -17,6 +19,30 @@ namespace {
 const EVP_MD* sha256_md() {
   static const EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   return md;
+}
+
+// A per-thread HMAC-SHA256 context with the digest already chosen and no key: each MAC is a
+// copy of it keyed afresh. EVP_Q_mac would fetch the MAC and the digest by name (locks,
+// property matching) on every call. Freed with the thread.
+EVP_MAC_CTX* hmac_sha256_template() {
+  struct Template {
+    Template() {
+      EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+      ctx = mac == nullptr ? nullptr : EVP_MAC_CTX_new(mac);
+      EVP_MAC_free(mac);  // the context holds its own reference
+      char digest[] = "SHA256";
+      const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                                   OSSL_PARAM_construct_end()};
+      if (ctx != nullptr && EVP_MAC_CTX_set_params(ctx, params) != 1) {
+        EVP_MAC_CTX_free(ctx);
+        ctx = nullptr;
+      }
+    }
+    ~Template() { EVP_MAC_CTX_free(ctx); }
+    EVP_MAC_CTX* ctx = nullptr;
+  };
+  thread_local const Template instance;
+  return instance.ctx;
 }
 
 }  // namespace
@@ -84,6 +110,20 @@ bool is_sha256_hex(std::string_view text) noexcept {
 Sha256Digest hmac_sha256(std::string_view key, std::string_view message) {
   Sha256Digest out{};
   std::size_t size = 0;
+  // (An empty key is given to EVP_Q_mac: EVP_MAC_init reads "no key" as "keep the last one".)
+  if (EVP_MAC_CTX* const prototype = key.empty() ? nullptr : hmac_sha256_template()) {
+    EVP_MAC_CTX* const ctx = EVP_MAC_CTX_dup(prototype);
+    const bool ok =
+        ctx != nullptr &&
+        EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                     nullptr) == 1 &&
+        EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(message.data()),
+                       message.size()) == 1 &&
+        EVP_MAC_final(ctx, out.data(), &size, out.size()) == 1 && size == out.size();
+    EVP_MAC_CTX_free(ctx);
+    if (!ok) throw SystemError("hmac-sha256: openssl failed");
+    return out;
+  }
   if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(),
                 reinterpret_cast<const unsigned char*>(message.data()), message.size(),
                 out.data(), out.size(), &size) == nullptr ||

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/expect_throw.hpp"
@@ -28,6 +29,36 @@ TEST(Crypto, IncrementalEqualsOneShot) {
 TEST(Crypto, HmacSha256Rfc4231Case2) {
   EXPECT_EQ(hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+// One MAC after another, each under its own key (none carried over from the call before, on this
+// thread or another), a key longer than the block (hashed first) and an empty key: RFC 4231
+// cases 1, 2 and 6, and HMAC-SHA256("", "").
+TEST(Crypto, HmacSha256KeysNeverCarryOverBetweenCallsOrThreads) {
+  const std::string case1 = "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7";
+  const std::string case2 = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+  const std::string case6 = "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54";
+  const std::string empty = "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad";
+  const std::string key1(20, '\x0b');
+  const std::string key6(131, '\xaa');
+  const std::string data6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+  const auto all_match = [&] {
+    bool ok = true;
+    for (int i = 0; i < 50; ++i) {
+      ok = ok && hmac_sha256_hex(key1, "Hi There") == case1 &&
+           hmac_sha256_hex("Jefe", "what do ya want for nothing?") == case2 &&
+           hmac_sha256_hex(key6, data6) == case6 && hmac_sha256_hex("", "") == empty;
+    }
+    return ok;
+  };
+  EXPECT_TRUE(all_match());
+  std::vector<std::thread> threads;
+  std::vector<int> results(4, 0);
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    threads.emplace_back([&, t] { results[t] = all_match() ? 1 : 0; });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int result : results) EXPECT_EQ(result, 1);
 }
 
 TEST(Crypto, ConstantTimeEqual) {
