@@ -21,28 +21,25 @@ const EVP_MD* sha256_md() {
   return md;
 }
 
-// A per-thread HMAC-SHA256 context with the digest already chosen and no key: each MAC is a
-// copy of it keyed afresh. EVP_Q_mac would fetch the MAC and the digest by name (locks,
-// property matching) on every call. Freed with the thread.
-EVP_MAC_CTX* hmac_sha256_template() {
-  struct Template {
-    Template() {
-      EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-      ctx = mac == nullptr ? nullptr : EVP_MAC_CTX_new(mac);
-      EVP_MAC_free(mac);  // the context holds its own reference
-      char digest[] = "SHA256";
-      const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-                                   OSSL_PARAM_construct_end()};
-      if (ctx != nullptr && EVP_MAC_CTX_set_params(ctx, params) != 1) {
-        EVP_MAC_CTX_free(ctx);
-        ctx = nullptr;
-      }
+// An HMAC context with its digest (SHA-256) set and no key, made once for the process (as
+// plugin_common's twin): each MAC is a copy of it keyed afresh, which only reads it. EVP_Q_mac
+// would fetch the MAC and the digest by name (locks, property matching) on every call.
+const EVP_MAC_CTX* hmac_sha256_template() {
+  static EVP_MAC_CTX* const context = []() -> EVP_MAC_CTX* {
+    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    if (mac == nullptr) return nullptr;
+    EVP_MAC_CTX* made = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac);  // the context holds its own reference
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_END};
+    if (made == nullptr || EVP_MAC_CTX_set_params(made, params) != 1) {
+      EVP_MAC_CTX_free(made);
+      return nullptr;
     }
-    ~Template() { EVP_MAC_CTX_free(ctx); }
-    EVP_MAC_CTX* ctx = nullptr;
-  };
-  thread_local const Template instance;
-  return instance.ctx;
+    return made;
+  }();
+  return context;
 }
 
 }  // namespace
@@ -111,7 +108,7 @@ Sha256Digest hmac_sha256(std::string_view key, std::string_view message) {
   Sha256Digest out{};
   std::size_t size = 0;
   // (An empty key is given to EVP_Q_mac: EVP_MAC_init reads "no key" as "keep the last one".)
-  if (EVP_MAC_CTX* const prototype = key.empty() ? nullptr : hmac_sha256_template()) {
+  if (const EVP_MAC_CTX* const prototype = key.empty() ? nullptr : hmac_sha256_template()) {
     EVP_MAC_CTX* const ctx = EVP_MAC_CTX_dup(prototype);
     const bool ok =
         ctx != nullptr &&

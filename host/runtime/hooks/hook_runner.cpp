@@ -276,21 +276,23 @@ std::shared_ptr<const HookRunner::Remembered> HookRunner::remembered(
   return nullptr;
 }
 
-std::optional<HookResponse> HookRunner::try_remembered(const HookRequest& request) noexcept {
+std::shared_ptr<const HookRunner::Remembered> HookRunner::try_known(
+    const HookRequest& request) noexcept {
   try {
     std::optional<std::string> key;
-    if (const auto known = remembered(request, false, key)) return HookResponse{known->reply};
+    return remembered(request, false, key);
   } catch (...) {
+    return nullptr;
   }
+}
+
+std::optional<HookResponse> HookRunner::try_remembered(const HookRequest& request) noexcept {
+  if (const auto known = try_known(request)) return HookResponse{known->reply};
   return std::nullopt;
 }
 
 std::optional<std::string> HookRunner::try_remembered_result(const HookRequest& request) noexcept {
-  try {
-    std::optional<std::string> key;
-    if (const auto known = remembered(request, false, key)) return known->result_text;
-  } catch (...) {
-  }
+  if (const auto known = try_known(request)) return known->result_text;
   return std::nullopt;
 }
 

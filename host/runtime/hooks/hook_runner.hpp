@@ -122,6 +122,8 @@ class HookRunner {
   // `key` (once the service is open). Errors: check_hook_payload's (with `wait`).
   std::shared_ptr<const Remembered> remembered(const HookRequest& request, bool wait,
                                                std::optional<std::string>& key);
+  // remembered() without waiting; nullptr for any error too.
+  std::shared_ptr<const Remembered> try_known(const HookRequest& request) noexcept;
   HookResponse run_full(const HookRequest& request, std::optional<std::string> key);
 
   std::filesystem::path state_dir_;
