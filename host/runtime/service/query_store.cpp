@@ -27,7 +27,10 @@ using core::Json;
 
 constexpr int kBusyTimeoutMs = 30'000;
 // 3: managed_inputs (the catalog input authority's registrations; they were one file each).
-constexpr int kUserVersion = 3;
+// 4: managed_query_correlations (which registrations name a plan id, so a registration's
+//    same-plan check reads those rows, not the whole table) and an index of managed_inputs'
+//    keys (its capacity count reads that, not every input's text).
+constexpr int kUserVersion = 4;
 constexpr std::int64_t kMaxQueryRows = 4096;
 constexpr std::int64_t kMaxInputRows = 2 * kMaxQueryRows;
 constexpr std::size_t kMaxInputBytes = 64 * 1024;
@@ -87,6 +90,17 @@ CREATE TABLE managed_inputs(
   row_hmac TEXT NOT NULL) WITHOUT ROWID;
 )sql";
 
+// Version 4's objects (also what migrates a version 3 store): each registration's decision
+// correlation id (its plan id), written with the registration — only a lookup: the rows it leads
+// to are authenticated and compared in full — and the input keys alone, which count(*) scans.
+constexpr std::string_view kCorrelationsSchemaSql = R"sql(
+CREATE TABLE managed_query_correlations(
+  correlation_id TEXT NOT NULL,
+  logical_query_id TEXT NOT NULL,
+  PRIMARY KEY(correlation_id, logical_query_id)) WITHOUT ROWID;
+CREATE INDEX idx_managed_inputs_keys ON managed_inputs(plan_id);
+)sql";
+
 // The column lists as macros so that each statement below is one string literal (static SQL,
 // prepared once per connection through Database::cached).
 #define CTX_QUERY_COLUMNS                                                           \
@@ -107,8 +121,12 @@ constexpr store::StaticSql kQueryByLogicalId =
 constexpr store::StaticSql kQueriesByPlan =
     "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries WHERE plan_id = ?";
 constexpr store::StaticSql kAllQueries = "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries";
-constexpr store::StaticSql kQueriesSpellingCorrelation =
-    "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries WHERE instr(registration_json, ?)";
+constexpr store::StaticSql kQueriesWithCorrelation =
+    "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries WHERE logical_query_id IN "
+    "(SELECT logical_query_id FROM managed_query_correlations WHERE correlation_id = ?)";
+constexpr store::StaticSql kInsertCorrelation =
+    "INSERT OR IGNORE INTO managed_query_correlations(correlation_id, logical_query_id) "
+    "VALUES (?, ?)";
 constexpr store::StaticSql kRegistrationTextByRef =
     "SELECT registration_json FROM managed_queries WHERE query_ref = ?";
 constexpr store::StaticSql kQueryCount = "SELECT count(*) FROM managed_queries";
@@ -243,17 +261,42 @@ void migrate_from_version_2(store::Database& db) {
   tx.commit();
 }
 
+// A version 3 store gains managed_query_correlations, filled from its registrations' text (a
+// text that is not a registration is left out: its row fails authentication wherever it is read).
+void migrate_from_version_3(store::Database& db) {
+  if (user_version(db) != 3) return;
+  store::Transaction tx(db, store::Transaction::Kind::kImmediate);
+  if (user_version(db) != 3) return;
+  db.exec(kCorrelationsSchemaSql);
+  auto rows = db.prepare("SELECT logical_query_id, registration_json FROM managed_queries");
+  auto insert = db.prepare(kInsertCorrelation.text());
+  while (rows.step()) {
+    try {
+      const Json registration = core::parse_json(rows.text(1));
+      const Json& correlation = registration.at("decision_event").at("correlation_id");
+      if (!correlation.is_string()) continue;
+      insert.bind(1, correlation.get<std::string>()).bind(2, rows.text(0)).run();
+      insert.reset();
+    } catch (const std::exception&) {
+      continue;
+    }
+  }
+  db.exec("PRAGMA user_version = 4");
+  tx.commit();
+}
+
 // schema_digest(reference_schema()) as this build's SQLite records the objects: a store whose
 // objects hash to it needs no reference schema built in memory on open (the journal's pattern;
 // QueryStoreSchema.PinnedDigestIsTheReferences keeps it equal).
 constexpr std::string_view kPinnedSchemaDigest =
-    "f8832a40773541061cfd86441b4cec1ec49623cc92b404c4508c5bc403f3bc81";
+    "3541606caed193e1809003974ed703b8f36b3ec037921875fb326f1f0073bd7d";
 
 const std::vector<std::string>& reference_schema() {
   static const std::vector<std::string> objects = [] {
     store::Database memory(":memory:", store::Database::Mode::kReadWriteCreate, kBusyTimeoutMs);
     memory.exec(kSchemaSql);
     memory.exec(kInputsSchemaSql);
+    memory.exec(kCorrelationsSchemaSql);
     return schema_objects(memory);
   }();
   return objects;
@@ -268,6 +311,7 @@ void build_schema(const std::filesystem::path& path, std::string_view key) {
   store::Transaction tx(db, store::Transaction::Kind::kImmediate);
   db.exec(kSchemaSql);
   db.exec(kInputsSchemaSql);
+  db.exec(kCorrelationsSchemaSql);
   db.prepare("INSERT INTO managed_query_store_identity(singleton, key_check) VALUES (1, ?)")
       .bind(1, key_check(key))
       .run();
@@ -873,6 +917,7 @@ std::shared_ptr<ManagedQueryStore> open_managed_query_store(
                                                  kBusyTimeoutMs);
     configure(*impl->db);
     migrate_from_version_2(*impl->db);
+    migrate_from_version_3(*impl->db);
     const auto objects = schema_objects(*impl->db);
     if (schema_digest(objects) != kPinnedSchemaDigest && objects != reference_schema()) {
       throw ManagedQueryStoreCorruption("managed query store schema is not the expected schema");
@@ -1007,12 +1052,11 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
     throw ManagedQueryStoreCapacityExceeded("managed query store is full");
   }
   {
-    // Only a row whose registration text spells this correlation id can hold it (an authentic
-    // row is canonical text, where a string has one spelling): each such row is authenticated
-    // and compared exactly, without reading and authenticating every row of the store.
+    // Only a registration recorded under this correlation id can hold it: each such row is
+    // authenticated and compared exactly, without reading every row of the store.
     const auto& correlation = decision_event.correlation_id();
-    auto same_plan = impl_->db->cached(correlation ? kQueriesSpellingCorrelation : kAllQueries);
-    if (correlation) same_plan->bind(1, "\"correlation_id\":" + cjson(*correlation));
+    auto same_plan = impl_->db->cached(correlation ? kQueriesWithCorrelation : kAllQueries);
+    if (correlation) same_plan->bind(1, *correlation);
     while (same_plan->step()) {
       const auto other = impl_->read_query_shared(*same_plan);
       if (other->decision_event().scope() == decision_event.scope() &&
@@ -1038,6 +1082,9 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
       .bind(4, static_cast<std::int64_t>(text.size()))
       .bind(5, row_hmac)
       .run();
+  if (const auto& correlation = decision_event.correlation_id()) {
+    impl_->db->cached(kInsertCorrelation)->bind(1, *correlation).bind(2, logical_query_id).run();
+  }
   ManagedQueryRecord record(session_started, decision_event);
   record.query_ref_ = query_ref;
   record.logical_query_id_ = logical_query_id;

@@ -569,8 +569,10 @@ inline runtime::ManagedArtifactIngest reingest(const ServiceSetup& setup,
 namespace ctx::testing::service {
 
 // Runs `sql` on the SQLite file at `path` (the seeds' sqlite3.connect blocks) and returns the
-// first column of the first row as text ("" when there is none). Throws on SQLite errors.
-inline std::string sqlite_scalar(const std::filesystem::path& path, const std::string& sql) {
+// first row's `column` (default the first) as text ("" when there is none). Throws on SQLite
+// errors.
+inline std::string sqlite_scalar(const std::filesystem::path& path, const std::string& sql,
+                                 int column = 0) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
     sqlite3_close(db);
@@ -584,8 +586,8 @@ inline std::string sqlite_scalar(const std::filesystem::path& path, const std::s
   }
   std::string value;
   const int rc = sqlite3_step(statement);
-  if (rc == SQLITE_ROW && sqlite3_column_text(statement, 0) != nullptr) {
-    value = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+  if (rc == SQLITE_ROW && sqlite3_column_text(statement, column) != nullptr) {
+    value = reinterpret_cast<const char*>(sqlite3_column_text(statement, column));
   }
   sqlite3_finalize(statement);
   sqlite3_close(db);

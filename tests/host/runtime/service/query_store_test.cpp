@@ -29,15 +29,20 @@ struct Fixture {
 
 TEST(ManagedQueryStore, SchemaIsVersionedWithoutRowidAndPrivate) {
   Fixture f;
-  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "4");
   for (const char* table : {"managed_query_store_identity", "managed_queries",
-                            "managed_desired_sets", "managed_inputs"}) {
+                            "managed_desired_sets", "managed_inputs",
+                            "managed_query_correlations"}) {
     EXPECT_THAT(
         sqlite_scalar(f.setup.store_path,
                       std::string("SELECT sql FROM sqlite_master WHERE name = '") + table + "'"),
         ::testing::HasSubstr("WITHOUT ROWID"))
         << table;
   }
+  // The inputs' capacity count reads their keys' index, not every input's text.
+  EXPECT_THAT(sqlite_scalar(f.setup.store_path,
+                            "EXPLAIN QUERY PLAN SELECT count(*) FROM managed_inputs", 3),
+              ::testing::HasSubstr("idx_managed_inputs_keys"));
   struct stat info {};
   ASSERT_EQ(::stat(f.setup.store_path.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 07777, 0600u);
@@ -88,9 +93,10 @@ TEST(ManagedQueryStore, AVersionTwoStoreMigratesOnOpenAndKeepsItsRows) {
   Fixture f;
   const auto record = f.setup.register_query(digest("kept"));
   sqlite_scalar(f.setup.store_path, "DROP TABLE managed_inputs");
+  sqlite_scalar(f.setup.store_path, "DROP TABLE managed_query_correlations");
   sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 2");
   auto reopened = open_managed_query_store(f.setup.store_path, store_key());
-  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "4");
   EXPECT_EQ(reopened->load(record.query_ref()).logical_query_id(), digest("kept"));
   reopened->put_input("plan-after-migration", "{}");
   EXPECT_EQ(reopened->find_input("plan-after-migration"), "{}");
@@ -98,6 +104,66 @@ TEST(ManagedQueryStore, AVersionTwoStoreMigratesOnOpenAndKeepsItsRows) {
   sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 7");
   CTX_EXPECT_THROW(open_managed_query_store(f.setup.store_path, store_key()),
                    ManagedQueryStoreCorruption, "version is unsupported");
+}
+
+// A store written before managed_query_correlations (user_version 3) gains the table on open,
+// filled from its registrations: a registration made before the migration still holds its scope
+// and plan against another logical id, and a text that is not a registration is left out.
+TEST(ManagedQueryStore, AVersionThreeStoreMigratesAndItsRegistrationsStillHoldTheirPlan) {
+  Fixture f;
+  const auto owner = f.setup.register_query(digest("owner"));
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path,
+                          "SELECT count(*) FROM managed_query_correlations WHERE "
+                          "correlation_id = 'plan-initial'"),
+            "1");
+  sqlite_scalar(f.setup.store_path, "DROP TABLE managed_query_correlations");
+  sqlite_scalar(f.setup.store_path, "DROP INDEX idx_managed_inputs_keys");
+  sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 3");
+  auto reopened = open_managed_query_store(f.setup.store_path, store_key());
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path,
+                          "SELECT logical_query_id FROM managed_query_correlations WHERE "
+                          "correlation_id = 'plan-initial'"),
+            digest("owner"));
+  const auto other_decision =
+      replace_event(f.setup.managed_input->decision_event(),
+                    [](engine::EngineEvent::Fields& e) { e.event_id = "event-other"; });
+  const auto before = read_database(f.setup.store_path);
+  CTX_EXPECT_THROW(
+      reopened->register_query(digest("intruder"), f.setup.managed_input->session_started(),
+                               other_decision, f.setup.artifact->manifest_digest(),
+                               f.setup.artifact->planning_environment_digest()),
+      ManagedQueryStoreConflict, "scope and plan");
+  EXPECT_EQ(read_database(f.setup.store_path), before);
+  EXPECT_EQ(reopened->load(owner.query_ref()).logical_query_id(), digest("owner"));
+}
+
+// The same-plan check reads the registrations recorded under the plan id, not the whole table.
+// With the lookup rows deleted in the file (an attacker with write access to the store), another
+// logical id's registration of the same scope and plan gets in, but it can never be planned: the
+// completion check reads the planned rows by their authenticated plan_id.
+TEST(ManagedQueryStore, TheSamePlanCheckGoesThroughTheCorrelationLookup) {
+  Fixture f;
+  const auto owner = f.setup.register_query(digest("owner"));
+  f.setup.store->mark_planned(owner.query_ref(), "plan-initial", digest("d"), 2, digest("r"));
+  const auto other_decision =
+      replace_event(f.setup.managed_input->decision_event(),
+                    [](engine::EngineEvent::Fields& e) { e.event_id = "event-other"; });
+  const auto intrude = [&] {
+    return f.setup.store->register_query(
+        digest("intruder"), f.setup.managed_input->session_started(), other_decision,
+        f.setup.artifact->manifest_digest(), f.setup.artifact->planning_environment_digest());
+  };
+  CTX_EXPECT_THROW(intrude(), ManagedQueryStoreConflict, "scope and plan");
+  sqlite_scalar(f.setup.store_path, "DELETE FROM managed_query_correlations");
+  const auto intruder = intrude();
+  CTX_EXPECT_THROW(f.setup.store->mark_planned(intruder.query_ref(), "plan-initial", digest("d"),
+                                               2, digest("r")),
+                   ManagedQueryStoreConflict, "already planned by another logical identity");
+  EXPECT_EQ(f.setup.store->find_planned_by_scope_and_plan(owner.decision_event().scope(),
+                                                          "plan-initial")
+                ->logical_query_id(),
+            digest("owner"));
 }
 
 TEST(ManagedQueryStore, RejectsBadOpenInputs) {
