@@ -6,7 +6,9 @@
 // plan: process start, adapter plugin load, parse). Wall time and CPU time (the child's rusage)
 // per run; prints p50 of each and `ratio hook_cold/version: X` (target <= 3), plus the retry,
 // stop and CPU-time ratios; then the new-session hook's CPU p50 over its first and last 10
-// sessions and the size of the stores it left (how the cost moves as the state grows).
+// sessions and the size of the stores it left (how the cost moves as the state grows). Last, the
+// state grows by kGrowthSessions more sessions and the new-session hook is timed again:
+// `ratio hook_cold_grown/hook_cold` (a cost that grows with the stores shows here).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -31,6 +33,9 @@ struct Sample {
   double wall_us = 0;
   double cpu_us = 0;
 };
+
+constexpr int kGrowthSessions = 500;
+constexpr int kGrownSamples = 20;
 
 std::map<std::string, std::vector<Sample>> g_samples;
 fs::path g_state;
@@ -164,6 +169,20 @@ int main(int argc, char** argv) {
     std::printf("hook_cold growth over %zu sessions: cpu p50 first 10 %.0f us, last 10 %.0f us\n",
                 fresh.size(), p50(first, true), p50(last, true));
   }
+  const std::vector<std::string> hook = {CTX_BINARY, "hook", "claude-code", "--state",
+                                         g_state.string()};
+  for (int i = 0; i < kGrowthSessions; ++i) {
+    run(hook, prompt("bench-growth-" + std::to_string(i)));
+  }
+  for (int i = 0; i < kGrownSamples; ++i) {
+    g_samples["hook_cold_grown"].push_back(
+        run(hook, prompt("bench-session-" + std::to_string(++g_session))));
+  }
+  std::printf("p50 hook_cold_grown (after %d more sessions): wall %.0f us, cpu %.0f us\n",
+              kGrowthSessions, p50(g_samples["hook_cold_grown"], false),
+              p50(g_samples["hook_cold_grown"], true));
+  std::printf("ratio hook_cold_grown/hook_cold: %.2f\n",
+              p50(g_samples["hook_cold_grown"], false) / p50(g_samples["hook_cold"], false));
   for (const char* store : {"queries.sqlite3", "journal.sqlite3", "consent.sqlite3"}) {
     std::error_code ec;
     std::uintmax_t bytes = 0;
