@@ -844,7 +844,7 @@ struct ManagedQueryStore::Impl {
     return rows;
   }
 
-  // `sql` is kQueryCount or kDesiredCount.
+  // `sql` is a count(*) statement.
   std::int64_t count(store::StaticSql sql) const {
     auto statement = db->cached(sql);
     statement->step();
@@ -954,8 +954,28 @@ void ManagedQueryStore::verify() {
       }
     }
     {
+      // Every registration naming a plan id has exactly its lookup row, and no lookup row names
+      // anything else: the same-plan check of register_query can miss no registration.
+      std::int64_t correlated = 0;
       auto queries = impl_->db->cached(kAllQueries);
-      while (queries->step()) static_cast<void>(impl_->read_query(*queries));
+      auto lookup = impl_->db->cached(
+          "SELECT count(*) FROM managed_query_correlations WHERE correlation_id = ? AND "
+          "logical_query_id = ?");
+      while (queries->step()) {
+        const auto record = impl_->read_query(*queries);
+        const auto& correlation = record.decision_event().correlation_id();
+        if (!correlation) continue;
+        ++correlated;
+        lookup->bind(1, *correlation).bind(2, record.logical_query_id());
+        const bool found = lookup->step() && lookup->integer(0) == 1;
+        lookup->reset();
+        if (!found) {
+          throw ManagedQueryStoreCorruption("managed query plan lookup misses a registration");
+        }
+      }
+      if (impl_->count("SELECT count(*) FROM managed_query_correlations") != correlated) {
+        throw ManagedQueryStoreCorruption("managed query plan lookup names no registration");
+      }
     }
     auto desired = impl_->db->cached(kAllDesired);
     while (desired->step()) static_cast<void>(impl_->read_desired(*desired));

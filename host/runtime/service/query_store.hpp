@@ -206,7 +206,8 @@ class ManagedQueryStore final {
 
   // The full check an open does not make (`ctx journal verify` runs it): SQLite's
   // integrity_check over every page of the file, then every query and desired-set row read and
-  // authenticated as a load would. Reads only. Errors: Corruption ("failed its integrity check",
+  // authenticated as a load would, and the plan-id lookup checked to name exactly the
+  // registrations that have a plan id. Reads only. Errors: Corruption ("failed its integrity check",
   // a row's own message), Unavailable (the file was replaced).
   void verify();
 

@@ -156,6 +156,8 @@ TEST(ManagedQueryStore, TheSamePlanCheckGoesThroughTheCorrelationLookup) {
   };
   CTX_EXPECT_THROW(intrude(), ManagedQueryStoreConflict, "scope and plan");
   sqlite_scalar(f.setup.store_path, "DELETE FROM managed_query_correlations");
+  // The full check (ctx journal verify) sees the lookup no longer names the registration.
+  CTX_EXPECT_THROW(f.setup.store->verify(), ManagedQueryStoreCorruption, "misses a registration");
   const auto intruder = intrude();
   CTX_EXPECT_THROW(f.setup.store->mark_planned(intruder.query_ref(), "plan-initial", digest("d"),
                                                2, digest("r")),
@@ -164,6 +166,17 @@ TEST(ManagedQueryStore, TheSamePlanCheckGoesThroughTheCorrelationLookup) {
                                                           "plan-initial")
                 ->logical_query_id(),
             digest("owner"));
+  // The intruder's registration wrote its own lookup row; the owner's is still missing. Restored,
+  // the store verifies; a lookup row for no registration is caught too.
+  CTX_EXPECT_THROW(f.setup.store->verify(), ManagedQueryStoreCorruption, "misses a registration");
+  sqlite_scalar(f.setup.store_path,
+                "INSERT INTO managed_query_correlations VALUES ('plan-initial', '" +
+                    digest("owner") + "')");
+  EXPECT_NO_THROW(f.setup.store->verify());
+  sqlite_scalar(f.setup.store_path,
+                "INSERT INTO managed_query_correlations VALUES ('plan-gone', '" +
+                    digest("nobody") + "')");
+  CTX_EXPECT_THROW(f.setup.store->verify(), ManagedQueryStoreCorruption, "names no registration");
 }
 
 TEST(ManagedQueryStore, RejectsBadOpenInputs) {
