@@ -77,7 +77,9 @@ engine::Transition EngineComposition::process(const engine::EngineEvent& event) 
     detail::CompositionParts& parts;
     ~ReleaseHeldPolicy() { parts.release_held_policy(); }
   } release{*parts_};
-  return parts_->engine->process(event);
+  auto transition = parts_->engine->process(event);
+  last_committed_.emplace(Committed{event.scope().stream_id(), transition});
+  return transition;
 }
 
 EngineSnapshot EngineComposition::snapshot(const engine::ScopeRef& scope) {
@@ -330,6 +332,19 @@ std::optional<engine::JournalRecord> EngineComposition::journal_record(
     if (record.revision > revision) break;
   }
   return std::nullopt;
+}
+
+std::optional<engine::Transition> EngineComposition::transition_at(const engine::ScopeRef& scope,
+                                                                  engine::Revision revision) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  if (last_committed_ && last_committed_->transition.to_revision() == revision &&
+      last_committed_->stream == scope.stream_id()) {
+    return last_committed_->transition;
+  }
+  auto record = journal_record(scope, revision);
+  if (!record) return std::nullopt;
+  return engine::Transition::from_json_text(record->transition_json);
 }
 
 PreparedManagedQuery prepare_managed_query(EngineComposition& composition,

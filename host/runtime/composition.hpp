@@ -160,6 +160,12 @@ class EngineComposition final {
   std::optional<engine::JournalRecord> journal_record(const engine::ScopeRef& scope,
                                                       engine::Revision revision);
 
+  // The transition of the record at `revision` of `scope`'s stream: the one process() last
+  // returned when it is that record (a committed revision never changes, so it is not read back
+  // and parsed again), else the journal's record, read and verified. nullopt when there is none.
+  std::optional<engine::Transition> transition_at(const engine::ScopeRef& scope,
+                                                  engine::Revision revision);
+
   // Releases the pinned graph snapshot; idempotent.
   void close();
   bool closed() const;
@@ -181,6 +187,12 @@ class EngineComposition final {
   std::string planner_version_;
   pid_t owner_pid_;
   bool closed_ = false;
+  // What process() last returned, and the stream it is journaled in (transition_at's answer).
+  struct Committed {
+    engine::StreamId stream;
+    engine::Transition transition;
+  };
+  std::optional<Committed> last_committed_;
 };
 
 // Opens one composition (§1.2): checks the inputs, pins the material and install-bundle ports,

@@ -1,5 +1,6 @@
 #include "host/runtime/consent/install_policy_store.hpp"
 
+#include <array>
 #include <optional>
 
 #include "host/core/crypto.hpp"
@@ -12,6 +13,10 @@ constexpr std::string_view kWhat = "install policy store";
 
 std::string file_bytes(const InstallConsentPolicy& policy) {
   return core::canonical_json(policy.to_json()) + "\n";
+}
+
+constexpr std::size_t mode_bit(InstallMode mode) noexcept {
+  return mode == InstallMode::kAskEachTime ? 0 : 1;
 }
 
 }  // namespace
@@ -31,7 +36,23 @@ core::Json InstallConsentPolicy::digest_json() const {
 }
 
 std::string InstallConsentPolicy::policy_digest() const {
-  return core::canonical_digest(digest_json());
+  // Three two-valued modes: eight policies, each digest computed once per process.
+  static const std::array<std::string, 8> digests = [] {
+    constexpr InstallMode kModes[] = {InstallMode::kAskEachTime, InstallMode::kPreapprovedAuto};
+    std::array<std::string, 8> all;
+    for (const InstallMode skill : kModes) {
+      for (const InstallMode agent : kModes) {
+        for (const InstallMode mcp : kModes) {
+          const InstallConsentPolicy policy{skill, agent, mcp};
+          all[mode_bit(skill) * 4 + mode_bit(agent) * 2 + mode_bit(mcp)] =
+              core::canonical_digest(policy.digest_json());
+        }
+      }
+    }
+    return all;
+  }();
+  static_assert(std::size(engine::kConsentModeStrings.values) == 2);
+  return digests[mode_bit(skill_mode) * 4 + mode_bit(agent_mode) * 2 + mode_bit(mcp_server_mode)];
 }
 
 core::Json InstallConsentPolicy::to_json() const {

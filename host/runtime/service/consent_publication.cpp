@@ -10,7 +10,6 @@
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
-#include "host/store/sqlite_journal_store.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -24,17 +23,6 @@ std::string string_field(const Json& payload, const char* key) {
     throw ManagedQueryServiceError("managed consent request payload is not exact");
   }
   return it->get<std::string>();
-}
-
-// The head transition of `scope`'s stream (read from the journal the composition commits to).
-engine::Transition head_transition(const store::SqliteJournalStore& journal,
-                                   const EngineSnapshot& head) {
-  auto tail = journal.read(head.stream_id, head.revision - 1);
-  if (tail.size() != 1 || tail.front().revision != head.revision ||
-      std::optional<std::string>(tail.front().record_digest) != head.record_digest) {
-    throw ManagedQueryHeadDriftError("managed stream head changed before consent publication");
-  }
-  return engine::Transition::from_json_text(tail.front().transition_json);
 }
 
 bool same_head(const EngineSnapshot& a, const EngineSnapshot& b) {
@@ -175,8 +163,11 @@ std::optional<ManagedConsentChallengeProjection> ManagedQueryService::publish_cu
     throw ManagedQueryServiceError("managed stream has more than one pending consent");
   }
   const auto& pending = state.pending_consents().front();
-  const auto request =
-      consent_request_for(head_transition(journal_reader(), head), pending);
+  const auto head_transition = composition.transition_at(scope, head.revision);
+  if (!head_transition) {
+    throw ManagedQueryHeadDriftError("managed stream head changed before consent publication");
+  }
+  const auto request = consent_request_for(*head_transition, pending);
   if (!request) {
     throw ManagedQueryServiceError("managed pending consent is not offered by the head transition");
   }

@@ -40,6 +40,15 @@ engine::Transition transition_of(const engine::JournalRecord& record) {
   return engine::Transition::from_json_text(record.transition_json);
 }
 
+// The transition at `revision` (the head): what this composition just committed there, or the
+// journal's record.
+engine::Transition head_transition(EngineComposition& composition, const engine::ScopeRef& scope,
+                                   engine::Revision revision) {
+  auto transition = composition.transition_at(scope, revision);
+  if (!transition) throw ManagedQueryHeadDriftError("managed install authority record is absent");
+  return std::move(*transition);
+}
+
 // The RequestConsent of `transition` that offers exactly `install` under `consent_id`.
 const engine::HostAction* find_request(const engine::Transition& transition,
                                        const std::string& consent_id,
@@ -254,8 +263,7 @@ std::optional<NextInstall> next_install(EngineComposition& composition,
     throw ManagedQueryServiceError("managed install consents must remain globally serialized");
   }
   const auto& consent = state.pending_consents().front();
-  const auto consent_head = record_at(composition, scope, head.revision);
-  const auto consent_transition = transition_of(consent_head);
+  const auto consent_transition = head_transition(composition, scope, head.revision);
   const auto* request =
       find_request(consent_transition, consent.consent_id, consent.install_action);
   if (request == nullptr) return std::nullopt;  // not offered by the head: nothing automatic
@@ -280,6 +288,7 @@ std::optional<NextInstall> next_install(EngineComposition& composition,
   if (unchanged.revision != head.revision || unchanged.record_digest != head.record_digest) {
     throw ManagedQueryHeadDriftError("managed stream head changed during install binding");
   }
+  const auto consent_head = record_at(composition, scope, head.revision);
   const auto decision =
       automatic_decision(context.desired, consent_head, *request, consent.install_action, binding);
   const auto granted = composition.process(decision);
@@ -350,8 +359,7 @@ DesiredProgress progress_desired_installs(EngineComposition& composition,
         progress.head, current_install_policy(context.policy_store_root).policy_digest());
   }
   if (progress.head.revision > 0) {
-    progress.head_actions =
-        transition_of(record_at(composition, scope, progress.head.revision)).actions();
+    progress.head_actions = head_transition(composition, scope, progress.head.revision).actions();
   }
   return progress;
 }

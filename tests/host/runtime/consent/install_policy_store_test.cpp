@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <set>
 
 #include "host/runtime/consent/private_file.hpp"
 #include "tests/host/runtime/consent/consent_fixture.hpp"
@@ -33,6 +34,22 @@ TEST(InstallConsentPolicyTest, SafeDefaultAsksForEveryKindAndHasTheSpecDigest) {
               (InstallRoute{true, "per-install-consent-required"}));
   }
   EXPECT_TRUE(throws_exactly<InvalidArgument>([&] { (void)policy.mode_for("harness"); }));
+}
+
+TEST(InstallConsentPolicyTest, EachOfTheEightPoliciesHasTheDigestOfItsOwnModes) {
+  // policy_digest() answers from a table computed once: every policy must find its own entry.
+  std::set<std::string> seen;
+  for (const InstallMode skill : {InstallMode::kAskEachTime, InstallMode::kPreapprovedAuto}) {
+    for (const InstallMode agent : {InstallMode::kAskEachTime, InstallMode::kPreapprovedAuto}) {
+      for (const InstallMode mcp : {InstallMode::kAskEachTime, InstallMode::kPreapprovedAuto}) {
+        const InstallConsentPolicy policy{skill, agent, mcp};
+        EXPECT_EQ(policy.policy_digest(),
+                  core::sha256_hex(core::canonical_json(policy.digest_json())));
+        seen.insert(policy.policy_digest());
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), 8u);
 }
 
 TEST(InstallConsentPolicyTest, SensitiveRiskForcesAskEvenWhenPreapproved) {
