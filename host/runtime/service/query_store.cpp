@@ -459,16 +459,16 @@ void validate_registration(const std::string& logical_query_id, const engine::En
   }
 }
 
-std::string registration_text(const std::string& logical_query_id,
-                              const engine::EngineEvent& started,
-                              const engine::EngineEvent& decision, const std::string& manifest,
-                              const std::string& environment) {
-  return cjson({{"artifact_manifest_digest", manifest},
-                {"decision_event", decision.to_json()},
-                {"logical_query_id", logical_query_id},
-                {"planning_environment_digest", environment},
-                {"schema", "ctx.managed-query-registration-v1"},
-                {"session_started", started.to_json()}});
+// The registration mapping; its bytes are cjson() of it.
+Json registration_json(const std::string& logical_query_id, const engine::EngineEvent& started,
+                       const engine::EngineEvent& decision, const std::string& manifest,
+                       const std::string& environment) {
+  return {{"artifact_manifest_digest", manifest},
+          {"decision_event", decision.to_json()},
+          {"logical_query_id", logical_query_id},
+          {"planning_environment_digest", environment},
+          {"schema", "ctx.managed-query-registration-v1"},
+          {"session_started", started.to_json()}};
 }
 
 }  // namespace
@@ -1056,8 +1056,9 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
                                                      const std::string& manifest,
                                                      const std::string& environment) {
   validate_registration(logical_query_id, session_started, decision_event, manifest, environment);
-  const std::string text =
-      registration_text(logical_query_id, session_started, decision_event, manifest, environment);
+  const Json registration =
+      registration_json(logical_query_id, session_started, decision_event, manifest, environment);
+  const std::string text = cjson(registration);
   if (text.size() > kMaxRegistrationBytes) {
     throw ManagedQueryStoreCapacityExceeded("managed query registration is too large");
   }
@@ -1090,7 +1091,6 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
   if (impl_->query_where(kQueryByRef, query_ref)) {
     throw ManagedQueryStoreConflict("managed query reference collides");
   }
-  const Json registration = core::parse_json(text);
   const std::string row_hmac = impl_->query_row_hmac(query_ref, registration, {}, {}, {}, {});
   impl_->db
       ->cached(
