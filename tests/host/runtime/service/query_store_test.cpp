@@ -340,6 +340,54 @@ TEST(ManagedQueryStore, RegistrationConflictsAreTyped) {
                ManagedQueryStoreNotFound);
 }
 
+// The store's bound (runtime spec §4.2): 4096 registrations, one per session plan. The next
+// one is CapacityExceeded and leaves the file byte-identical; an identical registration of a
+// stored one still returns it, and the rows stay readable. Nothing retires old rows yet, so a
+// state directory stops accepting new plans here (README "Limits").
+TEST(ManagedQueryStore, HoldsAtMost4096RegistrationsAndTheNextChangesNothing) {
+  Fixture f;
+  const auto& started = f.setup.managed_input->session_started();
+  const auto& decision = f.setup.managed_input->decision_event();
+  // Session `n`'s two events: their own scope, event ids and plan id (correlation).
+  const auto session = [&](int n) {
+    const std::string suffix = "-capacity-" + std::to_string(n);
+    const auto& s = started.scope();
+    const auto scope = engine::ScopeRef::create(s.tenant_id(), s.workspace_id(), s.repository_id(),
+                                                s.session_id() + suffix, s.exposure_id(),
+                                                s.host_context_id(), s.parent_exposure_id());
+    auto session_started = replace_event(started, [&](engine::EngineEvent::Fields& e) {
+      e.scope = scope;
+      e.event_id += suffix;
+      e.correlation_id = *started.correlation_id() + suffix;
+    });
+    auto intent = replace_event(decision, [&](engine::EngineEvent::Fields& e) {
+      e.scope = scope;
+      e.event_id += suffix;
+      e.correlation_id = *decision.correlation_id() + suffix;
+      e.causation_id = session_started.event_id();
+    });
+    return std::pair{std::move(session_started), std::move(intent)};
+  };
+  const auto register_session = [&](int n) {
+    const auto events = session(n);
+    return f.setup.store->register_query(digest("capacity-" + std::to_string(n)), events.first,
+                                         events.second, f.setup.artifact->manifest_digest(),
+                                         f.setup.artifact->planning_environment_digest());
+  };
+  std::string first_ref;
+  for (int n = 0; n < 4096; ++n) {
+    const auto record = register_session(n);
+    if (n == 0) first_ref = record.query_ref();
+  }
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "SELECT count(*) FROM managed_queries"), "4096");
+  const auto before = read_database(f.setup.store_path);
+  CTX_EXPECT_THROW(register_session(4096), ManagedQueryStoreCapacityExceeded,
+                   "managed query store is full");
+  EXPECT_EQ(read_database(f.setup.store_path), before);
+  EXPECT_EQ(register_session(0).query_ref(), first_ref);
+  EXPECT_EQ(f.setup.store->load(first_ref).logical_query_id(), digest("capacity-0"));
+}
+
 TEST(QueryStoreSchema, PinnedDigestIsTheReferences) {
   EXPECT_EQ(detail::reference_query_store_schema_digest(),
             detail::pinned_query_store_schema_digest());
