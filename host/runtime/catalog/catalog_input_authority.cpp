@@ -10,6 +10,7 @@
 #include "host/engine/state.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
+#include "host/runtime/managed_query.hpp"
 #include "host/store/benefit_audit_store.hpp"
 #include "host/store/graph_store.hpp"
 #include "host/store/sqlite_journal_store.hpp"
@@ -200,11 +201,18 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   engine::Revision head = 0;
   std::optional<std::string> head_plan;
+  // Why the head refuses a replacement plan (the composition's own check, §1.4), if it does.
+  std::optional<std::string> replacement_refused;
   {
     if (const auto latest = options_.journal->get()->latest(scope.stream_id())) {
       head = latest->revision;
       const auto state = engine::EngineState::from_json_text(latest->state.text());
       if (state.committed_plan()) head_plan = state.committed_plan()->plan_id();
+      if (state.session_status() == engine::SessionStatus::kEnded) {
+        replacement_refused = "managed query session has ended";
+      } else if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
+        replacement_refused = "managed query must settle pending authority before replacement";
+      }
     }
   }
 
@@ -249,6 +257,11 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   // Registered earlier and not finished (a crash before the plan was committed).
   if (auto earlier = load(plan_id); earlier && earlier->logical_query_id == logical) {
     return finish(plan_id, std::move(*earlier), true);
+  }
+  // New work on a head that refuses a replacement is refused before anything is stored: a
+  // prompt made while a consent is pending must not take a registration it cannot use.
+  if (head >= 2 && head_plan && *head_plan != plan_id && replacement_refused) {
+    throw ManagedQueryError(*replacement_refused);
   }
   if (head == 1) {
     throw SessionStartPending(

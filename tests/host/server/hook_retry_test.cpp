@@ -161,9 +161,10 @@ TEST_F(HookRetryTest, ACommitByAnotherProcessIsSeenBeforeTheNextRememberedReply)
   const auto request = prompt_request("retry-2", "please add a PDF export of the report");
   ASSERT_TRUE(run_until_remembered(runner, request));
   const auto served = runner.exact_retry_replies();
-  // Another process plans other work in the same session: the head's plan is no longer this
-  // request's, so the full path registers it again.
-  const auto other = prompt_request("retry-2", "write the sql migrations for the schema");
+  // Another process plans work in another session: a commit to the same stores, so the next run
+  // takes the full path (this session's plan stands: its consent is pending, and other work in
+  // it would be refused without writing anything).
+  const auto other = prompt_request("retry-2-other", "write the sql migrations for the schema");
   const auto [status, out] = testing::run_ctx("hook claude-code --state " + state_.string(),
                                               other.payload);
   ASSERT_EQ(status, 0);

@@ -113,6 +113,37 @@ TEST(StateService, TheAuthorityTheServiceAndItsCompositionsShareOneJournalConnec
   EXPECT_EQ(open_descriptors_of(journal), 0);
 }
 
+// While the session's consent is pending, other work cannot replace its plan (§1.4): it is
+// refused before anything is stored, so prompts made meanwhile take no registration (the query
+// store holds 4096) and leave every store byte-identical; the current plan still reopens.
+TEST(StateService, WorkRefusedWhileAConsentIsPendingWritesNothing) {
+  State state;
+  const plugins::PluginLoader loader(state.dir);
+  plugins::LockFile::update(state.dir / "plugins.lock.json", [&](plugins::LockFile& lock) {
+    lock.upsert(loader.inspect_for_pin(CTX_SKILL_INSTALLER_SO));
+  });
+  auto service = StateService::open(state.dir);
+  const auto prepared = service->prepare(pdf_work());
+  std::vector<std::string> ids;
+  for (const auto& selection : prepared.prepared().selections()) {
+    ids.push_back(selection.capability_id());
+  }
+  const auto desired = service->set_first_desired(prepared.query_ref(), ids);
+  ASSERT_TRUE(desired.has_value() && desired->challenge().has_value());
+  const auto queries = read_database(state.dir / "service/queries.sqlite3");
+  const auto journal = read_database(state.dir / "service/journal.sqlite3");
+  for (const auto& signals : std::vector<std::vector<std::string>>{
+           {"write", "sql", "migrations"}, {"export", "pdf", "invoices"}, {"lint", "python"}}) {
+    CTX_EXPECT_THROW(service->prepare(pdf_work(signals)), ManagedQueryError,
+                     "settle pending authority");
+  }
+  EXPECT_EQ(read_database(state.dir / "service/queries.sqlite3"), queries);
+  EXPECT_EQ(read_database(state.dir / "service/journal.sqlite3"), journal);
+  const auto current = service->reopen_current(pdf_work({"write", "sql", "migrations"}));
+  ASSERT_TRUE(current.has_value());
+  EXPECT_EQ(current->query_ref(), prepared.query_ref());
+}
+
 TEST(StateService, EquivalentWorkFromDifferentHostsIsOneQuery) {
   State state;
   auto service = StateService::open(state.dir);
