@@ -7,6 +7,7 @@
 #include "host/engine/lexical.hpp"
 #include "host/engine/planning/candidate_source.hpp"
 #include "host/engine/planning/planner.hpp"
+#include "host/engine/replay.hpp"
 #include "host/engine/state.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
@@ -170,6 +171,21 @@ void CatalogInputAuthority::store(const std::string& plan_id, const Stored& stor
   options_.query_store->put_input(plan_id, core::canonical_json(value));
 }
 
+std::optional<engine::EngineEvent> CatalogInputAuthority::journaled_session_start(
+    const engine::ScopeRef& scope) const {
+  const auto records = options_.journal->get()->read(scope.stream_id(), 0);
+  if (records.empty() || records.front().revision != 1) return std::nullopt;
+  const auto& first = records.front();
+  auto event = engine::ReplayInput::from_json_text(first.replay_json).reducer_event;
+  // The ingress event itself (nothing substituted), a managed session start in this scope.
+  if (event.event_kind() != engine::EventKind::kSessionStarted ||
+      event.content_digest() != first.event_content_digest || !(event.scope() == scope) ||
+      event.payload() != Json{{"host_level", "managing"}}) {
+    return std::nullopt;
+  }
+  return event;
+}
+
 CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   const std::string& key = options_.installation_key;
   // Vocabulary filtering first: only catalog terms go on.
@@ -313,6 +329,7 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
       started = record->session_started();
     }
   }
+  if (!started && head_plan) started = journaled_session_start(scope);
   if (!started) {
     throw FailedPrecondition("the session's stream was not started by this installation");
   }

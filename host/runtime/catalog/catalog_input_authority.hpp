@@ -101,6 +101,9 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
   std::string engine_session(const std::string& session) const;
   std::optional<Stored> load(const std::string& plan_id) const;
   void store(const std::string& plan_id, const Stored& stored) const;
+  // The stream's SessionStarted as journaled at revision 1 (verified on read), for a session
+  // whose registrations were retired; nullopt if revision 1 is not a managed session start.
+  std::optional<engine::EngineEvent> journaled_session_start(const engine::ScopeRef& scope) const;
 
   CatalogInputAuthorityOptions options_;
   CatalogWorkAuthority work_authority_;

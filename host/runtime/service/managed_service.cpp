@@ -11,6 +11,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
+#include "host/engine/state.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/identities.hpp"
 #include "host/engine/journal_store.hpp"
@@ -618,9 +619,29 @@ ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest
     throw ManagedQueryStoreConflict(
         "managed query scope and plan belong to another logical identity");
   }
+  // At capacity the store retires its oldest planned registrations whose session needs them no
+  // more: no effect to settle in the journal, and no consent that can still be given (each
+  // pending consent's install authority has expired).
+  ManagedQueryStore::RetirementCheck settled;
+  if (options_.journal) {
+    const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
+    settled = [this, &clock](const ManagedQueryRecord& old) {
+      const auto latest = journal_reader().latest(old.decision_event().scope().stream_id());
+      if (!latest) return true;
+      const auto state = engine::EngineState::from_json_text(latest->state.text());
+      if (!state.pending_effects().empty()) return false;
+      const auto now = clock.now();
+      for (const auto& consent : state.pending_consents()) {
+        const auto& expires = consent.install_action.expires_at();
+        if (!expires || !(core::parse_rfc3339(*expires) < now)) return false;
+      }
+      return true;
+    };
+  }
   auto record = options_.query_store->register_query(
       request.logical_query_id(), input->session_started(), decision,
-      input->artifact().manifest_digest(), input->artifact().planning_environment_digest());
+      input->artifact().manifest_digest(), input->artifact().planning_environment_digest(),
+      settled);
   if (!(record.session_started() == input->session_started()) ||
       !(record.decision_event() == decision) ||
       record.artifact_manifest_digest() != input->artifact().manifest_digest() ||

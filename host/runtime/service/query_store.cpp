@@ -130,6 +130,20 @@ constexpr store::StaticSql kInsertCorrelation =
 constexpr store::StaticSql kRegistrationTextByRef =
     "SELECT registration_json FROM managed_queries WHERE query_ref = ?";
 constexpr store::StaticSql kQueryCount = "SELECT count(*) FROM managed_queries";
+// Retirement (register_query at capacity): the oldest planned registrations, by the time their
+// decision was made (json_extract in a query, not in the schema, so trusted_schema OFF allows it).
+constexpr store::StaticSql kOldestPlanned =
+    "SELECT " CTX_QUERY_COLUMNS " FROM managed_queries WHERE plan_id IS NOT NULL "
+    "ORDER BY json_extract(registration_json, '$.decision_event.occurred_at'), query_ref "
+    "LIMIT ?";
+constexpr store::StaticSql kUncommittedDesiredOfQuery =
+    "SELECT count(*) FROM managed_desired_sets WHERE query_ref = ? AND journal_revision IS NULL";
+constexpr store::StaticSql kDeleteDesiredOfQuery =
+    "DELETE FROM managed_desired_sets WHERE query_ref = ?";
+constexpr store::StaticSql kDeleteInput = "DELETE FROM managed_inputs WHERE plan_id = ?";
+constexpr store::StaticSql kDeleteCorrelations =
+    "DELETE FROM managed_query_correlations WHERE logical_query_id = ?";
+constexpr store::StaticSql kDeleteQuery = "DELETE FROM managed_queries WHERE query_ref = ?";
 constexpr store::StaticSql kInputCount = "SELECT count(*) FROM managed_inputs";
 constexpr store::StaticSql kInputByPlan =
     "SELECT input_json, row_hmac FROM managed_inputs WHERE plan_id = ?";
@@ -850,6 +864,36 @@ struct ManagedQueryStore::Impl {
     statement->step();
     return statement->integer(0);
   }
+
+  // Inside register_query's transaction: retires up to kRetirementBatch of the oldest planned
+  // registrations that have no uncommitted desired set and that `may_retire` accepts, with their
+  // desired sets, input and lookup rows. Returns how many it retired.
+  int retire_oldest(const ManagedQueryStore::RetirementCheck& may_retire) const {
+    constexpr int kCandidates = 4 * ManagedQueryStore::kRetirementBatch;
+    std::vector<std::shared_ptr<const ManagedQueryRecord>> candidates;
+    {
+      auto oldest = db->cached(kOldestPlanned);
+      oldest->bind(1, std::int64_t{kCandidates});
+      while (oldest->step()) candidates.push_back(read_query_shared(*oldest));
+    }
+    int retired = 0;
+    for (const auto& record : candidates) {
+      if (retired == ManagedQueryStore::kRetirementBatch) break;
+      {
+        auto uncommitted = db->cached(kUncommittedDesiredOfQuery);
+        uncommitted->bind(1, record->query_ref());
+        uncommitted->step();
+        if (uncommitted->integer(0) != 0) continue;
+      }
+      if (!may_retire(*record)) continue;
+      db->cached(kDeleteDesiredOfQuery)->bind(1, record->query_ref()).run();
+      db->cached(kDeleteInput)->bind(1, *record->plan_id()).run();
+      db->cached(kDeleteCorrelations)->bind(1, record->logical_query_id()).run();
+      db->cached(kDeleteQuery)->bind(1, record->query_ref()).run();
+      ++retired;
+    }
+    return retired;
+  }
 };
 
 namespace {
@@ -1054,7 +1098,8 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
                                                      const engine::EngineEvent& session_started,
                                                      const engine::EngineEvent& decision_event,
                                                      const std::string& manifest,
-                                                     const std::string& environment) {
+                                                     const std::string& environment,
+                                                     const RetirementCheck& may_retire) {
   validate_registration(logical_query_id, session_started, decision_event, manifest, environment);
   const Json registration =
       registration_json(logical_query_id, session_started, decision_event, manifest, environment);
@@ -1069,7 +1114,8 @@ ManagedQueryRecord ManagedQueryStore::register_query(const std::string& logical_
     if (existing->query_ref() == impl_->query_ref_for(text)) return std::move(*existing);
     throw ManagedQueryStoreConflict("logical query identity is already bound to different content");
   }
-  if (impl_->count(kQueryCount) >= kMaxQueryRows) {
+  if (impl_->count(kQueryCount) >= kMaxQueryRows &&
+      (!may_retire || impl_->retire_oldest(may_retire) == 0)) {
     throw ManagedQueryStoreCapacityExceeded("managed query store is full");
   }
   {

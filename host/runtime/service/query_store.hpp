@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <mutex>
@@ -139,15 +140,27 @@ class ManagedQueryStore final {
   // The store file (used by the service to place its lifecycle lock beside it).
   const std::filesystem::path& path() const noexcept { return path_; }
 
+  // Whether a planned registration may be retired to make room: called inside register_query's
+  // transaction (the store's write lock held), only for planned rows whose desired sets are all
+  // committed. The service answers from the session's journal head (no pending consent or
+  // effect). Errors it throws propagate and roll the registration back.
+  using RetirementCheck = std::function<bool(const ManagedQueryRecord&)>;
+
   // Registers one logical query (§4.4): identical content returns the existing record (even if
-  // planned). Errors: InvalidArgument (malformed registration), Conflict ("logical query
-  // identity is already bound to different content", "scope and plan"), CapacityExceeded,
-  // Corruption.
+  // planned). At capacity, with `may_retire`, first retires up to kRetirementBatch of the
+  // oldest planned registrations (by their decision's occurred_at) it accepts, each with its
+  // desired sets, input and lookup row; without it, or when it accepts none, CapacityExceeded.
+  // Errors: InvalidArgument (malformed registration), Conflict ("logical query identity is
+  // already bound to different content", "scope and plan"), CapacityExceeded, Corruption.
   ManagedQueryRecord register_query(const std::string& logical_query_id,
                                     const engine::EngineEvent& session_started,
                                     const engine::EngineEvent& decision_event,
                                     const std::string& artifact_manifest_digest,
-                                    const std::string& planning_environment_digest);
+                                    const std::string& planning_environment_digest,
+                                    const RetirementCheck& may_retire = {});
+
+  // At most this many registrations are retired by one register_query at capacity.
+  static constexpr int kRetirementBatch = 64;
 
   // Records the plan completion (idempotent for identical values). Errors: NotFound, Conflict
   // ("completion is already bound differently", wrong plan id or revision), Corruption.

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "host/core/crypto.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
@@ -142,6 +143,77 @@ TEST(StateService, WorkRefusedWhileAConsentIsPendingWritesNothing) {
   const auto current = service->reopen_current(pdf_work({"write", "sql", "migrations"}));
   ASSERT_TRUE(current.has_value());
   EXPECT_EQ(current->query_ref(), prepared.query_ref());
+}
+
+// A full query store retires its oldest settled sessions when new work registers (the hook
+// keeps planning past 4096 sessions): a session whose consent can still be given keeps its row; a
+// retired session plans again, its start read back from the journal.
+TEST(StateService, AFullStoreRetiresTheOldestSettledSessionsAndARetiredOnePlansAgain) {
+  State state;
+  const plugins::PluginLoader loader(state.dir);
+  plugins::LockFile::update(state.dir / "plugins.lock.json", [&](plugins::LockFile& lock) {
+    lock.upsert(loader.inspect_for_pin(CTX_SKILL_INSTALLER_SO));
+  });
+  const auto work = [](const std::string& session, std::vector<std::string> signals,
+                       std::int64_t limit) {
+    return CurrentWork{"local", "home", "repo-1", session, std::move(signals), {"markdown"}, limit};
+  };
+  auto service = StateService::open(state.dir);
+  // The two oldest sessions: one awaiting a live consent, one settled (an abstained plan).
+  const auto pending = service->prepare(work("session-pending", {"export", "pdf"}, 3));
+  std::vector<std::string> ids;
+  for (const auto& row : pending.prepared().selections()) ids.push_back(row.capability_id());
+  const auto desired = service->set_first_desired(pending.query_ref(), ids);
+  ASSERT_TRUE(desired.has_value() && desired->challenge().has_value());
+  const auto settled = service->prepare(work("session-settled", {"export", "pdf"}, 0));
+  ASSERT_EQ(settled.prepared().status(), engine::PlanStatus::kAbstained);
+
+  // The rest of the store: planned registrations of later sessions (no journal streams).
+  auto store = open_managed_query_store(state.dir / "service/queries.sqlite3",
+                                        read_installation_key(state.dir));
+  const auto template_record = store->load(settled.query_ref());
+  for (int n = 0; n < 4094; ++n) {
+    const std::string suffix = "-filler-" + std::to_string(n);
+    const std::string plan_id = "plan-filler-" + std::to_string(n);
+    const auto& s = template_record.session_started().scope();
+    const auto scope =
+        engine::ScopeRef::create(s.tenant_id(), s.workspace_id(), s.repository_id(),
+                                 s.session_id() + suffix, s.exposure_id(), s.host_context_id());
+    engine::EngineEvent::Fields start = template_record.session_started().fields();
+    start.scope = scope;
+    start.event_id += suffix;
+    start.correlation_id = plan_id;
+    start.occurred_at = "2030-01-01T00:00:00Z";
+    const auto started = engine::EngineEvent::create(std::move(start));
+    engine::EngineEvent::Fields intent = template_record.decision_event().fields();
+    intent.scope = scope;
+    intent.event_id += suffix;
+    intent.correlation_id = plan_id;
+    intent.causation_id = started.event_id();
+    intent.occurred_at = "2030-01-01T00:00:00Z";
+    const auto record = store->register_query(
+        core::sha256_hex(suffix), started, engine::EngineEvent::create(std::move(intent)),
+        template_record.artifact_manifest_digest(),
+        template_record.planning_environment_digest());
+    store->mark_planned(record.query_ref(), plan_id, core::sha256_hex("d"), 2,
+                        core::sha256_hex("r"));
+  }
+  ASSERT_EQ(ctx::testing::service::sqlite_count(state.dir / "service/queries.sqlite3",
+                                                "managed_queries"),
+            4096);
+
+  const auto fresh = service->prepare(work("session-new", {"export", "pdf"}, 3));
+  EXPECT_EQ(fresh.prepared().status(), engine::PlanStatus::kReady);
+  EXPECT_EQ(store->load(pending.query_ref()).query_ref(), pending.query_ref());
+  CTX_EXPECT_THROW(store->load(settled.query_ref()), ManagedQueryStoreNotFound, "unavailable");
+  EXPECT_EQ(ctx::testing::service::sqlite_count(state.dir / "service/queries.sqlite3",
+                                                "managed_queries"),
+            4096 - ManagedQueryStore::kRetirementBatch + 1);
+  // The retired session goes on: new work in it plans on its journaled stream.
+  const auto again = service->prepare(work("session-settled", {"write", "sql", "migrations"}, 3));
+  EXPECT_EQ(again.prepared().journal_revision(), 3);
+  EXPECT_NE(again.prepared().plan_id(), settled.prepared().plan_id());
+  EXPECT_NO_THROW(store->verify());
 }
 
 TEST(StateService, EquivalentWorkFromDifferentHostsIsOneQuery) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "host/core/time.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
@@ -340,52 +341,119 @@ TEST(ManagedQueryStore, RegistrationConflictsAreTyped) {
                ManagedQueryStoreNotFound);
 }
 
-// The store's bound (runtime spec §4.2): 4096 registrations, one per session plan. The next
-// one is CapacityExceeded and leaves the file byte-identical; an identical registration of a
-// stored one still returns it, and the rows stay readable. Nothing retires old rows yet, so a
-// state directory stops accepting new plans here (README "Limits").
-TEST(ManagedQueryStore, HoldsAtMost4096RegistrationsAndTheNextChangesNothing) {
-  Fixture f;
-  const auto& started = f.setup.managed_input->session_started();
-  const auto& decision = f.setup.managed_input->decision_event();
-  // Session `n`'s two events: their own scope, event ids and plan id (correlation).
-  const auto session = [&](int n) {
+// Registrations of distinct sessions on one store: session `n` has its own scope, event ids and
+// plan id, and its decision was made `n` seconds after 2030-01-01 (the retirement order).
+struct Sessions {
+  Fixture& f;
+
+  std::pair<engine::EngineEvent, engine::EngineEvent> events(int n) const {
+    const auto& started = f.setup.managed_input->session_started();
+    const auto& decision = f.setup.managed_input->decision_event();
     const std::string suffix = "-capacity-" + std::to_string(n);
     const auto& s = started.scope();
     const auto scope = engine::ScopeRef::create(s.tenant_id(), s.workspace_id(), s.repository_id(),
                                                 s.session_id() + suffix, s.exposure_id(),
                                                 s.host_context_id(), s.parent_exposure_id());
+    const std::string at = core::format_rfc3339(
+        core::Timestamp{core::parse_rfc3339("2030-01-01T00:00:00Z").micros +
+                        std::int64_t{n} * 1'000'000});
     auto session_started = replace_event(started, [&](engine::EngineEvent::Fields& e) {
       e.scope = scope;
       e.event_id += suffix;
-      e.correlation_id = *started.correlation_id() + suffix;
+      e.correlation_id = plan_id(n);
+      e.occurred_at = at;
     });
     auto intent = replace_event(decision, [&](engine::EngineEvent::Fields& e) {
       e.scope = scope;
       e.event_id += suffix;
-      e.correlation_id = *decision.correlation_id() + suffix;
+      e.correlation_id = plan_id(n);
       e.causation_id = session_started.event_id();
+      e.occurred_at = at;
     });
-    return std::pair{std::move(session_started), std::move(intent)};
-  };
-  const auto register_session = [&](int n) {
-    const auto events = session(n);
-    return f.setup.store->register_query(digest("capacity-" + std::to_string(n)), events.first,
-                                         events.second, f.setup.artifact->manifest_digest(),
-                                         f.setup.artifact->planning_environment_digest());
-  };
+    return {std::move(session_started), std::move(intent)};
+  }
+  static std::string plan_id(int n) { return "plan-capacity-" + std::to_string(n); }
+  ManagedQueryRecord register_session(int n,
+                                      const ManagedQueryStore::RetirementCheck& check = {}) const {
+    const auto e = events(n);
+    return f.setup.store->register_query(digest("capacity-" + std::to_string(n)), e.first,
+                                         e.second, f.setup.artifact->manifest_digest(),
+                                         f.setup.artifact->planning_environment_digest(), check);
+  }
+  // Sessions 0..count-1, each planned (and with its input stored); their query refs.
+  std::vector<std::string> fill(int count) const {
+    std::vector<std::string> refs;
+    for (int n = 0; n < count; ++n) {
+      refs.push_back(register_session(n).query_ref());
+      f.setup.store->put_input(plan_id(n), "{}");
+      f.setup.store->mark_planned(refs.back(), plan_id(n), digest("d"), 2, digest("r"));
+    }
+    return refs;
+  }
+};
+
+// The store's bound (runtime spec §4.2): 4096 registrations. Without a retirement check the
+// next one is CapacityExceeded and leaves the file byte-identical; an identical registration of a
+// stored one still returns it.
+TEST(ManagedQueryStore, HoldsAtMost4096RegistrationsAndTheNextChangesNothing) {
+  Fixture f;
+  const Sessions sessions{f};
   std::string first_ref;
   for (int n = 0; n < 4096; ++n) {
-    const auto record = register_session(n);
+    const auto record = sessions.register_session(n);
     if (n == 0) first_ref = record.query_ref();
   }
   EXPECT_EQ(sqlite_scalar(f.setup.store_path, "SELECT count(*) FROM managed_queries"), "4096");
   const auto before = read_database(f.setup.store_path);
-  CTX_EXPECT_THROW(register_session(4096), ManagedQueryStoreCapacityExceeded,
+  CTX_EXPECT_THROW(sessions.register_session(4096), ManagedQueryStoreCapacityExceeded,
                    "managed query store is full");
   EXPECT_EQ(read_database(f.setup.store_path), before);
-  EXPECT_EQ(register_session(0).query_ref(), first_ref);
+  // Nothing is planned, so a check has nothing to retire.
+  CTX_EXPECT_THROW(sessions.register_session(4096, [](const ManagedQueryRecord&) { return true; }),
+                   ManagedQueryStoreCapacityExceeded, "managed query store is full");
+  EXPECT_EQ(read_database(f.setup.store_path), before);
+  EXPECT_EQ(sessions.register_session(0).query_ref(), first_ref);
   EXPECT_EQ(f.setup.store->load(first_ref).logical_query_id(), digest("capacity-0"));
+}
+
+// At capacity, a retirement check makes room: the oldest planned registrations it accepts go
+// (kRetirementBatch of them), each with its input and lookup row, in the registration's own
+// transaction; one it refuses stays; a check that accepts none leaves the file byte-identical.
+TEST(ManagedQueryStore, AtCapacityTheOldestSettledRegistrationsAreRetiredToMakeRoom) {
+  Fixture f;
+  const Sessions sessions{f};
+  const auto refs = sessions.fill(4096);
+  const auto before = read_database(f.setup.store_path);
+  CTX_EXPECT_THROW(sessions.register_session(4096, [](const ManagedQueryRecord&) { return false; }),
+                   ManagedQueryStoreCapacityExceeded, "managed query store is full");
+  EXPECT_EQ(read_database(f.setup.store_path), before);
+
+  std::vector<std::string> offered;
+  const auto record = sessions.register_session(4096, [&](const ManagedQueryRecord& old) {
+    EXPECT_TRUE(old.planned());
+    offered.push_back(old.query_ref());
+    return old.query_ref() != refs[2];  // session 2 still needs its row
+  });
+  const int batch = ManagedQueryStore::kRetirementBatch;
+  ASSERT_EQ(offered.size(), static_cast<std::size_t>(batch + 1));
+  for (int n = 0; n <= batch; ++n) EXPECT_EQ(offered[n], refs[n]) << n;  // oldest first
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "SELECT count(*) FROM managed_queries"),
+            std::to_string(4096 - batch + 1));
+  for (int n = 0; n <= batch; ++n) {
+    if (n == 2) {
+      EXPECT_EQ(f.setup.store->load(refs[n]).query_ref(), refs[n]);
+      EXPECT_TRUE(f.setup.store->find_input(Sessions::plan_id(n)).has_value());
+      continue;
+    }
+    CTX_EXPECT_THROW(f.setup.store->load(refs[n]), ManagedQueryStoreNotFound, "unavailable");
+    EXPECT_FALSE(f.setup.store->find_input(Sessions::plan_id(n)).has_value()) << n;
+  }
+  EXPECT_EQ(f.setup.store->load(refs[batch + 1]).query_ref(), refs[batch + 1]);
+  EXPECT_EQ(f.setup.store->load(record.query_ref()).logical_query_id(), digest("capacity-4096"));
+  // The lookup names exactly the planned registrations left (verify checks it), and a retired
+  // session registers again.
+  EXPECT_NO_THROW(f.setup.store->verify());
+  EXPECT_EQ(sessions.register_session(0).query_ref(), refs[0]);
 }
 
 TEST(QueryStoreSchema, PinnedDigestIsTheReferences) {
