@@ -242,12 +242,7 @@ ManagedAdvanceResult EngineComposition::advance_managed_query(
           "managed replacement plan identity is already committed; an exact retry must reuse "
           "its original revision");
     }
-    if (state.session_status() == engine::SessionStatus::kEnded) {
-      throw ManagedQueryError("managed query session has ended");
-    }
-    if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
-      throw ManagedQueryError("managed query must settle pending authority before replacement");
-    }
+    if (const auto refusal = managed_replacement_refusal(state)) throw ManagedQueryError(*refusal);
   }
 
   auto planned = engine.process(planning_observed);

@@ -150,4 +150,14 @@ PreparedManagedQuery project_prepared_managed_query_snapshot(
   return ManagedQueryProjector::prepared(*committed, snapshot.revision, *snapshot.record_digest);
 }
 
+std::optional<std::string> managed_replacement_refusal(const engine::EngineState& state) {
+  if (state.session_status() == engine::SessionStatus::kEnded) {
+    return "managed query session has ended";
+  }
+  if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
+    return "managed query must settle pending authority before replacement";
+  }
+  return std::nullopt;
+}
+
 }  // namespace ctx::runtime

@@ -31,6 +31,12 @@ class ManagedQueryError : public FailedPrecondition {
   explicit ManagedQueryError(const std::string& message) : FailedPrecondition(message) {}
 };
 
+// Why a head in `state` refuses a new replacement plan (§1.4), or nullopt: "managed query
+// session has ended", else "managed query must settle pending authority before replacement"
+// while a consent or an effect is pending. The composition raises it as ManagedQueryError; the
+// input authority raises it before it stores anything.
+std::optional<std::string> managed_replacement_refusal(const engine::EngineState& state);
+
 // Prose-free classification of one row of the committed plan (13 fields, §2.1).
 class ManagedCapabilitySelection final {
  public:

@@ -217,18 +217,14 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
   engine::Revision head = 0;
   std::optional<std::string> head_plan;
-  // Why the head refuses a replacement plan (the composition's own check, §1.4), if it does.
+  // Why the head refuses a replacement plan (the composition's own check), if it does.
   std::optional<std::string> replacement_refused;
   {
     if (const auto latest = options_.journal->get()->latest(scope.stream_id())) {
       head = latest->revision;
       const auto state = engine::EngineState::from_json_text(latest->state.text());
       if (state.committed_plan()) head_plan = state.committed_plan()->plan_id();
-      if (state.session_status() == engine::SessionStatus::kEnded) {
-        replacement_refused = "managed query session has ended";
-      } else if (!state.pending_effects().empty() || !state.pending_consents().empty()) {
-        replacement_refused = "managed query must settle pending authority before replacement";
-      }
+      replacement_refused = managed_replacement_refusal(state);
     }
   }
 

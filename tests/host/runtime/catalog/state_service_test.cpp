@@ -46,12 +46,28 @@ CurrentWork pdf_work(std::vector<std::string> signals = {"please", "export", "th
                      limit};
 }
 
+// The capability ids a plan selected, in plan order.
+std::vector<std::string> selected_ids(const ManagedQueryServiceResult& prepared) {
+  std::vector<std::string> ids;
+  for (const auto& selection : prepared.prepared().selections()) {
+    ids.push_back(selection.capability_id());
+  }
+  return ids;
+}
+
 struct State {
   TempDir temp;
   fs::path dir = temp.path() / "state";
   State() {
     init_state_dir(dir);
     import_catalog(kExamples, dir);
+  }
+  // Pins the real skill installer, so that chosen installs publish a consent challenge.
+  void pin_installer() const {
+    const plugins::PluginLoader loader(dir);
+    plugins::LockFile::update(dir / "plugins.lock.json", [&](plugins::LockFile& lock) {
+      lock.upsert(loader.inspect_for_pin(CTX_SKILL_INSTALLER_SO));
+    });
   }
   // The input authority's registrations (rows of the managed query store).
   long input_rows() const {
@@ -92,16 +108,10 @@ int open_descriptors_of(const fs::path& file) {
 
 TEST(StateService, TheAuthorityTheServiceAndItsCompositionsShareOneJournalConnection) {
   State state;
-  const plugins::PluginLoader loader(state.dir);
-  plugins::LockFile::update(state.dir / "plugins.lock.json", [&](plugins::LockFile& lock) {
-    lock.upsert(loader.inspect_for_pin(CTX_SKILL_INSTALLER_SO));
-  });
+  state.pin_installer();
   auto service = StateService::open(state.dir);
   const auto prepared = service->prepare(pdf_work());
-  std::vector<std::string> ids;
-  for (const auto& selection : prepared.prepared().selections()) {
-    ids.push_back(selection.capability_id());
-  }
+  const auto ids = selected_ids(prepared);
   ASSERT_FALSE(ids.empty());
   // set_desired commits through the composition, reads the record back through the service and
   // publishes the consent challenge from the journal's head.
@@ -119,16 +129,10 @@ TEST(StateService, TheAuthorityTheServiceAndItsCompositionsShareOneJournalConnec
 // store holds 4096) and leave every store byte-identical; the current plan still reopens.
 TEST(StateService, WorkRefusedWhileAConsentIsPendingWritesNothing) {
   State state;
-  const plugins::PluginLoader loader(state.dir);
-  plugins::LockFile::update(state.dir / "plugins.lock.json", [&](plugins::LockFile& lock) {
-    lock.upsert(loader.inspect_for_pin(CTX_SKILL_INSTALLER_SO));
-  });
+  state.pin_installer();
   auto service = StateService::open(state.dir);
   const auto prepared = service->prepare(pdf_work());
-  std::vector<std::string> ids;
-  for (const auto& selection : prepared.prepared().selections()) {
-    ids.push_back(selection.capability_id());
-  }
+  const auto ids = selected_ids(prepared);
   const auto desired = service->set_first_desired(prepared.query_ref(), ids);
   ASSERT_TRUE(desired.has_value() && desired->challenge().has_value());
   const auto queries = read_database(state.dir / "service/queries.sqlite3");
@@ -150,10 +154,7 @@ TEST(StateService, WorkRefusedWhileAConsentIsPendingWritesNothing) {
 // retired session plans again, its start read back from the journal.
 TEST(StateService, AFullStoreRetiresTheOldestSettledSessionsAndARetiredOnePlansAgain) {
   State state;
-  const plugins::PluginLoader loader(state.dir);
-  plugins::LockFile::update(state.dir / "plugins.lock.json", [&](plugins::LockFile& lock) {
-    lock.upsert(loader.inspect_for_pin(CTX_SKILL_INSTALLER_SO));
-  });
+  state.pin_installer();
   const auto work = [](const std::string& session, std::vector<std::string> signals,
                        std::int64_t limit) {
     return CurrentWork{"local", "home", "repo-1", session, std::move(signals), {"markdown"}, limit};
@@ -161,9 +162,7 @@ TEST(StateService, AFullStoreRetiresTheOldestSettledSessionsAndARetiredOnePlansA
   auto service = StateService::open(state.dir);
   // The two oldest sessions: one awaiting a live consent, one settled (an abstained plan).
   const auto pending = service->prepare(work("session-pending", {"export", "pdf"}, 3));
-  std::vector<std::string> ids;
-  for (const auto& row : pending.prepared().selections()) ids.push_back(row.capability_id());
-  const auto desired = service->set_first_desired(pending.query_ref(), ids);
+  const auto desired = service->set_first_desired(pending.query_ref(), selected_ids(pending));
   ASSERT_TRUE(desired.has_value() && desired->challenge().has_value());
   const auto settled = service->prepare(work("session-settled", {"export", "pdf"}, 0));
   ASSERT_EQ(settled.prepared().status(), engine::PlanStatus::kAbstained);
