@@ -471,6 +471,49 @@ ConsentBroker::Row ConsentBroker::apply_expiry_locked(Row row, Timestamp now, bo
   return row;
 }
 
+std::size_t ConsentBroker::count_locked() {
+  auto count = db_->cached("SELECT count(*) FROM consent_challenges");
+  count->step();
+  return static_cast<std::size_t>(count->integer(0));
+}
+
+std::size_t ConsentBroker::retire_locked(Timestamp now) {
+  // Oldest first by created_at (text order; within one second a fractional time may sort after
+  // a whole one, which only reorders candidates). Reserved rows are never candidates.
+  std::vector<std::string> ids;
+  {
+    auto select = db_->cached(
+        "SELECT challenge_id FROM consent_challenges WHERE state <> 'reserved' "
+        "ORDER BY created_at, challenge_id LIMIT ?1");
+    select->bind(1, static_cast<std::int64_t>(kConsentRetirementCandidates));
+    while (select->step()) ids.push_back(select->text(0));
+  }
+  std::size_t retired = 0;
+  for (const auto& id : ids) {
+    if (retired == kConsentRetirementBatch) break;
+    auto existing = load_locked("challenge_id", id);  // authenticated before it is judged
+    if (!existing) continue;
+    bool changed = false;
+    const Row row = apply_expiry_locked(std::move(*existing), now, changed);
+    const ConsentRecord& r = row.record;
+    const bool retirable =
+        now >= r.challenge.expires_at_time() &&
+        (r.state == ConsentState::kSettled || (r.state == ConsentState::kExpired && !r.decision));
+    if (!retirable) continue;
+    auto nonces = db_->cached("DELETE FROM consent_assertion_nonces WHERE challenge_id = ?1");
+    nonces->bind(1, id);
+    nonces->run();
+    auto challenge = db_->cached("DELETE FROM consent_challenges WHERE challenge_id = ?1");
+    challenge->bind(1, id);
+    challenge->run();
+    verified_rows_.erase(id);
+    ++retired;
+  }
+  // A retired challenge must stay past its expiry for good: trusted time never falls below now.
+  if (retired != 0) advance_high_water_locked(now);
+  return retired;
+}
+
 ConsentRecord ConsentBroker::prepare(const ConsentChallenge& challenge) {
   if (challenge.fields().audience != audience_) {
     throw ConsentBrokerDecisionRejected("install consent challenge names another audience");
@@ -494,12 +537,9 @@ ConsentRecord ConsentBroker::prepare(const ConsentChallenge& challenge) {
   if (now >= challenge.expires_at_time()) {
     throw ConsentBrokerExpired("install consent challenge has already expired");
   }
-  {
-    auto count = db_->cached("SELECT count(*) FROM consent_challenges");
-    count->step();
-    if (static_cast<std::size_t>(count->integer(0)) >= options_.capacity) {
-      throw ConsentBrokerCapacityExceeded("consent broker capacity is exhausted");
-    }
+  if (count_locked() >= options_.capacity &&
+      (retire_locked(now) == 0 || count_locked() >= options_.capacity)) {
+    throw ConsentBrokerCapacityExceeded("consent broker capacity is exhausted");
   }
   Row row{ConsentRecord{challenge}, std::nullopt};
   row.record.created_at = now_text(now);

@@ -37,6 +37,10 @@ namespace ctx::runtime {
 
 inline constexpr std::size_t kDefaultConsentCapacity = 4096;
 inline constexpr std::size_t kMaxConsentCapacity = 65536;
+// At capacity, prepare() retires at most this many of the oldest retirable challenges, judged
+// from at most kConsentRetirementCandidates of the oldest rows.
+inline constexpr std::size_t kConsentRetirementBatch = 64;
+inline constexpr std::size_t kConsentRetirementCandidates = 256;
 
 // Errors (spec §5.4 names). All derive from ConsentBrokerError.
 class ConsentBrokerError : public Error {
@@ -292,10 +296,14 @@ class ConsentBroker final : public ConsentBrokerPort {
   const std::filesystem::path& path() const noexcept override { return path_; }
   const std::string& audience() const noexcept override { return audience_; }
 
-  // Publishes `challenge` as pending (idempotent: the same challenge returns its record).
+  // Publishes `challenge` as pending (idempotent: the same challenge returns its record). At
+  // capacity it first retires, in the same transaction, up to kConsentRetirementBatch of the
+  // oldest challenges past their expiry that are settled or expired undecided (with their nonce
+  // rows), and raises trusted time to now, so a retired challenge can never be published again.
   // Errors: ConsentBrokerDecisionRejected (other audience); ConsentBrokerConflict (id or digest
   // bound to another challenge); ConsentBrokerExpired (already past expires_at);
-  // ConsentBrokerCapacityExceeded; ConsentBrokerCorruption.
+  // ConsentBrokerCapacityExceeded (full, nothing retirable; nothing written);
+  // ConsentBrokerCorruption.
   ConsentRecord prepare(const ConsentChallenge& challenge) override;
 
   // The record, after durably applying due expiry (spec §5.3).
@@ -344,6 +352,8 @@ class ConsentBroker final : public ConsentBrokerPort {
   LockSlot lease_slot(std::string_view challenge_id) const;
   void advance_high_water_locked(core::Timestamp now);
   ConsentRecord status_locked(std::string_view column, std::string_view value);
+  std::size_t count_locked();
+  std::size_t retire_locked(core::Timestamp now);
 
   std::filesystem::path path_;
   std::string key_;

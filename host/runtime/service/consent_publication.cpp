@@ -215,7 +215,11 @@ std::optional<ManagedConsentChallengeProjection> ManagedQueryService::publish_cu
     if (!same_head(now, head)) throw ManagedQueryHeadDriftError(message);
   };
   unchanged("managed consent authority changed during execution binding");
-  broker.prepare(challenge);
+  try {
+    broker.prepare(challenge);
+  } catch (const ConsentBrokerExpired&) {
+    return std::nullopt;  // past its expiry (perhaps retired from a full broker): nothing to offer
+  }
   unchanged("managed consent authority changed; the published challenge is stale");
   const auto record = broker.status(challenge.challenge_id());
   unchanged("managed consent authority changed; the published challenge is stale");

@@ -16,6 +16,7 @@
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
+#include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "tests/support/file_bytes.hpp"
@@ -213,6 +214,73 @@ TEST(StateService, AFullStoreRetiresTheOldestSettledSessionsAndARetiredOnePlansA
   EXPECT_EQ(again.prepared().journal_revision(), 3);
   EXPECT_NE(again.prepared().plan_id(), settled.prepared().plan_id());
   EXPECT_NO_THROW(store->verify());
+}
+
+// A challenge for another install, published straight to the state dir's consent store.
+ConsentChallenge filler_challenge(int n, std::string expires_at) {
+  const auto digest = [n](std::string_view label) {
+    return core::sha256_hex(std::string(label) + ":" + std::to_string(n));
+  };
+  ConsentChallengeFields f;
+  f.challenge_id = "filler-" + std::to_string(n);
+  f.audience = std::string(kStateConsentAudience);
+  f.workspace_identity_digest = digest("workspace");
+  f.scope = core::Json{{"repository", "repo-1"}, {"session", "filler"}, {"tenant", "local"},
+                       {"workspace", "home"}};
+  f.capability_id = "skill:filler";
+  f.kind = engine::CapabilityKind::kSkill;
+  for (auto* field : {&f.source_digest, &f.catalog_snapshot_digest, &f.install_plan_digest,
+                      &f.descriptor_digest, &f.material_identity_digest,
+                      &f.requested_action_content_digest, &f.policy_snapshot_digest,
+                      &f.release_root_digest}) {
+    *field = digest("field-" + std::to_string(field - &f.source_digest));
+  }
+  f.plan_id = "plan-filler";
+  f.execution_binding_digest = execution_binding_digest(
+      "ctx-skill-installer-v1", digest("installer"), digest("host"), digest("target-root"));
+  f.selection_digest = selection_binding_digest(core::Json{{"capability", "filler"}});
+  f.requested_action_id = "action-install-filler-" + std::to_string(n);
+  f.requested_action_precondition_revision = 2;
+  f.expires_at = std::move(expires_at);
+  return ConsentChallenge::create(f);
+}
+
+// The consent store holds at most 4096 challenges. When it is full, the next challenge retires
+// the oldest ones that have expired undecided (or were settled), in its own transaction; a session
+// whose expired challenge was retired still answers, with no challenge to offer, exactly as it
+// did while the expired row was kept.
+TEST(StateService, AFullConsentStoreRetiresExpiredChallengesAndTheirSessionsStillAnswer) {
+  State state;
+  state.pin_installer();
+  auto clock = std::make_shared<ctx::testing::service::FixedClock>("2026-08-03T12:00:00Z");
+  auto service = StateService::open(state.dir, clock);
+  const auto work = [](const std::string& session) {
+    return CurrentWork{"local", "home", "repo-1", session, {"export", "pdf"}, {"markdown"}, 3};
+  };
+  const auto old = service->prepare(work("session-old"));
+  const auto old_desired = service->set_first_desired(old.query_ref(), selected_ids(old));
+  ASSERT_TRUE(old_desired.has_value() && old_desired->challenge().has_value());
+  const fs::path consent = state.dir / "service/consent.sqlite3";
+  clock->set("2026-08-03T12:00:01Z");
+  {
+    ConsentBroker other(consent, read_installation_key(state.dir),
+                        std::string(kStateConsentAudience), *clock);
+    for (int n = 0; n < 4095; ++n) other.prepare(filler_challenge(n, "2026-08-03T12:30:00Z"));
+  }
+  ASSERT_EQ(ctx::testing::service::sqlite_count(consent, "consent_challenges"), 4096);
+
+  clock->set("2026-08-03T13:30:00Z");  // every challenge so far has expired undecided
+  const auto fresh = service->prepare(work("session-new"));
+  const auto fresh_desired = service->set_first_desired(fresh.query_ref(), selected_ids(fresh));
+  ASSERT_TRUE(fresh_desired.has_value() && fresh_desired->challenge().has_value());
+  EXPECT_EQ(ctx::testing::service::sqlite_count(consent, "consent_challenges"),
+            4096 - static_cast<long>(kConsentRetirementBatch) + 1);
+  const std::string old_digest = old_desired->challenge()->challenge_digest();
+  CTX_EXPECT_THROW(service->challenge(old_digest), ConsentBrokerChallengeNotFound, "unknown");
+  // The old session's exact retry answers, with nothing to approve.
+  const auto retry = service->prepare(work("session-old"));
+  EXPECT_EQ(retry.query_ref(), old.query_ref());
+  EXPECT_FALSE(retry.challenge().has_value());
 }
 
 TEST(StateService, EquivalentWorkFromDifferentHostsIsOneQuery) {

@@ -528,6 +528,106 @@ TEST_F(ConsentBrokerTest, SshsigAssertionsFromSshKeygenVerifyThroughTheRegistry)
             engine::Decision::kGranted);
 }
 
+// A full store retires, in the transaction that publishes the next challenge, the challenges
+// past their expiry that are settled or expired undecided, with their nonce rows; a reserved one
+// or one that expired holding a decision (the journal may still settle it) stays. A retired
+// challenge can never be published or decided again, even when the clock goes back.
+TEST_F(ConsentBrokerTest, AFullStoreRetiresExpiredSettledAndUndecidedChallengesOnly) {
+  broker_ = std::make_unique<ConsentBroker>(db_path(), kKey, kAudience, clock_,
+                                            ConsentBroker::Options{.capacity = 4});
+  const auto expiring = [](const std::string& id) {
+    auto fields = testing::challenge_fields(id);
+    fields.expires_at = "2026-08-03T12:10:00Z";
+    return ConsentChallenge::create(fields);
+  };
+  const auto decided = [&](const ConsentChallenge& c, const std::string& nonce) {
+    auto claims = claims_for(c, nonce);
+    claims.expires_at = "2026-08-03T12:09:00Z";
+    return sign(claims);
+  };
+  const auto rows = [&](const std::string& table) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(db_path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* statement = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, ("SELECT count(*) FROM " + table).c_str(), -1, &statement,
+                                 nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(statement), SQLITE_ROW);
+    const int n = sqlite3_column_int(statement, 0);
+    sqlite3_finalize(statement);
+    sqlite3_close(db);
+    return n;
+  };
+  const ConsentChallenge undecided = expiring("consent-a");
+  const ConsentChallenge settled = expiring("consent-b");
+  const ConsentChallenge ready = expiring("consent-c");
+  const ConsentChallenge reserved = expiring("consent-d");
+  const ConsentChallenge next = make_challenge("consent-e");
+  for (const auto* c : {&undecided, &settled, &ready, &reserved}) broker_->prepare(*c);
+  const std::string settled_payload = decided(settled, "nonce-b");
+  {
+    const VerifiedHumanDecision decision =
+        broker_->authenticate(settled, settled_payload, *registry_);
+    ConsentBroker::Guard guard =
+        broker_->interactive_guard(decision, settled.fields().execution_binding_digest);
+    guard.reserve(reservation_for(settled, engine::Decision::kGranted));
+    ASSERT_EQ(guard.settle().state, ConsentState::kSettled);
+  }
+  broker_->authenticate(ready, decided(ready, "nonce-c"), *registry_);
+  // Another process reserves "consent-d" and dies before settling: the row stays reserved.
+  const std::string reserved_payload = decided(reserved, "nonce-d");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      ConsentBroker process_broker(db_path(), kKey, kAudience, clock_);
+      const VerifiedHumanDecision decision =
+          process_broker.authenticate(reserved, reserved_payload, *registry_);
+      ConsentBroker::Guard guard =
+          process_broker.interactive_guard(decision, reserved.fields().execution_binding_digest);
+      guard.reserve(reservation_for(reserved, engine::Decision::kGranted));
+      ::_exit(0);  // the crash: no settle, no release
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(broker_->status("consent-d").state, ConsentState::kReserved);
+  ASSERT_EQ(rows("consent_assertion_nonces"), 3);
+
+  // Full, and nothing has expired yet: refused, and nothing is written.
+  clock_.set("2026-08-03T12:05:00Z");
+  const std::string full = store_bytes();
+  EXPECT_TRUE(throws_exactly<ConsentBrokerCapacityExceeded>([&] { (void)broker_->prepare(next); }));
+  EXPECT_TRUE(store_bytes() == full) << "the store file changed";
+
+  clock_.set("2026-08-03T12:20:00Z");
+  EXPECT_EQ(broker_->prepare(next).state, ConsentState::kPending);
+  EXPECT_EQ(rows("consent_challenges"), 3);
+  EXPECT_EQ(rows("consent_assertion_nonces"), 2) << "a retired challenge's nonce row goes with it";
+  for (const char* id : {"consent-a", "consent-b"}) {
+    EXPECT_TRUE(throws_exactly<ConsentBrokerChallengeNotFound>([&] { (void)broker_->status(id); }))
+        << id;
+  }
+  EXPECT_EQ(broker_->status("consent-c").state, ConsentState::kExpired);
+  EXPECT_TRUE(broker_->status("consent-c").decision.has_value());
+  EXPECT_EQ(broker_->status("consent-d").state, ConsentState::kReserved);
+  EXPECT_EQ(broker_->status("consent-e").state, ConsentState::kPending);
+
+  // Trusted time was raised to the retirement: with the clock back before their expiry, the
+  // retired challenges are still past it, and a replayed decision finds nothing to decide.
+  clock_.set("2026-08-03T12:05:00Z");
+  broker_ = open_broker();
+  const std::string after = store_bytes();
+  EXPECT_TRUE(throws_exactly<ConsentBrokerExpired>([&] { (void)broker_->prepare(undecided); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerExpired>([&] { (void)broker_->prepare(settled); }));
+  EXPECT_TRUE(throws_exactly<ConsentBrokerChallengeNotFound>(
+      [&] { (void)broker_->authenticate(settled, settled_payload, *registry_); }));
+  EXPECT_TRUE(store_bytes() == after) << "the store file changed";
+}
+
 TEST_F(ConsentBrokerTest, DecisionPastItsExpiryNeedsReauthentication) {
   broker_->prepare(challenge_);
   auto claims = claims_for(challenge_);
