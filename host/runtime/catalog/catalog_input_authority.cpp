@@ -362,6 +362,18 @@ std::optional<std::string> CatalogInputAuthority::current_query_ref(const Curren
   return record->query_ref();
 }
 
+std::optional<std::string> CatalogInputAuthority::pending_consent_id(
+    const CurrentWork& work) const {
+  const auto scope = engine::ScopeRef::create(
+      work.tenant, work.workspace, work.repository, engine_session(work.session),
+      std::string(kDefaultExposureId), std::string(kDefaultHostContextId));
+  const auto latest = options_.journal->get()->latest(scope.stream_id());
+  if (!latest) return std::nullopt;
+  const auto state = engine::EngineState::from_json_text(latest->state.text());
+  if (state.pending_consents().size() != 1) return std::nullopt;
+  return state.pending_consents().front().consent_id;
+}
+
 std::shared_ptr<const ManagedQueryInput> CatalogInputAuthority::resolve(
     const std::string& current_work_ref) {
   std::lock_guard lock(mutex_);

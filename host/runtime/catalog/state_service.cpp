@@ -342,6 +342,7 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
   constexpr int kPendingAttempts = 40;
   int conflicts = 0;
   int pending = 0;
+  bool expiry_settled = false;
   for (;;) {
     try {
       const auto registration = authority_->register_work(work);
@@ -360,7 +361,28 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
     } catch (const SessionStartPending&) {
       if (++pending == kPendingAttempts) throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } catch (const ManagedQueryError&) {
+      // Refused while the session's consent is pending: an expired one is settled, then the
+      // work registers on the head that settles it.
+      if (expiry_settled || !settle_expired_consent(work)) throw;
+      expiry_settled = true;
     }
+  }
+}
+
+bool StateService::settle_expired_consent(const CurrentWork& work) {
+  // Any failure here (a busy store, a challenge not yet published) leaves the refusal as it was.
+  try {
+    const auto consent_id = authority_->pending_consent_id(work);
+    if (!consent_id) return false;
+    // Applies due expiry to the broker's row; NotFound when never published here, or retired.
+    const ConsentRecord record = broker_->status(*consent_id);
+    if (record.state != ConsentState::kExpired) return false;
+    (void)service_->recover_consent(record.challenge.digest());
+    return authority_->pending_consent_id(work) != consent_id;
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+    return false;
   }
 }
 

@@ -121,6 +121,8 @@ class StateService {
   // head first (RevisionConflict, or this work's plan was superseded since it was found at the
   // head), registers again on the new head, up to eight attempts; while
   // another preparer commits the session's first plan (SessionStartPending), waits up to ~2 s.
+  // Work refused because the session's consent is pending, when that consent's challenge has
+  // expired, first commits the expiry (recover_consent, once) and registers again.
   // Errors: the authority's and the service's.
   ManagedQueryServiceResult prepare(CurrentWork work);
   // The same, also naming in `sources` the files besides the state dir's databases the result
@@ -175,6 +177,9 @@ class StateService {
 
  private:
   StateService() = default;
+  // Commits InstallConsentExpired for the consent pending in `work`'s session when its published
+  // challenge has expired; true when the session then has no pending consent.
+  bool settle_expired_consent(const CurrentWork& work);
   StatePaths paths_;
   std::string key_;
   std::shared_ptr<const core::Clock> clock_;

@@ -283,6 +283,69 @@ TEST(StateService, AFullConsentStoreRetiresExpiredChallengesAndTheirSessionsStil
   EXPECT_FALSE(retry.challenge().has_value());
 }
 
+// A consent the user never gave holds the session's plan only until its challenge expires: the
+// next work in that session commits the expiry (once) and plans anew, with a fresh challenge;
+// before the expiry the same work is still refused and changes nothing.
+TEST(StateService, AnExpiredConsentNoLongerHoldsTheSessionsPlan) {
+  State state;
+  state.pin_installer();
+  auto clock = std::make_shared<ctx::testing::service::FixedClock>("2026-08-03T12:00:00Z");
+  auto service = StateService::open(state.dir, clock);
+  const auto first = service->prepare(pdf_work());
+  const auto desired = service->set_first_desired(first.query_ref(), selected_ids(first));
+  ASSERT_TRUE(desired.has_value() && desired->challenge().has_value());
+  const auto other = pdf_work({"write", "sql", "migrations"}, 1);  // a plan without pdf-export
+  clock->set("2026-08-03T12:30:00Z");  // still within the challenge's hour
+  const auto journal = read_database(state.dir / "service/journal.sqlite3");
+  CTX_EXPECT_THROW(service->prepare(other), ManagedQueryError, "settle pending authority");
+  EXPECT_EQ(read_database(state.dir / "service/journal.sqlite3"), journal);
+
+  clock->set("2026-08-03T13:30:00Z");
+  const auto later = service->prepare(other);
+  EXPECT_NE(later.query_ref(), first.query_ref());
+  EXPECT_EQ(later.prepared().status(), engine::PlanStatus::kReady);
+  // The old challenge's plan has been replaced; recovering it commits nothing more.
+  const auto settled = read_database(state.dir / "service/journal.sqlite3");
+  EXPECT_EQ(service->recover_consent(desired->challenge()->challenge_digest()).resolution.outcome(),
+            ManagedConsentOutcome::kSuperseded);
+  EXPECT_EQ(read_database(state.dir / "service/journal.sqlite3"), settled);
+  const auto chosen = service->set_first_desired(later.query_ref(), selected_ids(later));
+  ASSERT_TRUE(chosen.has_value() && chosen->challenge().has_value());
+  EXPECT_NE(chosen->challenge()->challenge_digest(), desired->challenge()->challenge_digest());
+}
+
+// A state directory moved while a session awaits consent: the published challenge is bound to
+// the old install target and workspace, so it can never be decided here and the session's
+// prompts answer with their plan and nothing to approve — no error, no byte of the consent store
+// changed.
+TEST(StateService, AMovedStateDirAnswersAPendingSessionWithNothingToApprove) {
+  State state;
+  state.pin_installer();
+  auto clock = std::make_shared<ctx::testing::service::FixedClock>("2026-08-03T12:00:00Z");
+  std::string first_ref;
+  std::string first_digest;
+  {
+    auto service = StateService::open(state.dir, clock);
+    const auto prepared = service->prepare(pdf_work());
+    const auto desired = service->set_first_desired(prepared.query_ref(), selected_ids(prepared));
+    ASSERT_TRUE(desired.has_value() && desired->challenge().has_value());
+    first_ref = prepared.query_ref();
+    first_digest = desired->challenge()->challenge_digest();
+  }
+  const fs::path moved = state.temp.path() / "moved-state";
+  fs::rename(state.dir, moved);
+  auto service = StateService::open(moved, clock);
+  const fs::path consent = moved / "service/consent.sqlite3";
+  const auto before = read_database(consent);
+  const auto retry = service->prepare(pdf_work());
+  EXPECT_EQ(retry.query_ref(), first_ref);
+  EXPECT_FALSE(retry.challenge().has_value());
+  const auto again = service->set_first_desired(retry.query_ref(), selected_ids(retry));
+  EXPECT_FALSE(again.has_value() && again->challenge().has_value());
+  EXPECT_EQ(read_database(consent), before);
+  EXPECT_NO_THROW(service->challenge(first_digest));  // the old challenge is still published
+}
+
 TEST(StateService, EquivalentWorkFromDifferentHostsIsOneQuery) {
   State state;
   auto service = StateService::open(state.dir);
