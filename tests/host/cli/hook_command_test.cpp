@@ -28,6 +28,7 @@ using ctx::testing::read_file;
 using ctx::testing::run_process;
 using ctx::testing::TempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using Json = nlohmann::json;
 
@@ -381,6 +382,29 @@ TEST_F(HookCommandTest, ASecondPromptInTheSameSessionStillReplies) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
   }
+}
+
+// A state dir copied (as `cp -a` or a backup restore would) while a session awaits consent: the
+// session's next prompt in the copy still replies, naming its plan but no approval to give, since
+// the challenge it was offered names the original place.
+TEST_F(HookCommandTest, APendingSessionInACopiedStateDirStillReplies) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  init_state(state);
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["session_id"] = "session-before-copy";
+  prompt["prompt"] = "export the report as pdf";
+  const auto before = hook("claude-code", prompt.dump(), state);
+  ASSERT_EQ(before.code, 0) << before.err;
+  ASSERT_THAT(before.out, HasSubstr("ctx consent approve"));
+  const fs::path copy = dir.path() / "copy";
+  fs::copy(state, copy, fs::copy_options::recursive);
+  fs::permissions(copy, fs::perms::owner_all, fs::perm_options::replace);
+  const auto after = hook("claude-code", prompt.dump(), copy);
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_THAT(after.out, HasSubstr("pdf-export (skill)"));
+  EXPECT_THAT(after.out, Not(HasSubstr("ctx consent approve")));
+  EXPECT_EQ(hook("claude-code", prompt.dump(), state).out, before.out);  // the original still asks
 }
 
 // Real races: six `ctx hook` processes released together on a fresh state dir, first with the
