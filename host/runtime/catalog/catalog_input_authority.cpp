@@ -345,33 +345,34 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
                 false);
 }
 
+engine::ScopeRef CatalogInputAuthority::work_scope(const CurrentWork& work) const {
+  return engine::ScopeRef::create(work.tenant, work.workspace, work.repository,
+                                  engine_session(work.session), std::string(kDefaultExposureId),
+                                  std::string(kDefaultHostContextId));
+}
+
+std::optional<engine::EngineState> CatalogInputAuthority::head_state(
+    const engine::ScopeRef& scope) const {
+  const auto latest = options_.journal->get()->latest(scope.stream_id());
+  if (!latest) return std::nullopt;
+  return engine::EngineState::from_json_text(latest->state.text());
+}
+
 std::optional<std::string> CatalogInputAuthority::current_query_ref(const CurrentWork& work) const {
-  const auto scope = engine::ScopeRef::create(
-      work.tenant, work.workspace, work.repository, engine_session(work.session),
-      std::string(kDefaultExposureId), std::string(kDefaultHostContextId));
-  std::optional<std::string> plan_id;
-  {
-    const auto latest = options_.journal->get()->latest(scope.stream_id());
-    if (!latest) return std::nullopt;
-    const auto state = engine::EngineState::from_json_text(latest->state.text());
-    if (!state.committed_plan()) return std::nullopt;
-    plan_id = state.committed_plan()->plan_id();
-  }
-  auto record = options_.query_store->find_planned_by_scope_and_plan(scope, *plan_id);
+  const auto scope = work_scope(work);
+  const auto state = head_state(scope);
+  if (!state || !state->committed_plan()) return std::nullopt;
+  const auto& plan_id = state->committed_plan()->plan_id();
+  auto record = options_.query_store->find_planned_by_scope_and_plan(scope, plan_id);
   if (!record) return std::nullopt;
   return record->query_ref();
 }
 
 std::optional<std::string> CatalogInputAuthority::pending_consent_id(
     const CurrentWork& work) const {
-  const auto scope = engine::ScopeRef::create(
-      work.tenant, work.workspace, work.repository, engine_session(work.session),
-      std::string(kDefaultExposureId), std::string(kDefaultHostContextId));
-  const auto latest = options_.journal->get()->latest(scope.stream_id());
-  if (!latest) return std::nullopt;
-  const auto state = engine::EngineState::from_json_text(latest->state.text());
-  if (state.pending_consents().size() != 1) return std::nullopt;
-  return state.pending_consents().front().consent_id;
+  const auto state = head_state(work_scope(work));
+  if (!state || state->pending_consents().size() != 1) return std::nullopt;
+  return state->pending_consents().front().consent_id;
 }
 
 std::shared_ptr<const ManagedQueryInput> CatalogInputAuthority::resolve(

@@ -102,6 +102,10 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
  private:
   struct Stored;
   std::string engine_session(const std::string& session) const;
+  // The session stream scope of `work` as given (not vocabulary-filtered).
+  engine::ScopeRef work_scope(const CurrentWork& work) const;
+  // The state at the head of `scope`'s stream, or nullopt when the stream has none.
+  std::optional<engine::EngineState> head_state(const engine::ScopeRef& scope) const;
   std::optional<Stored> load(const std::string& plan_id) const;
   void store(const std::string& plan_id, const Stored& stored) const;
   // The stream's SessionStarted as journaled at revision 1 (verified on read), for a session

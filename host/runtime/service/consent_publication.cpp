@@ -220,10 +220,9 @@ std::optional<ManagedConsentChallengeProjection> ManagedQueryService::publish_cu
   } catch (const ConsentBrokerExpired&) {
     return std::nullopt;  // past its expiry (perhaps retired from a full broker): nothing to offer
   } catch (const ConsentBrokerConflict&) {
-    // The pending consent's challenge was published bound to another install target or
-    // workspace (the state directory was moved or copied since): that one can never be decided
-    // here, and this one cannot take its id. Nothing to offer; the pending authority expires
-    // as published, and the session plans anew after it.
+    // Its id (or digest) is taken by a challenge published with another binding: the state
+    // directory was moved or copied since, so that one can never be decided here and this one
+    // cannot be published. Nothing to offer.
     return std::nullopt;
   }
   unchanged("managed consent authority changed; the published challenge is stale");
