@@ -181,7 +181,7 @@ std::unique_ptr<SqliteBenefitAuditStore> SqliteBenefitAuditStore::open(
     }
     migrate(db, "benefit audit store", kMigrations, kSchemaVersion);
     require_schema(db);
-    db.exec("PRAGMA journal_mode = WAL");
+    db.use_wal();
     db.exec("PRAGMA synchronous = FULL");
   });
   for (const char* suffix : {"-wal", "-shm"}) {

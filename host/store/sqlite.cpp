@@ -2,8 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "host/engine/journal_store.hpp"
 
@@ -70,6 +72,7 @@ Database::Database(const std::filesystem::path& path, Mode mode, int busy_timeou
   }
   sqlite3_extended_result_codes(db_, 0);
   sqlite3_busy_timeout(db_, busy_timeout_ms);
+  busy_timeout_ms_ = busy_timeout_ms;
   // A WAL database keeps its log when the last connection closes: each commit made it durable
   // already, and a checkpoint-and-delete at every close costs three fsyncs (plus a directory
   // fsync to re-create the log at the next open) — most of a one-shot `ctx hook`'s. The price is
@@ -135,6 +138,19 @@ void Database::exec(std::string_view sql) {
   int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error);
   sqlite3_free(error);
   if (rc != SQLITE_OK) throw_sqlite_error(rc, "exec", db_);
+}
+
+void Database::use_wal() {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms_);
+  for (;;) {
+    const int rc = sqlite3_exec(db_, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) return;
+    if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) {
+      throw_sqlite_error(rc, "exec", db_);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 Statement Database::prepare(std::string_view sql) {

@@ -71,6 +71,11 @@ class Database {
 
   // Runs one or more statements without results (pragmas, DDL).
   void exec(std::string_view sql);
+  // PRAGMA journal_mode = WAL, tried again (5 ms apart, up to the busy timeout) while it fails
+  // busy: two connections converting one file at once each hold a shared lock and want the
+  // exclusive one, and SQLite refuses one of them at once, without the busy handler.
+  // Errors: as exec (StoreBusy once the busy timeout has passed).
+  void use_wal();
 
   // Prepares one statement. REQUIRES: `sql` is a single statement.
   Statement prepare(std::string_view sql);
@@ -97,6 +102,7 @@ class Database {
   static int on_wal_commit(void* self, sqlite3* db, const char* name, int frames);
 
   sqlite3* db_ = nullptr;
+  int busy_timeout_ms_ = 0;
   int wal_frames_ = 0;  // pages in the log after this connection's last commit (WAL mode)
   bool image_ = false;  // from_image: a read-only in-memory database
   std::unordered_map<const char*, std::unique_ptr<Statement>> cache_;  // finalized before close

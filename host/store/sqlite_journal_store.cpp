@@ -35,8 +35,7 @@ class SqliteJournalStore::Impl {
         journal_(db_),
         install_(db_, journal_),
         activation_(db_, journal_) {
-    // journal_mode needs the file lock; busy_timeout is already set.
-    db_.exec("PRAGMA journal_mode=WAL");
+    db_.use_wal();
     db_.exec("PRAGMA synchronous=" + std::string(core::to_string(options.synchronous)));
     db_.exec("PRAGMA foreign_keys=ON");
     prepare_journal_schema(db_);

@@ -187,11 +187,10 @@ ConsentBroker::ConsentBroker(std::filesystem::path path, std::string installatio
   db_ = std::make_unique<store::Database>(path_, store::Database::Mode::kReadWrite,
                                           options_.busy_timeout_ms);
   // WAL at synchronous FULL: a commit is durable when it returns (one fsync of the log per
-  // commit, where rollback-journal mode needs four), as the journal's commits are; journal_mode
-  // needs the file lock, and busy_timeout is already set.
-  db_->exec(
-      "PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; "
-      "PRAGMA synchronous = FULL;");
+  // commit, where rollback-journal mode needs four), as the journal's commits are.
+  db_->exec("PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON;");
+  db_->use_wal();
+  db_->exec("PRAGMA synchronous = FULL;");
   store::migrate(*db_, "consent store", kMigrations, 1);
   store::secure_sidecars(path_);
   const std::string key_check = core::hmac_sha256_hex(key_, kKeyCheckDomain);

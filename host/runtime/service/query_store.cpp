@@ -231,7 +231,7 @@ void require_private_file(const std::filesystem::path& path) {
 
 void configure(store::Database& db) {
   db.exec("PRAGMA trusted_schema = OFF");
-  db.exec("PRAGMA journal_mode = WAL");
+  db.use_wal();
   db.exec("PRAGMA synchronous = FULL");
   db.exec("PRAGMA foreign_keys = ON");
   auto page = db.prepare("PRAGMA page_size");

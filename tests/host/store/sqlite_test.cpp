@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <vector>
+#include <thread>
+#include <barrier>
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -124,6 +128,42 @@ TEST(Sqlite, AFileFromANewerSchemaOrWithoutItsVersionsSchemaIsRefused) {
   odd.exec("CREATE TABLE other (x INTEGER)");
   CTX_EXPECT_THROW(migrate(odd, "test file", kTwo, 1), engine::JournalCorruption,
                    "test file schema version 1 does not migrate to 2");
+}
+
+// Eight connections, released together on a fresh rollback-journal file, all switch it to WAL:
+// none is refused busy (as a plain PRAGMA can be: both hold a shared lock, both want the
+// exclusive one, and SQLite fails one at once), and the file ends in WAL mode.
+TEST(Sqlite, ConnectionsSwitchingOneFileToWalAtOnceAllSucceed) {
+  constexpr int kConnections = 8;
+  constexpr int kRounds = 25;
+  TempDir dir;
+  for (int round = 0; round < kRounds; ++round) {
+    const auto path = dir.path() / ("race-" + std::to_string(round) + ".sqlite3");
+    {
+      Database db(path, Database::Mode::kReadWriteCreate, 100);
+      db.exec("CREATE TABLE t (v TEXT)");
+    }
+    std::barrier start(kConnections);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kConnections; ++i) {
+      threads.emplace_back([&] {
+        try {
+          Database db(path, Database::Mode::kReadWrite, 2000);
+          start.arrive_and_wait();
+          db.use_wal();
+        } catch (const std::exception&) {
+          ++failures;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(failures.load(), 0) << "round " << round;
+    Database db(path, Database::Mode::kReadOnly, 100);
+    auto mode = db.prepare("PRAGMA journal_mode");
+    ASSERT_TRUE(mode.step());
+    EXPECT_EQ(mode.text(0), "wal");
+  }
 }
 
 // A WAL database keeps a short log when its last connection closes (no checkpoint, no delete),
