@@ -258,11 +258,7 @@ class ClaimStore {
   // The stored claim / outcome rows, if any.
   virtual std::optional<ActionClaim> find_install_claim(const StreamId& stream,
                                                         std::string_view action_id) const = 0;
-  virtual std::optional<ActionClaim> find_activation_claim(const StreamId& stream,
-                                                           std::string_view action_id) const = 0;
   virtual std::optional<ExecutionOutcome> find_install_outcome(
-      const StreamId& stream, std::string_view action_id) const = 0;
-  virtual std::optional<ExecutionOutcome> find_activation_outcome(
       const StreamId& stream, std::string_view action_id) const = 0;
 };
 

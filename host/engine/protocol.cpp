@@ -541,12 +541,6 @@ void check_consent_expired(const Json& payload) {
 
 }  // namespace
 
-bool is_event_kind(std::string_view kind) noexcept {
-  return find_enum<EventKind>(kind).has_value();
-}
-bool is_action_kind(std::string_view kind) noexcept {
-  return find_enum<ActionKind>(kind).has_value();
-}
 bool is_planning_kind(EventKind kind) noexcept {
   return kind == EventKind::kIntentObserved || kind == EventKind::kDevelopmentObserved;
 }

@@ -32,10 +32,6 @@ inline constexpr std::string_view kInstallReceiptSchemaV3 = "ctx.install-receipt
 inline constexpr std::string_view kMaterialReceiptSchemaV3 = "ctx.material-receipt-v3";
 inline constexpr std::string_view kPromptContextReceiptSchemaV1 = "ctx.prompt-context-receipt-v1";
 
-// One of the 16 event kinds of §1.4.
-bool is_event_kind(std::string_view kind) noexcept;
-// One of the 10 action kinds of §1.5.
-bool is_action_kind(std::string_view kind) noexcept;
 // Planning kinds carry a decision: IntentObserved, DevelopmentObserved.
 bool is_planning_kind(EventKind kind) noexcept;
 // ActionApplied, ActionFailed, ActionExpired.

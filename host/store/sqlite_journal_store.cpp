@@ -323,22 +323,10 @@ std::optional<ActionClaim> SqliteJournalStore::find_install_claim(
   return impl_->load(impl_->install(), stream, action_id).claim;
 }
 
-std::optional<ActionClaim> SqliteJournalStore::find_activation_claim(
-    const StreamId& stream, std::string_view action_id) const {
-  std::lock_guard lock(mutex_);
-  return impl_->load(impl_->activation(), stream, action_id).claim;
-}
-
 std::optional<ExecutionOutcome> SqliteJournalStore::find_install_outcome(
     const StreamId& stream, std::string_view action_id) const {
   std::lock_guard lock(mutex_);
   return impl_->load(impl_->install(), stream, action_id).outcome;
-}
-
-std::optional<ExecutionOutcome> SqliteJournalStore::find_activation_outcome(
-    const StreamId& stream, std::string_view action_id) const {
-  std::lock_guard lock(mutex_);
-  return impl_->load(impl_->activation(), stream, action_id).outcome;
 }
 
 void SqliteJournalStore::verify(engine::StreamReplayer* replayer) const {

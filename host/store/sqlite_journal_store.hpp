@@ -89,11 +89,7 @@ class SqliteJournalStore final : public engine::JournalStore, public engine::Cla
       const engine::StreamId& stream, std::string_view action_id) const override;
   std::optional<engine::ActionClaim> find_install_claim(const engine::StreamId& stream,
                                                         std::string_view action_id) const override;
-  std::optional<engine::ActionClaim> find_activation_claim(
-      const engine::StreamId& stream, std::string_view action_id) const override;
   std::optional<engine::ExecutionOutcome> find_install_outcome(
-      const engine::StreamId& stream, std::string_view action_id) const override;
-  std::optional<engine::ExecutionOutcome> find_activation_outcome(
       const engine::StreamId& stream, std::string_view action_id) const override;
 
   // Re-validates the whole file: every stream's chain (canonical texts, digests, links), every

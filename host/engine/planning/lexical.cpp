@@ -22,13 +22,6 @@ bool is_capability_id(std::string_view text) noexcept {
 
 bool is_digest(std::string_view text) noexcept { return engine::is_digest(text); }
 
-bool is_sorted_unique(const std::vector<std::string>& values) noexcept {
-  for (std::size_t i = 1; i < values.size(); ++i) {
-    if (!(values[i - 1] < values[i])) return false;
-  }
-  return true;
-}
-
 std::vector<std::string> ascii_tokens(std::string_view text) {
   std::vector<std::string> out;
   std::string current;

@@ -21,8 +21,6 @@ bool is_installable_kind(std::string_view text) noexcept;
 bool is_capability_id(std::string_view text) noexcept;
 // 64 lower-case hex characters.
 bool is_digest(std::string_view text) noexcept;
-// True when `values` is strictly increasing (sorted and unique).
-bool is_sorted_unique(const std::vector<std::string>& values) noexcept;
 // The maximal runs of [a-z0-9] in `text`, in order; every other byte separates (upper-case
 // letters included, so callers that want case-insensitive tokens lower-case first).
 std::vector<std::string> ascii_tokens(std::string_view text);

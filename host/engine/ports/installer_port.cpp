@@ -123,12 +123,6 @@ TargetIdentity TargetIdentity::from_json(const core::Json& value) {
   return identity;
 }
 
-const char* activation_result_name(ActivationResult result) noexcept {
-  static constexpr const char* kNames[] = {"applied", "failed", "indeterminate"};
-  const int index = static_cast<int>(result) - 1;
-  return index >= 0 && index < 3 ? kNames[index] : "indeterminate";
-}
-
 core::Json ActivationRequest::to_json() const {
   return core::Json{{"capability_id", material.capability_id()},
                     {"content_bytes", material.content_bytes()},

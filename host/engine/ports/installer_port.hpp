@@ -76,14 +76,11 @@ class InstallerPort {
 
 // ---- Activation -----------------------------------------------------------------------------
 
-// What an installer observed for one activation. Persisted names: "applied", "failed",
-// "indeterminate" (activation_result_name); never renumber.
+// What an installer observed for one activation.
 //   applied: the exact material is active now (observed material + verification digest given);
 //   failed: the installer verified that it is not active (e.g. the material is not installed);
 //   indeterminate: no trustworthy observation (error, conflicting material, malformed reply).
 enum class ActivationResult : int { kApplied = 1, kFailed = 2, kIndeterminate = 3 };
-
-const char* activation_result_name(ActivationResult result) noexcept;
 
 // One capability's authorised material, as an activation request names it.
 struct ActivationRequest {

@@ -47,12 +47,6 @@ class ConsentBrokerError : public Error {
  public:
   ConsentBrokerError(const std::string& message, ErrorCode code) : Error(message, code) {}
 };
-// The store cannot be used now. Code: kUnavailable. Retry: later.
-class ConsentBrokerUnavailable : public ConsentBrokerError {
- public:
-  explicit ConsentBrokerUnavailable(const std::string& m)
-      : ConsentBrokerError(m, ErrorCode::kUnavailable) {}
-};
 // A row failed authentication or an invariant ("... authentication failed"). Code: kDataLoss.
 class ConsentBrokerCorruption : public ConsentBrokerError {
  public:

@@ -140,9 +140,7 @@ class PluginUnderTest {
   const std::filesystem::path& last_instance_dir() const { return last_instance_dir_; }
   // A new empty directory under the kit's temporary tree (e.g. for a body source).
   std::filesystem::path fresh_directory();
-  // Strings no error message may contain: config strings, the input marker.
-  const std::vector<std::string>& secrets() const { return secrets_; }
-  // The first secret `message` contains, or empty.
+  // The first secret `message` contains (config strings, the input marker), or empty.
   std::string leaked_secret(const std::string& message) const;
 
   const Json& kit_config() const { return kit_config_; }

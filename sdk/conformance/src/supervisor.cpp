@@ -488,6 +488,4 @@ CallScope::~CallScope() {
 
 void send_report(const std::string& payload) { send_frame(kReport, payload); }
 
-bool in_supervised_child() { return g_channel >= 0; }
-
 }  // namespace ctx::conformance::detail

@@ -76,9 +76,6 @@ class CallScope {
 // supervised child it does nothing.
 void send_report(const std::string& payload);
 
-// True inside a supervised child.
-bool in_supervised_child();
-
 }  // namespace ctx::conformance::detail
 
 #endif  // CTX_SDK_CONFORMANCE_SRC_SUPERVISOR_HPP_

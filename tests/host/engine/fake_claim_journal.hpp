@@ -131,21 +131,11 @@ class FakeClaimJournal final : public JournalStore, public ClaimStore {
     auto it = install_claims_.find(std::string(id));
     return it == install_claims_.end() ? std::nullopt : std::optional(it->second);
   }
-  std::optional<ActionClaim> find_activation_claim(const StreamId&,
-                                                   std::string_view id) const override {
-    std::lock_guard lock(mutex_);
-    auto it = activation_claims_.find(std::string(id));
-    return it == activation_claims_.end() ? std::nullopt : std::optional(it->second);
-  }
   std::optional<ExecutionOutcome> find_install_outcome(const StreamId&,
                                                        std::string_view id) const override {
     std::lock_guard lock(mutex_);
     auto it = outcomes_.find(std::string(id));
     return it == outcomes_.end() ? std::nullopt : std::optional(it->second);
-  }
-  std::optional<ExecutionOutcome> find_activation_outcome(const StreamId& s,
-                                                          std::string_view id) const override {
-    return find_install_outcome(s, id);
   }
 
   std::size_t claim_count() const {

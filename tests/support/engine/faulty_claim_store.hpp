@@ -91,9 +91,7 @@ class FaultyClaimStore final : public engine::ClaimStore {
     return target_->name(stream, action_id);                                             \
   }
   CTX_FAULTY_CLAIM_STORE_FORWARD(ActionClaim, find_install_claim)
-  CTX_FAULTY_CLAIM_STORE_FORWARD(ActionClaim, find_activation_claim)
   CTX_FAULTY_CLAIM_STORE_FORWARD(ExecutionOutcome, find_install_outcome)
-  CTX_FAULTY_CLAIM_STORE_FORWARD(ExecutionOutcome, find_activation_outcome)
 #undef CTX_FAULTY_CLAIM_STORE_FORWARD
 
  private:

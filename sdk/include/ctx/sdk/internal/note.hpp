@@ -78,21 +78,6 @@ constexpr bool is_valid_version(const char (&version)[N]) {
   return at == size;
 }
 
-constexpr std::size_t decimal_digits(std::uint32_t value) {
-  std::size_t digits = 1;
-  while (value >= 10) {
-    value /= 10;
-    ++digits;
-  }
-  return digits;
-}
-
-constexpr std::size_t text_size(const char* text) {
-  std::size_t size = 0;
-  while (text[size] != '\0') ++size;
-  return size;
-}
-
 // Appends to a fixed buffer; with a null buffer it only counts, so one routine both sizes and
 // fills the descriptor.
 struct Appender {
