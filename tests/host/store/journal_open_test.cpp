@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "host/engine/engine.hpp"
+#include "host/engine/errors.hpp"
 #include "host/store/journal_schema.hpp"
 #include "host/store/sqlite.hpp"
 #include "host/store/sqlite_journal_store.hpp"
@@ -79,11 +81,91 @@ TEST_F(JournalOpen, OpeningA10000RecordStreamDoesNotReplayIt) {
   EXPECT_EQ(store.head(scope().stream_id()).revision, 10'002);
 }
 
+// Passes every record to the reducer's replayer, counting them; `lie_at` (if set) returns a
+// state other than the replayed one for that revision, as a reducer that disagrees would.
+class CountingReplayer final : public StreamReplayer {
+ public:
+  explicit CountingReplayer(std::int64_t lie_at = 0) : lie_at_(lie_at) {}
+  void reset() override {
+    ++resets;
+    inner_.reset();
+  }
+  std::string apply(const JournalRecord& record) override {
+    revisions.push_back(record.revision);
+    std::string state = inner_.apply(record);
+    return record.revision == lie_at_ ? state + " " : state;
+  }
+  int resets = 0;
+  std::vector<std::int64_t> revisions;
+
+ private:
+  ReducerReplayer inner_;
+  std::int64_t lie_at_;
+};
+
 TEST_F(JournalOpen, VerifyReplaysEveryRecordOfAnIntactStream) {
   build(20);
-  verify_with_replay();
+  std::vector<std::int64_t> all(20);
+  for (std::int64_t i = 0; i < 20; ++i) all[static_cast<std::size_t>(i)] = i + 1;
+  {
+    store::SqliteJournalStore store(path(), clock_);
+    CountingReplayer replayer;
+    store.verify(&replayer);
+    EXPECT_EQ(replayer.resets, 1);  // one stream, from its first record
+    EXPECT_EQ(replayer.revisions, all);
+  }
   open_and_process(20);
-  verify_with_replay();
+  store::SqliteJournalStore store(path(), clock_);
+  CountingReplayer replayer;
+  store.verify(&replayer);
+  all.push_back(21);
+  EXPECT_EQ(replayer.revisions, all);
+}
+
+// A record whose replay reaches another state than the one it stored is named, by revision.
+TEST_F(JournalOpen, VerifyNamesTheFirstRecordThatReplaysToAnotherState) {
+  build(8);
+  store::SqliteJournalStore store(path(), clock_);
+  CountingReplayer replayer(5);
+  CTX_EXPECT_THROW(store.verify(&replayer), JournalCorruption,
+                   "journal record 5 replays to a state other than its result_state_digest");
+  EXPECT_EQ(replayer.revisions.back(), 5);
+}
+
+// The reducer's replayer demands the stored transition byte for byte and the record's own
+// binding: a record carrying another transition, or another event id, diverges at its revision.
+TEST_F(JournalOpen, TheReplayerRefusesARecordWhoseTransitionOrBindingDiffers) {
+  build(4);
+  store::SqliteJournalStore store(path(), clock_);
+  const auto records = store.read(scope().stream_id());
+  ASSERT_EQ(records.size(), 4u);
+  const auto replay_until = [&](const JournalRecord& last) {
+    ReducerReplayer replayer;
+    replayer.reset();
+    for (std::size_t i = 0; i + 1 < records.size(); ++i) (void)replayer.apply(records[i]);
+    (void)replayer.apply(last);
+  };
+  EXPECT_NO_THROW(replay_until(records[3]));
+  JournalRecord other_transition = records[3];
+  const auto at = other_transition.transition_json.find("event-turn-3");
+  ASSERT_NE(at, std::string::npos);
+  other_transition.transition_json.replace(at, 12, "event-turn-9");
+  try {
+    replay_until(other_transition);
+    ADD_FAILURE() << "a changed transition must not replay";
+  } catch (const ReplayDivergenceError& e) {
+    EXPECT_EQ(e.revision(), 4);
+    EXPECT_EQ(e.component(), "transition");
+  }
+  JournalRecord other_event = records[3];
+  other_event.event_id = "event-turn-9";
+  try {
+    replay_until(other_event);
+    ADD_FAILURE() << "a record bound to another event must not replay";
+  } catch (const ReplayDivergenceError& e) {
+    EXPECT_EQ(e.revision(), 4);
+    EXPECT_EQ(e.component(), "record-binding");
+  }
 }
 
 // Flips one character of `column` in `table` at the row selected by `where` (a hex digit of a
