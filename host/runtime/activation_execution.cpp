@@ -1,5 +1,6 @@
 #include "host/runtime/activation_execution.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -24,11 +25,14 @@ namespace {
 constexpr int kSettlementAttempts = 3;
 constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
 
-engine::MaterialIdentity authorized_material(const engine::HostAction& action) {
-  if (action.action_kind() != engine::ActionKind::kActivateCapability ||
-      !action.payload().is_object() ||
+engine::MaterialIdentity authorized_material(
+    const engine::HostAction& action,
+    engine::ActionKind kind = engine::ActionKind::kActivateCapability) {
+  if (action.action_kind() != kind || !action.payload().is_object() ||
       action.payload().value("schema", "") != engine::kMaterialActionPayloadSchemaV3) {
-    throw ActivationExecutionError("execution requires an exact schema-v3 activation action");
+    throw ActivationExecutionError(kind == engine::ActionKind::kActivateCapability
+                                       ? "execution requires an exact schema-v3 activation action"
+                                       : "execution requires an exact schema-v3 deactivation action");
   }
   const auto material = action.payload().find("material_identity");
   if (material == action.payload().end()) {
@@ -72,32 +76,50 @@ engine::SettlementGuard stored_guard(const engine::HostAction& action,
                                  status.outcome_digest};
 }
 
-engine::EngineEvent receipt_event(const engine::HostAction& action,
-                                  const engine::SettlementGuard& guard, engine::Revision head,
-                                  const std::string& observed_at) {
+// The ActionApplied receipt of a material action (activate or deactivate) with material-receipt
+// v3 verification, or with `applied` false the ActionFailed one (its error code is redacted by
+// the engine's ingress anyway).
+engine::EngineEvent receipt_event(const engine::HostAction& action, std::string event_id,
+                                  engine::Revision head, const std::string& occurred_at,
+                                  bool applied = true) {
   const auto& payload = action.payload();
-  engine::EngineEvent::Fields receipt{
-      .event_id = "ctx-activation-receipt-" + *guard.execution_outcome_digest,
-      .kind = "ActionApplied",
-      .scope = action.scope(),
-      .expected_revision = head,
-      .occurred_at = observed_at,
-      .payload = {{"action_id", action.action_id()},
-                  {"action_kind", action.action_kind()},
-                  {"action_content_digest", action.content_digest()},
-                  {"action_precondition_revision", action.precondition_revision()},
-                  {"verification",
-                   {{"schema", engine::kMaterialReceiptSchemaV3},
-                    {"host_state", action.verification().at("expected_state")},
-                    {"capability_id", action.entity_id().value_or("")},
-                    {"capability_kind", payload.at("capability_kind")},
-                    {"catalog_identity", payload.at("catalog_identity")},
-                    {"material_identity", payload.at("material_identity")},
-                    {"authorized_material", payload.at("authorized_material")}}}},
-      .privacy = action.privacy(),
-      .correlation_id = action.plan_id(),
-      .causation_id = action.action_id()};
+  core::Json body = {{"action_id", action.action_id()},
+                     {"action_kind", action.action_kind()},
+                     {"action_content_digest", action.content_digest()},
+                     {"action_precondition_revision", action.precondition_revision()}};
+  if (applied) {
+    body["verification"] = {{"schema", engine::kMaterialReceiptSchemaV3},
+                            {"host_state", action.verification().at("expected_state")},
+                            {"capability_id", action.entity_id().value_or("")},
+                            {"capability_kind", payload.at("capability_kind")},
+                            {"catalog_identity", payload.at("catalog_identity")},
+                            {"material_identity", payload.at("material_identity")},
+                            {"authorized_material", payload.at("authorized_material")}};
+  } else {
+    body["error"] = {{"code", "redacted-host-failure"}};
+  }
+  engine::EngineEvent::Fields receipt{.event_id = std::move(event_id),
+                                      .kind = applied ? "ActionApplied" : "ActionFailed",
+                                      .scope = action.scope(),
+                                      .expected_revision = head,
+                                      .occurred_at = occurred_at,
+                                      .payload = std::move(body),
+                                      .privacy = action.privacy(),
+                                      .correlation_id = action.plan_id(),
+                                      .causation_id = action.action_id()};
   return engine::EngineEvent::create(std::move(receipt));
+}
+
+// The pending deactivation `action` names, exactly, at `head`; null when it is not pending.
+const engine::PendingEffect* pending_deactivation(const engine::EngineSnapshot& head,
+                                                  const engine::HostAction& action) {
+  if (!head.state) return nullptr;
+  const engine::PendingEffect* pending = head.state->pending_effect(action.action_id());
+  if (pending == nullptr || pending->effect != engine::Effect::kDeactivate ||
+      !(pending->action == action)) {
+    return nullptr;
+  }
+  return pending;
 }
 
 }  // namespace
@@ -195,7 +217,9 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
     const auto head = engine.snapshot(action.scope().stream_id());
     try {
       auto transition = engine.process_activation_receipt(
-          receipt_event(action, guard, head.revision, *observed_at), guard);
+          receipt_event(action, "ctx-activation-receipt-" + *guard.execution_outcome_digest,
+                        head.revision, *observed_at),
+          guard);
       crash_point(crash_points::kAfterActivationReceipt);
       report.settled = true;
       report.transition = std::move(transition);
@@ -205,6 +229,68 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
     }
   }
   throw ActivationExecutionError("activation receipt settlement remained contended");
+}
+
+DeactivationExecutionReport execute_deactivation(const ActivationActuators& actuators,
+                                                 const core::Clock& clock,
+                                                 const engine::HostAction& action) {
+  engine::Engine& engine = actuators.engine;
+  const engine::MaterialIdentity material =
+      authorized_material(action, engine::ActionKind::kDeactivateCapability);
+  ExclusiveFileLock execution_lock(execution_lock_slot(actuators.journal_path, action),
+                                   kExecutionLockTimeout);
+  DeactivationExecutionReport report;
+  // Settled already (by an earlier call, perhaps one that crashed after its receipt): what the
+  // journal says, with nothing called and nothing committed.
+  const auto settled = [&](const engine::EngineSnapshot& head) {
+    report.settled = true;
+    const std::string id = action.entity_id().value_or("");
+    const auto& blocked = head.state->fields().blocked_deactivation_ids;
+    report.outcome = std::find(blocked.begin(), blocked.end(), id) != blocked.end()
+                         ? engine::Outcome::kFailed
+                         : engine::Outcome::kApplied;
+    return report;
+  };
+  auto head = engine.snapshot(action.scope().stream_id());
+  if (pending_deactivation(head, action) == nullptr) {
+    if (!head.state) throw ActivationExecutionError("deactivation action has no journal stream");
+    return settled(head);
+  }
+  if (actuators.activation == nullptr) {
+    throw ActivationExecutionError("composition has no activation actuator");
+  }
+  // Deactivation is idempotent (an inactive capability deactivates as applied), and the
+  // execution lock excludes a live competing executor: a retry after a crash simply asks again.
+  engine::ActivationObservation observation;
+  try {
+    observation = actuators.activation->deactivate(engine::ActivationRequest{material});
+  } catch (const Error&) {
+    observation.result = engine::ActivationResult::kIndeterminate;
+  }
+  if (observation.result == engine::ActivationResult::kIndeterminate) return report;
+  const bool applied = observation.result == engine::ActivationResult::kApplied;
+  crash_point(crash_points::kAfterDeactivation);
+  const std::string event_id =
+      "ctx-deactivation-receipt-" +
+      engine::identity_digest_of(core::Json{{"action_content_digest", action.content_digest()},
+                                            {"outcome", applied ? "applied" : "failed"},
+                                            {"schema", "ctx.deactivation-receipt-v1"}});
+  const std::string occurred_at = core::format_rfc3339(clock.now());
+  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
+    if (attempt > 0) head = engine.snapshot(action.scope().stream_id());
+    if (pending_deactivation(head, action) == nullptr) return settled(head);
+    try {
+      report.transition =
+          engine.process(receipt_event(action, event_id, head.revision, occurred_at, applied));
+      crash_point(crash_points::kAfterDeactivationReceipt);
+      report.settled = true;
+      report.outcome = applied ? engine::Outcome::kApplied : engine::Outcome::kFailed;
+      return report;
+    } catch (const engine::RevisionConflict&) {
+      continue;  // the head moved under us: re-read and settle again
+    }
+  }
+  throw ActivationExecutionError("deactivation receipt settlement remained contended");
 }
 
 }  // namespace ctx::runtime::detail

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "host/core/error.hpp"
+#include "host/core/time.hpp"
 #include "host/engine/engine.hpp"
 #include "host/engine/ports/installer_port.hpp"
 #include "host/engine/protocol.hpp"
@@ -52,6 +53,17 @@ struct ActivationExecutionReport {
   std::optional<engine::Transition> transition;
 };
 
+// Safe result of one deactivation: kApplied (the installer verified the capability inactive; the
+// ActionApplied receipt is committed, now or by an earlier call), kFailed (the installer reported
+// it cannot; ActionFailed is committed and the engine blocks that deactivation) or kIndeterminate
+// (nothing committed: the effect stays pending and a later call tries again).
+struct DeactivationExecutionReport {
+  engine::Outcome outcome = engine::Outcome::kIndeterminate;
+  bool settled = false;
+  // The receipt transition this call committed; absent when nothing was committed by this call.
+  std::optional<engine::Transition> transition;
+};
+
 namespace detail {
 
 // What one composition executes activations with. `activation` may be null: then only an already
@@ -75,6 +87,12 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
                                              const engine::InstallExecutionBinding& binding,
                                              std::string_view expected_host_descriptor_digest,
                                              std::string_view verification_digest);
+
+// The body of EngineComposition::execute_deactivation (the caller holds the composition's lock).
+// `clock` dates the receipt.
+DeactivationExecutionReport execute_deactivation(const ActivationActuators& actuators,
+                                                 const core::Clock& clock,
+                                                 const engine::HostAction& action);
 
 }  // namespace detail
 }  // namespace ctx::runtime

@@ -269,6 +269,15 @@ ActivationExecutionReport EngineComposition::execute_activation(
                                     verification_digest);
 }
 
+DeactivationExecutionReport EngineComposition::execute_deactivation(
+    const engine::HostAction& action) {
+  std::lock_guard lock(mutex_);
+  assert_usable();
+  const detail::ActivationActuators actuators{*parts_->engine, parts_->activation.get(),
+                                              parts_->journal_path};
+  return detail::execute_deactivation(actuators, *parts_->clock, action);
+}
+
 engine::InstallExecutionBinding EngineComposition::resolve_install_execution_binding(
     const engine::HostAction& action, const engine::PlanCapabilityV3& selection) {
   std::lock_guard lock(mutex_);

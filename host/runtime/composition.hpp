@@ -132,6 +132,13 @@ class EngineComposition final {
                                                const engine::InstallExecutionBinding& binding,
                                                std::string_view expected_host_descriptor_digest,
                                                std::string_view verification_digest);
+  // Executes one exact pending DeactivateCapability: the activation port deactivates it, then an
+  // ActionApplied receipt (ActionFailed when the installer reports it cannot) dated by the
+  // trusted clock settles it; the engine does not guard deactivation receipts, so no claim is
+  // taken. Idempotent and crash-recovering: a re-run after a crash asks the installer again and
+  // commits the one receipt (activation_execution.hpp). Errors: ActivationExecutionError (not a
+  // schema-v3 deactivation, no activation actuator, contended), the engine's.
+  DeactivationExecutionReport execute_deactivation(const engine::HostAction& action);
 
   // The binding the current installer driver of `selection` would execute `action` under
   // (driver id, plugin identity digest, host identity, install root digest), without installing

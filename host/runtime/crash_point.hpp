@@ -38,6 +38,12 @@ inline constexpr std::string_view kAfterInstallReceipt = "runtime.install.after-
 // The service observed the settled install; its desired result is not returned.
 inline constexpr std::string_view kAfterInstallSettlement = "runtime.install.after-settlement";
 
+// The installer verified a pending deactivation (inactive, or failed); no receipt yet.
+inline constexpr std::string_view kAfterDeactivation = "runtime.deactivation.after-deactivate";
+// The deactivation's ActionApplied (or ActionFailed) receipt is committed; no report returned.
+inline constexpr std::string_view kAfterDeactivationReceipt =
+    "runtime.deactivation.after-receipt";
+
 // The activation and decision-settlement points (armed by tests/host/runtime).
 inline constexpr std::array<std::string_view, 4> kAll = {
     kAfterActivationClaim, kAfterActivationOutcome, kAfterActivationReceipt,
@@ -46,6 +52,9 @@ inline constexpr std::array<std::string_view, 4> kAll = {
 inline constexpr std::array<std::string_view, 5> kInstall = {
     kAfterInstallDecision, kAfterInstallClaim, kAfterInstallOutcome, kAfterInstallReceipt,
     kAfterInstallSettlement};
+// The deactivation points (armed by tests/host/runtime/catalog/state_service_test.cpp).
+inline constexpr std::array<std::string_view, 2> kDeactivation = {kAfterDeactivation,
+                                                                  kAfterDeactivationReceipt};
 }  // namespace crash_points
 
 // Thrown by an armed crash point in CrashMode::kThrow. Carries the point's name. Not derived

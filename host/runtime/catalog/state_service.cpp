@@ -42,6 +42,8 @@ Json actions_json(const std::vector<ManagedActionSummary>& actions) {
 
 constexpr std::size_t kMaxActivationTargetBytes = 16384;
 constexpr std::size_t kMaxShownChallenges = 16;
+// Deactivations one release_deactivations call settles at most (a plan holds at most five).
+constexpr std::size_t kMaxReleasedPerCall = 8;
 
 // Install bodies from the imported catalog's object store, read as stored (the executor verifies
 // them once: the root the files imply, or SKILL.md, against the material).
@@ -366,6 +368,11 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
       // work registers on the head that settles it.
       if (expiry_settled || !settle_expired_consent(work)) throw;
       expiry_settled = true;
+    } catch (const ManagedConsentPolicyChangedError&) {
+      // The pending consent was asked for under another policy and can no longer be decided:
+      // the same, once its challenge has expired; until then the refusal stands.
+      if (expiry_settled || !settle_expired_consent(work)) throw;
+      expiry_settled = true;
     }
   }
 }
@@ -502,11 +509,55 @@ std::optional<ActivationSummary> StateService::activate_installed(
     const std::string& challenge_digest) {
   const ConsentRecord record = broker_->status_by_challenge_digest(challenge_digest);
   const ConsentChallengeFields& fields = record.challenge.fields();
-  const engine::ScopeRef scope = engine::ScopeRef::from_json(fields.scope);
-  const auto query = store_->find_planned_by_scope_and_plan(scope, fields.plan_id);
+  const auto query = store_->find_planned_by_scope_and_plan(
+      engine::ScopeRef::from_json(fields.scope), fields.plan_id);
   if (!query) return std::nullopt;
+  return activate_pending(*query, fields.capability_id, "challenge_digest", challenge_digest);
+}
+
+std::optional<ActivationSummary> StateService::activate_chosen(const std::string& query_ref,
+                                                               const std::string& capability_id) {
+  if (!is_query_ref(query_ref)) {
+    throw InvalidArgument("query_ref must be an opaque managed-query reference");
+  }
+  const ManagedQueryRecord query = store_->load(query_ref);
+  if (!query.planned()) return std::nullopt;
+  return activate_pending(query, capability_id, "query_ref", query_ref);
+}
+
+std::vector<ActivationSummary> StateService::release_deactivations(const std::string& query_ref) {
+  if (!is_query_ref(query_ref)) {
+    throw InvalidArgument("query_ref must be an opaque managed-query reference");
+  }
+  const ManagedQueryRecord query = store_->load(query_ref);
+  const engine::ScopeRef& scope = query.decision_event().scope();
+  auto composition = open_composition(query);
+  std::vector<ActivationSummary> released;
+  // The engine emits one deactivation per transition; each receipt may emit the next.
+  for (std::size_t i = 0; i < kMaxReleasedPerCall; ++i) {
+    const auto snapshot = composition->snapshot(scope);
+    if (!snapshot.state) break;
+    const engine::PendingEffect* next = nullptr;
+    for (const auto& pending : snapshot.state->pending_effects()) {
+      if (pending.effect == engine::Effect::kDeactivate) {
+        next = &pending;
+        break;
+      }
+    }
+    if (next == nullptr) break;
+    const engine::HostAction action = next->action;
+    const auto report = composition->execute_deactivation(action);
+    released.push_back(
+        ActivationSummary{action.entity_id().value_or(""), report.outcome, report.settled});
+    if (!report.settled) break;  // indeterminate: a later call asks the installer again
+  }
+  composition->close();
+  return released;
+}
+
+std::unique_ptr<EngineComposition> StateService::open_composition(const ManagedQueryRecord& query) {
   auto artifact =
-      registry_->reopen(query->artifact_manifest_digest(), query->planning_environment_digest());
+      registry_->reopen(query.artifact_manifest_digest(), query.planning_environment_digest());
   ManagedCompositionOptions options;
   options.journal_path = paths_.journal;
   options.journal = journal_;
@@ -518,29 +569,40 @@ std::optional<ActivationSummary> StateService::activate_installed(
   options.trusted_clock = clock_;
   options.policy_store_root = paths_.install_policy;
   options.activation_port = activation_;
-  auto composition = open_managed_engine_composition(*registry_, artifact, std::move(options));
+  return open_managed_engine_composition(*registry_, artifact, std::move(options));
+}
+
+std::optional<ActivationSummary> StateService::activate_pending(const ManagedQueryRecord& query,
+                                                                const std::string& capability_id,
+                                                                const char* authority,
+                                                                const std::string& authority_ref) {
+  const engine::ScopeRef& scope = query.decision_event().scope();
+  auto composition = open_composition(query);
   const auto snapshot = composition->snapshot(scope);
-  if (!snapshot.state) return std::nullopt;
+  if (!snapshot.state) {
+    composition->close();
+    return std::nullopt;
+  }
   for (const auto& pending : snapshot.state->pending_effects()) {
     if (pending.effect != engine::Effect::kActivate ||
-        pending.action.entity_id() != std::optional<std::string>(fields.capability_id)) {
+        pending.action.entity_id() != std::optional<std::string>(capability_id)) {
       continue;
     }
-    const auto* capability = snapshot.state->capability(fields.capability_id);
+    const auto* capability = snapshot.state->capability(capability_id);
     if (capability == nullptr || !capability->selection.install_descriptor()) {
       throw ActivationExecutionError("pending activation has no installed capability");
     }
     if (!actuators_) throw InstallActuatorError("no physical installation actuator is configured");
     const auto binding = actuators_->binding(*capability->selection.install_descriptor());
-    const std::string verification = core::canonical_digest(
-        Json{{"action_id", pending.action.action_id()},
-             {"challenge_digest", challenge_digest},
-             {"schema", "ctx.state-activation-request-v1"}},
-        core::Encoding::kAscii);
+    const std::string verification =
+        core::canonical_digest(Json{{"action_id", pending.action.action_id()},
+                                    {authority, authority_ref},
+                                    {"schema", "ctx.state-activation-request-v1"}},
+                               core::Encoding::kAscii);
     const auto report = composition->execute_activation(
         pending.action, binding, snapshot.state->host_descriptor_digest(), verification);
     composition->close();
-    return ActivationSummary{fields.capability_id, report.outcome, report.settled};
+    return ActivationSummary{capability_id, report.outcome, report.settled};
   }
   composition->close();
   return std::nullopt;

@@ -166,6 +166,16 @@ class StateService {
   // crash reconciles). nullopt when no activation is pending. Errors: ActivationExecutionError,
   // InstallActuatorError ("no physical installation actuator"), broker and engine errors.
   std::optional<ActivationSummary> activate_installed(const std::string& challenge_digest);
+  // The same for the pending ActivateCapability of `capability_id` that a preapproved-auto
+  // install left in `query_ref`'s session. Errors: InvalidArgument (not a query ref), ManagedQueryStoreNotFound, as above.
+  std::optional<ActivationSummary> activate_chosen(const std::string& query_ref,
+                                                   const std::string& capability_id);
+  // Executes the pending DeactivateCapability effects of `query_ref`'s session, one after
+  // another (a plan that dropped an active capability releases it: the installer deactivates
+  // it, and its receipt lets the session plan on); stops at an indeterminate one. What each did,
+  // in order; empty when none is pending. Errors: InvalidArgument (not a query ref),
+  // ManagedQueryStoreNotFound, ActivationExecutionError, the engine's.
+  std::vector<ActivationSummary> release_deactivations(const std::string& query_ref);
 
   const CatalogVocabulary& vocabulary() const noexcept { return authority_->vocabulary(); }
   const std::string& installation_key() const noexcept { return key_; }
@@ -180,6 +190,14 @@ class StateService {
   // Commits InstallConsentExpired for the consent pending in `work`'s session when its published
   // challenge has expired; true when the session then has no pending consent.
   bool settle_expired_consent(const CurrentWork& work);
+  // A composition over `query`'s artifact with this state dir's ports and activation actuator.
+  std::unique_ptr<EngineComposition> open_composition(const ManagedQueryRecord& query);
+  // Executes the pending activation of `capability_id` on `query`'s session; the caller's
+  // verification digest names `authority` = `authority_ref`.
+  std::optional<ActivationSummary> activate_pending(const ManagedQueryRecord& query,
+                                                    const std::string& capability_id,
+                                                    const char* authority,
+                                                    const std::string& authority_ref);
   StatePaths paths_;
   std::string key_;
   std::shared_ptr<const core::Clock> clock_;

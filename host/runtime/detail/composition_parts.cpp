@@ -104,8 +104,11 @@ std::unique_ptr<CompositionParts> CompositionParts::open(EngineCompositionOption
   parts->activation = std::move(options.activation_port);
   parts->install_actuator = std::move(options.install_actuator);
   if (options.policy_store_root) parts->policy_store.emplace(*options.policy_store_root);
-  parts->clock = std::move(options.trusted_clock);
-  const core::Clock& clock = parts->clock ? *parts->clock : kSystemClock;
+  // No trusted clock given: the system's (a non-owning pointer to the static one).
+  parts->clock = options.trusted_clock
+                     ? std::move(options.trusted_clock)
+                     : std::shared_ptr<const core::Clock>(std::shared_ptr<void>(), &kSystemClock);
+  const core::Clock& clock = *parts->clock;
   // The pinned graph artifact and the audit store come first: a graph that fails its pin (or
   // an unusable planner) must not leave a journal behind.
   parts->graph = store::GraphStore::open(options.graph_artifact_path,

@@ -42,7 +42,7 @@ struct CompositionParts {
   std::optional<InstallPolicyStore> policy_store;
   std::mutex held_policy_mutex;
   std::optional<InstallPolicyStore::Hold> held_policy;  // GUARDED_BY(held_policy_mutex)
-  std::shared_ptr<const core::Clock> clock;
+  std::shared_ptr<const core::Clock> clock;  // never null (the system clock by default)
   std::unique_ptr<store::GraphStore> graph;
   std::unique_ptr<store::SqliteBenefitAuditStore> audit;
   std::unique_ptr<planning::CapabilityPlanner> planner;

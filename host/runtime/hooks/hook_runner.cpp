@@ -50,6 +50,7 @@ struct HookChoice {
   };
   std::optional<Challenge> challenge;
   std::vector<std::string> installed;
+  std::vector<std::string> deactivated;
 };
 
 constexpr int kBriefAttempts = 25;
@@ -109,6 +110,7 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
                             {"capability_id", challenge->capability_id()}};
   }
   if (!choice.installed.empty()) request["installed"] = choice.installed;
+  if (!choice.deactivated.empty()) request["deactivated"] = choice.deactivated;
   return request;
 }
 
@@ -149,15 +151,32 @@ HookChoice choose_installs(StateService& service, const ManagedQueryServiceResul
           challenge->challenge_digest(), challenge->capability_id(), challenge->expires_at()});
       return choice;
     }
-    // No challenge (a preapproved-auto policy): the skills the transition installed are the
-    // ones it now activates or reconciled.
-    if (desired->status() == ManagedDesiredStatus::kEffectPending ||
-        desired->status() == ManagedDesiredStatus::kReconciled) {
-      for (const auto& action : desired->actions()) {
-        if (action.kind() == engine::ActionKind::kActivateCapability && action.entity_id() &&
-            std::find(ids.begin(), ids.end(), *action.entity_id()) != ids.end()) {
-          choice.installed.push_back(*action.entity_id());
-        }
+    // No challenge (a preapproved-auto policy): the chosen skills the transition installed and
+    // now activates (here, where the host loads skills), or that an earlier run of this same
+    // choice already installed and activated (reconciled).
+    const bool reconciled = desired->status() == ManagedDesiredStatus::kReconciled;
+    if (!reconciled && desired->status() != ManagedDesiredStatus::kEffectPending) return choice;
+    const auto named = [](const std::vector<std::string>& list, const std::string& id) {
+      return std::find(list.begin(), list.end(), id) != list.end();
+    };
+    for (const std::string& id : ids) {
+      if (named(desired->failed_capability_ids(), id) ||
+          named(desired->deferred_capability_ids(), id)) {
+        continue;
+      }
+      const auto& actions = desired->actions();
+      const bool activating = std::any_of(actions.begin(), actions.end(), [&](const auto& action) {
+        return action.kind() == engine::ActionKind::kActivateCapability &&
+               action.entity_id() == std::optional<std::string>(id);
+      });
+      if (!activating && !reconciled) continue;
+      choice.installed.push_back(id);
+      if (!activating) continue;
+      try {
+        (void)service.activate_chosen(result.query_ref(), id);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::kDataLoss) throw;
+        // Installed but not activated now: the activation stays pending for a later hook.
       }
     }
   } catch (const Error& e) {
@@ -165,6 +184,30 @@ HookChoice choose_installs(StateService& service, const ManagedQueryServiceResul
     return HookChoice{};
   }
   return choice;
+}
+
+// Executes the deactivations `result`'s plan asked for (StateService::release_deactivations);
+// the capabilities now inactive. A typed failure leaves them pending for a later hook (the reply
+// still goes out); only data loss propagates.
+std::vector<std::string> release_dropped(StateService& service,
+                                         const ManagedQueryServiceResult& result) {
+  std::vector<std::string> released;
+  const auto& actions = result.actions();
+  if (std::none_of(actions.begin(), actions.end(), [](const ManagedActionSummary& action) {
+        return action.kind() == engine::ActionKind::kDeactivateCapability;
+      })) {
+    return released;
+  }
+  try {
+    for (const ActivationSummary& summary : service.release_deactivations(result.query_ref())) {
+      if (summary.settled && summary.outcome == engine::Outcome::kApplied) {
+        released.push_back(summary.capability_id);
+      }
+    }
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+  }
+  return released;
 }
 
 // The remembered-reply key of `request`: an HMAC under the installation key (no payload kept).
@@ -396,22 +439,40 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     }
   };
   try {
-    // A concurrent writer (another hook's prepare or choice) may hold the benefit audit
-    // database for a moment: prepare is an exact retry of the same work, so retry it briefly.
-    result.emplace(retry_briefly<engine::planning::BenefitAuditStoreUnavailable>([&] {
-      sources.clear();
-      return service.prepare(work, sources);
-    }));
-    direct = true;
-  } catch (const FailedPrecondition&) {
-    reopen_current();
-  } catch (const engine::InvalidEventError&) {
-    reopen_current();
+    try {
+      // A concurrent writer (another hook's prepare or choice) may hold the benefit audit
+      // database for a moment: prepare is an exact retry of the same work, so retry it briefly.
+      result.emplace(retry_briefly<engine::planning::BenefitAuditStoreUnavailable>([&] {
+        sources.clear();
+        return service.prepare(work, sources);
+      }));
+      direct = true;
+    } catch (const ManagedConsentPolicyChangedError&) {
+      throw;
+    } catch (const FailedPrecondition&) {
+      reopen_current();
+    } catch (const engine::InvalidEventError&) {
+      reopen_current();
+    }
+  } catch (const ManagedConsentPolicyChangedError& e) {
+    // The session waits on a consent that `ctx policy set` has since stranded: the reply says
+    // so, and when it lapses (StateService::prepare then plans again). Never remembered.
+    return HookResponse{
+        port->render_reply(Json{{"event", event},
+                                {"actions", Json::array()},
+                                {"stranded",
+                                 {{{"capability_id", e.capability_id()},
+                                   {"expires_at", e.expires_at()}}}}})
+            .dump()};
   }
-  // A prompt's ready plan: its installable skills are chosen for the user, so the reply says how
-  // to approve them (or that they were installed under a preapproved-auto policy).
+  // A plan that dropped an active capability releases it first (the session plans on only once
+  // that deactivation is settled). Then a prompt's ready plan: its installable skills are chosen
+  // for the user, so the reply says how to approve them (or that they were installed under a
+  // preapproved-auto policy).
+  std::vector<std::string> deactivated = release_dropped(service, *result);
   HookChoice choice;
   if (event == "UserPromptSubmit") choice = choose_installs(service, *result);
+  choice.deactivated = std::move(deactivated);
   const Json reply = port->render_reply(reply_request(event, *result, choice));
   HookResponse response{reply.dump()};
   // Remembered for the next identical request only when this run was a plain prepare and nothing

@@ -181,7 +181,8 @@ std::optional<ManagedConsentChallengeProjection> ManagedQueryService::publish_cu
 
   const auto policy = current_install_policy();
   if (policy.policy_digest() != string_field(request->payload(), "policy_snapshot_digest")) {
-    throw ManagedQueryServiceError("managed pending consent policy snapshot is no longer exact");
+    throw ManagedConsentPolicyChangedError(capability->capability_id(),
+                                           pending.install_action.expires_at().value_or(""));
   }
   std::optional<InstallPolicyStore::Hold> held;
   std::optional<InstallPolicyStore> policy_store;

@@ -4,6 +4,7 @@
 #define CTX_HOST_RUNTIME_SERVICE_ERRORS_HPP_
 
 #include <string>
+#include <utility>
 
 #include "host/core/error.hpp"
 
@@ -61,6 +62,23 @@ class ManagedQuerySupersededError : public ManagedQueryServiceError {
 class ManagedQueryHeadDriftError : public ManagedQueryServiceError {
  public:
   using ManagedQueryServiceError::ManagedQueryServiceError;
+};
+// The session's pending consent was requested under an install policy that has since changed, so
+// its challenge can no longer be published or decided; it stays pending until `expires_at` (the
+// install action's expiry), when recovery expires it. Retry: after that, or with the policy
+// restored.
+class ManagedConsentPolicyChangedError : public ManagedQueryServiceError {
+ public:
+  ManagedConsentPolicyChangedError(std::string capability_id, std::string expires_at)
+      : ManagedQueryServiceError("managed pending consent policy snapshot is no longer exact"),
+        capability_id_(std::move(capability_id)),
+        expires_at_(std::move(expires_at)) {}
+  const std::string& capability_id() const noexcept { return capability_id_; }
+  const std::string& expires_at() const noexcept { return expires_at_; }
+
+ private:
+  std::string capability_id_;
+  std::string expires_at_;
 };
 // The desired choice conflicts with the committed plan or the journal.
 class ManagedDesiredSetConflictError : public ManagedQueryServiceError {

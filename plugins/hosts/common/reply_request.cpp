@@ -36,6 +36,20 @@ bool is_name(std::string_view text) noexcept {
   return true;
 }
 
+// YYYY-MM-DDTHH:MM:SS, an optional fraction of 1-9 digits, Z: digits and fixed punctuation only.
+bool is_utc_timestamp(std::string_view text) noexcept {
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd";
+  if (text.size() < kShape.size() + 1 || text.back() != 'Z') return false;
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (std::size_t i = 0; i < kShape.size(); ++i) {
+    if (kShape[i] == 'd' ? !digit(text[i]) : text[i] != kShape[i]) return false;
+  }
+  const std::string_view rest = text.substr(kShape.size(), text.size() - kShape.size() - 1);
+  if (rest.empty()) return true;
+  if (rest.size() < 2 || rest.size() > 10 || rest.front() != '.') return false;
+  return std::all_of(rest.begin() + 1, rest.end(), digit);
+}
+
 void add_unique(std::vector<std::string>& list, std::string value) {
   if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(std::move(value));
 }
@@ -131,14 +145,34 @@ ReplyRequest read_reply_request(std::string_view text) {
     if (!many->is_array()) throw InvalidArgument("reply request challenges must be an array");
     for (const Json& value : *many) out.challenges.push_back(read_challenge(value));
   }
-  if (const auto installed = request.find("installed");
-      installed != request.end() && !installed->is_null()) {
-    if (!installed->is_array()) throw InvalidArgument("reply request installed must be an array");
-    for (const Json& id : *installed) {
+  for (auto [key, list] : {std::pair{"installed", &out.installed},
+                           std::pair{"deactivated", &out.deactivated}}) {
+    const auto ids = request.find(key);
+    if (ids == request.end() || ids->is_null()) continue;
+    if (!ids->is_array()) {
+      throw InvalidArgument(std::string("reply request ") + key + " must be an array");
+    }
+    for (const Json& id : *ids) {
       if (!id.is_string() || !is_capability_id(id.get_ref<const std::string&>())) {
-        throw InvalidArgument("reply request installed entries must be capability ids");
+        throw InvalidArgument(std::string("reply request ") + key +
+                              " entries must be capability ids");
       }
-      add_unique(out.installed, id.get<std::string>());
+      add_unique(*list, id.get<std::string>());
+    }
+  }
+  if (const auto stranded = request.find("stranded");
+      stranded != request.end() && !stranded->is_null()) {
+    if (!stranded->is_array()) throw InvalidArgument("reply request stranded must be an array");
+    for (const Json& value : *stranded) {
+      if (!value.is_object()) throw InvalidArgument("reply request stranded entries must be objects");
+      const auto capability = named_capability(value, "stranded");
+      const auto expires = value.find("expires_at");
+      if (!capability || expires == value.end() || !expires->is_string() ||
+          !is_utc_timestamp(expires->get_ref<const std::string&>())) {
+        throw InvalidArgument(
+            "reply request stranded entries need a capability_id and a UTC expires_at");
+      }
+      out.stranded.push_back({*capability, expires->get<std::string>()});
     }
   }
   return out;
@@ -177,6 +211,16 @@ std::string reply_text(const ReplyRequest& request) {
   }
   if (!request.installed.empty()) {
     lines.push_back("ctx installed: " + listed(request.installed) + ".");
+  }
+  if (!request.deactivated.empty()) {
+    lines.push_back("ctx deactivated: " + listed(request.deactivated) + ".");
+  }
+  for (std::size_t i = 0; i < std::min(request.stranded.size(), kMaxListed); ++i) {
+    const StrandedConsent& stranded = request.stranded[i];
+    lines.push_back("ctx cannot ask for approval of " + display_capability(stranded.capability_id) +
+                    " now: it was requested under an install policy that has since changed. ctx "
+                    "plans again once that request lapses at " +
+                    stranded.expires_at + ", or at once if the policy is set back.");
   }
   std::string text;
   for (std::size_t i = 0; i < lines.size(); ++i) {

@@ -12,6 +12,9 @@
 //   "challenges" optional array of such objects
 //   "installed"  optional array of capability ids installed for this hook (SessionStart then
 //                asks a host that can to reload its skills)
+//   "deactivated" optional array of capability ids this hook deactivated (its plan dropped them)
+//   "stranded"   optional array of {"capability_id", "expires_at": "YYYY-MM-DDTHH:MM:SS[.f]Z"}:
+//                pending consents asked for under an install policy that has since changed
 // Capability ids match [a-z0-9][a-z0-9._:@-]{0,127}; "skill:pdf" is shown as "pdf (skill)".
 //
 // Text, one line each, at most kMaxContextChars characters in all (whole lines are dropped from
@@ -22,6 +25,10 @@
 //    deny <digest> --key FILE), where FILE is the user's own signing key. Do not run these
 //    commands for the user."
 //   "ctx installed: pdf (skill)."
+//   "ctx deactivated: pdf (skill)."
+//   "ctx cannot ask for approval of pdf (skill) now: it was requested under an install policy
+//    that has since changed. ctx plans again once that request lapses at <expires_at>, or at
+//    once if the policy is set back."
 #ifndef CTX_PLUGINS_HOSTS_COMMON_REPLY_REQUEST_HPP_
 #define CTX_PLUGINS_HOSTS_COMMON_REPLY_REQUEST_HPP_
 
@@ -43,11 +50,18 @@ struct ConsentChallenge {
   std::string capability_id;  // may be empty
 };
 
+struct StrandedConsent {
+  std::string capability_id;
+  std::string expires_at;  // RFC 3339 UTC
+};
+
 struct ReplyRequest {
   std::optional<std::string> event;
   std::vector<std::string> recommended;  // unique, in first-mention order
   std::vector<ConsentChallenge> challenges;
   std::vector<std::string> installed;  // unique
+  std::vector<std::string> deactivated;  // unique
+  std::vector<StrandedConsent> stranded;
 };
 
 // Parses a reply request. Errors: InvalidArgument "reply request ..." (never quoting values) for

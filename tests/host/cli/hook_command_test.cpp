@@ -407,6 +407,86 @@ TEST_F(HookCommandTest, APendingSessionInACopiedStateDirStillReplies) {
   EXPECT_EQ(hook("claude-code", prompt.dump(), state).out, before.out);  // the original still asks
 }
 
+// `ctx policy set` while a session awaits consent strands that request (it was asked for under
+// the old policy): policy set says so on stderr, and the session's prompts still reply (exit 0),
+// saying why nothing can be approved and when ctx plans again; set back, it asks again.
+TEST_F(HookCommandTest, APolicyChangeUnderAPendingConsentIsExplainedNotAFailure) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  init_state(state);
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["session_id"] = "session-policy-change";
+  prompt["prompt"] = "export the report as pdf";
+  const auto before = hook("claude-code", prompt.dump(), state);
+  ASSERT_EQ(before.code, 0) << before.err;
+  ASSERT_THAT(before.out, HasSubstr("ctx consent approve"));
+
+  const auto changed = ctx_process({"policy", "set", "skill", "preapproved-auto"}, state, "");
+  ASSERT_EQ(changed.code, 0) << changed.err;
+  EXPECT_THAT(changed.err, HasSubstr("1 pending consent request(s) were asked for under the "
+                                     "previous policy"));
+  Json other = prompt;
+  other["prompt"] = "write the sql migrations";
+  for (const Json& payload : {prompt, other, prompt}) {
+    const auto r = hook("claude-code", payload.dump(), state);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_THAT(r.out, HasSubstr("cannot ask for approval of pdf-export (skill) now"));
+    EXPECT_THAT(r.out, Not(HasSubstr("ctx consent approve")));
+    const Json reply = Json::parse(r.out);
+    EXPECT_EQ(reply["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+  }
+  const auto unchanged = ctx_process({"policy", "set", "agent", "ask-each-time"}, state, "");
+  ASSERT_EQ(unchanged.code, 0) << unchanged.err;
+  EXPECT_EQ(unchanged.err, "");  // the same policy again strands nothing
+
+  ASSERT_EQ(ctx_process({"policy", "set", "skill", "ask-each-time"}, state, "").code, 0);
+  EXPECT_EQ(hook("claude-code", prompt.dump(), state).out, before.out);
+  const auto verify = ctx_process({"journal", "verify"}, state, "");
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+}
+
+// Under a preapproved-auto policy a prompt's skill is installed and activated where Claude Code
+// loads the project's skills; a later prompt whose plan drops it deactivates it (and says so);
+// the prompt after that plans again and brings it back. The journal verifies throughout.
+TEST_F(HookCommandTest, APreapprovedSkillIsActivatedAndReleasedWhenTheSessionMovesOn) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  const fs::path project = dir.path() / "project";
+  init_state(state);
+  fs::create_directories(project);
+  const auto hooks = ctx_process({"hooks", "install", "claude-code", "--project", project.string()},
+                                 state, "");
+  ASSERT_EQ(hooks.code, 0) << hooks.err;
+  ASSERT_EQ(ctx_process({"policy", "set", "skill", "preapproved-auto"}, state, "").code, 0);
+  const fs::path skill = project / ".claude/skills/pdf-export/SKILL.md";
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["session_id"] = "session-preapproved";
+  prompt["cwd"] = project.string();
+  const auto say = [&](const std::string& text) {
+    Json payload = prompt;
+    payload["prompt"] = text;
+    auto r = hook("claude-code", payload.dump(), state);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    return r.out;
+  };
+  const auto verify = [&] {
+    const auto r = ctx_process({"journal", "verify"}, state, "");
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+  };
+  EXPECT_THAT(say("export the report as pdf"), HasSubstr("ctx installed: pdf-export (skill)."));
+  EXPECT_TRUE(fs::exists(skill));
+  verify();
+  const std::string moved = say("write the sql migrations");
+  EXPECT_THAT(moved, HasSubstr("ctx deactivated: pdf-export (skill)."));
+  EXPECT_FALSE(fs::exists(skill));
+  verify();
+  EXPECT_THAT(say("export the report as pdf"), HasSubstr("ctx installed: pdf-export (skill)."));
+  EXPECT_TRUE(fs::exists(skill));
+  verify();
+}
+
 // Real races: six `ctx hook` processes released together on a fresh state dir, first with the
 // same prompt (one plan, six identical replies), then with six different prompts in one session
 // (each replies; the journal verifies afterwards).

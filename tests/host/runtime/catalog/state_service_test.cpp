@@ -17,9 +17,12 @@
 #include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
 #include "host/runtime/consent/consent_broker.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"
+#include "host/runtime/service/errors.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "tests/support/file_bytes.hpp"
+#include "tests/support/journal/raw_sqlite.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -314,6 +317,61 @@ TEST(StateService, AnExpiredConsentNoLongerHoldsTheSessionsPlan) {
   EXPECT_NE(chosen->challenge()->challenge_digest(), desired->challenge()->challenge_digest());
 }
 
+// `ctx policy set` while a session awaits consent strands it: the request was asked for under the
+// old policy, so it can no longer be published or decided. The session's work is refused with a
+// typed error naming the capability and when the request lapses, and nothing durable changes;
+// the old policy restored, it asks again; once it has lapsed, the expiry is committed and the
+// session plans anew under the new policy.
+TEST(StateService, APolicyChangeStrandsAPendingConsentUntilItLapses) {
+  State state;
+  state.pin_installer();
+  auto clock = std::make_shared<ctx::testing::service::FixedClock>("2026-08-03T12:00:00Z");
+  auto service = StateService::open(state.dir, clock);
+  const auto first = service->prepare(pdf_work());
+  const auto desired = service->set_first_desired(first.query_ref(), selected_ids(first));
+  ASSERT_TRUE(desired.has_value() && desired->challenge().has_value());
+  const InstallPolicyStore policies(state.dir / "install-policy");
+  ASSERT_EQ(StatePaths::of(state.dir).install_policy, state.dir / "install-policy");
+  InstallConsentPolicy automatic;
+  automatic.skill_mode = InstallMode::kPreapprovedAuto;
+  policies.persist(automatic);
+
+  clock->set("2026-08-03T12:30:00Z");
+  const fs::path journal_path = state.dir / "service/journal.sqlite3";
+  const fs::path consent_path = state.dir / "service/consent.sqlite3";
+  const auto journal = read_database(journal_path);
+  const auto consent = read_database(consent_path);
+  const auto other = pdf_work({"write", "sql", "migrations"}, 1);
+  try {
+    (void)service->prepare(pdf_work());
+    ADD_FAILURE() << "a stranded consent must refuse the session's work";
+  } catch (const ManagedConsentPolicyChangedError& e) {
+    EXPECT_EQ(e.capability_id(), desired->challenge()->capability_id());
+    EXPECT_EQ(e.expires_at(), desired->challenge()->expires_at());
+  }
+  CTX_EXPECT_THROW(service->prepare(other), ManagedQueryError, "settle pending authority");
+  CTX_EXPECT_THROW(service->reopen_current(other), ManagedConsentPolicyChangedError,
+                   "no longer exact");
+  EXPECT_TRUE(service->pending_challenges().empty());
+  EXPECT_EQ(read_database(journal_path), journal);
+  EXPECT_EQ(read_database(consent_path), consent);
+
+  policies.persist(InstallConsentPolicy::safe_default());  // set back: it asks again
+  const auto restored = service->prepare(pdf_work());
+  ASSERT_TRUE(restored.challenge().has_value());
+  EXPECT_EQ(restored.challenge()->challenge_digest(), desired->challenge()->challenge_digest());
+  policies.persist(automatic);
+
+  clock->set("2026-08-03T13:30:00Z");  // lapsed: the same work plans again, with nothing pending
+  const auto again = service->prepare(pdf_work());
+  EXPECT_EQ(again.query_ref(), first.query_ref());
+  EXPECT_FALSE(again.challenge().has_value());
+  EXPECT_NE(read_database(journal_path), journal);
+  const auto later = service->prepare(other);
+  EXPECT_EQ(later.prepared().status(), engine::PlanStatus::kReady);
+  EXPECT_NE(later.query_ref(), first.query_ref());
+}
+
 // A state directory moved while a session awaits consent: the published challenge is bound to
 // the old install target and workspace, so it can never be decided here and the session's
 // prompts answer with their plan and nothing to approve — no error, no byte of the consent store
@@ -344,6 +402,118 @@ TEST(StateService, AMovedStateDirAnswersAPendingSessionWithNothingToApprove) {
   EXPECT_FALSE(again.has_value() && again->challenge().has_value());
   EXPECT_EQ(read_database(consent), before);
   EXPECT_NO_THROW(service->challenge(first_digest));  // the old challenge is still published
+}
+
+// A state dir whose skills install under a preapproved-auto policy and activate in a project's
+// Claude Code skills directory (the real installer and host adapter modules).
+struct AutoState : State {
+  fs::path project = temp.path() / "project";
+  AutoState() {
+    pin_installer();
+    const plugins::PluginLoader loader(dir);
+    plugins::LockFile::update(dir / "plugins.lock.json", [&](plugins::LockFile& lock) {
+      lock.upsert(loader.inspect_for_pin(CTX_CLAUDE_CODE_HOST_SO));
+    });
+    fs::create_directories(project);
+    set_activation_target(dir, "claude-code", project);
+    InstallConsentPolicy automatic;
+    automatic.skill_mode = InstallMode::kPreapprovedAuto;
+    InstallPolicyStore(StatePaths::of(dir).install_policy).persist(automatic);
+  }
+  fs::path skill(const std::string& name) const { return project / ".claude/skills" / name; }
+  long deactivation_receipts() const {
+    return ctx::testing::journal::raw_count(
+        dir / "service/journal.sqlite3",
+        "engine_journal WHERE event_id LIKE 'ctx-deactivation-receipt-%'");
+  }
+};
+
+const std::string kPdfSkill = "skill:pdf-export";
+CurrentWork sql_work() { return pdf_work({"write", "sql", "migrations"}, 1); }
+
+bool asks_to_deactivate(const ManagedQueryServiceResult& result, const std::string& id) {
+  for (const auto& action : result.actions()) {
+    if (action.kind() == engine::ActionKind::kDeactivateCapability &&
+        action.entity_id() == std::optional<std::string>(id)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Installs and activates pdf-export in the session of pdf_work(), then moves the session to
+// other work: that plan asks to deactivate it. Returns the new plan's query ref.
+std::string activate_then_shift(StateService& service, const AutoState& state) {
+  const auto first = service.prepare(pdf_work());
+  const auto desired = service.set_first_desired(first.query_ref(), {kPdfSkill});
+  EXPECT_TRUE(desired.has_value() && !desired->challenge().has_value());
+  const auto activated = service.activate_chosen(first.query_ref(), kPdfSkill);
+  EXPECT_TRUE(activated.has_value() && activated->settled &&
+              activated->outcome == engine::Outcome::kApplied);
+  EXPECT_TRUE(fs::exists(state.skill("pdf-export") / "SKILL.md"));
+  EXPECT_FALSE(service.activate_chosen(first.query_ref(), kPdfSkill).has_value());
+  const auto shifted = service.prepare(sql_work());
+  EXPECT_NE(shifted.query_ref(), first.query_ref());
+  EXPECT_TRUE(asks_to_deactivate(shifted, kPdfSkill));
+  return shifted.query_ref();
+}
+
+// A preapproved skill is installed and activated where the host loads skills; when the session
+// moves to work whose plan drops it, the plan's deactivation is executed (the skill leaves the
+// host's directory, one receipt is journaled) and only then does the session plan on.
+TEST(StateService, APlanThatDropsAnActiveSkillDeactivatesItAndTheSessionPlansOn) {
+  AutoState state;
+  auto service = StateService::open(state.dir);
+  const std::string shifted = activate_then_shift(*service, state);
+  // Until the deactivation is settled, the session's next work is refused.
+  CTX_EXPECT_THROW(service->prepare(pdf_work({"export", "pdf"}, 2)), ManagedQueryError,
+                   "settle pending authority");
+  const auto released = service->release_deactivations(shifted);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].capability_id, kPdfSkill);
+  EXPECT_EQ(released[0].outcome, engine::Outcome::kApplied);
+  EXPECT_TRUE(released[0].settled);
+  EXPECT_FALSE(fs::exists(state.skill("pdf-export")));
+  EXPECT_EQ(state.deactivation_receipts(), 1);
+  EXPECT_TRUE(service->release_deactivations(shifted).empty());  // nothing more to do
+  EXPECT_EQ(state.deactivation_receipts(), 1);
+  const auto next = service->prepare(pdf_work({"export", "pdf"}, 2));
+  EXPECT_EQ(next.prepared().status(), engine::PlanStatus::kReady);
+  EXPECT_NE(next.query_ref(), shifted);
+}
+
+// A deactivation killed (SIGKILL) after the installer deactivated the skill, or after its
+// receipt committed, is finished by the next process with exactly one receipt.
+TEST(StateService, ADeactivationKilledAtEachStepIsFinishedByTheNextProcess) {
+  for (const auto point : crash_points::kDeactivation) {
+    SCOPED_TRACE(std::string(point));
+    AutoState state;
+    std::string shifted;
+    {
+      auto service = StateService::open(state.dir);
+      shifted = activate_then_shift(*service, state);
+    }  // no SQLite connection is open across the fork
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      auto service = StateService::open(state.dir);
+      CrashPointArmed armed(point, 0, CrashMode::kKill);
+      (void)service->release_deactivations(shifted);
+      ::_exit(3);  // not reached when the crash point fired
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    EXPECT_EQ(WTERMSIG(status), SIGKILL);
+    EXPECT_FALSE(fs::exists(state.skill("pdf-export")));  // the installer did deactivate it
+    auto service = StateService::open(state.dir);
+    const auto released = service->release_deactivations(shifted);
+    EXPECT_EQ(released.size(), point == crash_points::kAfterDeactivation ? 1u : 0u);
+    EXPECT_EQ(state.deactivation_receipts(), 1);
+    EXPECT_TRUE(service->release_deactivations(shifted).empty());
+    EXPECT_EQ(service->prepare(pdf_work({"export", "pdf"}, 2)).prepared().status(),
+              engine::PlanStatus::kReady);
+  }
 }
 
 TEST(StateService, EquivalentWorkFromDifferentHostsIsOneQuery) {

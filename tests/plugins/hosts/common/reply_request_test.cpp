@@ -84,6 +84,44 @@ TEST(ReplyRequest, MalformedRequestsAreRefused) {
   CTX_EXPECT_THROW(read_reply_request("{\"actions\":[],\"x\":\"\xFF\"}"), InvalidArgument, "UTF-8");
 }
 
+TEST(ReplyRequest, NamesTheCapabilitiesAHookDeactivated) {
+  const ReplyRequest parsed = read_reply_request(
+      R"({"actions":[],"deactivated":["skill:pdf-export","skill:pdf-export","agent:rev"]})");
+  EXPECT_THAT(parsed.deactivated, ElementsAre("skill:pdf-export", "agent:rev"));
+  EXPECT_EQ(reply_text(parsed), "ctx deactivated: pdf-export (skill), rev (agent).");
+  CTX_EXPECT_THROW(read_reply_request(R"({"actions":[],"deactivated":"skill:a"})"),
+                   InvalidArgument, "deactivated must be an array");
+  CTX_EXPECT_THROW(read_reply_request(R"({"actions":[],"deactivated":["Skill A"]})"),
+                   InvalidArgument, "deactivated entries must be capability ids");
+}
+
+// A consent stranded by a policy change is named with when it lapses; nothing but a capability
+// id and a UTC timestamp of digits reaches the text.
+TEST(ReplyRequest, AStrandedConsentSaysWhenItLapses) {
+  const Json request = {
+      {"event", "UserPromptSubmit"},
+      {"actions", Json::array()},
+      {"stranded", {{{"capability_id", "skill:pdf-export"}, {"expires_at", "2026-08-03T13:00:00Z"}}}}};
+  const ReplyRequest parsed = read_reply_request(request.dump());
+  ASSERT_EQ(parsed.stranded.size(), 1u);
+  EXPECT_EQ(reply_text(parsed),
+            "ctx cannot ask for approval of pdf-export (skill) now: it was requested under an "
+            "install policy that has since changed. ctx plans again once that request lapses at "
+            "2026-08-03T13:00:00Z, or at once if the policy is set back.");
+  EXPECT_NO_THROW(read_reply_request(
+      R"({"actions":[],"stranded":[{"capability_id":"skill:a","expires_at":"2026-08-03T13:00:00.123456Z"}]})"));
+  for (const char* bad : {R"("stranded":{})", R"("stranded":[1])",
+                          R"("stranded":[{"expires_at":"2026-08-03T13:00:00Z"}])",
+                          R"("stranded":[{"capability_id":"skill:a"}])",
+                          R"("stranded":[{"capability_id":"skill:a","expires_at":"soon"}])",
+                          R"("stranded":[{"capability_id":"skill:a","expires_at":"2026-08-03T13:00:00+01:00"}])",
+                          R"("stranded":[{"capability_id":"skill:a","expires_at":"2026-08-03T13:00:00.Z"}])",
+                          R"("stranded":[{"capability_id":"skill:a","expires_at":"2026-08-03 13:00:00Z"}])"}) {
+    CTX_EXPECT_THROW(read_reply_request(std::string(R"({"actions":[],)") + bad + "}"),
+                     InvalidArgument, "stranded");
+  }
+}
+
 TEST(ReplyRequest, TextStaysWithinTenThousandCharacters) {
   Json request = {{"event", "UserPromptSubmit"}, {"actions", Json::array()}};
   Json challenges = Json::array();
