@@ -66,10 +66,28 @@ class FakeActivation final : public engine::ActivationPort {
     return {};
   }
 
+  // What deactivate does: kApply (the capability becomes inactive), kFail or kIndeterminate
+  // (nothing changes), kThrow; the other scripts act as kApply.
+  void set_deactivate_script(Script script) {
+    std::lock_guard lock(mutex_);
+    deactivate_script_ = script;
+  }
+
   engine::ActivationObservation deactivate(const engine::ActivationRequest& request) override {
     std::lock_guard lock(mutex_);
-    active_.erase(request.material.capability_id());
-    return {engine::ActivationResult::kApplied, std::nullopt, std::nullopt, ""};
+    ++deactivate_calls_;
+    switch (deactivate_script_) {
+      case Script::kFail:
+        return {engine::ActivationResult::kFailed, std::nullopt, std::nullopt, "scripted failure"};
+      case Script::kIndeterminate:
+        return {engine::ActivationResult::kIndeterminate, std::nullopt, std::nullopt,
+                "scripted indeterminate"};
+      case Script::kThrow:
+        throw Error("fake activation driver is unreachable", ErrorCode::kUnavailable);
+      default:
+        active_.erase(request.material.capability_id());
+        return {engine::ActivationResult::kApplied, std::nullopt, std::nullopt, ""};
+    }
   }
 
   engine::ActivationObservation reconcile(const engine::ActivationRequest& request) override {
@@ -94,6 +112,10 @@ class FakeActivation final : public engine::ActivationPort {
     std::lock_guard lock(mutex_);
     return reconcile_calls_;
   }
+  int deactivate_calls() const {
+    std::lock_guard lock(mutex_);
+    return deactivate_calls_;
+  }
   // The material digest active for `capability_id`, if any.
   std::optional<std::string> active(const std::string& capability_id) const {
     std::lock_guard lock(mutex_);
@@ -110,10 +132,12 @@ class FakeActivation final : public engine::ActivationPort {
 
   mutable std::mutex mutex_;
   Script script_;
+  Script deactivate_script_ = Script::kApply;
   bool reconcile_indeterminate_ = false;
   std::map<std::string, std::string> active_;
   int activate_calls_ = 0;
   int reconcile_calls_ = 0;
+  int deactivate_calls_ = 0;
 };
 
 }  // namespace ctx::testing
