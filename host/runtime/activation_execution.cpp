@@ -233,7 +233,8 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
 
 DeactivationExecutionReport execute_deactivation(const ActivationActuators& actuators,
                                                  const core::Clock& clock,
-                                                 const engine::HostAction& action) {
+                                                 const engine::HostAction& action,
+                                                 DeactivationMode mode) {
   engine::Engine& engine = actuators.engine;
   const engine::MaterialIdentity material =
       authorized_material(action, engine::ActionKind::kDeactivateCapability);
@@ -256,16 +257,19 @@ DeactivationExecutionReport execute_deactivation(const ActivationActuators& actu
     if (!head.state) throw ActivationExecutionError("deactivation action has no journal stream");
     return settled(head);
   }
-  if (actuators.activation == nullptr) {
-    throw ActivationExecutionError("composition has no activation actuator");
-  }
   // Deactivation is idempotent (an inactive capability deactivates as applied), and the
   // execution lock excludes a live competing executor: a retry after a crash simply asks again.
   engine::ActivationObservation observation;
-  try {
-    observation = actuators.activation->deactivate(engine::ActivationRequest{material});
-  } catch (const Error&) {
-    observation.result = engine::ActivationResult::kIndeterminate;
+  observation.result = engine::ActivationResult::kApplied;
+  if (mode == DeactivationMode::kInstaller) {
+    if (actuators.activation == nullptr) {
+      throw ActivationExecutionError("composition has no activation actuator");
+    }
+    try {
+      observation = actuators.activation->deactivate(engine::ActivationRequest{material});
+    } catch (const Error&) {
+      observation.result = engine::ActivationResult::kIndeterminate;
+    }
   }
   if (observation.result == engine::ActivationResult::kIndeterminate) return report;
   const bool applied = observation.result == engine::ActivationResult::kApplied;

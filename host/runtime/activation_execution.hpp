@@ -57,6 +57,11 @@ struct ActivationExecutionReport {
 // ActionApplied receipt is committed, now or by an earlier call), kFailed (the installer reported
 // it cannot; ActionFailed is committed and the engine blocks that deactivation) or kIndeterminate
 // (nothing committed: the effect stays pending and a later call tries again).
+// What a deactivation does besides settling the session's effect: kInstaller asks the installer
+// to deactivate the capability; kRelease (another session still uses it) settles the effect as
+// applied without calling the installer, leaving the capability where it is.
+enum class DeactivationMode { kInstaller, kRelease };
+
 struct DeactivationExecutionReport {
   engine::Outcome outcome = engine::Outcome::kIndeterminate;
   bool settled = false;
@@ -92,7 +97,8 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
 // `clock` dates the receipt.
 DeactivationExecutionReport execute_deactivation(const ActivationActuators& actuators,
                                                  const core::Clock& clock,
-                                                 const engine::HostAction& action);
+                                                 const engine::HostAction& action,
+                                                 DeactivationMode mode);
 
 }  // namespace detail
 }  // namespace ctx::runtime

@@ -270,12 +270,12 @@ ActivationExecutionReport EngineComposition::execute_activation(
 }
 
 DeactivationExecutionReport EngineComposition::execute_deactivation(
-    const engine::HostAction& action) {
+    const engine::HostAction& action, DeactivationMode mode) {
   std::lock_guard lock(mutex_);
   assert_usable();
   const detail::ActivationActuators actuators{*parts_->engine, parts_->activation.get(),
                                               parts_->journal_path};
-  return detail::execute_deactivation(actuators, *parts_->clock, action);
+  return detail::execute_deactivation(actuators, *parts_->clock, action, mode);
 }
 
 engine::InstallExecutionBinding EngineComposition::resolve_install_execution_binding(

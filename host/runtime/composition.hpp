@@ -137,8 +137,10 @@ class EngineComposition final {
   // trusted clock settles it; the engine does not guard deactivation receipts, so no claim is
   // taken. Idempotent and crash-recovering: a re-run after a crash asks the installer again and
   // commits the one receipt (activation_execution.hpp). Errors: ActivationExecutionError (not a
-  // schema-v3 deactivation, no activation actuator, contended), the engine's.
-  DeactivationExecutionReport execute_deactivation(const engine::HostAction& action);
+  // schema-v3 deactivation, no activation actuator, contended), the engine's. With kRelease the
+  // installer is not called (another session still uses the capability).
+  DeactivationExecutionReport execute_deactivation(
+      const engine::HostAction& action, DeactivationMode mode = DeactivationMode::kInstaller);
 
   // The binding the current installer driver of `selection` would execute `action` under
   // (driver id, plugin identity digest, host identity, install root digest), without installing

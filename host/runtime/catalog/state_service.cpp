@@ -15,6 +15,7 @@
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/activation_execution.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
+#include "host/engine/lexical.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/runtime/plugin_ports.hpp"
@@ -302,6 +303,7 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
       std::error_code ec;
       fs::create_directories(target->skills_dir.parent_path(), ec);
       config["activation_root"] = target->skills_dir.string();
+      state->activation_root_ = target->skills_dir.string();
     }
     const std::string config_json = core::canonical_json(config);
     auto plugins = std::make_shared<plugins::PluginRegistry>();
@@ -546,13 +548,61 @@ std::vector<ActivationSummary> StateService::release_deactivations(const std::st
     }
     if (next == nullptr) break;
     const engine::HostAction action = next->action;
-    const auto report = composition->execute_deactivation(action);
-    released.push_back(
-        ActivationSummary{action.entity_id().value_or(""), report.outcome, report.settled});
+    const std::string capability_id = action.entity_id().value_or("");
+    // Sessions of one project share its skills directory: only the last one to drop a
+    // capability has the installer deactivate it.
+    const bool shared = held_elsewhere(capability_id, scope.stream_id());
+    const auto report = composition->execute_deactivation(
+        action, shared ? DeactivationMode::kRelease : DeactivationMode::kInstaller);
+    released.push_back(ActivationSummary{capability_id, report.outcome, report.settled});
     if (!report.settled) break;  // indeterminate: a later call asks the installer again
+    if (report.outcome == engine::Outcome::kApplied) {
+      release_holder(capability_id, scope.stream_id());
+    }
   }
   composition->close();
   return released;
+}
+
+fs::path StateService::holders_dir(const std::string& capability_id) const {
+  return paths_.state_dir / "activation-holders" /
+         core::canonical_digest(Json{{"activation_root", activation_root_},
+                                     {"capability_id", capability_id},
+                                     {"schema", "ctx.activation-holders-v1"}},
+                                core::Encoding::kAscii);
+}
+
+std::string StateService::holder_name(const engine::StreamId& stream) const {
+  return core::hmac_sha256_hex(key_, "ctx.activation-holder-v1" + std::string(1, '\0') +
+                                         stream.stream_key());
+}
+
+void StateService::hold_activation(const std::string& capability_id,
+                                   const engine::StreamId& stream) {
+  ensure_private_dir(paths_.state_dir / "activation-holders", "activation holders");
+  const fs::path dir = holders_dir(capability_id);
+  ensure_private_dir(dir, "activation holders");
+  const fs::path file = dir / holder_name(stream);
+  if (!fs::exists(file)) write_private_file(file, "", "activation holder");
+}
+
+bool StateService::held_elsewhere(const std::string& capability_id,
+                                  const engine::StreamId& stream) const {
+  const fs::path dir = holders_dir(capability_id);
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return false;
+  const std::string own = holder_name(stream);
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name != own && name.size() == 64 && engine::is_digest(name)) return true;
+  }
+  return false;
+}
+
+void StateService::release_holder(const std::string& capability_id,
+                                  const engine::StreamId& stream) {
+  std::error_code error;
+  fs::remove(holders_dir(capability_id) / holder_name(stream), error);
 }
 
 std::unique_ptr<EngineComposition> StateService::open_composition(const ManagedQueryRecord& query) {
@@ -599,6 +649,9 @@ std::optional<ActivationSummary> StateService::activate_pending(const ManagedQue
                                     {authority, authority_ref},
                                     {"schema", "ctx.state-activation-request-v1"}},
                                core::Encoding::kAscii);
+    // Recorded before the installer is called: a crash leaves an extra holder, which only ever
+    // keeps the capability in place.
+    hold_activation(capability_id, scope.stream_id());
     const auto report = composition->execute_activation(
         pending.action, binding, snapshot.state->host_descriptor_digest(), verification);
     composition->close();

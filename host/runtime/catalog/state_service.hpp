@@ -190,6 +190,14 @@ class StateService {
   // Commits InstallConsentExpired for the consent pending in `work`'s session when its published
   // challenge has expired; true when the session then has no pending consent.
   bool settle_expired_consent(const CurrentWork& work);
+  // Which sessions hold a capability active in the activation target: one empty private file per
+  // session (an HMAC of its stream) in <state>/activation-holders/<digest of target and id>/.
+  std::filesystem::path holders_dir(const std::string& capability_id) const;
+  std::string holder_name(const engine::StreamId& stream) const;
+  // Errors: UnsafeStateFile, SystemError.
+  void hold_activation(const std::string& capability_id, const engine::StreamId& stream);
+  bool held_elsewhere(const std::string& capability_id, const engine::StreamId& stream) const;
+  void release_holder(const std::string& capability_id, const engine::StreamId& stream);
   // A composition over `query`'s artifact with this state dir's ports and activation actuator.
   std::unique_ptr<EngineComposition> open_composition(const ManagedQueryRecord& query);
   // Executes the pending activation of `capability_id` on `query`'s session; the caller's
@@ -200,6 +208,7 @@ class StateService {
                                                     const std::string& authority_ref);
   StatePaths paths_;
   std::string key_;
+  std::string activation_root_;  // the activation target's skills dir; empty without one
   std::shared_ptr<const core::Clock> clock_;
   std::shared_ptr<ManagedArtifactRegistry> registry_;
   std::shared_ptr<SharedJournal> journal_;  // the one connection every part journals through

@@ -482,6 +482,39 @@ TEST(StateService, APlanThatDropsAnActiveSkillDeactivatesItAndTheSessionPlansOn)
   EXPECT_NE(next.query_ref(), shifted);
 }
 
+// Two sessions of one project activate the same skill in its shared skills directory: when the
+// first one's plan drops it, the skill stays for the other (its deactivation is settled without
+// the installer); when the second one's plan drops it too, it leaves the directory.
+TEST(StateService, ASkillTwoSessionsShareLeavesOnlyWhenTheLastDropsIt) {
+  AutoState state;
+  auto service = StateService::open(state.dir);
+  const auto in_session = [](CurrentWork work, const std::string& session) {
+    work.session = session;
+    return work;
+  };
+  std::vector<std::string> shifted;
+  for (const std::string session : {"session-a", "session-b"}) {
+    const auto first = service->prepare(in_session(pdf_work(), session));
+    ASSERT_TRUE(service->set_first_desired(first.query_ref(), {kPdfSkill}).has_value());
+    const auto activated = service->activate_chosen(first.query_ref(), kPdfSkill);
+    ASSERT_TRUE(activated.has_value() && activated->outcome == engine::Outcome::kApplied);
+  }
+  for (const std::string session : {"session-a", "session-b"}) {
+    const auto moved = service->prepare(in_session(sql_work(), session));
+    ASSERT_TRUE(asks_to_deactivate(moved, kPdfSkill));
+    shifted.push_back(moved.query_ref());
+  }
+  const auto first_release = service->release_deactivations(shifted[0]);
+  ASSERT_EQ(first_release.size(), 1u);
+  EXPECT_TRUE(first_release[0].settled);
+  EXPECT_TRUE(fs::exists(state.skill("pdf-export") / "SKILL.md"));  // session-b still uses it
+  const auto second_release = service->release_deactivations(shifted[1]);
+  ASSERT_EQ(second_release.size(), 1u);
+  EXPECT_TRUE(second_release[0].settled);
+  EXPECT_FALSE(fs::exists(state.skill("pdf-export")));
+  EXPECT_EQ(state.deactivation_receipts(), 2);
+}
+
 // A deactivation killed (SIGKILL) after the installer deactivated the skill, or after its
 // receipt committed, is finished by the next process with exactly one receipt.
 TEST(StateService, ADeactivationKilledAtEachStepIsFinishedByTheNextProcess) {
