@@ -9,13 +9,13 @@
 
 #include "host/core/crypto.hpp"
 #include "host/engine/journal_store.hpp"
+#include "host/engine/lexical.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/activation_execution.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
-#include "host/engine/lexical.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/runtime/plugin_ports.hpp"
@@ -347,6 +347,12 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
   int conflicts = 0;
   int pending = 0;
   bool expiry_settled = false;
+  // Refused while the session's consent is pending (or stranded by a policy change): an expired
+  // one is settled, once, then the work registers on the head that settles it.
+  const auto settle_or_rethrow = [&] {
+    if (expiry_settled || !settle_expired_consent(work)) throw;
+    expiry_settled = true;
+  };
   for (;;) {
     try {
       const auto registration = authority_->register_work(work);
@@ -366,15 +372,9 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
       if (++pending == kPendingAttempts) throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } catch (const ManagedQueryError&) {
-      // Refused while the session's consent is pending: an expired one is settled, then the
-      // work registers on the head that settles it.
-      if (expiry_settled || !settle_expired_consent(work)) throw;
-      expiry_settled = true;
+      settle_or_rethrow();
     } catch (const ManagedConsentPolicyChangedError&) {
-      // The pending consent was asked for under another policy and can no longer be decided:
-      // the same, once its challenge has expired; until then the refusal stands.
-      if (expiry_settled || !settle_expired_consent(work)) throw;
-      expiry_settled = true;
+      settle_or_rethrow();
     }
   }
 }
@@ -594,7 +594,7 @@ bool StateService::held_elsewhere(const std::string& capability_id,
   const std::string own = holder_name(stream);
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (name != own && name.size() == 64 && engine::is_digest(name)) return true;
+    if (name != own && engine::is_digest(name)) return true;
   }
   return false;
 }

@@ -145,27 +145,24 @@ TEST_F(JournalOpen, TheReplayerRefusesARecordWhoseTransitionOrBindingDiffers) {
     for (std::size_t i = 0; i + 1 < records.size(); ++i) (void)replayer.apply(records[i]);
     (void)replayer.apply(last);
   };
+  const auto expect_divergence = [&](const JournalRecord& last, const std::string& component) {
+    try {
+      replay_until(last);
+      ADD_FAILURE() << "a record that differs in its " << component << " must not replay";
+    } catch (const ReplayDivergenceError& e) {
+      EXPECT_EQ(e.revision(), 4);
+      EXPECT_EQ(e.component(), component);
+    }
+  };
   EXPECT_NO_THROW(replay_until(records[3]));
   JournalRecord other_transition = records[3];
   const auto at = other_transition.transition_json.find("event-turn-3");
   ASSERT_NE(at, std::string::npos);
   other_transition.transition_json.replace(at, 12, "event-turn-9");
-  try {
-    replay_until(other_transition);
-    ADD_FAILURE() << "a changed transition must not replay";
-  } catch (const ReplayDivergenceError& e) {
-    EXPECT_EQ(e.revision(), 4);
-    EXPECT_EQ(e.component(), "transition");
-  }
+  expect_divergence(other_transition, "transition");
   JournalRecord other_event = records[3];
   other_event.event_id = "event-turn-9";
-  try {
-    replay_until(other_event);
-    ADD_FAILURE() << "a record bound to another event must not replay";
-  } catch (const ReplayDivergenceError& e) {
-    EXPECT_EQ(e.revision(), 4);
-    EXPECT_EQ(e.component(), "record-binding");
-  }
+  expect_divergence(other_event, "record-binding");
 }
 
 // Flips one character of `column` in `table` at the row selected by `where` (a hex digit of a
