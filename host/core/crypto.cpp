@@ -45,7 +45,10 @@ const EVP_MAC_CTX* hmac_sha256_template() {
 }  // namespace
 
 void init_crypto_without_config() {
-  if (OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr) != 1) {
+  constexpr std::uint64_t kOptions = OPENSSL_INIT_NO_LOAD_CONFIG |
+                                     OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+                                     OPENSSL_INIT_NO_ADD_ALL_DIGESTS;
+  if (OPENSSL_init_crypto(kOptions, nullptr) != 1) {
     throw SystemError("openssl init failed");
   }
 }

@@ -1,5 +1,6 @@
 #include "host/plugins/detail/dependencies.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -152,6 +153,26 @@ ElfPluginView read_library(const TrustedFile& file, const std::string& real) {
   return read_elf_dependency(std::span(static_cast<const std::byte*>(data), size));
 }
 
+// Whether ld.so would take `soname` (a bare name) from an object this process has loaded
+// already: it matches a DT_NEEDED against the loaded objects' names and sonames before it
+// searches any directory, so then no file is looked up at all. RTLD_NOLOAD maps nothing.
+bool loaded_in_process(const std::string& soname) {
+  void* handle = ::dlopen(soname.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return false;
+  ::dlclose(handle);
+  return true;
+}
+
+// A soname a DT_NEEDED may name: a bare file name (one with '/' is loaded from that path).
+void require_bare_soname(const std::string& name, const std::string& via) {
+  if (name.empty()) throw UnsafeDependency(via + ": an empty soname");
+  if (name.find('/') != std::string::npos) {
+    throw UnsafeDependency(via +
+                           ": a DT_NEEDED containing '/' is loaded from that path, not from the "
+                           "system library directories");
+  }
+}
+
 std::string key_of(const std::vector<std::string>& dirs, std::string_view soname) {
   std::string key;
   for (const std::string& dir : dirs) key += dir + ":";
@@ -203,7 +224,8 @@ const std::vector<std::string>& program_rpath() {
   return dirs;
 }
 
-DependencyResolver::DependencyResolver() {
+void DependencyResolver::read_cache() {
+  cache_read_ = true;
   try {
     TrustedFile file = opener_.open(kLdCache, nullptr);
     data_ = read_all(file.fd.get(), kMaxCacheBytes);
@@ -243,13 +265,9 @@ const std::vector<std::string>& DependencyResolver::resolve(const std::string& n
                                                             const std::string& via) {
   const std::string key = key_of(dirs, name);
   if (const auto it = resolved_.find(key); it != resolved_.end()) return it->second;
+  if (!cache_read_) read_cache();
   const auto refuse = [&](const std::string& why) { return UnsafeDependency(via + ": " + why); };
-  if (name.empty()) throw refuse("an empty soname");
-  if (name.find('/') != std::string::npos) {
-    throw refuse(
-        "a DT_NEEDED containing '/' is loaded from that path, not from the system "
-        "library directories");
-  }
+  require_bare_soname(name, via);
   std::vector<std::string> candidates;
   for (const std::string& dir : dirs) {  // DT_RPATH / DT_RUNPATH first, as ld.so does
     const std::string path = dir + "/" + name;
@@ -302,6 +320,8 @@ void DependencyResolver::check(const std::vector<std::string>& needed, const std
   const std::vector<std::string>& inherited = program_rpath();
   for (const std::string& soname : needed) {
     const std::string via = "plugin " + plugin + " needs \"" + soname + "\"";
+    require_bare_soname(soname, via);
+    if (loaded_in_process(soname)) continue;  // ld.so reuses it: nothing is searched or mapped
     for (const std::string& file : resolve(soname, inherited, via)) {
       visit(file, inherited, via, 1);
     }
@@ -352,6 +372,8 @@ void DependencyResolver::visit(const std::string& file, const std::vector<std::s
   }
   for (const std::string& soname : next) {
     const std::string chain = via + " → \"" + soname + "\"";
+    require_bare_soname(soname, chain);
+    if (loaded_in_process(soname)) continue;
     for (const std::string& dep : resolve(soname, search, chain)) {
       visit(dep, children, chain, depth + 1);
     }

@@ -8,7 +8,9 @@
 // DT_NEEDED (and filters) are checked the same way, at most kMaxDependencyDepth deep. Search
 // directories must be ones only root or we can add files to. Not thread-safe. It memoises
 // answers, so make one per check (one per load) and never keep it: every load must look at the
-// live filesystem again.
+// live filesystem again. A soname this process has loaded already is not looked up: ld.so reuses
+// that object (it matches loaded names and sonames before any search), as it does for the
+// libraries ctx itself runs on.
 #ifndef CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
 #define CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
 
@@ -37,9 +39,7 @@ const std::vector<std::string>& program_rpath();
 
 class DependencyResolver {
  public:
-  // Reads /etc/ld.so.cache once (when present and root-owned). Errors: UnsafePluginFile when
-  // the cache is not safe to trust; SystemError.
-  DependencyResolver();
+  DependencyResolver() = default;
   DependencyResolver(const DependencyResolver&) = delete;  // cache_ views data_
   DependencyResolver& operator=(const DependencyResolver&) = delete;
 
@@ -47,9 +47,12 @@ class DependencyResolver {
   // recursively, of the libraries they resolve to. Errors: UnsafeDependency naming the chain
   // ("plugin P needs \"a\" → \"b\": <why>"): contains '/', does not resolve, untrusted file or
   // search directory, too deep; program_rpath()'s errors.
+  // Also /etc/ld.so.cache's errors (read on the first lookup, when present and root-owned):
+  // UnsafePluginFile when the cache is not safe to trust; SystemError.
   void check(const std::vector<std::string>& needed, const std::string& plugin);
 
  private:
+  void read_cache();
   // The file(s) ld.so may map for `soname` searched from `dirs` first; `via` names the chain.
   const std::vector<std::string>& resolve(const std::string& soname,
                                           const std::vector<std::string>& dirs,
@@ -59,6 +62,7 @@ class DependencyResolver {
   void visit(const std::string& file, const std::vector<std::string>& inherited,
              const std::string& via, std::size_t depth);
 
+  bool cache_read_ = false;
   std::string data_;  // the bytes of /etc/ld.so.cache
   // (soname, path) views into data_ of this machine's entries, in cache order.
   std::vector<std::pair<std::string_view, std::string_view>> cache_;

@@ -1,6 +1,7 @@
 // Dependencies of dependencies, and the host program's own search path: real crafted libraries
 // placed in the system library directory (root only), a library with DT_RUNPATH, and a program
 // linked with DT_RPATH (ctx_loader_rpath_probe). Markers prove which constructors ran.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -99,6 +100,35 @@ TEST_F(DependencyTreeTest, NeededOfANeededLibraryIsResolvedAndTrustCheckedLikeTh
 
   ASSERT_EQ(::chmod(b.path.c_str(), 0644), 0);
   loader_.load(pinned);
+  EXPECT_EQ(marks(), "transitive\ndependency\ntrans-needed\n");
+}
+
+// ld.so takes a DT_NEEDED this process has loaded from the loaded object, without a search: the
+// loader checks no file for it then (its copy on disk may change; nothing maps it again), and
+// checks it again once the process has unloaded it.
+TEST_F(DependencyTreeTest, ALibraryThisProcessHasLoadedIsReusedAndNotLookedUp) {
+  const Removed a = place(CTX_ATTACK_TRANS_A, "libctx_attack_trans_a.so");
+  const Removed b = place(CTX_ATTACK_TRANS_B, "libctx_attack_trans_b.so");
+  const fs::path plugin = copy_plugin(CTX_ATTACK_TRANS_NEEDED, files_ / "trans.so");
+  const LockEntry pinned = loader_.inspect_for_pin(plugin);
+  void* resident = ::dlopen("libctx_attack_trans_a.so", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(resident, nullptr) << ::dlerror();
+  EXPECT_EQ(marks(), "transitive\ndependency\n");
+
+  // Both files on disk are now ones others could have written: no file of them is loaded again.
+  ASSERT_EQ(::chmod(a.path.c_str(), 0666), 0);
+  ASSERT_EQ(::chown(b.path.c_str(), kNobody, kNobody), 0);
+  {
+    const auto loaded = loader_.load(pinned);
+    EXPECT_EQ(marks(), "transitive\ndependency\ntrans-needed\n");  // no constructor ran twice
+  }
+  ASSERT_EQ(::dlclose(resident), 0);
+  ASSERT_EQ(::dlopen("libctx_attack_trans_a.so", RTLD_LAZY | RTLD_NOLOAD), nullptr);
+  CTX_EXPECT_THROW(loader_.load(pinned), UnsafeDependency,
+                   a.path.string() + " is group- or world-writable");
+  ASSERT_EQ(::chmod(a.path.c_str(), 0644), 0);
+  CTX_EXPECT_THROW(loader_.load(pinned), UnsafeDependency,
+                   b.path.string() + " has the wrong owner (uid 65534");
   EXPECT_EQ(marks(), "transitive\ndependency\ntrans-needed\n");
 }
 
