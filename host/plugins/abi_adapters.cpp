@@ -216,10 +216,4 @@ std::optional<core::Json> AbiHostAdapter::install_locations() {
   return parse_reply(out.text(), instance_.plugin(), "install_locations");
 }
 
-std::string AbiHostAdapter::id() const { return instance_.plugin().identity().id; }
-
-std::string AbiHostAdapter::identity_digest() const {
-  return instance_.plugin().identity().digest();
-}
-
 }  // namespace ctx::plugins

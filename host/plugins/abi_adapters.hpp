@@ -72,8 +72,6 @@ class AbiHostAdapter final : public engine::HostAdapterPort {
   core::Json render_reply(const core::Json& actions) override;
   // std::nullopt when the plugin's table has no install_locations op (absent or null).
   std::optional<core::Json> install_locations() override;
-  std::string id() const override;
-  std::string identity_digest() const override;
 
  private:
   PluginInstance instance_;

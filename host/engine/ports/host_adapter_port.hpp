@@ -1,10 +1,11 @@
 // HostAdapterPort: translation between one AI coding host's hook/reply JSON and the engine's
 // vocabulary (Claude Code, Codex, generic). Thread-safety: implementations serialise their calls.
+// Which adapter runs is settled before the port exists: the runtime loads the one its id names in
+// the lock file, pinned by digest. Nothing an adapter returns is journaled as its identity.
 #ifndef CTX_HOST_ENGINE_PORTS_HOST_ADAPTER_PORT_HPP_
 #define CTX_HOST_ENGINE_PORTS_HOST_ADAPTER_PORT_HPP_
 
 #include <optional>
-#include <string>
 
 #include "host/core/canonical_json.hpp"
 
@@ -25,12 +26,6 @@ class HostAdapterPort {
   // Where the host looks for installed capabilities ({"skills": "<dir>", ...}); std::nullopt when
   // the adapter does not say. Errors: ctx::Error with the adapter's code.
   virtual std::optional<core::Json> install_locations() = 0;
-
-  // Token naming the adapter implementation (a plugin id such as "generic").
-  virtual std::string id() const = 0;
-
-  // Digest that pins the exact adapter (a plugin's identity digest); recorded in events.
-  virtual std::string identity_digest() const = 0;
 };
 
 }  // namespace ctx::engine
