@@ -265,9 +265,13 @@ const std::vector<std::string>& DependencyResolver::resolve(const std::string& n
                                                             const std::string& via) {
   const std::string key = key_of(dirs, name);
   if (const auto it = resolved_.find(key); it != resolved_.end()) return it->second;
+  require_bare_soname(name, via);
+  // ld.so reuses an object this process has loaded: nothing is searched or mapped for it.
+  if (loaded_in_process(name)) {
+    return resolved_.emplace(key, std::vector<std::string>()).first->second;
+  }
   if (!cache_read_) read_cache();
   const auto refuse = [&](const std::string& why) { return UnsafeDependency(via + ": " + why); };
-  require_bare_soname(name, via);
   std::vector<std::string> candidates;
   for (const std::string& dir : dirs) {  // DT_RPATH / DT_RUNPATH first, as ld.so does
     const std::string path = dir + "/" + name;
@@ -320,8 +324,6 @@ void DependencyResolver::check(const std::vector<std::string>& needed, const std
   const std::vector<std::string>& inherited = program_rpath();
   for (const std::string& soname : needed) {
     const std::string via = "plugin " + plugin + " needs \"" + soname + "\"";
-    require_bare_soname(soname, via);
-    if (loaded_in_process(soname)) continue;  // ld.so reuses it: nothing is searched or mapped
     for (const std::string& file : resolve(soname, inherited, via)) {
       visit(file, inherited, via, 1);
     }
@@ -372,8 +374,6 @@ void DependencyResolver::visit(const std::string& file, const std::vector<std::s
   }
   for (const std::string& soname : next) {
     const std::string chain = via + " → \"" + soname + "\"";
-    require_bare_soname(soname, chain);
-    if (loaded_in_process(soname)) continue;
     for (const std::string& dep : resolve(soname, search, chain)) {
       visit(dep, children, chain, depth + 1);
     }

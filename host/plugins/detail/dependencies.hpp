@@ -53,7 +53,8 @@ class DependencyResolver {
 
  private:
   void read_cache();
-  // The file(s) ld.so may map for `soname` searched from `dirs` first; `via` names the chain.
+  // The file(s) ld.so may map for `soname` searched from `dirs` first (none when this process
+  // has loaded it already); `via` names the chain.
   const std::vector<std::string>& resolve(const std::string& soname,
                                           const std::vector<std::string>& dirs,
                                           const std::string& via);
