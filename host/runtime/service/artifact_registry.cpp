@@ -95,15 +95,23 @@ std::string read_pinned_file(const std::filesystem::path& path, std::int64_t lim
   return bytes;
 }
 
-// Publishes `bytes` as `final_path` (0400): O_EXCL stage, fsync, hard link, unlink stage; true.
-// An existing file must hold exactly these bytes; false then.
+// Publishes `bytes` as `final_path` (0400): O_EXCL stage, fsync, then a hard link (a new name) or
+// a rename (over a bad copy), unlink stage, fsync the directory; true. An existing file that holds
+// exactly these bytes (a pinned, read-only, single-link regular file) is kept: false. One that
+// does not is a copy changed on disk since it was published (its bytes, mode or links): it is
+// never read as trusted, and is replaced. The caller has verified `bytes`.
 bool publish(const std::filesystem::path& final_path, const std::string& stage_prefix,
              const std::string& bytes) {
+  bool replace = false;
   if (std::filesystem::exists(std::filesystem::symlink_status(final_path))) {
-    if (read_pinned_file(final_path, static_cast<std::int64_t>(bytes.size()), true) != bytes) {
-      throw ManagedArtifactRegistryError("published managed artifact file is corrupt");
+    try {
+      if (read_pinned_file(final_path, static_cast<std::int64_t>(bytes.size()), true) == bytes) {
+        return false;
+      }
+    } catch (const ManagedArtifactRegistryError&) {
+      // Not a pinned regular file any more (a symlink, writable, linked elsewhere): replaced too.
     }
-    return false;
+    replace = true;
   }
   const auto dir = final_path.parent_path();
   const auto stage = dir / (stage_prefix + "-" + core::random_hex(16) + ".stage");
@@ -124,7 +132,10 @@ bool publish(const std::filesystem::path& final_path, const std::string& stage_p
       throw ManagedArtifactRegistryError("managed artifact stage cannot be sealed");
     }
   }
-  const int rc = ::link(stage.c_str(), final_path.c_str());
+  // rename replaces the name itself (never follows a symlink there) in one step: a reader opens
+  // the bad copy or the good one, never neither.
+  const int rc = replace ? ::rename(stage.c_str(), final_path.c_str())
+                         : ::link(stage.c_str(), final_path.c_str());
   ::unlink(stage.c_str());
   if (rc != 0) throw ManagedArtifactRegistryError("managed artifact file cannot be published");
   fsync_dir(dir);
@@ -302,8 +313,8 @@ std::shared_ptr<const ManagedArtifactHandle> ManagedArtifactRegistry::ingest_gra
     reconcile_stages(root_ / "manifests");
     const auto artifact_path =
         root_ / "artifacts" / (ingest.expected_graph_artifact_digest + ".sqlite3");
-    // Checked as a graph store when first published; an artifact already published holds the
-    // same bytes (compared above) and is opened, pin and schema checked, by every composition.
+    // Checked as a graph store when (re)published; an artifact already published holds the same
+    // bytes (compared in publish) and is opened, pin and schema checked, by every composition.
     if (publish(artifact_path, ".artifact-" + ingest.expected_graph_artifact_digest, graph)) {
       try {
         store::GraphStore::open(artifact_path, ingest.expected_graph_artifact_digest);

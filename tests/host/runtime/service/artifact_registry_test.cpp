@@ -85,6 +85,89 @@ TEST(ManagedArtifactRegistry, AnInvalidGraphStoreIsRefusedAndNotLeftPublished) {
   }
 }
 
+// A published copy changed on disk after publication (its bytes, its mode, a second link to it,
+// a symlink in its place) is never used as it is: the next ingest, whose source matches the
+// expected digest, puts a fresh read-only copy under the name, and the old inode is detached.
+TEST(ManagedArtifactRegistry, APublishedCopyChangedOnDiskIsReplacedByTheNextIngest) {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  auto setup = make_setup(tmp.path());
+  const auto& handle = *setup.artifact;
+  const fs::path copy = setup.registry->graph_artifact_path(handle);
+  const std::string good = file_bytes(copy);
+  const auto make_writable = [&] {
+    fs::permissions(copy, fs::perms::owner_write, fs::perm_options::add);
+  };
+  const auto expect_restored = [&](const char* what) {
+    const auto again = setup.registry->ingest_graph_store(reingest(setup, surrogate(5)));
+    EXPECT_EQ(again->manifest_digest(), handle.manifest_digest()) << what;
+    struct stat info {};
+    ASSERT_EQ(::lstat(copy.c_str(), &info), 0) << what;
+    EXPECT_TRUE(S_ISREG(info.st_mode)) << what;
+    EXPECT_EQ(info.st_mode & 07777, 0400u) << what;
+    EXPECT_EQ(info.st_nlink, 1u) << what;
+    EXPECT_EQ(file_bytes(copy), good) << what;
+    EXPECT_NO_THROW(setup.registry->graph_artifact_path(*again)) << what;
+  };
+
+  // One byte flipped (as `sqlite3 FILE 'PRAGMA journal_mode=WAL'` does to the header).
+  make_writable();
+  {
+    std::fstream file(copy, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(18);
+    file.put(static_cast<char>(good[18] ^ 0x03));
+  }
+  fs::permissions(copy, fs::perms::owner_read, fs::perm_options::replace);
+  ASSERT_NE(file_bytes(copy), good);
+  expect_restored("flipped byte");
+
+  // The same bytes, but writable.
+  make_writable();
+  expect_restored("writable");
+
+  // A second name for the same inode: after the ingest the other name keeps the old inode and
+  // a write through it no longer reaches the published copy.
+  const fs::path other = tmp.path() / "registry" / "second-link";
+  fs::create_hard_link(copy, other);
+  expect_restored("second link");
+  fs::permissions(other, fs::perms::owner_write, fs::perm_options::add);
+  { std::ofstream(other, std::ios::binary | std::ios::trunc) << "changed"; }
+  EXPECT_EQ(file_bytes(copy), good);
+
+  // A symlink in its place (to a file holding the right bytes): replaced, the target untouched.
+  const fs::path target = tmp.path() / "elsewhere.sqlite3";
+  { std::ofstream(target, std::ios::binary) << good; }
+  fs::permissions(target, fs::perms::owner_read, fs::perm_options::replace);
+  fs::remove(copy);
+  fs::create_symlink(target, copy);
+  expect_restored("symlink");
+  EXPECT_EQ(file_bytes(target), good);
+  EXPECT_TRUE(fs::exists(target));
+
+  // Nothing is left staged.
+  for (const auto& entry : fs::directory_iterator(copy.parent_path())) {
+    EXPECT_FALSE(entry.path().filename().string().ends_with(".stage")) << entry.path();
+  }
+}
+
+// A source that does not match its expected digest is never published over a bad copy.
+TEST(ManagedArtifactRegistry, ABadCopyIsNotReplacedFromASourceThatDoesNotMatch) {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  auto setup = make_setup(tmp.path());
+  const fs::path copy = setup.registry->graph_artifact_path(*setup.artifact);
+  fs::permissions(copy, fs::perms::owner_write, fs::perm_options::add);
+  { std::ofstream(copy, std::ios::binary | std::ios::app) << "x"; }
+  fs::permissions(copy, fs::perms::owner_read, fs::perm_options::replace);
+  const std::string bad = file_bytes(copy);
+  auto ingest = reingest(setup, surrogate(5));
+  fs::permissions(ingest.graph_store_path, fs::perms::owner_write, fs::perm_options::add);
+  { std::ofstream(ingest.graph_store_path, std::ios::binary | std::ios::app) << "y"; }
+  fs::permissions(ingest.graph_store_path, fs::perms::owner_read, fs::perm_options::replace);
+  EXPECT_THROW(setup.registry->ingest_graph_store(ingest), DataLoss);
+  EXPECT_EQ(file_bytes(copy), bad);
+}
+
 TEST(ManagedArtifactRegistry, CorruptManifestsAndUnsafeSourcesAreRefused) {
   TempDir tmp;
   auto setup = make_setup(tmp.path());
