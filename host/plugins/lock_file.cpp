@@ -325,8 +325,10 @@ void LockFile::upsert(LockEntry entry) {
 
 const LockEntry* LockFile::find(PluginKind kind, std::string_view id) const noexcept {
   const auto it = std::lower_bound(
-      entries_.begin(), entries_.end(), std::tie(kind, id),
-      [](const LockEntry& a, const auto& key) { return std::tie(a.kind, a.id) < key; });
+      entries_.begin(), entries_.end(), std::tuple<PluginKind, std::string_view>(kind, id),
+      [](const LockEntry& a, const std::tuple<PluginKind, std::string_view>& key) {
+        return std::tuple<PluginKind, std::string_view>(a.kind, a.id) < key;
+      });
   if (it == entries_.end() || it->kind != kind || it->id != id) return nullptr;
   return &*it;
 }

@@ -308,7 +308,8 @@ CurrentWork current_work_from_json(std::string_view text) {
                                std::initializer_list<const char*> allowed,
                                std::initializer_list<const char*> required) {
     if (!object.is_object()) throw InvalidArgument(what + " must be a JSON object");
-    for (const auto& [key, _] : object.items()) {
+    for (const auto& item : object.items()) {
+      const std::string& key = item.key();
       if (std::find_if(allowed.begin(), allowed.end(), [&](const char* k) { return key == k; }) ==
           allowed.end()) {
         throw InvalidArgument(what + " has a key that is not allowed");

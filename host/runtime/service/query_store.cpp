@@ -111,7 +111,6 @@ CREATE INDEX idx_managed_inputs_keys ON managed_inputs(plan_id);
   "stream_identity_digest, expected_revision, event_id, event_json, event_bytes, "        \
   "capability_ids_json, capability_ids_bytes, journal_revision, journal_record_digest, "  \
   "transition_digest, row_hmac"
-constexpr std::string_view kQueryColumns = CTX_QUERY_COLUMNS;
 
 // The statements of this store. Each is used through one lease at a time (never nested).
 constexpr store::StaticSql kQueryByRef =

@@ -93,11 +93,12 @@ TEST_F(SkillInstallerPluginTest, InstallFromSourceStreamsTheHostsBodiesThroughTh
           return out;
         }()}}) {
     SCOPED_TRACE(what);
+    const auto& tree = served;  // a plain name: clang before 16 cannot capture a binding
     const core::Json reply = *installer.install_from_source(
         core::Json::parse(request.dump()),
-        [&served](std::string_view path) -> std::optional<std::string_view> {
-          const auto it = served.find(std::string(path));
-          if (it == served.end()) return std::nullopt;
+        [&tree](std::string_view path) -> std::optional<std::string_view> {
+          const auto it = tree.find(std::string(path));
+          if (it == tree.end()) return std::nullopt;
           return it->second;
         });
     EXPECT_EQ(reply.at("outcome"), "failed") << reply.dump();

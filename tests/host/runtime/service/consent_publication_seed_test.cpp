@@ -505,6 +505,7 @@ TEST(ManagedConsentSeed, service_concurrent_challenge_publication_converges_with
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
+  const std::string query_ref = initial.query_ref();
   const auto calls_before = setup.facts->calls();
   // ThreadPoolExecutor(max_workers=4).map(reopen, 8 times): four threads, two reopens each,
   // released together.
@@ -518,7 +519,7 @@ TEST(ManagedConsentSeed, service_concurrent_challenge_publication_converges_with
     threads.emplace_back([&] {
       start.arrive_and_wait();
       for (int i = 0; i < 2; ++i) {
-        const auto result = setup.service->reopen(initial.query_ref());
+        const auto result = setup.service->reopen(query_ref);
         std::lock_guard lock(mutex);
         ++reopened;
         if (result.challenge()) digests.insert(result.challenge()->challenge_digest());
@@ -556,6 +557,7 @@ TEST(ManagedConsentSeed, service_rejects_decision_committed_during_registry_bind
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
+  const std::string query_ref = initial.query_ref();
   auto installer = std::make_shared<InterposedInstaller>(setup.consent->skill_installer);
   auto actuators = std::make_shared<ManagedInstallActuators>(
       std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
@@ -566,7 +568,7 @@ TEST(ManagedConsentSeed, service_rejects_decision_committed_during_registry_bind
   installer->after_target_identity = [&, request = request] {
     commit_consent_decision(setup, request);
   };
-  CTX_EXPECT_THROW(service->reopen(initial.query_ref()), ManagedQueryHeadDriftError, "changed");
+  CTX_EXPECT_THROW(service->reopen(query_ref), ManagedQueryHeadDriftError, "changed");
   EXPECT_EQ(consent_rows(setup), 0);
 }
 
@@ -590,6 +592,7 @@ TEST(ManagedConsentSeed, service_never_mixes_plan_a_result_with_plan_b_consent) 
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
+  const std::string query_ref = initial.query_ref();
   auto installer = std::make_shared<InterposedInstaller>(setup.consent->skill_installer);
   auto actuators = std::make_shared<ManagedInstallActuators>(
       std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
@@ -623,7 +626,7 @@ TEST(ManagedConsentSeed, service_never_mixes_plan_a_result_with_plan_b_consent) 
               head.state->pending_consents().size() == 1;
     composition->close();
   };
-  CTX_EXPECT_THROW(service->reopen(initial.query_ref()), ManagedQueryHeadDriftError, "changed");
+  CTX_EXPECT_THROW(service->reopen(query_ref), ManagedQueryHeadDriftError, "changed");
   EXPECT_TRUE(drifted);
   EXPECT_EQ(consent_rows(setup), 0);
 }
@@ -632,11 +635,12 @@ TEST(ManagedConsentSeed, service_rejects_decision_committed_during_broker_public
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
+  const std::string query_ref = initial.query_ref();
   auto broker = std::make_shared<InterposedBroker>(setup.consent->broker);
   broker->after_prepare = [&, request = request] { commit_consent_decision(setup, request); };
   auto service =
       service_with(setup, [&](ManagedQueryServiceOptions& o) { o.consent_broker = broker; });
-  CTX_EXPECT_THROW(service->reopen(initial.query_ref()), ManagedQueryHeadDriftError, "stale");
+  CTX_EXPECT_THROW(service->reopen(query_ref), ManagedQueryHeadDriftError, "stale");
   EXPECT_EQ(consent_rows(setup), 1);
 }
 
@@ -644,6 +648,7 @@ TEST(ManagedConsentSeed, service_rejects_decision_committed_during_broker_status
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
+  const std::string query_ref = initial.query_ref();
   auto broker = std::make_shared<InterposedBroker>(setup.consent->broker);
   bool decided = false;
   broker->before_status = [&, request = request] {
@@ -654,7 +659,7 @@ TEST(ManagedConsentSeed, service_rejects_decision_committed_during_broker_status
   };
   auto service =
       service_with(setup, [&](ManagedQueryServiceOptions& o) { o.consent_broker = broker; });
-  CTX_EXPECT_THROW(service->reopen(initial.query_ref()), ManagedQueryHeadDriftError, "stale");
+  CTX_EXPECT_THROW(service->reopen(query_ref), ManagedQueryHeadDriftError, "stale");
   EXPECT_EQ(consent_rows(setup), 1);
 }
 
@@ -680,11 +685,12 @@ TEST(ManagedConsentSeed, service_fails_closed_when_pending_consent_has_no_public
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
+  const std::string query_ref = initial.query_ref();
   auto without_broker = service_with(setup, [](ManagedQueryServiceOptions& o) {
     o.consent_broker = nullptr;
     o.install_actuators = nullptr;
   });
-  CTX_EXPECT_THROW(without_broker->reopen(initial.query_ref()), ManagedQueryServiceError,
+  CTX_EXPECT_THROW(without_broker->reopen(query_ref), ManagedQueryServiceError,
                    "publication authorities");
   EXPECT_EQ(consent_rows(setup), 0);
 }
@@ -693,9 +699,10 @@ TEST(ManagedConsentSeed, service_rejects_pending_consent_without_a_physical_actu
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
+  const std::string query_ref = initial.query_ref();
   auto no_actuator =
       service_with(setup, [](ManagedQueryServiceOptions& o) { o.install_actuators = nullptr; });
-  CTX_EXPECT_THROW(no_actuator->reopen(initial.query_ref()), Error,
+  CTX_EXPECT_THROW(no_actuator->reopen(query_ref), Error,
                    "no physical installation actuator");
   EXPECT_EQ(consent_rows(setup), 0);
 }
@@ -704,12 +711,13 @@ TEST(ManagedConsentSeed, service_rejects_actuator_target_drift_before_broker_pub
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
+  const std::string query_ref = initial.query_ref();
   const auto skill_root = setup.consent->skill_root;
   std::filesystem::rename(skill_root, skill_root.parent_path() / "skills-old");
   std::filesystem::create_directory(skill_root);
   std::filesystem::permissions(skill_root, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace);
-  CTX_EXPECT_THROW(setup.service->reopen(initial.query_ref()), Error, "root changed");
+  CTX_EXPECT_THROW(setup.service->reopen(query_ref), Error, "root changed");
   EXPECT_EQ(consent_rows(setup), 0);
 }
 

@@ -122,7 +122,7 @@ TEST(ManagedServiceProcesses, DesiredChoiceOfAKilledProcessIsFinishedOnceByAnoth
   const auto query_ref = prepared.query_ref();
   auto child = fork_child([&]() -> std::string {
     auto service = open_process_service(setup);
-    CrashPointArmed armed(std::string(service_crash_points::kAfterDesiredCommit));
+    CrashPointArmed armed{std::string(service_crash_points::kAfterDesiredCommit)};
     try {
       service->set_desired(
           ManagedDesiredSetRequest::create(query_ref, digest("killed-desired-choice"), {}));

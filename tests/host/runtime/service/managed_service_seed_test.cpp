@@ -238,7 +238,7 @@ TEST(ManagedServiceSeed, set_desired_recovers_a_reservation_after_process_crash)
   const auto prepared = setup.service->prepare(query_request("desired-reserve-crash-query"));
   const auto request = desired_request(prepared.query_ref(), "desired-reserve-crash-choice", {});
   {
-    CrashPointArmed armed(std::string(crash::kAfterDesiredReservation));
+    CrashPointArmed armed{std::string(crash::kAfterDesiredReservation)};
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
     EXPECT_TRUE(armed.fired());
   }
@@ -256,7 +256,7 @@ TEST(ManagedServiceSeed, set_desired_recovers_engine_commit_before_store_mark) {
   const auto prepared = setup.service->prepare(query_request("desired-mark-crash-query"));
   const auto request = desired_request(prepared.query_ref(), "desired-mark-crash-choice", {});
   {
-    CrashPointArmed armed(std::string(crash::kAfterDesiredCommit));
+    CrashPointArmed armed{std::string(crash::kAfterDesiredCommit)};
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
   }
   const auto pending = setup.store->load_pending_desired_set(seed_scope());
@@ -273,7 +273,7 @@ TEST(ManagedServiceSeed, set_desired_recovers_after_store_mark_before_result) {
   const auto prepared = setup.service->prepare(query_request("desired-result-crash-query"));
   const auto request = desired_request(prepared.query_ref(), "desired-result-crash-choice", {});
   {
-    CrashPointArmed armed(std::string(crash::kAfterDesiredMark));
+    CrashPointArmed armed{std::string(crash::kAfterDesiredMark)};
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
   }
   const auto committed = setup.store->load_latest_desired_set(prepared.query_ref());
@@ -289,7 +289,7 @@ TEST(ManagedServiceSeed, pending_desired_blocks_a_replacement_plan_before_regist
   const auto prepared = setup.service->prepare(query_request("desired-block-plan-query"));
   const auto request = desired_request(prepared.query_ref(), "desired-block-plan-choice", {});
   {
-    CrashPointArmed armed(std::string(crash::kAfterDesiredReservation));
+    CrashPointArmed armed{std::string(crash::kAfterDesiredReservation)};
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
   }
   setup.inputs->set("work-after-pending-desired",
@@ -406,7 +406,7 @@ TEST(ManagedServiceSeed,
   const auto prepared = setup.service->prepare(query_request("desired-stolen-head-query"));
   const auto request = desired_request(prepared.query_ref(), "desired-stolen-head-choice", {});
   {
-    CrashPointArmed armed(std::string(crash::kAfterDesiredReservation));
+    CrashPointArmed armed{std::string(crash::kAfterDesiredReservation)};
     EXPECT_THROW(setup.service->set_desired(request), SimulatedCrash);
   }
   const auto pending = setup.store->load_pending_desired_set(seed_scope());
