@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "host/core/crypto.hpp"
 #include "tests/host/cli/process_runner.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -405,6 +406,39 @@ TEST_F(HookCommandTest, APendingSessionInACopiedStateDirStillReplies) {
   EXPECT_THAT(after.out, HasSubstr("pdf-export (skill)"));
   EXPECT_THAT(after.out, Not(HasSubstr("ctx consent approve")));
   EXPECT_EQ(hook("claude-code", prompt.dump(), state).out, before.out);  // the original still asks
+}
+
+// A published graph copy changed on disk (here its header's two format bytes set to WAL, as
+// `sqlite3 FILE 'PRAGMA journal_mode=WAL'` does to any file it opens): the next prompt still
+// replies with its plan, and the copy under registry/artifacts/ holds its digest's bytes again.
+TEST_F(HookCommandTest, APublishedGraphCopyChangedOnDiskIsRestoredAndHooksStillReply) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  init_state(state);
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["session_id"] = "session-before-change";
+  prompt["prompt"] = "export the report as pdf";
+  ASSERT_EQ(hook("claude-code", prompt.dump(), state).code, 0);
+  std::vector<fs::path> copies;
+  for (const auto& entry : fs::directory_iterator(state / "registry" / "artifacts")) {
+    copies.push_back(entry.path());
+  }
+  ASSERT_EQ(copies.size(), 1u);
+  const fs::path copy = copies.front();
+  const std::string digest = copy.stem().string();
+  fs::permissions(copy, fs::perms::owner_write, fs::perm_options::add);
+  {
+    std::fstream file(copy, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(18);
+    file.write("\x02\x02", 2);
+  }
+  fs::permissions(copy, fs::perms::owner_read, fs::perm_options::replace);
+  ASSERT_NE(core::sha256_hex(read_file(copy)), digest);
+  prompt["session_id"] = "session-after-change";
+  const auto after = hook("claude-code", prompt.dump(), state);
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_THAT(after.out, HasSubstr("pdf-export (skill)"));
+  EXPECT_EQ(core::sha256_hex(read_file(copy)), digest);
 }
 
 // `ctx policy set` while a session awaits consent strands that request (it was asked for under
