@@ -54,7 +54,10 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
                          {"file", change.file.string()},
                          {"events", change.events}};
     if (change.backup) result["backup"] = change.backup->string();
-    if (options.install) result["notice"] = change.notice;
+    if (options.install) {
+      result["notice"] = change.notice;
+      result["created"] = change.created;
+    }
     if (activation) result["skills_activate_in"] = activation->string();
     out << core::canonical_json(result) << "\n";
     return kExitOk;
@@ -63,7 +66,9 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
   if (options.install) {
     if (change.changed) {
       out << "installed ctx hooks for " << host << " in " << file << " (" << change.events.size()
-          << " events; previous content saved in " << change.backup->string() << ")\n";
+          << (change.created ? " events; ctx created the file: uninstall removes it)\n"
+                             : " events; previous content saved in " + change.backup->string() +
+                                   ")\n");
     } else {
       out << "ctx hooks for " << host << " are already installed in " << file << "\n";
     }

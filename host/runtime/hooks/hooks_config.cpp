@@ -374,6 +374,7 @@ HooksChange install_hooks(const HookTarget& target, const HookCommand& command) 
   }
   if (document == original && previous) return change;  // already installed: nothing written
   change.changed = true;
+  change.created = !previous;
   fs::create_directories(change.file.parent_path());
   replace(change.file, previous, render(document), change.backup);
   return change;

@@ -80,6 +80,7 @@ struct HooksChange {
   bool changed = false;                         // false: the file already was as asked
   std::filesystem::path file;                   // the file written (a symlink's target)
   std::optional<std::filesystem::path> backup;  // set when the previous bytes were saved
+  bool created = false;                         // there was no file before (the backup is empty)
   std::vector<std::string> events;              // events whose ctx handler was added or removed
   std::string notice;  // one line for the user (review in /hooks, trust, disabled hooks)
 };

@@ -19,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 
 struct Outcome {
@@ -67,6 +68,8 @@ TEST_F(HooksCommandTest, ClaudeCodeProjectInstallIsIdempotentAndUninstallRestore
   const Outcome first = ctx({"hooks", "install", "claude-code"});
   ASSERT_EQ(first.code, 0) << first.err;
   EXPECT_THAT(first.out, HasSubstr("installed ctx hooks for claude-code in " + settings.string()));
+  EXPECT_THAT(first.out, HasSubstr("previous content saved in " + settings.string() + ".ctx-backup"));
+  EXPECT_EQ(slurp(settings.string() + ".ctx-backup"), original);
   const Json written = Json::parse(slurp(settings));
   EXPECT_EQ(written.at("model"), "opus");
   const std::string command =
@@ -92,6 +95,9 @@ TEST_F(HooksCommandTest, CodexUserInstallCarriesTheStateDirAndTellsTheUserToRevi
   const Outcome done = ctx({"hooks", "install", "codex", "--user", "--state", state.string()});
   ASSERT_EQ(done.code, 0) << done.err;
   EXPECT_THAT(done.out, HasSubstr("/hooks"));
+  // There was no file: nothing to call "previous content".
+  EXPECT_THAT(done.out, HasSubstr("ctx created the file: uninstall removes it"));
+  EXPECT_THAT(done.out, Not(HasSubstr("previous content")));
   const fs::path hooks = home_.path() / ".codex" / "hooks.json";
   const Json written = Json::parse(slurp(hooks));
   EXPECT_EQ(written.at("hooks").at("Stop")[0].at("hooks")[0].at("command"),
