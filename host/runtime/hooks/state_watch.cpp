@@ -165,7 +165,6 @@ void StateWatch::watch_layout() {
                                                    kProbeBusyTimeoutMs);
       probe.identity = std::move(identity);
       probe.generation = ++generations_;
-      probe.reading = false;
     }
   }
 }
@@ -215,15 +214,16 @@ bool StateWatch::refresh_watches(const struct stat& state) {
 }
 
 void StateWatch::add_database(Probe& probe, bool wait, std::string& out) {
-  if (!probe.reading) {
-    // One read makes the connection a reader of the database for as long as it is open (WAL
-    // mode keeps its shared lock): the stores' connections are never the last to close.
-    ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
-    auto statement = probe.db->cached("PRAGMA data_version");
-    if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
-    probe.reading = true;
-  }
+  // data_version, read on every capture, moves once another connection's commit is visible to
+  // readers. The watches alone cannot tell: a commit writes (and syncs) its frames to the -wal
+  // file first, which raises the event, and only then publishes them in the -shm index, which
+  // raises none; a capture between the two would pair with a read of the state before it.
+  // (The connection stays open: the stores' own connections are never the last to close.)
+  ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
+  auto statement = probe.db->cached("PRAGMA data_version");
+  if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
   put(out, probe.generation);
+  put(out, statement->integer(0));
 }
 
 std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files, bool wait) {

@@ -13,8 +13,9 @@
 //     and
 //   - the connection this object keeps open to each database in service/ (so that the stores'
 //     own connections are never the last, which would create and remove the sidecars on every
-//     open) is still on the same file, and the state dir's path still names the directory the
-//     watches are on, and
+//     open) is still on the same file and saw no commit become visible (PRAGMA data_version,
+//     read at every capture: a commit's -wal write raises its event before readers can see the
+//     commit), and the state dir's path still names the directory the watches are on, and
 //   - no file of `files` was created, removed, renamed, rewritten or re-moded (device, inode,
 //     size, mtime, ctime, owner, mode; ctime cannot be set back from user space).
 // Thread-safe. Process-bound (the probes are SQLite connections, the watches one inotify
@@ -64,7 +65,6 @@ class StateWatch {
     std::string identity;  // device + inode of the file the connection was opened on
     std::uint64_t generation = 0;
     std::unique_ptr<store::Database> db;
-    bool reading = false;  // the connection has read once: it holds its shared lock
   };
   // The inotify instance and what it watches. GUARDED_BY(mutex_)
   struct Watches {

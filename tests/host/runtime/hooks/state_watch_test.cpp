@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -40,6 +41,97 @@ bool in_other_process(const fs::path& db, const std::string& sql) {
   }
   int status = 0;
   return ::waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// A VFS over the default one whose first sync of a -wal file after a frame was written to it
+// (past the 32-byte log header, which a restarted log writes and syncs first) writes a byte to
+// `ready` and then waits for a byte on `go`: a commit held between writing its log frames (which
+// raises the -wal write event) and publishing them to readers (the -shm index, which raises
+// none).
+namespace pause_vfs {
+sqlite3_vfs* real = nullptr;
+int ready = -1;
+int go = -1;
+bool paused = false;
+bool frames_written = false;
+struct File {
+  sqlite3_file base;
+  sqlite3_file* inner;
+  bool wal;
+};
+sqlite3_file* in(sqlite3_file* f) { return reinterpret_cast<File*>(f)->inner; }
+int sync(sqlite3_file* f, int flags) {
+  auto* file = reinterpret_cast<File*>(f);
+  const int rc = file->inner->pMethods->xSync(file->inner, flags);
+  if (file->wal && frames_written && !paused) {
+    paused = true;
+    char byte = 'r';
+    if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1) return SQLITE_IOERR;
+  }
+  return rc;
+}
+const sqlite3_io_methods kMethods = {
+    3,
+    [](sqlite3_file* f) { return in(f)->pMethods->xClose(in(f)); },
+    [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return in(f)->pMethods->xRead(in(f), b, n, o); },
+    [](sqlite3_file* f, const void* b, int n, sqlite3_int64 o) {
+      if (reinterpret_cast<File*>(f)->wal && o >= 32) frames_written = true;
+      return in(f)->pMethods->xWrite(in(f), b, n, o);
+    },
+    [](sqlite3_file* f, sqlite3_int64 n) { return in(f)->pMethods->xTruncate(in(f), n); },
+    sync,
+    [](sqlite3_file* f, sqlite3_int64* n) { return in(f)->pMethods->xFileSize(in(f), n); },
+    [](sqlite3_file* f, int l) { return in(f)->pMethods->xLock(in(f), l); },
+    [](sqlite3_file* f, int l) { return in(f)->pMethods->xUnlock(in(f), l); },
+    [](sqlite3_file* f, int* r) { return in(f)->pMethods->xCheckReservedLock(in(f), r); },
+    [](sqlite3_file* f, int op, void* a) { return in(f)->pMethods->xFileControl(in(f), op, a); },
+    [](sqlite3_file* f) { return in(f)->pMethods->xSectorSize(in(f)); },
+    [](sqlite3_file* f) { return in(f)->pMethods->xDeviceCharacteristics(in(f)); },
+    [](sqlite3_file* f, int i, int n, int w, void volatile** p) { return in(f)->pMethods->xShmMap(in(f), i, n, w, p); },
+    [](sqlite3_file* f, int o, int n, int fl) { return in(f)->pMethods->xShmLock(in(f), o, n, fl); },
+    [](sqlite3_file* f) { in(f)->pMethods->xShmBarrier(in(f)); },
+    [](sqlite3_file* f, int d) { return in(f)->pMethods->xShmUnmap(in(f), d); },
+    [](sqlite3_file* f, sqlite3_int64 o, int n, void** p) { return in(f)->pMethods->xFetch(in(f), o, n, p); },
+    [](sqlite3_file* f, sqlite3_int64 o, void* p) { return in(f)->pMethods->xUnfetch(in(f), o, p); },
+};
+int open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out_flags) {
+  auto* file = reinterpret_cast<File*>(f);
+  file->inner = reinterpret_cast<sqlite3_file*>(file + 1);
+  file->wal = (flags & SQLITE_OPEN_WAL) != 0;
+  const int rc = real->xOpen(real, name, file->inner, flags, out_flags);
+  file->base.pMethods = file->inner->pMethods != nullptr ? &kMethods : nullptr;
+  return rc;
+}
+// Registers "pause" (not the default) in this process.
+void install(int ready_fd, int go_fd) {
+  static sqlite3_vfs vfs;
+  real = sqlite3_vfs_find(nullptr);
+  ready = ready_fd;
+  go = go_fd;
+  vfs = *real;
+  vfs.zName = "pause";
+  vfs.szOsFile = static_cast<int>(sizeof(File)) + real->szOsFile;
+  vfs.pAppData = nullptr;
+  vfs.xOpen = open;
+  sqlite3_vfs_register(&vfs, 0);
+}
+}  // namespace pause_vfs
+
+// Rows in t, read on a fresh connection of this process.
+int rows(const fs::path& db) {
+  sqlite3* handle = nullptr;
+  int count = -1;
+  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_exec(
+        handle, "SELECT count(*) FROM t",
+        [](void* out, int, char** values, char**) {
+          *static_cast<int*>(out) = std::atoi(values[0]);
+          return 0;
+        },
+        &count, nullptr);
+  }
+  sqlite3_close(handle);
+  return count;
 }
 
 class StateWatchTest : public ::testing::Test {
@@ -85,6 +177,52 @@ TEST_F(StateWatchTest, ACommitByAnotherProcessMovesTheFingerprintAndAReaderDoesN
   const std::optional<std::string> fourth = watch.capture({}, /*wait=*/false);
   ASSERT_TRUE(fourth.has_value());
   EXPECT_NE(fourth, third);
+}
+
+// Another process's commit is caught between writing its log frames and publishing them: the
+// capture taken then has drained the -wal write event while a reader still sees the old rows.
+// When the commit is published (no further event), the fingerprint moves all the same, so a
+// reply computed from the old rows around that capture is never taken as current.
+TEST_F(StateWatchTest, ACommitPublishedAfterTheCaptureThatSawItsLogWriteMovesTheFingerprint) {
+  StateWatch watch(state_);
+  ASSERT_TRUE(watch.capture({}).has_value());
+  int ready[2];
+  int go[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(ready[0]);
+    ::close(go[1]);
+    pause_vfs::install(ready[1], go[0]);
+    sqlite3* handle = nullptr;
+    int code = sqlite3_open_v2(db_.c_str(), &handle, SQLITE_OPEN_READWRITE, "pause") == SQLITE_OK &&
+                       sqlite3_exec(handle,
+                                    "PRAGMA synchronous=FULL; INSERT INTO t VALUES (3, 'three');",
+                                    nullptr, nullptr, nullptr) == SQLITE_OK
+                   ? 0
+                   : 1;
+    if (sqlite3_close(handle) != SQLITE_OK) code = 1;
+    ::_exit(code);
+  }
+  ::close(ready[1]);
+  ::close(go[0]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1) << "the child never reached its log sync";
+  const std::optional<std::string> before = watch.capture({});
+  EXPECT_EQ(rows(db_), 1) << "the commit is not visible yet";
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ::close(ready[0]);
+  ::close(go[1]);
+  EXPECT_EQ(rows(db_), 2);
+  ASSERT_TRUE(before.has_value());
+  const std::optional<std::string> after = watch.capture({});
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after, before);
 }
 
 // The database replaced by another file under its name (a rename, as an attacker or a restore
