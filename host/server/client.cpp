@@ -84,6 +84,9 @@ std::optional<core::Json> call_running_server(const std::filesystem::path& state
     const ssize_t n =
         ::send(fd.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    // Closed before it read the request's newline (a server stopping, or one whose listener
+    // closed with this connection still queued): the request never ran.
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) return std::nullopt;
     if (n <= 0) broken(std::strerror(errno));
     sent += static_cast<std::size_t>(n);
   }
@@ -94,6 +97,8 @@ std::optional<core::Json> call_running_server(const std::filesystem::path& state
     const ssize_t n = ::recv(fd.get(), chunk, sizeof(chunk), MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n == 0 && line.empty()) return std::nullopt;  // closed unanswered: it was stopping
+    // Reset: the server closed with request bytes still unread, so the request never ran.
+    if (n < 0 && errno == ECONNRESET && line.empty()) return std::nullopt;
     if (n <= 0) broken(n == 0 ? "the server closed the connection" : std::strerror(errno));
     line.append(chunk, static_cast<std::size_t>(n));
     if (line.size() > kMaxReplyBytes) broken("the reply is too large");

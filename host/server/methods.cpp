@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -93,6 +94,9 @@ int serve(const fs::path& state_dir, std::ostream& log, std::ostream& err) {
   // A long-lived, mostly idle server: two malloc arenas (not one per busy thread) keep what the
   // workers freed reusable instead of resident in per-thread arenas.
   ::mallopt(M_ARENA_MAX, 2);
+  // The log is a stream the operator chose (a pipe to a logger, say): a reader that went away
+  // makes its writes fail, it must not kill the server (and every request in flight) by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     MethodTable table;
     register_builtin_methods(table, state_dir);

@@ -73,6 +73,12 @@ struct Server::Impl {
         methods(std::move(table)),
         io(static_cast<int>(options.io_threads == 0 ? 1 : options.io_threads)),
         workers(options.worker_threads == 0 ? 1 : options.worker_threads) {}
+  // Also when Server's constructor throws after taking the lock: the lock goes with it.
+  ~Impl() {
+    if (lock_fd >= 0) ::close(lock_fd);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   void start_accept();
   void begin_stop();
@@ -261,10 +267,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
                 bool has_id, Clock::time_point started) {
     const std::uint64_t seq = ++seq_;
     pending_ = true;
+    // Set when the deadline answered first: a request still queued for a worker then never runs
+    // (its client was told it failed; one already running finishes, its result unsent).
+    auto abandoned = std::make_shared<std::atomic<bool>>(false);
     deadline_.expires_after(server_.options.deadline);
-    deadline_.async_wait([self = shared_from_this(), seq, method, id, has_id,
-                          started](boost::system::error_code ec) {
+    deadline_.async_wait([self = shared_from_this(), seq, method, id, has_id, started,
+                          abandoned](boost::system::error_code ec) {
       if (ec || !self->pending_ || self->seq_ != seq) return;
+      abandoned->store(true);
       self->pending_ = false;
       self->server_.log_request(method, id, kDeadlineExceeded, started);
       if (!has_id) return self->read_next();
@@ -276,8 +286,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto guard = asio::make_work_guard(server_.io);
     asio::post(server_.workers, [self = shared_from_this(), &handler, seq,
                                  method = std::move(method), params = std::move(params),
-                                 id = std::move(id), has_id, started,
-                                 guard = std::move(guard)]() mutable {
+                                 id = std::move(id), has_id, started, guard = std::move(guard),
+                                 abandoned = std::move(abandoned)]() mutable {
+      if (abandoned->load()) return;
       core::Json reply;
       int code = 0;
       try {
@@ -391,7 +402,12 @@ void Server::Impl::begin_stop() {  // on strand
     ::unlink(socket_path.c_str());
     removed_socket = true;
   }
-  if (signals) signals->cancel(ignored);
+  if (signals) {
+    // Removed from the set, SIGTERM and SIGINT get their default action back: a second one
+    // ends a server whose drain waits on a stuck request, as an operator expects.
+    signals->clear(ignored);
+    signals->cancel(ignored);
+  }
   std::vector<std::shared_ptr<Connection>> live;
   {
     const std::lock_guard lock(mutex);
@@ -497,7 +513,6 @@ Server::~Server() {
     ::unlink(impl.socket_path.c_str());
     impl.removed_socket = true;
   }
-  if (impl.lock_fd >= 0) ::close(impl.lock_fd);
 }
 
 void Server::run() {

@@ -210,6 +210,46 @@ TEST(ServeProcess, ASocketFileThatExistsAlwaysAcceptsAConnection) {
   }
 }
 
+// The log goes to a pipe whose reader has gone (`ctx serve 2>&1 | logger` after the logger
+// died): each log write fails with EPIPE, and the server goes on serving instead of dying of
+// SIGPIPE; SIGTERM still ends it with status 0.
+TEST(ServeProcess, ALogPipeWithoutAReaderNeitherKillsNorStopsTheServer) {
+  TempStateDir dir;
+  const auto socket = dir.path() / kSocketFile;
+  int log[2];
+  ASSERT_EQ(::pipe(log), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(log[1], 2);
+    ::close(log[0]);
+    ::close(log[1]);
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::signal(SIGPIPE, SIG_DFL);  // as a shell starts it, whatever this test process has
+    ::execl(CTX_BINARY, CTX_BINARY, "serve", "--state", dir.path().c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(log[1]);
+  ASSERT_TRUE(testing::wait_for_file(socket));
+  ::close(log[0]);  // the reader goes away
+  for (int i = 1; i <= 3; ++i) {
+    RpcClient client;
+    ASSERT_TRUE(client.connect(socket)) << "request " << i;
+    const auto reply =
+        client.call(R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"plugin.list"})");
+    ASSERT_TRUE(reply.has_value()) << "request " << i;
+    EXPECT_EQ(Json::parse(*reply)["id"], i);
+  }
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "ctx serve died: status " << status;
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  status = wait_exit(pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 TEST(ServeProcess, SecondServeOnTheSameStateDirRefusesNamingItAndLeavesTheFirstServing) {
   TempStateDir dir;
   const auto socket = dir.path() / kSocketFile;

@@ -5,11 +5,15 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -314,6 +318,103 @@ TEST_F(ServerTest, SlowHandlerPastTheDeadlineGetsDeadlineErrorAndTheConnectionGo
   EXPECT_EQ(call(client, request(3, "plugin.list"))["id"], 3);
 }
 
+// A request still queued for a worker when its deadline answers never runs: its client was told
+// it failed, so running it later would apply what the client may then send again.
+TEST(ServerDeadline, ARequestQueuedPastItsDeadlineIsAnsweredAndNeverRuns) {
+  TempStateDir dir;
+  std::atomic<int> ran{0};
+  MethodTable table;
+  table.add("test.sleep", [](const Json& params) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(params.at("ms").get<int>()));
+    return Json("slept");
+  });
+  table.add("test.count", [&ran](const Json&) { return Json(++ran); });
+  ServerOptions options;
+  options.state_dir = dir.path();
+  options.worker_threads = 1;
+  options.deadline = std::chrono::milliseconds(100);
+  Server server(std::move(options), std::move(table));
+  std::thread thread([&server] { server.run(); });
+  RpcClient busy;
+  RpcClient queued;
+  ASSERT_TRUE(busy.connect(dir.path() / kSocketFile));
+  ASSERT_TRUE(queued.connect(dir.path() / kSocketFile));
+  const auto request = [](int id, const std::string& method, Json params) {
+    return Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}
+               .dump() +
+           "\n";
+  };
+  ASSERT_TRUE(busy.send_all(request(1, "test.sleep", Json{{"ms", 500}})));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the only worker is busy now
+  ASSERT_TRUE(queued.send_all(request(2, "test.count", Json::object())));
+  const auto answer = queued.read_line();
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(Json::parse(*answer)["error"]["code"], kDeadlineExceeded);
+  const auto slept = busy.read_line();
+  ASSERT_TRUE(slept.has_value());
+  EXPECT_EQ(Json::parse(*slept)["error"]["code"], kDeadlineExceeded);
+  // The worker finishes the sleep and takes the queued request off the queue.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(ran.load(), 0) << "the abandoned request ran after its client was told it failed";
+  // The connection goes on: a new request runs.
+  ASSERT_TRUE(queued.send_all(request(3, "test.count", Json::object())));
+  const auto next = queued.read_line();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Json::parse(*next)["result"], 1);
+  server.stop();
+  thread.join();
+}
+
+// SIGTERM starts the drain; while a request keeps it from finishing, a second SIGTERM ends the
+// process (the default action again), as an operator pressing Ctrl-C twice expects.
+TEST(ServerSignals, ASecondSigtermEndsAServerWhoseDrainWaitsOnAStuckRequest) {
+  TempStateDir dir;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    MethodTable table;
+    table.add("test.sleep", [](const Json& params) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(params.at("ms").get<int>()));
+      return Json("slept");
+    });
+    ServerOptions options;
+    options.state_dir = dir.path();
+    options.handle_signals = true;
+    try {
+      Server server(std::move(options), std::move(table));
+      server.run();
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  RpcClient client;
+  for (int i = 0; i < 500 && !client.connect(dir.path() / kSocketFile); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(client.send_all(
+      Json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "test.sleep"}, {"params", {{"ms", 20000}}}}
+          .dump() +
+      "\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::kill(child, SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int status = 0;
+  EXPECT_EQ(::waitpid(child, &status, WNOHANG), 0) << "the first SIGTERM drains: still running";
+  ASSERT_EQ(::kill(child, SIGTERM), 0);
+  pid_t done = 0;
+  for (int i = 0; i < 300 && done == 0; ++i) {
+    done = ::waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL() << "a second SIGTERM did not end the server";
+  }
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+}
+
 TEST_F(ServerTest, StopLetsInFlightRequestsFinishRefusesNewOnesAndRemovesTheSocket) {
   start();
   RpcClient busy;
@@ -405,6 +506,20 @@ TEST(ServerFastPath, KnownAnswersSkipTheWorkerAndEverythingElseReachesIt) {
   thread.join();
   const std::string text = log.str();
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6) << text;
+}
+
+// A constructor that fails after taking the state dir's lock (here: a file that is not a socket
+// where the socket goes) releases it: once the file is gone, a server starts in this process.
+TEST(ServerSetup, AFailedStartReleasesTheStateDirForTheNextOne) {
+  TempStateDir dir;
+  const auto in_the_way = dir.path() / kSocketFile;
+  std::ofstream(in_the_way) << "not a socket";
+  ServerOptions options;
+  options.state_dir = dir.path();
+  CTX_EXPECT_THROW(Server(options, MethodTable{}), FailedPrecondition, "is not a socket");
+  std::filesystem::remove(in_the_way);
+  std::optional<Server> server;
+  EXPECT_NO_THROW(server.emplace(options, MethodTable{}));
 }
 
 TEST(ServerSetup, RefusesAStateDirThatIsNotPrivate) {

@@ -192,6 +192,32 @@ TEST_F(ServiceMethodsTest, CtxHookTalksToTheRunningServerOfItsStateDirElseRunsIn
   const auto [fallback_status, fallback] = testing::run_ctx(hook, prompt.dump());
   EXPECT_EQ(fallback_status, 0);
   EXPECT_EQ(fallback, in_process);
+
+  // A server that closes each connection without reading it (as one stopping does with the
+  // connections still queued on its listener): the request never ran there, so in process.
+  fs::remove(state_ / kSocketFile);
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, (state_ / kSocketFile).c_str(), sizeof(address.sun_path) - 1);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    ASSERT_EQ(::listen(listener, 8), 0);
+  }
+  std::thread closer([listener] {
+    for (;;) {
+      const int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the request has arrived
+      ::close(fd);
+    }
+  });
+  const auto [reset_status, reset] = testing::run_ctx(hook, prompt.dump());
+  ::shutdown(listener, SHUT_RDWR);
+  ::close(listener);
+  closer.join();
+  EXPECT_EQ(reset_status, 0);
+  EXPECT_EQ(reset, in_process);
 }
 
 // A catalog imported while the server runs is what the next hook plans from (the server does not
