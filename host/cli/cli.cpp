@@ -187,7 +187,8 @@ CLI::App* add_hooks(CLI::App& app, Action& action) {
     CLI::Option* project =
         add_value(command, "--project", options->project, "the project whose configuration to edit")
             ->type_name("DIR");
-    command->add_flag("--user", options->user, "edit the user configuration (the default)")
+    command->add_flag("--user", options->user,
+                      "edit the user configuration (default: the project in the current directory)")
         ->excludes(project);
     if (install) add_state(command, options->state);
     add_json(command, options->json);

@@ -19,6 +19,7 @@
 // imported or a plugin pinned while the server runs (catalog/CURRENT or plugins.lock.json
 // replaced) is used from the next request on; requests already running finish on the service
 // they started with.
+#include <array>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,15 +58,19 @@ core::Json invalid_params_on_bad_input(F&& body) {
   }
 }
 
-// The HookRunner (its StateService and loaded adapters) of the current catalog import and plugin
-// lock: either file replaced means a new runner.
+// The HookRunner (its StateService and loaded adapters) of the current catalog import, plugin
+// lock and activation target (`ctx hooks install` points it at another project): any of those
+// files replaced means a new runner.
 class CurrentRunner {
  public:
-  explicit CurrentRunner(fs::path state_dir) : state_dir_(std::move(state_dir)) {}
+  explicit CurrentRunner(fs::path state_dir)
+      : state_dir_(std::move(state_dir)),
+        activation_target_(runtime::StatePaths::of(state_dir_).activation_target) {}
 
   std::shared_ptr<hooks::HookRunner> get() {
     const Signature now{file_signature(state_dir_ / "catalog" / "CURRENT"),
-                        file_signature(state_dir_ / hooks::kPluginLockFile)};
+                        file_signature(state_dir_ / hooks::kPluginLockFile),
+                        file_signature(activation_target_)};
     const std::lock_guard lock(mutex_);
     if (!runner_ || now != signature_) {
       runner_ = std::make_shared<hooks::HookRunner>(state_dir_);
@@ -84,8 +89,9 @@ class CurrentRunner {
   }
 
  private:
-  using Signature = std::pair<std::optional<FileSignature>, std::optional<FileSignature>>;
+  using Signature = std::array<std::optional<FileSignature>, 3>;
   fs::path state_dir_;
+  fs::path activation_target_;
   std::mutex mutex_;
   std::shared_ptr<hooks::HookRunner> runner_;  // GUARDED_BY(mutex_)
   Signature signature_;                        // GUARDED_BY(mutex_)
