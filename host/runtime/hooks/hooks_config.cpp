@@ -85,13 +85,18 @@ std::optional<std::string> read_file(const fs::path& file) {
   return bytes.str();
 }
 
-// The file to edit: a symlink's target (so dotfile managers keep their link), else `file`.
+// The file to edit: the end of a chain of symlinks (so dotfile managers keep every link; a
+// dangling chain ends at the path the file is to be created at), else `file`.
 fs::path resolved(const fs::path& file) {
-  std::error_code ec;
-  if (!fs::is_symlink(fs::symlink_status(file, ec))) return file;
-  const fs::path target = fs::read_symlink(file, ec);
-  if (ec) throw SystemError("cannot read the link " + file.string() + ": " + ec.message());
-  return target.is_absolute() ? target : file.parent_path() / target;
+  fs::path current = file;
+  for (int hops = 0; hops < 40; ++hops) {  // the kernel's own limit (ELOOP)
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(current, ec))) return current;
+    const fs::path target = fs::read_symlink(current, ec);
+    if (ec) throw SystemError("cannot read the link " + current.string() + ": " + ec.message());
+    current = target.is_absolute() ? target : current.parent_path() / target;
+  }
+  throw SystemError("too many levels of symbolic links from " + file.string());
 }
 
 // ---- writing ---------------------------------------------------------------------------------

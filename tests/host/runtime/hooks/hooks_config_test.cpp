@@ -251,6 +251,33 @@ TEST_F(HooksConfigTest, ASymlinkedFileIsUpdatedAtItsTarget) {
   EXPECT_TRUE(fs::is_symlink(claude().file));
 }
 
+// A chain of links (settings.json -> dotfiles link -> repository file): the file at its end is
+// edited and every link stays a link; a loop is an error and changes nothing.
+TEST_F(HooksConfigTest, AChainOfSymlinksIsFollowedToItsEnd) {
+  const fs::path real = home_.path() / "repo" / "claude-settings.json";
+  write(real, R"({"model":"opus"})");
+  const fs::path middle = home_.path() / "dotfiles" / "settings.json";
+  fs::create_directories(middle.parent_path());
+  fs::create_symlink(real, middle);
+  fs::create_directories(claude().file.parent_path());
+  fs::create_symlink(middle.lexically_relative(claude().file.parent_path()), claude().file);
+  const HooksChange change = install_hooks(claude(), kCommand);
+  EXPECT_TRUE(fs::equivalent(change.file, real)) << change.file;
+  EXPECT_TRUE(fs::is_symlink(claude().file));
+  EXPECT_TRUE(fs::is_symlink(middle));
+  EXPECT_TRUE(Json::parse(read(real)).contains("hooks"));
+  uninstall_hooks(claude());
+  EXPECT_EQ(read(real), R"({"model":"opus"})");
+  EXPECT_TRUE(fs::is_symlink(middle));
+
+  fs::remove(claude().file);
+  fs::create_symlink(home_.path() / "loop-b", home_.path() / "loop-a");
+  fs::create_symlink(home_.path() / "loop-a", home_.path() / "loop-b");
+  fs::create_symlink(home_.path() / "loop-a", claude().file);
+  EXPECT_THROW(install_hooks(claude(), kCommand), SystemError);
+  EXPECT_TRUE(fs::is_symlink(claude().file));
+}
+
 TEST_F(HooksConfigTest, AMalformedFileIsATypedErrorAndLeftUntouched) {
   for (const std::string& bytes :
        {std::string("{\"hooks\": {"), std::string("[]"), std::string(""),
