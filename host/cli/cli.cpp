@@ -187,8 +187,9 @@ CLI::App* add_hooks(CLI::App& app, Action& action) {
     CLI::Option* project =
         add_value(command, "--project", options->project, "the project whose configuration to edit")
             ->type_name("DIR");
-    command->add_flag("--user", options->user,
-                      "edit the user configuration (default: the project in the current directory)")
+    command
+        ->add_flag("--user", options->user,
+                   "edit the user configuration (default: the project in the current directory)")
         ->excludes(project);
     if (install) add_state(command, options->state);
     add_json(command, options->json);
@@ -546,6 +547,7 @@ Environment Environment::from_process() {
   Environment env;
   if (const char* value = std::getenv("XDG_STATE_HOME")) env.xdg_state_home = value;
   if (const char* value = std::getenv("HOME")) env.home = value;
+  if (const char* value = std::getenv("PATH")) env.path = value;
   return env;
 }
 

@@ -33,6 +33,7 @@ inline constexpr int kExitUsage = 2;
 struct Environment {
   std::optional<std::string> xdg_state_home;  // $XDG_STATE_HOME
   std::optional<std::string> home;            // $HOME
+  std::optional<std::string> path;            // $PATH
   // Reads the variables above from this process.
   static Environment from_process();
 };

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string_view>
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
@@ -11,6 +12,28 @@ namespace ctx::cli {
 
 namespace fs = std::filesystem;
 namespace hk = ctx::runtime::hooks;
+
+namespace {
+
+// The executable the hooks run: the first absolute `ctx` on $PATH that is this very binary, as
+// the user reaches it (a package manager's link such as /usr/local/bin/ctx or a profile's bin/
+// survives upgrades; the versioned file it points at may not), else this binary's own path.
+fs::path this_executable(const Environment& env) {
+  const fs::path self = fs::read_symlink("/proc/self/exe");
+  if (!env.path) return self;
+  std::string_view rest = *env.path;
+  while (!rest.empty()) {
+    const std::size_t colon = rest.find(':');
+    const fs::path dir(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    if (!dir.is_absolute()) continue;
+    std::error_code ec;
+    if (fs::equivalent(dir / "ctx", self, ec) && !ec) return dir / "ctx";
+  }
+  return self;
+}
+
+}  // namespace
 
 int run_hooks(const HooksOptions& options, const CommandIo& io) {
   std::ostream& out = io.out;
@@ -25,7 +48,7 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
   hk::HooksChange change;
   if (options.install) {
     hk::HookCommand command;
-    command.executable = fs::read_symlink("/proc/self/exe");
+    command.executable = this_executable(env);
     if (options.state) command.state_dir = fs::absolute(*options.state);
     change = hk::install_hooks(target, command);
   } else {
@@ -66,9 +89,9 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
   if (options.install) {
     if (change.changed) {
       out << "installed ctx hooks for " << host << " in " << file << " (" << change.events.size()
-          << (change.created ? " events; ctx created the file: uninstall removes it)\n"
-                             : " events; previous content saved in " + change.backup->string() +
-                                   ")\n");
+          << (change.created
+                  ? " events; ctx created the file: uninstall removes it)\n"
+                  : " events; previous content saved in " + change.backup->string() + ")\n");
     } else {
       out << "ctx hooks for " << host << " are already installed in " << file << "\n";
     }

@@ -106,10 +106,10 @@ CREATE INDEX idx_managed_inputs_keys ON managed_inputs(plan_id);
 #define CTX_QUERY_COLUMNS                                                           \
   "logical_query_id, query_ref, registration_json, registration_bytes, plan_id, " \
   "decision_digest, journal_revision, journal_record_digest, row_hmac"
-#define CTX_DESIRED_COLUMNS                                                                 \
-  "query_ref, logical_choice_id, desired_set_ref, plan_id, decision_digest, "             \
-  "stream_identity_digest, expected_revision, event_id, event_json, event_bytes, "        \
-  "capability_ids_json, capability_ids_bytes, journal_revision, journal_record_digest, "  \
+#define CTX_DESIRED_COLUMNS                                                              \
+  "query_ref, logical_choice_id, desired_set_ref, plan_id, decision_digest, "            \
+  "stream_identity_digest, expected_revision, event_id, event_json, event_bytes, "       \
+  "capability_ids_json, capability_ids_bytes, journal_revision, journal_record_digest, " \
   "transition_digest, row_hmac"
 
 // The statements of this store. Each is used through one lease at a time (never nested).

@@ -79,7 +79,7 @@ class CliTest : public ::testing::Test {
   std::string state() const { return (dir_ / "state").string(); }
 
   TempDir dir_;
-  Environment env_{std::nullopt, dir_.path().string()};
+  Environment env_{std::nullopt, dir_.path().string(), std::nullopt};
 };
 
 // Number of lines in `text`.
@@ -379,10 +379,12 @@ TEST_F(CliTest, MissingLockFileFailsForVerifyAndList) {
 }
 
 TEST_F(CliTest, DefaultStateDirFollowsXdgThenHome) {
-  EXPECT_EQ(default_state_dir({"/xdg", "/home/u"}), fs::path("/xdg/ctx"));
-  EXPECT_EQ(default_state_dir({std::nullopt, "/home/u"}), fs::path("/home/u/.local/state/ctx"));
-  EXPECT_EQ(default_state_dir({"relative", "/home/u"}), fs::path("/home/u/.local/state/ctx"));
-  CTX_EXPECT_THROW(default_state_dir({std::nullopt, std::nullopt}), InvalidArgument,
+  EXPECT_EQ(default_state_dir({"/xdg", "/home/u", std::nullopt}), fs::path("/xdg/ctx"));
+  EXPECT_EQ(default_state_dir({std::nullopt, "/home/u", std::nullopt}),
+            fs::path("/home/u/.local/state/ctx"));
+  EXPECT_EQ(default_state_dir({"relative", "/home/u", std::nullopt}),
+            fs::path("/home/u/.local/state/ctx"));
+  CTX_EXPECT_THROW(default_state_dir({std::nullopt, std::nullopt, std::nullopt}), InvalidArgument,
                    "no state directory");
 
   // The default state directory is the one checked: an unsafe one fails the pin.

@@ -44,9 +44,10 @@ std::string slurp(const fs::path& file) {
 class HooksCommandTest : public ::testing::Test {
  protected:
   // Runs the ctx binary from the project directory with HOME set to the fake home.
-  Outcome ctx(const std::vector<std::string>& args) {
+  Outcome ctx(const std::vector<std::string>& args, const std::string& env = "") {
     std::string command = "cd " + quoted(project_.path().string()) +
-                          " && HOME=" + quoted(home_.path().string()) + " " + quoted(CTX_BINARY);
+                          " && HOME=" + quoted(home_.path().string()) + " " + env + " " +
+                          quoted(CTX_BINARY);
     for (const std::string& arg : args) command += " " + quoted(arg);
     const fs::path out = io_ / "stdout";
     const fs::path err = io_ / "stderr";
@@ -68,7 +69,8 @@ TEST_F(HooksCommandTest, ClaudeCodeProjectInstallIsIdempotentAndUninstallRestore
   const Outcome first = ctx({"hooks", "install", "claude-code"});
   ASSERT_EQ(first.code, 0) << first.err;
   EXPECT_THAT(first.out, HasSubstr("installed ctx hooks for claude-code in " + settings.string()));
-  EXPECT_THAT(first.out, HasSubstr("previous content saved in " + settings.string() + ".ctx-backup"));
+  EXPECT_THAT(first.out,
+              HasSubstr("previous content saved in " + settings.string() + ".ctx-backup"));
   EXPECT_EQ(slurp(settings.string() + ".ctx-backup"), original);
   const Json written = Json::parse(slurp(settings));
   EXPECT_EQ(written.at("model"), "opus");
@@ -88,6 +90,24 @@ TEST_F(HooksCommandTest, ClaudeCodeProjectInstallIsIdempotentAndUninstallRestore
   EXPECT_EQ(result.at("changed"), true);
   EXPECT_EQ(result.at("action"), "uninstall");
   EXPECT_EQ(slurp(settings), original);
+}
+
+// The hooks run ctx as the user reaches it on $PATH (a package manager's link survives an
+// upgrade; the versioned file behind it may not), when that is this very binary.
+TEST_F(HooksCommandTest, TheCommandIsTheCtxOnPathThatIsThisBinary) {
+  const fs::path bin = io_.path() / "bin";
+  fs::create_directories(bin);
+  fs::create_symlink(fs::canonical(CTX_BINARY), bin / "ctx");
+  const fs::path other = io_.path() / "other";
+  fs::create_directories(other);
+  { std::ofstream(other / "ctx") << "#!/bin/sh\n"; }  // another ctx, earlier on PATH: not this one
+  const std::string path =
+      "PATH=" + quoted(other.string() + ":relative/bin:" + bin.string() + ":/usr/bin:/bin");
+  const Outcome done = ctx({"hooks", "install", "claude-code"}, path);
+  ASSERT_EQ(done.code, 0) << done.err;
+  const Json written = Json::parse(slurp(project_.path() / ".claude" / "settings.json"));
+  EXPECT_EQ(written.at("hooks").at("Stop")[0].at("hooks")[0].at("command"),
+            (bin / "ctx").string() + " hook claude-code");
 }
 
 TEST_F(HooksCommandTest, CodexUserInstallCarriesTheStateDirAndTellsTheUserToReview) {

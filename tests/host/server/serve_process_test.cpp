@@ -238,8 +238,8 @@ TEST(ServeProcess, ALogPipeWithoutAReaderNeitherKillsNorStopsTheServer) {
   for (int i = 1; i <= 3; ++i) {
     RpcClient client;
     ASSERT_TRUE(client.connect(socket)) << "request " << i;
-    const auto reply =
-        client.call(R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"plugin.list"})");
+    const auto reply = client.call(R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
+                                   R"(,"method":"plugin.list"})");
     ASSERT_TRUE(reply.has_value()) << "request " << i;
     EXPECT_EQ(Json::parse(*reply)["id"], i);
   }

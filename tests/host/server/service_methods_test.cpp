@@ -240,8 +240,8 @@ TEST_F(ServiceMethodsTest, AnActivationTargetChangedWhileServingIsUsedFromTheNex
   EXPECT_NE(one.find("ctx installed: pdf-export (skill)."), std::string::npos) << one;
   EXPECT_TRUE(fs::exists(first / ".claude/skills/pdf-export/SKILL.md"));
 
-  ASSERT_EQ(testing::run_ctx("hooks install claude-code --project " + second.string() + state).first,
-            0);
+  ASSERT_EQ(
+      testing::run_ctx("hooks install claude-code --project " + second.string() + state).first, 0);
   const auto [two_status, two] =
       testing::run_ctx(hook, claude_prompt("target-2", "export the report to PDF please").dump());
   ASSERT_EQ(two_status, 0);

@@ -73,7 +73,9 @@ int sync(sqlite3_file* f, int flags) {
 const sqlite3_io_methods kMethods = {
     3,
     [](sqlite3_file* f) { return in(f)->pMethods->xClose(in(f)); },
-    [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return in(f)->pMethods->xRead(in(f), b, n, o); },
+    [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) {
+      return in(f)->pMethods->xRead(in(f), b, n, o);
+    },
     [](sqlite3_file* f, const void* b, int n, sqlite3_int64 o) {
       if (reinterpret_cast<File*>(f)->wal && o >= 32) frames_written = true;
       return in(f)->pMethods->xWrite(in(f), b, n, o);
@@ -87,12 +89,20 @@ const sqlite3_io_methods kMethods = {
     [](sqlite3_file* f, int op, void* a) { return in(f)->pMethods->xFileControl(in(f), op, a); },
     [](sqlite3_file* f) { return in(f)->pMethods->xSectorSize(in(f)); },
     [](sqlite3_file* f) { return in(f)->pMethods->xDeviceCharacteristics(in(f)); },
-    [](sqlite3_file* f, int i, int n, int w, void volatile** p) { return in(f)->pMethods->xShmMap(in(f), i, n, w, p); },
-    [](sqlite3_file* f, int o, int n, int fl) { return in(f)->pMethods->xShmLock(in(f), o, n, fl); },
+    [](sqlite3_file* f, int i, int n, int w, void volatile** p) {
+      return in(f)->pMethods->xShmMap(in(f), i, n, w, p);
+    },
+    [](sqlite3_file* f, int o, int n, int fl) {
+      return in(f)->pMethods->xShmLock(in(f), o, n, fl);
+    },
     [](sqlite3_file* f) { in(f)->pMethods->xShmBarrier(in(f)); },
     [](sqlite3_file* f, int d) { return in(f)->pMethods->xShmUnmap(in(f), d); },
-    [](sqlite3_file* f, sqlite3_int64 o, int n, void** p) { return in(f)->pMethods->xFetch(in(f), o, n, p); },
-    [](sqlite3_file* f, sqlite3_int64 o, void* p) { return in(f)->pMethods->xUnfetch(in(f), o, p); },
+    [](sqlite3_file* f, sqlite3_int64 o, int n, void** p) {
+      return in(f)->pMethods->xFetch(in(f), o, n, p);
+    },
+    [](sqlite3_file* f, sqlite3_int64 o, void* p) {
+      return in(f)->pMethods->xUnfetch(in(f), o, p);
+    },
 };
 int open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out_flags) {
   auto* file = reinterpret_cast<File*>(f);
@@ -197,12 +207,12 @@ TEST_F(StateWatchTest, ACommitPublishedAfterTheCaptureThatSawItsLogWriteMovesThe
     ::close(go[1]);
     pause_vfs::install(ready[1], go[0]);
     sqlite3* handle = nullptr;
-    int code = sqlite3_open_v2(db_.c_str(), &handle, SQLITE_OPEN_READWRITE, "pause") == SQLITE_OK &&
-                       sqlite3_exec(handle,
-                                    "PRAGMA synchronous=FULL; INSERT INTO t VALUES (3, 'three');",
-                                    nullptr, nullptr, nullptr) == SQLITE_OK
-                   ? 0
-                   : 1;
+    int code =
+        sqlite3_open_v2(db_.c_str(), &handle, SQLITE_OPEN_READWRITE, "pause") == SQLITE_OK &&
+                sqlite3_exec(handle, "PRAGMA synchronous=FULL; INSERT INTO t VALUES (3, 'three');",
+                             nullptr, nullptr, nullptr) == SQLITE_OK
+            ? 0
+            : 1;
     if (sqlite3_close(handle) != SQLITE_OK) code = 1;
     ::_exit(code);
   }

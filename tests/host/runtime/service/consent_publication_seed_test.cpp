@@ -702,8 +702,7 @@ TEST(ManagedConsentSeed, service_rejects_pending_consent_without_a_physical_actu
   const std::string query_ref = initial.query_ref();
   auto no_actuator =
       service_with(setup, [](ManagedQueryServiceOptions& o) { o.install_actuators = nullptr; });
-  CTX_EXPECT_THROW(no_actuator->reopen(query_ref), Error,
-                   "no physical installation actuator");
+  CTX_EXPECT_THROW(no_actuator->reopen(query_ref), Error, "no physical installation actuator");
   EXPECT_EQ(consent_rows(setup), 0);
 }
 
