@@ -548,6 +548,7 @@ Environment Environment::from_process() {
   if (const char* value = std::getenv("XDG_STATE_HOME")) env.xdg_state_home = value;
   if (const char* value = std::getenv("HOME")) env.home = value;
   if (const char* value = std::getenv("PATH")) env.path = value;
+  if (const char* value = std::getenv("CODEX_HOME")) env.codex_home = value;
   return env;
 }
 

@@ -31,9 +31,10 @@ inline constexpr int kExitUsage = 2;
 
 // The process environment the CLI reads (nothing else is read from the environment).
 struct Environment {
-  std::optional<std::string> xdg_state_home;  // $XDG_STATE_HOME
-  std::optional<std::string> home;            // $HOME
-  std::optional<std::string> path;            // $PATH
+  std::optional<std::string> xdg_state_home{};  // $XDG_STATE_HOME
+  std::optional<std::string> home{};            // $HOME
+  std::optional<std::string> path{};            // $PATH
+  std::optional<std::string> codex_home{};      // $CODEX_HOME
   // Reads the variables above from this process.
   static Environment from_process();
 };

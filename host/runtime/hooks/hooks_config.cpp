@@ -317,7 +317,11 @@ const std::vector<std::string>& installed_events(HookHost host) {
 }
 
 HookTarget hook_target(HookHost host, HookScope scope, const fs::path& home,
-                       const fs::path& project_dir) {
+                       const fs::path& project_dir, const std::optional<fs::path>& codex_home) {
+  if (host == HookHost::kCodex && scope == HookScope::kUser && codex_home &&
+      codex_home->is_absolute()) {
+    return HookTarget{host, *codex_home / "hooks.json"};
+  }
   const fs::path& root = scope == HookScope::kUser ? home : project_dir;
   if (root.empty() || !root.is_absolute()) {
     throw InvalidArgument(scope == HookScope::kUser ? "the home directory must be absolute"

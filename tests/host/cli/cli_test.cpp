@@ -79,7 +79,7 @@ class CliTest : public ::testing::Test {
   std::string state() const { return (dir_ / "state").string(); }
 
   TempDir dir_;
-  Environment env_{std::nullopt, dir_.path().string(), std::nullopt};
+  Environment env_{.home = dir_.path().string()};
 };
 
 // Number of lines in `text`.
@@ -379,13 +379,11 @@ TEST_F(CliTest, MissingLockFileFailsForVerifyAndList) {
 }
 
 TEST_F(CliTest, DefaultStateDirFollowsXdgThenHome) {
-  EXPECT_EQ(default_state_dir({"/xdg", "/home/u", std::nullopt}), fs::path("/xdg/ctx"));
-  EXPECT_EQ(default_state_dir({std::nullopt, "/home/u", std::nullopt}),
+  EXPECT_EQ(default_state_dir({.xdg_state_home = "/xdg", .home = "/home/u"}), fs::path("/xdg/ctx"));
+  EXPECT_EQ(default_state_dir({.home = "/home/u"}), fs::path("/home/u/.local/state/ctx"));
+  EXPECT_EQ(default_state_dir({.xdg_state_home = "relative", .home = "/home/u"}),
             fs::path("/home/u/.local/state/ctx"));
-  EXPECT_EQ(default_state_dir({"relative", "/home/u", std::nullopt}),
-            fs::path("/home/u/.local/state/ctx"));
-  CTX_EXPECT_THROW(default_state_dir({std::nullopt, std::nullopt, std::nullopt}), InvalidArgument,
-                   "no state directory");
+  CTX_EXPECT_THROW(default_state_dir({}), InvalidArgument, "no state directory");
 
   // The default state directory is the one checked: an unsafe one fails the pin.
   const fs::path xdg = dir_ / "xdg";

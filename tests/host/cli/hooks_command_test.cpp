@@ -110,6 +110,21 @@ TEST_F(HooksCommandTest, TheCommandIsTheCtxOnPathThatIsThisBinary) {
             (bin / "ctx").string() + " hook claude-code");
 }
 
+// With $CODEX_HOME set, Codex reads its user hooks.json there, so that is the file ctx edits.
+TEST_F(HooksCommandTest, CodexUserInstallFollowsCodexHome) {
+  const fs::path codex_home = io_.path() / "codex home";
+  const Outcome done =
+      ctx({"hooks", "install", "codex", "--user"}, "CODEX_HOME=" + quoted(codex_home.string()));
+  ASSERT_EQ(done.code, 0) << done.err;
+  EXPECT_TRUE(fs::exists(codex_home / "hooks.json"));
+  EXPECT_FALSE(fs::exists(home_.path() / ".codex" / "hooks.json"));
+  ASSERT_EQ(
+      ctx({"hooks", "uninstall", "codex", "--user"}, "CODEX_HOME=" + quoted(codex_home.string()))
+          .code,
+      0);
+  EXPECT_FALSE(fs::exists(codex_home / "hooks.json"));
+}
+
 TEST_F(HooksCommandTest, CodexUserInstallCarriesTheStateDirAndTellsTheUserToReview) {
   const fs::path state = io_.path() / "state dir";
   const Outcome done = ctx({"hooks", "install", "codex", "--user", "--state", state.string()});

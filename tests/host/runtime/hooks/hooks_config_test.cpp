@@ -86,6 +86,17 @@ TEST_F(HooksConfigTest, TargetsAreTheHostsOwnFiles) {
                    "absolute");
   CTX_EXPECT_THROW(hook_target(HookHost::kCodex, HookScope::kUser, "", "/p"), InvalidArgument,
                    "absolute");
+  // $CODEX_HOME is Codex's user configuration layer; it moves neither the project's nor Claude's.
+  const fs::path codex_home = home_.path() / "codex-home";
+  EXPECT_EQ(hook_target(HookHost::kCodex, HookScope::kUser, home_.path(), "", codex_home).file,
+            codex_home / "hooks.json");
+  EXPECT_EQ(hook_target(HookHost::kCodex, HookScope::kUser, home_.path(), "", "relative").file,
+            home_.path() / ".codex" / "hooks.json");
+  EXPECT_EQ(
+      hook_target(HookHost::kCodex, HookScope::kProject, "", project_.path(), codex_home).file,
+      project_.path() / ".codex" / "hooks.json");
+  EXPECT_EQ(hook_target(HookHost::kClaudeCode, HookScope::kUser, home_.path(), "", codex_home).file,
+            home_.path() / ".claude" / "settings.json");
   EXPECT_EQ(parse_host("claude-code"), HookHost::kClaudeCode);
   EXPECT_EQ(parse_host("codex"), HookHost::kCodex);
   EXPECT_EQ(parse_host("generic"), std::nullopt);
