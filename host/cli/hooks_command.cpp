@@ -72,6 +72,11 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
     } catch (const NotFound&) {
     } catch (const InvalidArgument&) {
     }
+    // The skills directory exists before the host starts: Claude Code watches a top-level
+    // skills directory for new skills only if it existed at startup, so a skill approved
+    // mid-session then works in that session.
+    std::error_code ignored;
+    if (activation) fs::create_directories(*activation, ignored);
   }
   if (options.json) {
     core::Json result = {{"host", host},

@@ -125,6 +125,19 @@ TEST_F(HooksCommandTest, CodexUserInstallFollowsCodexHome) {
   EXPECT_FALSE(fs::exists(codex_home / "hooks.json"));
 }
 
+// Install makes the directory skills will activate in: Claude Code watches a top-level skills
+// directory for new skills only when it existed at startup, so a skill approved mid-session
+// then works in that session.
+TEST_F(HooksCommandTest, InstallMakesTheSkillsDirectoryTheHostWatches) {
+  const fs::path state = io_.path() / "state";
+  ASSERT_EQ(ctx({"init", "--state", state.string()}).code, 0);
+  ASSERT_FALSE(fs::exists(project_.path() / ".claude" / "skills"));
+  const Outcome done = ctx({"hooks", "install", "claude-code", "--state", state.string()});
+  ASSERT_EQ(done.code, 0) << done.err;
+  EXPECT_TRUE(fs::is_directory(project_.path() / ".claude" / "skills"));
+  EXPECT_THAT(done.out, HasSubstr((project_.path() / ".claude" / "skills").string()));
+}
+
 TEST_F(HooksCommandTest, CodexUserInstallCarriesTheStateDirAndTellsTheUserToReview) {
   const fs::path state = io_.path() / "state dir";
   const Outcome done = ctx({"hooks", "install", "codex", "--user", "--state", state.string()});
