@@ -43,9 +43,8 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
   const fs::path project = scope == hk::HookScope::kProject
                                ? fs::absolute(options.project.value_or(fs::current_path()))
                                : fs::path();
-  const std::optional<fs::path> codex_home = env.codex_home && !env.codex_home->empty()
-                                                 ? std::optional<fs::path>(*env.codex_home)
-                                                 : std::nullopt;
+  const std::optional<fs::path> codex_home =
+      env.codex_home ? std::optional<fs::path>(*env.codex_home) : std::nullopt;
   const hk::HookTarget target = hk::hook_target(options.host, scope, home, project, codex_home);
   const std::string host(hk::host_name(options.host));
   hk::HooksChange change;

@@ -16,9 +16,9 @@
 // exact retry, when it still holds (hook_runner.hpp), without a hop to the worker pool.
 // The service is opened on first use and shared by every method and worker (it is thread-safe);
 // a state dir that is not ready yet (no init, no catalog) fails that request only. A catalog
-// imported or a plugin pinned while the server runs (catalog/CURRENT or plugins.lock.json
-// replaced) is used from the next request on; requests already running finish on the service
-// they started with.
+// imported, a plugin pinned or an activation target set while the server runs (catalog/CURRENT,
+// plugins.lock.json or activation-target.json replaced) is used from the next request on;
+// requests already running finish on the service they started with.
 #include <array>
 #include <memory>
 #include <mutex>

@@ -66,6 +66,14 @@ Json claude_common(const std::string& event) {
           {"hook_event_name", event}};
 }
 
+// A UserPromptSubmit in `session` saying `text`.
+Json claude_prompt(const std::string& session, const std::string& text) {
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["session_id"] = session;
+  prompt["prompt"] = text;
+  return prompt;
+}
+
 Json codex_common(const std::string& event) {
   return {{"session_id", "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"},
           {"turn_id", "0199a1b2-0000-7e5f-8a9b-0c1d2e3f4a5b"},
@@ -392,9 +400,7 @@ TEST_F(HookCommandTest, APendingSessionInACopiedStateDirStillReplies) {
   TempDir dir;
   const fs::path state = dir.path() / "state";
   init_state(state);
-  Json prompt = claude_common("UserPromptSubmit");
-  prompt["session_id"] = "session-before-copy";
-  prompt["prompt"] = "export the report as pdf";
+  Json prompt = claude_prompt("session-before-copy", "export the report as pdf");
   const auto before = hook("claude-code", prompt.dump(), state);
   ASSERT_EQ(before.code, 0) << before.err;
   ASSERT_THAT(before.out, HasSubstr("ctx consent approve"));
@@ -415,9 +421,7 @@ TEST_F(HookCommandTest, APublishedGraphCopyChangedOnDiskIsRestoredAndHooksStillR
   TempDir dir;
   const fs::path state = dir.path() / "state";
   init_state(state);
-  Json prompt = claude_common("UserPromptSubmit");
-  prompt["session_id"] = "session-before-change";
-  prompt["prompt"] = "export the report as pdf";
+  Json prompt = claude_prompt("session-before-change", "export the report as pdf");
   ASSERT_EQ(hook("claude-code", prompt.dump(), state).code, 0);
   std::vector<fs::path> copies;
   for (const auto& entry : fs::directory_iterator(state / "registry" / "artifacts")) {
@@ -448,9 +452,7 @@ TEST_F(HookCommandTest, APolicyChangeUnderAPendingConsentIsExplainedNotAFailure)
   TempDir dir;
   const fs::path state = dir.path() / "state";
   init_state(state);
-  Json prompt = claude_common("UserPromptSubmit");
-  prompt["session_id"] = "session-policy-change";
-  prompt["prompt"] = "export the report as pdf";
+  Json prompt = claude_prompt("session-policy-change", "export the report as pdf");
   const auto before = hook("claude-code", prompt.dump(), state);
   ASSERT_EQ(before.code, 0) << before.err;
   ASSERT_THAT(before.out, HasSubstr("ctx consent approve"));
@@ -542,9 +544,7 @@ TEST_F(HookCommandTest, ConcurrentHooksOnOneSessionAllReplyAndTheJournalVerifies
     for (auto& t : threads) t.join();
     return results;
   };
-  Json same = claude_common("UserPromptSubmit");
-  same["session_id"] = "race-same";
-  same["prompt"] = "export the report as pdf";
+  Json same = claude_prompt("race-same", "export the report as pdf");
   const auto first = race(std::vector<std::string>(kProcesses, same.dump()));
   for (const auto& r : first) {
     ASSERT_TRUE(r.exited) << r.signal;

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/journal/raw_sqlite.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::runtime::hooks {
@@ -127,23 +128,6 @@ void install(int ready_fd, int go_fd) {
 }
 }  // namespace pause_vfs
 
-// Rows in t, read on a fresh connection of this process.
-int rows(const fs::path& db) {
-  sqlite3* handle = nullptr;
-  int count = -1;
-  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_exec(
-        handle, "SELECT count(*) FROM t",
-        [](void* out, int, char** values, char**) {
-          *static_cast<int*>(out) = std::atoi(values[0]);
-          return 0;
-        },
-        &count, nullptr);
-  }
-  sqlite3_close(handle);
-  return count;
-}
-
 class StateWatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -221,14 +205,14 @@ TEST_F(StateWatchTest, ACommitPublishedAfterTheCaptureThatSawItsLogWriteMovesThe
   char byte = 0;
   ASSERT_EQ(::read(ready[0], &byte, 1), 1) << "the child never reached its log sync";
   const std::optional<std::string> before = watch.capture({});
-  EXPECT_EQ(rows(db_), 1) << "the commit is not visible yet";
+  EXPECT_EQ(ctx::testing::journal::raw_count(db_, "t"), 1) << "the commit is not visible yet";
   ASSERT_EQ(::write(go[1], "g", 1), 1);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   ::close(ready[0]);
   ::close(go[1]);
-  EXPECT_EQ(rows(db_), 2);
+  EXPECT_EQ(ctx::testing::journal::raw_count(db_, "t"), 2);
   ASSERT_TRUE(before.has_value());
   const std::optional<std::string> after = watch.capture({});
   ASSERT_TRUE(after.has_value());
