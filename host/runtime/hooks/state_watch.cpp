@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "host/core/error.hpp"
@@ -160,7 +162,7 @@ void StateWatch::watch_layout() {
     put(identity, st.st_ino);
     Probe& probe = probes_[name];
     if (!probe.db || probe.identity != identity) {
-      probe.db.reset();
+      probe = Probe{};  // the old connection, and its mapping, go first
       probe.db = std::make_unique<store::Database>(path, store::Database::Mode::kReadWrite,
                                                    kProbeBusyTimeoutMs);
       probe.identity = std::move(identity);
@@ -213,17 +215,77 @@ bool StateWatch::refresh_watches(const struct stat& state) {
   return watches_.complete;
 }
 
-void StateWatch::add_database(Probe& probe, bool wait, std::string& out) {
-  // data_version, read on every capture, moves once another connection's commit is visible to
-  // readers. The watches alone cannot tell: a commit writes (and syncs) its frames to the -wal
-  // file first, which raises the event, and only then publishes them in the -shm index, which
-  // raises none; a capture between the two would pair with a read of the state before it.
-  // (The connection stays open: the stores' own connections are never the last to close.)
+namespace {
+
+// SQLite's WAL-index (the -shm file; https://www.sqlite.org/walformat.html, "The WAL-Index
+// Header"): region 0 begins with two copies of a 48-byte header, the one thing a reader reads to
+// learn which commits it may see. A committer publishes a commit by writing the second copy and
+// then, after a memory barrier, the first; equal copies read first-then-second are a consistent
+// header, and every commit changes it (iChange counts transactions, mxFrame the log's frames,
+// the salts change when the log restarts).
+constexpr int kWalIndexRegionBytes = 32768;
+constexpr std::size_t kWalIndexHeaderWords = 12;
+// Reads of a header a commit is writing (a few instructions' window) before giving up.
+constexpr int kWalIndexHeaderTries = 100;
+
+using WalIndexHeader = std::array<std::uint32_t, kWalIndexHeaderWords>;
+
+WalIndexHeader read_header(const volatile std::uint32_t* words) {
+  WalIndexHeader header{};
+  for (std::size_t i = 0; i < kWalIndexHeaderWords; ++i) header[i] = words[i];
+  return header;
+}
+
+}  // namespace
+
+void StateWatch::map_wal_index(Probe& probe, bool wait) {
+  probe.looked_for_wal_index = true;
+  ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
+  {
+    auto mode = probe.db->cached("PRAGMA journal_mode");
+    if (!mode->step() || mode->text(0) != "wal") return;
+  }
+  {
+    // A read transaction opens the log and maps the connection's -shm region 0. (Not asked of a
+    // database in another mode: for it xShmMap would create a -shm file.)
+    auto version = probe.db->cached("PRAGMA data_version");
+    if (!version->step()) throw SystemError("PRAGMA data_version returned no row");
+  }
+  sqlite3_file* file = nullptr;
+  void volatile* region = nullptr;
+  if (::sqlite3_file_control(probe.db->handle(), "main", SQLITE_FCNTL_FILE_POINTER, &file) ==
+          SQLITE_OK &&
+      file != nullptr && file->pMethods != nullptr && file->pMethods->iVersion >= 2 &&
+      file->pMethods->xShmMap(file, 0, kWalIndexRegionBytes, 0, &region) == SQLITE_OK &&
+      region != nullptr) {
+    probe.file = file;
+    probe.wal_index = static_cast<const volatile std::uint32_t*>(region);
+  }
+}
+
+bool StateWatch::add_database(Probe& probe, bool wait, std::string& out) {
+  put(out, probe.generation);
+  if (!probe.looked_for_wal_index) map_wal_index(probe, wait);
+  if (probe.wal_index != nullptr) {
+    for (int attempt = 0; attempt < (wait ? kWalIndexHeaderTries : 1); ++attempt) {
+      if (attempt > 0) std::this_thread::yield();
+      const WalIndexHeader first = read_header(probe.wal_index);
+      probe.file->pMethods->xShmBarrier(probe.file);
+      const WalIndexHeader second = read_header(probe.wal_index + kWalIndexHeaderWords);
+      if (first == second) {
+        put(out, first);
+        return true;
+      }
+    }
+    return false;
+  }
+  // Not in WAL mode (or its index not mapped): PRAGMA data_version, in a read transaction of its
+  // own, moves once another connection's commit is visible to this one.
   ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
   auto statement = probe.db->cached("PRAGMA data_version");
   if (!statement->step()) throw SystemError("PRAGMA data_version returned no row");
-  put(out, probe.generation);
   put(out, statement->integer(0));
+  return true;
 }
 
 std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& files, bool wait) {
@@ -251,7 +313,9 @@ std::optional<std::string> StateWatch::capture(const std::vector<fs::path>& file
   // connections never are the last, so SQLite stops creating and deleting sidecars in service/
   // on every open, and checkpointing the log into the database on every close.)
   try {
-    for (auto& [name, probe] : probes_) add_database(probe, wait, out);
+    for (auto& [name, probe] : probes_) {
+      if (!add_database(probe, wait, out)) return std::nullopt;
+    }
   } catch (const engine::StoreBusy&) {
     if (wait) throw;
     return std::nullopt;

@@ -13,9 +13,11 @@
 //     and
 //   - the connection this object keeps open to each database in service/ (so that the stores'
 //     own connections are never the last, which would create and remove the sidecars on every
-//     open) is still on the same file and saw no commit become visible (PRAGMA data_version,
-//     read at every capture: a commit's -wal write raises its event before readers can see the
-//     commit), and the state dir's path still names the directory the watches are on, and
+//     open) is still on the same file and saw no commit become visible: read at every capture
+//     (a commit's -wal write raises its event before readers can see the commit), from the
+//     WAL-index header in that connection's own mapping of the -shm file, without a system call
+//     (PRAGMA data_version, a read transaction, for a database not in WAL mode), and the state
+//     dir's path still names the directory the watches are on, and
 //   - no file of `files` was created, removed, renamed, rewritten or re-moded (device, inode,
 //     size, mtime, ctime, owner, mode; ctime cannot be set back from user space).
 // Thread-safe. Process-bound (the probes are SQLite connections, the watches one inotify
@@ -34,6 +36,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+struct sqlite3_file;
 
 namespace ctx::store {
 class Database;
@@ -55,8 +59,9 @@ class StateWatch {
   // could leave every stat field as it was: git's "racy" entries), when the state dir is
   // missing or no inotify instance can be had, and in a forked child. Errors: the databases'
   // (engine::StoreBusy, EngineStoreError) — callers treat any error as "changed".
-  // With `wait` false it never waits: a lock another thread holds, or a database another
-  // connection is writing (SQLITE_BUSY at once), is nullopt too.
+  // nullopt too while a commit is writing a WAL-index header (after a few re-reads when
+  // waiting). With `wait` false it never waits: a lock another thread holds, or a database not
+  // in WAL mode that another connection is writing (SQLITE_BUSY at once), is nullopt too.
   std::optional<std::string> capture(const std::vector<std::filesystem::path>& files,
                                      bool wait = true);
 
@@ -65,6 +70,9 @@ class StateWatch {
     std::string identity;  // device + inode of the file the connection was opened on
     std::uint64_t generation = 0;
     std::unique_ptr<store::Database> db;
+    bool looked_for_wal_index = false;
+    sqlite3_file* file = nullptr;                        // db's main file, once mapped
+    const volatile std::uint32_t* wal_index = nullptr;  // its -shm region 0, in WAL mode
   };
   // The inotify instance and what it watches. GUARDED_BY(mutex_)
   struct Watches {
@@ -79,8 +87,12 @@ class StateWatch {
   bool refresh_watches(const struct stat& state);
   // Watches every directory of the layout and opens a probe on each database in service/.
   void watch_layout();
-  // Appends `probe`'s generation, after its first read. Errors: the database's.
-  void add_database(Probe& probe, bool wait, std::string& out);
+  // Maps `probe`'s WAL-index when its database is in WAL mode (once). Errors: the database's.
+  void map_wal_index(Probe& probe, bool wait);
+  // Appends `probe`'s generation and what its database has made visible; false when that
+  // cannot be told now (a commit is writing the WAL-index header, or !wait and the database is
+  // busy). Errors: the database's.
+  bool add_database(Probe& probe, bool wait, std::string& out);
 
   std::filesystem::path state_dir_;
   pid_t owner_pid_;

@@ -173,6 +173,26 @@ TEST_F(StateWatchTest, ACommitByAnotherProcessMovesTheFingerprintAndAReaderDoesN
   EXPECT_NE(fourth, third);
 }
 
+// A database in service/ in rollback-journal mode (no WAL-index to read) is watched through a
+// read of its own: its commits move the fingerprint, its readers do not, and watching it creates
+// no -shm file beside it.
+TEST_F(StateWatchTest, ADatabaseNotInWalModeIsWatchedWithoutAWalIndex) {
+  const fs::path other = state_ / "service" / "other.sqlite3";
+  ASSERT_TRUE(in_other_process(other, "PRAGMA journal_mode=DELETE; CREATE TABLE t(k INTEGER);"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  StateWatch watch(state_);
+  const std::optional<std::string> first = watch.capture({});
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(in_other_process(other, "SELECT count(*) FROM t;"));
+  EXPECT_EQ(watch.capture({}), first) << "a reader is no change";
+  ASSERT_TRUE(in_other_process(other, "INSERT INTO t VALUES (1);"));
+  const std::optional<std::string> second = watch.capture({});
+  ASSERT_TRUE(second.has_value());
+  EXPECT_NE(second, first);
+  EXPECT_EQ(watch.capture({}), second);
+  EXPECT_FALSE(fs::exists(state_ / "service" / "other.sqlite3-shm"));
+}
+
 // Another process's commit is caught between writing its log frames and publishing them: the
 // capture taken then has drained the -wal write event while a reader still sees the old rows.
 // When the commit is published (no further event), the fingerprint moves all the same, so a
