@@ -71,7 +71,7 @@ class StateWatch {
     std::uint64_t generation = 0;
     std::unique_ptr<store::Database> db;
     bool looked_for_wal_index = false;
-    sqlite3_file* file = nullptr;                        // db's main file, once mapped
+    sqlite3_file* file = nullptr;                       // db's main file, once mapped
     const volatile std::uint32_t* wal_index = nullptr;  // its -shm region 0, in WAL mode
   };
   // The inotify instance and what it watches. GUARDED_BY(mutex_)
