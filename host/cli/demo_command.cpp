@@ -127,7 +127,7 @@ std::unique_ptr<plugins::AbiHostAdapter> demo_adapter(const fs::path& state) {
 
 // The current work ctx hook registered for `payload` (same adapter, same scope and signals).
 runtime::CurrentWork work_of(plugins::AbiHostAdapter& adapter, const std::string& payload) {
-  const core::Json parsed = adapter.parse_hook(core::parse_json(payload));
+  const core::Json parsed = adapter.parse_hook(payload);
   const core::Json& scope = parsed.at("scope");
   runtime::CurrentWork work;
   work.tenant = scope.at("tenant_id").get<std::string>();
@@ -269,8 +269,8 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
     const core::Json reply_request = {{"event", "SessionStart"},
                                       {"actions", core::Json::array()},
                                       {"installed", core::Json::array({capability})}};
-    out << "9 reply: Claude Code's SessionStart reply: "
-        << adapter->render_reply(reply_request).dump() << "\n";
+    out << "9 reply: Claude Code's SessionStart reply: " << adapter->render_reply(reply_request)
+        << "\n";
   } catch (const StepFailed& failed) {
     return failed.code;
   }

@@ -174,20 +174,19 @@ AbiHostAdapter::AbiHostAdapter(std::shared_ptr<const LoadedPlugin> plugin,
     : instance_(require_kind(std::move(plugin), PluginKind::kHostAdapter), config_json),
       ops_(instance_.plugin().host_adapter_ops()) {}
 
-core::Json AbiHostAdapter::parse_hook(const core::Json& payload) {
-  const std::string text = core::canonical_json(payload);
+core::Json AbiHostAdapter::parse_hook(std::string_view payload_json) {
   ctx_error err{};
   StringSink out;
   ctx_code code;
   {
     const auto lock = instance_.lock();
-    code = ops_->parse_hook(instance_.handle(), as_bytes(text), out.sink(), &err);
+    code = ops_->parse_hook(instance_.handle(), as_bytes(payload_json), out.sink(), &err);
   }
   throw_if_error(code, err, instance_.plugin().identity().id, "parse_hook");
   return parse_reply(out.text(), instance_.plugin(), "parse_hook");
 }
 
-core::Json AbiHostAdapter::render_reply(const core::Json& actions) {
+std::string AbiHostAdapter::render_reply(const core::Json& actions) {
   const std::string text = core::canonical_json(actions);
   ctx_error err{};
   StringSink out;
@@ -197,7 +196,8 @@ core::Json AbiHostAdapter::render_reply(const core::Json& actions) {
     code = ops_->render_reply(instance_.handle(), as_bytes(text), out.sink(), &err);
   }
   throw_if_error(code, err, instance_.plugin().identity().id, "render_reply");
-  return parse_reply(out.text(), instance_.plugin(), "render_reply");
+  parse_reply(out.text(), instance_.plugin(), "render_reply");  // checked, not re-encoded
+  return std::move(out).text();
 }
 
 std::optional<core::Json> AbiHostAdapter::install_locations() {

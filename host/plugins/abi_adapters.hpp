@@ -68,8 +68,8 @@ class AbiHostAdapter final : public engine::HostAdapterPort {
   // Errors: InvalidArgument when `plugin` is not a host adapter; ctx::Error from create.
   AbiHostAdapter(std::shared_ptr<const LoadedPlugin> plugin, std::string_view config_json);
 
-  core::Json parse_hook(const core::Json& payload) override;
-  core::Json render_reply(const core::Json& actions) override;
+  core::Json parse_hook(std::string_view payload_json) override;
+  std::string render_reply(const core::Json& actions) override;
   // std::nullopt when the plugin's table has no install_locations op (absent or null).
   std::optional<core::Json> install_locations() override;
 

@@ -31,7 +31,8 @@ class StringSink {
   StringSink& operator=(const StringSink&) = delete;
 
   ctx_sink* sink() noexcept { return &sink_; }
-  const std::string& text() const noexcept { return text_; }
+  const std::string& text() const& noexcept { return text_; }
+  std::string text() && noexcept { return std::move(text_); }
 
  private:
   static ctx_code write(void* context, const uint8_t* data, size_t size) noexcept;

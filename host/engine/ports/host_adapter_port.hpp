@@ -6,6 +6,8 @@
 #define CTX_HOST_ENGINE_PORTS_HOST_ADAPTER_PORT_HPP_
 
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "host/core/canonical_json.hpp"
 
@@ -15,13 +17,15 @@ class HostAdapterPort {
  public:
   virtual ~HostAdapterPort() = default;
 
-  // Host hook payload -> {"event","scope":{...},"signals":[...],"work_ref":{...}}.
-  // Errors: ctx::Error with the adapter's code (kInvalidArgument for a payload it cannot read).
-  virtual core::Json parse_hook(const core::Json& payload) = 0;
+  // Host hook payload, the host's own bytes (REQUIRES: the caller checked them: one JSON object,
+  // UTF-8, bounded depth, no duplicate keys) -> {"event","scope":{...},"signals":[...],
+  // "work_ref":{...}}. Errors: ctx::Error with the adapter's code (kInvalidArgument for a
+  // payload it cannot read).
+  virtual core::Json parse_hook(std::string_view payload_json) = 0;
 
-  // {"actions":[...],"challenge":...} -> the host's native reply JSON.
-  // Errors: ctx::Error with the adapter's code.
-  virtual core::Json render_reply(const core::Json& actions) = 0;
+  // {"actions":[...],"challenge":...} -> the host's native reply: the adapter's text, checked to
+  // be one JSON object, as the adapter wrote it. Errors: ctx::Error with the adapter's code.
+  virtual std::string render_reply(const core::Json& actions) = 0;
 
   // Where the host looks for installed capabilities ({"skills": "<dir>", ...}); std::nullopt when
   // the adapter does not say. Errors: ctx::Error with the adapter's code.

@@ -346,20 +346,21 @@ HookResponse HookRunner::run(const HookRequest& request) {
 }
 
 HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std::string> key) {
-  Json payload;
+  // The host's bytes are checked here, once, and handed to the adapter as they came.
   try {
-    payload = core::parse_json(request.payload);
+    if (!core::parse_json(request.payload).is_object()) {
+      throw HookPayloadError("hook payload is not a json object");
+    }
   } catch (const core::JsonFieldError& e) {
     throw HookPayloadError(std::string("hook payload ") + one_line(e.what()));
   }
-  if (!payload.is_object()) throw HookPayloadError("hook payload is not a json object");
   // The lock file the adapter was found in, when it was loaded now: the state service, if this
   // request opens it, opens on the same read.
   std::optional<plugins::LockFile> lock_file;
   const auto port = adapter(request.adapter, &lock_file);
   Json parsed;
   try {
-    parsed = port->parse_hook(payload);
+    parsed = port->parse_hook(request.payload);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kInvalidArgument) {
       throw HookPayloadError(one_line(e.what()));
@@ -380,8 +381,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   // Nothing to plan (Stop, SessionEnd, ..., or no catalog term): the host's empty reply (a JSON
   // object: Codex requires one on Stop), and nothing opened or stored.
   const auto nothing = [&] {
-    return HookResponse{
-        port->render_reply(Json{{"event", event}, {"actions", Json::array()}}).dump()};
+    return HookResponse{port->render_reply(Json{{"event", event}, {"actions", Json::array()}})};
   };
   if (signals.empty()) return nothing();
   StateService& service = state(lock_file ? &*lock_file : nullptr);
@@ -457,13 +457,10 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   } catch (const ManagedConsentPolicyChangedError& e) {
     // The session waits on a consent that `ctx policy set` has since stranded: the reply says
     // so, and when it lapses (StateService::prepare then plans again). Never remembered.
-    return HookResponse{
-        port->render_reply(Json{{"event", event},
-                                {"actions", Json::array()},
-                                {"stranded",
-                                 {{{"capability_id", e.capability_id()},
-                                   {"expires_at", e.expires_at()}}}}})
-            .dump()};
+    return HookResponse{port->render_reply(Json{
+        {"event", event},
+        {"actions", Json::array()},
+        {"stranded", {{{"capability_id", e.capability_id()}, {"expires_at", e.expires_at()}}}}})};
   }
   // A plan that dropped an active capability releases it first (the session plans on only once
   // that deactivation is settled). Then a prompt's ready plan: its installable skills are chosen
@@ -473,8 +470,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   HookChoice choice;
   if (event == "UserPromptSubmit") choice = choose_installs(service, *result);
   choice.deactivated = std::move(deactivated);
-  const Json reply = port->render_reply(reply_request(event, *result, choice));
-  HookResponse response{reply.dump()};
+  HookResponse response{port->render_reply(reply_request(event, *result, choice))};
   // Remembered for the next identical request only when this run was a plain prepare and nothing
   // it depends on moved while it ran (the first run only names the files to watch); a reply
   // naming a consent challenge only until shortly before the challenge expires (time, not state).

@@ -123,8 +123,8 @@ TEST_F(AbiAdaptersTest, InstallerCarriesJsonBothWays) {
 TEST_F(AbiAdaptersTest, HostAdapterCarriesJsonBothWays) {
   const auto plugin = load(CTX_FIXTURE_VALID_HOST_ADAPTER);
   AbiHostAdapter adapter(plugin, "");
-  const core::Json payload = {
-      {"hook_event_name", "UserPromptSubmit"}, {"prompt", "say hi"}, {"session_id", "s-1"}};
+  const std::string payload =
+      R"({"hook_event_name":"UserPromptSubmit","prompt":"say hi","session_id":"s-1"})";
   EXPECT_EQ(
       adapter.parse_hook(payload),
       core::Json::parse(R"({"event":"UserPromptSubmit","scope":{"exposure_id":"fixture-exposure",)"
@@ -132,7 +132,7 @@ TEST_F(AbiAdaptersTest, HostAdapterCarriesJsonBothWays) {
                         R"("fixture-repository","session_id":"s-1","tenant_id":"fixture-tenant",)"
                         R"("workspace_id":"fixture-workspace"},"signals":[],"work_ref":{}})"));
   EXPECT_EQ(adapter.render_reply(core::Json{{"actions", {1, 2}}}),
-            core::Json::parse(R"({"reply":{"actions":[1,2]}})"));
+            R"({"reply":{"actions":[1,2]}})");
   EXPECT_EQ(adapter.install_locations(), core::Json::parse(R"({"skills":"/fixture/skills"})"));
 }
 

@@ -358,7 +358,7 @@ TEST_F(PluginLoaderTest, LoadedPluginOutlivesItsLoader) {
   }  // the loader is gone; the memfd and the mapping stay
   AbiHostAdapter adapter(plugin, "");
   EXPECT_EQ(adapter.render_reply(core::Json{{"actions", core::Json::array()}}),
-            core::Json::parse(R"({"reply":{"actions":[]}})"));
+            R"({"reply":{"actions":[]}})");
 }
 
 }  // namespace
