@@ -69,10 +69,13 @@ std::optional<core::Json> call_running_server(const std::filesystem::path& state
   if (socket_path.native().size() >= sizeof(address.sun_path)) return std::nullopt;
   address.sun_family = AF_UNIX;
   std::memcpy(address.sun_path, socket_path.c_str(), socket_path.native().size() + 1);
-  const Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Non-blocking: a blocking connect waits, without end, for a server whose listen queue is
+  // full to accept (one hung or frozen); refused at once instead (EAGAIN), the caller goes on
+  // without the server, as for a stale socket whose server is gone (ECONNREFUSED).
+  const Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (fd.get() < 0) broken(std::strerror(errno));
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    return std::nullopt;  // a stale socket: its server is gone
+    return std::nullopt;
   }
   const auto until = Clock::now() + deadline;
   std::string request =

@@ -27,8 +27,9 @@ class RpcError : public Error {
 
 // Sends {"jsonrpc":"2.0","id":1,"method":method,"params":params} to the server of `state_dir`
 // and returns its result. nullopt when no server serves the state dir (no socket, nobody
-// listening, or it is shutting down: it closed the connection unanswered, or before reading the
-// whole request): the caller then does the work in process.
+// listening, a full listen queue: it is not accepting, or it is shutting down: it closed the
+// connection unanswered, or before reading the whole request): the caller then does the work in
+// process. Never waits longer than `deadline`.
 // Errors: RpcError (the server's error reply); Unavailable (the connection broke or the reply
 // did not come within `deadline`: the request may or may not have run; SystemError kUnavailable).
 std::optional<core::Json> call_running_server(const std::filesystem::path& state_dir,

@@ -4,8 +4,13 @@
 // never a hang; no prompt word outside the catalog vocabulary reaches any file or output.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <barrier>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -262,6 +267,48 @@ TEST_F(HookCommandTest, ThePdfPromptSurfacesTheSkillThroughEveryAdapter) {
     ASSERT_EQ(r.code, 0) << adapter << ": " << r.err;
     EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)")) << adapter;
   }
+}
+
+// A server that has stopped taking connections (hung, or frozen with its listen queue full) is
+// not waited for: its socket's connect would block until the server accepted, so `ctx hook`
+// connects without blocking and, refused for a full queue, serves the hook in process.
+TEST_F(HookCommandTest, AServerWhoseListenQueueIsFullIsNotWaitedFor) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  init_state(state);
+  const fs::path socket_path = state / "ctx.sock";
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.native().size(), sizeof(address.sun_path));
+  std::strcpy(address.sun_path, socket_path.c_str());
+  const auto connect_to = [&](int fd) {
+    return ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+  };
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);  // and never accepts
+  std::vector<int> queued;
+  for (;;) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    if (connect_to(fd) != 0) {
+      ASSERT_EQ(errno, EAGAIN) << std::strerror(errno);
+      ::close(fd);
+      break;
+    }
+    queued.push_back(fd);
+    ASSERT_LT(queued.size(), 64u);
+  }
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["prompt"] = "Export this document to PDF please";
+  const auto r = run_process({CTX_BINARY, "hook", "claude-code", "--state", state.string()},
+                             prompt.dump(), std::chrono::seconds(30));
+  EXPECT_FALSE(r.timed_out) << "ctx hook waited on a server that accepts nothing";
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
+  for (const int fd : queued) ::close(fd);
+  ::close(listener);
 }
 
 TEST_F(HookCommandTest, MalformedPayloadsGetTheNonBlockingError) {
