@@ -123,7 +123,7 @@ void register_service_methods(MethodTable& table, const fs::path& state_dir) {
         params_of(params, "query.prepare").exact({"work"}).object_value("work");
     std::optional<runtime::CurrentWork> current;
     try {
-      current = runtime::current_work_from_json(work.dump());
+      current = runtime::current_work_from_value(work);
     } catch (const InvalidArgument& e) {
       throw InvalidParams(e.what());
     }

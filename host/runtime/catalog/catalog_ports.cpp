@@ -304,6 +304,10 @@ CurrentWork current_work_from_json(std::string_view text) {
   } catch (const std::exception&) {
     throw InvalidArgument("current work is not valid JSON (or repeats a key)");
   }
+  return current_work_from_value(value);
+}
+
+CurrentWork current_work_from_value(const Json& value) {
   const auto require_keys = [](const Json& object, const std::string& what,
                                std::initializer_list<const char*> allowed,
                                std::initializer_list<const char*> required) {
@@ -321,7 +325,7 @@ CurrentWork current_work_from_json(std::string_view text) {
   };
   require_keys(value, "current work", {"session", "signals", "languages", "requested_limit"},
                {"session", "signals"});
-  const Json& session = value["session"];
+  const Json& session = value.at("session");
   require_keys(session, "current work session", {"tenant", "workspace", "repository", "session"},
                {"tenant", "workspace", "repository", "session"});
   const auto string_of = [](const Json& v, const std::string& field) {
@@ -349,10 +353,11 @@ CurrentWork current_work_from_json(std::string_view text) {
   work.workspace = string_of(session["workspace"], "session.workspace");
   work.repository = string_of(session["repository"], "session.repository");
   work.session = string_of(session["session"], "session.session");
-  work.signals = strings_of(value["signals"], "signals", 256);
-  if (value.contains("languages")) work.languages = strings_of(value["languages"], "languages", 64);
+  work.signals = strings_of(value.at("signals"), "signals", 256);
+  if (value.contains("languages"))
+    work.languages = strings_of(value.at("languages"), "languages", 64);
   if (value.contains("requested_limit")) {
-    const Json& limit = value["requested_limit"];
+    const Json& limit = value.at("requested_limit");
     if (!limit.is_number_integer() || limit.get<std::int64_t>() < 0 ||
         limit.get<std::int64_t>() > planning::kMaxSelectedCapabilities) {
       throw InvalidArgument("current work requested_limit must be an integer 0 through 5");

@@ -146,6 +146,8 @@ struct CurrentWork {
 // signals of 1–128 characters, 64 languages; requested_limit 0..5, default 5).
 // Errors: InvalidArgument naming the field (never quoting the input).
 CurrentWork current_work_from_json(std::string_view text);
+// The same, of a value already parsed (a JSON-RPC request's params).
+CurrentWork current_work_from_value(const core::Json& value);
 
 // What a current-work reference resolves to: the scope, the vocabulary-filtered observation and
 // its "ctx.observation.current-work" v1 surrogate (what an IntentObserved event references).
