@@ -368,6 +368,12 @@ std::optional<std::string> CatalogInputAuthority::current_query_ref(const Curren
   return record->query_ref();
 }
 
+std::vector<std::string> CatalogInputAuthority::active_capability_ids(
+    const CurrentWork& work) const {
+  const auto state = head_state(work_scope(work));
+  return state ? state->active_capability_ids() : std::vector<std::string>{};
+}
+
 std::optional<std::string> CatalogInputAuthority::pending_consent_id(
     const CurrentWork& work) const {
   const auto state = head_state(work_scope(work));

@@ -89,6 +89,8 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
   // The query whose plan is committed at the head of `work`'s session stream, if any (what a
   // host shows when a new plan cannot replace it). Errors: the journal's and store's.
   std::optional<std::string> current_query_ref(const CurrentWork& work) const;
+  // The capabilities active at the head of `work`'s session stream. Errors: the journal's.
+  std::vector<std::string> active_capability_ids(const CurrentWork& work) const;
   // The id of the consent pending at the head of `work`'s session stream, if one is. Errors: the
   // journal's.
   std::optional<std::string> pending_consent_id(const CurrentWork& work) const;

@@ -527,6 +527,15 @@ std::optional<ActivationSummary> StateService::activate_chosen(const std::string
   return activate_pending(query, capability_id, "query_ref", query_ref);
 }
 
+std::vector<ActivationSummary> StateService::end_session(const CurrentWork& session) {
+  if (authority_->active_capability_ids(session).empty()) return {};
+  CurrentWork nothing = session;
+  nothing.signals.clear();
+  nothing.languages.clear();
+  nothing.requested_limit = 0;
+  return release_deactivations(prepare(std::move(nothing)).query_ref());
+}
+
 std::vector<ActivationSummary> StateService::release_deactivations(const std::string& query_ref) {
   if (!is_query_ref(query_ref)) {
     throw InvalidArgument("query_ref must be an opaque managed-query reference");

@@ -177,6 +177,14 @@ class StateService {
   // ManagedQueryStoreNotFound, ActivationExecutionError, the engine's.
   std::vector<ActivationSummary> release_deactivations(const std::string& query_ref);
 
+  // The session of `session` (its scope; signals ignored) has ended: what it holds active is
+  // released as a plan that drops everything would release it (release_deactivations: the
+  // installer deactivates a capability no other session holds). The stream stays open: a
+  // resumed session plans again, and a prompt that needs a capability brings it back. Nothing is
+  // written when the session holds nothing active. What each release did, in order.
+  // Errors: prepare's and release_deactivations'.
+  std::vector<ActivationSummary> end_session(const CurrentWork& session);
+
   const CatalogVocabulary& vocabulary() const noexcept { return authority_->vocabulary(); }
   const std::string& installation_key() const noexcept { return key_; }
   // The trusted clock every decision of this service reads (consent expiry included).

@@ -383,15 +383,30 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   const auto nothing = [&] {
     return HookResponse{port->render_reply(Json{{"event", event}, {"actions", Json::array()}})};
   };
+  const auto session_work = [&] {
+    const Json& scope = parsed.contains("scope") ? parsed["scope"] : Json();
+    CurrentWork work;
+    work.tenant = scope_token(scope, "tenant_id");
+    work.workspace = scope_token(scope, "workspace_id");
+    work.repository = scope_token(scope, "repository_id");
+    work.session = scope_token(scope, "session_id");
+    return work;
+  };
+  if (event == "SessionEnd") {
+    // What the session holds active is released (StateService::end_session). The host reads no
+    // reply to SessionEnd and nothing retries it: a release that cannot run now (busy, a pending
+    // consent) leaves the session holding, as before; corruption is never hidden.
+    try {
+      state(lock_file ? &*lock_file : nullptr).end_session(session_work());
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kDataLoss) throw;
+    }
+    return nothing();
+  }
   if (signals.empty()) return nothing();
   StateService& service = state(lock_file ? &*lock_file : nullptr);
   if (service.vocabulary().filter(signals).empty()) return nothing();
-  const Json& scope = parsed.contains("scope") ? parsed["scope"] : Json();
-  CurrentWork work;
-  work.tenant = scope_token(scope, "tenant_id");
-  work.workspace = scope_token(scope, "workspace_id");
-  work.repository = scope_token(scope, "repository_id");
-  work.session = scope_token(scope, "session_id");
+  CurrentWork work = session_work();
   work.signals = std::move(signals);
   if (work.signals.size() > 256) work.signals.resize(256);
   work.requested_limit = kHookRequestedLimit;

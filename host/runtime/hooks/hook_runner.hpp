@@ -4,7 +4,9 @@
 //   1. check_hook_payload; parse it as JSON (depth ≤ 64, no duplicate keys);
 //   2. the adapter: the host-adapter plugin pinned under that id in <state>/plugins.lock.json,
 //      loaded through the PluginLoader and created with the installation key;
-//   3. parse_hook → {event, scope, signals, work_ref}; an "ignored" event → no reply;
+//   3. parse_hook → {event, scope, signals, work_ref}; an "ignored" event → no reply; a
+//      SessionEnd → StateService::end_session (what the session holds active is released), then
+//      the adapter's reply to nothing;
 //   4. the signals are kept only where they are catalog vocabulary (inside the input authority,
 //      before anything is stored); none left → the adapter's reply to nothing (its empty
 //      object), with no store opened;

@@ -23,6 +23,7 @@
 #include "host/core/crypto.hpp"
 #include "tests/host/cli/process_runner.hpp"
 #include "tests/support/file_bytes.hpp"
+#include "tests/support/journal/raw_sqlite.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::cli {
@@ -573,6 +574,78 @@ TEST_F(HookCommandTest, APreapprovedSkillIsActivatedAndReleasedWhenTheSessionMov
 // Real races: six `ctx hook` processes released together on a fresh state dir, first with the
 // same prompt (one plan, six identical replies), then with six different prompts in one session
 // (each replies; the journal verifies afterwards).
+// SessionEnd releases what the session holds active: a skill two sessions of the project hold
+// stays until the last of them ends; the stream stays open, so the same session resumed brings
+// the skill back with its next prompt. A session that holds nothing writes nothing at its end.
+TEST_F(HookCommandTest, SessionEndReleasesTheSkillsOnlyThatSessionHolds) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  const fs::path project = dir.path() / "project";
+  init_state(state);
+  fs::create_directories(project);
+  ASSERT_EQ(
+      ctx_process({"hooks", "install", "claude-code", "--project", project.string()}, state, "")
+          .code,
+      0);
+  ASSERT_EQ(ctx_process({"policy", "set", "skill", "preapproved-auto"}, state, "").code, 0);
+  const fs::path skill = project / ".claude/skills/pdf-export/SKILL.md";
+  const auto send = [&](const Json& payload) {
+    auto r = hook("claude-code", payload.dump(), state);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    return r.out;
+  };
+  const auto prompt = [&](const std::string& session) {
+    Json payload = claude_prompt(session, "export the report as pdf");
+    payload["cwd"] = project.string();
+    return send(payload);
+  };
+  const auto end = [&](const std::string& session) {
+    Json payload = claude_common("SessionEnd");
+    payload["session_id"] = session;
+    payload["cwd"] = project.string();
+    payload["reason"] = "prompt_input_exit";
+    return send(payload);
+  };
+  const auto verify = [&] {
+    const auto r = ctx_process({"journal", "verify"}, state, "");
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+  };
+  // Each session holding the skill is one file under activation-holders/.
+  const auto holders = [&] {
+    int count = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(state / "activation-holders")) {
+      count += entry.is_regular_file() ? 1 : 0;
+    }
+    return count;
+  };
+  const auto journal_records = [&] {
+    return ctx::testing::journal::raw_count(state / "service/journal.sqlite3", "engine_journal");
+  };
+  EXPECT_THAT(prompt("session-a"), HasSubstr("ctx installed: pdf-export (skill)."));
+  EXPECT_THAT(prompt("session-b"), HasSubstr("ctx installed: pdf-export (skill)."));
+  ASSERT_TRUE(fs::exists(skill));
+  ASSERT_EQ(holders(), 2);
+  end("session-a");
+  EXPECT_TRUE(fs::exists(skill)) << "session-b still holds it";
+  EXPECT_EQ(holders(), 1);
+  verify();
+  end("session-b");
+  EXPECT_FALSE(fs::exists(skill)) << "the last holder ended";
+  EXPECT_EQ(holders(), 0);
+  verify();
+  // Ending again (a retry) and ending a session that never held anything write nothing.
+  const auto records = journal_records();
+  end("session-b");
+  end("session-never-started");
+  EXPECT_EQ(journal_records(), records);
+  // Resumed, the session's next prompt brings the skill back.
+  EXPECT_THAT(prompt("session-b"), HasSubstr("ctx installed: pdf-export (skill)."));
+  EXPECT_TRUE(fs::exists(skill));
+  EXPECT_EQ(holders(), 1);
+  verify();
+}
+
 TEST_F(HookCommandTest, ConcurrentHooksOnOneSessionAllReplyAndTheJournalVerifies) {
   TempDir dir;
   const fs::path state = dir.path() / "state";
