@@ -56,6 +56,10 @@ class KeyAudit {
 }  // namespace
 
 Json parse_json(std::string_view text, std::size_t max_depth) {
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    throw JsonFieldError(Reason::kMalformed, "",
+                         "json is malformed (parse error at byte " + std::to_string(nul + 1) + ")");
+  }
   KeyAudit audit(max_depth);
   try {
     return Json::parse(

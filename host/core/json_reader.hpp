@@ -49,9 +49,10 @@ class JsonFieldError : public InvalidArgument {
   std::string field_;
 };
 
-// Parses `text` as one JSON document. Errors: JsonFieldError kMalformed ("json is malformed
-// (parse error at byte N)"), kDuplicateKey ("json has a duplicate key"), kTooDeep ("json is
-// nested too deeply").
+// Parses `text` as one JSON document (a NUL byte anywhere is malformed: JSON has none, and
+// nlohmann's reader would take it for the end of the input). Errors: JsonFieldError kMalformed
+// ("json is malformed (parse error at byte N)"), kDuplicateKey ("json has a duplicate key"),
+// kTooDeep ("json is nested too deeply").
 Json parse_json(std::string_view text, std::size_t max_depth = kMaxJsonDepth);
 
 // Turns a JsonFieldError into the caller's error type; must throw. `raise_as<E>` throws

@@ -169,6 +169,15 @@ std::string AbiInstaller::identity_digest() const {
 
 // ---- AbiHostAdapter ------------------------------------------------------------------------
 
+std::string host_reply_line(std::string text, const core::Json& reply) {
+  // Outside its strings (which hold no raw control character) JSON text may hold whitespace
+  // only: without a line break, and starting and ending with the braces, it is one line that
+  // holds the object and nothing else.
+  const bool one_line = text.size() >= 2 && text.front() == '{' && text.back() == '}' &&
+                        text.find_first_of("\n\r") == std::string::npos;
+  return one_line ? std::move(text) : reply.dump();
+}
+
 AbiHostAdapter::AbiHostAdapter(std::shared_ptr<const LoadedPlugin> plugin,
                                std::string_view config_json)
     : instance_(require_kind(std::move(plugin), PluginKind::kHostAdapter), config_json),
@@ -196,8 +205,8 @@ std::string AbiHostAdapter::render_reply(const core::Json& actions) {
     code = ops_->render_reply(instance_.handle(), as_bytes(text), out.sink(), &err);
   }
   throw_if_error(code, err, instance_.plugin().identity().id, "render_reply");
-  parse_reply(out.text(), instance_.plugin(), "render_reply");  // checked, not re-encoded
-  return std::move(out).text();
+  const core::Json reply = parse_reply(out.text(), instance_.plugin(), "render_reply");
+  return host_reply_line(std::move(out).text(), reply);
 }
 
 std::optional<core::Json> AbiHostAdapter::install_locations() {

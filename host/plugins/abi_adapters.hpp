@@ -62,6 +62,10 @@ class AbiInstaller final : public engine::InstallerPort {
   const ctx_installer_ops* ops_;
 };
 
+// A host adapter's reply `text` (which parses as `reply`) as one line for the host's stdout: the
+// text itself when it is one line that starts with '{' and ends with '}', else `reply` encoded.
+std::string host_reply_line(std::string text, const core::Json& reply);
+
 // HostAdapterPort over a host-adapter plugin.
 class AbiHostAdapter final : public engine::HostAdapterPort {
  public:

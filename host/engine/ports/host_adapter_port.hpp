@@ -23,8 +23,9 @@ class HostAdapterPort {
   // payload it cannot read).
   virtual core::Json parse_hook(std::string_view payload_json) = 0;
 
-  // {"actions":[...],"challenge":...} -> the host's native reply: the adapter's text, checked to
-  // be one JSON object, as the adapter wrote it. Errors: ctx::Error with the adapter's code.
+  // {"actions":[...],"challenge":...} -> the host's native reply, one line: the adapter's text,
+  // checked to be one JSON object, as the adapter wrote it when that is one line (else that
+  // object encoded). Errors: ctx::Error with the adapter's code.
   virtual std::string render_reply(const core::Json& actions) = 0;
 
   // Where the host looks for installed capabilities ({"skills": "<dir>", ...}); std::nullopt when

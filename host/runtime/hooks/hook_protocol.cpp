@@ -10,6 +10,11 @@ void check_hook_payload(std::string_view payload) {
     throw HookPayloadError("hook payload is larger than 1 MiB");
   }
   if (!engine::is_valid_unicode(payload)) throw HookPayloadError("hook payload is not valid UTF-8");
+  // JSON text has no byte order mark (RFC 8259 §8.1); a reader may skip it or refuse it, so the
+  // adapter, which reads these very bytes, could see other JSON than the check did.
+  if (payload.starts_with("\xEF\xBB\xBF")) {
+    throw HookPayloadError("hook payload starts with a byte order mark");
+  }
 }
 
 core::Json hook_request_to_json(const HookRequest& request) {

@@ -27,8 +27,9 @@ namespace ctx::runtime::hooks {
 inline constexpr std::string_view kHookMethod = "hook";
 inline constexpr std::size_t kMaxHookPayloadBytes = std::size_t{1} << 20;  // 1 MiB
 
-// The payload cannot be served as a hook: empty, over 1 MiB, not UTF-8, not JSON the adapter
-// reads. The message is one line and never quotes the payload. Code: kInvalidArgument.
+// The payload cannot be served as a hook: empty, over 1 MiB, not UTF-8, a byte order mark, not
+// JSON the adapter reads. The message is one line and never quotes the payload. Code:
+// kInvalidArgument.
 class HookPayloadError : public InvalidArgument {
  public:
   explicit HookPayloadError(const std::string& message) : InvalidArgument(message) {}

@@ -379,7 +379,8 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     }
   }
   // Nothing to plan (Stop, SessionEnd, ..., or no catalog term): the host's empty reply (a JSON
-  // object: Codex requires one on Stop), and nothing opened or stored.
+  // object: Codex requires one on Stop), and nothing opened or stored (but for a SessionEnd's
+  // release, below).
   const auto nothing = [&] {
     return HookResponse{port->render_reply(Json{{"event", event}, {"actions", Json::array()}})};
   };
@@ -394,10 +395,14 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   };
   if (event == "SessionEnd") {
     // What the session holds active is released (StateService::end_session). The host reads no
-    // reply to SessionEnd and nothing retries it: a release that cannot run now (busy, a pending
-    // consent) leaves the session holding, as before; corruption is never hidden.
+    // reply to SessionEnd and nothing retries it: a database another hook holds for a moment is
+    // retried briefly here; a release that cannot run (a pending consent, a state dir not ready)
+    // leaves the session holding, as before; corruption is never hidden.
     try {
-      state(lock_file ? &*lock_file : nullptr).end_session(session_work());
+      StateService& service = state(lock_file ? &*lock_file : nullptr);
+      const CurrentWork session = session_work();
+      retry_briefly<engine::planning::BenefitAuditStoreUnavailable, engine::StoreBusy,
+                    ManagedQueryStoreUnavailable>([&] { return service.end_session(session); });
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDataLoss) throw;
     }

@@ -163,8 +163,14 @@ void StateWatch::watch_layout() {
     Probe& probe = probes_[name];
     if (!probe.db || probe.identity != identity) {
       probe = Probe{};  // the old connection, and its mapping, go first
-      probe.db = std::make_unique<store::Database>(path, store::Database::Mode::kReadWrite,
-                                                   kProbeBusyTimeoutMs);
+      try {
+        probe.db = std::make_unique<store::Database>(path, store::Database::Mode::kReadWrite,
+                                                     kProbeBusyTimeoutMs);
+      } catch (...) {
+        probes_.erase(name);  // no probe without a connection: the layout is read again
+        watches_.complete = false;
+        throw;
+      }
       probe.identity = std::move(identity);
       probe.generation = ++generations_;
     }
@@ -239,12 +245,14 @@ WalIndexHeader read_header(const volatile std::uint32_t* words) {
 }  // namespace
 
 void StateWatch::map_wal_index(Probe& probe, bool wait) {
-  probe.looked_for_wal_index = true;
   ::sqlite3_busy_timeout(probe.db->handle(), wait ? kProbeBusyTimeoutMs : 0);
   {
+    // Asked again at the next capture while not in WAL mode: a store converts its database to
+    // WAL when it first opens it, perhaps after this probe did.
     auto mode = probe.db->cached("PRAGMA journal_mode");
     if (!mode->step() || mode->text(0) != "wal") return;
   }
+  probe.looked_for_wal_index = true;
   {
     // A read transaction opens the log and maps the connection's -shm region 0. (Not asked of a
     // database in another mode: for it xShmMap would create a -shm file.)

@@ -343,6 +343,8 @@ TEST_F(HookCommandTest, MalformedPayloadsGetTheNonBlockingError) {
       {"wrong type: hook_event_name", "{\"session_id\":\"a\",\"hook_event_name\":7}"},
       {"missing prompt", "{\"session_id\":\"a\",\"hook_event_name\":\"UserPromptSubmit\"}"},
       {"binary", std::string("\x00\x01\x02{", 4)},
+      {"a NUL byte, then more JSON", valid + std::string(1, '\0') + "{\"decision\":\"block\"}"},
+      {"a byte order mark", "\xEF\xBB\xBF" + valid},
   };
   for (const char* adapter : {"claude-code", "codex"}) {
     for (const auto& [name, payload] : cases) {

@@ -61,6 +61,11 @@ TEST(JsonReader, ParseRejectsGarbageWithoutQuotingIt) {
   EXPECT_THAT(e.what(), ::testing::Not(::testing::HasSubstr("secret")));
   EXPECT_EQ(caught([] { parse_json(""); }).reason(), Reason::kMalformed);
   EXPECT_EQ(caught([] { parse_json("{} {}"); }).reason(), Reason::kMalformed);
+  // A NUL byte ends nlohmann's input early: what follows it would go unread.
+  using namespace std::string_view_literals;
+  EXPECT_EQ(caught([] { parse_json("{}\0{\"decision\":\"block\"}"sv); }).reason(),
+            Reason::kMalformed);
+  EXPECT_EQ(caught([] { parse_json("{\"a\":\"x\0y\"}"sv); }).reason(), Reason::kMalformed);
 }
 
 TEST(JsonReader, ParseBoundsNesting) {

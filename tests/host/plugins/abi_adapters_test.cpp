@@ -136,6 +136,23 @@ TEST_F(AbiAdaptersTest, HostAdapterCarriesJsonBothWays) {
   EXPECT_EQ(adapter.install_locations(), core::Json::parse(R"({"skills":"/fixture/skills"})"));
 }
 
+// The reply goes to the host's stdout as one line: an adapter's one-line text as it wrote it,
+// anything else (line breaks, whitespace or a BOM around the object) as the object encoded.
+TEST(HostReplyLine, AOneLineReplyIsKeptAnythingElseIsReencoded) {
+  const core::Json reply = {{"a", 1}, {"b", "x y"}};
+  EXPECT_EQ(host_reply_line(R"({"b": "x y",  "a":1})", reply), R"({"b": "x y",  "a":1})");
+  EXPECT_EQ(host_reply_line("{\n  \"a\": 1,\n  \"b\": \"x y\"\n}", reply), R"({"a":1,"b":"x y"})");
+  EXPECT_EQ(host_reply_line(R"({"a":1,"b":"x y"})"
+                            "\r",
+                            reply),
+            R"({"a":1,"b":"x y"})");
+  EXPECT_EQ(host_reply_line(R"( {"a":1,"b":"x y"})", reply), R"({"a":1,"b":"x y"})");
+  EXPECT_EQ(host_reply_line("\xEF\xBB\xBF"
+                            R"({"a":1,"b":"x y"})",
+                            reply),
+            R"({"a":1,"b":"x y"})");
+}
+
 TEST_F(AbiAdaptersTest, AdapterOfTheWrongKindIsRefused) {
   const auto verifier = load(CTX_FIXTURE_VALID_VERIFIER);
   CTX_EXPECT_THROW(AbiInstaller(verifier, ""), InvalidArgument, "is not a installer");
