@@ -549,6 +549,7 @@ Environment Environment::from_process() {
   if (const char* value = std::getenv("HOME")) env.home = value;
   if (const char* value = std::getenv("PATH")) env.path = value;
   if (const char* value = std::getenv("CODEX_HOME")) env.codex_home = value;
+  if (const char* value = std::getenv("CLAUDE_CONFIG_DIR")) env.claude_config_dir = value;
   return env;
 }
 

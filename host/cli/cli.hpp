@@ -35,6 +35,7 @@ struct Environment {
   std::optional<std::string> home{};            // $HOME
   std::optional<std::string> path{};            // $PATH
   std::optional<std::string> codex_home{};      // $CODEX_HOME
+  std::optional<std::string> claude_config_dir{};  // $CLAUDE_CONFIG_DIR
   // Reads the variables above from this process.
   static Environment from_process();
 };

@@ -45,7 +45,15 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
                                : fs::path();
   const std::optional<fs::path> codex_home =
       env.codex_home ? std::optional<fs::path>(*env.codex_home) : std::nullopt;
-  const hk::HookTarget target = hk::hook_target(options.host, scope, home, project, codex_home);
+  // Claude Code run with $CLAUDE_CONFIG_DIR reads its user settings, and loads user skills,
+  // there instead of ~/.claude.
+  std::optional<fs::path> claude_config_dir;
+  if (options.host == hk::HookHost::kClaudeCode && env.claude_config_dir &&
+      fs::path(*env.claude_config_dir).is_absolute()) {
+    claude_config_dir = fs::path(*env.claude_config_dir);
+  }
+  const hk::HookTarget target =
+      hk::hook_target(options.host, scope, home, project, codex_home, claude_config_dir);
   const std::string host(hk::host_name(options.host));
   hk::HooksChange change;
   if (options.install) {
@@ -66,7 +74,8 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
       const fs::path state = options.state ? fs::absolute(*options.state) : default_state_dir(env);
       activation = runtime::set_activation_target(
                        state, host, user ? home : project,
-                       user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject)
+                       user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject,
+                       claude_config_dir)
                        .skills_dir;
     } catch (const NotFound&) {
     } catch (const InvalidArgument&) {

@@ -143,7 +143,8 @@ StatePaths StatePaths::of(const fs::path& state_dir) {
 }
 
 ActivationTarget set_activation_target(const fs::path& state_dir, const std::string& adapter,
-                                       const fs::path& project_dir, ActivationScope scope) {
+                                       const fs::path& project_dir, ActivationScope scope,
+                                       const std::optional<fs::path>& config_dir) {
   const StatePaths paths = StatePaths::of(state_dir);
   const bool user = scope == ActivationScope::kUser;
   if (!project_dir.is_absolute()) {
@@ -157,9 +158,13 @@ ActivationTarget set_activation_target(const fs::path& state_dir, const std::str
     throw NotFound("no host adapter \"" + adapter + "\" is pinned in the state directory");
   }
   const plugins::PluginLoader loader(paths.state_dir);
-  const Json config = {{"installation_key", key_hex(key)},
-                       {user ? "home" : "project_dir", project_dir.lexically_normal().string()},
-                       {"scope", user ? "user" : "project"}};
+  Json config = {{"installation_key", key_hex(key)},
+                 {user ? "home" : "project_dir", project_dir.lexically_normal().string()},
+                 {"scope", user ? "user" : "project"}};
+  if (user && config_dir) {
+    if (!config_dir->is_absolute()) throw InvalidArgument("config directory must be absolute");
+    config["config_dir"] = config_dir->lexically_normal().string();
+  }
   plugins::AbiHostAdapter port(loader.load(*entry), core::canonical_json(config));
   const auto locations = port.install_locations();
   if (!locations || !locations->is_object() || !locations->contains("skills") ||

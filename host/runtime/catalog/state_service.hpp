@@ -79,11 +79,14 @@ enum class ActivationScope { kProject, kUser };
 // Asks the pinned host adapter `adapter` (loaded from <state>/plugins.lock.json) where the
 // skills of `dir` live — a project directory, or with kUser the user's home directory — and
 // records it in <state>/activation-target.json (0600, canonical JSON; `project_dir` is `dir`);
-// later opens activate skills there. Idempotent. Errors: NotFound (adapter not pinned, not
-// initialised), InvalidArgument (relative path, no skills location), plugin errors.
-ActivationTarget set_activation_target(const std::filesystem::path& state_dir,
-                                       const std::string& adapter, const std::filesystem::path& dir,
-                                       ActivationScope scope = ActivationScope::kProject);
+// later opens activate skills there. `config_dir` (kUser only): the host's own user configuration
+// directory it runs with ($CLAUDE_CONFIG_DIR), for an adapter whose user locations move there.
+// Idempotent. Errors: NotFound (adapter not pinned, not initialised), InvalidArgument (relative
+// path, no skills location, a config_dir the adapter refuses), plugin errors.
+ActivationTarget set_activation_target(
+    const std::filesystem::path& state_dir, const std::string& adapter,
+    const std::filesystem::path& dir, ActivationScope scope = ActivationScope::kProject,
+    const std::optional<std::filesystem::path>& config_dir = std::nullopt);
 // The recorded target, if any. Errors: UnsafeStateFile, DataLoss (malformed file).
 std::optional<ActivationTarget> read_activation_target(const std::filesystem::path& state_dir);
 

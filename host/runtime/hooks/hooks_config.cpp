@@ -317,10 +317,15 @@ const std::vector<std::string>& installed_events(HookHost host) {
 }
 
 HookTarget hook_target(HookHost host, HookScope scope, const fs::path& home,
-                       const fs::path& project_dir, const std::optional<fs::path>& codex_home) {
+                       const fs::path& project_dir, const std::optional<fs::path>& codex_home,
+                       const std::optional<fs::path>& claude_config_dir) {
   if (host == HookHost::kCodex && scope == HookScope::kUser && codex_home &&
       codex_home->is_absolute()) {
     return HookTarget{host, *codex_home / "hooks.json"};
+  }
+  if (host == HookHost::kClaudeCode && scope == HookScope::kUser && claude_config_dir &&
+      claude_config_dir->is_absolute()) {
+    return HookTarget{host, *claude_config_dir / "settings.json"};
   }
   const fs::path& root = scope == HookScope::kUser ? home : project_dir;
   if (root.empty() || !root.is_absolute()) {

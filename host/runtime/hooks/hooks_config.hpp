@@ -60,11 +60,14 @@ struct HookTarget {
 };
 
 // The target for `host` in `scope`: under `home` (user) or `project_dir` (project); Codex's user
-// configuration is in `codex_home` ($CODEX_HOME) when that is absolute, else in home/.codex.
-// Errors: InvalidArgument when the directory needed is not absolute.
-HookTarget hook_target(HookHost host, HookScope scope, const std::filesystem::path& home,
-                       const std::filesystem::path& project_dir,
-                       const std::optional<std::filesystem::path>& codex_home = std::nullopt);
+// configuration is in `codex_home` ($CODEX_HOME) when that is absolute, else in home/.codex, and
+// Claude Code's in `claude_config_dir` ($CLAUDE_CONFIG_DIR) when that is absolute, else in
+// home/.claude. Errors: InvalidArgument when the directory needed is not absolute.
+HookTarget hook_target(
+    HookHost host, HookScope scope, const std::filesystem::path& home,
+    const std::filesystem::path& project_dir,
+    const std::optional<std::filesystem::path>& codex_home = std::nullopt,
+    const std::optional<std::filesystem::path>& claude_config_dir = std::nullopt);
 
 // How the handler runs ctx: the executable (absolute) and an optional --state directory.
 struct HookCommand {

@@ -23,11 +23,13 @@ AdapterConfig read_adapter_config(std::string_view text, std::string_view what,
     } else if (key == "tenant_id") {
       if (!is_engine_token(text_value)) throw InvalidArgument(name + " tenant_id is not a token");
       config.tenant_id = text_value;
-    } else if (key == "home" || key == "project_dir") {
+    } else if (key == "home" || key == "project_dir" || key == "config_dir") {
       if (text_value.front() != '/') {
         throw InvalidArgument(name + " " + key + " must be an absolute directory");
       }
-      (key == "home" ? config.home : config.project_dir) = text_value;
+      (key == "home"          ? config.home
+       : key == "project_dir" ? config.project_dir
+                              : config.config_dir) = text_value;
     } else if (key == "scope") {
       if (text_value != "project" && text_value != "user") {
         throw InvalidArgument(name + " scope must be \"project\" or \"user\"");

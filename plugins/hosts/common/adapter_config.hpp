@@ -7,6 +7,9 @@
 //   "home"              absolute directory standing for "~" in install locations
 //   "project_dir"       absolute project directory for project-scope install locations
 //   "scope"             "project" (default) or "user": which install locations are primary
+//   "config_dir"        absolute directory the host runs with as its user configuration
+//                       directory ($CLAUDE_CONFIG_DIR), for a host whose user locations move
+//                       with it
 //   "skills_dir"        (generic only) where skills go, default ".agents/skills"
 #ifndef CTX_PLUGINS_HOSTS_COMMON_ADAPTER_CONFIG_HPP_
 #define CTX_PLUGINS_HOSTS_COMMON_ADAPTER_CONFIG_HPP_
@@ -24,6 +27,7 @@ struct AdapterConfig {
   std::optional<std::string> home;
   std::optional<std::string> project_dir;
   bool user_scope = false;
+  std::optional<std::string> config_dir;
   std::optional<std::string> skills_dir;
 };
 

@@ -53,10 +53,13 @@ Json parse_hook_object(const Json& payload, const std::set<std::string>& documen
 }
 
 Json install_locations_json(const AdapterConfig& config, const HostDirs& user,
-                            const HostDirs& project, std::string_view mcp_format) {
+                            const HostDirs& project, std::string_view mcp_format,
+                            const std::optional<HostDirs>& user_in_config_dir) {
+  const bool moved = config.config_dir && user_in_config_dir;
   Json out = {{"scope", config.user_scope ? "user" : "project"},
               {"mcp_format", mcp_format},
-              {"user", dirs_json(config.home, "~/", user)},
+              {"user", moved ? dirs_json(config.config_dir, "", *user_in_config_dir)
+                             : dirs_json(config.home, "~/", user)},
               {"project", dirs_json(config.project_dir, "", project)}};
   const Json primary = out[config.user_scope ? "user" : "project"];
   for (const char* key : {"skills", "agents", "mcp"}) out[key] = primary[key];

@@ -12,6 +12,7 @@
 #ifndef CTX_PLUGINS_HOSTS_COMMON_HOST_ADAPTER_HPP_
 #define CTX_PLUGINS_HOSTS_COMMON_HOST_ADAPTER_HPP_
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -40,10 +41,12 @@ struct HostDirs {
 
 // {"scope": "project"|"user", "skills", "agents", "mcp" (the primary scope's entries),
 //  "mcp_format": mcp_format, "user": {...}, "project": {...}}. User entries start with the
-// configured home (else "~/"); project entries with the configured project_dir (else they stay
+// configured home (else "~/"), or with the configured config_dir when the host has
+// `user_in_config_dir` entries; project entries with the configured project_dir (else they stay
 // relative to the project root).
 Json install_locations_json(const AdapterConfig& config, const HostDirs& user,
-                            const HostDirs& project, std::string_view mcp_format);
+                            const HostDirs& project, std::string_view mcp_format,
+                            const std::optional<HostDirs>& user_in_config_dir = std::nullopt);
 
 }  // namespace ctx::host_adapters
 

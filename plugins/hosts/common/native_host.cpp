@@ -7,13 +7,16 @@ namespace {
 
 const std::set<std::string, std::less<>> kConfigMembers = {"installation_key", "tenant_id", "home",
                                                            "project_dir", "scope"};
+const std::set<std::string, std::less<>> kConfigMembersWithConfigDir = {
+    "installation_key", "tenant_id", "home", "project_dir", "scope", "config_dir"};
 
 }  // namespace
 
 NativeHostAdapter::NativeHostAdapter(const NativeHostProfile& profile, std::string_view config_json)
     : profile_(&profile),
-      config_(
-          read_adapter_config(config_json, std::string(profile.id) + " adapter", kConfigMembers)) {}
+      config_(read_adapter_config(
+          config_json, std::string(profile.id) + " adapter",
+          profile.user_in_config_dir ? kConfigMembersWithConfigDir : kConfigMembers)) {}
 
 Json NativeHostAdapter::parse_hook(std::string_view payload_json) const {
   return parse_hook_payload(payload_json, profile_->documented_events, config_, profile_->id);
@@ -39,7 +42,8 @@ Json NativeHostAdapter::render_reply(std::string_view request_json) const {
 }
 
 Json NativeHostAdapter::install_locations() const {
-  return install_locations_json(config_, profile_->user, profile_->project, profile_->mcp_format);
+  return install_locations_json(config_, profile_->user, profile_->project, profile_->mcp_format,
+                                profile_->user_in_config_dir);
 }
 
 }  // namespace ctx::host_adapters

@@ -18,6 +18,7 @@
 #ifndef CTX_PLUGINS_HOSTS_COMMON_NATIVE_HOST_HPP_
 #define CTX_PLUGINS_HOSTS_COMMON_NATIVE_HOST_HPP_
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -38,12 +39,17 @@ struct NativeHostProfile {
   HostDirs user;
   HostDirs project;
   std::string_view mcp_format;  // "json" | "toml"
+  // The user entries inside the host's own configuration directory, for a host that moves them
+  // there when it runs with one (config "config_dir"); nullopt: the host has no such directory,
+  // and its adapter refuses config_dir.
+  std::optional<HostDirs> user_in_config_dir;
 };
 
 class NativeHostAdapter {
  public:
   // `profile` must outlive the adapter. Config members: installation_key, tenant_id, home,
-  // project_dir, scope (adapter_config.hpp). Errors: InvalidArgument for a malformed config.
+  // project_dir, scope, and config_dir where the profile has user_in_config_dir
+  // (adapter_config.hpp). Errors: InvalidArgument for a malformed config.
   NativeHostAdapter(const NativeHostProfile& profile, std::string_view config_json);
 
   const NativeHostProfile& profile() const noexcept { return *profile_; }

@@ -125,6 +125,27 @@ TEST_F(HooksCommandTest, CodexUserInstallFollowsCodexHome) {
   EXPECT_FALSE(fs::exists(codex_home / "hooks.json"));
 }
 
+// With $CLAUDE_CONFIG_DIR set, Claude Code reads its user settings and loads its user skills
+// there instead of ~/.claude: the hooks go into that settings.json and skills activate in its
+// skills directory.
+TEST_F(HooksCommandTest, ClaudeCodeUserInstallFollowsClaudeConfigDir) {
+  const fs::path state = io_.path() / "state";
+  ASSERT_EQ(ctx({"init", "--state", state.string()}).code, 0);
+  const fs::path config = io_.path() / "claude config";
+  const std::string env = "CLAUDE_CONFIG_DIR=" + quoted(config.string());
+  const Outcome done =
+      ctx({"hooks", "install", "claude-code", "--user", "--state", state.string(), "--json"}, env);
+  ASSERT_EQ(done.code, 0) << done.err;
+  const Json result = Json::parse(done.out);
+  EXPECT_EQ(result.at("file"), (config / "settings.json").string());
+  EXPECT_EQ(result.at("skills_activate_in"), (config / "skills").string());
+  EXPECT_TRUE(fs::exists(config / "settings.json"));
+  EXPECT_TRUE(fs::is_directory(config / "skills"));
+  EXPECT_FALSE(fs::exists(home_.path() / ".claude"));
+  ASSERT_EQ(ctx({"hooks", "uninstall", "claude-code", "--user"}, env).code, 0);
+  EXPECT_FALSE(fs::exists(config / "settings.json"));
+}
+
 // Install makes the directory skills will activate in: Claude Code watches a top-level skills
 // directory for new skills only when it existed at startup, so a skill approved mid-session
 // then works in that session.

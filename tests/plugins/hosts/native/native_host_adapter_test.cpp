@@ -559,6 +559,23 @@ TEST_P(NativeHostAdapterTest, RejectsBadConfigs) {
   CTX_EXPECT_THROW(adapter(R"({"installation_key":"00"})"), InvalidArgument, "64 hex");
 }
 
+// Claude Code run with $CLAUDE_CONFIG_DIR keeps its user skills, agents and .claude.json there;
+// project locations do not move. Codex has no such directory: its adapter refuses config_dir.
+TEST(NativeHostConfigDir, ClaudeCodeUserLocationsMoveToItsConfigDirCodexRefusesOne) {
+  const Json user =
+      claude_code_host::ClaudeCodeAdapter(
+          R"({"scope":"user","home":"/home/u","project_dir":"/w/p","config_dir":"/cfg/claude"})")
+          .install_locations();
+  EXPECT_EQ(user.at("skills"), "/cfg/claude/skills");
+  EXPECT_EQ(user.at("agents"), "/cfg/claude/agents");
+  EXPECT_EQ(user.at("mcp"), "/cfg/claude/.claude.json");
+  EXPECT_EQ(user.at("project").at("skills"), "/w/p/.claude/skills");
+  CTX_EXPECT_THROW(claude_code_host::ClaudeCodeAdapter(R"({"config_dir":"cfg"})"), InvalidArgument,
+                   "absolute");
+  CTX_EXPECT_THROW(codex_host::CodexAdapter(R"({"config_dir":"/cfg/codex"})"), InvalidArgument,
+                   "unknown member");
+}
+
 INSTANTIATE_TEST_SUITE_P(Hosts, NativeHostAdapterTest,
                          ::testing::Values(claude_code_case(), codex_case()),
                          [](const ::testing::TestParamInfo<HostCase>& info) {
