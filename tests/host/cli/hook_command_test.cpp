@@ -57,6 +57,22 @@ void init_state(const fs::path& state) {
   ASSERT_EQ(import.code, 0) << import.err;
 }
 
+// An initialised state dir whose skills activate in `project` (ctx hooks install claude-code
+// --project) under a preapproved-auto skill policy.
+void init_preapproved_project(const fs::path& state, const fs::path& project) {
+  init_state(state);
+  fs::create_directories(project);
+  const auto hooks = ctx_process({"hooks", "install", "claude-code", "--project", project.string()},
+                                 state, "");
+  ASSERT_EQ(hooks.code, 0) << hooks.err;
+  ASSERT_EQ(ctx_process({"policy", "set", "skill", "preapproved-auto"}, state, "").code, 0);
+}
+
+void expect_journal_verifies(const fs::path& state) {
+  const auto r = ctx_process({"journal", "verify"}, state, "");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
 // Unknown fields every payload carries (hosts add fields; adapters must ignore them).
 Json with_unknown_fields(Json payload) {
   payload["future_field"] = {{"nested", {1, 2.5, "x"}}};
@@ -195,6 +211,13 @@ class HookCommandTest : public ::testing::Test {
   static ProcessResult hook(const std::string& adapter, const std::string& payload,
                             const fs::path& state = shared_state()) {
     return ctx_process({"hook", adapter}, state, payload);
+  }
+  // `payload` through `ctx hook claude-code` on `state`: exit 0, nothing on stderr; the reply.
+  static std::string quiet_reply(const Json& payload, const fs::path& state) {
+    const auto r = hook("claude-code", payload.dump(), state);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    return r.out;
   }
 
   static TempDir* shared_dir_;
@@ -528,8 +551,7 @@ TEST_F(HookCommandTest, APolicyChangeUnderAPendingConsentIsExplainedNotAFailure)
 
   ASSERT_EQ(ctx_process({"policy", "set", "skill", "ask-each-time"}, state, "").code, 0);
   EXPECT_EQ(hook("claude-code", prompt.dump(), state).out, before.out);
-  const auto verify = ctx_process({"journal", "verify"}, state, "");
-  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+  expect_journal_verifies(state);
 }
 
 // Under a preapproved-auto policy a prompt's skill is installed and activated where Claude Code
@@ -539,12 +561,7 @@ TEST_F(HookCommandTest, APreapprovedSkillIsActivatedAndReleasedWhenTheSessionMov
   TempDir dir;
   const fs::path state = dir.path() / "state";
   const fs::path project = dir.path() / "project";
-  init_state(state);
-  fs::create_directories(project);
-  const auto hooks = ctx_process({"hooks", "install", "claude-code", "--project", project.string()},
-                                 state, "");
-  ASSERT_EQ(hooks.code, 0) << hooks.err;
-  ASSERT_EQ(ctx_process({"policy", "set", "skill", "preapproved-auto"}, state, "").code, 0);
+  init_preapproved_project(state, project);
   const fs::path skill = project / ".claude/skills/pdf-export/SKILL.md";
   Json prompt = claude_common("UserPromptSubmit");
   prompt["session_id"] = "session-preapproved";
@@ -552,15 +569,9 @@ TEST_F(HookCommandTest, APreapprovedSkillIsActivatedAndReleasedWhenTheSessionMov
   const auto say = [&](const std::string& text) {
     Json payload = prompt;
     payload["prompt"] = text;
-    auto r = hook("claude-code", payload.dump(), state);
-    EXPECT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(r.err, "");
-    return r.out;
+    return quiet_reply(payload, state);
   };
-  const auto verify = [&] {
-    const auto r = ctx_process({"journal", "verify"}, state, "");
-    EXPECT_EQ(r.code, 0) << r.out << r.err;
-  };
+  const auto verify = [&] { expect_journal_verifies(state); };
   EXPECT_THAT(say("export the report as pdf"), HasSubstr("ctx installed: pdf-export (skill)."));
   EXPECT_TRUE(fs::exists(skill));
   verify();
@@ -573,9 +584,6 @@ TEST_F(HookCommandTest, APreapprovedSkillIsActivatedAndReleasedWhenTheSessionMov
   verify();
 }
 
-// Real races: six `ctx hook` processes released together on a fresh state dir, first with the
-// same prompt (one plan, six identical replies), then with six different prompts in one session
-// (each replies; the journal verifies afterwards).
 // SessionEnd releases what the session holds active: a skill two sessions of the project hold
 // stays until the last of them ends; the stream stays open, so the same session resumed brings
 // the skill back with its next prompt. A session that holds nothing writes nothing at its end.
@@ -583,20 +591,9 @@ TEST_F(HookCommandTest, SessionEndReleasesTheSkillsOnlyThatSessionHolds) {
   TempDir dir;
   const fs::path state = dir.path() / "state";
   const fs::path project = dir.path() / "project";
-  init_state(state);
-  fs::create_directories(project);
-  ASSERT_EQ(
-      ctx_process({"hooks", "install", "claude-code", "--project", project.string()}, state, "")
-          .code,
-      0);
-  ASSERT_EQ(ctx_process({"policy", "set", "skill", "preapproved-auto"}, state, "").code, 0);
+  init_preapproved_project(state, project);
   const fs::path skill = project / ".claude/skills/pdf-export/SKILL.md";
-  const auto send = [&](const Json& payload) {
-    auto r = hook("claude-code", payload.dump(), state);
-    EXPECT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(r.err, "");
-    return r.out;
-  };
+  const auto send = [&](const Json& payload) { return quiet_reply(payload, state); };
   const auto prompt = [&](const std::string& session) {
     Json payload = claude_prompt(session, "export the report as pdf");
     payload["cwd"] = project.string();
@@ -609,10 +606,7 @@ TEST_F(HookCommandTest, SessionEndReleasesTheSkillsOnlyThatSessionHolds) {
     payload["reason"] = "prompt_input_exit";
     return send(payload);
   };
-  const auto verify = [&] {
-    const auto r = ctx_process({"journal", "verify"}, state, "");
-    EXPECT_EQ(r.code, 0) << r.out << r.err;
-  };
+  const auto verify = [&] { expect_journal_verifies(state); };
   // Each session holding the skill is one file under activation-holders/.
   const auto holders = [&] {
     int count = 0;
@@ -648,6 +642,9 @@ TEST_F(HookCommandTest, SessionEndReleasesTheSkillsOnlyThatSessionHolds) {
   verify();
 }
 
+// Real races: six `ctx hook` processes released together on a fresh state dir, first with the
+// same prompt (one plan, six identical replies), then with six different prompts in one session
+// (each replies; the journal verifies afterwards).
 TEST_F(HookCommandTest, ConcurrentHooksOnOneSessionAllReplyAndTheJournalVerifies) {
   TempDir dir;
   const fs::path state = dir.path() / "state";
@@ -687,8 +684,7 @@ TEST_F(HookCommandTest, ConcurrentHooksOnOneSessionAllReplyAndTheJournalVerifies
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("pdf-export (skill)"));
   }
-  const auto verify = ctx_process({"journal", "verify"}, state, "");
-  EXPECT_EQ(verify.code, 0) << verify.err;
+  expect_journal_verifies(state);
 }
 
 // OpenSSL reads no configuration file in ctx: an $OPENSSL_CONF naming a provider module (a .so
