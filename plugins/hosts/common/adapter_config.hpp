@@ -8,8 +8,8 @@
 //   "project_dir"       absolute project directory for project-scope install locations
 //   "scope"             "project" (default) or "user": which install locations are primary
 //   "config_dir"        absolute directory the host runs with as its user configuration
-//                       directory ($CLAUDE_CONFIG_DIR), for a host whose user locations move
-//                       with it
+//                       directory ($CLAUDE_CONFIG_DIR, $CODEX_HOME), for a host whose user
+//                       locations move with it
 //   "skills_dir"        (generic only) where skills go, default ".agents/skills"
 #ifndef CTX_PLUGINS_HOSTS_COMMON_ADAPTER_CONFIG_HPP_
 #define CTX_PLUGINS_HOSTS_COMMON_ADAPTER_CONFIG_HPP_

@@ -18,6 +18,18 @@ Json dirs_json(const std::optional<std::string>& base, std::string_view fallback
               {"mcp", joined(base, fallback, dirs.mcp)}};
 }
 
+// The user entries of a host run with its configuration directory: those it moves there start
+// with config_dir, the others stay where `home` puts them.
+Json moved_dirs_json(const AdapterConfig& config, const HostDirs& user, const HostDirs& moved) {
+  Json out = dirs_json(config.home, "~/", user);
+  const Json inside = dirs_json(config.config_dir, "", moved);
+  for (const auto& [key, relative] :
+       {std::pair{"skills", &moved.skills}, {"agents", &moved.agents}, {"mcp", &moved.mcp}}) {
+    if (!relative->empty()) out[key] = inside[key];
+  }
+  return out;
+}
+
 }  // namespace
 
 Json parse_hook_payload(std::string_view payload_json, const std::set<std::string>& documented,
@@ -58,7 +70,7 @@ Json install_locations_json(const AdapterConfig& config, const HostDirs& user,
   const bool moved = config.config_dir && user_in_config_dir;
   Json out = {{"scope", config.user_scope ? "user" : "project"},
               {"mcp_format", mcp_format},
-              {"user", moved ? dirs_json(config.config_dir, "", *user_in_config_dir)
+              {"user", moved ? moved_dirs_json(config, user, *user_in_config_dir)
                              : dirs_json(config.home, "~/", user)},
               {"project", dirs_json(config.project_dir, "", project)}};
   const Json primary = out[config.user_scope ? "user" : "project"];

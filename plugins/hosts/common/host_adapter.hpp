@@ -41,9 +41,9 @@ struct HostDirs {
 
 // {"scope": "project"|"user", "skills", "agents", "mcp" (the primary scope's entries),
 //  "mcp_format": mcp_format, "user": {...}, "project": {...}}. User entries start with the
-// configured home (else "~/"), or with the configured config_dir when the host has
-// `user_in_config_dir` entries; project entries with the configured project_dir (else they stay
-// relative to the project root).
+// configured home (else "~/"), or with the configured config_dir for each non-empty entry of
+// `user_in_config_dir` (an empty one stays under home); project entries with the configured
+// project_dir (else they stay relative to the project root).
 Json install_locations_json(const AdapterConfig& config, const HostDirs& user,
                             const HostDirs& project, std::string_view mcp_format,
                             const std::optional<HostDirs>& user_in_config_dir = std::nullopt);

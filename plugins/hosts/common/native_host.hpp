@@ -40,8 +40,8 @@ struct NativeHostProfile {
   HostDirs project;
   std::string_view mcp_format;  // "json" | "toml"
   // The user entries inside the host's own configuration directory, for a host that moves them
-  // there when it runs with one (config "config_dir"); nullopt: the host has no such directory,
-  // and its adapter refuses config_dir.
+  // there when it runs with one (config "config_dir"); an empty entry does not move. nullopt: the
+  // host has no such directory, and its adapter refuses config_dir.
   std::optional<HostDirs> user_in_config_dir;
 };
 

@@ -110,12 +110,18 @@ TEST_F(HooksCommandTest, TheCommandIsTheCtxOnPathThatIsThisBinary) {
             (bin / "ctx").string() + " hook claude-code");
 }
 
-// With $CODEX_HOME set, Codex reads its user hooks.json there, so that is the file ctx edits.
+// With $CODEX_HOME set, Codex reads its user hooks.json there, so that is the file ctx edits;
+// its user skills stay in ~/.agents/skills.
 TEST_F(HooksCommandTest, CodexUserInstallFollowsCodexHome) {
+  const fs::path state = io_.path() / "state";
+  ASSERT_EQ(ctx({"init", "--state", state.string()}).code, 0);
   const fs::path codex_home = io_.path() / "codex home";
   const Outcome done =
-      ctx({"hooks", "install", "codex", "--user"}, "CODEX_HOME=" + quoted(codex_home.string()));
+      ctx({"hooks", "install", "codex", "--user", "--state", state.string(), "--json"},
+          "CODEX_HOME=" + quoted(codex_home.string()));
   ASSERT_EQ(done.code, 0) << done.err;
+  EXPECT_EQ(Json::parse(done.out).at("skills_activate_in"),
+            (home_.path() / ".agents" / "skills").string());
   EXPECT_TRUE(fs::exists(codex_home / "hooks.json"));
   EXPECT_FALSE(fs::exists(home_.path() / ".codex" / "hooks.json"));
   ASSERT_EQ(

@@ -13,7 +13,9 @@ const host_adapters::NativeHostProfile& host_profile() {
       .user = {".agents/skills", ".codex/agents", ".codex/config.toml"},
       .project = {".agents/skills", ".codex/agents", ".codex/config.toml"},
       .mcp_format = "toml",
-      .user_in_config_dir = std::nullopt,  // its skills stay in ~/.agents whatever CODEX_HOME is
+      // $CODEX_HOME (default ~/.codex) holds config.toml and agents/; user skills stay in
+      // ~/.agents/skills whatever it is ($CODEX_HOME/skills is the deprecated location).
+      .user_in_config_dir = host_adapters::HostDirs{"", "agents", "config.toml"},
   };
   return kProfile;
 }

@@ -129,6 +129,8 @@ TEST(GenericAdapter, RejectsMalformedPayloads) {
 TEST(GenericAdapter, RejectsBadConfigs) {
   CTX_EXPECT_THROW(GenericAdapter("[]"), InvalidArgument, "not a json object");
   CTX_EXPECT_THROW(GenericAdapter(R"({"skills":"x"})"), InvalidArgument, "unknown member");
+  // A harness has no configuration directory of its own to follow.
+  CTX_EXPECT_THROW(GenericAdapter(R"({"config_dir":"/cfg"})"), InvalidArgument, "unknown member");
   CTX_EXPECT_THROW(GenericAdapter(R"({"skills_dir":""})"), InvalidArgument, "non-empty string");
   EXPECT_EQ(GenericAdapter("{}").install_locations(), (Json{{"skills", ".agents/skills"}}));
 }

@@ -561,7 +561,7 @@ TEST_P(NativeHostAdapterTest, RejectsBadConfigs) {
 
 // Claude Code run with $CLAUDE_CONFIG_DIR keeps its user skills, agents and .claude.json there;
 // project locations do not move. Codex has no such directory: its adapter refuses config_dir.
-TEST(NativeHostConfigDir, ClaudeCodeUserLocationsMoveToItsConfigDirCodexRefusesOne) {
+TEST(NativeHostConfigDir, ClaudeCodeUserLocationsMoveToItsConfigDirCodexKeepsItsSkillsAtHome) {
   const Json user =
       claude_code_host::ClaudeCodeAdapter(
           R"({"scope":"user","home":"/home/u","project_dir":"/w/p","config_dir":"/cfg/claude"})")
@@ -572,8 +572,20 @@ TEST(NativeHostConfigDir, ClaudeCodeUserLocationsMoveToItsConfigDirCodexRefusesO
   EXPECT_EQ(user.at("project").at("skills"), "/w/p/.claude/skills");
   CTX_EXPECT_THROW(claude_code_host::ClaudeCodeAdapter(R"({"config_dir":"cfg"})"), InvalidArgument,
                    "absolute");
-  CTX_EXPECT_THROW(codex_host::CodexAdapter(R"({"config_dir":"/cfg/codex"})"), InvalidArgument,
-                   "unknown member");
+  // $CODEX_HOME holds Codex's config.toml and agents; its user skills stay in ~/.agents/skills.
+  const Json codex =
+      codex_host::CodexAdapter(
+          R"({"scope":"user","home":"/home/u","project_dir":"/w/p","config_dir":"/cfg/codex/"})")
+          .install_locations();
+  EXPECT_EQ(codex.at("skills"), "/home/u/.agents/skills");
+  EXPECT_EQ(codex.at("agents"), "/cfg/codex/agents");
+  EXPECT_EQ(codex.at("mcp"), "/cfg/codex/config.toml");
+  EXPECT_EQ(codex.at("project").at("mcp"), "/w/p/.codex/config.toml");
+  const Json codex_default =
+      codex_host::CodexAdapter(R"({"scope":"user","home":"/home/u"})").install_locations();
+  EXPECT_EQ(codex_default.at("mcp"), "/home/u/.codex/config.toml");
+  CTX_EXPECT_THROW(codex_host::CodexAdapter(R"({"config_dir":"cfg"})"), InvalidArgument,
+                   "absolute");
 }
 
 INSTANTIATE_TEST_SUITE_P(Hosts, NativeHostAdapterTest,
