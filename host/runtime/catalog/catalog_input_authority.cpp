@@ -374,6 +374,23 @@ std::vector<std::string> CatalogInputAuthority::active_capability_ids(
   return state ? state->active_capability_ids() : std::vector<std::string>{};
 }
 
+PlanOutline PlanOutline::of(const PreparedManagedQuery& prepared) {
+  PlanOutline outline{prepared.status(), {}};
+  for (const auto& row : prepared.selections())
+    outline.capability_ids.push_back(row.capability_id());
+  return outline;
+}
+
+std::optional<PlanOutline> CatalogInputAuthority::current_plan_outline(
+    const CurrentWork& work) const {
+  const auto state = head_state(work_scope(work));
+  if (!state || !state->committed_plan()) return std::nullopt;
+  const auto& plan = *state->committed_plan();
+  PlanOutline outline{plan.status(), {}};
+  for (const auto& row : plan.capabilities()) outline.capability_ids.push_back(row.capability_id());
+  return outline;
+}
+
 std::optional<std::string> CatalogInputAuthority::pending_consent_id(
     const CurrentWork& work) const {
   const auto state = head_state(work_scope(work));

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "host/core/time.hpp"
 #include "host/runtime/catalog/catalog.hpp"
@@ -67,6 +68,16 @@ class SessionStartPending : public FailedPrecondition {
   explicit SessionStartPending(const std::string& message) : FailedPrecondition(message) {}
 };
 
+// A committed plan in outline: its status and the capability ids it selects, in its order (what
+// a host is told about it, before any consent).
+struct PlanOutline {
+  engine::PlanStatus status;
+  std::vector<std::string> capability_ids;
+  // The outline of a prepared query's plan.
+  static PlanOutline of(const PreparedManagedQuery& prepared);
+  friend bool operator==(const PlanOutline&, const PlanOutline&) = default;
+};
+
 // One registered current work: what prepare needs.
 struct CurrentWorkRegistration {
   std::string current_work_ref;  // "work-" + 64 hex
@@ -91,6 +102,9 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
   std::optional<std::string> current_query_ref(const CurrentWork& work) const;
   // The capabilities active at the head of `work`'s session stream. Errors: the journal's.
   std::vector<std::string> active_capability_ids(const CurrentWork& work) const;
+  // The plan committed at the head of `work`'s session stream, in outline; nullopt before the
+  // session's first plan. Errors: the journal's.
+  std::optional<PlanOutline> current_plan_outline(const CurrentWork& work) const;
   // The id of the consent pending at the head of `work`'s session stream, if one is. Errors: the
   // journal's.
   std::optional<std::string> pending_consent_id(const CurrentWork& work) const;

@@ -404,6 +404,10 @@ ManagedQueryServiceResult StateService::reopen(const std::string& query_ref) {
   return service_->reopen(query_ref);
 }
 
+std::optional<PlanOutline> StateService::current_plan_outline(const CurrentWork& work) const {
+  return authority_->current_plan_outline(work);
+}
+
 std::optional<ManagedQueryServiceResult> StateService::reopen_current(const CurrentWork& work) {
   const auto query_ref = authority_->current_query_ref(work);
   if (!query_ref) return std::nullopt;

@@ -437,6 +437,17 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
       before.reset();
     }
   }
+  // A tool event speaks only when it changes what the session was told: the outline of the
+  // session's plan before it, to compare with its own (a prompt's reply always goes out).
+  const bool tool_event = event == "PreToolUse" || event == "PostToolUse";
+  std::optional<PlanOutline> told;
+  if (tool_event) {
+    try {
+      told = service.current_plan_outline(work);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kDataLoss) throw;  // unknown: the reply goes out
+    }
+  }
   std::vector<fs::path> sources;
   bool direct = false;
   // The session's current plan stands when a new one cannot replace it (pending authority, a
@@ -490,7 +501,12 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   HookChoice choice;
   if (event == "UserPromptSubmit") choice = choose_installs(service, *result);
   choice.deactivated = std::move(deactivated);
-  HookResponse response{port->render_reply(reply_request(event, *result, choice))};
+  // The same plan, nothing released: the host's empty reply (the prompt that brought the plan
+  // said it, and how to approve it).
+  const bool quiet =
+      told && choice.deactivated.empty() && *told == PlanOutline::of(result->prepared());
+  HookResponse response =
+      quiet ? nothing() : HookResponse{port->render_reply(reply_request(event, *result, choice))};
   // Remembered for the next identical request only when this run was a plain prepare and nothing
   // it depends on moved while it ran (the first run only names the files to watch); a reply
   // naming a consent challenge only until shortly before the challenge expires (time, not state).

@@ -22,7 +22,10 @@
 //      data loss propagates;
 //   7. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
 //      "challenge" (the choice's consent challenge, else the plan's), "installed" (what the
-//      choice installed without a challenge under a preapproved-auto policy)} → the reply text.
+//      choice installed without a challenge under a preapproved-auto policy)} → the reply text;
+//      but a PreToolUse/PostToolUse whose plan has the outline (status, capabilities in order)
+//      of the session's plan before it and that released nothing gets the reply to nothing: a
+//      tool call tells the host only what changed.
 // Exact retries: a hook whose request bytes (adapter id and payload) were answered before by
 // step 5's plain prepare gets that same reply without steps 1-7 (a reply naming a consent
 // challenge: only until 5 s before the challenge expires, by the service's clock) when a

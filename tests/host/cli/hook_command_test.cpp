@@ -466,6 +466,49 @@ TEST_F(HookCommandTest, ASecondPromptInTheSameSessionStillReplies) {
   }
 }
 
+// A tool call tells the host only what changed: after the prompt that brought a plan (and how to
+// approve its skill), a tool event with the same plan gets the empty reply, as does a repeated
+// one; a tool event that changes the session's plan names the new one.
+TEST_F(HookCommandTest, AToolCallTellsTheHostOnlyWhatChanged) {
+  Json prompt = claude_common("UserPromptSubmit");
+  prompt["session_id"] = "session-tools-after-prompt";
+  prompt["prompt"] = kPdfPrompt;
+  const auto told = hook("claude-code", prompt.dump());
+  ASSERT_EQ(told.code, 0) << told.err;
+  EXPECT_THAT(told.out, HasSubstr("pdf-export (skill)"));
+  EXPECT_THAT(told.out, HasSubstr("ctx consent approve"));
+  Json pre = claude_common("PreToolUse");
+  pre["session_id"] = "session-tools-after-prompt";
+  pre["tool_name"] = "Bash";
+  pre["tool_input"] = {{"command", "make pdf export"}};
+  for (int i = 0; i < 2; ++i) {
+    const auto quiet = hook("claude-code", pre.dump());
+    ASSERT_EQ(quiet.code, 0) << quiet.err;
+    EXPECT_EQ(quiet.out, "{}\n");
+  }
+
+  const auto write = [](const std::string& file) {
+    Json post = claude_common("PostToolUse");
+    post["session_id"] = "session-tools-only";
+    post["tool_name"] = "Write";
+    post["tool_input"] = {{"file_path", "/home/u/proj/" + file}, {"content", "x"}};
+    post["tool_response"] = {{"success", true}};
+    return post.dump();
+  };
+  const auto first = hook("claude-code", write("tests/test_report.py"));
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("python-testing (skill)"));
+  EXPECT_EQ(hook("claude-code", write("tests/test_report.py")).out, "{}\n");
+  const auto changed = hook("claude-code", write("migrations/001_create_users.sql"));
+  ASSERT_EQ(changed.code, 0) << changed.err;
+  EXPECT_THAT(changed.out, HasSubstr("sql-migrations (skill)"));
+  EXPECT_THAT(changed.out, Not(HasSubstr("python-testing")));
+  EXPECT_EQ(hook("claude-code", write("migrations/001_create_users.sql")).out, "{}\n");
+  EXPECT_THAT(hook("claude-code", write("tests/test_report.py")).out,
+              HasSubstr("python-testing (skill)"));
+  expect_journal_verifies(shared_state());
+}
+
 // A state dir copied (as `cp -a` or a backup restore would) while a session awaits consent: the
 // session's next prompt in the copy still replies, naming its plan but no approval to give, since
 // the challenge it was offered names the original place.
