@@ -46,17 +46,12 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
   const std::optional<fs::path> codex_home =
       env.codex_home ? std::optional<fs::path>(*env.codex_home) : std::nullopt;
   // Claude Code run with $CLAUDE_CONFIG_DIR reads its user settings, and loads user skills,
-  // there instead of ~/.claude; Codex keeps its user configuration in $CODEX_HOME.
+  // there instead of ~/.claude.
   std::optional<fs::path> claude_config_dir;
   if (options.host == hk::HookHost::kClaudeCode && env.claude_config_dir &&
       fs::path(*env.claude_config_dir).is_absolute()) {
     claude_config_dir = fs::path(*env.claude_config_dir);
   }
-  const std::optional<fs::path> host_config_dir =
-      options.host == hk::HookHost::kClaudeCode ? claude_config_dir
-      : options.host == hk::HookHost::kCodex && codex_home && codex_home->is_absolute()
-          ? codex_home
-          : std::nullopt;
   const hk::HookTarget target =
       hk::hook_target(options.host, scope, home, project, codex_home, claude_config_dir);
   const std::string host(hk::host_name(options.host));
@@ -80,7 +75,7 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
       activation = runtime::set_activation_target(
                        state, host, user ? home : project,
                        user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject,
-                       user ? host_config_dir : std::nullopt)
+                       claude_config_dir)
                        .skills_dir;
     } catch (const NotFound&) {
     } catch (const InvalidArgument&) {

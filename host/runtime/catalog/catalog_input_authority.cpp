@@ -374,21 +374,25 @@ std::vector<std::string> CatalogInputAuthority::active_capability_ids(
   return state ? state->active_capability_ids() : std::vector<std::string>{};
 }
 
-PlanOutline PlanOutline::of(const PreparedManagedQuery& prepared) {
-  PlanOutline outline{prepared.status(), {}};
-  for (const auto& row : prepared.selections())
+// The outline of a plan of `status` selecting `rows` (each with a capability_id()).
+static PlanOutline outline_of(engine::PlanStatus status, const auto& rows) {
+  PlanOutline outline{status, {}};
+  outline.capability_ids.reserve(rows.size());
+  for (const auto& row : rows) {
     outline.capability_ids.push_back(row.capability_id());
+  }
   return outline;
 }
 
-std::optional<PlanOutline> CatalogInputAuthority::current_plan_outline(
-    const CurrentWork& work) const {
+PlanOutline PlanOutline::of(const PreparedManagedQuery& prepared) {
+  return outline_of(prepared.status(), prepared.selections());
+}
+
+std::optional<SessionPlan> CatalogInputAuthority::current_plan(const CurrentWork& work) const {
   const auto state = head_state(work_scope(work));
   if (!state || !state->committed_plan()) return std::nullopt;
   const auto& plan = *state->committed_plan();
-  PlanOutline outline{plan.status(), {}};
-  for (const auto& row : plan.capabilities()) outline.capability_ids.push_back(row.capability_id());
-  return outline;
+  return SessionPlan{state->revision(), outline_of(plan.status(), plan.capabilities())};
 }
 
 std::optional<std::string> CatalogInputAuthority::pending_consent_id(

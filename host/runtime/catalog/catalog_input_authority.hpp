@@ -78,6 +78,12 @@ struct PlanOutline {
   friend bool operator==(const PlanOutline&, const PlanOutline&) = default;
 };
 
+// The plan committed at the head of a session stream: the head's revision and the plan's outline.
+struct SessionPlan {
+  std::int64_t revision;
+  PlanOutline outline;
+};
+
 // One registered current work: what prepare needs.
 struct CurrentWorkRegistration {
   std::string current_work_ref;  // "work-" + 64 hex
@@ -102,9 +108,9 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
   std::optional<std::string> current_query_ref(const CurrentWork& work) const;
   // The capabilities active at the head of `work`'s session stream. Errors: the journal's.
   std::vector<std::string> active_capability_ids(const CurrentWork& work) const;
-  // The plan committed at the head of `work`'s session stream, in outline; nullopt before the
-  // session's first plan. Errors: the journal's.
-  std::optional<PlanOutline> current_plan_outline(const CurrentWork& work) const;
+  // The plan committed at the head of `work`'s session stream; nullopt before the session's
+  // first plan. Errors: the journal's.
+  std::optional<SessionPlan> current_plan(const CurrentWork& work) const;
   // The id of the consent pending at the head of `work`'s session stream, if one is. Errors: the
   // journal's.
   std::optional<std::string> pending_consent_id(const CurrentWork& work) const;

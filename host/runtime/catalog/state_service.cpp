@@ -404,8 +404,8 @@ ManagedQueryServiceResult StateService::reopen(const std::string& query_ref) {
   return service_->reopen(query_ref);
 }
 
-std::optional<PlanOutline> StateService::current_plan_outline(const CurrentWork& work) const {
-  return authority_->current_plan_outline(work);
+std::optional<SessionPlan> StateService::current_plan(const CurrentWork& work) const {
+  return authority_->current_plan(work);
 }
 
 std::optional<ManagedQueryServiceResult> StateService::reopen_current(const CurrentWork& work) {

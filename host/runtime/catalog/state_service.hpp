@@ -135,9 +135,9 @@ class StateService {
   ManagedQueryServiceResult reopen(const std::string& query_ref);
   // Reopens the plan committed at the head of `work`'s session, if there is one.
   std::optional<ManagedQueryServiceResult> reopen_current(const CurrentWork& work);
-  // The outline of that plan (read from the session's head, nothing reopened); nullopt before
-  // the session's first plan. Errors: the journal's.
-  std::optional<PlanOutline> current_plan_outline(const CurrentWork& work) const;
+  // That plan in outline, with the head's revision (read from the session's head, nothing
+  // reopened); nullopt before the session's first plan. Errors: the journal's.
+  std::optional<SessionPlan> current_plan(const CurrentWork& work) const;
   // `logical_choice_id` defaults to an HMAC of the query, the ids and the predecessor; the
   // predecessor is the query's latest committed desired set (none for a first choice or for an
   // exact retry of the first). Errors: the request's and the service's.

@@ -437,13 +437,13 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
       before.reset();
     }
   }
-  // A tool event speaks only when it changes what the session was told: the outline of the
-  // session's plan before it, to compare with its own (a prompt's reply always goes out).
+  // A tool event speaks only when it changes what the session was told: the session's plan
+  // before it, to compare with its own (a prompt's reply always goes out).
   const bool tool_event = event == "PreToolUse" || event == "PostToolUse";
-  std::optional<PlanOutline> told;
+  std::optional<SessionPlan> told;
   if (tool_event) {
     try {
-      told = service.current_plan_outline(work);
+      told = service.current_plan(work);
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDataLoss) throw;  // unknown: the reply goes out
     }
@@ -501,10 +501,13 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   HookChoice choice;
   if (event == "UserPromptSubmit") choice = choose_installs(service, *result);
   choice.deactivated = std::move(deactivated);
-  // The same plan, nothing released: the host's empty reply (the prompt that brought the plan
-  // said it, and how to approve it).
-  const bool quiet =
-      told && choice.deactivated.empty() && *told == PlanOutline::of(result->prepared());
+  // The same plan, nothing released, and no other hook's commit in between (this one's plan is
+  // the head it read, or the next revision): the host's empty reply (the hook that committed
+  // that plan said it, and how to approve it).
+  const std::int64_t revision = result->prepared().journal_revision();
+  const bool quiet = told && choice.deactivated.empty() && revision >= told->revision &&
+                     revision <= told->revision + 1 &&
+                     told->outline == PlanOutline::of(result->prepared());
   HookResponse response =
       quiet ? nothing() : HookResponse{port->render_reply(reply_request(event, *result, choice))};
   // Remembered for the next identical request only when this run was a plain prepare and nothing

@@ -24,8 +24,9 @@
 //      "challenge" (the choice's consent challenge, else the plan's), "installed" (what the
 //      choice installed without a challenge under a preapproved-auto policy)} → the reply text;
 //      but a PreToolUse/PostToolUse whose plan has the outline (status, capabilities in order)
-//      of the session's plan before it and that released nothing gets the reply to nothing: a
-//      tool call tells the host only what changed.
+//      of the session's plan before it, committed by no other hook in between (its revision is
+//      that head's or the next), and that released nothing gets the reply to nothing: a tool
+//      call tells the host only a changed plan (a stranded consent's reply still goes out).
 // Exact retries: a hook whose request bytes (adapter id and payload) were answered before by
 // step 5's plain prepare gets that same reply without steps 1-7 (a reply naming a consent
 // challenge: only until 5 s before the challenge expires, by the service's clock) when a

@@ -111,7 +111,8 @@ TEST_F(HooksCommandTest, TheCommandIsTheCtxOnPathThatIsThisBinary) {
 }
 
 // With $CODEX_HOME set, Codex reads its user hooks.json there, so that is the file ctx edits;
-// its user skills stay in ~/.agents/skills.
+// its user skills stay in ~/.agents/skills (a state dir pinned to an adapter from before it took
+// config_dir still gets its activation target: $CODEX_HOME is not passed to the adapter).
 TEST_F(HooksCommandTest, CodexUserInstallFollowsCodexHome) {
   const fs::path state = io_.path() / "state";
   ASSERT_EQ(ctx({"init", "--state", state.string()}).code, 0);

@@ -132,6 +132,50 @@ TEST(HookRetryChallengeTest, AReplyWithAConsentChallengeIsRememberedOnlyUntilSho
   EXPECT_EQ(runner.exact_retry_replies(), served);
 }
 
+hooks::HookRequest tool_request(const std::string& session, const std::string& command) {
+  const Json payload = {{"session_id", session},
+                        {"transcript_path", "/home/u/t.jsonl"},
+                        {"cwd", "/home/u/project"},
+                        {"permission_mode", "default"},
+                        {"hook_event_name", "PreToolUse"},
+                        {"tool_name", "Bash"},
+                        {"tool_input", {{"command", command}}},
+                        {"tool_use_id", "toolu_01"}};
+  return hooks::HookRequest{"claude-code", payload.dump()};
+}
+
+// Tool calls keep quiet while the session's plan stands, also once the consent its prompt asked
+// for has lapsed (the lapsed approval command is never repeated); the next prompt offers a new
+// challenge, and the tool calls after it keep quiet again.
+TEST(HookToolCallTest, ToolCallsKeepQuietWhileThePlanStandsAPromptReoffersALapsedConsent) {
+  ctx::testing::TempDir dir;
+  const fs::path state = dir.path() / "s";
+  ASSERT_TRUE(testing::prepare_state_dir(state));
+  const auto clock = std::make_shared<ManualClock>();
+  hooks::HookRunner runner(state, clock);
+  const auto prompt = prompt_request("tools", "please add a PDF export of the report");
+  const auto asked = runner.run(prompt);
+  ASSERT_TRUE(asked.reply.has_value());
+  ASSERT_NE(asked.reply->find("ctx consent approve "), std::string::npos) << *asked.reply;
+  const auto tool = tool_request("tools", "make pdf export");
+  const std::optional<std::string> quiet("{}");
+  EXPECT_EQ(runner.run(tool).reply, quiet);
+  const auto [status, shown] = testing::run_ctx("consent show --json --state " + state.string());
+  ASSERT_EQ(status, 0);
+  const Json challenges = Json::parse(shown).at("challenges");
+  ASSERT_EQ(challenges.size(), 1u) << shown;
+  const std::string lapsed = challenges[0].at("challenge_digest");
+  clock->set(core::Timestamp{
+      core::parse_rfc3339(challenges[0].at("expires_at").get<std::string>()).micros + kSecond});
+  EXPECT_EQ(runner.run(tool).reply, quiet);
+  const auto reoffered =
+      runner.run(prompt_request("tools", "the PDF export of the report, please"));
+  ASSERT_TRUE(reoffered.reply.has_value());
+  EXPECT_NE(reoffered.reply->find("ctx consent approve "), std::string::npos) << *reoffered.reply;
+  EXPECT_EQ(reoffered.reply->find(lapsed), std::string::npos) << "a lapsed challenge is offered";
+  EXPECT_EQ(runner.run(tool).reply, quiet);
+}
+
 TEST_F(HookRetryTest, AnIdenticalHookOnUnchangedStateGetsTheFullPathsReplyFromMemory) {
   hooks::HookRunner runner(state_);
   const auto request = prompt_request("retry-1", "please add a PDF export of the report");

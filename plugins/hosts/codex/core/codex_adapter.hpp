@@ -8,8 +8,10 @@
 //   hookSpecificOutput {hookEventName, additionalContext} on SessionStart, UserPromptSubmit,
 //     PreToolUse, PostToolUse (no reloadSkills); systemMessage only on Stop, SubagentStop,
 //     PreCompact, PostCompact; always a JSON object (Stop takes JSON only on exit 0);
-//   install locations: user ~/.agents/skills, ~/.codex/agents, ~/.codex/config.toml; project
-//     .agents/skills, .codex/agents, .codex/config.toml; "mcp_format": "toml".
+//   install locations: user ~/.agents/skills, ~/.codex/agents, ~/.codex/config.toml (with
+//     config "config_dir", $CODEX_HOME: ~/.agents/skills, <config_dir>/agents,
+//     <config_dir>/config.toml); project .agents/skills, .codex/agents, .codex/config.toml;
+//     "mcp_format": "toml".
 #ifndef CTX_PLUGINS_HOSTS_CODEX_CORE_CODEX_ADAPTER_HPP_
 #define CTX_PLUGINS_HOSTS_CODEX_CORE_CODEX_ADAPTER_HPP_
 

@@ -560,7 +560,8 @@ TEST_P(NativeHostAdapterTest, RejectsBadConfigs) {
 }
 
 // Claude Code run with $CLAUDE_CONFIG_DIR keeps its user skills, agents and .claude.json there;
-// project locations do not move. Codex has no such directory: its adapter refuses config_dir.
+// Codex run with $CODEX_HOME keeps its config.toml and agents there, its user skills stay in
+// ~/.agents/skills; project locations do not move.
 TEST(NativeHostConfigDir, ClaudeCodeUserLocationsMoveToItsConfigDirCodexKeepsItsSkillsAtHome) {
   const Json user =
       claude_code_host::ClaudeCodeAdapter(
