@@ -168,6 +168,7 @@ TEST(HookToolCallTest, ToolCallsKeepQuietWhileThePlanStandsAPromptReoffersALapse
   clock->set(core::Timestamp{
       core::parse_rfc3339(challenges[0].at("expires_at").get<std::string>()).micros + kSecond});
   EXPECT_EQ(runner.run(tool).reply, quiet);
+  // (Another prompt: the identical one is an exact retry of the lapsed choice.)
   const auto reoffered =
       runner.run(prompt_request("tools", "the PDF export of the report, please"));
   ASSERT_TRUE(reoffered.reply.has_value());
