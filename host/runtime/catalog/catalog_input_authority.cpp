@@ -355,7 +355,15 @@ std::optional<engine::EngineState> CatalogInputAuthority::head_state(
     const engine::ScopeRef& scope) const {
   const auto latest = options_.journal->get()->latest(scope.stream_id());
   if (!latest) return std::nullopt;
-  return engine::EngineState::from_json_text(latest->state.text());
+  const std::string_view text = latest->state.text();
+  {
+    std::lock_guard lock(mutex_);
+    if (decoded_head_ && decoded_head_->text == text) return decoded_head_->state;
+  }
+  auto state = engine::EngineState::from_json_text(text);
+  std::lock_guard lock(mutex_);
+  decoded_head_.emplace(DecodedHead{std::string(text), state});
+  return state;
 }
 
 std::optional<std::string> CatalogInputAuthority::current_query_ref(const CurrentWork& work) const {

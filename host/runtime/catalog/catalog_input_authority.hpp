@@ -126,7 +126,9 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
   std::string engine_session(const std::string& session) const;
   // The session stream scope of `work` as given (not vocabulary-filtered).
   engine::ScopeRef work_scope(const CurrentWork& work) const;
-  // The state at the head of `scope`'s stream, or nullopt when the stream has none.
+  // The state at the head of `scope`'s stream, or nullopt when the stream has none. The head is
+  // read (and its record verified) each time; its state text is decoded once per distinct text
+  // (the last one is kept: a hook asks for the same head several times).
   std::optional<engine::EngineState> head_state(const engine::ScopeRef& scope) const;
   std::optional<Stored> load(const std::string& plan_id) const;
   void store(const std::string& plan_id, const Stored& stored) const;
@@ -140,6 +142,11 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
   std::string retrieval_digest_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const ManagedQueryInput>> inputs_;  // GUARDED_BY(mutex_)
+  struct DecodedHead {
+    std::string text;  // a head record's state text, as read
+    engine::EngineState state;
+  };
+  mutable std::optional<DecodedHead> decoded_head_;  // GUARDED_BY(mutex_)
 };
 
 }  // namespace ctx::runtime
