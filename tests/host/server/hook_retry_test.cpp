@@ -14,6 +14,8 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,13 +34,26 @@ namespace fs = std::filesystem;
 namespace hooks = runtime::hooks;
 using Json = core::Json;
 
+// A Claude Code payload of `event` in `session`, with the members every event has.
+Json claude_payload(const std::string& session, const std::string& event) {
+  return {{"session_id", session},
+          {"transcript_path", "/home/u/t.jsonl"},
+          {"cwd", "/home/u/project"},
+          {"permission_mode", "default"},
+          {"hook_event_name", event}};
+}
+
 hooks::HookRequest prompt_request(const std::string& session, const std::string& prompt) {
-  const Json payload = {{"session_id", session},
-                        {"transcript_path", "/home/u/t.jsonl"},
-                        {"cwd", "/home/u/project"},
-                        {"permission_mode", "default"},
-                        {"hook_event_name", "UserPromptSubmit"},
-                        {"prompt", prompt}};
+  Json payload = claude_payload(session, "UserPromptSubmit");
+  payload["prompt"] = prompt;
+  return hooks::HookRequest{"claude-code", payload.dump()};
+}
+
+hooks::HookRequest tool_request(const std::string& session, const std::string& command) {
+  Json payload = claude_payload(session, "PreToolUse");
+  payload["tool_name"] = "Bash";
+  payload["tool_input"] = {{"command", command}};
+  payload["tool_use_id"] = "toolu_01";
   return hooks::HookRequest{"claude-code", payload.dump()};
 }
 
@@ -92,12 +107,36 @@ class ManualClock final : public core::Clock {
 
 constexpr std::int64_t kSecond = 1'000'000;
 
-TEST(HookRetryChallengeTest, AReplyWithAConsentChallengeIsRememberedOnlyUntilShortlyBeforeExpiry) {
-  ctx::testing::TempDir dir;
-  const fs::path state = dir.path() / "s";
-  ASSERT_TRUE(testing::prepare_state_dir(state));
-  const auto clock = std::make_shared<ManualClock>();
-  hooks::HookRunner runner(state, clock);
+// A state dir (default ask-each-time policy) and a runner on it whose service clock the test
+// moves.
+class ClockedRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_ = dir_.path() / "s";
+    ASSERT_TRUE(testing::prepare_state_dir(state_));
+    runner_.emplace(state_, clock_);
+  }
+  // The one challenge `ctx consent show` lists for the state dir.
+  void only_challenge(Json& challenge) const {
+    const auto [status, shown] = testing::run_ctx("consent show --json --state " + state_.string());
+    ASSERT_EQ(status, 0);
+    const Json challenges = Json::parse(shown).at("challenges");
+    ASSERT_EQ(challenges.size(), 1u) << shown;
+    challenge = challenges[0];
+  }
+
+  ctx::testing::TempDir dir_;
+  fs::path state_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::optional<hooks::HookRunner> runner_;
+};
+using HookRetryChallengeTest = ClockedRunnerTest;
+using HookToolCallTest = ClockedRunnerTest;
+
+TEST_F(HookRetryChallengeTest, AReplyWithAConsentChallengeIsRememberedOnlyUntilShortlyBeforeExpiry) {
+  const fs::path& state = state_;
+  ManualClock& clock = *clock_;
+  hooks::HookRunner& runner = *runner_;
   const auto request = prompt_request("retry-challenge", "please add a PDF export of the report");
   const auto first = runner.run(request);
   ASSERT_TRUE(first.reply.has_value());
@@ -107,52 +146,33 @@ TEST(HookRetryChallengeTest, AReplyWithAConsentChallengeIsRememberedOnlyUntilSho
   ASSERT_TRUE(run_until_remembered(runner, request));
   EXPECT_EQ(runner.run(request).reply, first.reply);
   EXPECT_EQ(fresh_reply(state, request), *first.reply);
-  const auto [status, shown] = testing::run_ctx("consent show --json --state " + state.string());
-  ASSERT_EQ(status, 0);
-  const Json challenges = Json::parse(shown).at("challenges");
-  ASSERT_EQ(challenges.size(), 1u) << shown;
-  const core::Timestamp expires =
-      core::parse_rfc3339(challenges[0].at("expires_at").get<std::string>());
+  Json challenge;
+  ASSERT_NO_FATAL_FAILURE(only_challenge(challenge));
+  const core::Timestamp expires = core::parse_rfc3339(challenge.at("expires_at").get<std::string>());
   // 6 s before expiry the reply still holds; 4 s before, the host could show it expired: never
   // again from memory, every run takes the full path.
-  clock->set(core::Timestamp{expires.micros - 6 * kSecond});
+  clock.set(core::Timestamp{expires.micros - 6 * kSecond});
   settle();
   ASSERT_TRUE(runner.try_remembered(request).has_value());
-  clock->set(core::Timestamp{expires.micros - 4 * kSecond});
+  clock.set(core::Timestamp{expires.micros - 4 * kSecond});
   const auto served = runner.exact_retry_replies();
   EXPECT_FALSE(runner.try_remembered(request).has_value());
   EXPECT_EQ(runner.run(request).reply, first.reply);
   settle();
   EXPECT_EQ(runner.run(request).reply, first.reply);
   EXPECT_FALSE(runner.try_remembered(request).has_value());
-  clock->set(core::Timestamp{expires.micros + kSecond});
+  clock.set(core::Timestamp{expires.micros + kSecond});
   const auto expired = runner.run(request);
   ASSERT_TRUE(expired.reply.has_value());
   EXPECT_NE(expired.reply, first.reply) << "an expired challenge is never offered";
   EXPECT_EQ(runner.exact_retry_replies(), served);
 }
 
-hooks::HookRequest tool_request(const std::string& session, const std::string& command) {
-  const Json payload = {{"session_id", session},
-                        {"transcript_path", "/home/u/t.jsonl"},
-                        {"cwd", "/home/u/project"},
-                        {"permission_mode", "default"},
-                        {"hook_event_name", "PreToolUse"},
-                        {"tool_name", "Bash"},
-                        {"tool_input", {{"command", command}}},
-                        {"tool_use_id", "toolu_01"}};
-  return hooks::HookRequest{"claude-code", payload.dump()};
-}
-
 // Tool calls keep quiet while the session's plan stands, also once the consent its prompt asked
 // for has lapsed (the lapsed approval command is never repeated); the next prompt offers a new
 // challenge, and the tool calls after it keep quiet again.
-TEST(HookToolCallTest, ToolCallsKeepQuietWhileThePlanStandsAPromptReoffersALapsedConsent) {
-  ctx::testing::TempDir dir;
-  const fs::path state = dir.path() / "s";
-  ASSERT_TRUE(testing::prepare_state_dir(state));
-  const auto clock = std::make_shared<ManualClock>();
-  hooks::HookRunner runner(state, clock);
+TEST_F(HookToolCallTest, ToolCallsKeepQuietWhileThePlanStandsAPromptReoffersALapsedConsent) {
+  hooks::HookRunner& runner = *runner_;
   const auto prompt = prompt_request("tools", "please add a PDF export of the report");
   const auto asked = runner.run(prompt);
   ASSERT_TRUE(asked.reply.has_value());
@@ -160,13 +180,11 @@ TEST(HookToolCallTest, ToolCallsKeepQuietWhileThePlanStandsAPromptReoffersALapse
   const auto tool = tool_request("tools", "make pdf export");
   const std::optional<std::string> quiet("{}");
   EXPECT_EQ(runner.run(tool).reply, quiet);
-  const auto [status, shown] = testing::run_ctx("consent show --json --state " + state.string());
-  ASSERT_EQ(status, 0);
-  const Json challenges = Json::parse(shown).at("challenges");
-  ASSERT_EQ(challenges.size(), 1u) << shown;
-  const std::string lapsed = challenges[0].at("challenge_digest");
-  clock->set(core::Timestamp{
-      core::parse_rfc3339(challenges[0].at("expires_at").get<std::string>()).micros + kSecond});
+  Json challenge;
+  ASSERT_NO_FATAL_FAILURE(only_challenge(challenge));
+  const std::string lapsed = challenge.at("challenge_digest");
+  clock_->set(core::Timestamp{
+      core::parse_rfc3339(challenge.at("expires_at").get<std::string>()).micros + kSecond});
   EXPECT_EQ(runner.run(tool).reply, quiet);
   // (Another prompt: the identical one is an exact retry of the lapsed choice.)
   const auto reoffered =
