@@ -595,6 +595,21 @@ TEST(StateService, ATamperedRegistrationFailsTypedAndChangesNothing) {
   EXPECT_EQ(read_database(state.dir / "service/queries.sqlite3"), queries);
 }
 
+// The session head is read and verified at every use, also once this service has decoded it: a
+// head state altered in place under the open service is corruption, never the state decoded
+// before.
+TEST(StateService, AHeadAlteredUnderAnOpenServiceIsCorruption) {
+  State state;
+  auto service = StateService::open(state.dir);
+  service->prepare(pdf_work());
+  const auto plan = service->current_plan(pdf_work());
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->revision, 2);
+  ctx::testing::service::sqlite_scalar(state.dir / "service/journal.sqlite3",
+                                       "UPDATE engine_streams SET state_json = state_json || ' '");
+  CTX_EXPECT_THROW(service->current_plan(pdf_work()), engine::JournalCorruption, "");
+}
+
 // A registration an earlier build kept as a file (<service>/inputs/<plan id>.json, its own mac)
 // is still found: the same work in a new process is an exact retry of it, nothing re-registered.
 TEST(StateService, ARegistrationAnEarlierBuildKeptAsAFileIsStillReused) {
