@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build clang libboost-dev nlohmann-json3-dev libsqlite3-dev
           libssl-dev libgtest-dev libgmock-dev googletest libbenchmark-dev python3 sqlite3
-          openssl openssh-client libyaml-cpp-dev libcli11-dev)
+          openssl openssh-client libyaml-cpp-dev libcli11-dev libtomlplusplus-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,5 @@
-// The installer suite: target identity, an install/activate/reconcile round trip in a fresh root,
+// The installer suite (for any installer kind: its material and host file come from the kit
+// config): target identity, an install/activate/reconcile round trip in a fresh root,
 // idempotent install (nothing rewritten), refusal of mismatched material, the MaterialIdentity
 // schema of file and tree material, install_from_source (when offered: streamed bodies verified,
 // capped and read once), and recovery after a writer killed mid-staging, using the
@@ -13,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
@@ -22,9 +25,35 @@
 namespace ctx::conformance::detail {
 namespace {
 
-constexpr char kCapability[] = "skill:ctx-conformance";
-constexpr char kBody[] =
-    "---\nname: ctx-conformance\ndescription: conformance kit fixture\n---\nSay hello.\n";
+// The material the suite installs: a skill by default; the kit config's "installer" section names
+// another kind's (an agent file, an MCP server entry) for installers of that kind.
+struct KindMaterial {
+  std::string capability_id = "skill:ctx-conformance";
+  std::string body =
+      "---\nname: ctx-conformance\ndescription: conformance kit fixture\n---\nSay hello.\n";
+  // A body of several 64 KiB chunks: "@PADDING@" in `large` becomes `padding` bytes of 'x'.
+  std::string large =
+      "---\nname: ctx-conformance\ndescription: conformance kit fixture\n---\n@PADDING@\n";
+  std::size_t padding = 1u << 19;
+  std::string large_body() const {
+    std::string out = large;
+    const auto at = out.find("@PADDING@");
+    if (at != std::string::npos) out.replace(at, 9, std::string(padding, 'x'));
+    return out;
+  }
+};
+
+// A file of the host an activation edits (kit config "installer"."host_file").
+struct HostFile {
+  std::string path;                    // "@TEMP_DIR@" is the instance directory
+  std::optional<std::string> content;  // the user's content before activation; absent: no file
+  std::string conflicting;             // the user's own entry of the capability's name
+};
+
+KindMaterial& kind() {
+  static KindMaterial material;
+  return material;
+}
 
 // The MaterialIdentity digest plugin_abi.h states, computed here independently of any installer.
 std::string material_identity_digest(const std::string& capability_id, const std::string& bytes) {
@@ -63,7 +92,7 @@ std::string tree_root(const std::map<std::string, std::string>& files,
 }
 
 std::map<std::string, std::string> sample_tree(std::size_t resource_bytes) {
-  return {{"SKILL.md", kBody},
+  return {{"SKILL.md", kind().body},
           {"reference.md", "# Reference\n" + std::string(resource_bytes, 'r') + "\n"},
           {"scripts/run.sh", "#!/bin/sh\necho conformance\n"}};
 }
@@ -81,18 +110,18 @@ void write_tree(const fs::path& dir, const std::map<std::string, std::string>& f
 Json tree_request(const fs::path& source, const std::map<std::string, std::string>& files) {
   const std::string manifest = tree_manifest(files);
   const std::string root = tree_root(files, manifest);
-  return {{"capability_id", kCapability},
+  return {{"capability_id", kind().capability_id},
           {"content_sha256", core::sha256_hex(root)},
           {"content_bytes", root.size()},
           {"manifest", manifest},
-          {"material_identity_digest", material_identity_digest(kCapability, root)},
+          {"material_identity_digest", material_identity_digest(kind().capability_id, root)},
           {"source", {{"directory", source.string()}}}};
 }
 
 Json file_request() {
-  return {{"capability_id", kCapability},
-          {"content", kBody},
-          {"content_sha256", core::sha256_hex(kBody)}};
+  return {{"capability_id", kind().capability_id},
+          {"content", kind().body},
+          {"content_sha256", core::sha256_hex(kind().body)}};
 }
 
 // Every entry below `dir` (not following symlinks) with what a rewrite would change.
@@ -208,16 +237,16 @@ class Installer {
   RawInstance instance_;
 };
 
-// State of kCapability in a reconcile reply, or null when the reply does not list it.
+// State of kind().capability_id in a reconcile reply, or null when the reply does not list it.
 Json state_of(const Json& reply) {
   if (!reply.is_object() || !reply.contains("capabilities") || !reply["capabilities"].is_array()) {
     ADD_FAILURE() << "reconcile reply has no \"capabilities\" array";
     return nullptr;
   }
   for (const Json& item : reply["capabilities"]) {
-    if (item.is_object() && item.value("capability_id", "") == kCapability) return item;
+    if (item.is_object() && item.value("capability_id", "") == kind().capability_id) return item;
   }
-  ADD_FAILURE() << "reconcile reply does not list " << kCapability;
+  ADD_FAILURE() << "reconcile reply does not list " << kind().capability_id;
   return nullptr;
 }
 
@@ -262,19 +291,87 @@ int install_in_doomed_child(PluginUnderTest& plugin, const std::string& config,
   return status;
 }
 
+// The kit config's "installer" section (conformance.hpp). Returns what is wrong with it, or "".
+std::string configure_kind(const Json& installer, std::optional<HostFile>& host_file) {
+  if (!installer.is_object()) return "needs to be an object";
+  if (installer.contains("tree_material") && !installer.at("tree_material").is_boolean()) {
+    return "\"tree_material\" needs to be a boolean";
+  }
+  KindMaterial& material = kind();
+  for (const auto& [key, target] :
+       {std::pair{"capability_id", &material.capability_id}, std::pair{"material", &material.body},
+        std::pair{"large_material", &material.large}}) {
+    if (!installer.contains(key)) continue;
+    if (!installer.at(key).is_string() || installer.at(key).get_ref<const std::string&>().empty()) {
+      return std::string("\"") + key + "\" needs to be a non-empty string";
+    }
+    *target = installer.at(key).get<std::string>();
+  }
+  if (installer.contains("material") != installer.contains("capability_id") ||
+      installer.contains("material") != installer.contains("large_material")) {
+    return "names \"capability_id\", \"material\" and \"large_material\" together";
+  }
+  if (material.capability_id.find(':') == std::string::npos) {
+    return "\"capability_id\" needs to be <kind>:<name>";
+  }
+  if (const auto it = installer.find("padding_bytes"); it != installer.end()) {
+    if (!it->is_number_unsigned() || it->get<std::size_t>() < (1u << 17) ||
+        it->get<std::size_t>() > (64u << 20)) {
+      return "\"padding_bytes\" needs to be an integer from 131072 to 67108864";
+    }
+    material.padding = it->get<std::size_t>();
+  }
+  if (const auto it = installer.find("host_file"); it != installer.end()) {
+    if (!it->is_object() || !it->contains("path") || !it->at("path").is_string() ||
+        !it->contains("conflicting_content") || !it->at("conflicting_content").is_string() ||
+        (it->contains("content") && !it->at("content").is_string())) {
+      return "\"host_file\" needs a string \"path\", a string \"conflicting_content\" and an "
+             "optional string \"content\"";
+    }
+    HostFile file;
+    file.path = it->at("path").get<std::string>();
+    if (it->contains("content")) file.content = it->at("content").get<std::string>();
+    file.conflicting = it->at("conflicting_content").get<std::string>();
+    host_file = std::move(file);
+  }
+  return "";
+}
+
+// The host file under the instance directory of the config made last.
+fs::path host_file_path(const PluginUnderTest& plugin, const HostFile& file) {
+  std::string path = file.path;
+  const auto at = path.find("@TEMP_DIR@");
+  if (at != std::string::npos) path.replace(at, 10, plugin.last_instance_dir().string());
+  return path;
+}
+
+std::optional<std::string> read_optional(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void write_file(const fs::path& file, const std::string& bytes) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary) << bytes;
+}
+
 }  // namespace
 
 void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
+  std::optional<HostFile> host_file;
   {
     const Json& config = plugin->kit_config();
     const auto installer = config.find("installer");
-    if (installer != config.end() &&
-        (!installer->is_object() ||
-         (installer->contains("tree_material") && !installer->at("tree_material").is_boolean()))) {
-      add_kit_test("KitConfig", "IsUsable", [] {
-        FAIL() << "kit config installer needs to be an object with an optional boolean "
-                  "\"tree_material\"";
-      });
+    std::string problem;
+    if (installer != config.end()) {
+      problem = configure_kind(*installer, host_file);
+    }
+    if (!problem.empty()) {
+      add_kit_test("KitConfig", "IsUsable",
+                   [problem] { FAIL() << "kit config installer " << problem; });
       return;
     }
   }
@@ -295,17 +392,18 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   add_plugin_test(plugin, "Installer", "InstallActivateReconcileRoundTrip", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
-    const std::string digest = core::sha256_hex(kBody);
-    const Json entry = {{"capability_id", kCapability}, {"content_sha256", digest}};
+    const std::string digest = core::sha256_hex(kind().body);
+    const Json entry = {{"capability_id", kind().capability_id}, {"content_sha256", digest}};
     const Json reconcile = {{"capabilities", Json::array({entry})}};
 
     Json state = state_of(installer.reconcile(reconcile));
     EXPECT_FALSE(flag(state, "installed")) << "a fresh root reports the capability installed";
     EXPECT_FALSE(flag(state, "active")) << "a fresh root reports the capability active";
 
-    const std::string material = material_identity_digest(kCapability, kBody);
-    const Json installed = installer.install(
-        {{"capability_id", kCapability}, {"content", kBody}, {"content_sha256", digest}});
+    const std::string material = material_identity_digest(kind().capability_id, kind().body);
+    const Json installed = installer.install({{"capability_id", kind().capability_id},
+                                              {"content", kind().body},
+                                              {"content_sha256", digest}});
     EXPECT_EQ(installed.value("outcome", ""), "applied");
     EXPECT_EQ(installed.value("observed_material_identity_digest", ""), material)
         << "install must report the MaterialIdentity digest (plugin_abi.h), not a content hash";
@@ -329,7 +427,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_TRUE(core::is_sha256_hex(state.value("verification_digest", "")))
         << "an active reconcile entry needs a sha-256 \"verification_digest\"";
 
-    EXPECT_EQ(installer.deactivate({{"capability_id", kCapability}}).value("outcome", ""),
+    EXPECT_EQ(installer.deactivate({{"capability_id", kind().capability_id}}).value("outcome", ""),
               "applied");
     state = state_of(installer.reconcile(reconcile));
     EXPECT_TRUE(flag(state, "installed"));
@@ -340,10 +438,11 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
     const std::string wrong = core::sha256_hex("other bytes");
-    const Json reply = installer.install(
-        {{"capability_id", kCapability}, {"content", kBody}, {"content_sha256", wrong}});
+    const Json reply = installer.install({{"capability_id", kind().capability_id},
+                                          {"content", kind().body},
+                                          {"content_sha256", wrong}});
     EXPECT_NE(reply.value("outcome", ""), "applied");
-    const Json entry = {{"capability_id", kCapability}, {"content_sha256", wrong}};
+    const Json entry = {{"capability_id", kind().capability_id}, {"content_sha256", wrong}};
     const Json state = state_of(installer.reconcile({{"capabilities", Json::array({entry})}}));
     EXPECT_FALSE(flag(state, "installed"))
         << "material that failed its digest is reported installed";
@@ -365,8 +464,8 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(second.value("verification_digest", ""), first.value("verification_digest", ""));
     EXPECT_EQ(snapshot(root), before)
         << "a second install of installed material rewrote files (inode, size or mtime changed)";
-    const Json entry = {{"capability_id", kCapability},
-                        {"content_sha256", core::sha256_hex(kBody)}};
+    const Json entry = {{"capability_id", kind().capability_id},
+                        {"content_sha256", core::sha256_hex(kind().body)}};
     EXPECT_TRUE(flag(state_of(installer.reconcile({{"capabilities", Json::array({entry})}})),
                      "installed"));
   });
@@ -374,26 +473,27 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   add_plugin_test(plugin, "Installer", "RefusesAMismatchedMaterialDigest", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
-    const std::string digest = core::sha256_hex(kBody);
+    const std::string digest = core::sha256_hex(kind().body);
     Json other_identity = file_request();
     other_identity["material_identity_digest"] =
-        material_identity_digest("skill:ctx-conformance-other", kBody);
+        material_identity_digest(kind().capability_id + "-other", kind().body);
     Json other_size = file_request();
-    other_size["content_bytes"] = std::string(kBody).size() + 1;
+    other_size["content_bytes"] = kind().body.size() + 1;
     for (const auto& [what, request] :
          {std::pair{"a material identity digest of other material", other_identity},
           std::pair{"a content_bytes that is not the body's", other_size}}) {
       const Json reply = installer.install(request);
       EXPECT_NE(reply.value("outcome", ""), "applied") << "an install with " << what
                                                        << " was applied";
-      const Json entry = {{"capability_id", kCapability}, {"content_sha256", digest}};
+      const Json entry = {{"capability_id", kind().capability_id}, {"content_sha256", digest}};
       EXPECT_FALSE(flag(state_of(installer.reconcile({{"capabilities", Json::array({entry})}})),
                         "installed"))
           << "an install with " << what << " left the material installed";
     }
     Json matching = file_request();
-    matching["material_identity_digest"] = material_identity_digest(kCapability, kBody);
-    matching["content_bytes"] = std::string(kBody).size();
+    matching["material_identity_digest"] =
+        material_identity_digest(kind().capability_id, kind().body);
+    matching["content_bytes"] = kind().body.size();
     EXPECT_EQ(installer.install(matching).value("outcome", ""), "applied")
         << "an install whose material_identity_digest and content_bytes match was not applied";
   });
@@ -412,7 +512,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       EXPECT_EQ(installed.value("observed_material_identity_digest", ""), material)
           << "tree material must be reported as the MaterialIdentity digest of its tree root "
              "(plugin_abi.h, \"Tree material\")";
-      const Json entry = {{"capability_id", kCapability},
+      const Json entry = {{"capability_id", kind().capability_id},
                           {"content_sha256", request.at("content_sha256")}};
       const Json activated = installer.activate(entry);
       EXPECT_EQ(activated.value("outcome", ""), "applied");
@@ -448,7 +548,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       other_root["content_sha256"] = core::sha256_hex(mismatched_root);
       other_root["content_bytes"] = mismatched_root.size();
       other_root["material_identity_digest"] =
-          material_identity_digest(kCapability, mismatched_root);
+          material_identity_digest(kind().capability_id, mismatched_root);
       for (const auto& [what, bad] :
            {std::pair{"a manifest the authorised root does not name", other_manifest},
             std::pair{"a root whose manifest_sha256 is not the manifest's", other_root}}) {
@@ -457,7 +557,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
         EXPECT_NE(again.install(bad).value("outcome", ""), "applied")
             << "a tree install with " << what << " was applied";
         for (const Json& digest : {request.at("content_sha256"), bad.at("content_sha256")}) {
-          const Json probe = {{"capability_id", kCapability}, {"content_sha256", digest}};
+          const Json probe = {{"capability_id", kind().capability_id}, {"content_sha256", digest}};
           EXPECT_FALSE(flag(
               state_of(again.reconcile({{"capabilities", Json::array({probe})}})), "installed"))
               << "a tree install with " << what << " left material installed";
@@ -473,7 +573,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       const auto files = sample_tree(20000);  // several 4 KiB writes per resource
       Json request = tree_request("/unused", files);
       request.erase("source");
-      const Json entry = {{"capability_id", kCapability},
+      const Json entry = {{"capability_id", kind().capability_id},
                           {"content_sha256", request.at("content_sha256")}};
       const Json reconcile = {{"capabilities", Json::array({entry})}};
       const auto refused_and_absent = [&](const char* what, HostBodies& bodies) {
@@ -525,8 +625,8 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       write_tree(source, files);
       request = tree_request(source, files);
     } else {
-      const std::string body = std::string(kBody) + std::string(1 << 19, 'x');
-      request = {{"capability_id", kCapability},
+      const std::string body = kind().large_body();
+      request = {{"capability_id", kind().capability_id},
                  {"content", body},
                  {"content_sha256", core::sha256_hex(body)}};
     }
@@ -550,7 +650,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     Installer recovered(*plugin, config);
     ASSERT_TRUE(recovered.created()) << "create after the crash failed: "
                                      << recovered.create_message();
-    const Json entry = {{"capability_id", kCapability},
+    const Json entry = {{"capability_id", kind().capability_id},
                         {"content_sha256", request.at("content_sha256")}};
     const Json reconcile = {{"capabilities", Json::array({entry})}};
     Json state = state_of(recovered.reconcile(reconcile));
@@ -570,6 +670,69 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(paths_of(snapshot(root)), paths_of(snapshot(clean_root)))
         << "staging left by the killed writer survived recovery";
   });
+
+  add_plugin_test(plugin, "Installer", "ActivateAndDeactivateAreIdempotent", [plugin] {
+    Installer installer(*plugin);
+    ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
+    ASSERT_EQ(installer.install(file_request()).value("outcome", ""), "applied");
+    const Json entry = {{"capability_id", kind().capability_id},
+                        {"content_sha256", core::sha256_hex(kind().body)}};
+    const Json first = installer.activate(entry);
+    ASSERT_EQ(first.value("outcome", ""), "applied") << first.dump();
+    const Json second = installer.activate(entry);
+    EXPECT_EQ(second.value("outcome", ""), "applied") << "activating active material again";
+    EXPECT_EQ(second.value("verification_digest", ""), first.value("verification_digest", ""));
+    const Json id = {{"capability_id", kind().capability_id}};
+    EXPECT_EQ(installer.deactivate(id).value("outcome", ""), "applied");
+    EXPECT_EQ(installer.deactivate(id).value("outcome", ""), "applied")
+        << "deactivating inactive material is applied (nothing to do)";
+    EXPECT_FALSE(
+        flag(state_of(installer.reconcile({{"capabilities", Json::array({entry})}})), "active"));
+  });
+
+  if (host_file) {
+    // Activation edits a file the host reads; everything else in it is the user's.
+    add_plugin_test(plugin, "Installer", "DeactivateRestoresTheHostFile", [plugin, host_file] {
+      const std::string config = plugin->fresh_config();
+      const fs::path file = host_file_path(*plugin, *host_file);
+      if (host_file->content) write_file(file, *host_file->content);
+      Installer installer(*plugin, config);
+      ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
+      ASSERT_EQ(installer.install(file_request()).value("outcome", ""), "applied");
+      const Json entry = {{"capability_id", kind().capability_id},
+                          {"content_sha256", core::sha256_hex(kind().body)}};
+      const Json activated = installer.activate(entry);
+      ASSERT_EQ(activated.value("outcome", ""), "applied") << activated.dump();
+      const auto during = read_optional(file);
+      ASSERT_TRUE(during.has_value()) << "activation left no host file";
+      EXPECT_NE(during, host_file->content) << "activation did not change the host file";
+      EXPECT_EQ(
+          installer.deactivate({{"capability_id", kind().capability_id}}).value("outcome", ""),
+          "applied");
+      EXPECT_EQ(read_optional(file), host_file->content)
+          << "deactivation did not restore the host file's bytes";
+    });
+    add_plugin_test(plugin, "Installer", "NeverOverwritesTheUsersOwnEntry", [plugin, host_file] {
+      const std::string config = plugin->fresh_config();
+      const fs::path file = host_file_path(*plugin, *host_file);
+      write_file(file, host_file->conflicting);
+      Installer installer(*plugin, config);
+      ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
+      ASSERT_EQ(installer.install(file_request()).value("outcome", ""), "applied");
+      const Json entry = {{"capability_id", kind().capability_id},
+                          {"content_sha256", core::sha256_hex(kind().body)}};
+      EXPECT_NE(installer.activate(entry).value("outcome", ""), "applied")
+          << "activation over the user's own entry of that name was applied";
+      EXPECT_EQ(read_optional(file), host_file->conflicting);
+      EXPECT_NE(
+          installer.deactivate({{"capability_id", kind().capability_id}}).value("outcome", ""),
+          "applied")
+          << "deactivation removed (or claimed to remove) an entry ctx did not add";
+      EXPECT_EQ(read_optional(file), host_file->conflicting);
+      EXPECT_FALSE(
+          flag(state_of(installer.reconcile({{"capabilities", Json::array({entry})}})), "active"));
+    });
+  }
 }
 
 }  // namespace ctx::conformance::detail

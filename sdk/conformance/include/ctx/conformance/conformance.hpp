@@ -18,7 +18,16 @@
 //                    wrong proofs. Optional "other_plugin_config": <object>, the plugin's config
 //                    for another key, under which the vector must be rejected.
 //   "installer":     {"tree_material": false} leaves out the tree-material tests, for an
-//                    installer of single-file material only (default true).
+//                    installer of single-file material only (default true). An installer of
+//                    another kind than skills names its material, all three together:
+//                    "capability_id": "<kind>:<name>", "material": <its bytes as text>,
+//                    "large_material": <a valid material whose "@PADDING@" becomes
+//                    "padding_bytes" (default 524288, at least 131072) bytes of 'x'>. An installer
+//                    that activates into a file the host reads names it: "host_file": {"path":
+//                    "@TEMP_DIR@/...", "content"?: <the user's bytes before activation; absent:
+//                    no file>, "conflicting_content": <the user's own entry of the same name>};
+//                    the suite then checks that deactivate restores the file's bytes and that the
+//                    user's own entry is never overwritten or removed.
 //   "host_adapter":  {"hook_payload": <object>}  replaces the built-in sample hook payload.
 //
 // Installer request contract (what the installer suite sends and expects; ctx's runtime uses the

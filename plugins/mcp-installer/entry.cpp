@@ -1,0 +1,34 @@
+// The "mcp-installer" plugin: McpStore behind the SDK's installer base class. Installs poll
+// the host's cancellation service between written chunks.
+#include <ctx/sdk/plugin.hpp>
+#include <string>
+#include <string_view>
+
+#include "plugins/mcp-installer/core/mcp_store.hpp"
+
+namespace {
+
+class McpInstallerPlugin final : public ctx::sdk::Installer {
+ public:
+  McpInstallerPlugin(const ctx::sdk::Host& host, std::string_view config_json)
+      : host_(host), store_(config_json, [this] { return host_.cancelled(); }) {}
+  std::string target_identity() override { return store_.target_identity().dump(); }
+  std::string install(std::string_view request) override { return store_.install(request).dump(); }
+  std::string activate(std::string_view request) override {
+    return store_.activate(request).dump();
+  }
+  std::string deactivate(std::string_view request) override {
+    return store_.deactivate(request).dump();
+  }
+  std::string reconcile(std::string_view request) override {
+    return store_.reconcile(request).dump();
+  }
+
+ private:
+  ctx::sdk::Host host_;
+  ctx::mcp_installer::McpStore store_;
+};
+
+}  // namespace
+
+CTX_PLUGIN(McpInstallerPlugin, installer, "mcp-installer", "1.0.0");
