@@ -250,7 +250,8 @@ Json AgentStore::activate(std::string_view request_json) {
     pc::replace_host_file(file, bytes, 0644, before, file_name);
     rewritten = true;
   }
-  store_.write_record(key, {{"content_sha256", hex}, {"written", {written_sha}}});
+  const Json settled = {{"content_sha256", hex}, {"written", {written_sha}}};
+  if (rewritten || !record || *record != settled) store_.write_record(key, settled);
   reply["outcome"] = "applied";
   reply["active_sha256"] = hex;
   reply["file"] = file_name;
