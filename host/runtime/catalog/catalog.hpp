@@ -25,6 +25,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
+#include "host/runtime/catalog/catalog_terms.hpp"
 
 namespace ctx::runtime {
 
@@ -75,10 +76,16 @@ struct CatalogFile {
 // One validated catalog entry. `files` are sorted by path; `primary` is the file whose bytes are
 // the entry's material (SKILL.md, the agent file, the JSON file). `terms` are the graph tags:
 // explicit tags, name tokens and description tokens (see catalog_terms), sorted unique, ≤ 100.
+// `name` is the identity (a skill's folder, an agent's frontmatter name); `label` is the name the
+// file itself gives, `folder` the skill folder or the file name without its extension.
+// `description` and `when_to_use` are whole, whatever their length.
 struct CatalogEntry {
   engine::CapabilityKind kind = engine::CapabilityKind::kSkill;
   std::string name;
+  std::string label;
+  std::string folder;
   std::string description;
+  std::string when_to_use;
   std::vector<std::string> tags;  // explicit tags (metadata.tags / "tags"), sorted unique
   std::vector<std::string> terms;
   std::vector<CatalogFile> files;
@@ -108,12 +115,6 @@ struct CatalogContents {
   std::vector<CatalogEntry> entries;
   std::map<std::string, std::string> blobs;  // sha256 -> bytes
 };
-
-// The graph terms of an entry: explicit tags, then the name's [a-z0-9] runs, then description
-// tokens ([a-z0-9] runs of the lower-cased text, 3–64 chars, not a stop word, not all digits),
-// first occurrences kept, at most kMaxNodeTags, returned sorted.
-std::vector<std::string> catalog_terms(std::string_view name, const std::vector<std::string>& tags,
-                                       std::string_view description);
 
 // Reads and validates every file under `catalog_dir` (a real directory, no symlinks anywhere).
 // Errors: CatalogImportError listing every bad file; SystemError for I/O failures.

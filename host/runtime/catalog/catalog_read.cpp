@@ -14,7 +14,6 @@
 
 #include "host/core/crypto.hpp"
 #include "host/engine/lexical.hpp"
-#include "host/engine/planning/lexical.hpp"
 #include "host/runtime/catalog/catalog.hpp"
 
 namespace ctx::runtime {
@@ -38,15 +37,6 @@ struct Broken {
 struct Fatal {
   CatalogProblem problem;
 };
-
-const std::set<std::string, std::less<>> kStopWords = {
-    "the",  "and",   "for",   "with",  "this",  "that",  "from",   "into",   "when",  "use",
-    "uses", "used",  "using", "you",   "your",  "are",   "can",    "any",    "all",   "its",
-    "via",  "not",   "but",   "has",   "have",  "will",  "them",   "they",   "their", "then",
-    "than", "also",  "such",  "like",  "one",   "each",  "other",  "which",  "what",  "who",
-    "how",  "out",   "onto",  "over",  "about", "after", "before", "should", "would", "could",
-    "does", "while", "where", "there", "these", "those", "being",  "been",   "was",   "were",
-    "only", "just",  "more",  "most",  "some"};
 
 // Agent Skills name rule: 1–64 of [a-z0-9-], no leading/trailing '-', no "--".
 bool is_entry_name(std::string_view name) {
@@ -190,6 +180,7 @@ struct FrontmatterFields {
   std::string description;
   std::optional<YAML::Node> metadata;
   std::optional<YAML::Node> tools;
+  std::string when_to_use;
 };
 
 FrontmatterFields read_frontmatter(const std::string& text,
@@ -209,6 +200,8 @@ FrontmatterFields read_frontmatter(const std::string& text,
       if (item.second.IsNull()) throw Broken{"description must be 1-1024 characters"};
       out.description = yaml_string(item.second, "description");
       has_description = true;
+    } else if (key == "when_to_use") {
+      if (!item.second.IsNull()) out.when_to_use = yaml_string(item.second, "when_to_use");
     } else if (optional_keys.count(key)) {
       if (key == "metadata") out.metadata = item.second;
       if (key == "tools") out.tools = item.second;
@@ -388,7 +381,10 @@ class Reader {
         }
       }
       entry.name = fields.name;
+      entry.label = fields.name;
+      entry.folder = folder;
       entry.description = fields.description;
+      entry.when_to_use = fields.when_to_use;
       entry.tags = check_tags(tags);
     } catch (const Broken& b) {
       problems_.push_back({skill_md_rel, b.rule});
@@ -475,7 +471,10 @@ class Reader {
     CatalogEntry entry;
     entry.kind = engine::CapabilityKind::kAgent;
     entry.name = fields.name;
+    entry.label = fields.name;
+    entry.folder = stem;
     entry.description = fields.description;
+    entry.when_to_use = fields.when_to_use;
     if (fields.tools) {
       entry.tools = yaml_string_list(*fields.tools, "tools");
       for (const auto& tool : entry.tools) {
@@ -528,6 +527,8 @@ class Reader {
       throw Broken{"name must be 1-64 of [a-z0-9-] without leading, trailing or double '-'"};
     }
     if (entry.name != stem) throw Broken{"name must match the file name"};
+    entry.label = entry.name;
+    entry.folder = stem;
     entry.description = value["description"].get<std::string>();
     check_description(entry.description, false);
     if (value.contains("tags")) entry.tags = check_tags(json_strings(value["tags"], "tags"));
@@ -597,7 +598,7 @@ class Reader {
   }
 
   void finish(CatalogEntry entry) {
-    entry.terms = catalog_terms(entry.name, entry.tags, entry.description);
+    entry.terms = catalog_terms(entry);
     out_.entries.push_back(std::move(entry));
   }
 
@@ -620,32 +621,6 @@ CatalogImportError::CatalogImportError(std::vector<CatalogProblem> problems)
                                (problems.size() > 2 ? "s" : "") + ")"
                          : std::string())),
       problems_(std::move(problems)) {}
-
-std::vector<std::string> catalog_terms(std::string_view name, const std::vector<std::string>& tags,
-                                       std::string_view description) {
-  std::vector<std::string> ordered;
-  std::set<std::string> seen;
-  const auto add = [&](std::string term) {
-    if (ordered.size() >= kMaxNodeTags || term.empty() || term.size() > 64) return;
-    if (!engine::is_canonical_token(term)) return;
-    if (seen.insert(term).second) ordered.push_back(std::move(term));
-  };
-  for (const auto& tag : tags) add(tag);
-  for (auto& token : engine::planning::ascii_tokens(std::string(name))) add(std::move(token));
-  std::string lowered(description);
-  for (char& c : lowered) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  for (auto& token : engine::planning::ascii_tokens(lowered)) {
-    if (token.size() < 3 || kStopWords.count(token)) continue;
-    if (std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      continue;
-    }
-    add(std::move(token));
-  }
-  std::sort(ordered.begin(), ordered.end());
-  return ordered;
-}
 
 CatalogContents read_catalog(const std::filesystem::path& catalog_dir) {
   try {

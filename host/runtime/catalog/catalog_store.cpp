@@ -155,8 +155,12 @@ Json catalog_content_json(const std::vector<CatalogEntry>& entries) {
               {"terms", strings_json(e.terms)},
               {"tools", strings_json(e.tools)},
               {"url", e.url ? Json(*e.url) : Json(nullptr)}};
-    // Only tree skills carry the key, so a catalog of SKILL.md-only skills keeps its digest.
+    // Only tree skills carry the key, so a catalog of SKILL.md-only skills keeps its digest; the
+    // same for a label or folder other than the name and a when_to_use.
     if (e.tree) item["tree"] = file_json(*e.tree);
+    if (e.label != e.name) item["label"] = e.label;
+    if (e.folder != e.name) item["folder"] = e.folder;
+    if (!e.when_to_use.empty()) item["when_to_use"] = e.when_to_use;
     list.push_back(std::move(item));
   }
   return Json{{"entries", list}, {"schema", std::string(kCatalogManifestSchema)}};
@@ -346,6 +350,9 @@ std::shared_ptr<const ImportedCatalog> ImportedCatalog::open_snapshot(
       e.kind = *kind;
       e.name = item.at("name").get<std::string>();
       e.description = item.at("description").get<std::string>();
+      e.label = item.value("label", e.name);
+      e.folder = item.value("folder", e.name);
+      e.when_to_use = item.value("when_to_use", std::string());
       e.tags = json_strings(item.at("tags"));
       e.terms = json_strings(item.at("terms"));
       for (const auto& f : item.at("files")) e.files.push_back(file_from(f));

@@ -229,6 +229,26 @@ TEST(CatalogImport, ALargeSkillMdAndAManyFileSkillAreTreesWithBoundedMaterial) {
   EXPECT_NE(catalog->read_object(pdf->tree->sha256).find("\"files\":201,"), std::string::npos);
 }
 
+// The planner gets the whole entry: label, folder and when_to_use survive the manifest, and
+// when_to_use words are graph terms.
+TEST(CatalogImport, EntriesCarryLabelFolderAndWhenToUseThroughTheManifest) {
+  Fixture f;
+  write(f.catalog / "skills/csv-cleanup/SKILL.md",
+        skill_md("csv-cleanup", "Clean CSV data.", "when_to_use: Spreadsheets with stray quotes\n"));
+  import_catalog(f.catalog, f.state);
+  const auto catalog = ImportedCatalog::open(f.state);
+  const CatalogEntry* csv = catalog->find("skill:csv-cleanup");
+  ASSERT_NE(csv, nullptr);
+  EXPECT_EQ(csv->label, "csv-cleanup");
+  EXPECT_EQ(csv->folder, "csv-cleanup");
+  EXPECT_EQ(csv->when_to_use, "Spreadsheets with stray quotes");
+  EXPECT_NE(std::find(csv->terms.begin(), csv->terms.end(), "spreadsheets"), csv->terms.end());
+  const CatalogEntry* reviewer = catalog->find("agent:reviewer");
+  ASSERT_NE(reviewer, nullptr);
+  EXPECT_EQ(reviewer->folder, "reviewer");
+  EXPECT_TRUE(reviewer->when_to_use.empty());
+}
+
 TEST(CatalogImport, ImportsTheExampleCatalog) {
   TempDir temp;
   init_state_dir(temp / "state");
@@ -576,14 +596,6 @@ TEST(CatalogImport, StateDirMustBePrivate) {
   fs::permissions(temp / "open", fs::perms(0755));
   CTX_EXPECT_THROW(import_catalog(temp / "catalog", temp / "open"), FailedPrecondition, "private");
   EXPECT_FALSE(fs::exists(temp / "open/catalog"));
-}
-
-TEST(CatalogTerms, DescriptionTokensNameTokensAndTagsBoundedAndSorted) {
-  EXPECT_EQ(catalog_terms("pdf-export", {"documents"}, "Export the report to PDF, 2024 ok"),
-            (std::vector<std::string>{"documents", "export", "pdf", "report"}));
-  std::string long_description;
-  for (int i = 0; i < 300; ++i) long_description += "word" + std::to_string(i) + " ";
-  EXPECT_EQ(catalog_terms("x", {}, long_description).size(), kMaxNodeTags);
 }
 
 TEST(StateDir, InitCreatesAPrivateDirAndKeyIdempotently) {
