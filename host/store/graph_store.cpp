@@ -27,6 +27,11 @@ using engine::planning::GraphArtifactPinMismatch;
 using engine::planning::RetrievedNode;
 
 constexpr const char* kSchemaVersion = "1";
+// Retrieval scoring (see GraphStore::retrieve).
+constexpr double kBm25K1 = 1.2;
+constexpr double kBm25B = 0.75;
+constexpr double kLabelWeight = 3.0;
+constexpr double kSubstringWeight = 0.5;
 constexpr const char* kUnavailable = "indexed graph candidate source is unavailable";
 
 // The artifact's tables and indexes (PRAGMA user_version 1). Older artifacts without a
@@ -224,8 +229,9 @@ ArtifactImage read_and_hash(const std::filesystem::path& artifact) {
 void require_schema(Database& db) {
   const std::map<std::string, std::vector<std::string>> columns = {
       {"metadata", {"key", "value"}},
-      {"nodes", {"id", "type", "label", "title", "tags_json", "attrs_json", "search_text", "degree",
-                 "never_load"}},
+      {"nodes",
+       {"id", "type", "label", "title", "tags_json", "attrs_json", "search_text", "degree",
+        "never_load"}},
       {"edges", {"source", "target", "weight", "attrs_json"}},
       {"node_terms", {"term", "node_id"}},
       {"term_stats", {"term", "df"}},
@@ -294,12 +300,13 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
     migrate(*db, kWhat, kMigrations, kUserVersion);
     Transaction tx(*db, Transaction::Kind::kImmediate);
     auto insert_node = db->prepare(
-                          "INSERT INTO nodes(id, type, label, title, tags_json, attrs_json,"
-                          " search_text, degree, never_load) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)");
+        "INSERT INTO nodes(id, type, label, title, tags_json, attrs_json,"
+        " search_text, degree, never_load) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)");
     auto insert_term = db->prepare("INSERT INTO node_terms(term, node_id) VALUES(?1, ?2)");
-    auto insert_trigrams = db->prepare(
-                              "INSERT INTO label_trigrams(rowid, label) VALUES(?1, ?2)");
+    auto insert_trigrams = db->prepare("INSERT INTO label_trigrams(rowid, label) VALUES(?1, ?2)");
     std::map<std::string, std::int64_t> df;
+    std::int64_t retrievable = 0;
+    std::int64_t retrievable_tags = 0;
     for (const auto& node : nodes) {
       const std::string label = node.label.value_or(node_name(node.id));
       const std::string title = node.title.value_or(label);
@@ -322,13 +329,14 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
       const std::int64_t node_rowid = db->last_insert_rowid();
       for (const auto& term : idf_terms(label, node.tags)) ++df[term];
       if (node.never_load || !retrievable_kind(node.type)) continue;
+      ++retrievable;
+      retrievable_tags += static_cast<std::int64_t>(node.tags.size());
       for (const auto& term : retrieval_terms(node.id, label, node.tags)) {
         insert_term.bind(1, term).bind(2, node.id);
         insert_term.run();
         insert_term.reset();
       }
-      insert_trigrams.bind(1, node_rowid)
-          .bind(2, ascii_lower(label));
+      insert_trigrams.bind(1, node_rowid).bind(2, ascii_lower(label));
       insert_trigrams.run();
       insert_trigrams.reset();
     }
@@ -349,7 +357,9 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
     const std::pair<const char*, std::string> metadata[] = {
         {"schema_version", kSchemaVersion},
         {"node_count", std::to_string(nodes.size())},
-        {"edge_count", std::to_string(edge_rows.size())}};
+        {"edge_count", std::to_string(edge_rows.size())},
+        {"tag_count", std::to_string(retrievable_tags)},
+        {"retrievable_count", std::to_string(retrievable)}};
     for (const auto& [key, value] : metadata) {
       insert_meta.bind(1, key).bind(2, value);
       insert_meta.run();
@@ -401,6 +411,15 @@ std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
     }
     store->schema_version_ = kSchemaVersion;
     store->node_count_ = parse_count(metadata["node_count"]);
+    // The mean tag count of retrievable nodes (BM25's average document length); 1 when the
+    // artifact predates these keys or holds no retrievable node.
+    if (metadata.count("tag_count") && metadata.count("retrievable_count")) {
+      const std::int64_t tags = parse_count(metadata["tag_count"]);
+      const std::int64_t count = parse_count(metadata["retrievable_count"]);
+      if (count > 0 && tags > 0) {
+        store->mean_tags_ = static_cast<double>(tags) / static_cast<double>(count);
+      }
+    }
   } catch (const NewerSchemaVersion& e) {
     throw CandidateSourceUnavailable(std::string(kUnavailable) + ": " + e.what());
   } catch (const InvalidArtifact&) {
@@ -466,8 +485,8 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
     {
       auto lookup = db_->cached("SELECT node_id FROM node_terms WHERE term = ?1");
       auto substring = db_->cached(
-                          "SELECT id FROM nodes WHERE rowid IN"
-                          " (SELECT rowid FROM label_trigrams WHERE label_trigrams MATCH ?1)");
+          "SELECT id FROM nodes WHERE rowid IN"
+          " (SELECT rowid FROM label_trigrams WHERE label_trigrams MATCH ?1)");
       for (const auto& s : signals) {
         lookup->bind(1, s);
         while (lookup->step()) ids.insert(lookup->text(0));
@@ -492,8 +511,9 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
       double value = 0.0;
       df_query->bind(1, term);
       if (df_query->step() && node_count_ > 0) {
-        value = std::log(static_cast<double>(node_count_) /
-                         static_cast<double>(std::max<std::int64_t>(df_query->integer(0), 1)));
+        const double n = static_cast<double>(node_count_);
+        const double df = static_cast<double>(std::max<std::int64_t>(df_query->integer(0), 1));
+        value = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
       }
       df_query->reset();
       idf_cache.emplace(term, value);
@@ -524,16 +544,30 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
       }
       const std::string label_lower = ascii_lower(label);
       const auto slug = slug_tokens(label);
+      // BM25 over the node's tags (each present once, so tf = 1), its length normalised by the
+      // mean tag count; a signal that is a word of the label counts kLabelWeight times more; a
+      // signal only inside a label word counts a little. `matched`: distinct signals found.
+      const double length_norm =
+          kBm25K1 *
+          (1.0 - kBm25B +
+           kBm25B * static_cast<double>(std::max<std::size_t>(node_tags.size(), 1)) / mean_tags_);
       double score = 0.0;
+      std::size_t matched = 0;
+      bool label_match = false;
       for (const auto& s : signals) {
+        bool found = false;
         if (std::find(slug.begin(), slug.end(), s) != slug.end()) {
-          score += 50.0 * (1.0 + idf(s));
-        } else if (label_lower.find(s) != std::string::npos) {
-          score += 20.0;
+          score += kLabelWeight * idf(s);
+          found = label_match = true;
+        } else if (s.size() >= 3 && label_lower.find(s) != std::string::npos) {
+          score += kSubstringWeight * idf(s);
+          found = true;
         }
-      }
-      for (const auto& tag : node_tags) {
-        if (signal_set.count(tag)) score += 10.0 * (1.0 + idf(tag));
+        if (node_tags.count(s)) {
+          score += idf(s) * (kBm25K1 + 1.0) / (1.0 + length_norm);
+          found = true;
+        }
+        if (found) ++matched;
       }
       double boost = 0.0;
       for (const std::string& alias : {label, node_name(id)}) {
@@ -556,6 +590,10 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
           boost = std::max(boost, 1000.0 + weight);
         }
       }
+      // Evidence: one incidental word of a long description is not a match. A node is kept
+      // when it is named, when a signal is a word of its label, when it matches two distinct
+      // signals, or when the work has a single signal.
+      if (boost == 0.0 && !label_match && matched < 2 && signals.size() > 1) continue;
       score += boost;
       if (score <= 0.0) continue;
       score += std::log1p(static_cast<double>(degree));
@@ -573,17 +611,17 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
   // did.
   std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
     return std::make_tuple(-a.score, engine::to_string(a.kind), std::cref(a.label_lower),
-                           std::cref(a.id)) <
-           std::make_tuple(-b.score, engine::to_string(b.kind), std::cref(b.label_lower),
-                           std::cref(b.id));
+                           std::cref(a.id)) < std::make_tuple(-b.score, engine::to_string(b.kind),
+                                                              std::cref(b.label_lower),
+                                                              std::cref(b.id));
   });
   std::vector<RetrievedNode> rows;
   if (scored.empty()) return rows;
   const double top = scored.front().score;
   for (auto& item : scored) {
     if (static_cast<std::int64_t>(rows.size()) >= top_n) break;
-    rows.push_back(RetrievedNode{item.kind, public_label(item.label),
-                                 std::move(item.tags), normalized_ppm(item.score / top)});
+    rows.push_back(RetrievedNode{item.kind, public_label(item.label), std::move(item.tags),
+                                 normalized_ppm(item.score / top)});
   }
   return rows;
 }

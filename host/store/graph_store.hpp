@@ -82,6 +82,7 @@ class GraphStore final : public engine::planning::GraphRetrievalPort {
   std::string artifact_sha256_;
   std::string schema_version_;
   std::int64_t node_count_ = 0;
+  double mean_tags_ = 1.0;  // mean tag count of the retrievable nodes (metadata)
 };
 
 }  // namespace ctx::store

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -74,8 +75,9 @@ class GraphStoreTest : public ::testing::Test {
   fs::path dir_;
 };
 
-const std::vector<std::string> kSix = {"agent:reviewer", "harness:python-runner", "mcp-server:docs",
-                                       "skill:lint",     "skill:test",            "skill:types"};
+const std::vector<std::string> kSix = {"agent:reviewer",  "harness:python-runner",
+                                       "mcp-server:docs", "skill:lint",
+                                       "skill:test",      "skill:types"};
 
 TEST_F(GraphStoreTest, RetrievesSeedGraphScoredAndRanked) {
   const auto path = seed_graph(kSix);
@@ -83,15 +85,15 @@ TEST_F(GraphStoreTest, RetrievesSeedGraphScoredAndRanked) {
   EXPECT_EQ(store->node_count(), 6);
   const auto rows = store->retrieve({"python"}, 50);
   ASSERT_EQ(rows.size(), 6u);
-  // "python" is a slug token of python-runner's label: 50 + tag 10 = 60 (IDF 0: every node has
-  // it); every other node scores the tag's 10, i.e. round(10 / 60, 4) = 0.1667.
+  // "python" is a word of python-runner's label: 3 x idf + the tag's idf (BM25, tf 1, every node
+  // one tag); every other node scores the tag's idf alone, i.e. round(1 / 4, 4) = 0.25.
   EXPECT_EQ(rows[0].kind, engine::CapabilityKind::kHarness);
   EXPECT_EQ(rows[0].name, "python-runner");
   EXPECT_EQ(rows[0].normalized_score_ppm, 1'000'000);
   std::vector<std::string> rest;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     rest.push_back(std::string(engine::to_string(rows[i].kind)) + ":" + rows[i].name);
-    EXPECT_EQ(rows[i].normalized_score_ppm, 166'700);
+    EXPECT_EQ(rows[i].normalized_score_ppm, 250'000);
     EXPECT_EQ(rows[i].tags, std::vector<std::string>{"python"});
   }
   EXPECT_EQ(rest, (std::vector<std::string>{"agent:reviewer", "mcp-server:docs", "skill:lint",
@@ -131,6 +133,39 @@ TEST_F(GraphStoreTest, RareTagsOutweighCommonOnesAndExplicitNamesWin) {
   EXPECT_EQ(named_rows[0].normalized_score_ppm, 1'000'000);
 }
 
+TEST_F(GraphStoreTest, OneIncidentalTagOfSeveralSignalsIsNoMatch) {
+  // Work with several signals: a node matching one of them only through a tag (a description
+  // word) is not retrieved; one matching two signals, or one in its label, is.
+  GraphNode incidental{"skill:weather-report", "skill", std::nullopt, std::nullopt, {"good"}};
+  GraphNode two{"skill:loan-calc", "skill", std::nullopt, std::nullopt, {"excel", "formulas"}};
+  GraphNode named{"skill:excel-charts", "skill", std::nullopt, std::nullopt, {"charts"}};
+  const auto path = pinned({incidental, two, named}, {});
+  const auto store = GraphStore::open(path, file_sha256(path));
+  std::vector<std::string> names;
+  for (const auto& row : store->retrieve({"excel", "formulas", "good"}, 50)) {
+    names.push_back(row.name);
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"excel-charts", "loan-calc"}));
+  // A single signal still finds its tag.
+  EXPECT_EQ(store->retrieve({"good"}, 50).size(), 1u);
+}
+
+TEST_F(GraphStoreTest, ShorterDescriptionsRankFirstForTheSameTagMatch) {
+  GraphNode short_one{"skill:a", "skill", std::nullopt, std::nullopt, {"pdf", "forms"}};
+  GraphNode long_one{"skill:b",
+                     "skill",
+                     std::nullopt,
+                     std::nullopt,
+                     {"pdf", "forms", "one", "two", "three", "four", "five", "six"}};
+  const auto path = pinned({long_one, short_one}, {});
+  const auto store = GraphStore::open(path, file_sha256(path));
+  const auto rows = store->retrieve({"forms", "pdf"}, 50);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "a");
+  EXPECT_LT(rows[1].normalized_score_ppm, 1'000'000);
+}
+
 TEST_F(GraphStoreTest, SubstringOnlyMatchesAreFoundThroughTheTrigramIndex) {
   GraphNode fast{"skill:fastapi-tools", "skill", std::nullopt, std::nullopt, {"web"}};
   GraphNode exact{"skill:api", "skill", std::nullopt, std::nullopt, {"web"}};
@@ -139,7 +174,7 @@ TEST_F(GraphStoreTest, SubstringOnlyMatchesAreFoundThroughTheTrigramIndex) {
   const auto store = GraphStore::open(path, file_sha256(path));
   const auto rows = store->retrieve({"api"}, 50);
   ASSERT_EQ(rows.size(), 2u);
-  // skill:api: slug token (50 x (1 + ln 3/1)) + exact single-name boost 2025; fastapi-tools: 20.
+  // skill:api: label word (3 x idf) + exact single-name boost 2025; fastapi-tools: 0.5 x idf.
   EXPECT_EQ(rows[0].name, "api");
   EXPECT_EQ(rows[1].name, "fastapi-tools");
   EXPECT_LT(rows[1].normalized_score_ppm, 20'000);
