@@ -215,13 +215,13 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
       const auto current = service->reopen_current(work);
       if (!current) throw NotFound("ctx hook committed no plan for the demo prompt");
       std::string plan;
-      for (const auto& row : current->prepared().selections()) {
+      for (const auto* row : current->prepared().by_relevance()) {
         if (!plan.empty()) plan += ", ";
-        plan +=
-            row.capability_id() + " (" + std::string(engine::to_string(row.actionability())) + ")";
-        if (capability.empty() && row.kind() == engine::CapabilityKind::kSkill &&
-            row.actionability() == engine::Actionability::kInstall) {
-          capability = row.capability_id();
+        plan += row->capability_id() + " (" + std::string(engine::to_string(row->actionability())) +
+                ")";
+        if (capability.empty() && row->kind() == engine::CapabilityKind::kSkill &&
+            row->actionability() == engine::Actionability::kInstall) {
+          capability = row->capability_id();
         }
       }
       if (capability.empty()) throw NotFound("the demo plan recommends no installable skill");

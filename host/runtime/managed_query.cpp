@@ -1,5 +1,6 @@
 #include "host/runtime/managed_query.hpp"
 
+#include <algorithm>
 #include <ostream>
 #include <utility>
 
@@ -64,6 +65,19 @@ ManagedCapabilitySelection ManagedQueryProjector::selection(const engine::PlanCa
       require_optional_digest(row.install_descriptor_digest(), "install_descriptor_digest");
   out.install_plan_digest_ =
       require_optional_digest(row.install_plan_digest(), "install_plan_digest");
+  return out;
+}
+
+std::vector<const ManagedCapabilitySelection*> PreparedManagedQuery::by_relevance() const {
+  std::vector<const ManagedCapabilitySelection*> out;
+  out.reserve(selections_.size());
+  for (const auto& row : selections_) out.push_back(&row);
+  std::stable_sort(out.begin(), out.end(), [](const auto* a, const auto* b) {
+    if (a->individual_net_benefit_u() != b->individual_net_benefit_u()) {
+      return a->individual_net_benefit_u() > b->individual_net_benefit_u();
+    }
+    return a->capability_id() < b->capability_id();
+  });
   return out;
 }
 

@@ -120,9 +120,10 @@ class PreparedManagedQuery final {
     return search_evaluation_count_;
   }
   // Committed order (executable tier first, then id), at most five.
-  const std::vector<ManagedCapabilitySelection>& selections() const noexcept {
-    return selections_;
-  }
+  const std::vector<ManagedCapabilitySelection>& selections() const noexcept { return selections_; }
+  // The selections in relevance order, best first: what a host is shown and the order in which
+  // a consent is asked for (individual net benefit descending, then capability id).
+  std::vector<const ManagedCapabilitySelection*> by_relevance() const;
 
   // Prints the decision digest only.
   friend std::ostream& operator<<(std::ostream& out, const PreparedManagedQuery& value);

@@ -96,8 +96,8 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
   const auto& prepared = result.prepared();
   if (prepared.status() == engine::PlanStatus::kReady && !prepared.selections().empty()) {
     Json capabilities = Json::array();
-    for (const auto& row : prepared.selections()) {
-      capabilities.push_back({{"capability_id", row.capability_id()}});
+    for (const auto* row : prepared.by_relevance()) {
+      capabilities.push_back({{"capability_id", row->capability_id()}});
     }
     actions.push_back({{"kind", "PresentBundle"}, {"payload", {{"capabilities", capabilities}}}});
   }
@@ -114,17 +114,17 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
   return request;
 }
 
-// The skill a hook chooses from a ready plan: its first selection that is a skill needing an
-// install (and so the user's consent, or a preapproved-auto policy) — the plan's best-ranked
-// one, as `ctx demo` chooses; the other rows stay recommendations. Empty when there is none.
+// The skill a hook chooses from a ready plan: its best-ranked selection (by_relevance) that is a
+// skill needing an install (and so the user's consent, or a preapproved-auto policy), as `ctx
+// demo` chooses; the other rows stay recommendations. Empty when there is none.
 std::vector<std::string> installable_skills(const ManagedQueryServiceResult& result) {
   std::vector<std::string> ids;
   const auto& prepared = result.prepared();
   if (prepared.status() != engine::PlanStatus::kReady) return ids;
-  for (const auto& row : prepared.selections()) {
-    if (row.kind() == engine::CapabilityKind::kSkill &&
-        row.actionability() == engine::Actionability::kInstall) {
-      ids.push_back(row.capability_id());
+  for (const auto* row : prepared.by_relevance()) {
+    if (row->kind() == engine::CapabilityKind::kSkill &&
+        row->actionability() == engine::Actionability::kInstall) {
+      ids.push_back(row->capability_id());
       break;
     }
   }
@@ -277,9 +277,9 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(
   // Only the key: an ignored event never opens the stores.
   const std::string key = read_installation_key(state_dir_);
   const plugins::PluginLoader loader(state_dir_);
-  const Json config = {{"installation_key", core::to_hex(
-                                                reinterpret_cast<const std::uint8_t*>(key.data()),
-                                                key.size())}};
+  const Json config = {
+      {"installation_key",
+       core::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size())}};
   auto port =
       std::make_shared<plugins::AbiHostAdapter>(loader.load(*entry), core::canonical_json(config));
   if (read != nullptr) *read = std::move(lock_file);

@@ -1,11 +1,11 @@
 // The authority-free snapshot projection (runtime spec §2.3) over hand-built journal heads:
 // field mapping, later heads, degraded plans, every refusal with its keyword, and sealing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <sstream>
 #include <string>
 #include <type_traits>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "host/core/crypto.hpp"
 #include "host/engine/identities.hpp"
@@ -27,8 +27,7 @@ engine::ScopeRef scope(std::string_view suffix) {
                                   "exposure-" + std::string(suffix), "host-neutral");
 }
 
-Json manual_row(const std::string& capability_id, std::int64_t individual,
-                std::int64_t marginal) {
+Json manual_row(const std::string& capability_id, std::int64_t individual, std::int64_t marginal) {
   const auto colon = capability_id.find(':');
   const auto kind = engine::parse_enum<engine::CapabilityKind>(capability_id.substr(0, colon));
   return {{"actionability", "manual"},
@@ -135,6 +134,17 @@ TEST(ManagedQueryProjection, ProjectsEveryFieldOfTheCommittedPlanAtItsHead) {
   EXPECT_EQ(prepared.selections()[1].capability_id(), "skill:test");
 }
 
+TEST(ManagedQueryProjection, ByRelevanceOrdersTheSelectionsBestFirst) {
+  // Committed order is harness:runner (700 000) then skill:test (720 000): a host is shown the
+  // higher individual net benefit first.
+  const auto prepared = project_prepared_managed_query_snapshot(ready_head(), "plan-one");
+  const auto ordered = prepared.by_relevance();
+  ASSERT_EQ(ordered.size(), 2u);
+  EXPECT_EQ(ordered[0]->capability_id(), "skill:test");
+  EXPECT_EQ(ordered[1]->capability_id(), "harness:runner");
+  EXPECT_EQ(prepared.selections()[0].capability_id(), "harness:runner");
+}
+
 TEST(ManagedQueryProjection, LaterHeadChangesOnlyTheJournalFields) {
   const auto at_two = project_prepared_managed_query_snapshot(ready_head(2));
   const auto at_seven = project_prepared_managed_query_snapshot(ready_head(7), "plan-one");
@@ -180,8 +190,8 @@ TEST(ManagedQueryProjection, RefusesEachInvalidHeadWithItsKeyword) {
   CTX_EXPECT_THROW(project_prepared_managed_query_snapshot(
                        head(2, state_at(2, scope("one"), std::nullopt), digest("r"))),
                    ManagedQueryError, "committed");
-  CTX_EXPECT_THROW(project_prepared_managed_query_snapshot(valid, "plan-other"),
-                   ManagedQueryError, "plan identity");
+  CTX_EXPECT_THROW(project_prepared_managed_query_snapshot(valid, "plan-other"), ManagedQueryError,
+                   "plan identity");
   CTX_EXPECT_THROW(project_prepared_managed_query_snapshot(
                        head(2, state_at(2, scope("one"), ready_plan("plan-one")), "not-a-digest")),
                    ManagedQueryError, "journal_record_digest");
@@ -203,15 +213,17 @@ constexpr bool kSealed = !std::is_default_constructible_v<T> && !std::is_copy_co
                          std::is_final_v<T> && !std::is_constructible_v<Json, const T&>;
 
 template <typename T>
-concept StatusAssignable = requires(T& value) { value.status() = std::string("x"); };
+concept StatusAssignable = requires(T& value) {
+  value.status() = std::string("x");
+};
 
 TEST(ManagedQueryProjection, ResultsAreSealedAndPrintOnlyIdentifiers) {
   static_assert(kSealed<PreparedManagedQuery>);
   static_assert(kSealed<ManagedCapabilitySelection>);
   static_assert(kSealed<ManagedAdvanceResult>);
   static_assert(!StatusAssignable<PreparedManagedQuery>);
-  static_assert(!std::is_constructible_v<ManagedAdvanceResult, PreparedManagedQuery,
-                                         engine::Transition>);
+  static_assert(
+      !std::is_constructible_v<ManagedAdvanceResult, PreparedManagedQuery, engine::Transition>);
   const auto prepared = project_prepared_managed_query_snapshot(ready_head());
   std::ostringstream printed;
   printed << prepared;
