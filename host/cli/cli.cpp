@@ -173,10 +173,13 @@ CLI::App* add_hooks(CLI::App& app, Action& action) {
       app.add_subcommand("hooks", "the host's hook configuration")->require_subcommand(1);
   const std::vector<std::string> hosts = {std::string(hk::host_name(hk::HookHost::kClaudeCode)),
                                           std::string(hk::host_name(hk::HookHost::kCodex))};
-  for (const bool install : {true, false}) {
+  for (const HooksAction verb :
+       {HooksAction::kInstall, HooksAction::kUninstall, HooksAction::kStatus}) {
     const auto options = std::make_shared<HooksOptions>();
-    options->install = install;
-    CLI::App* command = hooks->add_subcommand(install ? "install" : "uninstall");
+    options->action = verb;
+    CLI::App* command = hooks->add_subcommand(verb == HooksAction::kInstall     ? "install"
+                                              : verb == HooksAction::kUninstall ? "uninstall"
+                                                                                : "status");
     command
         ->add_option_function<std::string>(
             "HOST",
@@ -185,13 +188,24 @@ CLI::App* add_hooks(CLI::App& app, Action& action) {
         ->required()
         ->check(CLI::IsMember(hosts));
     CLI::Option* project =
-        add_value(command, "--project", options->project, "the project whose configuration to edit")
+        add_value(command, "--project", options->project, "the project whose configuration to use")
             ->type_name("DIR");
     command
         ->add_flag("--user", options->user,
-                   "edit the user configuration (default: the project in the current directory)")
+                   "the user configuration (default: the project in the current directory)")
         ->excludes(project);
-    if (install) add_state(command, options->state);
+    CLI::Option* trust = nullptr;
+    if (verb == HooksAction::kInstall) {
+      add_state(command, options->state);
+      trust = command->add_flag("--trust", options->trust,
+                                "codex: have codex app-server trust ctx's hooks, as /hooks does");
+    }
+    if (verb != HooksAction::kUninstall) {
+      CLI::Option* codex =
+          add_value(command, "--codex", options->codex, "the codex executable (default: on PATH)")
+              ->type_name("PATH");
+      if (trust != nullptr) codex->needs(trust);
+    }
     add_json(command, options->json);
     runs(command, action, options, run_hooks);
   }

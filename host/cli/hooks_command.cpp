@@ -1,9 +1,13 @@
 #include "host/cli/hooks_command.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string_view>
 
+#include "host/cli/codex_app_server.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 #include "host/runtime/catalog/state_service.hpp"
@@ -33,49 +37,170 @@ fs::path this_executable(const Environment& env) {
   return self;
 }
 
-}  // namespace
+// Where one `ctx hooks` command acts.
+struct Where {
+  hk::HookScope scope = hk::HookScope::kProject;
+  fs::path home;
+  fs::path project;  // project scope only
+  std::optional<fs::path> claude_config_dir;
+  fs::path codex_dir;  // $CODEX_HOME, else ~/.codex
+  hk::HookTarget target;
 
-int run_hooks(const HooksOptions& options, const CommandIo& io) {
-  std::ostream& out = io.out;
-  const Environment& env = io.env;
-  const hk::HookScope scope = options.user ? hk::HookScope::kUser : hk::HookScope::kProject;
-  const fs::path home = env.home ? fs::path(*env.home) : fs::path();
-  const fs::path project = scope == hk::HookScope::kProject
-                               ? fs::absolute(options.project.value_or(fs::current_path()))
-                               : fs::path();
+  fs::path codex_config() const { return codex_dir / "config.toml"; }
+  // The directory the host loads this scope's skills from (the adapters' install_locations).
+  fs::path skills_dir(hk::HookHost host) const {
+    if (host == hk::HookHost::kClaudeCode) {
+      if (scope == hk::HookScope::kUser && claude_config_dir) return *claude_config_dir / "skills";
+      return (scope == hk::HookScope::kUser ? home : project) / ".claude" / "skills";
+    }
+    return (scope == hk::HookScope::kUser ? home : project) / ".agents" / "skills";
+  }
+  // Where Codex is asked about hooks: the project, or the home directory.
+  fs::path codex_cwd() const { return scope == hk::HookScope::kUser ? home : project; }
+};
+
+Where where_of(const HooksOptions& options, const Environment& env) {
+  Where where;
+  where.scope = options.user ? hk::HookScope::kUser : hk::HookScope::kProject;
+  where.home = env.home ? fs::path(*env.home) : fs::path();
+  if (where.scope == hk::HookScope::kProject) {
+    where.project = fs::absolute(options.project.value_or(fs::current_path())).lexically_normal();
+    if (where.project.has_filename() == false) where.project = where.project.parent_path();
+  }
   const std::optional<fs::path> codex_home =
       env.codex_home ? std::optional<fs::path>(*env.codex_home) : std::nullopt;
+  where.codex_dir = codex_home && codex_home->is_absolute() ? *codex_home : where.home / ".codex";
   // Claude Code run with $CLAUDE_CONFIG_DIR reads its user settings, and loads user skills,
   // there instead of ~/.claude.
-  std::optional<fs::path> claude_config_dir;
   if (options.host == hk::HookHost::kClaudeCode && env.claude_config_dir &&
       fs::path(*env.claude_config_dir).is_absolute()) {
-    claude_config_dir = fs::path(*env.claude_config_dir);
+    where.claude_config_dir = fs::path(*env.claude_config_dir);
   }
-  const hk::HookTarget target =
-      hk::hook_target(options.host, scope, home, project, codex_home, claude_config_dir);
+  where.target = hk::hook_target(options.host, where.scope, where.home, where.project, codex_home,
+                                 where.claude_config_dir);
+  return where;
+}
+
+// ctx's hooks among those Codex lists: a ctx command from the target's file.
+std::vector<CodexHook> ctx_codex_hooks(const CodexHookList& list, const Where& where) {
+  std::vector<CodexHook> ours;
+  const fs::path resolved = hk::read_installed_hooks(where.target).file;
+  for (const CodexHook& hook : list.hooks) {
+    const fs::path source(hook.source_path);
+    if ((source == where.target.file || source == resolved) &&
+        hk::is_ctx_hook_command(hook.command, hk::HookHost::kCodex)) {
+      ours.push_back(hook);
+    }
+  }
+  return ours;
+}
+
+std::string project_trust_hint(const Where& where) {
+  return "Codex loads " + (where.project / ".codex").string() +
+         " only in a project it trusts: run `codex exec --trust` once in " +
+         where.project.string() + ", or accept Codex's trust prompt there";
+}
+
+std::string trust_hint(const Where& where) {
+  std::string command = "ctx hooks install codex ";
+  command += where.scope == hk::HookScope::kUser ? "--user" : "--project " + where.project.string();
+  return "Codex skips hooks it has not trusted, without a message: run `" + command +
+         " --trust` (ctx asks `codex app-server` to trust exactly its own hooks, as /hooks does), "
+         "or review them in /hooks in the Codex TUI";
+}
+
+// Trusts ctx's hooks through `codex app-server`; returns how many it trusted now and in all.
+std::pair<std::size_t, std::size_t> trust_ctx_hooks(const HooksOptions& options,
+                                                    const Environment& env, const Where& where,
+                                                    bool project_trusted) {
+  const fs::path codex = find_codex(options.codex, env.path);
+  CodexAppServer server(codex, where.codex_cwd());
+  const std::vector<CodexHook> ours =
+      ctx_codex_hooks(list_codex_hooks(server, where.codex_cwd()), where);
+  if (ours.empty()) {
+    throw FailedPrecondition("Codex does not load ctx's hooks from " + where.target.file.string() +
+                             (where.scope == hk::HookScope::kProject && !project_trusted
+                                  ? ": " + project_trust_hint(where)
+                                  : std::string()));
+  }
+  std::vector<CodexHook> untrusted;
+  for (const CodexHook& hook : ours) {
+    if (hook.trust_status != "trusted" && hook.trust_status != "managed") untrusted.push_back(hook);
+  }
+  if (untrusted.empty()) return {0, ours.size()};
+  hk::save_codex_config_backup(where.codex_config());
+  trust_codex_hooks(server, untrusted);
+  for (const CodexHook& hook :
+       ctx_codex_hooks(list_codex_hooks(server, where.codex_cwd()), where)) {
+    if (hook.trust_status != "trusted" && hook.trust_status != "managed") {
+      throw FailedPrecondition("Codex still reports ctx's hook " + hook.key + " as " +
+                               hook.trust_status + " after trusting it");
+    }
+  }
+  return {untrusted.size(), ours.size()};
+}
+
+// Removes the activation links of `state` (symlinks into <state>/skills/) from `skills_dir`.
+std::vector<std::string> remove_activation_links(const fs::path& skills_dir,
+                                                 const fs::path& state) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(skills_dir, ec))) return removed;
+  const std::string objects = (state / "skills").lexically_normal().string() + "/";
+  for (const fs::directory_entry& entry : fs::directory_iterator(skills_dir, ec)) {
+    if (!entry.is_symlink(ec)) continue;
+    const fs::path link = fs::read_symlink(entry.path(), ec);
+    if (ec || link.lexically_normal().string().rfind(objects, 0) != 0) continue;
+    if (::unlink(entry.path().c_str()) == 0) removed.push_back(entry.path().filename().string());
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
+// Removes `dir` and then its parent while they are empty, up to (not including) `stop`.
+void remove_empty_dirs(fs::path dir, const fs::path& stop) {
+  std::error_code ec;
+  while (!dir.empty() && dir != stop && dir.parent_path() != dir &&
+         fs::is_directory(fs::symlink_status(dir, ec)) && fs::is_empty(dir, ec) && !ec) {
+    if (!fs::remove(dir, ec) || ec) return;
+    dir = dir.parent_path();
+  }
+}
+
+std::optional<fs::path> state_dir_of(const hk::InstalledHooks& installed, const Environment& env) {
+  if (installed.state_dir) return installed.state_dir;
+  try {
+    return default_state_dir(env);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+int run_install(const HooksOptions& options, const CommandIo& io, const Where& where) {
+  std::ostream& out = io.out;
+  const Environment& env = io.env;
   const std::string host(hk::host_name(options.host));
-  hk::HooksChange change;
-  if (options.install) {
-    hk::HookCommand command;
-    command.executable = this_executable(env);
-    if (options.state) command.state_dir = fs::absolute(*options.state);
-    change = hk::install_hooks(target, command);
-  } else {
-    change = hk::uninstall_hooks(target);
+  const bool codex = options.host == hk::HookHost::kCodex;
+  const bool user = options.user;
+  if (options.trust && !codex) {
+    throw InvalidArgument("--trust is for codex (Claude Code has no per-hook trust)");
   }
+  hk::HookCommand command;
+  command.executable = this_executable(env);
+  if (options.state) command.state_dir = fs::absolute(*options.state);
+  const hk::HooksChange change = hk::install_hooks(where.target, command);
+
   // The state dir's installed skills activate where that host looks for the project's skills
   // (--project) or the user's (--user), when the state dir is initialised and the host's adapter
   // is pinned.
   std::optional<fs::path> activation;
-  const bool user = options.user;
-  if (options.install && (!user || env.home)) {
+  if (!user || env.home) {
     try {
       const fs::path state = options.state ? fs::absolute(*options.state) : default_state_dir(env);
       activation = runtime::set_activation_target(
-                       state, host, user ? home : project,
+                       state, host, user ? where.home : where.project,
                        user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject,
-                       claude_config_dir)
+                       where.claude_config_dir)
                        .skills_dir;
     } catch (const NotFound&) {
     } catch (const InvalidArgument&) {
@@ -86,51 +211,244 @@ int run_hooks(const HooksOptions& options, const CommandIo& io) {
     std::error_code ignored;
     if (activation) fs::create_directories(*activation, ignored);
   }
+
+  bool project_trusted = true;
+  std::optional<std::pair<std::size_t, std::size_t>> trusted;
+  if (codex) {
+    if (!user) {
+      project_trusted =
+          hk::codex_project_trusted(hk::read_codex_config(where.codex_config()), where.project);
+    }
+    if (options.trust) trusted = trust_ctx_hooks(options, env, where, project_trusted);
+  }
+
   if (options.json) {
     core::Json result = {{"host", host},
-                         {"action", options.install ? "install" : "uninstall"},
+                         {"action", "install"},
                          {"changed", change.changed},
                          {"file", change.file.string()},
-                         {"events", change.events}};
+                         {"events", change.events},
+                         {"notice", change.notice},
+                         {"created", change.created}};
     if (change.backup) result["backup"] = change.backup->string();
-    if (options.install) {
-      result["notice"] = change.notice;
-      result["created"] = change.created;
-    }
     if (activation) result["skills_activate_in"] = activation->string();
+    if (codex) {
+      if (!user) result["project_trusted"] = project_trusted;
+      if (trusted) {
+        result["trusted_now"] = trusted->first;
+        result["trusted"] = trusted->second;
+      }
+    }
     out << core::canonical_json(result) << "\n";
     return kExitOk;
   }
   const std::string file = change.file.string();
-  if (options.install) {
-    if (change.changed) {
-      out << "installed ctx hooks for " << host << " in " << file << " (" << change.events.size()
-          << (change.created
-                  ? " events; ctx created the file: uninstall removes it)\n"
-                  : " events; previous content saved in " + change.backup->string() + ")\n");
-    } else {
-      out << "ctx hooks for " << host << " are already installed in " << file << "\n";
-    }
-    out << change.notice << "\n";
-    if (activation) {
-      out << "skills you approve (ctx consent approve) activate in " << activation->string()
-          << "\n";
-    }
-  } else if (change.changed) {
-    out << "removed ctx hooks for " << host << " from " << file << "\n";
+  if (change.changed) {
+    out << "installed ctx hooks for " << host << " in " << file << " (" << change.events.size()
+        << (change.created
+                ? " events; ctx created the file: uninstall removes it)\n"
+                : " events; previous content saved in " + change.backup->string() + ")\n");
   } else {
-    out << "no ctx hooks for " << host << " in " << file << "\n";
+    out << "ctx hooks for " << host << " are already installed in " << file << "\n";
+  }
+  if (!codex) {
+    out << change.notice << "\n";
+  } else if (trusted) {
+    out << "trusted ctx's " << trusted->second << " hooks in Codex (" << trusted->first
+        << " newly, in " << where.codex_config().string()
+        << " hooks.state, as /hooks does; uninstall removes them)\n";
+  } else {
+    out << trust_hint(where) << "\n";
+  }
+  if (codex && !project_trusted) out << project_trust_hint(where) << "\n";
+  if (activation) {
+    out << "skills you approve (ctx consent approve) activate in " << activation->string() << "\n";
   }
   return kExitOk;
 }
 
+int run_uninstall(const HooksOptions& options, const CommandIo& io, const Where& where) {
+  std::ostream& out = io.out;
+  const std::string host(hk::host_name(options.host));
+  const hk::InstalledHooks installed = hk::read_installed_hooks(where.target);
+  const std::optional<fs::path> state = state_dir_of(installed, io.env);
+  const hk::HooksChange change = hk::uninstall_hooks(where.target);
+  hk::TrustRemoval trust;
+  if (options.host == hk::HookHost::kCodex && !installed.trust_keys.empty()) {
+    trust = hk::remove_codex_trust(where.codex_config(), installed.trust_keys);
+  }
+  std::vector<std::string> links;
+  const fs::path skills = where.skills_dir(options.host);
+  if (state && !installed.events.empty()) links = remove_activation_links(skills, *state);
+  if (where.scope == hk::HookScope::kProject) {
+    // What install made in the project and is now empty: the skills directory, the host's
+    // directory that held it and the hook file.
+    remove_empty_dirs(skills, where.project);
+    remove_empty_dirs(change.file.parent_path(), where.project);
+  }
+  if (options.json) {
+    core::Json result = {{"host", host},
+                         {"action", "uninstall"},
+                         {"changed", change.changed},
+                         {"file", change.file.string()},
+                         {"events", change.events},
+                         {"restored", change.restored},
+                         {"activation_links_removed", links}};
+    if (change.backup) result["backup"] = change.backup->string();
+    if (options.host == hk::HookHost::kCodex) {
+      result["trust_entries_removed"] = trust.removed;
+      result["codex_config_restored"] = trust.restored;
+    }
+    out << core::canonical_json(result) << "\n";
+    return kExitOk;
+  }
+  const std::string file = change.file.string();
+  if (change.changed) {
+    out << "removed ctx hooks for " << host << " from " << file
+        << (change.restored ? " (its content before install is back; backup deleted)"
+            : change.backup ? " (edited since install: previous content saved in " +
+                                  change.backup->string() + ")"
+                            : "")
+        << "\n";
+  } else {
+    out << "no ctx hooks for " << host << " in " << file << "\n";
+  }
+  if (trust.removed != 0) {
+    out << "removed ctx's " << trust.removed << " trust entries from "
+        << where.codex_config().string()
+        << (trust.restored ? " (its content before ctx trusted them is back)" : "") << "\n";
+  }
+  if (!links.empty()) {
+    out << "removed the activation links of ctx's skills from " << skills.string() << ":";
+    for (const std::string& name : links) out << " " << name;
+    out << "\n";
+  }
+  return kExitOk;
+}
+
+int run_status(const HooksOptions& options, const CommandIo& io, const Where& where) {
+  std::ostream& out = io.out;
+  const Environment& env = io.env;
+  const std::string host(hk::host_name(options.host));
+  const bool codex = options.host == hk::HookHost::kCodex;
+  const hk::InstalledHooks installed = hk::read_installed_hooks(where.target);
+  const std::size_t wanted = hk::installed_events(options.host).size();
+  const bool is_installed = installed.missing.empty();
+  const std::optional<fs::path> state = state_dir_of(installed, env);
+  std::optional<fs::path> activation;
+  if (state) {
+    try {
+      if (const auto target = runtime::read_activation_target(*state)) {
+        activation = target->skills_dir;
+      }
+    } catch (const Error&) {
+    }
+  }
+  core::Json result = {{"host", host},
+                       {"file", installed.file.string()},
+                       {"installed", is_installed},
+                       {"events", installed.events},
+                       {"missing_events", installed.missing},
+                       {"state_dir", state ? core::Json(state->string()) : core::Json(nullptr)},
+                       {"state_dir_default", !installed.state_dir.has_value()}};
+  if (activation) result["skills_activate_in"] = activation->string();
+  std::optional<bool> project_trusted;
+  std::optional<std::string> trust_unknown;
+  std::size_t trusted_count = 0;
+  std::size_t listed = 0;
+  if (codex) {
+    if (where.scope == hk::HookScope::kProject) {
+      project_trusted =
+          hk::codex_project_trusted(hk::read_codex_config(where.codex_config()), where.project);
+      result["project_trusted"] = *project_trusted;
+    }
+    if (!installed.events.empty()) {
+      try {
+        CodexAppServer server(find_codex(options.codex, env.path), where.codex_cwd());
+        for (const CodexHook& hook :
+             ctx_codex_hooks(list_codex_hooks(server, where.codex_cwd()), where)) {
+          ++listed;
+          if (hook.trust_status == "trusted" || hook.trust_status == "managed") ++trusted_count;
+        }
+      } catch (const NotFound& error) {
+        trust_unknown = error.what();
+      } catch (const FailedPrecondition& error) {
+        trust_unknown = error.what();
+      }
+      if (!trust_unknown && listed == 0) {
+        trust_unknown = "Codex does not load ctx's hooks from " + where.target.file.string();
+      }
+    }
+    result["trusted"] =
+        trust_unknown || installed.events.empty()
+            ? core::Json(nullptr)
+            : core::Json(trusted_count == listed && listed == installed.trust_keys.size());
+    if (trust_unknown) result["trust_unknown"] = *trust_unknown;
+  }
+  if (options.json) {
+    out << core::canonical_json(result) << "\n";
+    return kExitOk;
+  }
+  out << host << " hooks in " << installed.file.string() << ": ";
+  if (installed.events.empty()) {
+    out << "not installed (ctx hooks install " << host << ")\n";
+  } else if (is_installed) {
+    out << "installed (" << installed.events.size() << " events)\n";
+  } else {
+    out << "partly installed (" << installed.events.size() << " of " << wanted
+        << " events; run ctx hooks install " << host << " again)\n";
+  }
+  if (state) {
+    out << "state dir: " << state->string()
+        << (installed.state_dir ? "" : " (the default: the hooks name no --state)") << "\n";
+  }
+  if (activation) out << "skills you approve activate in " << activation->string() << "\n";
+  if (codex) {
+    if (!installed.events.empty()) {
+      if (trust_unknown) {
+        out << "trusted: unknown (" << *trust_unknown << ")\n";
+      } else if (result["trusted"] == true) {
+        out << "trusted: yes (all " << listed << " ctx hooks)\n";
+      } else {
+        out << "trusted: no (" << trusted_count << " of " << installed.trust_keys.size()
+            << " ctx hooks); " << trust_hint(where) << "\n";
+      }
+    }
+    if (project_trusted) {
+      out << "project trusted: " << (*project_trusted ? "yes" : "no; " + project_trust_hint(where))
+          << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_hooks(const HooksOptions& options, const CommandIo& io) {
+  const Where where = where_of(options, io.env);
+  switch (options.action) {
+    case HooksAction::kInstall:
+      return run_install(options, io, where);
+    case HooksAction::kUninstall:
+      return run_uninstall(options, io, where);
+    case HooksAction::kStatus:
+      return run_status(options, io, where);
+  }
+  return kExitUsage;
+}
+
 std::string hooks_usage() {
-  return "  ctx hooks install claude-code|codex [--project DIR | --user] [--state DIR] [--json]\n"
+  return "  ctx hooks install claude-code|codex [--project DIR | --user] [--state DIR]\n"
+         "                  [--trust [--codex PATH]] [--json]\n"
          "      add `ctx hook <host>` to the host's hook configuration (.claude/settings.json,\n"
          "      .codex/hooks.json); idempotent, other settings kept, backup in <file>.ctx-backup;\n"
-         "      with --project, approved skills then activate in that project's skills dir\n"
+         "      with --project, approved skills then activate in that project's skills dir;\n"
+         "      codex --trust: have `codex app-server` trust ctx's hooks, as /hooks does\n"
          "  ctx hooks uninstall claude-code|codex [--project DIR | --user] [--json]\n"
-         "      remove exactly the handlers ctx added\n";
+         "      remove what install made: the handlers (the file's bytes back, backup deleted),\n"
+         "      Codex trust entries, activation links, directories left empty\n"
+         "  ctx hooks status claude-code|codex [--project DIR | --user] [--codex PATH] [--json]\n"
+         "      installed, trusted (Codex), which state dir, project trusted (Codex)\n";
 }
 
 }  // namespace ctx::cli

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -218,9 +219,7 @@ bool is_ctx_handler(const Json& handler, HookHost host) {
       !command->is_string()) {
     return false;
   }
-  const std::vector<std::string> words = shell_words(command->get_ref<const std::string&>());
-  return words.size() >= 3 && fs::path(words[0]).filename() == "ctx" && words[1] == "hook" &&
-         parse_host(words[2]) == host;
+  return is_ctx_hook_command(command->get_ref<const std::string&>(), host);
 }
 
 int timeout_seconds(std::string_view event) {
@@ -311,9 +310,66 @@ const std::vector<std::string>& installed_events(HookHost host) {
       "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
       "Stop",         "SubagentStop",     "PreCompact", "SessionEnd"};
   static const std::vector<std::string> kCodex = {
-      "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-      "Stop",         "SubagentStop",     "PreCompact", "PostCompact"};
+      "SessionStart", "UserPromptSubmit", "PreToolUse",  "PostToolUse", "Stop",
+      "SubagentStop", "PreCompact",       "PostCompact", "SessionEnd"};
   return host == HookHost::kClaudeCode ? kClaude : kCodex;
+}
+
+bool is_ctx_hook_command(std::string_view command, HookHost host) {
+  const std::vector<std::string> words = shell_words(command);
+  return words.size() >= 3 && fs::path(words[0]).filename() == "ctx" && words[1] == "hook" &&
+         parse_host(words[2]) == host;
+}
+
+std::string snake_event(std::string_view event) {
+  std::string snake;
+  for (const char c : event) {
+    if (c >= 'A' && c <= 'Z') {
+      if (!snake.empty()) snake += '_';
+      snake += static_cast<char>(c - 'A' + 'a');
+    } else {
+      snake += c;
+    }
+  }
+  return snake;
+}
+
+InstalledHooks read_installed_hooks(const HookTarget& target) {
+  InstalledHooks installed;
+  installed.file = resolved(target.file);
+  const std::optional<std::string> bytes = read_file(installed.file);
+  const Json document = bytes ? parse_config(*bytes, installed.file) : Json::object();
+  if (const auto hooks = document.find("hooks"); hooks != document.end()) {
+    for (const auto& [event, groups] : hooks->items()) {
+      bool found = false;
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        const Json& group = groups[g];
+        const auto handlers = group.is_object() ? group.find("hooks") : group.end();
+        if (handlers == group.end() || !handlers->is_array()) continue;
+        for (std::size_t h = 0; h < handlers->size(); ++h) {
+          const Json& handler = (*handlers)[h];
+          if (!is_ctx_handler(handler, target.host)) continue;
+          found = true;
+          installed.trust_keys.push_back(target.file.string() + ":" + snake_event(event) + ":" +
+                                         std::to_string(g) + ":" + std::to_string(h));
+          if (installed.state_dir) continue;
+          const std::vector<std::string> words =
+              shell_words(handler.at("command").get_ref<const std::string&>());
+          for (std::size_t i = 3; i + 1 < words.size(); ++i) {
+            if (words[i] == "--state") installed.state_dir = fs::path(words[i + 1]);
+          }
+        }
+      }
+      if (found) installed.events.push_back(event);
+    }
+  }
+  for (const std::string& event : installed_events(target.host)) {
+    if (std::find(installed.events.begin(), installed.events.end(), event) ==
+        installed.events.end()) {
+      installed.missing.push_back(event);
+    }
+  }
+  return installed;
 }
 
 HookTarget hook_target(HookHost host, HookScope scope, const fs::path& home,
@@ -415,24 +471,296 @@ HooksChange uninstall_hooks(const HookTarget& target) {
     before.reset();
   }
   if (before && before->empty() && document.empty()) {
-    write_atomically(saved, *previous, 0600);
-    change.backup = saved;
     if (::unlink(change.file.c_str()) != 0) {
       throw SystemError("cannot remove " + change.file.string() + ": " + std::strerror(errno));
     }
+    ::unlink(saved.c_str());
     fsync_directory(change.file.parent_path());
+    change.restored = true;
     return change;
   }
-  std::string bytes = render(document);
   if (before && !before->empty()) {
+    bool same = false;
     try {
-      if (parse_config(*before, saved) == document) bytes = *before;
+      same = parse_config(*before, saved) == document;
     } catch (const MalformedHooksConfig&) {
       // an unreadable backup is only not used
     }
+    if (same) {
+      write_atomically(change.file, *before, mode_of(change.file));
+      ::unlink(saved.c_str());
+      fsync_directory(change.file.parent_path());
+      change.restored = true;
+      return change;
+    }
   }
-  replace(change.file, previous, bytes, change.backup);
+  // Not what it was before install (edited since): the result, and the bytes it replaces in
+  // the backup.
+  replace(change.file, previous, render(document), change.backup);
   return change;
+}
+
+}  // namespace ctx::runtime::hooks
+
+// ---- Codex's hook trust in config.toml ---------------------------------------------------------
+
+namespace ctx::runtime::hooks {
+namespace {
+
+// Parses `text` as TOML. Errors: MalformedHooksConfig naming the file and the position.
+toml::table parse_toml(const std::string& text, const fs::path& file) {
+  try {
+    return toml::parse(text, file.string());
+  } catch (const toml::parse_error& error) {
+    const auto& begin = error.source().begin;
+    throw MalformedHooksConfig(file.string() + " is not valid TOML (line " +
+                               std::to_string(begin.line) + "); left unchanged");
+  }
+}
+
+// The hooks.state table's keys and trusted hashes of a parsed config.toml.
+std::map<std::string, std::string> trust_entries(const toml::table& config) {
+  std::map<std::string, std::string> entries;
+  const toml::table* state = config["hooks"]["state"].as_table();
+  if (state == nullptr) return entries;
+  for (const auto& [key, value] : *state) {
+    const toml::table* entry = value.as_table();
+    const auto hash = entry != nullptr ? (*entry)["trusted_hash"].value<std::string>()
+                                       : std::optional<std::string>();
+    entries[std::string(key.str())] = hash.value_or("");
+  }
+  return entries;
+}
+
+// `config` without an empty hooks.state table (and a "hooks" table that only held it).
+toml::table without_empty_state(toml::table config) {
+  if (toml::table* hooks = config["hooks"].as_table()) {
+    if (const toml::table* state = (*hooks)["state"].as_table(); state && state->empty()) {
+      hooks->erase("state");
+    }
+    if (hooks->empty()) config.erase("hooks");
+  }
+  return config;
+}
+
+std::string_view trim_left(std::string_view line) {
+  while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  return line;
+}
+
+// Reads a TOML basic ("...") or literal ('...') string key at the start of `rest`; advances it.
+std::optional<std::string> read_quoted_key(std::string_view& rest) {
+  if (rest.empty() || (rest.front() != '"' && rest.front() != '\'')) return std::nullopt;
+  const char quote = rest.front();
+  std::string key;
+  std::size_t i = 1;
+  for (; i < rest.size() && rest[i] != quote; ++i) {
+    if (quote == '"' && rest[i] == '\\') {
+      if (++i >= rest.size()) return std::nullopt;
+      switch (rest[i]) {
+        case '"':
+          key += '"';
+          break;
+        case '\\':
+          key += '\\';
+          break;
+        case 'n':
+          key += '\n';
+          break;
+        case 't':
+          key += '\t';
+          break;
+        default:
+          return std::nullopt;  // \uXXXX and the rest: not a key ctx wrote
+      }
+    } else {
+      key += rest[i];
+    }
+  }
+  if (i >= rest.size()) return std::nullopt;
+  rest.remove_prefix(i + 1);
+  return key;
+}
+
+// Skips blanks then `word` at the start of `rest`.
+bool consume(std::string_view& rest, std::string_view word) {
+  rest = trim_left(rest);
+  if (rest.substr(0, word.size()) != word) return false;
+  rest.remove_prefix(word.size());
+  return true;
+}
+
+// A table header line "[hooks.state]" (key "") or "[hooks.state."KEY"]" (KEY); nullopt for any
+// other line.
+std::optional<std::string> state_header(std::string_view line) {
+  std::string_view rest = trim_left(line);
+  if (rest.substr(0, 2) == "[[" || !consume(rest, "[") || !consume(rest, "hooks") ||
+      !consume(rest, ".") || !consume(rest, "state")) {
+    return std::nullopt;
+  }
+  std::string key;
+  if (consume(rest, ".")) {
+    rest = trim_left(rest);
+    const auto quoted = read_quoted_key(rest);
+    if (!quoted) return std::nullopt;
+    key = *quoted;
+  }
+  if (!consume(rest, "]")) return std::nullopt;
+  rest = trim_left(rest);
+  if (!rest.empty() && rest.front() != '#' && rest.front() != '\r' && rest.front() != '\n') {
+    return std::nullopt;
+  }
+  return key;
+}
+
+bool is_header(std::string_view line) {
+  return !trim_left(line).empty() && trim_left(line)[0] == '[';
+}
+
+bool is_blank_or_comment(std::string_view line) {
+  const std::string_view rest = trim_left(line);
+  return rest.empty() || rest[0] == '#' || rest[0] == '\r' || rest[0] == '\n';
+}
+
+}  // namespace
+
+CodexConfigFacts read_codex_config(const fs::path& config_toml) {
+  CodexConfigFacts facts;
+  const std::optional<std::string> text = read_file(config_toml);
+  if (!text) return facts;
+  const toml::table config = parse_toml(*text, config_toml);
+  facts.trusted_hashes = trust_entries(config);
+  if (const toml::table* projects = config["projects"].as_table()) {
+    for (const auto& [dir, value] : *projects) {
+      const toml::table* project = value.as_table();
+      if (project != nullptr && (*project)["trust_level"].value<std::string>() == "trusted") {
+        facts.trusted_projects.emplace_back(std::string(dir.str()));
+      }
+    }
+  }
+  return facts;
+}
+
+bool codex_project_trusted(const CodexConfigFacts& facts, const fs::path& project) {
+  for (fs::path dir = project.lexically_normal(); !dir.empty(); dir = dir.parent_path()) {
+    for (const fs::path& trusted : facts.trusted_projects) {
+      if (trusted.lexically_normal() == dir) return true;
+    }
+    if (dir == dir.root_path()) break;
+  }
+  return false;
+}
+
+void save_codex_config_backup(const fs::path& config_toml) {
+  const fs::path file = resolved(config_toml);
+  const fs::path saved = backup_path(file);
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(saved, ec))) return;
+  fs::create_directories(file.parent_path());
+  write_atomically(saved, read_file(file).value_or(""), 0600);
+}
+
+std::string without_trust_tables(std::string_view toml, const std::vector<std::string>& keys) {
+  const std::set<std::string> wanted(keys.begin(), keys.end());
+  std::vector<std::string_view> lines;
+  for (std::size_t at = 0; at < toml.size();) {
+    const std::size_t end = toml.find('\n', at);
+    const std::size_t next = end == std::string_view::npos ? toml.size() : end + 1;
+    lines.push_back(toml.substr(at, next - at));
+    at = next;
+  }
+  // Pass 1: the keyed tables; pass 2: a bare [hooks.state] header left with nothing under it
+  // and no keyed table after it.
+  std::vector<bool> drop(lines.size(), false);
+  bool keyed_left = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto key = state_header(lines[i]);
+    if (!key || key->empty()) continue;
+    if (wanted.count(*key) == 0) {
+      keyed_left = true;
+      continue;
+    }
+    drop[i] = true;
+    for (std::size_t j = i + 1; j < lines.size() && !is_header(lines[j]); ++j) drop[j] = true;
+  }
+  if (!keyed_left) {
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const auto key = state_header(lines[i]);
+      if (!key || !key->empty()) continue;
+      std::size_t j = i + 1;
+      while (j < lines.size() && !is_header(lines[j]) && is_blank_or_comment(lines[j])) ++j;
+      if (j < lines.size() && !is_header(lines[j])) continue;  // it holds something itself
+      for (std::size_t k = i; k < j; ++k) drop[k] = true;
+    }
+  }
+  // A blank line that only separated a dropped table from what came before goes with it.
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (drop[i]) continue;
+    const bool blank =
+        trim_left(lines[i]).empty() || trim_left(lines[i]) == "\n" || trim_left(lines[i]) == "\r\n";
+    if (blank) {
+      std::size_t j = i + 1;
+      while (j < lines.size() && drop[j]) ++j;
+      if (j > i + 1 && j == lines.size()) continue;  // only dropped tables followed: trailing
+    }
+    out += lines[i];
+  }
+  return out;
+}
+
+TrustRemoval remove_codex_trust(const fs::path& config_toml, const std::vector<std::string>& keys) {
+  TrustRemoval removal;
+  const fs::path file = resolved(config_toml);
+  const fs::path saved = backup_path(file);
+  const std::optional<std::string> text = read_file(file);
+  if (!text) {
+    ::unlink(saved.c_str());
+    return removal;
+  }
+  const toml::table before = parse_toml(*text, file);
+  const std::map<std::string, std::string> present = trust_entries(before);
+  for (const std::string& key : keys) removal.removed += present.count(key);
+  if (removal.removed == 0) return removal;
+  std::string result = without_trust_tables(*text, keys);
+  const toml::table after = parse_toml(result, file);
+  const std::map<std::string, std::string> left = trust_entries(after);
+  for (const std::string& key : keys) {
+    if (left.count(key) != 0) {
+      throw MalformedHooksConfig(file.string() +
+                                 ": a ctx hook's trust entry is not a [hooks.state.\"KEY\"] "
+                                 "table; left unchanged (remove it with /hooks in Codex)");
+    }
+  }
+  std::optional<std::string> original;
+  try {
+    original = read_file(saved);
+  } catch (const Error&) {
+    original.reset();
+  }
+  if (original) {
+    bool same = false;
+    try {
+      same = without_empty_state(parse_toml(*original, saved)) == without_empty_state(after);
+    } catch (const MalformedHooksConfig&) {
+      // an unreadable backup is only not used
+    }
+    if (same) {
+      result = *original;
+      removal.restored = true;
+    }
+  }
+  if (removal.restored && original->empty()) {
+    if (::unlink(file.c_str()) != 0) {
+      throw SystemError("cannot remove " + file.string() + ": " + std::strerror(errno));
+    }
+  } else {
+    write_atomically(file, result, mode_of(file));
+  }
+  ::unlink(saved.c_str());
+  fsync_directory(file.parent_path());
+  removal.changed = true;
+  return removal;
 }
 
 }  // namespace ctx::runtime::hooks

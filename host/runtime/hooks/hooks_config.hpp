@@ -12,8 +12,9 @@
 // install is idempotent (a second run with the same command changes nothing and writes nothing);
 // uninstall removes exactly the ctx handlers, then the groups, events and "hooks" object they
 // alone filled, and when the result equals the content saved before the last change it writes
-// back those exact bytes (or removes the file ctx created). Before every change the previous
-// bytes go to "<file>.ctx-backup" (0600; empty when there was no file). Writes are atomic
+// back those exact bytes (or removes the file ctx created) and deletes the backup. Before every
+// other change the previous bytes go to "<file>.ctx-backup" (0600; empty when there was no
+// file). Writes are atomic
 // (temporary file, fsync, rename) and keep the file's mode (a new file gets 0644 less the umask);
 // a symlinked file is updated at its target. Not safe against a concurrent writer of the same
 // file (the host's own editor included): the last rename wins, the file is never torn.
@@ -21,6 +22,7 @@
 #define CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -88,7 +90,33 @@ struct HooksChange {
   bool created = false;                         // there was no file before (the backup is empty)
   std::vector<std::string> events;              // events whose ctx handler was added or removed
   std::string notice;  // one line for the user (review in /hooks, trust, disabled hooks)
+  // uninstall: the file is back to its bytes before install (or gone, when ctx created it) and
+  // the backup was deleted.
+  bool restored = false;
 };
+
+// True when `command` is a ctx handler's command line for `host`: a `ctx` executable (any
+// directory) followed by `hook <adapter>`.
+bool is_ctx_hook_command(std::string_view command, HookHost host);
+
+// What the target's file holds of ctx (read only).
+struct InstalledHooks {
+  std::filesystem::path file;        // the file read (a symlink's target)
+  std::vector<std::string> events;   // events that have a ctx handler, in file order
+  std::vector<std::string> missing;  // installed_events(host) without one
+  // The --state directory the ctx handlers name (the first that names one); nullopt: none does
+  // (the default state dir).
+  std::optional<std::filesystem::path> state_dir;
+  // Codex's trust key of each ctx handler: "<target.file>:<event_snake>:<group>:<handler>"
+  // (host-formats §7), in file order.
+  std::vector<std::string> trust_keys;
+};
+
+// Errors: MalformedHooksConfig; SystemError. A missing file holds nothing.
+InstalledHooks read_installed_hooks(const HookTarget& target);
+
+// "SessionStart" -> "session_start": the event as Codex's trust keys name it.
+std::string snake_event(std::string_view event);
 
 // Writes the ctx handlers into the target's file (creating it and its directory when needed).
 // Errors: MalformedHooksConfig (nothing changed); InvalidArgument from hook_command_line;
@@ -98,6 +126,44 @@ HooksChange install_hooks(const HookTarget& target, const HookCommand& command);
 // Removes every ctx handler of the target's host. A missing file is no change.
 // Errors: MalformedHooksConfig (nothing changed); SystemError.
 HooksChange uninstall_hooks(const HookTarget& target);
+
+// ---- Codex's hook trust in $CODEX_HOME/config.toml (host-formats §7) ----------------------
+// Codex runs a hook only when config.toml holds [hooks.state."<key>"] trusted_hash equal to the
+// hook's current hash; `ctx hooks install codex --trust` has Codex write those entries (through
+// `codex app-server`), after saving config.toml's bytes in config.toml.ctx-backup. Uninstall takes
+// ctx's entries out again, text only (every other byte kept), and when what is left equals the
+// saved content as TOML data it writes back the saved bytes; the backup is then deleted.
+
+// What config.toml says (a missing file says nothing). Errors: MalformedHooksConfig (not TOML).
+struct CodexConfigFacts {
+  std::map<std::string, std::string> trusted_hashes;    // hooks.state key -> trusted_hash
+  std::vector<std::filesystem::path> trusted_projects;  // [projects."<dir>"] trust_level="trusted"
+};
+CodexConfigFacts read_codex_config(const std::filesystem::path& config_toml);
+
+// True when `project` or a directory above it is among `facts`' trusted projects.
+bool codex_project_trusted(const CodexConfigFacts& facts, const std::filesystem::path& project);
+
+// Saves config_toml's bytes to "<config_toml>.ctx-backup" (0600; empty when there is no file)
+// unless that backup exists already (it then holds the bytes before ctx's first trust).
+// Errors: SystemError.
+void save_codex_config_backup(const std::filesystem::path& config_toml);
+
+// `toml` without its [hooks.state."KEY"] tables (header and body) for every KEY of `keys`, and
+// without a [hooks.state] table left empty by that. Every other byte is kept.
+std::string without_trust_tables(std::string_view toml, const std::vector<std::string>& keys);
+
+// Removes ctx's trust entries `keys` from config_toml (see above). changed: the file was
+// written; restored: to the bytes saved before ctx's first trust. Errors: MalformedHooksConfig
+// (not TOML, or an entry of `keys` is not in the table form Codex writes: nothing written);
+// SystemError.
+struct TrustRemoval {
+  bool changed = false;
+  bool restored = false;
+  std::size_t removed = 0;  // entries of `keys` that were there
+};
+TrustRemoval remove_codex_trust(const std::filesystem::path& config_toml,
+                                const std::vector<std::string>& keys);
 
 }  // namespace ctx::runtime::hooks
 

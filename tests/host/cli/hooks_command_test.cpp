@@ -179,9 +179,89 @@ TEST_F(HooksCommandTest, CodexUserInstallCarriesTheStateDirAndTellsTheUserToRevi
   EXPECT_EQ(written.at("hooks").at("Stop")[0].at("hooks")[0].at("command"),
             fs::canonical(CTX_BINARY).string() + " hook codex --state '" + state.string() + "'");
   EXPECT_TRUE(written.at("hooks").contains("PostCompact"));
-  EXPECT_FALSE(written.at("hooks").contains("SessionEnd"));
+  EXPECT_TRUE(written.at("hooks").contains("SessionEnd")) << "Codex 0.169 fires SessionEnd";
+  // Without --trust it says exactly how to trust ctx's hooks.
+  EXPECT_THAT(done.out, HasSubstr("ctx hooks install codex --user --trust"));
   ASSERT_EQ(ctx({"hooks", "uninstall", "codex", "--user"}).code, 0);
   EXPECT_FALSE(fs::exists(hooks));
+}
+
+// Uninstall takes away what install made and nothing else: the handlers (the file's bytes back,
+// the backup deleted), the activation links of the hooks' state dir, the directories install
+// made that are left empty.
+TEST_F(HooksCommandTest, UninstallRemovesWhatInstallMadeAndNothingElse) {
+  const fs::path state = io_.path() / "state";
+  ASSERT_EQ(ctx({"init", "--state", state.string()}).code, 0);
+  const fs::path skills = project_.path() / ".claude" / "skills";
+  ASSERT_EQ(ctx({"hooks", "install", "claude-code", "--state", state.string()}).code, 0);
+  ASSERT_TRUE(fs::is_directory(skills));
+  fs::create_directory_symlink(state / "skills" / "objects" / "0a1b", skills / "pdf");
+  const Outcome removed = ctx({"hooks", "uninstall", "claude-code", "--json"});
+  ASSERT_EQ(removed.code, 0) << removed.err;
+  const Json result = Json::parse(removed.out);
+  EXPECT_EQ(result.at("restored"), true);
+  EXPECT_EQ(result.at("activation_links_removed"), Json::array({"pdf"}));
+  EXPECT_TRUE(fs::is_empty(project_.path())) << "the project is as it was: empty";
+
+  // A project with its own skills: only ctx's link goes.
+  fs::create_directories(skills / "mine");
+  { std::ofstream(skills / "mine" / "SKILL.md") << "---\nname: mine\n---\n"; }
+  fs::create_directory_symlink(io_.path() / "elsewhere", skills / "linked");
+  ASSERT_EQ(ctx({"hooks", "install", "claude-code", "--state", state.string()}).code, 0);
+  fs::create_directory_symlink(state / "skills" / "objects" / "0a1b", skills / "pdf");
+  const Outcome again = ctx({"hooks", "uninstall", "claude-code"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("removed the activation links of ctx's skills from " +
+                                   skills.string() + ": pdf"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(skills / "pdf")));
+  EXPECT_TRUE(fs::exists(skills / "mine" / "SKILL.md"));
+  EXPECT_TRUE(fs::is_symlink(skills / "linked"));
+  EXPECT_FALSE(fs::exists(project_.path() / ".claude" / "settings.json"));
+  EXPECT_FALSE(fs::exists(project_.path() / ".claude" / "settings.json.ctx-backup"));
+}
+
+TEST_F(HooksCommandTest, StatusSaysInstalledAndWhichStateDir) {
+  const Outcome none = ctx({"hooks", "status", "claude-code"});
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_THAT(none.out, HasSubstr("not installed"));
+  const fs::path state = io_.path() / "state";
+  ASSERT_EQ(ctx({"init", "--state", state.string()}).code, 0);
+  ASSERT_EQ(ctx({"hooks", "install", "claude-code", "--state", state.string()}).code, 0);
+  const Outcome status = ctx({"hooks", "status", "claude-code", "--json"});
+  ASSERT_EQ(status.code, 0) << status.err;
+  const Json result = Json::parse(status.out);
+  EXPECT_EQ(result.at("installed"), true);
+  EXPECT_EQ(result.at("state_dir"), state.string());
+  EXPECT_EQ(result.at("state_dir_default"), false);
+  EXPECT_EQ(result.at("skills_activate_in"), (project_.path() / ".claude" / "skills").string());
+  EXPECT_THAT(ctx({"hooks", "status", "claude-code"}).out,
+              HasSubstr("state dir: " + state.string()));
+}
+
+// Without a codex to ask, status says Codex's trust is unknown and why; the project's trust is
+// read from $CODEX_HOME/config.toml.
+TEST_F(HooksCommandTest, CodexStatusNamesTheProjectTrustAndWhyHookTrustIsUnknown) {
+  const fs::path codex_home = io_.path() / "codex";
+  const std::string env = "CODEX_HOME=" + quoted(codex_home.string()) + " PATH=/usr/bin:/bin";
+  const Outcome done = ctx({"hooks", "install", "codex"}, env);
+  ASSERT_EQ(done.code, 0) << done.err;
+  EXPECT_THAT(done.out, HasSubstr("codex exec --trust"));
+  EXPECT_THAT(done.out, HasSubstr("ctx hooks install codex --project " +
+                                  fs::canonical(project_.path()).string() + " --trust"));
+  Json status = Json::parse(ctx({"hooks", "status", "codex", "--json"}, env).out);
+  EXPECT_EQ(status.at("installed"), true);
+  EXPECT_EQ(status.at("project_trusted"), false);
+  EXPECT_EQ(status.at("trusted"), nullptr);
+  EXPECT_THAT(status.at("trust_unknown").get<std::string>(), HasSubstr("codex was not found"));
+  fs::create_directories(codex_home);
+  std::ofstream(codex_home / "config.toml")
+      << "[projects.\"" << fs::canonical(project_.path()).string()
+      << "\"]\ntrust_level = \"trusted\"\n";
+  status = Json::parse(ctx({"hooks", "status", "codex", "--json"}, env).out);
+  EXPECT_EQ(status.at("project_trusted"), true);
+  const Outcome trust = ctx({"hooks", "install", "codex", "--trust"}, env);
+  EXPECT_EQ(trust.code, 1);
+  EXPECT_THAT(trust.err, HasSubstr("codex was not found on PATH"));
 }
 
 TEST_F(HooksCommandTest, AMalformedFileIsExitOneWithOneLineAndUntouched) {
@@ -204,6 +284,9 @@ TEST_F(HooksCommandTest, UsageErrorsExitTwo) {
         {"hooks", "install", "codex", "--user", "--project", "."},
         {"hooks", "install", "codex", "--bogus"},
         {"hooks", "uninstall", "codex", "--state", "/s"},
+        {"hooks", "uninstall", "codex", "--trust"},
+        {"hooks", "status", "codex", "--trust"},
+        {"hooks", "install", "codex", "--codex", "/bin/codex"},
         {"hooks", "install", "codex", "--project"},
         {"hooks", "install", "codex", "--project", ""},
         {"hooks", "uninstall", "claude-code", "--user", "--project", "."}}) {

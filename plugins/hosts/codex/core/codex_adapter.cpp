@@ -5,8 +5,10 @@ namespace ctx::codex_host {
 const host_adapters::NativeHostProfile& host_profile() {
   static const host_adapters::NativeHostProfile kProfile{
       .id = kPluginId,
+      // Codex 0.169 fires SessionEnd (reason "other"; host-formats §7), so a session releases
+      // what it holds.
       .documented_events = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-                            "SubagentStop", "PreCompact", "PostCompact"},
+                            "SubagentStop", "PreCompact", "PostCompact", "SessionEnd"},
       .context_events = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"},
       .message_events = {"Stop", "SubagentStop", "PreCompact", "PostCompact"},
       .reloads_skills = false,

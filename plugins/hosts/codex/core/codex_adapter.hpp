@@ -3,8 +3,8 @@
 // (/work/shared/spec/host-formats.md §3; Codex adds model and turn_id, transcript_path may be
 // null, and its output schemas refuse members they do not list):
 //   documented events: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop,
-//     SubagentStop, PreCompact, PostCompact (SessionEnd, SubagentStart, PermissionRequest and
-//     later events parse as "ignored");
+//     SubagentStop, PreCompact, PostCompact, SessionEnd (0.169 fires it: §7; SubagentStart,
+//     PermissionRequest and later events parse as "ignored");
 //   hookSpecificOutput {hookEventName, additionalContext} on SessionStart, UserPromptSubmit,
 //     PreToolUse, PostToolUse (no reloadSkills); systemMessage only on Stop, SubagentStop,
 //     PreCompact, PostCompact; always a JSON object (Stop takes JSON only on exit 0);

@@ -187,6 +187,9 @@ TEST_F(HooksConfigTest, UninstallRestoresTheOriginalBytesExactly) {
   EXPECT_THAT(removed.events,
               UnorderedElementsAreArray(installed_events(HookHost::kClaudeCode)));
   EXPECT_EQ(read(claude().file), kSettings);
+  EXPECT_TRUE(removed.restored);
+  EXPECT_FALSE(fs::exists(claude().file.string() + ".ctx-backup"))
+      << "the backup goes once the file is restored";
   // Nothing left to remove: no change, nothing written.
   const HooksChange again = uninstall_hooks(claude());
   EXPECT_FALSE(again.changed);
@@ -198,6 +201,7 @@ TEST_F(HooksConfigTest, UninstallRemovesAFileThatInstallCreated) {
   ASSERT_TRUE(fs::exists(codex_user().file));
   EXPECT_TRUE(uninstall_hooks(codex_user()).changed);
   EXPECT_FALSE(fs::exists(codex_user().file));
+  EXPECT_FALSE(fs::exists(codex_user().file.string() + ".ctx-backup"));
   EXPECT_FALSE(uninstall_hooks(codex_user()).changed) << "a missing file is no change";
 }
 
@@ -209,7 +213,10 @@ TEST_F(HooksConfigTest, UninstallKeepsEditsMadeAfterTheInstall) {
   edited["hooks"]["Stop"].push_back(
       Json::parse(R"({"hooks":[{"type":"command","command":"notify-send done"}]})"));
   write(claude().file, edited.dump(2));
-  uninstall_hooks(claude());
+  const HooksChange removed = uninstall_hooks(claude());
+  EXPECT_FALSE(removed.restored);
+  ASSERT_TRUE(removed.backup.has_value()) << "not restored: the replaced bytes are kept";
+  EXPECT_EQ(Json::parse(read(*removed.backup)), edited);
   Json expected = Json::parse(kSettings);
   expected["theme"] = "dark";
   expected["hooks"]["Stop"] =
@@ -330,6 +337,144 @@ TEST_F(HooksConfigTest, ANewFileFollowsTheUmaskAndAnExistingOneKeepsItsMode) {
 TEST_F(HooksConfigTest, DisabledHooksAreMentioned) {
   write(claude().file, R"({"disableAllHooks":true})");
   EXPECT_THAT(install_hooks(claude(), kCommand).notice, HasSubstr("disableAllHooks"));
+}
+
+}  // namespace
+}  // namespace ctx::runtime::hooks
+
+namespace ctx::runtime::hooks {
+namespace {
+
+TEST_F(HooksConfigTest, CodexInstallsSessionEnd) {
+  // Codex 0.169 fires SessionEnd (host-formats §7): without its handler a session never releases.
+  EXPECT_THAT(installed_events(HookHost::kCodex), ::testing::Contains("SessionEnd"));
+  const HooksChange change = install_hooks(codex_user(), kCommand);
+  EXPECT_THAT(change.events, ::testing::Contains("SessionEnd"));
+}
+
+TEST_F(HooksConfigTest, ReadInstalledHooksFindsACtxHandlerAmongOthers) {
+  const HookTarget target =
+      hook_target(HookHost::kCodex, HookScope::kProject, home_.path(), project_.path());
+  write(target.file, R"({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}],
+                                   "SessionStart": [{"hooks": [{"type": "command", "command": "x"},
+                                                               {"type": "command", "command": "/a/ctx hook codex"}]}]}})");
+  const InstalledHooks installed = read_installed_hooks(target);
+  EXPECT_THAT(installed.events, ElementsAreArray({"SessionStart"}));
+  EXPECT_THAT(installed.trust_keys,
+              ElementsAreArray({target.file.string() + ":session_start:0:1"}));
+  EXPECT_FALSE(installed.state_dir.has_value()) << "no --state: the default state dir";
+  EXPECT_EQ(installed.missing.size(), installed_events(HookHost::kCodex).size() - 1);
+}
+
+TEST_F(HooksConfigTest, ReadInstalledHooksAfterInstall) {
+  const HookTarget target =
+      hook_target(HookHost::kCodex, HookScope::kProject, home_.path(), project_.path());
+  EXPECT_THAT(read_installed_hooks(target).events, IsEmpty()) << "no file holds nothing";
+  write(target.file,
+        R"({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}})");
+  install_hooks(target, {"/opt/bin/ctx", fs::path("/var/my state")});
+  const InstalledHooks installed = read_installed_hooks(target);
+  EXPECT_THAT(installed.missing, IsEmpty());
+  EXPECT_THAT(installed.events, UnorderedElementsAreArray(installed_events(HookHost::kCodex)));
+  ASSERT_TRUE(installed.state_dir.has_value());
+  EXPECT_EQ(*installed.state_dir, "/var/my state");
+  const std::string file = target.file.string();
+  // The user's own Stop group stays first: ctx's handler is group 1 there.
+  EXPECT_THAT(installed.trust_keys, ::testing::Contains(file + ":stop:1:0"));
+  EXPECT_THAT(installed.trust_keys, ::testing::Contains(file + ":session_start:0:0"));
+  EXPECT_THAT(installed.trust_keys, ::testing::Contains(file + ":user_prompt_submit:0:0"));
+  EXPECT_EQ(installed.trust_keys.size(), installed_events(HookHost::kCodex).size());
+  EXPECT_EQ(snake_event("PostToolUse"), "post_tool_use");
+  EXPECT_TRUE(is_ctx_hook_command("'/My Apps/ctx' hook codex --state /s", HookHost::kCodex));
+  EXPECT_FALSE(is_ctx_hook_command("/bin/ctx hook claude-code", HookHost::kCodex));
+  EXPECT_FALSE(is_ctx_hook_command("/bin/ctxx hook codex", HookHost::kCodex));
+}
+
+// config.toml as codex app-server's config/batchWrite leaves it (host-formats §7).
+const char kCodexBefore[] =
+    "# my settings\nmodel = \"gpt-5.4\"\n\n[projects.\"/w/p\"]\ntrust_level = \"trusted\"\n";
+const char kCodexTrusted[] =
+    "# my settings\nmodel = \"gpt-5.4\"\n\n[projects.\"/w/p\"]\ntrust_level = \"trusted\"\n\n"
+    "[hooks.state]\n\n"
+    "[hooks.state.\"/w/p/.codex/hooks.json:session_start:0:0\"]\n"
+    "trusted_hash = \"sha256:aa\"\n\n"
+    "[hooks.state.\"/w/p/.codex/hooks.json:stop:1:0\"]\n"
+    "trusted_hash = \"sha256:bb\"\n";
+const std::vector<std::string> kCtxKeys = {"/w/p/.codex/hooks.json:session_start:0:0",
+                                           "/w/p/.codex/hooks.json:stop:1:0"};
+
+TEST_F(HooksConfigTest, WithoutTrustTablesKeepsEveryOtherByte) {
+  EXPECT_EQ(without_trust_tables(kCodexTrusted, kCtxKeys), kCodexBefore);
+  // Another hook's trust stays, and so does the [hooks.state] table holding it.
+  const std::string mine =
+      std::string(kCodexTrusted) +
+      "\n[hooks.state.\"/home/u/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:cc\"\n";
+  EXPECT_EQ(without_trust_tables(mine, kCtxKeys),
+            std::string(kCodexBefore) +
+                "\n[hooks.state]\n\n[hooks.state.\"/home/u/.codex/hooks.json:stop:0:0\"]\n"
+                "trusted_hash = \"sha256:cc\"\n");
+  // A table after ctx's entries keeps its place and bytes.
+  const std::string later = std::string(kCodexTrusted) + "\n[tui]\nnotifications = true\n";
+  EXPECT_EQ(without_trust_tables(later, kCtxKeys),
+            std::string(kCodexBefore) + "\n[tui]\nnotifications = true\n");
+  EXPECT_EQ(without_trust_tables(kCodexBefore, kCtxKeys), kCodexBefore) << "nothing to remove";
+}
+
+TEST_F(HooksConfigTest, RemoveCodexTrustRestoresTheBytesBeforeTrust) {
+  const fs::path config = home_.path() / ".codex" / "config.toml";
+  write(config, kCodexBefore);
+  save_codex_config_backup(config);
+  EXPECT_EQ(mode(config.string() + ".ctx-backup"), 0600u);
+  write(config, kCodexTrusted);      // what Codex wrote
+  save_codex_config_backup(config);  // a second trust keeps the first backup
+  EXPECT_EQ(read(config.string() + ".ctx-backup"), kCodexBefore);
+  const CodexConfigFacts facts = read_codex_config(config);
+  EXPECT_EQ(facts.trusted_hashes.at(kCtxKeys[1]), "sha256:bb");
+  EXPECT_TRUE(codex_project_trusted(facts, "/w/p"));
+  EXPECT_TRUE(codex_project_trusted(facts, "/w/p/sub/dir"));
+  EXPECT_FALSE(codex_project_trusted(facts, "/w/other"));
+
+  const TrustRemoval removal = remove_codex_trust(config, kCtxKeys);
+  EXPECT_TRUE(removal.changed);
+  EXPECT_TRUE(removal.restored);
+  EXPECT_EQ(removal.removed, 2u);
+  EXPECT_EQ(read(config), kCodexBefore);
+  EXPECT_FALSE(fs::exists(config.string() + ".ctx-backup"));
+  EXPECT_FALSE(remove_codex_trust(config, kCtxKeys).changed) << "nothing left to remove";
+  EXPECT_EQ(read(config), kCodexBefore);
+}
+
+TEST_F(HooksConfigTest, RemoveCodexTrustKeepsWhatChangedSinceAndRemovesAFileItMade) {
+  const fs::path config = home_.path() / ".codex" / "config.toml";
+  write(config, std::string(kCodexTrusted) + "\n[tui]\nnotifications = true\n");
+  save_codex_config_backup(config);  // stands for any earlier content
+  write(config, std::string(kCodexTrusted) + "\n[tui]\nnotifications = false\n");
+  const TrustRemoval removal = remove_codex_trust(config, kCtxKeys);
+  EXPECT_TRUE(removal.changed);
+  EXPECT_FALSE(removal.restored);
+  EXPECT_EQ(read(config), std::string(kCodexBefore) + "\n[tui]\nnotifications = false\n");
+
+  // No config.toml before ctx trusted: the file Codex made for it goes again.
+  const fs::path fresh = project_.path() / "codex-home" / "config.toml";
+  save_codex_config_backup(fresh);
+  write(fresh, std::string("[hooks.state]\n\n[hooks.state.\"") + kCtxKeys[0] +
+                   "\"]\ntrusted_hash = \"sha256:aa\"\n");
+  EXPECT_TRUE(remove_codex_trust(fresh, kCtxKeys).restored);
+  EXPECT_FALSE(fs::exists(fresh));
+  EXPECT_FALSE(fs::exists(fresh.string() + ".ctx-backup"));
+}
+
+TEST_F(HooksConfigTest, RemoveCodexTrustRefusesWhatItCannotEditAndChangesNothing) {
+  const fs::path config = home_.path() / ".codex" / "config.toml";
+  const std::string inline_form =
+      std::string("[hooks.state]\n\"") + kCtxKeys[0] + "\" = { trusted_hash = \"sha256:aa\" }\n";
+  write(config, inline_form);
+  CTX_EXPECT_THROW(remove_codex_trust(config, kCtxKeys), MalformedHooksConfig, "/hooks");
+  EXPECT_EQ(read(config), inline_form);
+  write(config, "this is = = not toml");
+  CTX_EXPECT_THROW(remove_codex_trust(config, kCtxKeys), MalformedHooksConfig, "not valid TOML");
+  CTX_EXPECT_THROW(read_codex_config(config), MalformedHooksConfig, "not valid TOML");
+  EXPECT_EQ(read(config), "this is = = not toml");
 }
 
 }  // namespace

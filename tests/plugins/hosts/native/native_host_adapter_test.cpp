@@ -176,7 +176,13 @@ HostCase codex_case() {
   pre_compact["trigger"] = "auto";
   Json post_compact = c.base("PostCompact");
   post_compact["trigger"] = "manual";
-  c.payloads = {start, prompt, pre, post, stop, sub, pre_compact, post_compact};
+  // Codex 0.169's SessionEnd: no model, no permission_mode, reason "other" (host-formats §7).
+  Json end = c.base("SessionEnd");
+  end.erase("model");
+  end.erase("permission_mode");
+  end.erase("turn_id");
+  end["reason"] = "other";
+  c.payloads = {start, prompt, pre, post, stop, sub, pre_compact, post_compact, end};
   // apply_patch input is file content, not a command line: only the tool name counts.
   c.signals = {{"UserPromptSubmit", {"a", "add", "export", "pdf", "zqxmarkerword"}},
                {"PreToolUse", {"bash", "cargo", "test"}},
@@ -184,9 +190,9 @@ HostCase codex_case() {
   c.contexts = {{"SessionStart", {{"source", "startup"}}},
                 {"SubagentStop", {{"subagent", true}}},
                 {"PreCompact", {{"trigger", "auto"}}},
-                {"PostCompact", {{"trigger", "manual"}}}};
-  c.ignored_events = {"SessionEnd", "SubagentStart", "PermissionRequest", "Notification",
-                      "NextYearsEvent"};
+                {"PostCompact", {{"trigger", "manual"}}},
+                {"SessionEnd", {{"reason", "other"}}}};
+  c.ignored_events = {"SubagentStart", "PermissionRequest", "Notification", "NextYearsEvent"};
   c.reloads_skills = false;
   c.default_locations = {
       {"scope", "project"},
