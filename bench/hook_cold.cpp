@@ -123,6 +123,7 @@ double p50(std::vector<Sample> samples, bool cpu) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ::setenv("CTX_AUTOSERVE", "0", 1);  // every hook in process: no `ctx serve` started
   char pattern[] = "/tmp/ctx-bench-hook-cold-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) return 1;
   g_state = fs::path(pattern) / "state";

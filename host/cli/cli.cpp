@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -22,6 +23,7 @@
 #include "host/cli/query_command.hpp"
 #include "host/core/crypto.hpp"
 #include "host/runtime/catalog/catalog.hpp"
+#include "host/server/autostart.hpp"
 #include "host/server/server.hpp"
 
 #ifndef CTX_VERSION
@@ -144,17 +146,35 @@ CLI::App* add_catalog(CLI::App& app, Action& action) {
 
 struct ServeOptions {
   std::optional<fs::path> state;
+  unsigned idle_exit_seconds = 0;
 };
 
-// The log and errors go to io.err.
+// The log and errors go to io.err. $CTX_SERVE_LOCK_FD: the state dir's lock, held for this
+// server by the `ctx hook` that started it (server/autostart.hpp).
 int run_serve(const ServeOptions& options, const CommandIo& io) {
-  return server::serve(command_state_dir(options.state, io.env), io.err, io.err);
+  server::ServeConfig config;
+  config.idle_exit = std::chrono::seconds(options.idle_exit_seconds);
+  if (io.env.serve_lock_fd) {
+    const std::string& text = *io.env.serve_lock_fd;
+    if (text.empty() || text.size() > 6 ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      throw InvalidArgument(std::string(server::kLockFdVariable) +
+                            " must be a file descriptor number");
+    }
+    config.inherited_lock_fd = std::stoi(text);
+  }
+  return server::serve(command_state_dir(options.state, io.env), io.err, io.err, config);
 }
 
 CLI::App* add_serve(CLI::App& app, Action& action) {
   CLI::App* serve = app.add_subcommand("serve", "JSON-RPC 2.0 server on DIR/ctx.sock");
   const auto options = std::make_shared<ServeOptions>();
   add_state(serve, options->state);
+  serve
+      ->add_option("--idle-exit", options->idle_exit_seconds,
+                   "exit after this long without a connection (0, the default: never)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0u, 604800u));
   runs(serve, action, options, run_serve);
   return serve;
 }
@@ -164,6 +184,8 @@ CLI::App* add_hook(CLI::App& app, Action& action) {
   const auto options = std::make_shared<HookOptions>();
   add_value(hook, "ADAPTER", options->adapter, "the id of a pinned host adapter")->required();
   add_state(hook, options->state);
+  hook->add_flag("--no-autoserve", options->no_autoserve,
+                 "start no ctx serve when none runs (also CTX_AUTOSERVE=0)");
   runs(hook, action, options, run_hook);
   return hook;
 }
@@ -564,6 +586,10 @@ Environment Environment::from_process() {
   if (const char* value = std::getenv("PATH")) env.path = value;
   if (const char* value = std::getenv("CODEX_HOME")) env.codex_home = value;
   if (const char* value = std::getenv("CLAUDE_CONFIG_DIR")) env.claude_config_dir = value;
+  if (const char* value = std::getenv("CTX_AUTOSERVE")) env.autoserve = value;
+  if (const char* value = std::getenv("CTX_AUTOSERVE_IDLE")) env.autoserve_idle = value;
+  if (const char* value = std::getenv(server::kLockFdVariable)) env.serve_lock_fd = value;
+  env.executable = "/proc/self/exe";  // this very binary, even once replaced on disk
   return env;
 }
 
@@ -594,8 +620,9 @@ std::string usage() {
          "      command's options as the parser defines them, then its lines below\n"
          "  ctx --version              print the version\n" +
          plugin_usage() +
-         "  ctx serve [--state DIR]\n"
-         "      JSON-RPC 2.0 server on DIR/ctx.sock (0600) until SIGTERM/SIGINT\n" +
+         "  ctx serve [--state DIR] [--idle-exit SECONDS]\n"
+         "      JSON-RPC 2.0 server on DIR/ctx.sock (0600) until SIGTERM/SIGINT, SECONDS\n"
+         "      without a connection, or its state dir moved or removed\n" +
          hooks_usage() + catalog_usage() + query_usage() + hook_usage() + policy_usage() +
          journal_usage() + consent_usage() + demo_usage() +
          "\n"

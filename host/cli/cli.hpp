@@ -36,7 +36,13 @@ struct Environment {
   std::optional<std::string> path{};            // $PATH
   std::optional<std::string> codex_home{};      // $CODEX_HOME
   std::optional<std::string> claude_config_dir{};  // $CLAUDE_CONFIG_DIR
-  // Reads the variables above from this process.
+  std::optional<std::string> autoserve{};          // $CTX_AUTOSERVE (0, off, no, false: off)
+  std::optional<std::string> autoserve_idle{};     // $CTX_AUTOSERVE_IDLE (seconds)
+  std::optional<std::string> serve_lock_fd{};      // $CTX_SERVE_LOCK_FD (set by ctx hook)
+  // This process's ctx executable, which `ctx hook` starts `ctx serve` with; nullopt (the CLI
+  // run as a library) starts none.
+  std::optional<std::filesystem::path> executable{};
+  // Reads the variables above from this process, and /proc/self/exe as the executable.
   static Environment from_process();
 };
 

@@ -1,6 +1,7 @@
 // The built-in JSON-RPC method (plugin.list), and `ctx serve`.
 #include <malloc.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -90,7 +91,8 @@ void register_builtin_methods(MethodTable& table, const fs::path& state_dir) {
       [method](const core::Json& params) { return method->cached(params); });
 }
 
-int serve(const fs::path& state_dir, std::ostream& log, std::ostream& err) {
+int serve(const fs::path& state_dir, std::ostream& log, std::ostream& err,
+          const ServeConfig& config) {
   // A long-lived, mostly idle server: two malloc arenas (not one per busy thread) keep what the
   // workers freed reusable instead of resident in per-thread arenas.
   ::mallopt(M_ARENA_MAX, 2);
@@ -105,7 +107,20 @@ int serve(const fs::path& state_dir, std::ostream& log, std::ostream& err) {
     options.state_dir = state_dir;
     options.handle_signals = true;
     options.log = &log;
+    options.idle_exit = config.idle_exit;
+    options.inherited_lock_fd = config.inherited_lock_fd;
+    // Started by a hook: its log is a file in the state dir that nobody rotates, so it gets one
+    // line when the server starts and one when it stops by itself, not one per request.
+    const bool started_by_hook = config.inherited_lock_fd >= 0;
+    options.log_requests = !started_by_hook;
     Server server(std::move(options), std::move(table));
+    if (started_by_hook) {
+      log << core::Json{{"event", "start"},
+                        {"pid", ::getpid()},
+                        {"idle_exit_s", config.idle_exit.count()}}
+                 .dump()
+          << std::endl;
+    }
     server.run();
     return 0;
   } catch (const std::exception& e) {

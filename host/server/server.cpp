@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <cerrno>
@@ -76,6 +77,7 @@ struct Server::Impl {
   // Also when Server's constructor throws after taking the lock: the lock goes with it.
   ~Impl() {
     if (lock_fd >= 0) ::close(lock_fd);
+    if (dir_fd >= 0) ::close(dir_fd);
   }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -85,11 +87,21 @@ struct Server::Impl {
   void forget(Connection* connection);
   void log_request(const std::string& method, const core::Json& id, int code,
                    Clock::time_point started);
+  void log_stop(const char* reason);
+  void take_lock(const fs::path& lock_path);
+  void start_watch();
+  std::optional<const char*> why_stop_by_itself();
+  void remove_socket();
 
   ServerOptions options;
   MethodTable methods;
   fs::path socket_path;
   int lock_fd = -1;
+  int dir_fd = -1;             // the state dir as opened at start: follows it when it is moved
+  struct stat dir_stat {};     // the state dir's identity at start
+  struct stat socket_stat {};  // the socket file's identity once published
+  // When the last connection closed (or the server started): the idle time runs from here.
+  std::atomic<Clock::rep> last_active{Clock::now().time_since_epoch().count()};
   std::atomic<bool> stopping{false};
   std::mutex mutex;  // connections, log
   std::map<Connection*, std::weak_ptr<Connection>> connections;
@@ -98,6 +110,7 @@ struct Server::Impl {
   Protocol::acceptor acceptor{strand};
   std::optional<asio::signal_set> signals;
   asio::steady_timer drain_timer{strand};
+  asio::steady_timer watch_timer{strand};
   bool removed_socket = false;  // guarded by strand (or single-threaded destruction)
   asio::thread_pool workers;
 };
@@ -360,7 +373,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 void Server::Impl::log_request(const std::string& method, const core::Json& id, int code,
                                Clock::time_point started) {
-  if (options.log == nullptr) return;
+  if (options.log == nullptr || !options.log_requests) return;
   const auto micros =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
   core::Json line{{"event", "rpc"},
@@ -378,6 +391,100 @@ void Server::Impl::log_request(const std::string& method, const core::Json& id, 
   const std::lock_guard lock(mutex);
   options.log->write(text.data(), static_cast<std::streamsize>(text.size()));  // one write(2)
   options.log->flush();
+}
+
+void Server::Impl::log_stop(const char* reason) {
+  if (options.log == nullptr) return;
+  std::string text = core::Json{{"event", "stop"}, {"reason", reason}}.dump(
+      -1, ' ', false, core::Json::error_handler_t::replace);
+  text += '\n';
+  const std::lock_guard lock(mutex);
+  options.log->write(text.data(), static_cast<std::streamsize>(text.size()));
+  options.log->flush();
+}
+
+// The per-state-dir lock: held for the server's life on lock_fd (flock, so it goes with the
+// process however it ends). An inherited description must be of this very file and lockable.
+void Server::Impl::take_lock(const fs::path& lock_path) {
+  const fs::path& dir = options.state_dir;
+  if (options.inherited_lock_fd >= 0) {
+    const int fd = options.inherited_lock_fd;
+    struct stat held {};
+    struct stat named {};
+    if (::fstat(fd, &held) != 0 || !S_ISREG(held.st_mode) ||
+        ::lstat(lock_path.c_str(), &named) != 0 || held.st_dev != named.st_dev ||
+        held.st_ino != named.st_ino || ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      throw FailedPrecondition(
+          "the server lock handed down to ctx serve is not the lock of state directory " +
+          dir.string());
+    }
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    lock_fd = fd;
+    return;
+  }
+  lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lock_fd < 0) {
+    throw SystemError("cannot open " + lock_path.string() + ": " + errno_text());
+  }
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(lock_fd);
+    lock_fd = -1;
+    if (error == EWOULDBLOCK) {
+      throw FailedPrecondition("another ctx serve is already running for state directory " +
+                               dir.string());
+    }
+    throw SystemError("cannot lock " + lock_path.string() + ": " + std::strerror(error));
+  }
+}
+
+// Why the server should stop now without being asked, if it should: its state dir is no longer
+// at its path (moved, removed, replaced), its socket file is gone or another file (nobody can
+// reach it), or it was idle for idle_exit.
+std::optional<const char*> Server::Impl::why_stop_by_itself() {
+  struct stat st {};
+  if (::lstat(options.state_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_dev != dir_stat.st_dev || st.st_ino != dir_stat.st_ino) {
+    return "the state directory was moved or removed";
+  }
+  if (::lstat(socket_path.c_str(), &st) != 0 || st.st_dev != socket_stat.st_dev ||
+      st.st_ino != socket_stat.st_ino) {
+    return "the socket file was removed or replaced";
+  }
+  if (options.idle_exit.count() > 0) {
+    const std::lock_guard lock(mutex);
+    const Clock::time_point since{Clock::duration(last_active.load())};
+    if (connections.empty() && Clock::now() - since >= options.idle_exit) return "idle";
+  }
+  return std::nullopt;
+}
+
+void Server::Impl::start_watch() {  // on strand
+  if (options.watch_interval.count() <= 0 || stopping.load()) return;
+  auto interval = options.watch_interval;
+  if (options.idle_exit.count() > 0) interval = std::min(interval, options.idle_exit);
+  watch_timer.expires_after(interval);
+  watch_timer.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopping.load()) return;
+    if (const auto reason = why_stop_by_itself()) {
+      log_stop(*reason);
+      begin_stop();
+      return;
+    }
+    start_watch();
+  });
+}
+
+// Removes the socket file this server published, wherever its state dir is now, and only that
+// file (not one another server put at the same name since).
+void Server::Impl::remove_socket() {
+  if (removed_socket || socket_path.empty()) return;
+  removed_socket = true;
+  struct stat st {};
+  if (dir_fd >= 0 && ::fstatat(dir_fd, kSocketFile, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      st.st_dev == socket_stat.st_dev && st.st_ino == socket_stat.st_ino) {
+    ::unlinkat(dir_fd, kSocketFile, 0);
+  }
 }
 
 void Server::Impl::start_accept() {
@@ -398,10 +505,8 @@ void Server::Impl::begin_stop() {  // on strand
   if (stopping.exchange(true)) return;
   boost::system::error_code ignored;
   acceptor.close(ignored);
-  if (!removed_socket) {
-    ::unlink(socket_path.c_str());
-    removed_socket = true;
-  }
+  remove_socket();
+  watch_timer.cancel();
   if (signals) {
     // Removed from the set, SIGTERM and SIGINT get their default action back: a second one
     // ends a server whose drain waits on a stuck request, as an operator expects.
@@ -437,6 +542,7 @@ void Server::Impl::forget(Connection* connection) {
     const std::lock_guard lock(mutex);
     connections.erase(connection);
     drained = connections.empty();
+    last_active = Clock::now().time_since_epoch().count();
   }
   if (drained && stopping.load()) {
     asio::post(strand, [this] { drain_timer.cancel(); });
@@ -451,20 +557,10 @@ Server::Server(ServerOptions options, MethodTable methods)
     throw InvalidArgument("state directory " + dir.string() + " must be an absolute path");
   }
   require_private_dir(dir);
-  const fs::path lock_path = dir / kSocketLockFile;
-  impl.lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (impl.lock_fd < 0) {
-    throw SystemError("cannot open " + lock_path.string() + ": " + errno_text());
-  }
-  if (::flock(impl.lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    const int error = errno;
-    ::close(impl.lock_fd);
-    impl.lock_fd = -1;
-    if (error == EWOULDBLOCK) {
-      throw FailedPrecondition("another ctx serve is already running for state directory " +
-                               dir.string());
-    }
-    throw SystemError("cannot lock " + lock_path.string() + ": " + std::strerror(error));
+  impl.take_lock(dir / kSocketLockFile);
+  impl.dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (impl.dir_fd < 0 || ::fstat(impl.dir_fd, &impl.dir_stat) != 0) {
+    throw SystemError("cannot open state directory " + dir.string() + ": " + errno_text());
   }
   impl.socket_path = dir / kSocketFile;
   // Bound and listening under a staging name, then renamed into place: a client that finds the
@@ -495,6 +591,9 @@ Server::Server(ServerOptions options, MethodTable methods)
   if (ec) throw SystemError("cannot bind " + impl.socket_path.string() + ": " + ec.message());
   ::chmod(staged.c_str(), 0600);
   impl.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec && ::lstat(staged.c_str(), &impl.socket_stat) != 0) {
+    ec = boost::system::error_code(errno, boost::system::system_category());
+  }
   if (ec || ::rename(staged.c_str(), impl.socket_path.c_str()) != 0) {
     const std::string why = ec ? ec.message() : std::string(std::strerror(errno));
     ::unlink(staged.c_str());
@@ -509,10 +608,7 @@ Server::~Server() {
   impl.io.stop();
   impl.workers.join();
   impl.acceptor.close(ignored);
-  if (!impl.removed_socket && !impl.socket_path.empty()) {
-    ::unlink(impl.socket_path.c_str());
-    impl.removed_socket = true;
-  }
+  impl.remove_socket();
 }
 
 void Server::run() {
@@ -520,6 +616,8 @@ void Server::run() {
   asio::post(impl.strand, [&impl] {
     if (impl.stopping.load()) return impl.begin_stop();
     impl.start_accept();
+    impl.last_active = Clock::now().time_since_epoch().count();
+    impl.start_watch();
     if (impl.signals) {
       impl.signals->async_wait([&impl](boost::system::error_code ec, int) {
         if (!ec) impl.begin_stop();

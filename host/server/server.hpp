@@ -3,7 +3,9 @@
 // from a MethodTable (name -> handler); handlers run on a small worker pool under a per-request
 // deadline, after a method's optional non-blocking fast path (FastHandler) found no answer on the
 // connection's I/O thread. stop() (or SIGTERM/SIGINT when handle_signals) refuses new connections,
-// lets in-flight requests finish, removes the socket file; run() then returns.
+// lets in-flight requests finish, removes the socket file; run() then returns. The server also
+// stops so by itself when its state dir or socket file is moved, removed or replaced under it, and
+// after an idle time when one is set (ServerOptions::idle_exit).
 #ifndef CTX_HOST_SERVER_SERVER_HPP_
 #define CTX_HOST_SERVER_SERVER_HPP_
 
@@ -82,6 +84,17 @@ struct ServerOptions {
   std::chrono::milliseconds drain_timeout{10'000};          // after stop(), then force-close
   bool handle_signals = false;                              // SIGTERM/SIGINT -> stop()
   std::ostream* log = nullptr;  // one JSON line per request; nullptr: no log
+  bool log_requests = true;     // false: only the lines on why the server stopped by itself
+  // No connection open for this long: the server stops as by stop(). Zero: never.
+  std::chrono::milliseconds idle_exit{0};
+  // How often the server checks that its state dir and socket file are still the ones it started
+  // with (a directory moved or removed, a socket file removed or replaced: it stops), and its
+  // idle time.
+  std::chrono::milliseconds watch_interval{1'000};
+  // An open file description of <state>/ctx.sock.lock handed down by the process that started
+  // this server (ctx hook's auto-start, which holds the lock on it): the server takes the lock
+  // over through it instead of opening the file. -1: none.
+  int inherited_lock_fd = -1;
 };
 
 class Server {
@@ -89,8 +102,8 @@ class Server {
   // Checks that state_dir is a private directory of this user (no symlink, no group/other
   // access), takes the per-state-dir lock, and binds and listens on <state>/ctx.sock (0600;
   // a stale socket file is replaced). Errors: FailedPrecondition (not private, missing, another
-  // server running: the message names the state dir), InvalidArgument (path too long),
-  // SystemError.
+  // server running: the message names the state dir; an inherited_lock_fd that is not an open
+  // description of this state dir's lock file), InvalidArgument (path too long), SystemError.
   Server(ServerOptions options, MethodTable methods);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -119,9 +132,19 @@ void register_builtin_methods(MethodTable& table, const std::filesystem::path& s
 // `desired.set`. Nothing is opened until the first request.
 void register_service_methods(MethodTable& table, const std::filesystem::path& state_dir);
 
+// How `ctx serve` was asked to run.
+struct ServeConfig {
+  std::chrono::seconds idle_exit{0};  // --idle-exit SECONDS; zero: never
+  // The lock handed down by `ctx hook` (autostart.hpp's kLockFdVariable): the server was started
+  // by a hook, logs one start line and the reason it stopped, never a line per request. -1: none.
+  int inherited_lock_fd = -1;
+};
+
 // `ctx serve`: the built-in and service methods, signals handled, log on `log`. Returns the exit
-// code (0 after a graceful stop, 1 when the server cannot start, with one line on `err`).
-int serve(const std::filesystem::path& state_dir, std::ostream& log, std::ostream& err);
+// code (0 after a graceful stop, also one by itself: idle, state dir moved or removed; 1 when the
+// server cannot start, with one line on `err`).
+int serve(const std::filesystem::path& state_dir, std::ostream& log, std::ostream& err,
+          const ServeConfig& config = {});
 
 }  // namespace ctx::server
 

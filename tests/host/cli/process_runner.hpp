@@ -36,9 +36,19 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, const std
       ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     throw std::runtime_error("pipe failed");
   }
+  // This process's environment, where `extra_env` overrides: "NAME=VALUE" replaces NAME,
+  // "NAME" alone removes it.
+  const auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  for (const auto& e : extra_env) env_strings.push_back(e);
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    bool overridden = false;
+    for (const auto& extra : extra_env) overridden = overridden || name_of(extra) == name_of(entry);
+    if (!overridden) env_strings.push_back(entry);
+  }
+  for (const auto& e : extra_env) {
+    if (e.find('=') != std::string::npos) env_strings.push_back(e);
+  }
   std::vector<char*> args, envp;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
