@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "host/cli/bundled_plugins.hpp"
+#include "host/cli/consent_command.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/catalog.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
@@ -17,9 +18,12 @@ namespace ctx::cli {
 namespace fs = std::filesystem;
 
 std::string catalog_usage() {
-  return "  ctx init [--state DIR]\n"
+  return "  ctx init [--state DIR] [--trust-key FILE]\n"
          "      create the private state directory and its installation key, and pin the\n"
-         "      plugins bundled next to ctx into DIR/plugins.lock.json; idempotent\n"
+         "      plugins bundled next to ctx into DIR/plugins.lock.json; idempotent.\n"
+         "      --trust-key: trust that public key for your consent decisions (as ctx consent\n"
+         "      trust --key); without it, on a terminal, offers ~/.ssh/id_ed25519.pub while no\n"
+         "      key is trusted\n"
          "  ctx catalog import DIR [--state DIR] [--json]\n"
          "      validate a catalog (skills/<name>/SKILL.md, agents/<name>.md,\n"
          "      mcp-servers/<name>.json, harnesses/<name>.json) and import it; one error\n"
@@ -47,6 +51,12 @@ int run_init(const InitOptions& options, const CommandIo& io) {
     policy.persist(runtime::InstallConsentPolicy::safe_default());
     out << "persisted the default install policy: ask-each-time for skills, agents and mcp "
            "servers\n";
+  }
+  const std::string audience(runtime::kStateConsentAudience);
+  if (options.trust_key) {
+    trust_key_file(dir, *options.trust_key, audience, /*json=*/false, out);
+  } else {
+    offer_user_key(dir, io);
   }
   return kExitOk;
 }

@@ -19,6 +19,8 @@ namespace ctx::cli {
 
 struct InitOptions {
   std::optional<std::filesystem::path> state;
+  // --trust-key FILE: trust that public key for consent decisions (ctx consent trust --key).
+  std::optional<std::filesystem::path> trust_key;
 };
 
 struct CatalogImportOptions {

@@ -128,6 +128,9 @@ CLI::App* add_init(CLI::App& app, Action& action) {
   CLI::App* init = app.add_subcommand("init", "create the state directory");
   const auto options = std::make_shared<InitOptions>();
   add_state(init, options->state);
+  add_value(init, "--trust-key", options->trust_key,
+            "trust this public key for your consent decisions")
+      ->type_name("FILE");
   runs(init, action, options, run_init);
   return init;
 }
@@ -287,9 +290,9 @@ CLI::App* add_consent(CLI::App& app, Action& action) {
     options->decision = decision;
     CLI::App* decide = consent->add_subcommand(
         decision == engine::Decision::kGranted ? "approve" : "deny", "sign and resolve a decision");
-    add_value(decide, "CHALLENGE_DIGEST", options->challenge_digest,
-              "the challenge (ctx consent show)")
-        ->required();
+    add_value(decide, "CHALLENGE", options->challenge,
+              "the challenge's digest or capability name (ctx consent show); none: the one "
+              "pending");
     add_value(decide, "--key", options->key, "your private signing key")
         ->type_name("FILE")
         ->required();
@@ -314,23 +317,46 @@ CLI::App* add_consent(CLI::App& app, Action& action) {
 
   const auto trust_options = std::make_shared<ConsentTrustOptions>();
   CLI::App* trust = consent->add_subcommand("trust", "trust a verifier for a decision key");
-  add_value(trust, "--audience", trust_options->audience, "the audience of the decisions")
-      ->type_name("A")
-      ->required();
-  add_value(trust, "--authenticator", trust_options->authenticator, "the authenticator id")
-      ->type_name("ID")
-      ->required();
-  add_value(trust, "--principal", trust_options->principal, "the principal digest")
-      ->type_name("DIGEST")
-      ->required();
-  add_value(trust, "--verifier", trust_options->verifier, "the pinned verifier plugin id")
-      ->type_name("PLUGIN_ID")
-      ->required();
-  add_value(trust, "--config", trust_options->config, "the verifier configuration (the public key)")
-      ->type_name("FILE")
-      ->required();
+  add_value(trust, "--audience", trust_options->audience,
+            "the audience of the decisions (default ctx-local)")
+      ->type_name("A");
+  CLI::Option* key =
+      add_value(trust, "--key", trust_options->key, "your public key (derives all the rest)")
+          ->type_name("FILE");
+  // Without --key all four are required; with it none may be given.
+  std::vector<CLI::Option*> explicit_form = {
+      add_value(trust, "--authenticator", trust_options->authenticator, "the authenticator id")
+          ->type_name("ID"),
+      add_value(trust, "--principal", trust_options->principal, "the principal digest")
+          ->type_name("DIGEST"),
+      add_value(trust, "--verifier", trust_options->verifier, "the pinned verifier plugin id")
+          ->type_name("PLUGIN_ID"),
+      add_value(trust, "--config", trust_options->config,
+                "the verifier configuration (the public key)")
+          ->type_name("FILE")};
+  for (CLI::Option* option : explicit_form) option->excludes(key);
   add_common(trust, trust_options->common);
-  runs(trust, action, trust_options, run_consent_trust);
+  trust->callback([&action, trust_options, key, explicit_form] {
+    if (key->count() == 0) {
+      for (CLI::Option* option : explicit_form) {
+        if (option->count() == 0) throw CLI::RequiredError(option->get_name());
+      }
+    }
+    action = [trust_options](const CommandIo& io) { return run_consent_trust(*trust_options, io); };
+  });
+
+  const auto keys_options = std::make_shared<ConsentKeysOptions>();
+  CLI::App* keys = consent->add_subcommand("keys", "the trusted decision keys");
+  add_common(keys, keys_options->common);
+  runs(keys, action, keys_options, run_consent_keys);
+
+  const auto untrust_options = std::make_shared<ConsentUntrustOptions>();
+  CLI::App* untrust = consent->add_subcommand("untrust", "stop trusting a decision key");
+  add_value(untrust, "FINGERPRINT", untrust_options->fingerprint,
+            "the key's fingerprint (ctx consent keys)")
+      ->required();
+  add_common(untrust, untrust_options->common);
+  runs(untrust, action, untrust_options, run_consent_untrust);
   return consent;
 }
 

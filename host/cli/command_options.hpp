@@ -27,6 +27,11 @@ struct CommandIo {
 std::filesystem::path command_state_dir(const std::optional<std::filesystem::path>& state,
                                         const Environment& env);
 
+// The state dir the ctx commands a command prints must name (--state DIR): nullopt when `state`
+// is the default one a fresh shell of this user finds (runtime::printed_state_dir).
+std::optional<std::filesystem::path> printed_state(const std::filesystem::path& state,
+                                                   const Environment& env);
+
 // Replaces CR/LF so a message is one line.
 std::string single_line_text(std::string text);
 

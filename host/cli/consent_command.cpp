@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <istream>
@@ -18,6 +20,7 @@
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/catalog/state_service.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
+#include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 
 namespace ctx::cli {
@@ -72,17 +75,64 @@ std::string read_assertion(const std::string& source, std::istream& stdin_stream
   return bytes;
 }
 
+// "pdf-export (skill) DIGEST" for each of `challenges`, comma-separated.
+std::string listed(const std::vector<runtime::ManagedConsentChallengeProjection>& challenges) {
+  std::string text;
+  for (const auto& c : challenges) {
+    const std::string& id = c.capability_id();
+    const auto colon = id.find(':');
+    text += (text.empty() ? "" : ", ") +
+            (colon == std::string::npos ? id
+                                        : id.substr(colon + 1) + " (" + id.substr(0, colon) + ")") +
+            " " + c.challenge_digest();
+  }
+  return text;
+}
+
+// The challenge digest `selector` names: a digest as given; a capability name ("pdf-export",
+// "skill:pdf-export") or "" (any): the one pending challenge that matches. Errors: NotFound (no
+// pending challenge matches); FailedPrecondition (several match: listed); InvalidArgument.
+std::string chosen_challenge(runtime::StateService& state, const std::string& selector) {
+  if (core::is_sha256_hex(selector)) return selector;
+  const bool name_shape = !selector.empty() && selector.size() <= 128 &&
+                          std::all_of(selector.begin(), selector.end(), [](char c) {
+                            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                                   c == '_' || c == ':' || c == '@' || c == '-';
+                          });
+  if (!selector.empty() && !name_shape) {
+    throw InvalidArgument(
+        "CHALLENGE must be a challenge digest (64 lower-case hex) or a capability "
+        "name such as pdf-export");
+  }
+  std::vector<runtime::ManagedConsentChallengeProjection> matching;
+  for (auto& c : state.pending_challenges()) {
+    const std::string& id = c.capability_id();
+    const auto colon = id.find(':');
+    if (selector.empty() || id == selector ||
+        (colon != std::string::npos && id.substr(colon + 1) == selector)) {
+      matching.push_back(std::move(c));
+    }
+  }
+  if (matching.empty()) {
+    throw NotFound(selector.empty() ? std::string("no install consent is pending")
+                                    : "no install consent is pending for " + selector);
+  }
+  if (matching.size() > 1) {
+    throw FailedPrecondition(std::to_string(matching.size()) + " install consents are pending" +
+                             (selector.empty() ? "" : " for " + selector) +
+                             ": name one by its digest: " + listed(matching));
+  }
+  return matching.front().challenge_digest();
+}
+
 void require_digest(const std::string& digest) {
   if (!core::is_sha256_hex(digest)) {
     throw InvalidArgument("CHALLENGE_DIGEST must be 64 lower-case hex characters");
   }
 }
 
-std::string approve_command(const std::string& digest, const char* verb) {
-  return std::string("ctx consent ") + verb + " " + digest + " --key FILE";
-}
-
-void print_decision(const runtime::ConsentDecisionResult& result, bool json, std::ostream& out) {
+void print_decision(const runtime::ConsentDecisionResult& result, bool json,
+                    const std::optional<fs::path>& shown_state, std::ostream& out) {
   if (json) {
     out << core::canonical_json(runtime::consent_decision_json(result)) << "\n";
     return;
@@ -100,8 +150,9 @@ void print_decision(const runtime::ConsentDecisionResult& result, bool json, std
                 : "");
   }
   if (const auto& next = r.next_challenge()) {
-    out << "; decide with: " << approve_command(next->challenge_digest(), "approve") << " or "
-        << approve_command(next->challenge_digest(), "deny");
+    out << "; decide with: "
+        << runtime::consent_command("approve", next->challenge_digest(), shown_state) << " or "
+        << runtime::consent_command("deny", next->challenge_digest(), shown_state);
   }
   out << "\n";
 }
@@ -112,10 +163,13 @@ std::string consent_usage() {
   return "  ctx consent show [--state DIR] [--json]\n"
          "      the install consent challenges awaiting your decision: capability, challenge\n"
          "      digest, expiry and the exact approve / deny command\n"
-         "  ctx consent approve|deny CHALLENGE_DIGEST --key FILE [--state DIR] [--json]\n"
-         "      sign the decision with your own key (Ed25519 PEM, or an OpenSSH key through\n"
-         "      ssh-keygen -Y sign: ssh-agent or a security key may hold it) and resolve it;\n"
-         "      a grant installs the skill and activates it where the host loads skills\n"
+         "  ctx consent approve|deny [CHALLENGE] --key FILE [--state DIR] [--json]\n"
+         "      CHALLENGE: the challenge digest, or a capability name (pdf-export) naming the\n"
+         "      one pending challenge for it; none: the one pending challenge (several: listed,\n"
+         "      nothing decided). Signs the decision with your own key (Ed25519 PEM, or an\n"
+         "      OpenSSH key through ssh-keygen -Y sign: ssh-agent or a security key may hold\n"
+         "      it) and resolves it; a grant installs the skill and activates it where the host\n"
+         "      loads skills\n"
          "  ctx consent resolve --assertion FILE|- [--state DIR] [--json]\n"
          "      resolve a signed decision assertion (the wire payload; one trailing newline\n"
          "      is ignored)\n"
@@ -124,18 +178,27 @@ std::string consent_usage() {
          "      authenticating; never installs twice\n"
          "      exit codes: 0 the outcome is printed, 1 refused or failed (one stderr line;\n"
          "      a refused decision changes nothing), 2 usage\n"
-         "  ctx consent trust --audience A --authenticator ID --principal DIGEST\n"
-         "                    --verifier PLUGIN_ID --config FILE [--state DIR] [--json]\n"
-         "      trust the pinned verifier PLUGIN_ID, configured with the public key in FILE,\n"
-         "      to check the decisions of (A, ID, DIGEST)\n";
+         "  ctx consent trust --key FILE [--audience A] [--state DIR] [--json]\n"
+         "      trust your public key (ssh-ed25519, sk-ssh-ed25519@openssh.com or Ed25519 PEM):\n"
+         "      verifier, authenticator and principal (the SHA-256 of its OpenSSH key blob) are\n"
+         "      derived from it; audience ctx-local unless A; trusting it again changes nothing.\n"
+         "      By hand instead of --key: --authenticator ID --principal DIGEST\n"
+         "      --verifier PLUGIN_ID --config FILE trusts the pinned verifier PLUGIN_ID,\n"
+         "      configured with the public key in FILE, to check the decisions of (A, ID, DIGEST)\n"
+         "  ctx consent keys [--state DIR] [--json]\n"
+         "      the trusted keys, with the fingerprint ssh-keygen -l prints\n"
+         "  ctx consent untrust FINGERPRINT [--state DIR] [--json]\n"
+         "      stop trusting the key with that fingerprint\n";
 }
 
 int run_consent_show(const ConsentShowOptions& options, const CommandIo& io) {
-  auto state = runtime::StateService::open(command_state_dir(options.common.state, io.env));
+  const fs::path state_dir = command_state_dir(options.common.state, io.env);
+  const std::optional<fs::path> shown_state = printed_state(state_dir, io.env);
+  auto state = runtime::StateService::open(state_dir);
   const auto challenges = state->pending_challenges();
   std::ostream& out = io.out;
   if (options.common.json) {
-    out << core::canonical_json(runtime::consent_show_json(challenges)) << "\n";
+    out << core::canonical_json(runtime::consent_show_json(challenges, shown_state)) << "\n";
     return kExitOk;
   }
   if (challenges.empty()) {
@@ -146,37 +209,40 @@ int run_consent_show(const ConsentShowOptions& options, const CommandIo& io) {
     out << c.capability_id() << " (" << engine::to_string(c.kind())
         << ") asks for install consent: challenge " << c.challenge_digest() << ", expires "
         << c.expires_at() << "\n"
-        << "  approve: " << approve_command(c.challenge_digest(), "approve") << "\n"
-        << "  deny:    " << approve_command(c.challenge_digest(), "deny") << "\n";
+        << "  approve: " << runtime::consent_command("approve", c.challenge_digest(), shown_state)
+        << "\n"
+        << "  deny:    " << runtime::consent_command("deny", c.challenge_digest(), shown_state)
+        << "\n";
   }
   return kExitOk;
 }
 
 int run_consent_resolve(const ConsentResolveOptions& options, const CommandIo& io) {
   const std::string payload = read_assertion(options.assertion, io.in);
-  auto state = runtime::StateService::open(command_state_dir(options.common.state, io.env));
+  const fs::path state_dir = command_state_dir(options.common.state, io.env);
+  auto state = runtime::StateService::open(state_dir);
   if (progress_wanted(io.err)) io.err << "ctx: checking the signed decision...\n";
   const auto result = state->resolve_consent(payload);
-  print_decision(result, options.common.json, io.out);
+  print_decision(result, options.common.json, printed_state(state_dir, io.env), io.out);
   return kExitOk;
 }
 
 int run_consent_recover(const ConsentRecoverOptions& options, const CommandIo& io) {
   require_digest(options.challenge_digest);
-  auto state = runtime::StateService::open(command_state_dir(options.common.state, io.env));
+  const fs::path state_dir = command_state_dir(options.common.state, io.env);
+  auto state = runtime::StateService::open(state_dir);
   if (progress_wanted(io.err)) io.err << "ctx: recovering the consent's durable state...\n";
   const auto result = state->recover_consent(options.challenge_digest);
-  print_decision(result, options.common.json, io.out);
+  print_decision(result, options.common.json, printed_state(state_dir, io.env), io.out);
   return kExitOk;
 }
 
 int run_consent_decide(const ConsentDecideOptions& options, const CommandIo& io) {
-  const std::string& digest = options.challenge_digest;
   const engine::Decision decision = options.decision;
-  require_digest(digest);
   const UserDecisionKey key = UserDecisionKey::load(options.key);
   const fs::path state_dir = command_state_dir(options.common.state, io.env);
   auto state = runtime::StateService::open(state_dir);
+  const std::string digest = chosen_challenge(*state, options.challenge);
   const auto challenge = state->challenge(digest);
   const plugins::PluginRegistry none;
   const runtime::TrustedVerifierRegistry trusted(state_dir, none);
@@ -196,17 +262,16 @@ int run_consent_decide(const ConsentDecideOptions& options, const CommandIo& io)
     err << "ctx: " << challenge.capability_id() << " activation "
         << engine::to_string(result.activation->outcome) << "\n";
   }
-  print_decision(result, options.common.json, io.out);
+  print_decision(result, options.common.json, printed_state(state_dir, io.env), io.out);
   return kExitOk;
 }
 
-int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io) {
-  const runtime::VerifierKey key{options.audience, options.authenticator, options.principal};
-  const std::string& plugin_id = options.verifier;
-  const core::Json config = read_config_file(options.config);
-  const fs::path state = command_state_dir(options.common.state, io.env);
-  std::ostream& out = io.out;
+namespace {
 
+// Loads the pinned verifier `plugin_id` of `state` and registers `key` for it with `config`;
+// returns the plugin's identity digest. Errors: NotFound (not pinned); the registry's.
+std::string register_verifier(const fs::path& state, const runtime::VerifierKey& key,
+                              const std::string& plugin_id, const core::Json& config) {
   const plugins::LockFile lock = plugins::LockFile::load(state / "plugins.lock.json");
   const plugins::LockEntry* entry = lock.find(plugins::PluginKind::kVerifier, plugin_id);
   if (entry == nullptr) {
@@ -217,6 +282,107 @@ int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io) {
   const std::string identity = plugins.add(plugins::PluginLoader(state).load(*entry));
   runtime::TrustedVerifierRegistry registry(state, plugins);
   registry.add(key, plugin_id, config);
+  return identity;
+}
+
+// "ssh-ed25519" of a registration's sshsig line, "ed25519" of an ed25519 PEM, else its plugin id.
+std::string key_type_of(const runtime::VerifierRegistration& r) {
+  if (r.plugin_id == "sshsig") {
+    const auto line = r.config.find("public_key");
+    if (line != r.config.end() && line->is_string()) {
+      const std::string& text = line->get_ref<const std::string&>();
+      return text.substr(0, text.find(' '));
+    }
+  }
+  return r.plugin_id;
+}
+
+bool is_fingerprint(std::string_view text) {
+  constexpr std::string_view kPrefix = "SHA256:";
+  if (text.size() != kPrefix.size() + 43 || text.substr(0, kPrefix.size()) != kPrefix) {
+    return false;
+  }
+  return std::all_of(text.begin() + kPrefix.size(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/';
+  });
+}
+
+}  // namespace
+
+bool trust_key_file(const fs::path& state, const fs::path& file, const std::string& audience,
+                    bool json, std::ostream& out) {
+  const TrustKey key = read_trust_key(file);
+  const plugins::PluginRegistry none;
+  bool already = false;
+  for (const auto& r : runtime::TrustedVerifierRegistry(state, none).registrations()) {
+    already = already || (r.key.audience == audience && r.plugin_id == key.verifier_id &&
+                          config_fingerprint(r.plugin_id, r.config) == key.fingerprint);
+  }
+  const runtime::VerifierKey verifier_key{audience, key.authenticator_id, key.principal_digest};
+  std::string identity;
+  if (!already) identity = register_verifier(state, verifier_key, key.verifier_id, key.config);
+  if (json) {
+    out << core::canonical_json(core::Json{{"audience", audience},
+                                           {"authenticator_id", key.authenticator_id},
+                                           {"principal_digest", key.principal_digest},
+                                           {"verifier", key.verifier_id},
+                                           {"fingerprint", key.fingerprint},
+                                           {"key_type", key.key_type},
+                                           {"already_trusted", already}})
+        << "\n";
+  } else if (already) {
+    out << key.fingerprint << " (" << key.key_type << ") is already trusted for audience "
+        << audience << "\n";
+  } else {
+    out << "trusted " << key.fingerprint << " (" << key.key_type << ") for audience " << audience
+        << ": verifier " << key.verifier_id << " (identity " << identity << "), authenticator "
+        << key.authenticator_id << ", principal " << key.principal_digest << "\n";
+  }
+  return !already;
+}
+
+void offer_user_key(const fs::path& state, const CommandIo& io) {
+  if (&io.in != &std::cin || ::isatty(STDIN_FILENO) != 1 || ::isatty(STDERR_FILENO) != 1 ||
+      !io.env.home || !fs::path(*io.env.home).is_absolute()) {
+    return;
+  }
+  const fs::path pub = fs::path(*io.env.home) / ".ssh" / "id_ed25519.pub";
+  std::error_code ec;
+  if (!fs::is_regular_file(pub, ec)) return;
+  const plugins::PluginRegistry none;
+  if (!runtime::TrustedVerifierRegistry(state, none).registrations().empty()) return;
+  std::string fingerprint;
+  try {
+    fingerprint = read_trust_key(pub).fingerprint;
+  } catch (const Error&) {
+    return;  // not a key consent trust takes: nothing to offer
+  }
+  io.err << "ctx: trust your SSH key " << pub.string() << " (" << fingerprint
+         << ") to sign your install consent decisions? [y/N] " << std::flush;
+  std::string answer;
+  std::getline(io.in, answer);
+  if (answer == "y" || answer == "Y" || answer == "yes") {
+    trust_key_file(state, pub, std::string(runtime::kStateConsentAudience), false, io.out);
+  } else {
+    io.err << "ctx: not trusted; later: ctx consent trust --key FILE\n";
+  }
+}
+
+int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io) {
+  const std::string audience =
+      options.audience.value_or(std::string(runtime::kStateConsentAudience));
+  std::ostream& out = io.out;
+  if (options.key) {
+    trust_key_file(command_state_dir(options.common.state, io.env), *options.key, audience,
+                   options.common.json, out);
+    return kExitOk;
+  }
+
+  const runtime::VerifierKey key{audience, options.authenticator, options.principal};
+  const std::string& plugin_id = options.verifier;
+  const core::Json config = read_config_file(options.config);
+  const fs::path state = command_state_dir(options.common.state, io.env);
+  const std::string identity = register_verifier(state, key, plugin_id, config);
   if (options.common.json) {
     out << core::canonical_json(core::Json{{"audience", key.audience},
                                            {"authenticator_id", key.authenticator_id},
@@ -228,6 +394,67 @@ int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io) {
     out << "trusted verifier " << plugin_id << " (identity " << identity << ") for audience "
         << key.audience << ", authenticator " << key.authenticator_id << ", principal "
         << key.principal_digest << "\n";
+  }
+  return kExitOk;
+}
+
+int run_consent_keys(const ConsentKeysOptions& options, const CommandIo& io) {
+  const fs::path state = command_state_dir(options.common.state, io.env);
+  const plugins::PluginRegistry none;
+  const auto registrations = runtime::TrustedVerifierRegistry(state, none).registrations();
+  std::ostream& out = io.out;
+  if (options.common.json) {
+    core::Json keys = core::Json::array();
+    for (const auto& r : registrations) {
+      const auto fingerprint = config_fingerprint(r.plugin_id, r.config);
+      keys.push_back({{"fingerprint", fingerprint ? core::Json(*fingerprint) : core::Json()},
+                      {"key_type", key_type_of(r)},
+                      {"verifier", r.plugin_id},
+                      {"audience", r.key.audience},
+                      {"authenticator_id", r.key.authenticator_id},
+                      {"principal_digest", r.key.principal_digest}});
+    }
+    out << core::canonical_json(core::Json{{"keys", std::move(keys)}}) << "\n";
+    return kExitOk;
+  }
+  if (registrations.empty()) {
+    out << "no decision key is trusted (ctx consent trust --key FILE)\n";
+    return kExitOk;
+  }
+  for (const auto& r : registrations) {
+    out << config_fingerprint(r.plugin_id, r.config).value_or("(no public key)") << " "
+        << key_type_of(r) << ": audience " << r.key.audience << ", authenticator "
+        << r.key.authenticator_id << ", principal " << r.key.principal_digest << ", verifier "
+        << r.plugin_id << "\n";
+  }
+  return kExitOk;
+}
+
+int run_consent_untrust(const ConsentUntrustOptions& options, const CommandIo& io) {
+  if (!is_fingerprint(options.fingerprint)) {
+    throw InvalidArgument(
+        "FINGERPRINT must be SHA256: and 43 base64 characters, as ctx consent "
+        "keys prints it");
+  }
+  const fs::path state = command_state_dir(options.common.state, io.env);
+  const plugins::PluginRegistry none;
+  runtime::TrustedVerifierRegistry registry(state, none);
+  std::vector<runtime::VerifierKey> keys;
+  for (const auto& r : registry.registrations()) {
+    if (config_fingerprint(r.plugin_id, r.config) == options.fingerprint) keys.push_back(r.key);
+  }
+  if (keys.empty()) {
+    throw NotFound("no trusted key has fingerprint " + options.fingerprint +
+                   " (ctx consent keys lists them)");
+  }
+  registry.remove(keys);
+  if (options.common.json) {
+    io.out << core::canonical_json(
+                  core::Json{{"fingerprint", options.fingerprint}, {"removed", keys.size()}})
+           << "\n";
+  } else {
+    io.out << "untrusted " << options.fingerprint << " (" << keys.size() << " registration"
+           << (keys.size() == 1 ? "" : "s") << ")\n";
   }
   return kExitOk;
 }

@@ -3,8 +3,11 @@
 //       the current challenges awaiting a decision (StateService::pending_challenges): for each
 //       {audience, capability_id, challenge_digest, expires_at, kind, approve, deny} — approve /
 //       deny are the exact commands to run; no paths, secrets or bodies.
-//   ctx consent approve|deny CHALLENGE_DIGEST --key FILE [--state DIR] [--json]
-//       builds the spec §5.6 assertion for the challenge (a fresh random nonce, issued now,
+//   ctx consent approve|deny [CHALLENGE] --key FILE [--state DIR] [--json]
+//       CHALLENGE: a challenge digest; or a capability name ("pdf-export" or "skill:pdf-export"):
+//       the one pending challenge for it; or nothing: the one pending challenge of the state dir.
+//       No match, or more than one (they are listed), is a refusal that changes nothing.
+//       Builds the spec §5.6 assertion for the challenge (a fresh random nonce, issued now,
 //       expiring at the earlier of the challenge's expiry and now + 10 min), signs it with the
 //       user's key (consent_key.hpp; the key must be trusted for the challenge's audience:
 //       ctx consent trust) and resolves it; after a grant the skill is installed and activated.
@@ -23,12 +26,24 @@
 //       A key may be registered once. FILE holds the public key material only: for the user's
 //       Ed25519 key {"public_key_pem": "..."} (verifier ed25519), for an OpenSSH key
 //       {"public_key": "ssh-ed25519 AAAA..."} (verifier sshsig).
+//   ctx consent trust --key FILE [--audience A] [--state DIR] [--json]
+//       the same from a public key file (consent_key.hpp's TrustKey: an ssh-ed25519 or
+//       sk-ssh-ed25519@openssh.com line, or an Ed25519 PEM key): verifier, authenticator and
+//       principal derived from it, audience A or ctx-local. Trusting a trusted key again
+//       changes nothing and succeeds.
+//   ctx consent keys [--state DIR] [--json]
+//       the trusted registrations: fingerprint (as ssh-keygen -l prints it; null for a key
+//       without a public key, such as hmac-sha256), key type, verifier, audience,
+//       authenticator, principal.
+//   ctx consent untrust FINGERPRINT [--state DIR] [--json]
+//       removes every registration of the key with that fingerprint (NotFound when none).
 // Exit codes: 0 done, 1 failed (one stderr line, nothing changed), 2 usage.
 #ifndef CTX_HOST_CLI_CONSENT_COMMAND_HPP_
 #define CTX_HOST_CLI_CONSENT_COMMAND_HPP_
 
 #include <filesystem>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "host/cli/command_options.hpp"
@@ -59,17 +74,29 @@ struct ConsentRecoverOptions {
 // approve (kGranted) | deny (kDenied).
 struct ConsentDecideOptions {
   engine::Decision decision = engine::Decision::kGranted;
-  std::string challenge_digest;
+  std::string challenge;  // a digest, a capability name, or "" (the one pending)
   std::filesystem::path key;
   ConsentCommon common;
 };
 
+// Either `key` alone (with an optional audience) or all of authenticator, principal,
+// verifier and config (cli.cpp enforces that as a usage rule).
 struct ConsentTrustOptions {
-  std::string audience;
+  std::optional<std::string> audience;  // default: ctx-local
   std::string authenticator;
   std::string principal;
   std::string verifier;  // PLUGIN_ID
   std::filesystem::path config;
+  std::optional<std::filesystem::path> key;
+  ConsentCommon common;
+};
+
+struct ConsentKeysOptions {
+  ConsentCommon common;
+};
+
+struct ConsentUntrustOptions {
+  std::string fingerprint;
   ConsentCommon common;
 };
 
@@ -80,6 +107,19 @@ int run_consent_resolve(const ConsentResolveOptions& options, const CommandIo& i
 int run_consent_recover(const ConsentRecoverOptions& options, const CommandIo& io);
 int run_consent_decide(const ConsentDecideOptions& options, const CommandIo& io);
 int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io);
+int run_consent_keys(const ConsentKeysOptions& options, const CommandIo& io);
+int run_consent_untrust(const ConsentUntrustOptions& options, const CommandIo& io);
+
+// `ctx consent trust --key FILE` on `state` for `audience` (also what `ctx init --trust-key`
+// runs): prints one line (or the JSON object with `json`) to `out`; returns false when the key
+// was trusted already (nothing changed). Errors: as run_consent_trust.
+bool trust_key_file(const std::filesystem::path& state, const std::filesystem::path& file,
+                    const std::string& audience, bool json, std::ostream& out);
+
+// ctx init's offer: when stdin and stderr are a terminal (io.in is std::cin), no key is trusted
+// in `state` yet and $HOME/.ssh/id_ed25519.pub exists, asks on io.err whether to trust it (its
+// fingerprint shown) and does so on "y"/"yes". Anything else, or no terminal: nothing.
+void offer_user_key(const std::filesystem::path& state, const CommandIo& io);
 
 std::string consent_usage();
 

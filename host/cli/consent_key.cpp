@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -168,6 +169,165 @@ class ScratchDir {
   fs::path path_;
 };
 
+std::string base64_encode(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+// Standard padded base64 that re-encodes to exactly `text`, or nullopt.
+std::optional<std::string> base64_decode(std::string_view text) {
+  if (text.empty() || text.size() % 4 != 0 || text.size() > kMaxKeyFileBytes) return std::nullopt;
+  std::string out(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0 || static_cast<std::size_t>(n) != out.size()) return std::nullopt;
+  std::size_t padding = 0;
+  if (text.back() == '=') padding = text[text.size() - 2] == '=' ? 2 : 1;
+  out.resize(out.size() - padding);
+  if (base64_encode(out) != text) return std::nullopt;
+  return out;
+}
+
+// RFC 4251 §5 fields of a public key blob, every length checked against what is left.
+class BlobReader {
+ public:
+  BlobReader(std::string_view bytes, const fs::path& file) : rest_(bytes), file_(file) {}
+  std::string_view string() {
+    if (rest_.size() < 4) truncated();
+    const auto* p = reinterpret_cast<const unsigned char*>(rest_.data());
+    const std::size_t size = (std::size_t{p[0]} << 24) | (std::size_t{p[1]} << 16) |
+                             (std::size_t{p[2]} << 8) | std::size_t{p[3]};
+    rest_.remove_prefix(4);
+    if (size > rest_.size()) truncated();
+    const std::string_view field = rest_.substr(0, size);
+    rest_.remove_prefix(size);
+    return field;
+  }
+  bool empty() const noexcept { return rest_.empty(); }
+
+ private:
+  [[noreturn]] void truncated() const {
+    throw InvalidArgument("public key " + file_.string() + " is truncated");
+  }
+  std::string_view rest_;
+  const fs::path& file_;
+};
+
+std::string ssh_string(std::string_view bytes) {
+  const auto size = static_cast<std::uint32_t>(bytes.size());
+  std::string out{static_cast<char>(size >> 24), static_cast<char>(size >> 16),
+                  static_cast<char>(size >> 8), static_cast<char>(size)};
+  out.append(bytes);
+  return out;
+}
+
+constexpr std::string_view kSshEd25519 = "ssh-ed25519";
+constexpr std::string_view kSkSshEd25519 = "sk-ssh-ed25519@openssh.com";
+constexpr std::size_t kEd25519KeyBytes = 32;
+constexpr std::size_t kMaxApplicationBytes = 256;
+
+// The raw 32-byte public key of an Ed25519 EVP key.
+std::string raw_ed25519(EVP_PKEY* key) {
+  std::array<unsigned char, kEd25519KeyBytes> raw{};
+  std::size_t size = raw.size();
+  if (EVP_PKEY_get_raw_public_key(key, raw.data(), &size) != 1 || size != raw.size()) {
+    ERR_clear_error();
+    throw SystemError("openssl could not read the Ed25519 public key");
+  }
+  return std::string(reinterpret_cast<const char*>(raw.data()), size);
+}
+
+// An Ed25519 public key of exactly 32 bytes that OpenSSL takes as one.
+void check_ed25519_point(std::string_view raw, const fs::path& file) {
+  const Pkey key(EVP_PKEY_new_raw_public_key(
+      EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw.data()), raw.size()));
+  ERR_clear_error();
+  if (raw.size() != kEd25519KeyBytes || !key) {
+    throw InvalidArgument("public key " + file.string() + " holds no valid Ed25519 key");
+  }
+}
+
+TrustKey trust_key_of_pem(EVP_PKEY* key, const fs::path& file) {
+  if (EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) {
+    throw InvalidArgument("public key " + file.string() +
+                          " is not an Ed25519 key (consent trust --key takes ssh-ed25519, "
+                          "sk-ssh-ed25519@openssh.com or an Ed25519 PEM key)");
+  }
+  const std::string blob = ssh_string(kSshEd25519) + ssh_string(raw_ed25519(key));
+  TrustKey out;
+  out.key_type = "ed25519";
+  out.verifier_id = "ed25519";
+  out.config = core::Json{{"public_key_pem", public_pem_of(key)}};
+  out.authenticator_id = "ed25519:pem";
+  out.principal_digest = core::sha256_hex(blob);
+  out.fingerprint = ssh_fingerprint(blob);
+  return out;
+}
+
+// One OpenSSH public key line of an accepted type.
+TrustKey trust_key_of_line(std::string_view text, const fs::path& file) {
+  std::istringstream lines{std::string(text)};
+  std::string line;
+  std::string only;
+  while (std::getline(lines, line)) {
+    if (trim(line).empty()) continue;
+    if (!only.empty()) {
+      throw InvalidArgument("public key " + file.string() + " holds more than one key line");
+    }
+    only = trim(line);
+  }
+  std::istringstream words(only);
+  std::string type;
+  std::string encoded;
+  if (!(words >> type >> encoded)) {
+    throw InvalidArgument("key file " + file.string() +
+                          " is neither an OpenSSH public key line nor an Ed25519 PEM key");
+  }
+  const bool known_shape = std::all_of(type.begin(), type.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '@' || c == '.';
+  });
+  if (!known_shape || type.size() > 64) {
+    throw InvalidArgument("key file " + file.string() + " does not start with an SSH key type");
+  }
+  if (type != kSshEd25519 && type != kSkSshEd25519) {
+    throw InvalidArgument("public key " + file.string() + " is of type " + type +
+                          "; consent trust --key takes ssh-ed25519, sk-ssh-ed25519@openssh.com "
+                          "or an Ed25519 PEM key");
+  }
+  const auto blob = base64_decode(encoded);
+  if (!blob) {
+    throw InvalidArgument("public key " + file.string() + " is not valid base64 (truncated?)");
+  }
+  BlobReader reader(*blob, file);
+  if (reader.string() != type) {
+    throw InvalidArgument("public key " + file.string() + " names another key type inside");
+  }
+  check_ed25519_point(reader.string(), file);
+  if (type == kSkSshEd25519) {
+    const std::string_view application = reader.string();
+    if (application.empty() || application.size() > kMaxApplicationBytes) {
+      throw InvalidArgument("public key " + file.string() +
+                            " has no valid security key application");
+    }
+  }
+  if (!reader.empty()) {
+    throw InvalidArgument("public key " + file.string() + " has bytes after the key");
+  }
+  TrustKey out;
+  out.key_type = type;
+  out.verifier_id = "sshsig";
+  out.config = core::Json{{"public_key", type + " " + encoded}};
+  out.authenticator_id = "sshsig:" + type;
+  out.principal_digest = core::sha256_hex(*blob);
+  out.fingerprint = ssh_fingerprint(*blob);
+  return out;
+}
+
 void write_file(const fs::path& path, std::string_view bytes) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -267,6 +427,59 @@ std::string UserDecisionKey::sign(std::string_view message) const {
                              std::to_string(status) + ")");
   }
   return read_small_file(fs::path(msg.string() + ".sig"), "ssh signature");
+}
+
+std::string ssh_fingerprint(std::string_view blob) {
+  const core::Sha256Digest digest = [&] {
+    core::Sha256 hash;
+    hash.update(blob);
+    return hash.finish();
+  }();
+  std::string text =
+      base64_encode(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+  while (!text.empty() && text.back() == '=') text.pop_back();
+  return "SHA256:" + text;
+}
+
+TrustKey read_trust_key(const fs::path& file) {
+  const std::string bytes = read_small_file(file, "key file");
+  if (bytes.find("-----BEGIN PUBLIC KEY-----") != std::string::npos) {
+    const Pkey key = read_public_pem(bytes);
+    if (!key) throw InvalidArgument("key file " + file.string() + " is not a readable PEM key");
+    return trust_key_of_pem(key.get(), file);
+  }
+  const bool private_key = bytes.find("PRIVATE KEY-----") != std::string::npos;
+  if (!private_key) return trust_key_of_line(bytes, file);
+  // A private key file approve also reads: trust its public half.
+  const UserDecisionKey key = UserDecisionKey::load(file);
+  if (key.type() == UserDecisionKey::Type::kEd25519Pem) {
+    const Pkey pkey = read_public_pem(key.public_text());
+    if (!pkey) throw SystemError("openssl could not read back the public key");
+    return trust_key_of_pem(pkey.get(), file);
+  }
+  return trust_key_of_line(key.public_text(), file);
+}
+
+std::optional<std::string> config_fingerprint(std::string_view verifier_id,
+                                              const core::Json& config) {
+  if (!config.is_object()) return std::nullopt;
+  if (verifier_id == "ed25519") {
+    const auto pem = config.find("public_key_pem");
+    if (pem == config.end() || !pem->is_string()) return std::nullopt;
+    const Pkey key = read_public_pem(pem->get_ref<const std::string&>());
+    if (!key || EVP_PKEY_get_id(key.get()) != EVP_PKEY_ED25519) return std::nullopt;
+    return ssh_fingerprint(ssh_string(kSshEd25519) + ssh_string(raw_ed25519(key.get())));
+  }
+  if (verifier_id == "sshsig") {
+    const auto line = config.find("public_key");
+    if (line == config.end() || !line->is_string()) return std::nullopt;
+    const auto text = ssh_public_text(line->get_ref<const std::string&>());
+    if (!text) return std::nullopt;
+    const auto blob = base64_decode(text->substr(text->find(' ') + 1));
+    if (!blob) return std::nullopt;
+    return ssh_fingerprint(*blob);
+  }
+  return std::nullopt;
 }
 
 runtime::VerifierRegistration registration_for(

@@ -8,6 +8,7 @@
 #include "host/cli/command_options.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/state_service.hpp"
+#include "host/runtime/consent/printed_command.hpp"
 
 namespace ctx::cli {
 namespace {
@@ -29,7 +30,7 @@ std::string read_work(const std::string& source, std::istream& stdin_stream) {
 }
 
 void print_prepared(const runtime::ManagedQueryServiceResult& result, bool json,
-                    std::ostream& out) {
+                    const std::optional<fs::path>& shown_state, std::ostream& out) {
   if (json) {
     out << core::canonical_json(runtime::managed_result_json(result)) << "\n";
     return;
@@ -43,8 +44,9 @@ void print_prepared(const runtime::ManagedQueryServiceResult& result, bool json,
         << engine::to_string(row.benefit_tier()) << "\n";
   }
   if (result.challenge()) {
-    out << "  consent needed: ctx consent approve " << result.challenge()->challenge_digest()
-        << " --key FILE\n";
+    out << "  consent needed: "
+        << runtime::consent_command("approve", result.challenge()->challenge_digest(), shown_state)
+        << "\n";
   }
 }
 
@@ -64,19 +66,23 @@ int run_query_prepare(const QueryPrepareOptions& options, const CommandIo& io) {
   const fs::path state = command_state_dir(options.state, io.env);
   auto current = runtime::current_work_from_json(read_work(options.work, io.in));
   const auto service = runtime::StateService::open(state);
-  print_prepared(service->prepare(std::move(current)), options.json, io.out);
+  print_prepared(service->prepare(std::move(current)), options.json, printed_state(state, io.env),
+                 io.out);
   return kExitOk;
 }
 
 int run_query_reopen(const QueryReopenOptions& options, const CommandIo& io) {
-  const auto service = runtime::StateService::open(command_state_dir(options.state, io.env));
-  print_prepared(service->reopen(options.query_ref), options.json, io.out);
+  const fs::path state = command_state_dir(options.state, io.env);
+  const auto service = runtime::StateService::open(state);
+  print_prepared(service->reopen(options.query_ref), options.json, printed_state(state, io.env),
+                 io.out);
   return kExitOk;
 }
 
 int run_desired_set(const DesiredSetOptions& options, const CommandIo& io) {
   std::ostream& out = io.out;
-  const auto service = runtime::StateService::open(command_state_dir(options.state, io.env));
+  const fs::path state = command_state_dir(options.state, io.env);
+  const auto service = runtime::StateService::open(state);
   const auto result =
       service->set_desired(options.query_ref, options.capability_ids, options.choice);
   if (options.json) {
@@ -87,8 +93,10 @@ int run_desired_set(const DesiredSetOptions& options, const CommandIo& io) {
     out << "\n";
     for (const auto& id : result.capability_ids()) out << "  " << id << "\n";
     if (result.challenge()) {
-      out << "  consent needed: ctx consent approve " << result.challenge()->challenge_digest()
-          << " --key FILE\n";
+      out << "  consent needed: "
+          << runtime::consent_command("approve", result.challenge()->challenge_digest(),
+                                      printed_state(state, io.env))
+          << "\n";
     }
   }
   return kExitOk;

@@ -31,6 +31,7 @@
 #include "host/core/json_reader.hpp"
 #include "host/runtime/catalog/catalog_ports.hpp"
 #include "host/runtime/catalog/state_service.hpp"
+#include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/hooks/hook_protocol.hpp"
 #include "host/runtime/hooks/hook_runner.hpp"
 #include "host/server/file_signature.hpp"
@@ -150,12 +151,13 @@ void register_service_methods(MethodTable& table, const fs::path& state_dir) {
         reader.string("query_ref"), std::move(ids), reader.optional_string("choice")));
   });
 
-  table.add("consent.show", [current](const core::Json& params) {
+  table.add("consent.show", [current, state_dir](const core::Json& params) {
     const auto runner = current->get();
     if (!params.is_null() && !(params.is_object() && params.empty())) {
       throw InvalidParams("consent.show takes no params");
     }
-    return runtime::consent_show_json(runner->state().pending_challenges());
+    return runtime::consent_show_json(runner->state().pending_challenges(),
+                                      runtime::printed_state_dir_of_process(state_dir));
   });
 
   table.add("consent.resolve", [current](const core::Json& params) {

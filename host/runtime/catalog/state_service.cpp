@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 #include <utility>
-
-#include <set>
 
 #include "host/core/crypto.hpp"
 #include "host/engine/journal_store.hpp"
@@ -16,6 +15,7 @@
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/activation_execution.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
+#include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/runtime/plugin_ports.hpp"
@@ -691,7 +691,8 @@ Json consent_result_json(const ManagedConsentResolutionResult& result) {
           {"journal_record_digest", result.journal_record_digest()}};
 }
 
-Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges) {
+Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges,
+                       const std::optional<fs::path>& shown_state) {
   Json list = Json::array();
   for (const auto& c : challenges) {
     list.push_back({{"audience", c.audience()},
@@ -699,8 +700,8 @@ Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& cha
                     {"challenge_digest", c.challenge_digest()},
                     {"expires_at", c.expires_at()},
                     {"kind", c.kind()},
-                    {"approve", "ctx consent approve " + c.challenge_digest() + " --key FILE"},
-                    {"deny", "ctx consent deny " + c.challenge_digest() + " --key FILE"}});
+                    {"approve", consent_command("approve", c.challenge_digest(), shown_state)},
+                    {"deny", consent_command("deny", c.challenge_digest(), shown_state)}});
   }
   return Json{{"challenges", std::move(list)}};
 }

@@ -253,8 +253,10 @@ core::Json challenge_json(const std::optional<ManagedConsentChallengeProjection>
 core::Json consent_result_json(const ManagedConsentResolutionResult& result);
 // {"challenges": [{"audience","capability_id","challenge_digest","expires_at","kind",
 //   "approve": "ctx consent approve DIGEST --key FILE", "deny": "ctx consent deny ..."}]}:
-// what `ctx consent show --json` and the server's consent.show return.
-core::Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges);
+// what `ctx consent show --json` and the server's consent.show return. Each command ends in
+// " --state DIR" when `shown_state` names a state dir (consent/printed_command.hpp).
+core::Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges,
+                             const std::optional<std::filesystem::path>& shown_state);
 // {"resolution": consent_result_json, "activation": {"capability_id","outcome","settled"}|null}.
 core::Json consent_decision_json(const ConsentDecisionResult& result);
 

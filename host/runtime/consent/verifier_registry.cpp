@@ -152,6 +152,29 @@ void TrustedVerifierRegistry::add(const VerifierKey& key, std::string_view plugi
   }
 }
 
+void TrustedVerifierRegistry::remove(const std::vector<VerifierKey>& keys) {
+  std::lock_guard lock(mutex_);
+  std::map<VerifierKey, VerifierRegistration> removed;
+  for (const VerifierKey& key : keys) {
+    const auto entry = entries_.find(key);
+    if (entry == entries_.end() && !removed.contains(key)) {
+      for (auto& [k, r] : removed) entries_.emplace(k, std::move(r));
+      throw UnknownHumanDecisionVerifier("no trusted verifier for this human decision identity");
+    }
+    if (entry != entries_.end()) {
+      removed.emplace(entry->first, std::move(entry->second));
+      entries_.erase(entry);
+    }
+  }
+  try {
+    persist_locked();
+  } catch (...) {
+    for (auto& [k, r] : removed) entries_.emplace(k, std::move(r));
+    throw;
+  }
+  for (const auto& [k, r] : removed) loaded_.erase(k);
+}
+
 std::shared_ptr<const PinnedVerifier> TrustedVerifierRegistry::resolve(const VerifierKey& key) {
   std::lock_guard lock(mutex_);
   const auto entry = entries_.find(key);

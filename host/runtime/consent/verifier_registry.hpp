@@ -113,6 +113,11 @@ class TrustedVerifierRegistry final : public VerifierDirectory {
   // plugins::PluginNotPinned; ctx::Error from the plugin's create; UnsafeStateFile; SystemError.
   void add(const VerifierKey& key, std::string_view plugin_id, const core::Json& config);
 
+  // Removes the registrations of `keys` (all or none) and persists the file once.
+  // Errors: UnknownHumanDecisionVerifier (a key is not registered: nothing removed);
+  // UnsafeStateFile; SystemError.
+  void remove(const std::vector<VerifierKey>& keys);
+
   // Errors: UnknownHumanDecisionVerifier (no such key); VerifierPinMismatch (the pinned plugin
   // is not loaded or another identity is); ctx::Error from the plugin's create.
   std::shared_ptr<const PinnedVerifier> resolve(const VerifierKey& key) override;

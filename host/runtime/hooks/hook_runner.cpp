@@ -18,6 +18,7 @@
 #include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/catalog/state_dir.hpp"
 #include "host/runtime/catalog/state_service.hpp"
+#include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/service/errors.hpp"
 
 namespace ctx::runtime::hooks {
@@ -90,8 +91,9 @@ core::Timestamp remember_until(const std::string& expires_at) {
 }
 
 // The reply request for one plan result (reply_request.hpp's shape).
+// `shown_state`: the state dir the reply's printed commands must name (nullopt: the default).
 Json reply_request(const std::string& event, const ManagedQueryServiceResult& result,
-                   const HookChoice& choice) {
+                   const HookChoice& choice, const std::optional<fs::path>& shown_state) {
   Json actions = Json::array();
   const auto& prepared = result.prepared();
   if (prepared.status() == engine::PlanStatus::kReady && !prepared.selections().empty()) {
@@ -111,6 +113,7 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
   }
   if (!choice.installed.empty()) request["installed"] = choice.installed;
   if (!choice.deactivated.empty()) request["deactivated"] = choice.deactivated;
+  if (shown_state) request["state_dir"] = shown_state->string();
   return request;
 }
 
@@ -231,6 +234,7 @@ HookRunner::HookRunner(fs::path state_dir, std::shared_ptr<const core::Clock> cl
       clock_(std::move(clock)),
       remember_(retries == ExactRetries::kRemember),
       owner_pid_(::getpid()),
+      shown_state_(printed_state_dir_of_process(state_dir_)),
       watch_(state_dir_) {
   if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
 }
@@ -509,7 +513,8 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
                      revision <= told->revision + 1 &&
                      told->outline == PlanOutline::of(result->prepared());
   HookResponse response =
-      quiet ? nothing() : HookResponse{port->render_reply(reply_request(event, *result, choice))};
+      quiet ? nothing()
+            : HookResponse{port->render_reply(reply_request(event, *result, choice, shown_state_))};
   // Remembered for the next identical request only when this run was a plain prepare and nothing
   // it depends on moved while it ran (the first run only names the files to watch); a reply
   // naming a consent challenge only until shortly before the challenge expires (time, not state).

@@ -27,6 +27,9 @@
 //      of the session's plan before it, committed by no other hook in between (its revision is
 //      that head's or the next), and that released nothing gets the reply to nothing: a tool
 //      call tells the host only a changed plan (a stranded consent's reply still goes out).
+//      The request's "state_dir" is the state dir when a fresh shell of this process's user
+//      would not find it by default (consent/printed_command.hpp), so the printed consent
+//      commands carry --state DIR and work as pasted.
 // Exact retries: a hook whose request bytes (adapter id and payload) were answered before by
 // step 5's plain prepare gets that same reply without steps 1-7 (a reply naming a consent
 // challenge: only until 5 s before the challenge expires, by the service's clock) when a
@@ -136,6 +139,8 @@ class HookRunner {
   std::shared_ptr<const core::Clock> clock_;
   bool remember_;
   pid_t owner_pid_;
+  // The state dir the replies' printed ctx commands name (printed_state_dir_of_process).
+  std::optional<std::filesystem::path> shown_state_;
   StateWatch watch_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<engine::HostAdapterPort>> adapters_;  // GUARDED_BY

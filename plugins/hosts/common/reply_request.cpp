@@ -97,7 +97,48 @@ std::string listed(const std::vector<std::string>& ids) {
   return text;
 }
 
+constexpr std::size_t kMaxStateDirBytes = 4096;
+
+// An absolute path of bounded size without control characters.
+bool is_printable_state_dir(std::string_view path) noexcept {
+  if (path.empty() || path.size() > kMaxStateDirBytes || path.front() != '/') return false;
+  return std::none_of(path.begin(), path.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
+}
+
+// `text` as one POSIX shell word: bare when it holds only characters no shell treats
+// specially, else in single quotes (a ' inside as '\'').
+std::string shell_word(std::string_view text) {
+  const bool bare = std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+           c == '.' || c == '_' || c == '-' || c == '+' || c == ',' || c == ':' || c == '@' ||
+           c == '%' || c == '=';
+  });
+  if (bare && !text.empty()) return std::string(text);
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace
+
+std::string state_argument(const std::optional<std::string>& state_dir) {
+  return state_dir ? " --state " + shell_word(*state_dir) : std::string();
+}
+
+std::string consent_command(std::string_view verb, std::string_view digest,
+                            const std::optional<std::string>& state_dir) {
+  return "ctx consent " + std::string(verb) + " " + std::string(digest) + " --key FILE" +
+         state_argument(state_dir);
+}
 
 ReplyRequest read_reply_request(std::string_view text) {
   const Json request = read_json_object(text, "reply request");
@@ -160,6 +201,15 @@ ReplyRequest read_reply_request(std::string_view text) {
       add_unique(*list, id.get<std::string>());
     }
   }
+  if (const auto state_dir = request.find("state_dir");
+      state_dir != request.end() && !state_dir->is_null()) {
+    if (!state_dir->is_string() ||
+        !is_printable_state_dir(state_dir->get_ref<const std::string&>())) {
+      throw InvalidArgument(
+          "reply request state_dir must be an absolute path without control characters");
+    }
+    out.state_dir = state_dir->get<std::string>();
+  }
   if (const auto stranded = request.find("stranded");
       stranded != request.end() && !stranded->is_null()) {
     if (!stranded->is_array()) throw InvalidArgument("reply request stranded must be an array");
@@ -198,16 +248,18 @@ std::string reply_text(const ReplyRequest& request) {
     const std::string what = challenge.capability_id.empty()
                                  ? std::string("a capability")
                                  : display_capability(challenge.capability_id);
-    lines.push_back("ctx needs the user's consent to install " + what +
-                    ". The user approves it in their own terminal with: ctx consent approve " +
-                    challenge.digest + " --key FILE (or declines it with: ctx consent deny " +
-                    challenge.digest +
-                    " --key FILE), where FILE is the user's own signing key. Do not run these "
-                    "commands for the user.");
+    lines.push_back(
+        "ctx needs the user's consent to install " + what +
+        ". The user approves it in their own terminal with: " +
+        consent_command("approve", challenge.digest, request.state_dir) +
+        " (or declines it with: " + consent_command("deny", challenge.digest, request.state_dir) +
+        "), where FILE is the user's own signing key. Do not run these "
+        "commands for the user.");
   }
   if (request.challenges.size() > shown) {
     lines.push_back("ctx has " + std::to_string(request.challenges.size() - shown) +
-                    " more consent requests: see ctx consent show.");
+                    " more consent requests: see ctx consent show" +
+                    state_argument(request.state_dir) + ".");
   }
   if (!request.installed.empty()) {
     lines.push_back("ctx installed: " + listed(request.installed) + ".");

@@ -15,6 +15,9 @@
 //   "deactivated" optional array of capability ids this hook deactivated (its plan dropped them)
 //   "stranded"   optional array of {"capability_id", "expires_at": "YYYY-MM-DDTHH:MM:SS[.f]Z"}:
 //                pending consents asked for under an install policy that has since changed
+//   "state_dir"  optional string (or null): the state dir the printed ctx commands must name
+//                (--state DIR) because it is not the default one; an absolute path of at most
+//                4096 bytes without control characters, shell-quoted when it needs quotes
 // Capability ids match [a-z0-9][a-z0-9._:@-]{0,127}; "skill:pdf" is shown as "pdf (skill)".
 //
 // Text, one line each, at most kMaxContextChars characters in all (whole lines are dropped from
@@ -23,7 +26,7 @@
 //   "ctx needs the user's consent to install pdf (skill). The user approves it in their own
 //    terminal with: ctx consent approve <digest> --key FILE (or declines it with: ctx consent
 //    deny <digest> --key FILE), where FILE is the user's own signing key. Do not run these
-//    commands for the user."
+//    commands for the user."  (each command then " --state DIR" when the request names one)
 //   "ctx installed: pdf (skill)."
 //   "ctx deactivated: pdf (skill)."
 //   "ctx cannot ask for approval of pdf (skill) now: it was requested under an install policy
@@ -62,6 +65,7 @@ struct ReplyRequest {
   std::vector<std::string> installed;  // unique
   std::vector<std::string> deactivated;  // unique
   std::vector<StrandedConsent> stranded;
+  std::optional<std::string> state_dir;  // already checked: absolute, no control characters
 };
 
 // Parses a reply request. Errors: InvalidArgument "reply request ..." (never quoting values) for
@@ -71,6 +75,14 @@ ReplyRequest read_reply_request(std::string_view text);
 
 // "pdf (skill)" for "skill:pdf"; the id itself when it has no kind prefix.
 std::string display_capability(std::string_view capability_id);
+
+// "ctx consent VERB DIGEST --key FILE", then " --state DIR" (quoted for a POSIX shell when
+// needed) when `state_dir` is given: a command that works as printed in a fresh shell.
+std::string consent_command(std::string_view verb, std::string_view digest,
+                            const std::optional<std::string>& state_dir);
+
+// " --state DIR" (DIR quoted for a POSIX shell when needed), or "" without a state dir.
+std::string state_argument(const std::optional<std::string>& state_dir);
 
 // The text lines described above, already bounded; empty when there is nothing to say.
 std::string reply_text(const ReplyRequest& request);

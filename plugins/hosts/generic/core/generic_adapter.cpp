@@ -70,8 +70,8 @@ Json GenericAdapter::render_reply(std::string_view request_json) const {
   Json challenges = Json::array();
   for (const ha::ConsentChallenge& challenge : request.challenges) {
     Json entry = {{"challenge_digest", challenge.digest},
-                  {"approve", "ctx consent approve " + challenge.digest + " --key FILE"},
-                  {"deny", "ctx consent deny " + challenge.digest + " --key FILE"}};
+                  {"approve", ha::consent_command("approve", challenge.digest, request.state_dir)},
+                  {"deny", ha::consent_command("deny", challenge.digest, request.state_dir)}};
     if (!challenge.capability_id.empty()) entry["capability_id"] = challenge.capability_id;
     challenges.push_back(std::move(entry));
   }

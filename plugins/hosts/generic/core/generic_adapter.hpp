@@ -19,7 +19,8 @@
 //    "recommended": [capability ids], "installed": [capability ids],
 //    "challenges": [{"challenge_digest", "capability_id"?,
 //                    "approve": "ctx consent approve <digest> --key FILE",
-//                    "deny": "ctx consent deny <digest> --key FILE"}],
+//                    "deny": "ctx consent deny <digest> --key FILE"}],  (+ " --state DIR"
+//                    when the request names a state_dir)
 //    "message": reply_text}
 // install_locations: {"skills": skills_dir}
 #ifndef CTX_PLUGINS_HOSTS_GENERIC_CORE_GENERIC_ADAPTER_HPP_

@@ -129,14 +129,21 @@ TEST_F(ConsentDecisionTest, ShowListsTheCurrentChallengeWithTheExactCommands) {
   EXPECT_EQ(c.at("kind"), "skill");
   EXPECT_EQ(c.at("audience"), "ctx-local");
   EXPECT_EQ(c.at("expires_at"), expires_at_);
-  EXPECT_EQ(c.at("approve"), "ctx consent approve " + challenge_ + " --key FILE");
-  EXPECT_EQ(c.at("deny"), "ctx consent deny " + challenge_ + " --key FILE");
-  // No paths, secrets or bodies.
-  EXPECT_THAT(shown.out, Not(HasSubstr(state_.string())));
+  // The state dir is not the default one: the commands name it, so they work as pasted.
+  const std::string state_arg = " --state " + state_.string();
+  EXPECT_EQ(c.at("approve"), "ctx consent approve " + challenge_ + " --key FILE" + state_arg);
+  EXPECT_EQ(c.at("deny"), "ctx consent deny " + challenge_ + " --key FILE" + state_arg);
+  // No other paths, no secrets or bodies.
+  std::string without_commands = shown.out;
+  for (std::size_t at; (at = without_commands.find(state_arg)) != std::string::npos;) {
+    without_commands.erase(at, state_arg.size());
+  }
+  EXPECT_THAT(without_commands, Not(HasSubstr(state_.string())));
   EXPECT_THAT(shown.out, Not(HasSubstr("PDF export")));
   const CtxRun text = ctx_run(with_state({"consent", "show"}));
   ASSERT_EQ(text.code, 0);
-  EXPECT_THAT(text.out, HasSubstr("ctx consent approve " + challenge_ + " --key FILE"));
+  EXPECT_THAT(text.out,
+              HasSubstr("ctx consent approve " + challenge_ + " --key FILE" + state_arg + "\n"));
   // Nothing was installed by looking.
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
 }
@@ -244,6 +251,66 @@ TEST_F(ConsentDecisionTest, AResourceEditedInTheCatalogStoreFailsTheInstallClose
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
   EXPECT_FALSE(fs::exists(state_ / "skills" / "active" / "pdf-export"));
   EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
+}
+
+// Issue 36 item 5: with one challenge pending, `approve` needs no digest, and a capability name
+// (bare or with its kind) names it.
+TEST_F(ConsentDecisionTest, ApproveWithoutADigestOrByNameDecidesTheOnePendingChallenge) {
+  const CtxRun unknown =
+      ctx_run(with_state({"consent", "approve", "xlsx-export", "--key", key_.string()}));
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("no install consent is pending for xlsx-export"));
+  const CtxRun bad =
+      ctx_run(with_state({"consent", "approve", "Not A Name", "--key", key_.string()}));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("CHALLENGE must be"));
+
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", "--key", key_.string(), "--json"}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  const Json result = Json::parse(approved.out);
+  EXPECT_EQ(result["resolution"]["challenge_digest"], challenge_);
+  EXPECT_EQ(result["resolution"]["outcome"], "installed-inactive");
+  EXPECT_EQ(read_file(active_skill()), catalog_skill());
+  // Nothing is pending any more: a bare approve says so.
+  const CtxRun again = ctx_run(with_state({"consent", "approve", "--key", key_.string()}));
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.err, HasSubstr("no install consent is pending"));
+}
+
+// Two sessions each wait on the pdf-export install: a name or no digest is ambiguous, refused
+// with both listed and nothing decided; each digest still decides its own challenge.
+TEST_F(ConsentDecisionTest, ApproveByANameTwoChallengesShareIsRefusedAndChangesNothing) {
+  Json work = Json::parse(read_file(fs::path(CTX_SOURCE_DIR) / "examples/work/pdf-export.json"));
+  work["session"]["session"] = "session-2";
+  const fs::path second_work = write("second-work.json", work.dump());
+  const CtxRun prepared =
+      ctx_run(with_state({"query", "prepare", "--work", second_work.string(), "--json"}));
+  ASSERT_EQ(prepared.code, 0) << prepared.err;
+  const CtxRun desired = ctx_run(with_state(
+      {"desired", "set", Json::parse(prepared.out).at("query_ref"), "skill:pdf-export", "--json"}));
+  ASSERT_EQ(desired.code, 0) << desired.err;
+  const std::string second = Json::parse(desired.out).at("challenge").at("challenge_digest");
+  ASSERT_NE(second, challenge_);
+
+  const std::string before = durable_bytes();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"consent", "approve", "pdf-export", "--key", key_.string()},
+        std::vector<std::string>{"consent", "approve", "skill:pdf-export", "--key", key_.string()},
+        std::vector<std::string>{"consent", "deny", "--key", key_.string()}}) {
+    const CtxRun refused = ctx_run(with_state(args));
+    EXPECT_EQ(refused.code, 1) << refused.out;
+    EXPECT_THAT(refused.err, HasSubstr("2 install consents are pending"));
+    EXPECT_THAT(refused.err, HasSubstr(challenge_));
+    EXPECT_THAT(refused.err, HasSubstr(second));
+    EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1);
+  }
+  EXPECT_EQ(durable_bytes(), before) << "a refused selection decides nothing";
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", second, "--key", key_.string(), "--json"}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  EXPECT_EQ(Json::parse(approved.out)["resolution"]["challenge_digest"], second);
 }
 
 TEST_F(ConsentDecisionTest, DenyNeverInstalls) {

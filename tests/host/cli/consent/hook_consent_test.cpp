@@ -131,7 +131,8 @@ TEST_F(HookConsentTest, APromptHookRaisesTheChallengeAndApprovingItInstallsAndAc
   ASSERT_EQ(challenges.size(), 1u) << shown.out;
   EXPECT_EQ(challenges[0].at("challenge_digest"), digest);
   EXPECT_EQ(challenges[0].at("capability_id"), "skill:pdf-export");
-  EXPECT_EQ(challenges[0].at("approve"), "ctx consent approve " + digest + " --key FILE");
+  EXPECT_EQ(challenges[0].at("approve"),
+            "ctx consent approve " + digest + " --key FILE --state " + state_.string());
 
   // The same hook again: the same reply, no durable row added anywhere (no second desired set,
   // no second challenge).

@@ -84,6 +84,36 @@ TEST(ReplyRequest, MalformedRequestsAreRefused) {
   CTX_EXPECT_THROW(read_reply_request("{\"actions\":[],\"x\":\"\xFF\"}"), InvalidArgument, "UTF-8");
 }
 
+// Issue 36 failure 1: with a state dir that is not the default, the printed commands name it, so
+// they work when pasted into a fresh shell; a path a shell would split or expand is quoted.
+TEST(ReplyRequest, ConsentCommandsNameANonDefaultStateDir) {
+  Json request = {{"actions", Json::array()},
+                  {"challenge", {{"challenge_digest", kDigest}, {"capability_id", "skill:pdf"}}},
+                  {"state_dir", "/home/me/ctx-state"}};
+  std::string text = reply_text(read_reply_request(request.dump()));
+  EXPECT_THAT(text, HasSubstr("ctx consent approve " + kDigest +
+                              " --key FILE --state /home/me/ctx-state (or declines it with: "
+                              "ctx consent deny " +
+                              kDigest + " --key FILE --state /home/me/ctx-state)"));
+  request["state_dir"] = "/tmp/my state/it's";
+  text = reply_text(read_reply_request(request.dump()));
+  EXPECT_THAT(text, HasSubstr("--key FILE --state '/tmp/my state/it'\\''s'"));
+  request["state_dir"] = nullptr;
+  EXPECT_THAT(reply_text(read_reply_request(request.dump())),
+              HasSubstr(" --key FILE (or declines"));
+  // More challenges than are listed: the show command names the state dir too.
+  request["state_dir"] = "/s";
+  request["challenges"] = Json::array();
+  for (int i = 0; i < 20; ++i) request["challenges"].push_back({{"challenge_digest", kDigest}});
+  EXPECT_THAT(reply_text(read_reply_request(request.dump())),
+              HasSubstr("see ctx consent show --state /s."));
+  for (const Json& bad : {Json("relative/dir"), Json(""), Json("/a\nb"), Json(7),
+                          Json("/" + std::string(5000, 'x'))}) {
+    request["state_dir"] = bad;
+    CTX_EXPECT_THROW(read_reply_request(request.dump()), InvalidArgument, "state_dir");
+  }
+}
+
 TEST(ReplyRequest, NamesTheCapabilitiesAHookDeactivated) {
   const ReplyRequest parsed = read_reply_request(
       R"({"actions":[],"deactivated":["skill:pdf-export","skill:pdf-export","agent:rev"]})");

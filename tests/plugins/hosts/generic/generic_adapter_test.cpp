@@ -156,6 +156,19 @@ TEST(GenericAdapter, RendersRecommendationsAndConsentCommands) {
   EXPECT_EQ(adapter.render_reply(R"({"actions":[]})").at("challenges"), Json::array());
 }
 
+TEST(GenericAdapter, ConsentCommandsNameANonDefaultStateDir) {
+  const GenericAdapter adapter(config());
+  const std::string digest(64, 'e');
+  const Json reply = adapter.render_reply(Json{
+      {"actions", Json::array()},
+      {"challenge", {{"challenge_digest", digest}}},
+      {"state_dir", "/srv/ctx state"}}.dump());
+  EXPECT_EQ(reply.at("challenges").at(0).at("approve"),
+            "ctx consent approve " + digest + " --key FILE --state '/srv/ctx state'");
+  EXPECT_EQ(reply.at("challenges").at(0).at("deny"),
+            "ctx consent deny " + digest + " --key FILE --state '/srv/ctx state'");
+}
+
 TEST(GenericAdapter, RejectsMalformedReplies) {
   const GenericAdapter adapter(config());
   CTX_EXPECT_THROW(adapter.render_reply("{}"), InvalidArgument, "actions");
