@@ -24,10 +24,11 @@ std::string catalog_usage() {
          "      --trust-key: trust that public key for your consent decisions (as ctx consent\n"
          "      trust --key); without it, on a terminal, offers ~/.ssh/id_ed25519.pub while no\n"
          "      key is trusted\n"
-         "  ctx catalog import DIR [--state DIR] [--json]\n"
-         "      validate a catalog (skills/<name>/SKILL.md, agents/<name>.md,\n"
-         "      mcp-servers/<name>.json, harnesses/<name>.json) and import it; one error\n"
-         "      line per invalid file and nothing imported when any file is invalid\n";
+         "  ctx catalog import DIR [--strict] [--state DIR] [--json]\n"
+         "      import what the hosts would load from DIR (folders holding SKILL.md,\n"
+         "      agents/*.md, mcp-servers/*.json, harnesses/*.json; docs/catalog.md); each file\n"
+         "      no host would load is one \"ctx: skipped FILE: RULE\" line and the rest imports;\n"
+         "      --strict imports nothing when any file is skipped\n";
 }
 
 int run_init(const InitOptions& options, const CommandIo& io) {
@@ -72,20 +73,26 @@ int run_catalog_import(const CatalogImportOptions& options, const CommandIo& io)
           << std::flush;
     };
   }
-  const auto result = runtime::import_catalog(fs::absolute(options.catalog), dir, progress);
+  const auto result = runtime::import_catalog(fs::absolute(options.catalog), dir, progress,
+                                              {.strict = options.strict});
+  for (const auto& problem : result.skipped) {
+    err << "ctx: skipped " << single_line_text(problem.file) << ": "
+        << single_line_text(problem.rule) << "\n";
+  }
   if (options.json) {
+    core::Json skipped = core::Json::array();
+    for (const auto& p : result.skipped) skipped.push_back({{"file", p.file}, {"rule", p.rule}});
     const core::Json value = {{"catalog_digest", result.catalog_digest},
                               {"changed", result.changed},
                               {"entries", result.entry_count},
                               {"graph_sha256", result.graph_sha256},
-                              {"objects", result.object_count}};
+                              {"objects", result.object_count},
+                              {"skipped", skipped}};
     out << core::canonical_json(value) << "\n";
-  } else if (result.changed) {
-    out << "imported " << result.entry_count << " capabilities (catalog " << result.catalog_digest
-        << ")\n";
   } else {
-    out << "catalog " << result.catalog_digest << " is already imported (" << result.entry_count
-        << " capabilities)\n";
+    out << "imported " << result.entry_count << ", skipped " << result.skipped.size()
+        << " (catalog " << result.catalog_digest << (result.changed ? "" : ", unchanged")
+        << ")\n";
   }
   return kExitOk;
 }

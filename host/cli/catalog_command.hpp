@@ -1,9 +1,11 @@
 // `ctx init [--state DIR]`: creates the private state directory (0700) and its 32-byte
 // installation key (installation.key, 0600) when missing; idempotent.
-// `ctx catalog import DIR [--state DIR] [--json]`: validates the catalog directory and imports it
-// into the state dir (runtime/catalog/catalog.hpp): all or nothing; every invalid file is one
-// stderr line "ctx: error: catalog entry FILE: RULE". Progress goes to stderr when it is a
-// terminal. Exit codes: 0 done (or unchanged), 1 failed (nothing imported), 2 usage.
+// `ctx catalog import DIR [--strict] [--state DIR] [--json]`: imports what the hosts would load
+// from DIR into the state dir (runtime/catalog/catalog.hpp); every skipped file is one stderr line
+// "ctx: skipped FILE: RULE", and stdout says "imported N, skipped M (catalog DIGEST)". With
+// --strict (or when nothing is left) a skipped file fails it: one stderr line "ctx: error: catalog
+// entry FILE: RULE" each, nothing imported. Progress goes to stderr when it is a terminal.
+// Exit codes: 0 done (or unchanged), 1 failed (nothing imported), 2 usage.
 // Both throw what they fail with; a runtime::CatalogImportError lists every invalid file (the
 // caller, cli.cpp, prints one line per file).
 #ifndef CTX_HOST_CLI_CATALOG_COMMAND_HPP_
@@ -27,6 +29,7 @@ struct CatalogImportOptions {
   std::filesystem::path catalog;
   std::optional<std::filesystem::path> state;
   bool json = false;
+  bool strict = false;
 };
 
 int run_init(const InitOptions& options, const CommandIo& io);

@@ -143,6 +143,7 @@ CLI::App* add_catalog(CLI::App& app, Action& action) {
   add_value(import, "DIR", options->catalog, "the catalog directory")->required();
   add_state(import, options->state);
   add_json(import, options->json);
+  import->add_flag("--strict", options->strict, "import nothing when any file is skipped");
   runs(import, action, options, run_catalog_import);
   return catalog;
 }

@@ -1,7 +1,9 @@
-// The capability catalog: read_catalog() validates a catalog directory (skills/<name>/SKILL.md +
-// resources, agents/<name>.md, mcp-servers/<name>.json, harnesses/<name>.json) into entries;
-// import_catalog() writes the planner's SQLite graph store and a content-addressed object store
-// into the state dir atomically (all or nothing); ImportedCatalog opens the current import.
+// The capability catalog: read_catalog() walks a catalog tree for what the hosts load (folders
+// holding SKILL.md, agents/*.md and *.toml, mcp-servers/*.json, .mcp.json, Claude Code plugin
+// manifests, harnesses/*.json; docs/catalog.md) into
+// entries, skipping what no host would load with one problem per file; import_catalog() writes
+// the planner's SQLite graph store and a content-addressed object store into the state dir
+// atomically; ImportedCatalog opens the current import.
 // Layout under <state>/catalog/: objects/<sha256> (0444 blobs: every file, and the tree root
 // of each tree skill), snapshots/<catalog_digest>/
 // {manifest.json, graph.sqlite3} (0444), CURRENT (the current catalog digest), .lock (flock).
@@ -29,10 +31,16 @@
 
 namespace ctx::runtime {
 
-inline constexpr std::size_t kMaxCatalogEntries = 10'000;
+// Bounds of one catalog tree: capabilities (valid or not), directory entries visited and folder
+// depth. Past any, the tree is refused as a whole.
+inline constexpr std::size_t kMaxCatalogEntries = 100'000;
+inline constexpr std::size_t kMaxCatalogFiles = 1'000'000;
+inline constexpr std::size_t kMaxCatalogDepth = 24;
 inline constexpr std::size_t kMaxSkillMdBytes = 1u << 20;        // SKILL.md
 inline constexpr std::size_t kMaxAgentFileBytes = 1u << 20;      // agents/<name>.md
 inline constexpr std::size_t kMaxJsonEntryBytes = 256u << 10;    // mcp-servers / harnesses
+inline constexpr std::size_t kMaxMcpConfigBytes = 1u << 20;      // .mcp.json, plugin manifests
+inline constexpr std::size_t kMaxMcpArgsBytes = 64u << 10;       // one mcp server's args together
 // One skill resource file, files of one skill folder, and all of a skill's files together: the
 // tree bounds the skill-installer's default caps are (ctx/sdk/skill_tree.hpp), so a skill that
 // imports installs.
@@ -42,6 +50,8 @@ inline constexpr std::uint64_t kMaxSkillTreeBytes = sdk::kMaxTreeBytes;
 inline constexpr std::size_t kMaxSkillDepth = 6;                 // directory levels in a skill
 inline constexpr std::uint64_t kMaxCatalogBytes = 512ull << 20;  // every file together
 inline constexpr std::size_t kMaxNameChars = 64;
+// A description imports whatever its length (and is planned on whole); ctx shows at most this many
+// characters of it.
 inline constexpr std::size_t kMaxDescriptionChars = 1024;
 inline constexpr std::size_t kMaxExplicitTags = 32;
 inline constexpr std::size_t kMaxNodeTags = 100;  // the planner's safe-tags bound
@@ -110,19 +120,30 @@ struct CatalogEntry {
   friend bool operator==(const CatalogEntry&, const CatalogEntry&) = default;
 };
 
-// Entries sorted by capability id, plus the bytes of every file by sha256.
+// Where an entry was found: a skill's folder, else its file ("PATH#NAME" for one server of a
+// .mcp.json-shaped file).
+std::string entry_location(const CatalogEntry& entry);
+
+// Entries sorted by capability id, plus the bytes of every file by sha256, and one problem per
+// file skipped (sorted by file).
 struct CatalogContents {
   std::vector<CatalogEntry> entries;
   std::map<std::string, std::string> blobs;  // sha256 -> bytes
+  std::vector<CatalogProblem> skipped;
 };
 
-// Reads and validates every file under `catalog_dir` (a real directory, no symlinks anywhere).
-// Errors: CatalogImportError listing every bad file; SystemError for I/O failures.
+// Reads every capability file under `catalog_dir` (a real directory; links are never followed);
+// what no host would load is in `skipped`. Errors: CatalogImportError with one catalog-wide
+// problem (file ".") when the tree as a whole cannot be read or is over a bound.
 CatalogContents read_catalog(const std::filesystem::path& catalog_dir);
 
 // canon-A JSON of the entries (no bytes): the manifest's "content"; its digest is the catalog
 // digest, a function of the catalog's bytes and layout only.
 core::Json catalog_content_json(const std::vector<CatalogEntry>& entries);
+
+struct CatalogImportOptions {
+  bool strict = false;  // any skipped file fails the import (all or nothing)
+};
 
 struct CatalogImportResult {
   std::string catalog_digest;
@@ -130,6 +151,7 @@ struct CatalogImportResult {
   std::size_t entry_count = 0;
   std::size_t object_count = 0;
   bool changed = false;  // false when this exact catalog was already the current import
+  std::vector<CatalogProblem> skipped;
 };
 
 // Progress callback: (phase, done, total); phases "read", "objects", "graph".
@@ -142,10 +164,13 @@ using CatalogProgress =
 // .current-staged; a crash at any leaves the previous import current and the next import
 // finishes the work. `state_dir` must be an existing
 // private (0700, owned, non-symlink) directory. Re-importing the same catalog changes nothing.
+// Skipped files are in the result; with options.strict, or when files were skipped and nothing is
+// left to import, the import fails with them instead.
 // Errors: CatalogImportError (nothing written), FailedPrecondition (state dir), SystemError.
 CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
                                    const std::filesystem::path& state_dir,
-                                   const CatalogProgress& progress = {});
+                                   const CatalogProgress& progress = {},
+                                   const CatalogImportOptions& options = {});
 
 // The current imported catalog of a state dir: manifest entries, the pinned graph artifact and
 // verified object reads.
@@ -171,7 +196,8 @@ class ImportedCatalog {
  private:
   ImportedCatalog() = default;
   friend CatalogImportResult import_catalog(const std::filesystem::path&,
-                                            const std::filesystem::path&, const CatalogProgress&);
+                                            const std::filesystem::path&, const CatalogProgress&,
+                                            const CatalogImportOptions&);
   // Opens snapshots/<digest> under the catalog root. Errors: as open().
   static std::shared_ptr<const ImportedCatalog> open_snapshot(const std::filesystem::path& root,
                                                               const std::string& digest);

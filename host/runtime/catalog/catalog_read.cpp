@@ -1,9 +1,12 @@
-// read_catalog: walks and validates a catalog directory (see catalog.hpp). Every rule failure is
-// collected as one CatalogProblem per file; nothing here writes.
+// read_catalog: walks a catalog tree and reads every file a host would load (see catalog.hpp and
+// docs/catalog.md). A file no host would load is one CatalogProblem (a skip line); nothing here
+// writes, and nothing outside the tree is opened (symbolic links are never followed).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
+
+#include <toml++/toml.h>  // header-only (no link dependency)
 
 #include <ctx/sdk/skill_tree.hpp>
 
@@ -38,6 +41,9 @@ struct Fatal {
   CatalogProblem problem;
 };
 
+constexpr std::string_view kNameRule =
+    "must be 1-64 of [a-z0-9-] without leading, trailing or double '-'";
+
 // Agent Skills name rule: 1–64 of [a-z0-9-], no leading/trailing '-', no "--".
 bool is_entry_name(std::string_view name) {
   if (name.empty() || name.size() > kMaxNameChars) return false;
@@ -47,42 +53,50 @@ bool is_entry_name(std::string_view name) {
   return name.front() != '-' && name.back() != '-' && name.find("--") == std::string_view::npos;
 }
 
-std::size_t utf8_chars(std::string_view text) {
-  std::size_t n = 0;
-  for (unsigned char c : text) {
-    if ((c & 0xC0) != 0x80) ++n;
-  }
-  return n;
+// A file name ctx can name in a line and a manifest: UTF-8 without control characters.
+bool is_printable_name(std::string_view name) {
+  if (!engine::is_valid_unicode(name)) return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
 }
 
-void check_description(const std::string& description, bool forbid_angle_brackets) {
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+std::string trim(std::string text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+// Every description imports whatever its length; it must say something and be text.
+std::string check_description(const std::string& description) {
   if (!engine::is_valid_unicode(description)) throw Broken{"description must be valid UTF-8"};
-  const std::size_t chars = utf8_chars(description);
-  if (chars == 0 || description.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw Broken{"description must be 1-1024 characters"};
-  }
-  if (chars > kMaxDescriptionChars) throw Broken{"description must be 1-1024 characters"};
-  if (forbid_angle_brackets && description.find_first_of("<>") != std::string::npos) {
-    throw Broken{"description must not contain '<' or '>'"};
-  }
+  if (trim(description).empty()) throw Broken{"description must not be empty"};
+  return description;
 }
 
-// Explicit tags: each an entry name (1–64 of [a-z0-9-]); at most 32; returned sorted unique.
-std::vector<std::string> check_tags(const std::vector<std::string>& tags) {
-  if (tags.size() > kMaxExplicitTags) throw Broken{"tags must list at most 32 tags"};
+// Explicit tags (a ctx extension): the ones that are entry names, at most 32, sorted unique;
+// others are ignored like any key a host does not use.
+std::vector<std::string> usable_tags(const std::vector<std::string>& tags) {
   std::set<std::string> out;
   for (const auto& tag : tags) {
-    if (!is_entry_name(tag)) throw Broken{"each tag must be 1-64 of [a-z0-9-]"};
-    out.insert(tag);
+    if (out.size() >= kMaxExplicitTags) break;
+    if (is_entry_name(tag)) out.insert(tag);
   }
   return {out.begin(), out.end()};
 }
 
-// Reads a regular file without following a symlink, at most `limit` bytes.
+// Reads a regular file without following a symlink, at most `limit` bytes (a larger file is
+// refused from its size alone, unread).
 std::string read_bounded(const fs::path& path, std::size_t limit) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ELOOP) throw Broken{"symbolic links are not allowed in a catalog"};
+    if (errno == ELOOP) throw Broken{"symbolic links are not followed"};
     throw Broken{"file cannot be read"};
   }
   struct Closer {
@@ -108,16 +122,17 @@ std::string read_bounded(const fs::path& path, std::size_t limit) {
   return out;
 }
 
-// Splits "---\n<yaml>\n---\n<body>" and parses the YAML mapping.
+// Splits "---\n<yaml>\n---\n<body>" (a UTF-8 byte-order mark and CRLF line ends allowed) and
+// parses the YAML mapping.
 YAML::Node frontmatter(const std::string& text) {
   std::string_view view(text);
-  if (view.substr(0, 3) == "\xEF\xBB\xBF")
-    throw Broken{"file must not start with a byte-order mark"};
+  if (view.substr(0, 3) == "\xEF\xBB\xBF") view.remove_prefix(3);
   auto first_line_end = view.find('\n');
   if (first_line_end == std::string_view::npos)
     throw Broken{"file must start with a --- frontmatter line"};
   std::string_view first = view.substr(0, first_line_end);
   if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
+  while (!first.empty() && (first.back() == ' ' || first.back() == '\t')) first.remove_suffix(1);
   if (first != "---") throw Broken{"file must start with a --- frontmatter line"};
   std::size_t pos = first_line_end + 1;
   std::optional<std::size_t> end;
@@ -126,6 +141,7 @@ YAML::Node frontmatter(const std::string& text) {
     std::string_view line =
         view.substr(pos, next == std::string_view::npos ? view.size() - pos : next - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
     if (line == "---") {
       end = pos;
       break;
@@ -134,7 +150,9 @@ YAML::Node frontmatter(const std::string& text) {
     pos = next + 1;
   }
   if (!end) throw Broken{"frontmatter must end with a --- line"};
-  const std::string yaml(view.substr(first_line_end + 1, *end - first_line_end - 1));
+  std::string yaml(view.substr(first_line_end + 1, *end - first_line_end - 1));
+  // yaml-cpp reads CR LF line ends, but a CR left inside a block scalar would stay in the text.
+  yaml.erase(std::remove(yaml.begin(), yaml.end(), '\r'), yaml.end());
   YAML::Node node;
   try {
     node = YAML::Load(yaml);
@@ -145,24 +163,17 @@ YAML::Node frontmatter(const std::string& text) {
   return node;
 }
 
-std::string yaml_key(const YAML::Node& key) {
-  if (!key.IsScalar()) throw Broken{"frontmatter keys must be strings"};
-  return key.Scalar();
-}
-
-std::string yaml_string(const YAML::Node& node, const std::string& field) {
-  if (!node.IsScalar()) throw Broken{field + " must be a string"};
-  return node.Scalar();
-}
-
-// A list of strings, or one string split on commas and whitespace.
-std::vector<std::string> yaml_string_list(const YAML::Node& node, const std::string& field) {
+// A list of strings, or one string split on commas and whitespace; nullopt when neither.
+std::optional<std::vector<std::string>> yaml_string_list(const YAML::Node& node) {
   std::vector<std::string> out;
   if (node.IsSequence()) {
-    for (const auto& item : node) out.push_back(yaml_string(item, field + " item"));
+    for (const auto& item : node) {
+      if (!item.IsScalar()) return std::nullopt;
+      out.push_back(item.Scalar());
+    }
     return out;
   }
-  if (!node.IsScalar()) throw Broken{field + " must be a list or a comma-separated string"};
+  if (!node.IsScalar()) return std::nullopt;
   std::string current;
   for (char c : node.Scalar() + ",") {
     if (c == ',' || c == ' ' || c == '\t') {
@@ -175,51 +186,42 @@ std::vector<std::string> yaml_string_list(const YAML::Node& node, const std::str
   return out;
 }
 
+// The frontmatter keys ctx uses; every other key is ignored, as the hosts ignore it.
 struct FrontmatterFields {
-  std::string name;
-  std::string description;
-  std::optional<YAML::Node> metadata;
-  std::optional<YAML::Node> tools;
+  std::optional<std::string> name;
+  std::optional<std::string> description;
   std::string when_to_use;
+  std::vector<std::string> tags;
+  std::optional<YAML::Node> tools;
 };
 
-FrontmatterFields read_frontmatter(const std::string& text,
-                                   const std::set<std::string, std::less<>>& optional_keys) {
+FrontmatterFields read_frontmatter(const std::string& text) {
   const YAML::Node node = frontmatter(text);
   FrontmatterFields out;
-  bool has_name = false;
-  bool has_description = false;
   std::set<std::string> seen;
   for (const auto& item : node) {
-    const std::string key = yaml_key(item.first);
-    if (!seen.insert(key).second) throw Broken{"frontmatter repeats key " + key};
+    if (!item.first.IsScalar()) continue;  // a key no host reads
+    const std::string key = item.first.Scalar();
+    if (!seen.insert(key).second) throw Broken{"frontmatter repeats a key"};
+    const YAML::Node& value = item.second;
     if (key == "name") {
-      out.name = yaml_string(item.second, "name");
-      has_name = true;
+      if (!value.IsScalar()) throw Broken{"name must be a string"};
+      out.name = value.Scalar();
     } else if (key == "description") {
-      if (item.second.IsNull()) throw Broken{"description must be 1-1024 characters"};
-      out.description = yaml_string(item.second, "description");
-      has_description = true;
+      if (!value.IsScalar()) throw Broken{"description must be a string"};
+      out.description = value.Scalar();
     } else if (key == "when_to_use") {
-      if (!item.second.IsNull()) out.when_to_use = yaml_string(item.second, "when_to_use");
-    } else if (optional_keys.count(key)) {
-      if (key == "metadata") out.metadata = item.second;
-      if (key == "tools") out.tools = item.second;
-      if ((key == "license" || key == "compatibility" || key == "allowed-tools" || key == "model" ||
-           key == "color") &&
-          !item.second.IsScalar()) {
-        throw Broken{key + " must be a string"};
+      if (value.IsScalar() && engine::is_valid_unicode(value.Scalar())) {
+        out.when_to_use = value.Scalar();
       }
-      if (key == "compatibility" && utf8_chars(item.second.Scalar()) > 500) {
-        throw Broken{"compatibility must be at most 500 characters"};
+    } else if (key == "metadata") {
+      if (value.IsMap() && value["tags"]) {
+        if (auto tags = yaml_string_list(value["tags"])) out.tags = std::move(*tags);
       }
-    } else {
-      throw Broken{"frontmatter key " + (is_entry_name(key) ? key : std::string("(invalid)")) +
-                   " is not allowed"};
+    } else if (key == "tools") {
+      out.tools = value;
     }
   }
-  if (!has_name) throw Broken{"frontmatter must have a name"};
-  if (!has_description) throw Broken{"frontmatter must have a description"};
   return out;
 }
 
@@ -233,13 +235,15 @@ struct Budget {
   std::uint64_t bytes = 0;
   void add(std::size_t n) {
     bytes += n;
-    if (bytes > kMaxCatalogBytes) throw Broken{"catalog is larger than 512 MiB"};
+    if (bytes > kMaxCatalogBytes) {
+      throw Fatal{{".", "catalog is larger than " + std::to_string(kMaxCatalogBytes) + " bytes"}};
+    }
   }
 };
 
-bool is_dot(const std::string& name) { return !name.empty() && name.front() == '.'; }
+bool is_dot(std::string_view name) { return !name.empty() && name.front() == '.'; }
 
-// Sorted children of a directory, refusing symlinks (reported against the child).
+// Sorted children of a directory (bytewise by name).
 std::vector<fs::directory_entry> children(const fs::path& dir) {
   std::vector<fs::directory_entry> out;
   std::error_code ec;
@@ -247,8 +251,9 @@ std::vector<fs::directory_entry> children(const fs::path& dir) {
     out.push_back(*it);
   }
   if (ec) throw Broken{"directory cannot be listed"};
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.path().filename().native() < b.path().filename().native();
+  });
   return out;
 }
 
@@ -259,6 +264,25 @@ fs::file_type link_type(const fs::directory_entry& entry) {
   return status.type();
 }
 
+fs::file_type link_type(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::symlink_status(path, ec);
+  if (ec) return fs::file_type::not_found;
+  return status.type();
+}
+
+// How to order two entries of the same kind and name: the fewest path components wins, then the
+// bytewise-smallest path (docs/catalog.md).
+bool found_before(const CatalogEntry& a, const CatalogEntry& b) {
+  const auto depth = [](const std::string& path) {
+    return std::count(path.begin(), path.end(), '/');
+  };
+  const std::string pa = entry_location(a);
+  const std::string pb = entry_location(b);
+  if (depth(pa) != depth(pb)) return depth(pa) < depth(pb);
+  return pa < pb;
+}
+
 class Reader {
  public:
   explicit Reader(fs::path root) : root_(std::move(root)) {}
@@ -266,46 +290,37 @@ class Reader {
   CatalogContents run() {
     struct stat st {};
     if (::lstat(root_.c_str(), &st) != 0) throw Fatal{{".", "catalog directory does not exist"}};
-    if (S_ISLNK(st.st_mode)) throw Fatal{{".", "symbolic links are not allowed in a catalog"}};
+    if (S_ISLNK(st.st_mode)) throw Fatal{{".", "symbolic links are not followed"}};
     if (!S_ISDIR(st.st_mode)) throw Fatal{{".", "catalog must be a directory"}};
-    std::vector<fs::directory_entry> top;
-    try {
-      top = children(root_);
-    } catch (const Broken& b) {
-      throw Fatal{{".", b.rule}};
+    walk(root_, "", 0);
+    if (entries_seen_ > kMaxCatalogEntries) {
+      problems_.push_back(
+          {".", "catalog has more than " + std::to_string(kMaxCatalogEntries) + " entries"});
     }
-    for (const auto& child : top) {
-      const std::string name = child.path().filename().string();
-      guard(name, [&] {
-        const auto type = link_type(child);
-        if (type == fs::file_type::symlink)
-          throw Broken{"symbolic links are not allowed in a catalog"};
-        if (type == fs::file_type::regular) return;  // README and the like: not entries
-        if (type != fs::file_type::directory) throw Broken{"must be a regular file or directory"};
-        if (is_dot(name)) return;  // .git and the like
-        if (name == "skills") return section(child.path(), name, &Reader::skill);
-        if (name == "agents") return section(child.path(), name, &Reader::agent);
-        if (name == "mcp-servers") return section(child.path(), name, &Reader::mcp_server);
-        if (name == "harnesses") return section(child.path(), name, &Reader::harness);
-        throw Broken{"unknown catalog section (expected skills, agents, mcp-servers, harnesses)"};
-      });
+    // One entry per kind and name: the first found (found_before) is kept, each other one is
+    // reported against its file.
+    std::sort(out_.entries.begin(), out_.entries.end(), [](const auto& a, const auto& b) {
+      if (a.capability_id() != b.capability_id()) return a.capability_id() < b.capability_id();
+      return found_before(a, b);
+    });
+    std::vector<CatalogEntry> kept;
+    for (auto& entry : out_.entries) {
+      if (!kept.empty() && kept.back().capability_id() == entry.capability_id()) {
+        const CatalogEntry& first = kept.back();
+        problems_.push_back({entry_location(entry), "duplicate " + entry.capability_id() + " (kept " +
+                                                  entry_location(first) + ")"});
+        continue;
+      }
+      kept.push_back(std::move(entry));
     }
-    if (seen_entries_ > kMaxCatalogEntries) {
-      problems_.push_back({".", "catalog has more than 10000 entries"});
-    }
-    if (!problems_.empty()) {
-      std::sort(problems_.begin(), problems_.end(),
-                [](const auto& a, const auto& b) { return a.file < b.file; });
-      throw CatalogImportError(std::move(problems_));
-    }
-    std::sort(out_.entries.begin(), out_.entries.end(),
-              [](const auto& a, const auto& b) { return a.capability_id() < b.capability_id(); });
+    out_.entries = std::move(kept);
+    std::sort(problems_.begin(), problems_.end(),
+              [](const auto& a, const auto& b) { return a.file < b.file; });
+    out_.skipped = std::move(problems_);
     return std::move(out_);
   }
 
  private:
-  using Handler = void (Reader::*)(const fs::directory_entry&, const std::string& rel);
-
   template <typename F>
   void guard(const std::string& rel, F&& body) {
     try {
@@ -315,45 +330,165 @@ class Reader {
     }
   }
 
-  void section(const fs::path& dir, const std::string& rel, Handler handler) {
-    for (const auto& child : children(dir)) {
-      // Past the bound nothing more is read: one catalog-wide problem is reported instead.
-      if (++seen_entries_ > kMaxCatalogEntries) return;
-      const std::string child_rel = rel + "/" + child.path().filename().string();
-      guard(child_rel, [&] {
-        if (link_type(child) == fs::file_type::symlink) {
-          throw Broken{"symbolic links are not allowed in a catalog"};
+  static std::string join(const std::string& rel, const std::string& name) {
+    return rel.empty() ? name : rel + "/" + name;
+  }
+
+  // Walks every directory of the tree once, depth-first in name order, never following a link.
+  void walk(const fs::path& dir, const std::string& rel, std::size_t depth) {
+    std::vector<fs::directory_entry> list;
+    try {
+      list = children(dir);
+    } catch (const Broken& b) {
+      if (rel.empty()) throw Fatal{{".", b.rule}};
+      problems_.push_back({rel, b.rule});
+      return;
+    }
+    const std::string parent = rel.substr(rel.rfind('/') == std::string::npos ? 0
+                                                                               : rel.rfind('/') + 1);
+    for (const auto& child : list) {
+      if (++files_seen_ > kMaxCatalogFiles) {
+        throw Fatal{{".", "catalog has more than " + std::to_string(kMaxCatalogFiles) + " files"}};
+      }
+      const std::string name = child.path().filename().string();
+      if (name == ".git" || name == "node_modules") continue;
+      const std::string child_rel = join(rel, printable(name));
+      fs::file_type type = fs::file_type::unknown;
+      try {
+        type = link_type(child);
+      } catch (const Broken& b) {
+        problems_.push_back({child_rel, b.rule});
+        continue;
+      }
+      if (type == fs::file_type::directory) {
+        if (!is_printable_name(name)) {
+          problems_.push_back({child_rel, "file name must be UTF-8 without control characters"});
+          continue;
         }
-        (this->*handler)(child, child_rel);
-      });
+        if (depth + 1 > kMaxCatalogDepth) {
+          problems_.push_back({child_rel, "catalog folders may nest at most " +
+                                              std::to_string(kMaxCatalogDepth) + " levels"});
+          continue;
+        }
+        const auto skill_md = link_type(child.path() / "SKILL.md");
+        if (skill_md != fs::file_type::not_found) {
+          count_entry();
+          guard(child_rel, [&] { skill(child.path(), child_rel, name); });
+        } else {
+          walk(child.path(), child_rel, depth + 1);
+        }
+        continue;
+      }
+      const auto role = candidate(parent, name);
+      if (type == fs::file_type::symlink && (role || is_section(parent) || is_section(name))) {
+        // A link where a capability could be (the target is never looked at).
+        problems_.push_back({child_rel, "symbolic links are not followed"});
+        continue;
+      }
+      if (!role) continue;  // not a file any host loads a capability from
+      if (!is_printable_name(name)) {
+        problems_.push_back({child_rel, "file name must be UTF-8 without control characters"});
+        continue;
+      }
+      if (type != fs::file_type::regular) {
+        problems_.push_back({child_rel, "must be a regular file"});
+        continue;
+      }
+      if (!processed_.insert(child_rel).second) continue;  // a plugin manifest named it already
+      count_entry();
+      guard(child_rel, [&] { read_role(*role, child.path(), child_rel); });
     }
   }
 
-  static std::string stem_of(const fs::directory_entry& entry, std::string_view extension) {
-    const std::string file = entry.path().filename().string();
-    if (link_type(entry) != fs::file_type::regular) {
-      throw Broken{"must be a regular " + std::string(extension) + " file"};
+  enum class Role { kAgent, kCodexAgent, kMcpServer, kHarness, kMcpConfig, kPlugin, kMarketplace };
+
+  void read_role(Role role, const fs::path& path, const std::string& rel) {
+    switch (role) {
+      case Role::kAgent:
+        return agent(path, rel);
+      case Role::kCodexAgent:
+        return codex_agent(path, rel);
+      case Role::kMcpServer:
+        return mcp_server(path, rel);
+      case Role::kHarness:
+        return harness(path, rel);
+      case Role::kMcpConfig:
+        return mcp_config(read_json_file(path, kMaxMcpConfigBytes), rel, "");
+      case Role::kPlugin:
+        return plugin_manifest(path, rel);
+      case Role::kMarketplace:
+        return marketplace(path, rel);
     }
-    if (file.size() <= extension.size() ||
-        file.compare(file.size() - extension.size(), extension.size(), extension) != 0) {
-      throw Broken{"file name must end in " + std::string(extension)};
-    }
-    return file.substr(0, file.size() - extension.size());
   }
 
-  void skill(const fs::directory_entry& dir, const std::string& rel) {
-    const std::string folder = dir.path().filename().string();
-    if (link_type(dir) != fs::file_type::directory) throw Broken{"a skill must be a directory"};
-    // Every file of the folder, depth-first, symlinks refused.
-    std::vector<std::pair<std::string, fs::path>> files;
-    const std::size_t problems_before = problems_.size();
-    walk(dir.path(), rel, 1, files);
-    if (problems_.size() != problems_before) return;  // symlinks or special files: reported
-    std::sort(files.begin(), files.end());
+  // A folder whose children are capabilities: a link in it is reported, not silently passed.
+  static bool is_section(const std::string& parent) {
+    return parent == "skills" || parent == "agents" || parent == "mcp-servers" ||
+           parent == "harnesses" || parent == "plugins";
+  }
+
+  // The role of a file of `name` in a folder named `parent`, if a host loads capabilities from it.
+  static std::optional<Role> candidate(const std::string& parent, const std::string& name) {
+    if (parent == "agents" && ends_with(name, ".md") && name.size() > 3) return Role::kAgent;
+    if (parent == "agents" && ends_with(name, ".toml") && name.size() > 5) {
+      return Role::kCodexAgent;
+    }
+    if (parent == "mcp-servers" && ends_with(name, ".json") && name.size() > 5) {
+      return Role::kMcpServer;
+    }
+    if (parent == "harnesses" && ends_with(name, ".json") && name.size() > 5) {
+      return Role::kHarness;
+    }
+    if (name == ".mcp.json") return Role::kMcpConfig;
+    if (parent == ".claude-plugin" && name == "plugin.json") return Role::kPlugin;
+    if (parent == ".claude-plugin" && name == "marketplace.json") return Role::kMarketplace;
+    return std::nullopt;
+  }
+
+  // A name as a skip line shows it: control bytes, backslash and non-UTF-8 bytes as \xNN.
+  static std::string printable(const std::string& name) {
+    if (is_printable_name(name) && name.find('\\') == std::string::npos) return name;
+    const bool utf8 = engine::is_valid_unicode(name);
+    std::string out;
+    for (char c : name) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f || c == '\\' || (!utf8 && u >= 0x80)) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        out += "\\x";
+        out += kHex[u >> 4];
+        out += kHex[u & 15];
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
+
+  void count_entry() {
+    if (++entries_seen_ > kMaxCatalogEntries) {
+      throw Fatal{{".", "catalog has more than " + std::to_string(kMaxCatalogEntries) + " entries"}};
+    }
+  }
+
+  // A folder holding SKILL.md: the skill named by the folder, its files the folder's files
+  // (dot files excluded). Any file the skill cannot hold skips the whole skill.
+  void skill(const fs::path& dir, const std::string& rel, const std::string& folder) {
+    if (!is_entry_name(folder)) throw Broken{"a skill folder name " + std::string(kNameRule)};
     const std::string skill_md_rel = rel + "/SKILL.md";
+    std::vector<std::pair<std::string, fs::path>> files;
+    std::vector<CatalogProblem> local;
+    skill_walk(dir, rel, 1, files, local);
+    if (!local.empty()) {
+      problems_.insert(problems_.end(), local.begin(), local.end());
+      return;
+    }
+    std::sort(files.begin(), files.end());
     const auto md = std::find_if(files.begin(), files.end(),
                                  [&](const auto& f) { return f.first == skill_md_rel; });
-    if (md == files.end()) throw Broken{"a skill folder must contain SKILL.md"};
+    if (md == files.end()) {
+      problems_.push_back({skill_md_rel, "SKILL.md must be a regular file"});
+      return;
+    }
     CatalogEntry entry;
     entry.kind = engine::CapabilityKind::kSkill;
     std::string skill_md;
@@ -361,36 +496,25 @@ class Reader {
     try {
       skill_md = read_bounded(md->second, kMaxSkillMdBytes);
       if (!engine::is_valid_unicode(skill_md)) throw Broken{"SKILL.md must be valid UTF-8"};
-      const auto fields =
-          read_frontmatter(skill_md, {"license", "compatibility", "metadata", "allowed-tools"});
-      if (!is_entry_name(fields.name)) {
-        throw Broken{"name must be 1-64 of [a-z0-9-] without leading, trailing or double '-'"};
-      }
-      if (fields.name != folder) throw Broken{"name must match the skill folder name"};
-      check_description(fields.description, true);
-      std::vector<std::string> tags;
-      if (fields.metadata) {
-        if (!fields.metadata->IsMap()) throw Broken{"metadata must be a mapping"};
-        for (const auto& item : *fields.metadata) {
-          const std::string key = yaml_key(item.first);
-          if (key == "tags") {
-            tags = yaml_string_list(item.second, "metadata.tags");
-          } else if (!item.second.IsScalar()) {
-            throw Broken{"metadata values must be strings (metadata.tags may be a list)"};
-          }
-        }
-      }
-      entry.name = fields.name;
-      entry.label = fields.name;
+      const auto fields = read_frontmatter(skill_md);
+      if (!fields.description) throw Broken{"frontmatter must have a description"};
+      entry.name = folder;
+      entry.label = fields.name && engine::is_valid_unicode(*fields.name) && !fields.name->empty()
+                        ? *fields.name
+                        : folder;
       entry.folder = folder;
-      entry.description = fields.description;
+      entry.description = check_description(*fields.description);
       entry.when_to_use = fields.when_to_use;
-      entry.tags = check_tags(tags);
+      entry.tags = usable_tags(fields.tags);
     } catch (const Broken& b) {
       problems_.push_back({skill_md_rel, b.rule});
       return;
     }
-    if (files.size() > kMaxSkillFiles) throw Broken{"a skill may hold at most 1000 files"};
+    if (files.size() > kMaxSkillFiles) {
+      problems_.push_back({rel, "a skill may hold at most " + std::to_string(kMaxSkillFiles) +
+                                    " files"});
+      return;
+    }
     std::uint64_t skill_bytes = 0;
     for (const auto& [file_rel, path] : files) {
       std::string bytes;
@@ -400,88 +524,117 @@ class Reader {
         try {
           bytes = read_bounded(path, kMaxResourceFileBytes);
         } catch (const Broken& b) {
-          problems_.push_back({file_rel, b.rule});
+          local.push_back({file_rel, b.rule});
           continue;
         }
       }
-      budget_.add(bytes.size());
       skill_bytes += bytes.size();
       if (skill_bytes > kMaxSkillTreeBytes) {
         problems_.push_back({rel, "a skill's files may hold at most 64 MiB together"});
         return;
       }
+      budget_.add(bytes.size());
       CatalogFile file = file_of(file_rel, bytes, out_);
       if (file_rel == skill_md_rel) entry.primary = file;
       entry.files.push_back(std::move(file));
+    }
+    if (!local.empty()) {
+      problems_.insert(problems_.end(), local.begin(), local.end());
+      return;
     }
     if (entry.files.size() > 1 ||
         static_cast<std::uint64_t>(entry.primary.bytes) > sdk::kMaxPlainSkillBytes) {
       // Resources, or a SKILL.md over the plain bound: the skill's material is its tree root
       // (plugin_abi.h "Tree material"), stored as one more object.
       std::vector<sdk::TreeFile> tree;
-      bool valid = true;
       for (const auto& file : entry.files) {
-        const std::string path = file.path.substr(rel.size() + 1);
-        if (!sdk::is_tree_path(path)) {
-          problems_.push_back({file.path,
-                               "skill file names must match [A-Za-z0-9_][A-Za-z0-9._-]{0,127}"});
-          valid = false;
-        }
-        tree.push_back({path, static_cast<std::uint64_t>(file.bytes), file.sha256});
+        tree.push_back({file.path.substr(rel.size() + 1), static_cast<std::uint64_t>(file.bytes),
+                        file.sha256});
       }
-      if (!valid) return;
       const std::string manifest = sdk::tree_manifest_text(tree);
       entry.tree = file_of(rel, sdk::tree_root_text(tree, core::sha256_hex(manifest)), out_);
     }
     finish(std::move(entry));
   }
 
-  void walk(const fs::path& dir, const std::string& rel, std::size_t depth,
-            std::vector<std::pair<std::string, fs::path>>& files) {
-    if (depth > kMaxSkillDepth) throw Broken{"a skill folder may nest at most 6 levels"};
-    for (const auto& child : children(dir)) {
-      const std::string child_rel = rel + "/" + child.path().filename().string();
-      const auto type = link_type(child);
+  // The files of a skill folder. Dot files and folders are not part of a skill; a link, a
+  // special file or a name a skill tree cannot hold is a problem of the skill.
+  void skill_walk(const fs::path& dir, const std::string& rel, std::size_t depth,
+                  std::vector<std::pair<std::string, fs::path>>& files,
+                  std::vector<CatalogProblem>& local) {
+    std::vector<fs::directory_entry> list;
+    try {
+      list = children(dir);
+    } catch (const Broken& b) {
+      local.push_back({rel, b.rule});
+      return;
+    }
+    for (const auto& child : list) {
+      const std::string name = child.path().filename().string();
+      if (is_dot(name)) continue;
+      const std::string child_rel = rel + "/" + printable(name);
+      if (++files_seen_ > kMaxCatalogFiles) {
+        throw Fatal{{".", "catalog has more than " + std::to_string(kMaxCatalogFiles) + " files"}};
+      }
+      if (!is_printable_name(name) || !sdk::is_tree_path(name)) {
+        local.push_back({child_rel, "skill file names must match [A-Za-z0-9_][A-Za-z0-9._-]{0,127}"});
+        continue;
+      }
+      fs::file_type type = fs::file_type::unknown;
+      try {
+        type = link_type(child);
+      } catch (const Broken& b) {
+        local.push_back({child_rel, b.rule});
+        continue;
+      }
       if (type == fs::file_type::symlink) {
-        problems_.push_back({child_rel, "symbolic links are not allowed in a catalog"});
+        local.push_back({child_rel, "symbolic links are not followed"});
       } else if (type == fs::file_type::directory) {
-        walk(child.path(), child_rel, depth + 1, files);
+        if (depth + 1 > kMaxSkillDepth) {
+          local.push_back({child_rel, "a skill folder may nest at most " +
+                                          std::to_string(kMaxSkillDepth) + " levels"});
+          continue;
+        }
+        skill_walk(child.path(), child_rel, depth + 1, files, local);
       } else if (type == fs::file_type::regular) {
+        if (files.size() >= kMaxSkillFiles) {
+          local.push_back({rel, "a skill may hold at most " + std::to_string(kMaxSkillFiles) +
+                                    " files"});
+          return;
+        }
         files.emplace_back(child_rel, child.path());
-        if (files.size() > kMaxSkillFiles) throw Broken{"a skill may hold at most 1000 files"};
       } else {
-        problems_.push_back({child_rel, "must be a regular file or directory"});
+        local.push_back({child_rel, "must be a regular file or directory"});
       }
     }
   }
 
-  void agent(const fs::directory_entry& file, const std::string& rel) {
-    const std::string stem = stem_of(file, ".md");
-    const std::string bytes = read_bounded(file.path(), kMaxAgentFileBytes);
+  // agents/<file>.md: the agent named by its frontmatter `name` (a description required).
+  void agent(const fs::path& path, const std::string& rel) {
+    const std::string bytes = read_bounded(path, kMaxAgentFileBytes);
     if (!engine::is_valid_unicode(bytes)) throw Broken{"agent file must be valid UTF-8"};
-    const auto fields =
-        read_frontmatter(bytes, {"tools", "disallowedTools", "model", "permissionMode", "maxTurns",
-                                 "skills", "mcpServers", "hooks", "memory", "background", "effort",
-                                 "isolation", "color", "initialPrompt"});
-    if (!is_entry_name(fields.name)) {
-      throw Broken{"name must be 1-64 of [a-z0-9-] without leading, trailing or double '-'"};
-    }
-    if (fields.name != stem) throw Broken{"name must match the file name"};
-    check_description(fields.description, false);
+    const auto fields = read_frontmatter(bytes);
+    if (!fields.name) throw Broken{"frontmatter must have a name"};
+    if (!is_entry_name(*fields.name)) throw Broken{"name " + std::string(kNameRule)};
+    if (!fields.description) throw Broken{"frontmatter must have a description"};
     CatalogEntry entry;
     entry.kind = engine::CapabilityKind::kAgent;
-    entry.name = fields.name;
-    entry.label = fields.name;
-    entry.folder = stem;
-    entry.description = fields.description;
+    entry.name = *fields.name;
+    entry.label = *fields.name;
+    const std::string file = path.filename().string();
+    entry.folder = file.substr(0, file.size() - 3);
+    entry.description = check_description(*fields.description);
     entry.when_to_use = fields.when_to_use;
+    entry.tags = usable_tags(fields.tags);
     if (fields.tools) {
-      entry.tools = yaml_string_list(*fields.tools, "tools");
-      for (const auto& tool : entry.tools) {
+      const auto tools = yaml_string_list(*fields.tools);
+      if (!tools) throw Broken{"tools must be a list or a comma-separated string"};
+      for (const auto& tool : *tools) {
         if (tool.empty() || tool.size() > 128 || !engine::is_valid_unicode(tool)) {
           throw Broken{"each tool must be a non-empty name of at most 128 characters"};
         }
       }
+      entry.tools = *tools;
     }
     budget_.add(bytes.size());
     entry.primary = file_of(rel, bytes, out_);
@@ -489,8 +642,8 @@ class Reader {
     finish(std::move(entry));
   }
 
-  // Reads a JSON entry object; `allowed` are its keys (name, description required).
-  static Json json_entry(const std::string& bytes, const std::set<std::string>& allowed) {
+  // Reads a JSON entry object with a string name and description (other keys ignored).
+  static Json json_entry(const std::string& bytes) {
     Json value;
     try {
       value = core::parse_json(bytes);
@@ -498,12 +651,6 @@ class Reader {
       throw Broken{"file is not valid JSON (or repeats a key)"};
     }
     if (!value.is_object()) throw Broken{"file must hold one JSON object"};
-    for (const auto& [key, _] : value.items()) {
-      if (!allowed.count(key)) {
-        throw Broken{"key " + (is_entry_name(key) ? key : std::string("(invalid)")) +
-                     " is not allowed"};
-      }
-    }
     for (const char* required : {"name", "description"}) {
       if (!value.contains(required)) throw Broken{std::string(required) + " is required"};
       if (!value[required].is_string()) throw Broken{std::string(required) + " must be a string"};
@@ -521,32 +668,34 @@ class Reader {
     return out;
   }
 
-  void json_common(CatalogEntry& entry, const Json& value, const std::string& stem) {
+  static std::string stem(const fs::path& path) { return path.stem().string(); }
+
+  void json_common(CatalogEntry& entry, const Json& value, const fs::path& path) {
     entry.name = value["name"].get<std::string>();
-    if (!is_entry_name(entry.name)) {
-      throw Broken{"name must be 1-64 of [a-z0-9-] without leading, trailing or double '-'"};
-    }
-    if (entry.name != stem) throw Broken{"name must match the file name"};
+    if (!is_entry_name(entry.name)) throw Broken{"name " + std::string(kNameRule)};
     entry.label = entry.name;
-    entry.folder = stem;
-    entry.description = value["description"].get<std::string>();
-    check_description(entry.description, false);
-    if (value.contains("tags")) entry.tags = check_tags(json_strings(value["tags"], "tags"));
+    entry.folder = stem(path);
+    entry.description = check_description(value["description"].get<std::string>());
+    if (value.contains("tags") && value["tags"].is_array()) {
+      std::vector<std::string> tags;
+      for (const auto& tag : value["tags"]) {
+        if (tag.is_string()) tags.push_back(tag.get<std::string>());
+      }
+      entry.tags = usable_tags(tags);
+    }
   }
 
-  void mcp_server(const fs::directory_entry& file, const std::string& rel) {
-    const std::string stem = stem_of(file, ".json");
-    const std::string bytes = read_bounded(file.path(), kMaxJsonEntryBytes);
-    const Json value =
-        json_entry(bytes, {"name", "description", "command", "args", "env", "url", "tags"});
-    CatalogEntry entry;
-    entry.kind = engine::CapabilityKind::kMcpServer;
-    json_common(entry, value, stem);
+  // The launch fields of an mcp server (ctx's mcp-servers/*.json and .mcp.json alike), with the
+  // rules a host would refuse it by.
+  static void mcp_fields(CatalogEntry& entry, const Json& value) {
     if (value.contains("command")) {
       if (!value["command"].is_string() || value["command"].get<std::string>().empty()) {
         throw Broken{"command must be a non-empty string"};
       }
       entry.command = value["command"].get<std::string>();
+      if (entry.command->front() != '/' && entry.command->find('/') != std::string::npos) {
+        throw Broken{"command must be a program name or an absolute path, not a relative path"};
+      }
     }
     if (value.contains("url")) {
       if (!value["url"].is_string()) throw Broken{"url must be a string"};
@@ -561,6 +710,11 @@ class Reader {
     if (value.contains("args")) {
       if (!entry.command) throw Broken{"args need a command"};
       entry.args = json_strings(value["args"], "args");
+      std::size_t bytes = 0;
+      for (const auto& arg : entry.args) bytes += arg.size();
+      if (bytes > kMaxMcpArgsBytes) {
+        throw Broken{"args are larger than " + std::to_string(kMaxMcpArgsBytes) + " bytes"};
+      }
     }
     if (value.contains("env")) {
       if (!value["env"].is_object()) throw Broken{"env must be an object of strings"};
@@ -578,19 +732,234 @@ class Reader {
       }
       std::sort(entry.env_names.begin(), entry.env_names.end());
     }
+  }
+
+  void mcp_server(const fs::path& path, const std::string& rel) {
+    const std::string bytes = read_bounded(path, kMaxJsonEntryBytes);
+    const Json value = json_entry(bytes);
+    CatalogEntry entry;
+    entry.kind = engine::CapabilityKind::kMcpServer;
+    json_common(entry, value, path);
+    mcp_fields(entry, value);
     budget_.add(bytes.size());
     entry.primary = file_of(rel, bytes, out_);
     entry.files = {entry.primary};
     finish(std::move(entry));
   }
 
-  void harness(const fs::directory_entry& file, const std::string& rel) {
-    const std::string stem = stem_of(file, ".json");
-    const std::string bytes = read_bounded(file.path(), kMaxJsonEntryBytes);
-    const Json value = json_entry(bytes, {"name", "description", "tags"});
+  static Json read_json_file(const fs::path& path, std::size_t limit) {
+    const std::string bytes = read_bounded(path, limit);
+    try {
+      return core::parse_json(bytes);
+    } catch (const std::exception&) {
+      throw Broken{"file is not valid JSON (or repeats a key)"};
+    }
+  }
+
+  // {"mcpServers": {NAME: SERVER, ...}} (a .mcp.json, or a plugin's mcpServers): each server is
+  // one entry named by its key; its material is the server as ctx's mcp-servers JSON (a
+  // description given, else "MCP server NAME" and `context`). Its file is "REL#NAME".
+  void mcp_config(const Json& value, const std::string& rel, const std::string& context) {
+    if (!value.is_object()) throw Broken{"file must hold one JSON object"};
+    const Json* servers = &value;
+    if (value.contains("mcpServers")) servers = &value["mcpServers"];
+    if (!servers->is_object()) throw Broken{"mcpServers must be an object"};
+    for (const auto& [name, server] : servers->items()) {
+      const std::string server_rel = rel + "#" + printable(name);
+      if (server_rel != rel + "#" + name || server_rel.size() > 4096) {
+        problems_.push_back({server_rel, "server names must be UTF-8 without control characters"});
+        continue;
+      }
+      count_entry();
+      guard(server_rel, [&] {
+        if (!is_entry_name(name)) throw Broken{"server name " + std::string(kNameRule)};
+        if (!server.is_object()) throw Broken{"an mcp server must be a JSON object"};
+        CatalogEntry entry;
+        entry.kind = engine::CapabilityKind::kMcpServer;
+        entry.name = name;
+        entry.label = name;
+        entry.folder = name;
+        std::string description = "MCP server " + name + (context.empty() ? "" : " of " + context);
+        if (server.contains("description")) {
+          if (!server["description"].is_string()) throw Broken{"description must be a string"};
+          description = server["description"].get<std::string>();
+        }
+        entry.description = check_description(description);
+        mcp_fields(entry, server);
+        Json material = Json{{"description", entry.description}, {"name", name}};
+        for (const char* key : {"command", "args", "env", "url"}) {
+          if (server.contains(key)) material[key] = server[key];
+        }
+        const std::string bytes = core::canonical_json(material);
+        budget_.add(bytes.size());
+        entry.primary = file_of(server_rel, bytes, out_);
+        entry.files = {entry.primary};
+        finish(std::move(entry));
+      });
+    }
+  }
+
+  // A relative path a manifest names, resolved inside the tree without passing a link.
+  fs::path inside(const std::string& base_rel, const std::string& path, std::string& rel) const {
+    fs::path joined = (fs::path(base_rel) / path).lexically_normal();
+    rel = joined.generic_string();
+    while (!rel.empty() && rel.back() == '/') rel.pop_back();
+    if (fs::path(path).is_absolute() || rel.rfind("..", 0) == 0) {
+      throw Broken{"path " + printable(path) + " leaves the catalog"};
+    }
+    if (rel.empty() || rel == ".") {
+      rel.clear();
+      return root_;
+    }
+    fs::path full = root_;
+    for (const auto& part : fs::path(rel)) {
+      full /= part;
+      struct stat st {};
+      if (::lstat(full.c_str(), &st) != 0) throw Broken{"path " + printable(path) + " does not exist"};
+      if (S_ISLNK(st.st_mode)) throw Broken{"symbolic links are not followed"};
+    }
+    return full;
+  }
+
+  static std::vector<std::string> path_list(const Json& value) {
+    std::vector<std::string> out;
+    if (value.is_string()) out.push_back(value.get<std::string>());
+    if (value.is_array()) {
+      for (const auto& item : value) {
+        if (item.is_string()) out.push_back(item.get<std::string>());
+      }
+    }
+    return out;
+  }
+
+  // What a plugin declares beyond its skills/ and agents/ folders (found by the walk): agent
+  // files or folders elsewhere, and its MCP servers (inline, or a path to a .mcp.json-shaped
+  // file). `base_rel` is the plugin's root.
+  void plugin_fields(const Json& plugin, const std::string& base_rel, const std::string& rel,
+                     const std::string& name) {
+    if (plugin.contains("agents")) {
+      for (const auto& path : path_list(plugin["agents"])) {
+        guard(rel, [&] {
+          std::string agent_rel;
+          const fs::path full = inside(base_rel, path, agent_rel);
+          std::vector<std::pair<std::string, fs::path>> files;
+          if (fs::is_directory(fs::symlink_status(full))) {
+            for (const auto& child : children(full)) {
+              const std::string file = child.path().filename().string();
+              if (ends_with(file, ".md") && link_type(child) == fs::file_type::regular &&
+                  is_printable_name(file)) {
+                files.emplace_back(agent_rel + "/" + file, child.path());
+              }
+            }
+          } else {
+            files.emplace_back(agent_rel, full);
+          }
+          for (const auto& [file_rel, file_path] : files) {
+            if (!processed_.insert(file_rel).second) continue;
+            count_entry();
+            guard(file_rel, [&] { agent(file_path, file_rel); });
+          }
+        });
+      }
+    }
+    if (plugin.contains("mcpServers")) {
+      const Json& servers = plugin["mcpServers"];
+      if (servers.is_object()) {
+        guard(rel, [&] { mcp_config(servers, rel, name); });
+      } else {
+        for (const auto& path : path_list(servers)) {
+          guard(rel, [&] {
+            std::string config_rel;
+            const fs::path full = inside(base_rel, path, config_rel);
+            if (!processed_.insert(config_rel).second) return;
+            guard(config_rel, [&] {
+              mcp_config(read_json_file(full, kMaxMcpConfigBytes), config_rel, name);
+            });
+          });
+        }
+      }
+    }
+  }
+
+  static std::string parent_of(const std::string& rel, int levels) {
+    std::string out = rel;
+    for (int i = 0; i < levels; ++i) {
+      const auto slash = out.rfind('/');
+      out = slash == std::string::npos ? std::string() : out.substr(0, slash);
+    }
+    return out;
+  }
+
+  // <plugin>/.claude-plugin/plugin.json.
+  void plugin_manifest(const fs::path& path, const std::string& rel) {
+    const Json value = read_json_file(path, kMaxMcpConfigBytes);
+    if (!value.is_object()) throw Broken{"file must hold one JSON object"};
+    const std::string name =
+        value.contains("name") && value["name"].is_string() ? value["name"].get<std::string>() : "";
+    plugin_fields(value, parent_of(rel, 2), rel, is_printable_name(name) ? name : "");
+  }
+
+  // <root>/.claude-plugin/marketplace.json: its local plugins' declarations (their folders are
+  // walked anyway); a plugin from another repository is reported, not fetched.
+  void marketplace(const fs::path& path, const std::string& rel) {
+    const Json value = read_json_file(path, kMaxMcpConfigBytes);
+    if (!value.is_object()) throw Broken{"file must hold one JSON object"};
+    if (!value.contains("plugins")) return;
+    if (!value["plugins"].is_array()) throw Broken{"plugins must be an array"};
+    const std::string base = parent_of(rel, 2);
+    for (const auto& plugin : value["plugins"]) {
+      if (!plugin.is_object()) continue;
+      const std::string name = plugin.contains("name") && plugin["name"].is_string()
+                                   ? plugin["name"].get<std::string>()
+                                   : std::string();
+      const std::string shown = is_printable_name(name) ? name : std::string("(unnamed)");
+      if (!plugin.contains("source") || !plugin["source"].is_string()) {
+        problems_.push_back({rel + "#" + shown,
+                             "the plugin's source is another repository (add it with ctx catalog "
+                             "add)"});
+        continue;
+      }
+      guard(rel + "#" + shown, [&] {
+        std::string plugin_rel;
+        inside(base.empty() ? "." : base, plugin["source"].get<std::string>(), plugin_rel);
+        plugin_fields(plugin, plugin_rel, rel + "#" + shown, shown);
+      });
+    }
+  }
+
+  // agents/<file>.toml: a Codex agent, named by its `name`, with a `description`.
+  void codex_agent(const fs::path& path, const std::string& rel) {
+    const std::string bytes = read_bounded(path, kMaxAgentFileBytes);
+    if (!engine::is_valid_unicode(bytes)) throw Broken{"agent file must be valid UTF-8"};
+    toml::table table;
+    try {
+      table = toml::parse(bytes);
+    } catch (const toml::parse_error&) {
+      throw Broken{"file is not valid TOML"};
+    }
+    const auto name = table["name"].value<std::string>();
+    const auto description = table["description"].value<std::string>();
+    if (!name) throw Broken{"name is required (a string)"};
+    if (!is_entry_name(*name)) throw Broken{"name " + std::string(kNameRule)};
+    if (!description) throw Broken{"description is required (a string)"};
+    CatalogEntry entry;
+    entry.kind = engine::CapabilityKind::kAgent;
+    entry.name = *name;
+    entry.label = *name;
+    entry.folder = path.stem().string();
+    entry.description = check_description(*description);
+    budget_.add(bytes.size());
+    entry.primary = file_of(rel, bytes, out_);
+    entry.files = {entry.primary};
+    finish(std::move(entry));
+  }
+
+  void harness(const fs::path& path, const std::string& rel) {
+    const std::string bytes = read_bounded(path, kMaxJsonEntryBytes);
+    const Json value = json_entry(bytes);
     CatalogEntry entry;
     entry.kind = engine::CapabilityKind::kHarness;
-    json_common(entry, value, stem);
+    json_common(entry, value, path);
     budget_.add(bytes.size());
     entry.primary = file_of(rel, bytes, out_);
     entry.files = {entry.primary};
@@ -606,7 +975,9 @@ class Reader {
   CatalogContents out_;
   std::vector<CatalogProblem> problems_;
   Budget budget_;
-  std::size_t seen_entries_ = 0;  // section children visited, valid or not
+  std::size_t entries_seen_ = 0;  // candidate files and skill folders visited, valid or not
+  std::size_t files_seen_ = 0;    // directory entries visited
+  std::set<std::string> processed_;  // candidate files read (a manifest may name one again)
 };
 
 }  // namespace
@@ -621,6 +992,13 @@ CatalogImportError::CatalogImportError(std::vector<CatalogProblem> problems)
                                (problems.size() > 2 ? "s" : "") + ")"
                          : std::string())),
       problems_(std::move(problems)) {}
+
+std::string entry_location(const CatalogEntry& entry) {
+  if (entry.kind == engine::CapabilityKind::kSkill) {
+    return entry.primary.path.substr(0, entry.primary.path.rfind('/'));
+  }
+  return entry.primary.path;
+}
 
 CatalogContents read_catalog(const std::filesystem::path& catalog_dir) {
   try {

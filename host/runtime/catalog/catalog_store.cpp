@@ -168,7 +168,8 @@ Json catalog_content_json(const std::vector<CatalogEntry>& entries) {
 
 CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
                                    const std::filesystem::path& state_dir,
-                                   const CatalogProgress& progress) {
+                                   const CatalogProgress& progress,
+                                   const CatalogImportOptions& options) {
   const auto report = [&](std::string_view phase, std::size_t done, std::size_t total) {
     if (progress) progress(phase, done, total);
   };
@@ -176,11 +177,15 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
   report("read", 0, 1);
   const CatalogContents contents = read_catalog(catalog_dir);
   report("read", 1, 1);
+  if (!contents.skipped.empty() && (options.strict || contents.entries.empty())) {
+    throw CatalogImportError(contents.skipped);
+  }
   const Json content = catalog_content_json(contents.entries);
   CatalogImportResult result;
   result.catalog_digest = core::canonical_digest(content, core::Encoding::kAscii);
   result.entry_count = contents.entries.size();
   result.object_count = contents.blobs.size();
+  result.skipped = contents.skipped;
 
   const fs::path root = state_dir / "catalog";
   ensure_private_dir(root);

@@ -85,22 +85,34 @@ TEST(CatalogCommand, ImportPrintsTheCatalogDigestAndIsIdempotent) {
   EXPECT_EQ(nlohmann::json::parse(second.out)["changed"], false);
   EXPECT_EQ(nlohmann::json::parse(second.out)["catalog_digest"], json["catalog_digest"]);
   const auto plain = ctx({"catalog", "import", (temp / "catalog").string(), "--state", state});
-  EXPECT_THAT(plain.out, HasSubstr("already imported (2 capabilities)"));
+  EXPECT_THAT(plain.out, HasSubstr("imported 2, skipped 0 (catalog " +
+                                    json["catalog_digest"].get<std::string>() + ", unchanged)"));
 }
 
-TEST(CatalogCommand, AnInvalidCatalogFailsWithOneLinePerFileAndImportsNothing) {
+TEST(CatalogCommand, SkippedFilesAreOneLineEachAndStrictImportsNothing) {
   testing::TempDir temp;
   write_catalog(temp / "catalog");
   write(temp / "catalog/agents/bad.md", "no frontmatter\n");
   write(temp / "catalog/mcp-servers/x.json", "{\"name\":\"x\",\"description\":\"d\"}");
   const std::string state = (temp / "state").string();
   ASSERT_EQ(ctx({"init", "--state", state}).code, kExitOk);
-  const auto outcome = ctx({"catalog", "import", (temp / "catalog").string(), "--state", state});
-  EXPECT_EQ(outcome.code, kExitFailure);
-  EXPECT_THAT(outcome.err, HasSubstr("ctx: error: catalog entry agents/bad.md: "));
-  EXPECT_THAT(outcome.err, HasSubstr("ctx: error: catalog entry mcp-servers/x.json: "));
-  EXPECT_THAT(outcome.err, HasSubstr("nothing was imported (2 invalid files)"));
+  const auto strict =
+      ctx({"catalog", "import", (temp / "catalog").string(), "--strict", "--state", state});
+  EXPECT_EQ(strict.code, kExitFailure);
+  EXPECT_THAT(strict.err, HasSubstr("ctx: error: catalog entry agents/bad.md: "));
+  EXPECT_THAT(strict.err, HasSubstr("ctx: error: catalog entry mcp-servers/x.json: "));
+  EXPECT_THAT(strict.err, HasSubstr("nothing was imported (2 invalid files)"));
   EXPECT_FALSE(fs::exists(temp / "state/catalog"));
+  const auto outcome = ctx({"catalog", "import", (temp / "catalog").string(), "--state", state});
+  ASSERT_EQ(outcome.code, kExitOk) << outcome.err;
+  EXPECT_THAT(outcome.err, HasSubstr("ctx: skipped agents/bad.md: file must start with a ---"));
+  EXPECT_THAT(outcome.err, HasSubstr("ctx: skipped mcp-servers/x.json: an mcp server needs"));
+  EXPECT_THAT(outcome.out, HasSubstr("imported 2, skipped 2 (catalog "));
+  const auto json =
+      ctx({"catalog", "import", (temp / "catalog").string(), "--state", state, "--json"});
+  ASSERT_EQ(json.code, kExitOk);
+  EXPECT_EQ(nlohmann::json::parse(json.out)["skipped"].size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(json.out)["changed"], false);
   // Without ctx init the import refuses.
   const auto uninitialised =
       ctx({"catalog", "import", (temp / "catalog").string(), "--state", (temp / "none").string()});
@@ -114,7 +126,8 @@ TEST(CatalogCommand, UsageErrors) {
   EXPECT_EQ(ctx({"catalog", "import"}).code, kExitUsage);
   EXPECT_EQ(ctx({"catalog", "import", "a", "b"}).code, kExitUsage);
   EXPECT_EQ(ctx({"catalog", "import", "a", "--bogus"}).code, kExitUsage);
-  EXPECT_THAT(ctx({"--help"}).out, HasSubstr("ctx catalog import DIR [--state DIR] [--json]"));
+  EXPECT_THAT(ctx({"--help"}).out,
+              HasSubstr("ctx catalog import DIR [--strict] [--state DIR] [--json]"));
   EXPECT_THAT(ctx({"--help"}).out, HasSubstr("ctx init [--state DIR]"));
 }
 

@@ -261,8 +261,9 @@ TEST(CatalogImport, ImportsTheExampleCatalog) {
   EXPECT_NE(catalog->find("skill:pdf-export"), nullptr);
 }
 
-// One malformed-entry rule: the mutation applied to a valid catalog, the file the error must
-// name and a keyword of its rule.
+// One rule no host would load a file under: the mutation applied to a valid catalog, the file the
+// skip line must name and a keyword of its rule. (Per-rule fixtures modelled on published
+// catalogs: catalog_import_rules_test.cpp.)
 struct BadCase {
   std::string label;
   std::function<void(const fs::path&)> mutate;
@@ -276,28 +277,17 @@ std::vector<BadCase> bad_cases() {
   };
   const std::string long_name(65, 'a');
   return {
-      {"name differs from folder", put("skills/csv-cleanup/SKILL.md", skill_md("other", "x")),
-       "skills/csv-cleanup/SKILL.md", "must match the skill folder"},
-      {"name with capitals", put("skills/Bad/SKILL.md", skill_md("Bad", "x")),
-       "skills/Bad/SKILL.md", "1-64 of [a-z0-9-]"},
-      {"name with double hyphen", put("skills/a--b/SKILL.md", skill_md("a--b", "x")),
-       "skills/a--b/SKILL.md", "double '-'"},
-      {"name too long", put("skills/" + long_name + "/SKILL.md", skill_md(long_name, "x")),
-       "skills/" + long_name + "/SKILL.md", "1-64"},
+      {"folder name with capitals", put("skills/Bad/SKILL.md", skill_md("bad", "x")),
+       "skills/Bad", "1-64 of [a-z0-9-]"},
+      {"folder name with double hyphen", put("skills/a--b/SKILL.md", skill_md("a--b", "x")),
+       "skills/a--b", "double '-'"},
+      {"folder name too long", put("skills/" + long_name + "/SKILL.md", skill_md("x", "x")),
+       "skills/" + long_name, "1-64"},
       {"missing description",
        put("skills/csv-cleanup/SKILL.md", "---\nname: csv-cleanup\n---\nBody\n"),
        "skills/csv-cleanup/SKILL.md", "must have a description"},
       {"empty description", put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "\"\"")),
-       "skills/csv-cleanup/SKILL.md", "1-1024 characters"},
-      {"description too long",
-       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", std::string(1025, 'd'))),
-       "skills/csv-cleanup/SKILL.md", "1-1024 characters"},
-      {"description with angle bracket",
-       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "Use <when> asked")),
-       "skills/csv-cleanup/SKILL.md", "'<' or '>'"},
-      {"unknown frontmatter key",
-       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "x", "owner: me\n")),
-       "skills/csv-cleanup/SKILL.md", "owner is not allowed"},
+       "skills/csv-cleanup/SKILL.md", "must not be empty"},
       {"invalid yaml",
        put("skills/csv-cleanup/SKILL.md", "---\nname: [csv-cleanup\ndescription: x\n---\n"),
        "skills/csv-cleanup/SKILL.md", "not valid YAML"},
@@ -306,13 +296,9 @@ std::vector<BadCase> bad_cases() {
       {"unterminated frontmatter",
        put("skills/csv-cleanup/SKILL.md", "---\nname: csv-cleanup\ndescription: x\n"),
        "skills/csv-cleanup/SKILL.md", "must end with a ---"},
-      {"missing SKILL.md", put("skills/empty-skill/notes.md", "notes\n"), "skills/empty-skill",
-       "must contain SKILL.md"},
       {"resource name a skill tree cannot hold",
        put("skills/pdf-export/scripts/bad name.py", "print()\n"),
        "skills/pdf-export/scripts/bad name.py", "skill file names must match"},
-      {"hidden resource", put("skills/pdf-export/.notes", "notes\n"), "skills/pdf-export/.notes",
-       "skill file names must match"},
       {"resource over the shared tree file cap",
        put("skills/pdf-export/references/big.bin", std::string(kMaxResourceFileBytes + 1, 'x')),
        "skills/pdf-export/references/big.bin", "larger than 16777216"},
@@ -328,28 +314,13 @@ std::vector<BadCase> bad_cases() {
        put("skills/csv-cleanup/SKILL.md",
            skill_md("csv-cleanup", "x") + std::string(kMaxSkillMdBytes, 'x')),
        "skills/csv-cleanup/SKILL.md", "larger than 1048576"},
-      {"bad tag",
-       put("skills/csv-cleanup/SKILL.md",
-           skill_md("csv-cleanup", "x", "metadata:\n  tags: [Bad Tag]\n")),
-       "skills/csv-cleanup/SKILL.md", "each tag"},
-      {"metadata not a mapping",
-       put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "x", "metadata: [a]\n")),
-       "skills/csv-cleanup/SKILL.md", "metadata must be a mapping"},
       {"invalid utf-8", put("skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "caf\xC3")),
        "skills/csv-cleanup/SKILL.md", "valid UTF-8"},
-      {"agent name differs", put("agents/reviewer.md", "---\nname: other\ndescription: x\n---\n"),
-       "agents/reviewer.md", "must match the file name"},
       {"agent without description", put("agents/reviewer.md", "---\nname: reviewer\n---\n"),
        "agents/reviewer.md", "must have a description"},
-      {"agent wrong extension", put("agents/reviewer.txt", "x"), "agents/reviewer.txt",
-       "must end in .md"},
       {"agent tools not strings",
        put("agents/reviewer.md", "---\nname: reviewer\ndescription: x\ntools: {a: b}\n---\n"),
        "agents/reviewer.md", "tools must be a list"},
-      {"mcp unknown key",
-       put("mcp-servers/github.json",
-           R"({"name":"github","description":"x","command":"npx","headers":{}})"),
-       "mcp-servers/github.json", "headers is not allowed"},
       {"mcp invalid json", put("mcp-servers/github.json", "{\"name\":"), "mcp-servers/github.json",
        "not valid JSON"},
       {"mcp duplicate key",
@@ -367,23 +338,17 @@ std::vector<BadCase> bad_cases() {
        put("mcp-servers/github.json",
            R"({"name":"github","description":"x","command":"npx","args":[1]})"),
        "mcp-servers/github.json", "args must be an array of strings"},
-      {"mcp name differs",
-       put("mcp-servers/github.json", R"({"name":"gitlab","description":"x","command":"npx"})"),
-       "mcp-servers/github.json", "must match the file name"},
       {"mcp not an object", put("mcp-servers/github.json", "[]"), "mcp-servers/github.json",
        "one JSON object"},
-      {"harness unknown key",
-       put("harnesses/python-runner.json",
-           R"({"name":"python-runner","description":"x","command":"py"})"),
-       "harnesses/python-runner.json", "command is not allowed"},
       {"harness description wrong type",
        put("harnesses/python-runner.json", R"({"name":"python-runner","description":3})"),
        "harnesses/python-runner.json", "description must be a string"},
-      {"unknown section", put("plugins/x.json", "{}"), "plugins", "unknown catalog section"},
   };
 }
 
-TEST(CatalogImport, EachMalformedEntryRuleIsOneTypedErrorAndNothingIsWritten) {
+// Strict: each rule is one typed error naming the file, and nothing is written. Default: the
+// file is one skip line and every other entry imports.
+TEST(CatalogImport, EachRuleIsOneSkipLineAndStrictWritesNothing) {
   for (const BadCase& c : bad_cases()) {
     SCOPED_TRACE(c.label);
     Fixture f;
@@ -391,8 +356,8 @@ TEST(CatalogImport, EachMalformedEntryRuleIsOneTypedErrorAndNothingIsWritten) {
     c.mutate(f.catalog);
     const auto before = tree(f.state);
     try {
-      import_catalog(f.catalog, f.state);
-      ADD_FAILURE() << "import accepted a malformed catalog";
+      import_catalog(f.catalog, f.state, {}, {.strict = true});
+      ADD_FAILURE() << "a strict import accepted a catalog with a skipped file";
     } catch (const CatalogImportError& e) {
       ASSERT_EQ(e.problems().size(), 1u) << e.what();
       EXPECT_EQ(e.problems()[0].file, c.file);
@@ -402,16 +367,29 @@ TEST(CatalogImport, EachMalformedEntryRuleIsOneTypedErrorAndNothingIsWritten) {
                   ::testing::Not(::testing::HasSubstr(f.temp.path().string())));
     }
     EXPECT_EQ(tree(f.state), before);
+    const auto result = import_catalog(f.catalog, f.state);
+    ASSERT_EQ(result.skipped.size(), 1u);
+    EXPECT_EQ(result.skipped[0].file, c.file);
+    const auto catalog = ImportedCatalog::open(f.state);
+    const std::string file = c.file;
+    const bool in_entry = std::any_of(
+        catalog->entries().begin(), catalog->entries().end(), [&](const CatalogEntry& e) {
+          return std::any_of(e.files.begin(), e.files.end(), [&](const CatalogFile& x) {
+            return x.path == file || x.path.rfind(file + "/", 0) == 0;
+          });
+        });
+    EXPECT_FALSE(in_entry);
+    EXPECT_GE(catalog->entries().size(), 3u);  // the others imported
   }
 }
 
-TEST(CatalogImport, EveryBadFileIsReportedAndAFirstImportWritesNothing) {
+TEST(CatalogImport, EveryBadFileIsReportedAndAFirstStrictImportWritesNothing) {
   Fixture f;
   write(f.catalog / "skills/csv-cleanup/SKILL.md", "no frontmatter\n");
   write(f.catalog / "harnesses/python-runner.json", "{}");
   const auto before = tree(f.state);
   try {
-    import_catalog(f.catalog, f.state);
+    import_catalog(f.catalog, f.state, {}, {.strict = true});
     ADD_FAILURE() << "import accepted a malformed catalog";
   } catch (const CatalogImportError& e) {
     ASSERT_EQ(e.problems().size(), 2u);
@@ -424,38 +402,41 @@ TEST(CatalogImport, EveryBadFileIsReportedAndAFirstImportWritesNothing) {
   CTX_EXPECT_THROW(ImportedCatalog::open(f.state), NotFound, "no catalog");
 }
 
-TEST(CatalogImport, SymlinksAnywhereInTheCatalogAreRefused) {
+TEST(CatalogImport, SymlinksAreNeverFollowedAndEachIsASkipLine) {
   struct LinkCase {
-    std::string rel;  // the link, relative to the catalog
+    std::string rel;      // the link, relative to the catalog
     std::string target;
+    std::string skipped;  // the entry it skips, or empty
   };
   const std::vector<LinkCase> cases = {
-      {"skills/pdf-export/scripts/linked.py", "export.py"},
-      {"skills/linked-skill", "pdf-export"},
-      {"agents/linked.md", "reviewer.md"},
-      {"mcp-servers/linked.json", "github.json"},
-      {"skills/csv-cleanup/outside", "/etc"},
+      {"skills/pdf-export/scripts/linked.py", "export.py", "skill:pdf-export"},
+      {"skills/linked-skill", "pdf-export", ""},
+      {"agents/linked.md", "reviewer.md", ""},
+      {"mcp-servers/linked.json", "github.json", ""},
+      {"skills/csv-cleanup/outside", "/etc", "skill:csv-cleanup"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.rel);
     Fixture f;
     fs::create_symlink(c.target, f.catalog / c.rel);
     const auto before = tree(f.state);
-    try {
-      import_catalog(f.catalog, f.state);
-      ADD_FAILURE() << "import followed a symlink";
-    } catch (const CatalogImportError& e) {
-      ASSERT_EQ(e.problems().size(), 1u) << e.what();
-      EXPECT_EQ(e.problems()[0].file, c.rel);
-      EXPECT_THAT(e.problems()[0].rule, ::testing::HasSubstr("symbolic links"));
-    }
+    CTX_EXPECT_THROW(import_catalog(f.catalog, f.state, {}, {.strict = true}), CatalogImportError,
+                     "symbolic links");
     EXPECT_EQ(tree(f.state), before);
+    const auto result = import_catalog(f.catalog, f.state);
+    ASSERT_EQ(result.skipped.size(), 1u);
+    EXPECT_EQ(result.skipped[0].file, c.rel);
+    EXPECT_THAT(result.skipped[0].rule, ::testing::HasSubstr("symbolic links"));
+    EXPECT_EQ(result.entry_count, c.skipped.empty() ? 5u : 4u);
+    if (!c.skipped.empty()) EXPECT_EQ(ImportedCatalog::open(f.state)->find(c.skipped), nullptr);
   }
-  // SKILL.md itself a symlink, and the catalog root a symlink.
+  // SKILL.md itself a symlink skips its skill; the catalog root a symlink is refused whole.
   Fixture f;
   fs::rename(f.catalog / "skills/csv-cleanup/SKILL.md", f.temp / "SKILL.md");
   fs::create_symlink(f.temp / "SKILL.md", f.catalog / "skills/csv-cleanup/SKILL.md");
-  CTX_EXPECT_THROW(import_catalog(f.catalog, f.state), CatalogImportError, "symbolic links");
+  const auto result = import_catalog(f.catalog, f.state);
+  ASSERT_EQ(result.skipped.size(), 1u);
+  EXPECT_EQ(result.skipped[0].file, "skills/csv-cleanup/SKILL.md");
   Fixture g;
   fs::create_symlink(g.catalog, g.temp / "catalog-link");
   CTX_EXPECT_THROW(import_catalog(g.temp / "catalog-link", g.state), CatalogImportError,
@@ -564,27 +545,6 @@ TEST(CatalogImport, TamperedObjectsAndManifestsFailClosed) {
   // ... and a re-import rebuilds the damaged snapshot.
   EXPECT_TRUE(import_catalog(f.catalog, f.state).changed);
   EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), catalog->catalog_digest());
-}
-
-TEST(CatalogImport, MoreThanTenThousandEntriesIsOneCatalogWideError) {
-  Fixture f;  // 5 entries already
-  for (std::size_t i = 0; i < kMaxCatalogEntries - 5; ++i) {
-    const std::string name = "h" + std::to_string(i);
-    write(f.catalog / "harnesses" / (name + ".json"),
-          R"({"name":")" + name + R"(","description":"d"})");
-  }
-  write(f.catalog / "harnesses/z-over.json", R"({"name":"z-over","description":"d"})");
-  const auto before = tree(f.state);
-  try {
-    import_catalog(f.catalog, f.state);
-    ADD_FAILURE() << "import accepted 10001 entries";
-  } catch (const CatalogImportError& e) {
-    ASSERT_EQ(e.problems().size(), 1u);
-    EXPECT_EQ(e.problems()[0].file, ".");
-    EXPECT_THAT(e.problems()[0].rule, ::testing::HasSubstr("more than 10000 entries"));
-  }
-  EXPECT_EQ(tree(f.state), before);
-  // (Importing exactly 10000 entries is not exercised here: it takes a minute on a loaded disk.)
 }
 
 TEST(CatalogImport, StateDirMustBePrivate) {
