@@ -428,7 +428,9 @@ TEST(CatalogImport, SymlinksAreNeverFollowedAndEachIsASkipLine) {
     EXPECT_EQ(result.skipped[0].file, c.rel);
     EXPECT_THAT(result.skipped[0].rule, ::testing::HasSubstr("symbolic links"));
     EXPECT_EQ(result.entry_count, c.skipped.empty() ? 5u : 4u);
-    if (!c.skipped.empty()) EXPECT_EQ(ImportedCatalog::open(f.state)->find(c.skipped), nullptr);
+    if (!c.skipped.empty()) {
+      EXPECT_EQ(ImportedCatalog::open(f.state)->find(c.skipped), nullptr);
+    }
   }
   // SKILL.md itself a symlink skips its skill; the catalog root a symlink is refused whole.
   Fixture f;
