@@ -207,11 +207,12 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
 
     // 6: the plan ctx hook committed for that prompt, and the user's choice of its skill.
     auto adapter = demo_adapter(state);
-    const runtime::CurrentWork work = work_of(*adapter, prompt);
+    runtime::CurrentWork work = work_of(*adapter, prompt);
     std::string capability;
     std::optional<std::string> challenge;
     {
       auto service = runtime::StateService::open(state);
+      service->place_in_project(work, kDemoAdapter, project);
       const auto current = service->reopen_current(work);
       if (!current) throw NotFound("ctx hook committed no plan for the demo prompt");
       std::string plan;

@@ -338,7 +338,10 @@ int run_status(const HooksOptions& options, const CommandIo& io, const Where& wh
   std::optional<fs::path> activation;
   if (state) {
     try {
-      if (const auto target = runtime::read_activation_target(*state)) {
+      // The target a session in this scope's directory gets (a project's, else the user's).
+      const fs::path dir = where.scope == hk::HookScope::kUser ? where.home : where.project;
+      if (const auto target = runtime::find_activation_target(
+              runtime::read_activation_targets(*state), host, dir)) {
         activation = target->skills_dir;
       }
     } catch (const Error&) {

@@ -17,7 +17,7 @@
 // The service is opened on first use and shared by every method and worker (it is thread-safe);
 // a state dir that is not ready yet (no init, no catalog) fails that request only. A catalog
 // imported, a plugin pinned or an activation target set while the server runs (catalog/CURRENT,
-// plugins.lock.json or activation-target.json replaced) is used from the next request on;
+// plugins.lock.json or activation-targets/ changed) is used from the next request on;
 // requests already running finish on the service they started with.
 #include <array>
 #include <memory>
@@ -60,13 +60,13 @@ core::Json invalid_params_on_bad_input(F&& body) {
 }
 
 // The HookRunner (its StateService and loaded adapters) of the current catalog import, plugin
-// lock and activation target (`ctx hooks install` points it at another project): any of those
+// lock and activation targets (`ctx hooks install` adds a project): any of those
 // files replaced means a new runner.
 class CurrentRunner {
  public:
   explicit CurrentRunner(fs::path state_dir)
       : state_dir_(std::move(state_dir)),
-        activation_target_(runtime::StatePaths::of(state_dir_).activation_target) {}
+        activation_target_(runtime::StatePaths::of(state_dir_).activation_targets) {}
 
   std::shared_ptr<hooks::HookRunner> get() {
     const Signature now{file_signature(state_dir_ / "catalog" / "CURRENT"),

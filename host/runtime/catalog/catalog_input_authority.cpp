@@ -392,10 +392,6 @@ static PlanOutline outline_of(engine::PlanStatus status, const auto& rows) {
   return outline;
 }
 
-PlanOutline PlanOutline::of(const PreparedManagedQuery& prepared) {
-  return outline_of(prepared.status(), prepared.selections());
-}
-
 std::optional<SessionPlan> CatalogInputAuthority::current_plan(const CurrentWork& work) const {
   const auto state = head_state(work_scope(work));
   if (!state || !state->committed_plan()) return std::nullopt;

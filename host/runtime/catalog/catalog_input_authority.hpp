@@ -73,9 +73,6 @@ class SessionStartPending : public FailedPrecondition {
 struct PlanOutline {
   engine::PlanStatus status;
   std::vector<std::string> capability_ids;
-  // The outline of a prepared query's plan.
-  static PlanOutline of(const PreparedManagedQuery& prepared);
-  friend bool operator==(const PlanOutline&, const PlanOutline&) = default;
 };
 
 // The plan committed at the head of a session stream: the head's revision and the plan's outline.

@@ -41,7 +41,6 @@ Json actions_json(const std::vector<ManagedActionSummary>& actions) {
   return out;
 }
 
-constexpr std::size_t kMaxActivationTargetBytes = 16384;
 constexpr std::size_t kMaxShownChallenges = 16;
 // Deactivations one release_deactivations call settles at most (a plan holds at most five).
 constexpr std::size_t kMaxReleasedPerCall = 8;
@@ -138,7 +137,7 @@ StatePaths StatePaths::of(const fs::path& state_dir) {
   paths.plugin_lock = paths.state_dir / "plugins.lock.json";
   paths.consent_store = paths.service_dir / "consent.sqlite3";
   paths.skills = paths.state_dir / "skills";
-  paths.activation_target = paths.state_dir / "activation-target.json";
+  paths.activation_targets = paths.state_dir / "activation-targets";
   return paths;
 }
 
@@ -173,36 +172,18 @@ ActivationTarget set_activation_target(const fs::path& state_dir, const std::str
   }
   fs::path skills = (*locations)["skills"].get<std::string>();
   if (skills.is_relative()) skills = project_dir / skills;
-  ActivationTarget target{adapter, project_dir.lexically_normal(), skills.lexically_normal()};
-  const Json stored = {{"adapter", target.adapter},
-                       {"project_dir", target.project_dir.string()},
-                       {"schema", "ctx.activation-target-v1"},
-                       {"skills_dir", target.skills_dir.string()}};
-  write_private_file(paths.activation_target, core::canonical_json(stored) + "\n",
-                     "activation target");
-  return target;
-}
-
-std::optional<ActivationTarget> read_activation_target(const fs::path& state_dir) {
-  const StatePaths paths = StatePaths::of(state_dir);
-  const auto bytes =
-      read_private_file(paths.activation_target, kMaxActivationTargetBytes, "activation target");
-  if (!bytes) return std::nullopt;
-  try {
-    const Json stored = core::parse_json(*bytes);
-    ActivationTarget target{stored.at("adapter").get<std::string>(),
-                            stored.at("project_dir").get<std::string>(),
-                            stored.at("skills_dir").get<std::string>()};
-    if (stored.at("schema") != "ctx.activation-target-v1" || !target.skills_dir.is_absolute() ||
-        !target.project_dir.is_absolute()) {
-      throw DataLoss("activation target is malformed");
-    }
-    return target;
-  } catch (const DataLoss&) {
-    throw;
-  } catch (const std::exception&) {
-    throw DataLoss("activation target is malformed");
+  ActivationTarget target{adapter, project_dir.lexically_normal(), skills.lexically_normal(),
+                          scope};
+  record_activation_target(paths.state_dir, target);
+  // The host lists a skills directory only if it existed when its session started.
+  std::error_code ec;
+  if (fs::create_directories(target.skills_dir, ec)) {
+    fs::permissions(target.skills_dir,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    ec);
   }
+  return target;
 }
 
 NetBenefitPolicy default_net_benefit_policy() {
@@ -299,20 +280,17 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
            {"schema", "ctx.state-consent-release-root-v1"}},
       core::Encoding::kAscii);
   options.verifier_registry = std::make_shared<StateVerifiers>(paths.state_dir, paths.plugin_lock);
+  state->default_activation_root_ = (paths.skills / "active").string();
   if (const auto* entry =
           lock_file.find(plugins::PluginKind::kInstaller, kSkillInstallerPluginId)) {
-    const auto target = read_activation_target(paths.state_dir);
+    // Installs write the state dir's store; each project's activations get their own instance
+    // (activation_for), this one activates in <state>/skills/active.
+    (void)read_activation_targets(paths.state_dir);  // migrates an earlier build's single target
     Json config = {{"root", paths.skills.string()}};
-    if (target) {
-      // The installer creates the activation root itself (0700); its parents are the project's.
-      std::error_code ec;
-      fs::create_directories(target->skills_dir.parent_path(), ec);
-      config["activation_root"] = target->skills_dir.string();
-      state->activation_root_ = target->skills_dir.string();
-    }
     const std::string config_json = core::canonical_json(config);
     auto plugins = std::make_shared<plugins::PluginRegistry>();
     plugins->add(plugins::PluginLoader(paths.state_dir).load(*entry));
+    state->installer_plugins_ = plugins;
     auto driver = std::make_shared<plugins::AbiInstaller>(
         plugins->get(plugins::PluginKind::kInstaller, kSkillInstallerPluginId), config_json);
     // The install writes the state dir's store (its root is the binding's target identity);
@@ -516,6 +494,60 @@ ConsentDecisionResult StateService::recover_consent(const std::string& challenge
   return ConsentDecisionResult{std::move(resolution), std::move(activation)};
 }
 
+std::optional<ActivationTarget> StateService::target_of(const std::string& project) const {
+  if (project.rfind("prj-", 0) != 0) return std::nullopt;
+  for (auto& target : read_activation_targets(paths_.state_dir)) {
+    if (project_token(key_, target.skills_dir) == project) return target;
+  }
+  return std::nullopt;
+}
+
+void StateService::place_in_project(CurrentWork& work, const std::string& adapter,
+                                    const std::optional<fs::path>& cwd) const {
+  const auto target =
+      find_activation_target(read_activation_targets(paths_.state_dir), adapter, cwd);
+  if (target) work.repository = project_token(key_, target->skills_dir);
+}
+
+std::pair<std::shared_ptr<engine::ActivationPort>, std::string> StateService::activation_for(
+    const std::string& project) {
+  const auto target = target_of(project);
+  if (!target || !installer_plugins_) return {activation_, default_activation_root_};
+  const std::string root = target->skills_dir.string();
+  std::lock_guard lock(activations_mutex_);
+  if (const auto it = activations_.find(root); it != activations_.end()) return {it->second, root};
+  // The installer creates the activation root itself (0700 when missing); its parents are the
+  // project's.
+  std::error_code ec;
+  fs::create_directories(target->skills_dir.parent_path(), ec);
+  const Json config = {{"activation_root", root}, {"root", paths_.skills.string()}};
+  auto driver = std::make_shared<plugins::AbiInstaller>(
+      installer_plugins_->get(plugins::PluginKind::kInstaller, kSkillInstallerPluginId),
+      core::canonical_json(config));
+  auto port = std::make_shared<engine::InstallerActivation>(driver);
+  activations_.emplace(root, port);
+  return {port, root};
+}
+
+std::vector<std::string> StateService::record_prompt(
+    const CurrentWork& work, const std::string& prompt_key,
+    const std::vector<std::string>& capability_ids) {
+  std::vector<std::string> removed;
+  if (work.repository.rfind("prj-", 0) != 0) return removed;
+  ProjectLifecycle project(paths_.state_dir, work.repository);
+  const auto leaving = project.record_prompt(prompt_key, capability_ids);
+  if (leaving.empty() || !target_of(work.repository)) return removed;
+  const auto [port, root] = activation_for(work.repository);
+  if (!port) return removed;
+  for (const auto& [capability_id, material] : leaving) {
+    if (held_elsewhere(root, capability_id, std::nullopt)) continue;
+    const auto observed =
+        port->deactivate(engine::ActivationRequest{engine::MaterialIdentity::from_json(material)});
+    if (observed.result == engine::ActivationResult::kApplied) removed.push_back(capability_id);
+  }
+  return removed;
+}
+
 std::optional<ActivationSummary> StateService::activate_installed(
     const std::string& challenge_digest) {
   const ConsentRecord record = broker_->status_by_challenge_digest(challenge_digest);
@@ -536,7 +568,65 @@ std::optional<ActivationSummary> StateService::activate_chosen(const std::string
   return activate_pending(query, capability_id, "query_ref", query_ref);
 }
 
+fs::path StateService::branches_file(const CurrentWork& session) const {
+  const std::string stream = core::canonical_json(Json{{"repository", session.repository},
+                                                       {"session", session.session},
+                                                       {"tenant", session.tenant},
+                                                       {"workspace", session.workspace}});
+  return paths_.state_dir / "session-branches" /
+         (core::hmac_sha256_hex(key_, "ctx.session-branches-v1" + std::string(1, '\0') + stream) +
+          ".json");
+}
+
+std::optional<CurrentWork> StateService::branch_for(const CurrentWork& work) {
+  const auto consent = authority_->pending_consent_id(work);
+  if (!consent) return std::nullopt;
+  CurrentWork branch = work;
+  // The base session of a branch: branches of branches are recorded with the base.
+  const std::size_t mark = work.session.find(":ctxb");
+  CurrentWork base = work;
+  if (mark != std::string::npos) base.session = work.session.substr(0, mark);
+  branch.session = base.session + ":ctxb" + core::sha256_hex(*consent).substr(0, 12);
+  const fs::path file = branches_file(base);
+  ensure_private_dir(file.parent_path(), "session branches");
+  const ExclusiveFileLock lock(fs::path(file).replace_extension(".lock"), std::chrono::seconds(10));
+  Json list = Json::array();
+  if (const auto bytes = read_private_file(file, 65536, "session branches")) {
+    try {
+      list = core::parse_json(*bytes);
+    } catch (const std::exception&) {
+      throw DataLoss("session branches are malformed");
+    }
+    if (!list.is_array()) throw DataLoss("session branches are malformed");
+  }
+  if (std::find(list.begin(), list.end(), Json(branch.session)) == list.end()) {
+    list.push_back(branch.session);
+    write_private_file(file, core::canonical_json(list) + "\n", "session branches");
+  }
+  return branch;
+}
+
 std::vector<ActivationSummary> StateService::end_session(const CurrentWork& session) {
+  std::vector<ActivationSummary> released = end_one(session);
+  const auto bytes = read_private_file(branches_file(session), 65536, "session branches");
+  if (!bytes) return released;
+  Json list;
+  try {
+    list = core::parse_json(*bytes);
+  } catch (const std::exception&) {
+    throw DataLoss("session branches are malformed");
+  }
+  if (!list.is_array()) throw DataLoss("session branches are malformed");
+  for (const auto& id : list) {
+    if (!id.is_string()) throw DataLoss("session branches are malformed");
+    CurrentWork branch = session;
+    branch.session = id.get<std::string>();
+    for (auto& summary : end_one(branch)) released.push_back(std::move(summary));
+  }
+  return released;
+}
+
+std::vector<ActivationSummary> StateService::end_one(const CurrentWork& session) {
   if (authority_->active_capability_ids(session).empty()) return {};
   CurrentWork nothing = session;
   nothing.signals.clear();
@@ -551,6 +641,7 @@ std::vector<ActivationSummary> StateService::release_deactivations(const std::st
   }
   const ManagedQueryRecord query = store_->load(query_ref);
   const engine::ScopeRef& scope = query.decision_event().scope();
+  const std::string root = activation_for(scope.repository_id()).second;
   auto composition = open_composition(query);
   std::vector<ActivationSummary> released;
   // The engine emits one deactivation per transition; each receipt may emit the next.
@@ -568,23 +659,35 @@ std::vector<ActivationSummary> StateService::release_deactivations(const std::st
     const engine::HostAction action = next->action;
     const std::string capability_id = action.entity_id().value_or("");
     // Sessions of one project share its skills directory: only the last one to drop a
-    // capability has the installer deactivate it.
-    const bool shared = held_elsewhere(capability_id, scope.stream_id());
+    // capability has the installer deactivate it, and only once none of the project's recent
+    // prompts wants it (else it lingers there for the project's next prompts and sessions).
+    const bool shared = held_elsewhere(root, capability_id, scope.stream_id());
+    const Json material = action.payload().value("material_identity", Json());
+    const bool wanted =
+        !shared && material.is_object() && target_of(scope.repository_id()) &&
+        ProjectLifecycle(paths_.state_dir, scope.repository_id()).wanted(capability_id);
+    // Recorded before the release: a crash leaves a lingering record, which the project's
+    // prompts retire (never while a session holds the capability).
+    if (wanted) {
+      ProjectLifecycle(paths_.state_dir, scope.repository_id()).linger(capability_id, material);
+    }
     const auto report = composition->execute_deactivation(
-        action, shared ? DeactivationMode::kRelease : DeactivationMode::kInstaller);
-    released.push_back(ActivationSummary{capability_id, report.outcome, report.settled});
+        action, shared || wanted ? DeactivationMode::kRelease : DeactivationMode::kInstaller);
+    released.push_back(ActivationSummary{capability_id, report.outcome, report.settled,
+                                         report.settled && !(shared || wanted)});
     if (!report.settled) break;  // indeterminate: a later call asks the installer again
     if (report.outcome == engine::Outcome::kApplied) {
-      release_holder(capability_id, scope.stream_id());
+      release_holder(root, capability_id, scope.stream_id());
     }
   }
   composition->close();
   return released;
 }
 
-fs::path StateService::holders_dir(const std::string& capability_id) const {
+fs::path StateService::holders_dir(const std::string& root,
+                                   const std::string& capability_id) const {
   return paths_.state_dir / "activation-holders" /
-         core::canonical_digest(Json{{"activation_root", activation_root_},
+         core::canonical_digest(Json{{"activation_root", root},
                                      {"capability_id", capability_id},
                                      {"schema", "ctx.activation-holders-v1"}},
                                 core::Encoding::kAscii);
@@ -595,21 +698,21 @@ std::string StateService::holder_name(const engine::StreamId& stream) const {
                                          stream.stream_key());
 }
 
-void StateService::hold_activation(const std::string& capability_id,
+void StateService::hold_activation(const std::string& root, const std::string& capability_id,
                                    const engine::StreamId& stream) {
   ensure_private_dir(paths_.state_dir / "activation-holders", "activation holders");
-  const fs::path dir = holders_dir(capability_id);
+  const fs::path dir = holders_dir(root, capability_id);
   ensure_private_dir(dir, "activation holders");
   const fs::path file = dir / holder_name(stream);
   if (!fs::exists(file)) write_private_file(file, "", "activation holder");
 }
 
-bool StateService::held_elsewhere(const std::string& capability_id,
-                                  const engine::StreamId& stream) const {
-  const fs::path dir = holders_dir(capability_id);
+bool StateService::held_elsewhere(const std::string& root, const std::string& capability_id,
+                                  const std::optional<engine::StreamId>& stream) const {
+  const fs::path dir = holders_dir(root, capability_id);
   std::error_code error;
   if (!fs::is_directory(dir, error)) return false;
-  const std::string own = holder_name(stream);
+  const std::string own = stream ? holder_name(*stream) : std::string();
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name != own && engine::is_digest(name)) return true;
@@ -617,10 +720,10 @@ bool StateService::held_elsewhere(const std::string& capability_id,
   return false;
 }
 
-void StateService::release_holder(const std::string& capability_id,
+void StateService::release_holder(const std::string& root, const std::string& capability_id,
                                   const engine::StreamId& stream) {
   std::error_code error;
-  fs::remove(holders_dir(capability_id) / holder_name(stream), error);
+  fs::remove(holders_dir(root, capability_id) / holder_name(stream), error);
 }
 
 std::unique_ptr<EngineComposition> StateService::open_composition(const ManagedQueryRecord& query) {
@@ -636,7 +739,7 @@ std::unique_ptr<EngineComposition> StateService::open_composition(const ManagedQ
   options.install_bundle_port = install_;
   options.trusted_clock = clock_;
   options.policy_store_root = paths_.install_policy;
-  options.activation_port = activation_;
+  options.activation_port = activation_for(query.decision_event().scope().repository_id()).first;
   return open_managed_engine_composition(*registry_, artifact, std::move(options));
 }
 
@@ -669,7 +772,7 @@ std::optional<ActivationSummary> StateService::activate_pending(const ManagedQue
                                core::Encoding::kAscii);
     // Recorded before the installer is called: a crash leaves an extra holder, which only ever
     // keeps the capability in place.
-    hold_activation(capability_id, scope.stream_id());
+    hold_activation(activation_for(scope.repository_id()).second, capability_id, scope.stream_id());
     const auto report = composition->execute_activation(
         pending.action, binding, snapshot.state->host_descriptor_digest(), verification);
     composition->close();

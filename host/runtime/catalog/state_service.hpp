@@ -9,30 +9,37 @@
 //                               rows HMAC'd under the installation key like the query store)
 //   <state>/consent-verifiers.json    the trusted verifier registry (ctx consent trust)
 //   <state>/skills/             the skill installer's content-addressed store (objects/, tmp/)
-//   <state>/activation-target.json    where installed skills become active for the host
-//                               (set_activation_target; default <state>/skills/active)
+//   <state>/activation-targets/  where installed skills become active, one target per project
+//                               (and user) a host's hooks were installed for, found from a
+//                               session's cwd (project_activation.hpp); without one
+//                               <state>/skills/active
+//   <state>/projects/           each project's recent prompts and lingering skills
 // Consent and install wiring (issue 10): the broker, the trusted verifier registry (verifier
 // plugins pinned in <state>/plugins.lock.json, loaded on the first decision), the trusted clock,
 // and the install actuators — the pinned "skill-installer" plugin for descriptors of
-// "ctx-skill-installer-v1" (root <state>/skills, activation root as above), install bodies read
-// from the imported catalog's verified objects. Without a pinned skill-installer a pending
-// consent fails closed ("no physical installation actuator").
-// Results are projected to JSON with the seed's field names (managed_result_json,
-// desired_result_json): no paths, bodies, prompts or secrets.
-// Thread-safe (the service and the authority are); process-bound like the service.
+// "ctx-skill-installer-v1" (root <state>/skills, activation root per project as above), install
+// bodies read from the imported catalog's verified objects. Without a pinned skill-installer a
+// pending consent fails closed ("no physical installation actuator"). Results are projected to JSON
+// with the seed's field names (managed_result_json, desired_result_json): no paths, bodies, prompts
+// or secrets. Thread-safe (the service and the authority are); process-bound like the service.
 #ifndef CTX_HOST_RUNTIME_CATALOG_STATE_SERVICE_HPP_
 #define CTX_HOST_RUNTIME_CATALOG_STATE_SERVICE_HPP_
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/time.hpp"
 #include "host/plugins/lock_file.hpp"
+#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/catalog/catalog_input_authority.hpp"
+#include "host/runtime/catalog/project_activation.hpp"
 #include "host/runtime/service/managed_service.hpp"
 
 namespace ctx::runtime {
@@ -49,7 +56,7 @@ struct StatePaths {
   std::filesystem::path plugin_lock;
   std::filesystem::path consent_store;
   std::filesystem::path skills;
-  std::filesystem::path activation_target;
+  std::filesystem::path activation_targets;
   std::filesystem::path registry;
   std::filesystem::path service_dir;
   std::filesystem::path journal;
@@ -65,36 +72,28 @@ struct StatePaths {
 // relevance must be positive, each context token costs one unit).
 NetBenefitPolicy default_net_benefit_policy();
 
-// Where the state dir's installed skills are activated: the skills directory the pinned host
-// adapter `adapter` names for `project_dir` (its install_locations "skills", project scope).
-struct ActivationTarget {
-  std::string adapter;
-  std::filesystem::path project_dir;
-  std::filesystem::path skills_dir;
-};
-
-// Which of a host's skills directories an activation target is: a project's, or the user's.
-enum class ActivationScope { kProject, kUser };
-
 // Asks the pinned host adapter `adapter` (loaded from <state>/plugins.lock.json) where the
 // skills of `dir` live — a project directory, or with kUser the user's home directory — and
-// records it in <state>/activation-target.json (0600, canonical JSON; `project_dir` is `dir`);
-// later opens activate skills there. `config_dir` (kUser only): the host's own user configuration
-// directory it runs with ($CLAUDE_CONFIG_DIR), for an adapter whose user locations move there.
-// Idempotent. Errors: NotFound (adapter not pinned, not initialised), InvalidArgument (relative
-// path, no skills location, a config_dir the adapter refuses), plugin errors.
+// records that target (record_activation_target); sessions of that host whose cwd is in `dir`
+// (kProject), or any of its sessions without a project target (kUser), activate skills there
+// from then on. The skills directory is created (0755) when missing, so the host lists it from
+// its next start. `config_dir` (kUser only): the host's own user configuration directory it runs
+// with ($CLAUDE_CONFIG_DIR), for an adapter whose user locations move there. Idempotent.
+// Errors: NotFound (adapter not pinned, not initialised), InvalidArgument (relative path, no
+// skills location, a config_dir the adapter refuses), plugin errors.
 ActivationTarget set_activation_target(
     const std::filesystem::path& state_dir, const std::string& adapter,
     const std::filesystem::path& dir, ActivationScope scope = ActivationScope::kProject,
     const std::optional<std::filesystem::path>& config_dir = std::nullopt);
-// The recorded target, if any. Errors: UnsafeStateFile, DataLoss (malformed file).
-std::optional<ActivationTarget> read_activation_target(const std::filesystem::path& state_dir);
 
 // What activating an installed capability did (activate_installed).
 struct ActivationSummary {
   std::string capability_id;
   engine::Outcome outcome = engine::Outcome::kIndeterminate;
   bool settled = false;
+  // A deactivation only: the installer removed it from the host's skills directory (false when
+  // another session or a recent prompt of the project keeps it there).
+  bool left = false;
 };
 
 // A consent decision and, after a grant installed the capability, its activation.
@@ -181,6 +180,11 @@ class StateService {
   // it, and its receipt lets the session plan on); stops at an indeterminate one. What each did,
   // in order; empty when none is pending. Errors: InvalidArgument (not a query ref),
   // ManagedQueryStoreNotFound, ActivationExecutionError, the engine's.
+  //
+  // Deactivation rule: a capability leaves the host's skills directory only when no other
+  // session of it holds it and none of the project's last kRecentPrompts prompts planned it;
+  // otherwise the session's effect is settled and the capability stays (a project's skill it
+  // keeps that way is "lingering" until record_prompt finds no recent prompt wanting it).
   std::vector<ActivationSummary> release_deactivations(const std::string& query_ref);
 
   // The session of `session` (its scope; signals ignored) has ended: what it holds active is
@@ -189,7 +193,34 @@ class StateService {
   // resumed session plans again, and a prompt that needs a capability brings it back. Nothing is
   // written when the session holds nothing active. What each release did, in order.
   // Errors: prepare's and release_deactivations'.
+  // SessionEnd keeps what the project's recent prompts want (the deactivation rule above), so
+  // the project's next session lists it from its start. The session's branches (branch_for) end
+  // with it.
   std::vector<ActivationSummary> end_session(const CurrentWork& session);
+
+  // The plan follows the work (issue 36): other work in a session whose consent is pending
+  // cannot replace its plan (the engine settles a consent before any replacement), so it is
+  // planned in a branch of the session — a stream of its own, "<session>:ctxb<12 hex>", named by
+  // the pending consent — where it gets its own plan and challenge. The earlier challenge stays
+  // approvable until it expires (nothing withdraws it); once it is settled, the session's own
+  // stream plans again. The branch of `work` (recorded for end_session), or nullopt when its
+  // session has no pending consent. Errors: the journal's, UnsafeStateFile, SystemError.
+  std::optional<CurrentWork> branch_for(const CurrentWork& work);
+
+  // Puts `work` in the project of a session of host adapter `adapter` running in `cwd`
+  // (find_activation_target): its repository id becomes the project's token, so its skills
+  // activate in that project's skills directory and its prompts count in that project's window.
+  // Unchanged when no target fits. Errors: read_activation_targets'.
+  void place_in_project(CurrentWork& work, const std::string& adapter,
+                        const std::optional<std::filesystem::path>& cwd) const;
+  // A prompt of `work`'s project (`prompt_key`: the host's work reference of that prompt, so a
+  // retried prompt counts once) planned `capability_ids` (none for a prompt about nothing the
+  // catalog knows): they join the project's recent window, and each lingering capability no
+  // recent prompt wants and no session holds leaves the skills directory (the installer
+  // deactivates it). What left. Nothing for work outside a project.
+  // Errors: UnsafeStateFile, DataLoss, SystemError, plugin errors.
+  std::vector<std::string> record_prompt(const CurrentWork& work, const std::string& prompt_key,
+                                         const std::vector<std::string>& capability_ids);
 
   const CatalogVocabulary& vocabulary() const noexcept { return authority_->vocabulary(); }
   const std::string& installation_key() const noexcept { return key_; }
@@ -204,14 +235,29 @@ class StateService {
   // Commits InstallConsentExpired for the consent pending in `work`'s session when its published
   // challenge has expired; true when the session then has no pending consent.
   bool settle_expired_consent(const CurrentWork& work);
-  // Which sessions hold a capability active in the activation target: one empty private file per
-  // session (an HMAC of its stream) in <state>/activation-holders/<digest of target and id>/.
-  std::filesystem::path holders_dir(const std::string& capability_id) const;
+  // The activation target of a session scope's repository id `project` (a project token), if
+  // any.
+  std::optional<ActivationTarget> target_of(const std::string& project) const;
+  // The activation port and skills directory of `scope`'s sessions: its target's, else the
+  // state dir's default (<state>/skills/active). Errors: plugin errors.
+  std::pair<std::shared_ptr<engine::ActivationPort>, std::string> activation_for(
+      const std::string& project);
+  // Which sessions hold a capability active in an activation root: one empty private file per
+  // session (an HMAC of its stream) in <state>/activation-holders/<digest of root and id>/.
+  std::filesystem::path holders_dir(const std::string& root,
+                                    const std::string& capability_id) const;
   std::string holder_name(const engine::StreamId& stream) const;
   // Errors: UnsafeStateFile, SystemError.
-  void hold_activation(const std::string& capability_id, const engine::StreamId& stream);
-  bool held_elsewhere(const std::string& capability_id, const engine::StreamId& stream) const;
-  void release_holder(const std::string& capability_id, const engine::StreamId& stream);
+  void hold_activation(const std::string& root, const std::string& capability_id,
+                       const engine::StreamId& stream);
+  // Held by a session other than `stream` (nullopt: by any session).
+  bool held_elsewhere(const std::string& root, const std::string& capability_id,
+                      const std::optional<engine::StreamId>& stream) const;
+  void release_holder(const std::string& root, const std::string& capability_id,
+                      const engine::StreamId& stream);
+  // <state>/session-branches/<HMAC of the session's stream>.json: the branch session ids.
+  std::filesystem::path branches_file(const CurrentWork& session) const;
+  std::vector<ActivationSummary> end_one(const CurrentWork& session);
   // A composition over `query`'s artifact with this state dir's ports and activation actuator.
   std::unique_ptr<EngineComposition> open_composition(const ManagedQueryRecord& query);
   // Executes the pending activation of `capability_id` on `query`'s session; the caller's
@@ -222,7 +268,11 @@ class StateService {
                                                     const std::string& authority_ref);
   StatePaths paths_;
   std::string key_;
-  std::string activation_root_;  // the activation target's skills dir; empty without one
+  std::string default_activation_root_;                         // <state>/skills/active
+  std::shared_ptr<plugins::PluginRegistry> installer_plugins_;  // the pinned skill-installer
+  std::mutex activations_mutex_;
+  // One installer instance per project skills directory.
+  std::map<std::string, std::shared_ptr<engine::ActivationPort>> activations_;  // GUARDED_BY
   std::shared_ptr<const core::Clock> clock_;
   std::shared_ptr<ManagedArtifactRegistry> registry_;
   std::shared_ptr<SharedJournal> journal_;  // the one connection every part journals through

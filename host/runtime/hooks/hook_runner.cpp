@@ -55,6 +55,8 @@ struct HookChoice {
 };
 
 constexpr int kBriefAttempts = 25;
+// How many pending consents deep a prompt follows its work into branches of its session.
+constexpr int kMaxBranchDepth = 4;
 constexpr auto kBriefPause = std::chrono::milliseconds(20);
 
 template <typename E>
@@ -190,8 +192,8 @@ HookChoice choose_installs(StateService& service, const ManagedQueryServiceResul
 }
 
 // Executes the deactivations `result`'s plan asked for (StateService::release_deactivations);
-// the capabilities now inactive. A typed failure leaves them pending for a later hook (the reply
-// still goes out); only data loss propagates.
+// the capabilities that left the host's skills directory. A typed failure leaves them pending for a
+// later hook (the reply still goes out); only data loss propagates.
 std::vector<std::string> release_dropped(StateService& service,
                                          const ManagedQueryServiceResult& result) {
   std::vector<std::string> released;
@@ -203,7 +205,7 @@ std::vector<std::string> release_dropped(StateService& service,
   }
   try {
     for (const ActivationSummary& summary : service.release_deactivations(result.query_ref())) {
-      if (summary.settled && summary.outcome == engine::Outcome::kApplied) {
+      if (summary.settled && summary.outcome == engine::Outcome::kApplied && summary.left) {
         released.push_back(summary.capability_id);
       }
     }
@@ -350,10 +352,14 @@ HookResponse HookRunner::run(const HookRequest& request) {
 }
 
 HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std::string> key) {
-  // The host's bytes are checked here, once, and handed to the adapter as they came.
+  // The host's bytes are checked here, once, and handed to the adapter as they came. The
+  // session's cwd (every host sends one) places its work in a project.
+  std::optional<fs::path> cwd;
   try {
-    if (!core::parse_json(request.payload).is_object()) {
-      throw HookPayloadError("hook payload is not a json object");
+    const Json payload = core::parse_json(request.payload);
+    if (!payload.is_object()) throw HookPayloadError("hook payload is not a json object");
+    if (const auto it = payload.find("cwd"); it != payload.end() && it->is_string()) {
+      cwd = fs::path(it->get<std::string>());
     }
   } catch (const core::JsonFieldError& e) {
     throw HookPayloadError(std::string("hook payload ") + one_line(e.what()));
@@ -388,13 +394,14 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   const auto nothing = [&] {
     return HookResponse{port->render_reply(Json{{"event", event}, {"actions", Json::array()}})};
   };
-  const auto session_work = [&] {
+  const auto session_work = [&](const StateService& service) {
     const Json& scope = parsed.contains("scope") ? parsed["scope"] : Json();
     CurrentWork work;
     work.tenant = scope_token(scope, "tenant_id");
     work.workspace = scope_token(scope, "workspace_id");
     work.repository = scope_token(scope, "repository_id");
     work.session = scope_token(scope, "session_id");
+    service.place_in_project(work, request.adapter, cwd);
     return work;
   };
   if (event == "SessionEnd") {
@@ -404,7 +411,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     // leaves the session holding, as before; corruption is never hidden.
     try {
       StateService& service = state(lock_file ? &*lock_file : nullptr);
-      const CurrentWork session = session_work();
+      const CurrentWork session = session_work(service);
       retry_briefly<engine::planning::BenefitAuditStoreUnavailable, engine::StoreBusy,
                     ManagedQueryStoreUnavailable>([&] { return service.end_session(session); });
     } catch (const Error& e) {
@@ -412,10 +419,38 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     }
     return nothing();
   }
+  // A prompt counts in its project's recent window (StateService::record_prompt) with what it
+  // planned, under the adapter's keyed reference of that prompt (a retry counts once).
+  const bool prompt_event = event == "UserPromptSubmit";
+  std::string prompt_key;
+  if (parsed.contains("work_ref") && parsed["work_ref"].is_object() &&
+      parsed["work_ref"].contains("id") && parsed["work_ref"]["id"].is_string()) {
+    prompt_key = parsed["work_ref"]["id"].get<std::string>();
+  }
+  std::vector<std::string> retired;
+  const auto count_prompt = [&](StateService& service, const CurrentWork& work,
+                                const std::vector<std::string>& planned) {
+    if (!prompt_event || prompt_key.empty()) return;
+    try {
+      retired = service.record_prompt(work, prompt_key, planned);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+    }
+  };
   if (signals.empty()) return nothing();
   StateService& service = state(lock_file ? &*lock_file : nullptr);
-  if (service.vocabulary().filter(signals).empty()) return nothing();
-  CurrentWork work = session_work();
+  if (service.vocabulary().filter(signals).empty()) {
+    // A prompt about nothing the catalog knows plans nothing, and still counts.
+    if (prompt_event) {
+      count_prompt(service, session_work(service), {});
+      if (!retired.empty()) {
+        return HookResponse{port->render_reply(
+            Json{{"event", event}, {"actions", Json::array()}, {"deactivated", retired}})};
+      }
+    }
+    return nothing();
+  }
+  CurrentWork work = session_work(service);
   work.signals = std::move(signals);
   if (work.signals.size() > 256) work.signals.resize(256);
   work.requested_limit = kHookRequestedLimit;
@@ -441,15 +476,16 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
       before.reset();
     }
   }
-  // A tool event speaks only when it changes what the session was told: the session's plan
-  // before it, to compare with its own (a prompt's reply always goes out).
+  // A tool event never re-plans a session that has a plan (a command's words are not the work,
+  // and a new plan would drop skills in use): the host's empty reply. Only a session's first
+  // plan may come from a tool event (a recommendation; nothing is active to drop).
   const bool tool_event = event == "PreToolUse" || event == "PostToolUse";
-  std::optional<SessionPlan> told;
   if (tool_event) {
     try {
-      told = service.current_plan(work);
+      if (service.current_plan(work)) return nothing();
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::kDataLoss) throw;  // unknown: the reply goes out
+      if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+      return nothing();
     }
   }
   std::vector<fs::path> sources;
@@ -473,19 +509,54 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
       std::rethrow_exception(original);
     }
   };
+  // A concurrent writer (another hook's prepare or choice) may hold the benefit audit database
+  // for a moment: prepare is an exact retry of the same work, so retry it briefly.
+  const auto prepare = [&](const CurrentWork& at) {
+    return retry_briefly<engine::planning::BenefitAuditStoreUnavailable>([&] {
+      sources.clear();
+      return service.prepare(at, sources);
+    });
+  };
+  // A prompt about other work while the session's consent is pending is planned in a branch of
+  // the session (StateService::branch_for), and a branch's pending consent leads to the next:
+  // the plan follows the work. False when there is no branch to plan in.
+  const auto follow_work = [&] {
+    CurrentWork at = work;
+    for (int depth = 0; depth < kMaxBranchDepth; ++depth) {
+      std::optional<CurrentWork> branch;
+      try {
+        branch = service.branch_for(at);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+        return false;
+      }
+      if (!branch) return false;
+      try {
+        result.emplace(prepare(*branch));
+        work = std::move(*branch);
+        return true;
+      } catch (const ManagedConsentPolicyChangedError&) {
+        return false;
+      } catch (const FailedPrecondition&) {
+        at = std::move(*branch);
+      } catch (const engine::InvalidEventError&) {
+        return false;
+      }
+    }
+    return false;
+  };
   try {
     try {
-      // A concurrent writer (another hook's prepare or choice) may hold the benefit audit
-      // database for a moment: prepare is an exact retry of the same work, so retry it briefly.
-      result.emplace(retry_briefly<engine::planning::BenefitAuditStoreUnavailable>([&] {
-        sources.clear();
-        return service.prepare(work, sources);
-      }));
+      result.emplace(prepare(work));
       direct = true;
     } catch (const ManagedConsentPolicyChangedError&) {
       throw;
     } catch (const FailedPrecondition&) {
-      reopen_current();
+      if (prompt_event && follow_work()) {
+        direct = true;
+      } else {
+        reopen_current();
+      }
     } catch (const engine::InvalidEventError&) {
       reopen_current();
     }
@@ -498,23 +569,27 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
         {"stranded", {{{"capability_id", e.capability_id()}, {"expires_at", e.expires_at()}}}}})};
   }
   // A plan that dropped an active capability releases it first (the session plans on only once
-  // that deactivation is settled). Then a prompt's ready plan: its installable skills are chosen
-  // for the user, so the reply says how to approve them (or that they were installed under a
-  // preapproved-auto policy).
+  // that deactivation is settled; the skill leaves the host's folder only by the project's
+  // deactivation rule, StateService::release_deactivations). Then a prompt's ready plan: its
+  // installable skills are chosen for the user, so the reply says how to approve them (or that
+  // they were installed, under a preapproved-auto policy), and the
+  // prompt joins the project's recent window (a lingering skill no recent prompt wants leaves).
   std::vector<std::string> deactivated = release_dropped(service, *result);
   HookChoice choice;
-  if (event == "UserPromptSubmit") choice = choose_installs(service, *result);
+  if (prompt_event) {
+    choice = choose_installs(service, *result);
+    std::vector<std::string> planned;
+    if (result->prepared().status() == engine::PlanStatus::kReady) {
+      for (const auto& row : result->prepared().selections()) {
+        planned.push_back(row.capability_id());
+      }
+    }
+    count_prompt(service, work, planned);
+    for (auto& id : retired) deactivated.push_back(std::move(id));
+  }
   choice.deactivated = std::move(deactivated);
-  // The same plan, nothing released, and no other hook's commit in between (this one's plan is
-  // the head it read, or the next revision): the host's empty reply (the hook that committed
-  // that plan said it, and how to approve it).
-  const std::int64_t revision = result->prepared().journal_revision();
-  const bool quiet = told && choice.deactivated.empty() && revision >= told->revision &&
-                     revision <= told->revision + 1 &&
-                     told->outline == PlanOutline::of(result->prepared());
   HookResponse response =
-      quiet ? nothing()
-            : HookResponse{port->render_reply(reply_request(event, *result, choice, shown_state_))};
+      HookResponse{port->render_reply(reply_request(event, *result, choice, shown_state_))};
   // Remembered for the next identical request only when this run was a plain prepare and nothing
   // it depends on moved while it ran (the first run only names the files to watch); a reply
   // naming a consent challenge only until shortly before the challenge expires (time, not state).

@@ -4,34 +4,46 @@
 //   1. check_hook_payload; parse it as JSON (depth ≤ 64, no duplicate keys);
 //   2. the adapter: the host-adapter plugin pinned under that id in <state>/plugins.lock.json,
 //      loaded through the PluginLoader and created with the installation key;
-//   3. parse_hook → {event, scope, signals, work_ref}; an "ignored" event → no reply; a
-//      SessionEnd → StateService::end_session (what the session holds active is released), then
-//      the adapter's reply to nothing;
+//   3. parse_hook → {event, scope, signals, work_ref}; an "ignored" event → no reply; the work
+//      is placed in the project of the payload's cwd (StateService::place_in_project: its
+//      skills and recent prompts are that project's); a SessionEnd →
+//      StateService::end_session (the session's holds are released; what the project's recent
+//      prompts want stays in its skills folder), then the adapter's reply to nothing;
 //   4. the signals are kept only where they are catalog vocabulary (inside the input authority,
 //      before anything is stored); none left → the adapter's reply to nothing (its empty
 //      object), with no store opened;
-//   5. StateService::prepare (the work's identity is an HMAC under the installation key); when a
-//      new plan cannot replace the session's current one (pending authority, a changed selection
-//      of a capability already loaded), the current plan is reopened instead (retried briefly
-//      while a concurrent preparer is between its commit and its mark);
-//   6. on a UserPromptSubmit whose ready plan selects skills that need an install, the first
+//   5. a PreToolUse/PostToolUse in a session that already has a plan → the reply to nothing:
+//      tool events never re-plan (so never deactivate); only a session's first plan may come
+//      from one;
+//   6. StateService::prepare (the work's identity is an HMAC under the installation key); a
+//      prompt about other work while the session's consent is pending is planned in a branch of
+//      the session (StateService::branch_for; up to four pending consents deep), so it gets a
+//      plan for that work while the earlier challenge stays approvable until it expires; when a
+//      new plan still cannot replace the session's current one (pending authority, a changed
+//      selection of a capability already loaded), the current plan is reopened instead (retried
+//      briefly while a concurrent preparer is between its commit and its mark); a plan that dropped
+//      an active capability settles its deactivation (StateService::release_deactivations);
+//   7. on a UserPromptSubmit whose ready plan selects skills that need an install, the first
 //      of them (the plan's order, as ctx demo chooses) is chosen for the user
 //      (StateService::set_first_desired, the default logical choice id: an exact retry commits
-//      nothing new and gets the same challenge; a query with another desired set is left alone); a
-//      typed failure of that choice (busy, conflict, superseded) only leaves it out of the reply,
-//      data loss propagates;
-//   7. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
+//      nothing new and gets the same challenge; a query with another desired set is left alone);
+//      a typed failure of that choice
+//      (busy, conflict, superseded) only leaves it out of the reply, data loss propagates; then
+//      the prompt joins the project's recent window (StateService::record_prompt), which may
+//      retire a lingering skill;
+//   8. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
 //      "challenge" (the choice's consent challenge, else the plan's), "installed" (what the
-//      choice installed without a challenge under a preapproved-auto policy)} → the reply text;
-//      but a PreToolUse/PostToolUse whose plan has the outline (status, capabilities in order)
-//      of the session's plan before it, committed by no other hook in between (its revision is
-//      that head's or the next), and that released nothing gets the reply to nothing: a tool
-//      call tells the host only a changed plan (a stranded consent's reply still goes out).
+//      choice installed without a challenge under a preapproved-auto policy), "deactivated"
+//      (what left the skills folder)} → the reply text; but a PreToolUse/PostToolUse whose plan
+//      has the outline (status, capabilities in order) of the session's plan before it,
+//      committed by no other hook in between (its revision is that head's or the next), and
+//      that released nothing gets the reply to nothing: a tool call tells the host only a
+//      changed plan (a stranded consent's reply still goes out).
 //      The request's "state_dir" is the state dir when a fresh shell of this process's user
 //      would not find it by default (consent/printed_command.hpp), so the printed consent
 //      commands carry --state DIR and work as pasted.
 // Exact retries: a hook whose request bytes (adapter id and payload) were answered before by
-// step 5's plain prepare gets that same reply without steps 1-7 (a reply naming a consent
+// step 6's plain prepare gets that same reply without steps 1-8 (a reply naming a consent
 // challenge: only until 5 s before the challenge expires, by the service's clock) when a
 // StateWatch fingerprint (state_watch.hpp: every database of the
 // state dir unchanged by any process, the state dir's files and the work's registration and

@@ -220,9 +220,8 @@ TEST_F(ServiceMethodsTest, CtxHookTalksToTheRunningServerOfItsStateDirElseRunsIn
   EXPECT_EQ(reset, in_process);
 }
 
-// `ctx hooks install --project B` while the server runs points activation at B from the next
-// request on: a preapproved skill of a new session is activated in B, not in the project the
-// server's first request found.
+// `ctx hooks install --project B` while the server runs is seen from the next request on: a
+// preapproved skill of a new session running in B is activated in B (and A's stays in A).
 TEST_F(ServiceMethodsTest, AnActivationTargetChangedWhileServingIsUsedFromTheNextRequestOn) {
   const fs::path first = dir_.path() / "first";
   const fs::path second = dir_.path() / "second";
@@ -234,16 +233,18 @@ TEST_F(ServiceMethodsTest, AnActivationTargetChangedWhileServingIsUsedFromTheNex
   ASSERT_EQ(testing::run_ctx("policy set skill preapproved-auto" + state).first, 0);
   start();
   const std::string hook = "hook claude-code" + state;
-  const auto [one_status, one] =
-      testing::run_ctx(hook, claude_prompt("target-1", "export the report to PDF please").dump());
+  Json in_first = claude_prompt("target-1", "export the report to PDF please");
+  in_first["cwd"] = first.string();
+  const auto [one_status, one] = testing::run_ctx(hook, in_first.dump());
   ASSERT_EQ(one_status, 0);
   EXPECT_NE(one.find("ctx installed: pdf-export (skill)."), std::string::npos) << one;
   EXPECT_TRUE(fs::exists(first / ".claude/skills/pdf-export/SKILL.md"));
 
   ASSERT_EQ(
       testing::run_ctx("hooks install claude-code --project " + second.string() + state).first, 0);
-  const auto [two_status, two] =
-      testing::run_ctx(hook, claude_prompt("target-2", "export the report to PDF please").dump());
+  Json in_second = claude_prompt("target-2", "export the report to PDF please");
+  in_second["cwd"] = second.string();
+  const auto [two_status, two] = testing::run_ctx(hook, in_second.dump());
   ASSERT_EQ(two_status, 0);
   EXPECT_NE(two.find("ctx installed: pdf-export (skill)."), std::string::npos) << two;
   EXPECT_TRUE(fs::exists(second / ".claude/skills/pdf-export/SKILL.md"));

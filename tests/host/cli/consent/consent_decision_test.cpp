@@ -80,6 +80,29 @@ class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
     expires_at_ = result.at("challenge").at("expires_at");
   }
 
+  // The pdf-export challenge a Claude Code session running in `cwd` is asked for (its
+  // UserPromptSubmit hook; the fixture's own challenge excluded); empty when there is none.
+  std::string hooked_challenge(const fs::path& cwd) const {
+    fs::create_directories(cwd);
+    const Json payload = {{"session_id", "session-in-" + cwd.filename().string()},
+                          {"transcript_path", "/home/u/t.jsonl"},
+                          {"cwd", cwd.string()},
+                          {"permission_mode", "default"},
+                          {"hook_event_name", "UserPromptSubmit"},
+                          {"prompt", "please add a PDF export of the quarterly report"}};
+    const CtxRun hooked = ctx_run(with_state({"hook", "claude-code"}), payload.dump());
+    EXPECT_EQ(hooked.code, 0) << hooked.err;
+    const CtxRun shown = ctx_run(with_state({"consent", "show", "--json"}));
+    EXPECT_EQ(shown.code, 0) << shown.err;
+    const Json listed = Json::parse(shown.out);
+    for (const Json& c : listed.at("challenges")) {
+      if (c.at("challenge_digest") != challenge_) return c.at("challenge_digest");
+    }
+    ADD_FAILURE() << "no challenge for a session in " << cwd << ": the hook replied " << hooked.out
+                  << "; consent show: " << shown.out;
+    return {};
+  }
+
   // A signed assertion of `decision` for the challenge, as `ctx consent approve` builds it,
   // optionally for another audience or principal than the trusted registration's.
   std::string assertion(engine::Decision decision, const std::string& audience = "ctx-local",
@@ -393,7 +416,7 @@ TEST_F(ConsentDecisionTest, RecoverOfAPendingChallengeAsksForADecisionAndUsageEr
 
 TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhereClaudeCodeLooks) {
   // Installing the hooks for a project records the adapter's skills location for it; the
-  // next decision's install activates there (the challenge binds the installer's root, not the
+  // decision of a session running in it (here in a subdirectory) installs and activates there (the challenge binds the installer's root, not the
   // activation directory, so the pending challenge stays valid).
   const fs::path project = dir_ / "project";
   fs::create_directory(project);
@@ -402,8 +425,10 @@ TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhe
   ASSERT_EQ(hooked.code, 0) << hooked.err;
   EXPECT_EQ(Json::parse(hooked.out).at("skills_activate_in"),
             (project / ".claude" / "skills").string());
+  const std::string challenge = hooked_challenge(project / "src");
+  ASSERT_FALSE(challenge.empty());
   const CtxRun approved =
-      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+      ctx_run(with_state({"consent", "approve", challenge, "--key", key_.string()}));
   ASSERT_EQ(approved.code, 0) << approved.err;
   EXPECT_THAT(approved.out, HasSubstr("installed-inactive"));
   EXPECT_THAT(approved.out, HasSubstr("activation applied"));
@@ -426,8 +451,11 @@ TEST_F(ConsentDecisionTest, HooksInstalledForTheUserMakeApprovedSkillsActiveInTh
   ASSERT_EQ(hooked.code, 0) << hooked.err;
   EXPECT_EQ(Json::parse(hooked.out).at("skills_activate_in"),
             (home / ".claude" / "skills").string());
+  // A session outside every project of the state dir activates in the user's skills.
+  const std::string challenge = hooked_challenge(dir_ / "elsewhere");
+  ASSERT_FALSE(challenge.empty());
   const CtxRun approved =
-      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+      ctx_run(with_state({"consent", "approve", challenge, "--key", key_.string()}));
   ASSERT_EQ(approved.code, 0) << approved.err;
   EXPECT_THAT(approved.out, HasSubstr("activation applied"));
   EXPECT_EQ(read_file(home / ".claude" / "skills" / "pdf-export" / "SKILL.md"), catalog_skill());

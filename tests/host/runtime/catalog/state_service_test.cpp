@@ -421,6 +421,11 @@ struct AutoState : State {
     InstallPolicyStore(StatePaths::of(dir).install_policy).persist(automatic);
   }
   fs::path skill(const std::string& name) const { return project / ".claude/skills" / name; }
+  // `work` as a session running in the project (StateService::place_in_project).
+  CurrentWork placed(const StateService& service, CurrentWork work) const {
+    service.place_in_project(work, "claude-code", project / "src");
+    return work;
+  }
   long deactivation_receipts() const {
     return ctx::testing::journal::raw_count(
         dir / "service/journal.sqlite3",
@@ -444,7 +449,7 @@ bool asks_to_deactivate(const ManagedQueryServiceResult& result, const std::stri
 // Installs and activates pdf-export in the session of pdf_work(), then moves the session to
 // other work: that plan asks to deactivate it. Returns the new plan's query ref.
 std::string activate_then_shift(StateService& service, const AutoState& state) {
-  const auto first = service.prepare(pdf_work());
+  const auto first = service.prepare(state.placed(service, pdf_work()));
   const auto desired = service.set_first_desired(first.query_ref(), {kPdfSkill});
   EXPECT_TRUE(desired.has_value() && !desired->challenge().has_value());
   const auto activated = service.activate_chosen(first.query_ref(), kPdfSkill);
@@ -452,7 +457,7 @@ std::string activate_then_shift(StateService& service, const AutoState& state) {
               activated->outcome == engine::Outcome::kApplied);
   EXPECT_TRUE(fs::exists(state.skill("pdf-export") / "SKILL.md"));
   EXPECT_FALSE(service.activate_chosen(first.query_ref(), kPdfSkill).has_value());
-  const auto shifted = service.prepare(sql_work());
+  const auto shifted = service.prepare(state.placed(service, sql_work()));
   EXPECT_NE(shifted.query_ref(), first.query_ref());
   EXPECT_TRUE(asks_to_deactivate(shifted, kPdfSkill));
   return shifted.query_ref();
@@ -466,8 +471,8 @@ TEST(StateService, APlanThatDropsAnActiveSkillDeactivatesItAndTheSessionPlansOn)
   auto service = StateService::open(state.dir);
   const std::string shifted = activate_then_shift(*service, state);
   // Until the deactivation is settled, the session's next work is refused.
-  CTX_EXPECT_THROW(service->prepare(pdf_work({"export", "pdf"}, 2)), ManagedQueryError,
-                   "settle pending authority");
+  CTX_EXPECT_THROW(service->prepare(state.placed(*service, pdf_work({"export", "pdf"}, 2))),
+                   ManagedQueryError, "settle pending authority");
   const auto released = service->release_deactivations(shifted);
   ASSERT_EQ(released.size(), 1u);
   EXPECT_EQ(released[0].capability_id, kPdfSkill);
@@ -477,7 +482,7 @@ TEST(StateService, APlanThatDropsAnActiveSkillDeactivatesItAndTheSessionPlansOn)
   EXPECT_EQ(state.deactivation_receipts(), 1);
   EXPECT_TRUE(service->release_deactivations(shifted).empty());  // nothing more to do
   EXPECT_EQ(state.deactivation_receipts(), 1);
-  const auto next = service->prepare(pdf_work({"export", "pdf"}, 2));
+  const auto next = service->prepare(state.placed(*service, pdf_work({"export", "pdf"}, 2)));
   EXPECT_EQ(next.prepared().status(), engine::PlanStatus::kReady);
   EXPECT_NE(next.query_ref(), shifted);
 }
@@ -488,9 +493,9 @@ TEST(StateService, APlanThatDropsAnActiveSkillDeactivatesItAndTheSessionPlansOn)
 TEST(StateService, ASkillTwoSessionsShareLeavesOnlyWhenTheLastDropsIt) {
   AutoState state;
   auto service = StateService::open(state.dir);
-  const auto in_session = [](CurrentWork work, const std::string& session) {
+  const auto in_session = [&](CurrentWork work, const std::string& session) {
     work.session = session;
-    return work;
+    return state.placed(*service, std::move(work));
   };
   std::vector<std::string> shifted;
   for (const std::string session : {"session-a", "session-b"}) {
@@ -544,7 +549,9 @@ TEST(StateService, ADeactivationKilledAtEachStepIsFinishedByTheNextProcess) {
     EXPECT_EQ(released.size(), point == crash_points::kAfterDeactivation ? 1u : 0u);
     EXPECT_EQ(state.deactivation_receipts(), 1);
     EXPECT_TRUE(service->release_deactivations(shifted).empty());
-    EXPECT_EQ(service->prepare(pdf_work({"export", "pdf"}, 2)).prepared().status(),
+    EXPECT_EQ(service->prepare(state.placed(*service, pdf_work({"export", "pdf"}, 2)))
+                  .prepared()
+                  .status(),
               engine::PlanStatus::kReady);
   }
 }
