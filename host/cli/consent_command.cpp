@@ -198,7 +198,9 @@ int run_consent_show(const ConsentShowOptions& options, const CommandIo& io) {
   const auto challenges = state->pending_challenges();
   std::ostream& out = io.out;
   if (options.common.json) {
-    out << core::canonical_json(runtime::consent_show_json(challenges, shown_state)) << "\n";
+    out << core::canonical_json(
+               runtime::consent_show_json(challenges, shown_state, &state->catalog()))
+        << "\n";
     return kExitOk;
   }
   if (challenges.empty()) {
@@ -208,8 +210,10 @@ int run_consent_show(const ConsentShowOptions& options, const CommandIo& io) {
   for (const auto& c : challenges) {
     out << c.capability_id() << " (" << engine::to_string(c.kind())
         << ") asks for install consent: challenge " << c.challenge_digest() << ", expires "
-        << c.expires_at() << "\n"
-        << "  approve: " << runtime::consent_command("approve", c.challenge_digest(), shown_state)
+        << c.expires_at() << "\n";
+    const std::string effects = runtime::install_effects_text(state->catalog(), c.capability_id());
+    if (!effects.empty()) out << "  installing it " << effects << "\n";
+    out << "  approve: " << runtime::consent_command("approve", c.challenge_digest(), shown_state)
         << "\n"
         << "  deny:    " << runtime::consent_command("deny", c.challenge_digest(), shown_state)
         << "\n";

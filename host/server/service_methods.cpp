@@ -157,7 +157,8 @@ void register_service_methods(MethodTable& table, const fs::path& state_dir) {
       throw InvalidParams("consent.show takes no params");
     }
     return runtime::consent_show_json(runner->state().pending_challenges(),
-                                      runtime::printed_state_dir_of_process(state_dir));
+                                      runtime::printed_state_dir_of_process(state_dir),
+                                      &runner->state().catalog());
   });
 
   table.add("consent.resolve", [current](const core::Json& params) {

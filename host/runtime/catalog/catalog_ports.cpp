@@ -50,7 +50,9 @@ std::string upper(std::string_view text) {
 }
 
 bool permission_expansion(const CatalogEntry& e) {
-  if (e.kind == CapabilityKind::kMcpServer) return e.command.has_value() || !e.env_names.empty();
+  // An MCP server runs a command on the user's machine or reaches a service on their behalf:
+  // its install always asks (the sensitive-risk rule), under preapproved-auto too.
+  if (e.kind == CapabilityKind::kMcpServer) return true;
   if (e.kind == CapabilityKind::kAgent) return e.tools.empty();
   return false;
 }

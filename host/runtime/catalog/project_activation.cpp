@@ -30,11 +30,17 @@ std::string_view scope_name(ActivationScope scope) {
 }
 
 Json target_json(const ActivationTarget& target) {
-  return Json{{"adapter", target.adapter},
-              {"project_dir", target.project_dir.string()},
-              {"schema", kTargetSchema},
-              {"scope", scope_name(target.scope)},
-              {"skills_dir", target.skills_dir.string()}};
+  Json stored = {{"adapter", target.adapter},
+                 {"project_dir", target.project_dir.string()},
+                 {"schema", kTargetSchema},
+                 {"scope", scope_name(target.scope)},
+                 {"skills_dir", target.skills_dir.string()}};
+  if (!target.mcp_format.empty()) {
+    stored["agents_dir"] = target.agents_dir.string();
+    stored["mcp_file"] = target.mcp_file.string();
+    stored["mcp_format"] = target.mcp_format;
+  }
+  return stored;
 }
 
 fs::path target_file(const fs::path& state_dir, const ActivationTarget& target) {
@@ -48,9 +54,10 @@ fs::path target_file(const fs::path& state_dir, const ActivationTarget& target) 
 ActivationTarget parse_target(const std::string& bytes, std::string_view schema) {
   try {
     const Json stored = core::parse_json(bytes);
-    ActivationTarget target{stored.at("adapter").get<std::string>(),
-                            stored.at("project_dir").get<std::string>(),
-                            stored.at("skills_dir").get<std::string>(), ActivationScope::kProject};
+    ActivationTarget target;
+    target.adapter = stored.at("adapter").get<std::string>();
+    target.project_dir = stored.at("project_dir").get<std::string>();
+    target.skills_dir = stored.at("skills_dir").get<std::string>();
     if (schema == kTargetSchema) {
       const std::string scope = stored.at("scope").get<std::string>();
       if (scope != "project" && scope != "user") throw DataLoss("activation target is malformed");
@@ -59,6 +66,15 @@ ActivationTarget parse_target(const std::string& bytes, std::string_view schema)
     if (stored.at("schema") != schema || !target.skills_dir.is_absolute() ||
         !target.project_dir.is_absolute() || target.adapter.empty()) {
       throw DataLoss("activation target is malformed");
+    }
+    if (stored.contains("mcp_format")) {
+      target.agents_dir = stored.at("agents_dir").get<std::string>();
+      target.mcp_file = stored.at("mcp_file").get<std::string>();
+      target.mcp_format = stored.at("mcp_format").get<std::string>();
+      if (!target.agents_dir.is_absolute() || !target.mcp_file.is_absolute() ||
+          (target.mcp_format != "json" && target.mcp_format != "toml")) {
+        throw DataLoss("activation target is malformed");
+      }
     }
     return target;
   } catch (const DataLoss&) {

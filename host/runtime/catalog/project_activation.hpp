@@ -39,6 +39,11 @@ struct ActivationTarget {
   std::filesystem::path project_dir;  // for kUser: the home directory
   std::filesystem::path skills_dir;
   ActivationScope scope = ActivationScope::kProject;
+  // Where the same adapter reads agents and MCP servers (its install_locations "agents", "mcp",
+  // "mcp_format"); all empty when it names none (the generic adapter).
+  std::filesystem::path agents_dir;
+  std::filesystem::path mcp_file;
+  std::string mcp_format;  // "json" (Claude Code) or "toml" (Codex)
 };
 
 // "prj-" + the first 32 hex of HMAC(key, "ctx.activation-project-v1\0" || skills_dir).

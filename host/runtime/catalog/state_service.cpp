@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "host/core/crypto.hpp"
@@ -23,8 +25,77 @@
 namespace ctx::runtime {
 namespace {
 
+// The activation port of the state dir: each capability's activation goes to the installer of
+// its kind; a kind without one is indeterminate (nothing is called).
+struct KindActivation final : engine::ActivationPort {
+  std::map<engine::CapabilityKind, std::shared_ptr<engine::ActivationPort>> by_kind;
+
+  engine::ActivationObservation activate(const engine::ActivationRequest& request) override {
+    return port(request, &engine::ActivationPort::activate);
+  }
+  engine::ActivationObservation deactivate(const engine::ActivationRequest& request) override {
+    return port(request, &engine::ActivationPort::deactivate);
+  }
+  engine::ActivationObservation reconcile(const engine::ActivationRequest& request) override {
+    return port(request, &engine::ActivationPort::reconcile);
+  }
+
+ private:
+  using Op =
+      engine::ActivationObservation (engine::ActivationPort::*)(const engine::ActivationRequest&);
+  engine::ActivationObservation port(const engine::ActivationRequest& request, Op op) {
+    const auto it = by_kind.find(request.material.kind());
+    if (it == by_kind.end()) {
+      engine::ActivationObservation none;
+      none.reason = "no installer activates this kind";
+      return none;
+    }
+    return ((*it->second).*op)(request);
+  }
+};
+
 using core::Json;
 namespace fs = std::filesystem;
+
+// The installer drivers of one activation place, by installer id, and the activation port that
+// sends each capability to the driver of its kind.
+struct InstallerSet {
+  std::map<std::string, std::shared_ptr<engine::InstallerPort>> drivers;
+  std::shared_ptr<KindActivation> activation = std::make_shared<KindActivation>();
+};
+
+// Drivers over the pinned installers in `plugins` (the skill installer always; the agent and MCP
+// installers when pinned) whose stores are the state dir's and which activate where `target`
+// says: its skills directory, and its agents directory and MCP config file when it names them;
+// a place it leaves empty is the state dir's default (<state>/skills/active,
+// <state>/agents/active, <state>/mcp-servers/active.json).
+InstallerSet installers_for(const plugins::PluginRegistry& plugins, const StatePaths& paths,
+                            const ActivationTarget& target) {
+  InstallerSet set;
+  const auto add = [&](std::string_view plugin_id, std::string_view installer_id,
+                       engine::CapabilityKind kind, const Json& config) {
+    const auto plugin = plugins.find(plugins::PluginKind::kInstaller, plugin_id);
+    if (!plugin) return;
+    auto driver = std::make_shared<plugins::AbiInstaller>(plugin, core::canonical_json(config));
+    set.drivers.emplace(std::string(installer_id), driver);
+    set.activation->by_kind[kind] = std::make_shared<engine::InstallerActivation>(driver);
+  };
+  Json skill = {{"root", paths.skills.string()}};
+  if (!target.skills_dir.empty()) skill["activation_root"] = target.skills_dir.string();
+  add(kSkillInstallerPluginId, kSkillInstallerId, engine::CapabilityKind::kSkill, skill);
+  const bool named = !target.mcp_format.empty();
+  const fs::path agents = paths.state_dir / "agents";
+  const fs::path mcp = paths.state_dir / "mcp-servers";
+  add(kAgentInstallerPluginId, kAgentInstallerId, engine::CapabilityKind::kAgent,
+      Json{{"activation_root", named ? target.agents_dir.string() : (agents / "active").string()},
+           {"format", target.mcp_format == "toml" ? "toml" : "markdown"},
+           {"root", agents.string()}});
+  add(kMcpInstallerPluginId, kMcpInstallerId, engine::CapabilityKind::kMcpServer,
+      Json{{"config_file", named ? target.mcp_file.string() : (mcp / "active.json").string()},
+           {"format", named ? target.mcp_format : std::string("json")},
+           {"root", mcp.string()}});
+  return set;
+}
 
 template <typename T>
 Json optional_json(const std::optional<T>& value) {
@@ -170,10 +241,31 @@ ActivationTarget set_activation_target(const fs::path& state_dir, const std::str
       !(*locations)["skills"].is_string()) {
     throw InvalidArgument("host adapter " + adapter + " names no skills location");
   }
-  fs::path skills = (*locations)["skills"].get<std::string>();
-  if (skills.is_relative()) skills = project_dir / skills;
-  ActivationTarget target{adapter, project_dir.lexically_normal(), skills.lexically_normal(),
-                          scope};
+  const auto location = [&](const char* key) -> fs::path {
+    const auto it = locations->find(key);
+    if (it == locations->end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+      return {};
+    }
+    fs::path path = it->get<std::string>();
+    if (path.is_relative()) path = project_dir / path;
+    return path.lexically_normal();
+  };
+  ActivationTarget target;
+  target.adapter = adapter;
+  target.project_dir = project_dir.lexically_normal();
+  target.skills_dir = location("skills");
+  target.scope = scope;
+  target.agents_dir = location("agents");
+  target.mcp_file = location("mcp");
+  if (const auto it = locations->find("mcp_format"); it != locations->end() && it->is_string()) {
+    target.mcp_format = it->get<std::string>();
+  }
+  if ((target.mcp_format != "json" && target.mcp_format != "toml") || target.agents_dir.empty() ||
+      target.mcp_file.empty()) {
+    target.agents_dir.clear();
+    target.mcp_file.clear();
+    target.mcp_format.clear();
+  }
   record_activation_target(paths.state_dir, target);
   // The host lists a skills directory only if it existed when its session started.
   std::error_code ec;
@@ -286,24 +378,32 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
     // Installs write the state dir's store; each project's activations get their own instance
     // (activation_for), this one activates in <state>/skills/active.
     (void)read_activation_targets(paths.state_dir);  // migrates an earlier build's single target
-    Json config = {{"root", paths.skills.string()}};
-    const std::string config_json = core::canonical_json(config);
     auto plugins = std::make_shared<plugins::PluginRegistry>();
-    plugins->add(plugins::PluginLoader(paths.state_dir).load(*entry));
+    const plugins::PluginLoader loader(paths.state_dir);
+    plugins->add(loader.load(*entry));
+    // Agents and MCP servers go to their installers when those are pinned; without them those
+    // capabilities stay recommendations (no actuator: their consent fails closed).
+    for (const auto plugin_id : {kAgentInstallerPluginId, kMcpInstallerPluginId}) {
+      if (const auto* pinned = lock_file.find(plugins::PluginKind::kInstaller, plugin_id)) {
+        plugins->add(loader.load(*pinned));
+      }
+    }
     state->installer_plugins_ = plugins;
-    auto driver = std::make_shared<plugins::AbiInstaller>(
-        plugins->get(plugins::PluginKind::kInstaller, kSkillInstallerPluginId), config_json);
+    // The install drivers activate in the state dir's default places (<state>/skills/active,
+    // <state>/agents/active, <state>/mcp-servers/active.json); a project's activations get
+    // instances of their own (activation_for).
+    InstallerSet defaults = installers_for(*plugins, paths, ActivationTarget{});
+    auto& drivers = defaults.drivers;
+    auto activation = defaults.activation;
     // The install writes the state dir's store (its root is the binding's target identity);
     // where it is activated later is not part of the install a human approves, so moving the
     // activation target leaves published challenges valid.
     const std::string host_identity = core::canonical_digest(
         Json{{"schema", "ctx.state-install-host-v1"}, {"skills_root", paths.skills.string()}},
         core::Encoding::kAscii);
-    state->actuators_ = std::make_shared<ManagedInstallActuators>(
-        std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
-            {std::string(kSkillInstallerId), driver}},
-        host_identity);
-    state->activation_ = std::make_shared<engine::InstallerActivation>(driver);
+    state->actuators_ =
+        std::make_shared<ManagedInstallActuators>(std::move(drivers), host_identity);
+    state->activation_ = activation;
     options.install_actuators = state->actuators_;
     options.install_body_source = std::make_shared<CatalogBodySource>(state->catalog_);
   }
@@ -517,14 +617,11 @@ std::pair<std::shared_ptr<engine::ActivationPort>, std::string> StateService::ac
   std::lock_guard lock(activations_mutex_);
   if (const auto it = activations_.find(root); it != activations_.end()) return {it->second, root};
   // The installer creates the activation root itself (0700 when missing); its parents are the
-  // project's.
+  // project's. Agents and MCP servers activate where the target's adapter reads them.
   std::error_code ec;
   fs::create_directories(target->skills_dir.parent_path(), ec);
-  const Json config = {{"activation_root", root}, {"root", paths_.skills.string()}};
-  auto driver = std::make_shared<plugins::AbiInstaller>(
-      installer_plugins_->get(plugins::PluginKind::kInstaller, kSkillInstallerPluginId),
-      core::canonical_json(config));
-  auto port = std::make_shared<engine::InstallerActivation>(driver);
+  std::shared_ptr<engine::ActivationPort> port =
+      installers_for(*installer_plugins_, paths_, *target).activation;
   activations_.emplace(root, port);
   return {port, root};
 }
@@ -794,17 +891,54 @@ Json consent_result_json(const ManagedConsentResolutionResult& result) {
           {"journal_record_digest", result.journal_record_digest()}};
 }
 
+Json install_effects_json(const ImportedCatalog& catalog, std::string_view capability_id) {
+  const CatalogEntry* entry = catalog.find(capability_id);
+  if (entry == nullptr || entry->kind != engine::CapabilityKind::kMcpServer) return nullptr;
+  Json effects = Json::object();
+  if (entry->command) {
+    Json argv = Json::array({*entry->command});
+    for (const auto& arg : entry->args) argv.push_back(arg);
+    effects["command"] = std::move(argv);
+  }
+  if (entry->url) effects["url"] = *entry->url;
+  effects["env_names"] = entry->env_names;
+  return effects;
+}
+
+std::string install_effects_text(const ImportedCatalog& catalog, std::string_view capability_id) {
+  const Json effects = install_effects_json(catalog, capability_id);
+  if (effects.is_null()) return {};
+  std::string text;
+  if (effects.contains("command")) {
+    text = "runs";
+    for (const auto& word : effects["command"]) text += " " + word.get<std::string>();
+  }
+  if (effects.contains("url")) text = "connects to " + effects["url"].get<std::string>();
+  if (!effects["env_names"].empty()) {
+    text += "; sets";
+    for (const auto& name : effects["env_names"]) text += " " + name.get<std::string>();
+    text += " (values not shown)";
+  }
+  return text;
+}
+
 Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges,
-                       const std::optional<fs::path>& shown_state) {
+                       const std::optional<fs::path>& shown_state,
+                       const ImportedCatalog* catalog) {
   Json list = Json::array();
   for (const auto& c : challenges) {
-    list.push_back({{"audience", c.audience()},
-                    {"capability_id", c.capability_id()},
-                    {"challenge_digest", c.challenge_digest()},
-                    {"expires_at", c.expires_at()},
-                    {"kind", c.kind()},
-                    {"approve", consent_command("approve", c.challenge_digest(), shown_state)},
-                    {"deny", consent_command("deny", c.challenge_digest(), shown_state)}});
+    Json item = {{"audience", c.audience()},
+                 {"capability_id", c.capability_id()},
+                 {"challenge_digest", c.challenge_digest()},
+                 {"expires_at", c.expires_at()},
+                 {"kind", c.kind()},
+                 {"approve", consent_command("approve", c.challenge_digest(), shown_state)},
+                 {"deny", consent_command("deny", c.challenge_digest(), shown_state)}};
+    if (catalog != nullptr) {
+      Json effects = install_effects_json(*catalog, c.capability_id());
+      if (!effects.is_null()) item["effects"] = std::move(effects);
+    }
+    list.push_back(std::move(item));
   }
   return Json{{"challenges", std::move(list)}};
 }

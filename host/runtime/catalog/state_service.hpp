@@ -9,19 +9,26 @@
 //                               rows HMAC'd under the installation key like the query store)
 //   <state>/consent-verifiers.json    the trusted verifier registry (ctx consent trust)
 //   <state>/skills/             the skill installer's content-addressed store (objects/, tmp/)
-//   <state>/activation-targets/  where installed skills become active, one target per project
-//                               (and user) a host's hooks were installed for, found from a
-//                               session's cwd (project_activation.hpp); without one
-//                               <state>/skills/active
+//   <state>/agents/, <state>/mcp-servers/   the agent and MCP installers' stores (objects/,
+//                               tmp/, records/ of what they wrote into the host's files)
+//   <state>/activation-targets/  where installed capabilities become active, one target per
+//                               project (and user) a host's hooks were installed for, found from
+//                               a session's cwd (project_activation.hpp); without one
+//                               <state>/skills/active (agents: <state>/agents/active, MCP
+//                               servers: <state>/mcp-servers/active.json)
 //   <state>/projects/           each project's recent prompts and lingering skills
 // Consent and install wiring (issue 10): the broker, the trusted verifier registry (verifier
 // plugins pinned in <state>/plugins.lock.json, loaded on the first decision), the trusted clock,
 // and the install actuators — the pinned "skill-installer" plugin for descriptors of
 // "ctx-skill-installer-v1" (root <state>/skills, activation root per project as above), install
 // bodies read from the imported catalog's verified objects. Without a pinned skill-installer a
-// pending consent fails closed ("no physical installation actuator"). Results are projected to JSON
-// with the seed's field names (managed_result_json, desired_result_json): no paths, bodies, prompts
-// or secrets. Thread-safe (the service and the authority are); process-bound like the service.
+// pending consent fails closed ("no physical installation actuator"). The pinned
+// "agent-installer" and "mcp-installer" install agents and MCP servers the same way (descriptors
+// "ctx-agent-installer-v1", "ctx-mcp-server-installer-v1"), activating into the agents directory
+// and MCP config file the project's host adapter names; without them those capabilities stay
+// recommendations. Results are projected to JSON with the seed's field names
+// (managed_result_json, desired_result_json): no paths, bodies, prompts or secrets.
+// Thread-safe (the service and the authority are); process-bound like the service.
 #ifndef CTX_HOST_RUNTIME_CATALOG_STATE_SERVICE_HPP_
 #define CTX_HOST_RUNTIME_CATALOG_STATE_SERVICE_HPP_
 
@@ -47,9 +54,14 @@ namespace ctx::runtime {
 // The one audience of the state dir's consent broker: assertions for it are signed by the
 // user's own key (ctx consent approve|deny).
 inline constexpr std::string_view kStateConsentAudience = "ctx-local";
-// The installer plugin and the descriptor installer id it installs skills for.
+// The installer plugins and the descriptor installer ids they install skills, agents and MCP
+// servers for.
 inline constexpr std::string_view kSkillInstallerPluginId = "skill-installer";
 inline constexpr std::string_view kSkillInstallerId = "ctx-skill-installer-v1";
+inline constexpr std::string_view kAgentInstallerPluginId = "agent-installer";
+inline constexpr std::string_view kAgentInstallerId = "ctx-agent-installer-v1";
+inline constexpr std::string_view kMcpInstallerPluginId = "mcp-installer";
+inline constexpr std::string_view kMcpInstallerId = "ctx-mcp-server-installer-v1";
 
 struct StatePaths {
   std::filesystem::path state_dir;
@@ -304,9 +316,20 @@ core::Json consent_result_json(const ManagedConsentResolutionResult& result);
 // {"challenges": [{"audience","capability_id","challenge_digest","expires_at","kind",
 //   "approve": "ctx consent approve DIGEST --key FILE", "deny": "ctx consent deny ..."}]}:
 // what `ctx consent show --json` and the server's consent.show return. Each command ends in
-// " --state DIR" when `shown_state` names a state dir (consent/printed_command.hpp).
+// " --state DIR" when `shown_state` names a state dir (consent/printed_command.hpp). With
+// `catalog`, an MCP server's challenge also has "effects" (install_effects_json).
 core::Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges,
-                             const std::optional<std::filesystem::path>& shown_state);
+                             const std::optional<std::filesystem::path>& shown_state,
+                             const ImportedCatalog* catalog = nullptr);
+// What installing `capability_id` adds to the host, for the human deciding: for an MCP server
+// {"command": [program, args...]} or {"url", "type"?}, and "env_names": the environment variable
+// names it sets (never their values); null for other kinds or an unknown id. The challenge's
+// signed decision covers these exact bytes: its install descriptor's plan digest names the
+// entry file's sha-256.
+core::Json install_effects_json(const ImportedCatalog& catalog, std::string_view capability_id);
+// The same in one line for `ctx consent show`, e.g. "runs npx -y server; sets GITHUB_TOKEN
+// (value not shown)"; empty when there is nothing to show.
+std::string install_effects_text(const ImportedCatalog& catalog, std::string_view capability_id);
 // {"resolution": consent_result_json, "activation": {"capability_id","outcome","settled"}|null}.
 core::Json consent_decision_json(const ConsentDecisionResult& result);
 

@@ -170,7 +170,8 @@ TEST(CatalogPorts, InstallBundlesFlagPermissionsAndCredentialsByTheDocumentedRul
   const auto remote =
       install.describe_bundle("mcp-server:docs-search", engine::CapabilityKind::kMcpServer);
   ASSERT_TRUE(remote);
-  EXPECT_FALSE(remote->descriptor().permission_expansion());
+  // Every MCP server is a permission expansion (it asks under preapproved-auto), a url too.
+  EXPECT_TRUE(remote->descriptor().permission_expansion());
   EXPECT_FALSE(remote->descriptor().credential_requirement());
   const auto reviewer =
       install.describe_bundle("agent:code-reviewer", engine::CapabilityKind::kAgent);

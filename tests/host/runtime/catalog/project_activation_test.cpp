@@ -26,8 +26,18 @@ struct Dir {
   Dir() { init_state_dir(state); }
 };
 
+ActivationTarget target_of(const std::string& adapter, const fs::path& dir,
+                           const fs::path& skills, ActivationScope scope) {
+  ActivationTarget target;
+  target.adapter = adapter;
+  target.project_dir = dir;
+  target.skills_dir = skills;
+  target.scope = scope;
+  return target;
+}
+
 ActivationTarget project(const std::string& adapter, const fs::path& dir) {
-  return {adapter, dir, dir / ".claude/skills", ActivationScope::kProject};
+  return target_of(adapter, dir, dir / ".claude/skills", ActivationScope::kProject);
 }
 
 TEST(ProjectActivation, ASessionsTargetIsItsNearestProjectOfItsHostElseTheUsers) {
@@ -54,7 +64,7 @@ TEST(ProjectActivation, ASessionsTargetIsItsNearestProjectOfItsHostElseTheUsers)
   // A user target serves every session of its host outside its projects.
   record_activation_target(
       d.state,
-      ActivationTarget{"claude-code", "/home/u", "/home/u/.claude/skills", ActivationScope::kUser});
+      target_of("claude-code", "/home/u", "/home/u/.claude/skills", ActivationScope::kUser));
   const auto with_user = read_activation_targets(d.state);
   const auto user = find_activation_target(with_user, "claude-code", fs::path("/elsewhere"));
   ASSERT_TRUE(user.has_value());
