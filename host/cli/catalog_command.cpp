@@ -82,17 +82,14 @@ int run_catalog_import(const CatalogImportOptions& options, const CommandIo& io)
   if (options.json) {
     core::Json skipped = core::Json::array();
     for (const auto& p : result.skipped) skipped.push_back({{"file", p.file}, {"rule", p.rule}});
-    const core::Json value = {{"catalog_digest", result.catalog_digest},
-                              {"changed", result.changed},
-                              {"entries", result.entry_count},
-                              {"graph_sha256", result.graph_sha256},
-                              {"objects", result.object_count},
-                              {"skipped", skipped}};
+    const core::Json value = {
+        {"catalog_digest", result.catalog_digest}, {"changed", result.changed},
+        {"entries", result.entry_count},           {"graph_sha256", result.graph_sha256},
+        {"objects", result.object_count},          {"skipped", skipped}};
     out << core::canonical_json(value) << "\n";
   } else {
     out << "imported " << result.entry_count << ", skipped " << result.skipped.size()
-        << " (catalog " << result.catalog_digest << (result.changed ? "" : ", unchanged")
-        << ")\n";
+        << " (catalog " << result.catalog_digest << (result.changed ? "" : ", unchanged") << ")\n";
   }
   return kExitOk;
 }

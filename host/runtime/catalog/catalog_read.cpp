@@ -3,16 +3,14 @@
 // writes, and nothing outside the tree is opened (symbolic links are never followed).
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <toml++/toml.h>  // header-only (no link dependency)
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
-
-#include <toml++/toml.h>  // header-only (no link dependency)
-
-#include <ctx/sdk/skill_tree.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctx/sdk/skill_tree.hpp>
 #include <set>
 
 #include "host/core/crypto.hpp"
@@ -307,8 +305,8 @@ class Reader {
     for (auto& entry : out_.entries) {
       if (!kept.empty() && kept.back().capability_id() == entry.capability_id()) {
         const CatalogEntry& first = kept.back();
-        problems_.push_back({entry_location(entry), "duplicate " + entry.capability_id() + " (kept " +
-                                                  entry_location(first) + ")"});
+        problems_.push_back({entry_location(entry), "duplicate " + entry.capability_id() +
+                                                        " (kept " + entry_location(first) + ")"});
         continue;
       }
       kept.push_back(std::move(entry));
@@ -344,8 +342,8 @@ class Reader {
       problems_.push_back({rel, b.rule});
       return;
     }
-    const std::string parent = rel.substr(rel.rfind('/') == std::string::npos ? 0
-                                                                               : rel.rfind('/') + 1);
+    const std::string parent =
+        rel.substr(rel.rfind('/') == std::string::npos ? 0 : rel.rfind('/') + 1);
     for (const auto& child : list) {
       if (++files_seen_ > kMaxCatalogFiles) {
         throw Fatal{{".", "catalog has more than " + std::to_string(kMaxCatalogFiles) + " files"}};
@@ -466,7 +464,8 @@ class Reader {
 
   void count_entry() {
     if (++entries_seen_ > kMaxCatalogEntries) {
-      throw Fatal{{".", "catalog has more than " + std::to_string(kMaxCatalogEntries) + " entries"}};
+      throw Fatal{
+          {".", "catalog has more than " + std::to_string(kMaxCatalogEntries) + " entries"}};
     }
   }
 
@@ -511,8 +510,8 @@ class Reader {
       return;
     }
     if (files.size() > kMaxSkillFiles) {
-      problems_.push_back({rel, "a skill may hold at most " + std::to_string(kMaxSkillFiles) +
-                                    " files"});
+      problems_.push_back(
+          {rel, "a skill may hold at most " + std::to_string(kMaxSkillFiles) + " files"});
       return;
     }
     std::uint64_t skill_bytes = 0;
@@ -577,7 +576,8 @@ class Reader {
         throw Fatal{{".", "catalog has more than " + std::to_string(kMaxCatalogFiles) + " files"}};
       }
       if (!is_printable_name(name) || !sdk::is_tree_path(name)) {
-        local.push_back({child_rel, "skill file names must match [A-Za-z0-9_][A-Za-z0-9._-]{0,127}"});
+        local.push_back(
+            {child_rel, "skill file names must match [A-Za-z0-9_][A-Za-z0-9._-]{0,127}"});
         continue;
       }
       fs::file_type type = fs::file_type::unknown;
@@ -598,8 +598,8 @@ class Reader {
         skill_walk(child.path(), child_rel, depth + 1, files, local);
       } else if (type == fs::file_type::regular) {
         if (files.size() >= kMaxSkillFiles) {
-          local.push_back({rel, "a skill may hold at most " + std::to_string(kMaxSkillFiles) +
-                                    " files"});
+          local.push_back(
+              {rel, "a skill may hold at most " + std::to_string(kMaxSkillFiles) + " files"});
           return;
         }
         files.emplace_back(child_rel, child.path());
@@ -815,7 +815,8 @@ class Reader {
     for (const auto& part : fs::path(rel)) {
       full /= part;
       struct stat st {};
-      if (::lstat(full.c_str(), &st) != 0) throw Broken{"path " + printable(path) + " does not exist"};
+      if (::lstat(full.c_str(), &st) != 0)
+        throw Broken{"path " + printable(path) + " does not exist"};
       if (S_ISLNK(st.st_mode)) throw Broken{"symbolic links are not followed"};
     }
     return full;
@@ -872,9 +873,8 @@ class Reader {
             std::string config_rel;
             const fs::path full = inside(base_rel, path, config_rel);
             if (!processed_.insert(config_rel).second) return;
-            guard(config_rel, [&] {
-              mcp_config(read_json_file(full, kMaxMcpConfigBytes), config_rel, name);
-            });
+            guard(config_rel,
+                  [&] { mcp_config(read_json_file(full, kMaxMcpConfigBytes), config_rel, name); });
           });
         }
       }
@@ -975,8 +975,8 @@ class Reader {
   CatalogContents out_;
   std::vector<CatalogProblem> problems_;
   Budget budget_;
-  std::size_t entries_seen_ = 0;  // candidate files and skill folders visited, valid or not
-  std::size_t files_seen_ = 0;    // directory entries visited
+  std::size_t entries_seen_ = 0;     // candidate files and skill folders visited, valid or not
+  std::size_t files_seen_ = 0;       // directory entries visited
   std::set<std::string> processed_;  // candidate files read (a manifest may name one again)
 };
 

@@ -923,8 +923,7 @@ std::string install_effects_text(const ImportedCatalog& catalog, std::string_vie
 }
 
 Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges,
-                       const std::optional<fs::path>& shown_state,
-                       const ImportedCatalog* catalog) {
+                       const std::optional<fs::path>& shown_state, const ImportedCatalog* catalog) {
   Json list = Json::array();
   for (const auto& c : challenges) {
     Json item = {{"audience", c.audience()},

@@ -86,7 +86,7 @@ TEST(CatalogCommand, ImportPrintsTheCatalogDigestAndIsIdempotent) {
   EXPECT_EQ(nlohmann::json::parse(second.out)["catalog_digest"], json["catalog_digest"]);
   const auto plain = ctx({"catalog", "import", (temp / "catalog").string(), "--state", state});
   EXPECT_THAT(plain.out, HasSubstr("imported 2, skipped 0 (catalog " +
-                                    json["catalog_digest"].get<std::string>() + ", unchanged)"));
+                                   json["catalog_digest"].get<std::string>() + ", unchanged)"));
 }
 
 TEST(CatalogCommand, SkippedFilesAreOneLineEachAndStrictImportsNothing) {

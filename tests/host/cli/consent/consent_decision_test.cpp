@@ -416,8 +416,9 @@ TEST_F(ConsentDecisionTest, RecoverOfAPendingChallengeAsksForADecisionAndUsageEr
 
 TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhereClaudeCodeLooks) {
   // Installing the hooks for a project records the adapter's skills location for it; the
-  // decision of a session running in it (here in a subdirectory) installs and activates there (the challenge binds the installer's root, not the
-  // activation directory, so the pending challenge stays valid).
+  // decision of a session running in it (here in a subdirectory) installs and activates there (the
+  // challenge binds the installer's root, not the activation directory, so the pending challenge
+  // stays valid).
   const fs::path project = dir_ / "project";
   fs::create_directory(project);
   const CtxRun hooked = ctx_run({"hooks", "install", "claude-code", "--project", project.string(),

@@ -95,7 +95,8 @@ std::vector<LoadCase> load_cases() {
        "Body\r\n",
        "skill:crlf-skill"},
       {"a UTF-8 byte-order mark", "agents/bom.md",
-       "\xEF\xBB\xBF---\nname: bom-agent\ndescription: Starts with a BOM.\n---\n", "agent:bom-agent"},
+       "\xEF\xBB\xBF---\nname: bom-agent\ndescription: Starts with a BOM.\n---\n",
+       "agent:bom-agent"},
       {"a skill without a name", "skills/unnamed/SKILL.md",
        "---\ndescription: Only a description.\n---\n", "skill:unnamed"},
       {"nested category folders", "skills/documents/office/xlsx/SKILL.md",
@@ -117,9 +118,10 @@ TEST(CatalogImportRules, EveryFileAHostLoadsImportsWithNothingSkipped) {
     TempDir temp;
     write(temp / "catalog" / c.rel, c.text);
     const Read read = read_tree(temp / "catalog");
-    EXPECT_TRUE(read.skipped.empty()) << (read.skipped.empty() ? "" : read.skipped.begin()->first +
-                                                                          ": " +
-                                                                          read.skipped.begin()->second);
+    EXPECT_TRUE(read.skipped.empty())
+        << (read.skipped.empty()
+                ? ""
+                : read.skipped.begin()->first + ": " + read.skipped.begin()->second);
     EXPECT_EQ(read.ids, std::vector<std::string>{c.id});
   }
 }
@@ -176,8 +178,8 @@ std::vector<SkipCase> skip_cases() {
        "skills/empty/SKILL.md", "must not be empty"},
       {"a skill folder ctx cannot name", "skills/Bad Folder/SKILL.md", skill_md("bad", "x"),
        "skills/Bad Folder", "skill folder name"},
-      {"an agent without a name", "agents/anon.md", "---\ndescription: x\n---\n",
-       "agents/anon.md", "must have a name"},
+      {"an agent without a name", "agents/anon.md", "---\ndescription: x\n---\n", "agents/anon.md",
+       "must have a name"},
       {"an agent without a description", "agents/mute.md", "---\nname: mute\n---\n",
        "agents/mute.md", "must have a description"},
       {"an agent name ctx cannot name", "agents/caps.md", "---\nname: Caps\ndescription: x\n---\n",
@@ -190,8 +192,7 @@ std::vector<SkipCase> skip_cases() {
       {"a resource a skill tree cannot hold", "skills/pdf-export/scripts/bad name.py", "print()\n",
        "skills/pdf-export/scripts/bad name.py", "skill file names must match"},
       {"an mcp server with neither command nor url", "mcp-servers/none.json",
-       R"({"name":"none","description":"x"})", "mcp-servers/none.json",
-       "needs a command or a url"},
+       R"({"name":"none","description":"x"})", "mcp-servers/none.json", "needs a command or a url"},
   };
 }
 
@@ -245,8 +246,7 @@ TEST(CatalogImportRules, ImportReportsSkippedFilesAndStrictIsAllOrNothing) {
 TEST(CatalogImportRules, DuplicatesKeepTheShallowestThenFirstPathAndAreReported) {
   TempDir temp;
   const fs::path catalog = temp / "catalog";
-  write(catalog / "plugins/a/agents/reviewer.md",
-        "---\nname: reviewer\ndescription: Deep.\n---\n");
+  write(catalog / "plugins/a/agents/reviewer.md", "---\nname: reviewer\ndescription: Deep.\n---\n");
   write(catalog / "agents/reviewer.md", "---\nname: reviewer\ndescription: Top.\n---\n");
   write(catalog / "agents/other.md", "---\nname: reviewer\ndescription: Beside.\n---\n");
   write(catalog / "skills/pdf/SKILL.md", skill_md("pdf", "Top."));
@@ -286,7 +286,8 @@ TEST(CatalogImportRules, AHostileTreeReadsNothingOutsideItselfAndNamesEverySkipp
   fs::create_symlink(outside / "agents/stolen.md", catalog / "agents/stolen.md");
   fs::create_symlink(outside, catalog / "plugins");
   fs::create_directories(catalog / "skills/linked-md");
-  fs::create_symlink(outside / "skills/stolen-skill/SKILL.md", catalog / "skills/linked-md/SKILL.md");
+  fs::create_symlink(outside / "skills/stolen-skill/SKILL.md",
+                     catalog / "skills/linked-md/SKILL.md");
   fs::create_symlink("../../outside/agents", catalog / "docs-link");  // not where entries are
   sparse_file(catalog / "skills/big/SKILL.md", 100'000'000, skill_md("big", "Big."));
   sparse_file(catalog / "agents/big.md", 100'000'000, "---\nname: big\ndescription: x\n---\n");
@@ -396,11 +397,11 @@ TEST(CatalogLayouts, PluginsMarketplacesMcpJsonAndCodexAgentsImportOnce) {
         "name = \"codex-reviewer\"\ndescription = \"Reviews diffs for Codex.\"\n"
         "developer_instructions = \"\"\"\nReview.\n\"\"\"\nmodel = \"gpt-5\"\n");
   const Read read = read_tree(c);
-  EXPECT_EQ(read.ids, (std::vector<std::string>{
-                          "agent:codex-reviewer", "agent:debugging-toolkit-debugger",
-                          "agent:reviewer", "mcp-server:db", "mcp-server:docs",
-                          "mcp-server:fetcher", "mcp-server:github", "skill:skill-creator",
-                          "skill:triage", "skill:xlsx"}));
+  EXPECT_EQ(read.ids,
+            (std::vector<std::string>{"agent:codex-reviewer", "agent:debugging-toolkit-debugger",
+                                      "agent:reviewer", "mcp-server:db", "mcp-server:docs",
+                                      "mcp-server:fetcher", "mcp-server:github",
+                                      "skill:skill-creator", "skill:triage", "skill:xlsx"}));
   ASSERT_EQ(read.skipped.size(), 1u);
   EXPECT_EQ(read.skipped.begin()->first, ".claude-plugin/marketplace.json#elsewhere");
   EXPECT_THAT(read.skipped.begin()->second, HasSubstr("another repository"));
@@ -433,14 +434,16 @@ TEST(CatalogLayouts, McpServersAHostWouldRefuseAreSkipLines) {
     "both": {"command": "npx", "url": "https://x.example.com"},
     "relative": {"command": "bin/server"},
     "env-number": {"command": "npx", "env": {"PORT": 8080}},
-    "huge-args": {"command": "npx", "args": [")" + big + R"("]},
+    "huge-args": {"command": "npx", "args": [")" +
+                             big + R"("]},
     "Bad Name": {"command": "npx"},
     "fine": {"command": "/usr/bin/server"}}})");
   const Read read = read_tree(c);
   EXPECT_EQ(read.ids, std::vector<std::string>{"mcp-server:fine"});
   EXPECT_THAT(read.skipped.at(".mcp.json#both"), HasSubstr("not both"));
   EXPECT_THAT(read.skipped.at(".mcp.json#relative"), HasSubstr("not a relative path"));
-  EXPECT_THAT(read.skipped.at(".mcp.json#env-number"), HasSubstr("env must be an object of strings"));
+  EXPECT_THAT(read.skipped.at(".mcp.json#env-number"),
+              HasSubstr("env must be an object of strings"));
   EXPECT_THAT(read.skipped.at(".mcp.json#huge-args"), HasSubstr("args are larger than 65536"));
   EXPECT_THAT(read.skipped.at(".mcp.json#Bad Name"), HasSubstr("server name must be 1-64"));
   EXPECT_EQ(read.skipped.size(), 5u);

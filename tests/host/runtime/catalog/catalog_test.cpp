@@ -277,8 +277,8 @@ std::vector<BadCase> bad_cases() {
   };
   const std::string long_name(65, 'a');
   return {
-      {"folder name with capitals", put("skills/Bad/SKILL.md", skill_md("bad", "x")),
-       "skills/Bad", "1-64 of [a-z0-9-]"},
+      {"folder name with capitals", put("skills/Bad/SKILL.md", skill_md("bad", "x")), "skills/Bad",
+       "1-64 of [a-z0-9-]"},
       {"folder name with double hyphen", put("skills/a--b/SKILL.md", skill_md("a--b", "x")),
        "skills/a--b", "double '-'"},
       {"folder name too long", put("skills/" + long_name + "/SKILL.md", skill_md("x", "x")),
@@ -404,7 +404,7 @@ TEST(CatalogImport, EveryBadFileIsReportedAndAFirstStrictImportWritesNothing) {
 
 TEST(CatalogImport, SymlinksAreNeverFollowedAndEachIsASkipLine) {
   struct LinkCase {
-    std::string rel;      // the link, relative to the catalog
+    std::string rel;  // the link, relative to the catalog
     std::string target;
     std::string skipped;  // the entry it skips, or empty
   };

@@ -26,8 +26,8 @@ struct Dir {
   Dir() { init_state_dir(state); }
 };
 
-ActivationTarget target_of(const std::string& adapter, const fs::path& dir,
-                           const fs::path& skills, ActivationScope scope) {
+ActivationTarget target_of(const std::string& adapter, const fs::path& dir, const fs::path& skills,
+                           ActivationScope scope) {
   ActivationTarget target;
   target.adapter = adapter;
   target.project_dir = dir;
@@ -62,9 +62,8 @@ TEST(ProjectActivation, ASessionsTargetIsItsNearestProjectOfItsHostElseTheUsers)
   EXPECT_EQ(at("claude-code", std::nullopt), "none");
   EXPECT_EQ(at("codex", fs::path("/w/c/d")), "/w/c");
   // A user target serves every session of its host outside its projects.
-  record_activation_target(
-      d.state,
-      target_of("claude-code", "/home/u", "/home/u/.claude/skills", ActivationScope::kUser));
+  record_activation_target(d.state, target_of("claude-code", "/home/u", "/home/u/.claude/skills",
+                                              ActivationScope::kUser));
   const auto with_user = read_activation_targets(d.state);
   const auto user = find_activation_target(with_user, "claude-code", fs::path("/elsewhere"));
   ASSERT_TRUE(user.has_value());
