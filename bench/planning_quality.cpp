@@ -31,8 +31,8 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/catalog.hpp"
-#include "host/runtime/hooks/hook_protocol.hpp"
-#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/app/hook/hook_protocol.hpp"
+#include "host/app/hook/hook_runner.hpp"
 
 namespace {
 

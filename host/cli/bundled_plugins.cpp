@@ -5,7 +5,7 @@
 
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/app/hook/hook_runner.hpp"
 
 #ifndef CTX_BUILD_DIR
 #error "CTX_BUILD_DIR must be defined by the build (CMAKE_BINARY_DIR)"

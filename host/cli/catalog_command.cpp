@@ -9,8 +9,8 @@
 #include "host/cli/consent_command.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/catalog.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_layout.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 
 namespace ctx::cli {

@@ -18,7 +18,7 @@
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/plugin_registry.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"

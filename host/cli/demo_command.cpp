@@ -16,11 +16,11 @@
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/plugin_registry.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_layout.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
-#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/app/hook/hook_runner.hpp"
 
 #ifndef CTX_SOURCE_DIR
 #error "CTX_SOURCE_DIR must be defined by the build"

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "host/cli/command_options.hpp"
-#include "host/runtime/hooks/hook_protocol.hpp"
-#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/app/hook/hook_protocol.hpp"
+#include "host/app/hook/hook_runner.hpp"
 #include "host/server/autostart.hpp"
 #include "host/server/client.hpp"
 

@@ -1,7 +1,7 @@
 // `ctx hook ADAPTER [--state DIR]`: reads one hook payload from stdin (a coding host's hook
 // event), writes the host's native reply on stdout: through the `ctx serve` of that state dir
 // when its socket answers (the server's "hook" method), else in this process on the embedded
-// default (runtime/hooks/hook_runner.hpp). ADAPTER is the id of a host-adapter plugin pinned in
+// default (app/hook/hook_runner.hpp). ADAPTER is the id of a host-adapter plugin pinned in
 // the state dir (claude-code, codex, generic).
 // Having answered in process, it starts that server for the hooks after it (server/autostart.hpp:
 // detached, one per state dir, exits after $CTX_AUTOSERVE_IDLE seconds without a connection,

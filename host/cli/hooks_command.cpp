@@ -10,7 +10,7 @@
 #include "host/cli/codex_app_server.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_service.hpp"
 
 namespace ctx::cli {
 

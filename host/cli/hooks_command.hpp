@@ -1,5 +1,5 @@
 // `ctx hooks install|uninstall|status claude-code|codex [--project DIR | --user] ...`: writes,
-// removes or reports the host's hook configuration (runtime/hooks/hooks_config.hpp) so that the
+// removes or reports the host's hook configuration (app/hook/hooks_config.hpp) so that the
 // host runs `<this ctx> hook <adapter> [--state DIR]` on each event its adapter handles.
 // --project defaults to the current directory; --user uses $HOME.
 //   install [--state DIR] [--trust [--codex PATH]]: --trust (Codex) has `codex app-server` record
@@ -18,7 +18,7 @@
 #include <string>
 
 #include "host/cli/command_options.hpp"
-#include "host/runtime/hooks/hooks_config.hpp"
+#include "host/app/hook/hooks_config.hpp"
 
 namespace ctx::cli {
 

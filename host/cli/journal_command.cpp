@@ -5,8 +5,8 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/engine.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_layout.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/service/query_store.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 

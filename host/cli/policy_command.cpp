@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_layout.hpp"
+#include "host/app/state_service.hpp"
 
 namespace ctx::cli {
 

@@ -7,7 +7,7 @@
 
 #include "host/cli/command_options.hpp"
 #include "host/core/canonical_json.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 
 namespace ctx::cli {

@@ -52,7 +52,7 @@ inline constexpr std::array<std::string_view, 4> kAll = {
 inline constexpr std::array<std::string_view, 5> kInstall = {
     kAfterInstallDecision, kAfterInstallClaim, kAfterInstallOutcome, kAfterInstallReceipt,
     kAfterInstallSettlement};
-// The deactivation points (armed by tests/host/runtime/catalog/state_service_test.cpp).
+// The deactivation points (armed by tests/host/app/state_service_test.cpp).
 inline constexpr std::array<std::string_view, 2> kDeactivation = {kAfterDeactivation,
                                                                   kAfterDeactivationReceipt};
 }  // namespace crash_points

@@ -30,10 +30,10 @@
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/runtime/catalog/catalog_ports.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/consent/printed_command.hpp"
-#include "host/runtime/hooks/hook_protocol.hpp"
-#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/app/hook/hook_protocol.hpp"
+#include "host/app/hook/hook_runner.hpp"
 #include "host/server/file_signature.hpp"
 #include "host/server/server.hpp"
 

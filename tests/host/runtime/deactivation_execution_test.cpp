@@ -2,7 +2,7 @@
 // plan that dropped an active capability asks to deactivate it; what the installer observed is
 // journaled as such — applied (inactive), failed (ActionFailed, the engine blocks it) or
 // indeterminate (nothing committed, a later call tries again) — and a settled one is never
-// executed twice. Process kills at its crash points: catalog/state_service_test.cpp.
+// executed twice. Process kills at its crash points: tests/host/app/state_service_test.cpp.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "host/core/time.hpp"
-#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/app/hook/hook_runner.hpp"
 #include "tests/host/server/rpc_client.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"

@@ -28,7 +28,7 @@
 #include "host/core/crypto.hpp"
 #include "host/engine/identities.hpp"
 #include "host/plugins/plugin_registry.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/crash_point.hpp"

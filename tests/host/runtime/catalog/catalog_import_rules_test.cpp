@@ -13,7 +13,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/catalog.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
+#include "host/app/state_layout.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -12,7 +12,7 @@
 #include "host/engine/planning/candidate_source.hpp"
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/planner.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
+#include "host/app/state_layout.hpp"
 #include "host/store/benefit_audit_store.hpp"
 #include "host/store/graph_store.hpp"
 #include "tests/support/expect_throw.hpp"

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "host/core/crypto.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
+#include "host/app/state_layout.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/store/graph_store.hpp"
 #include "tests/support/expect_throw.hpp"

@@ -9,7 +9,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
+#include "host/app/state_layout.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -54,8 +54,8 @@
 // Thread-safe: adapters are loaded once per id and serialise their own calls; the state service
 // is opened on first use and shared. Process-bound (the service is): a forked child never uses
 // the remembered replies.
-#ifndef CTX_HOST_RUNTIME_HOOKS_HOOK_RUNNER_HPP_
-#define CTX_HOST_RUNTIME_HOOKS_HOOK_RUNNER_HPP_
+#ifndef CTX_HOST_APP_HOOK_HOOK_RUNNER_HPP_
+#define CTX_HOST_APP_HOOK_HOOK_RUNNER_HPP_
 
 #include <sys/types.h>
 
@@ -71,8 +71,8 @@
 
 #include "host/core/time.hpp"
 #include "host/plugins/lock_file.hpp"
-#include "host/runtime/hooks/hook_protocol.hpp"
-#include "host/runtime/hooks/state_watch.hpp"
+#include "host/app/hook/hook_protocol.hpp"
+#include "host/app/hook/state_watch.hpp"
 
 namespace ctx::engine {
 class HostAdapterPort;
@@ -163,4 +163,4 @@ class HookRunner {
 
 }  // namespace ctx::runtime::hooks
 
-#endif  // CTX_HOST_RUNTIME_HOOKS_HOOK_RUNNER_HPP_
+#endif  // CTX_HOST_APP_HOOK_HOOK_RUNNER_HPP_

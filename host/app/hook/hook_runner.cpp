@@ -1,4 +1,4 @@
-#include "host/runtime/hooks/hook_runner.hpp"
+#include "host/app/hook/hook_runner.hpp"
 
 #include <unistd.h>
 
@@ -16,8 +16,8 @@
 #include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_layout.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/service/errors.hpp"
 

@@ -1,7 +1,7 @@
 // StateService and CatalogInputAuthority on a real state dir (the example catalog): exact
 // retries, host neutrality, replacement plans, a tampered registration, and recovery after a
 // real process death (fork + SIGKILL at the service's crash points).
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_service.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include "host/core/crypto.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
+#include "host/app/state_layout.hpp"
 #include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"

@@ -18,8 +18,8 @@
 // (temporary file, fsync, rename) and keep the file's mode (a new file gets 0644 less the umask);
 // a symlinked file is updated at its target. Not safe against a concurrent writer of the same
 // file (the host's own editor included): the last rename wins, the file is never torn.
-#ifndef CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_
-#define CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_
+#ifndef CTX_HOST_APP_HOOK_HOOKS_CONFIG_HPP_
+#define CTX_HOST_APP_HOOK_HOOKS_CONFIG_HPP_
 
 #include <filesystem>
 #include <map>
@@ -167,4 +167,4 @@ TrustRemoval remove_codex_trust(const std::filesystem::path& config_toml,
 
 }  // namespace ctx::runtime::hooks
 
-#endif  // CTX_HOST_RUNTIME_HOOKS_HOOKS_CONFIG_HPP_
+#endif  // CTX_HOST_APP_HOOK_HOOKS_CONFIG_HPP_

@@ -22,8 +22,8 @@
 //     size, mtime, ctime, owner, mode; ctime cannot be set back from user space).
 // Thread-safe. Process-bound (the probes are SQLite connections, the watches one inotify
 // instance): in a forked child capture() is always nullopt.
-#ifndef CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
-#define CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
+#ifndef CTX_HOST_APP_HOOK_STATE_WATCH_HPP_
+#define CTX_HOST_APP_HOOK_STATE_WATCH_HPP_
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -104,4 +104,4 @@ class StateWatch {
 
 }  // namespace ctx::runtime::hooks
 
-#endif  // CTX_HOST_RUNTIME_HOOKS_STATE_WATCH_HPP_
+#endif  // CTX_HOST_APP_HOOK_STATE_WATCH_HPP_

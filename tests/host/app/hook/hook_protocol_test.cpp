@@ -1,4 +1,4 @@
-#include "host/runtime/hooks/hook_protocol.hpp"
+#include "host/app/hook/hook_protocol.hpp"
 
 #include <gtest/gtest.h>
 

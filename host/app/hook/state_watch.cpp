@@ -1,4 +1,4 @@
-#include "host/runtime/hooks/state_watch.hpp"
+#include "host/app/hook/state_watch.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

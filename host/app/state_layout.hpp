@@ -2,8 +2,8 @@
 // 32-byte installation key file `installation.key` (0600, random bytes from OpenSSL), and is
 // idempotent; `read_installation_key` reads the key back, refusing anything but a private
 // 32-byte regular file. Thread-safe (no shared state); concurrent inits converge on one key.
-#ifndef CTX_HOST_RUNTIME_CATALOG_STATE_DIR_HPP_
-#define CTX_HOST_RUNTIME_CATALOG_STATE_DIR_HPP_
+#ifndef CTX_HOST_APP_STATE_LAYOUT_HPP_
+#define CTX_HOST_APP_STATE_LAYOUT_HPP_
 
 #include <filesystem>
 #include <string>
@@ -29,4 +29,4 @@ std::string read_installation_key(const std::filesystem::path& state_dir);
 
 }  // namespace ctx::runtime
 
-#endif  // CTX_HOST_RUNTIME_CATALOG_STATE_DIR_HPP_
+#endif  // CTX_HOST_APP_STATE_LAYOUT_HPP_

@@ -29,8 +29,8 @@
 // recommendations. Results are projected to JSON with the seed's field names
 // (managed_result_json, desired_result_json): no paths, bodies, prompts or secrets.
 // Thread-safe (the service and the authority are); process-bound like the service.
-#ifndef CTX_HOST_RUNTIME_CATALOG_STATE_SERVICE_HPP_
-#define CTX_HOST_RUNTIME_CATALOG_STATE_SERVICE_HPP_
+#ifndef CTX_HOST_APP_STATE_SERVICE_HPP_
+#define CTX_HOST_APP_STATE_SERVICE_HPP_
 
 #include <filesystem>
 #include <map>
@@ -335,4 +335,4 @@ core::Json consent_decision_json(const ConsentDecisionResult& result);
 
 }  // namespace ctx::runtime
 
-#endif  // CTX_HOST_RUNTIME_CATALOG_STATE_SERVICE_HPP_
+#endif  // CTX_HOST_APP_STATE_SERVICE_HPP_

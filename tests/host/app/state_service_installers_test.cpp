@@ -14,8 +14,8 @@
 
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_layout.hpp"
+#include "host/app/state_service.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "tests/support/journal/raw_sqlite.hpp"

@@ -2,7 +2,7 @@
 // real other processes (fork): a commit moves the fingerprint — a row added, a value
 // overwritten in place, a row removed — while a process that only opens, reads and closes the
 // database does not, nor does time passing.
-#include "host/runtime/hooks/state_watch.hpp"
+#include "host/app/hook/state_watch.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

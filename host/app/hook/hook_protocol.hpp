@@ -11,8 +11,8 @@
 //                      error code: the hook could not be served.
 // `ctx hook` exits 0 after printing the reply (or nothing) and 1 with the error message as one
 // stderr line otherwise; it never exits 2 (that would block the host's prompt or tool).
-#ifndef CTX_HOST_RUNTIME_HOOKS_HOOK_PROTOCOL_HPP_
-#define CTX_HOST_RUNTIME_HOOKS_HOOK_PROTOCOL_HPP_
+#ifndef CTX_HOST_APP_HOOK_HOOK_PROTOCOL_HPP_
+#define CTX_HOST_APP_HOOK_HOOK_PROTOCOL_HPP_
 
 #include <cstddef>
 #include <optional>
@@ -61,4 +61,4 @@ HookResponse hook_response_from_json(const core::Json& result);
 
 }  // namespace ctx::runtime::hooks
 
-#endif  // CTX_HOST_RUNTIME_HOOKS_HOOK_PROTOCOL_HPP_
+#endif  // CTX_HOST_APP_HOOK_HOOK_PROTOCOL_HPP_

@@ -1,4 +1,4 @@
-#include "host/runtime/catalog/state_dir.hpp"
+#include "host/app/state_layout.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

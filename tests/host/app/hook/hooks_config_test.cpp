@@ -1,4 +1,4 @@
-#include "host/runtime/hooks/hooks_config.hpp"
+#include "host/app/hook/hooks_config.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

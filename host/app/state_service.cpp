@@ -1,4 +1,4 @@
-#include "host/runtime/catalog/state_service.hpp"
+#include "host/app/state_service.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/activation_execution.hpp"
-#include "host/runtime/catalog/state_dir.hpp"
+#include "host/app/state_layout.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
