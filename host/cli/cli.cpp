@@ -145,6 +145,40 @@ CLI::App* add_catalog(CLI::App& app, Action& action) {
   add_json(import, options->json);
   import->add_flag("--strict", options->strict, "import nothing when any file is skipped");
   runs(import, action, options, run_catalog_import);
+
+  const auto sources = std::make_shared<CatalogSourceOptions>();
+  CLI::App* add = catalog->add_subcommand("add", "add a catalog source and import");
+  add_value(add, "SOURCE", sources->source, "a directory, a git URL or owner/repo[@ref][/subpath]")
+      ->required();
+  add_value(add, "--name", sources->name, "the source's name")->type_name("NAME");
+  add->add_flag("--strict", sources->strict, "import nothing when any file is skipped");
+  add_state(add, sources->state);
+  add_json(add, sources->json);
+  runs(add, action, sources, run_catalog_add);
+
+  CLI::App* list = catalog->add_subcommand("list", "show the catalog sources");
+  add_state(list, sources->state);
+  add_json(list, sources->json);
+  runs(list, action, sources, run_catalog_list);
+
+  CLI::App* update = catalog->add_subcommand("update", "read sources again and import");
+  add_value(update, "NAME", sources->name, "the source (every source when left out)");
+  update->add_flag("--strict", sources->strict, "import nothing when any file is skipped");
+  add_state(update, sources->state);
+  add_json(update, sources->json);
+  runs(update, action, sources, run_catalog_update);
+
+  CLI::App* remove = catalog->add_subcommand("remove", "forget a catalog source and import");
+  add_value(remove, "NAME", sources->name, "the source")->required();
+  add_state(remove, sources->state);
+  add_json(remove, sources->json);
+  runs(remove, action, sources, run_catalog_remove);
+
+  CLI::App* show = catalog->add_subcommand("show", "show a catalog entry and its source");
+  add_value(show, "ENTRY", sources->source, "KIND:NAME or NAME")->required();
+  add_state(show, sources->state);
+  add_json(show, sources->json);
+  runs(show, action, sources, run_catalog_show);
   return catalog;
 }
 

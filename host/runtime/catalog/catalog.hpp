@@ -6,7 +6,8 @@
 // atomically; ImportedCatalog opens the current import.
 // Layout under <state>/catalog/: objects/<sha256> (0444 blobs: every file, and the tree root
 // of each tree skill), snapshots/<catalog_digest>/
-// {manifest.json, graph.sqlite3} (0444), CURRENT (the current catalog digest), .lock (flock).
+// {manifest.json, graph.sqlite3} (0444), CURRENT (the current catalog digest), .lock (flock),
+// sources/<name>.json (each source's record) and git/<name>.git (catalog_sources.hpp).
 // Values are immutable; ImportedCatalog is thread-safe (read-only after open).
 #ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_HPP_
 #define CTX_HOST_RUNTIME_CATALOG_CATALOG_HPP_
@@ -113,6 +114,9 @@ struct CatalogEntry {
   std::vector<std::string> args;
   std::vector<std::string> env_names;  // sorted; values are kept only in the stored bytes
   std::optional<std::string> url;
+  // The catalog source it came from (catalog_sources.hpp): "local" for `ctx catalog import`;
+  // empty as read_catalog reads it.
+  std::string source;
 
   std::string capability_id() const {
     return std::string(engine::to_string(kind)) + ":" + name;
@@ -159,11 +163,13 @@ using CatalogProgress =
     std::function<void(std::string_view phase, std::size_t done, std::size_t total)>;
 
 // Validates `catalog_dir` completely, then (under <state>/catalog/.lock) sweeps what an
-// interrupted import left, writes the objects, a staged snapshot renamed into place and finally
-// CURRENT. Crash points: catalog.import.objects-written, .snapshot-staged, .snapshot-placed,
-// .current-staged; a crash at any leaves the previous import current and the next import
-// finishes the work. `state_dir` must be an existing
-// private (0700, owned, non-symlink) directory. Re-importing the same catalog changes nothing.
+// interrupted import left, writes the objects, records `catalog_dir` as the source "local"
+// (catalog_sources.hpp) and imports every source's entries: a staged snapshot renamed into place
+// and finally CURRENT; entry_count counts them all. Crash points:
+// catalog.import.objects-written, .snapshot-staged, .snapshot-placed, .current-staged; a crash at
+// any leaves the previous import current and the next import finishes the work. `state_dir` must
+// be an existing private (0700, owned, non-symlink) directory. Re-importing the same catalog
+// changes nothing.
 // Skipped files are in the result; with options.strict, or when files were skipped and nothing is
 // left to import, the import fails with them instead.
 // Errors: CatalogImportError (nothing written), FailedPrecondition (state dir), SystemError.
@@ -195,9 +201,7 @@ class ImportedCatalog {
 
  private:
   ImportedCatalog() = default;
-  friend CatalogImportResult import_catalog(const std::filesystem::path&,
-                                            const std::filesystem::path&, const CatalogProgress&,
-                                            const CatalogImportOptions&);
+  friend struct CatalogStoreAccess;  // catalog_store.cpp: imports verify a snapshot in place
   // Opens snapshots/<digest> under the catalog root. Errors: as open().
   static std::shared_ptr<const ImportedCatalog> open_snapshot(const std::filesystem::path& root,
                                                               const std::string& digest);
