@@ -300,6 +300,31 @@ TEST_F(CatalogSourcesTest, ACatalogImportedBeforeSourcesIsKeptAsTheLocalSource) 
   CTX_EXPECT_THROW(update_source(state_, "local"), FailedPrecondition, "ctx catalog import");
 }
 
+TEST_F(CatalogSourcesTest, ADirectorySourceIsReadAgainByUpdate) {
+  write(dir_ / "mine/skills/notes/SKILL.md", skill_md("notes", "Take notes."));
+  const SourceUpdate added = add_source(state_, "mine", parse_source("mine", dir_.path()));
+  EXPECT_EQ(added.commit, "");
+  EXPECT_THAT(added.added, ElementsAre("skill:notes"));
+  const auto recorded = find_source(state_, "mine");
+  ASSERT_TRUE(recorded);
+  EXPECT_EQ(recorded->origin.kind, SourceOrigin::Kind::kDirectory);
+  EXPECT_EQ(recorded->origin.location, fs::canonical(dir_ / "mine").string());
+  EXPECT_EQ(recorded->tree_digest.size(), 64u);
+
+  write(dir_ / "mine/skills/notes/SKILL.md", skill_md("notes", "Take better notes."));
+  write(dir_ / "mine/skills/todo/SKILL.md", skill_md("todo", "Track todos."));
+  const SourceUpdate updated = update_source(state_, "mine");
+  EXPECT_THAT(updated.added, ElementsAre("skill:todo"));
+  EXPECT_THAT(updated.changed, ElementsAre("skill:notes"));
+  EXPECT_THAT(updated.removed, IsEmpty());
+  EXPECT_NE(find_source(state_, "mine")->tree_digest, recorded->tree_digest);
+  EXPECT_EQ(ImportedCatalog::open(state_)->find("skill:notes")->description, "Take better notes.");
+  // A bad name records nothing.
+  CTX_EXPECT_THROW(add_source(state_, "Bad Name", parse_source("mine", dir_.path())),
+                   InvalidArgument, "source name");
+  EXPECT_EQ(list_sources(state_).size(), 1u);
+}
+
 // The user's git config asks for every way a checkout could run something: a filter and LFS for
 // the source's .gitattributes, hooks (reference-transaction runs at fetch, post-checkout at
 // checkout) and submodule recursion. ctx's fetch and checkout run none of them.
