@@ -403,6 +403,7 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
         core::Encoding::kAscii);
     state->actuators_ =
         std::make_shared<ManagedInstallActuators>(std::move(drivers), host_identity);
+    for (const auto& [kind, port] : activation->by_kind) state->installed_kinds_.insert(kind);
     state->activation_ = activation;
     options.install_actuators = state->actuators_;
     options.install_body_source = std::make_shared<CatalogBodySource>(state->catalog_);
@@ -592,6 +593,10 @@ ConsentDecisionResult StateService::recover_consent(const std::string& challenge
     activation = activate_installed(resolution.challenge_digest());
   }
   return ConsentDecisionResult{std::move(resolution), std::move(activation)};
+}
+
+bool StateService::installs(engine::CapabilityKind kind) const {
+  return installed_kinds_.count(kind) != 0;
 }
 
 std::optional<ActivationTarget> StateService::target_of(const std::string& project) const {

@@ -37,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -234,6 +235,10 @@ class StateService {
   std::vector<std::string> record_prompt(const CurrentWork& work, const std::string& prompt_key,
                                          const std::vector<std::string>& capability_ids);
 
+  // True when a pinned installer installs capabilities of `kind` here (the skill installer for
+  // skills; the agent and MCP installers when pinned): a plan's row of that kind can be chosen.
+  bool installs(engine::CapabilityKind kind) const;
+
   const CatalogVocabulary& vocabulary() const noexcept { return authority_->vocabulary(); }
   const std::string& installation_key() const noexcept { return key_; }
   // The trusted clock every decision of this service reads (consent expiry included).
@@ -290,6 +295,7 @@ class StateService {
   std::shared_ptr<SharedJournal> journal_;  // the one connection every part journals through
   std::shared_ptr<ConsentBroker> broker_;
   std::shared_ptr<const ManagedInstallActuators> actuators_;
+  std::set<engine::CapabilityKind> installed_kinds_;  // kinds a pinned installer installs
   std::shared_ptr<engine::ActivationPort> activation_;
   std::shared_ptr<BenefitFactsPort> facts_;
   std::shared_ptr<MaterialPort> material_;

@@ -119,16 +119,18 @@ Json reply_request(const std::string& event, const ManagedQueryServiceResult& re
   return request;
 }
 
-// The skill a hook chooses from a ready plan: its best-ranked selection (by_relevance) that is a
-// skill needing an install (and so the user's consent, or a preapproved-auto policy), as `ctx
-// demo` chooses; the other rows stay recommendations. Empty when there is none.
-std::vector<std::string> installable_skills(const ManagedQueryServiceResult& result) {
+// The capability a hook chooses from a ready plan: its best-ranked selection (by_relevance) that
+// needs an install and is of a kind a pinned installer installs here (a skill; an agent or an
+// MCP server when their installers are pinned), so the user's consent is asked for it (or a
+// preapproved-auto policy installs it); the other rows stay recommendations. Empty when there is
+// none.
+std::vector<std::string> installable_choice(const StateService& service,
+                                            const ManagedQueryServiceResult& result) {
   std::vector<std::string> ids;
   const auto& prepared = result.prepared();
   if (prepared.status() != engine::PlanStatus::kReady) return ids;
   for (const auto* row : prepared.by_relevance()) {
-    if (row->kind() == engine::CapabilityKind::kSkill &&
-        row->actionability() == engine::Actionability::kInstall) {
+    if (row->actionability() == engine::Actionability::kInstall && service.installs(row->kind())) {
       ids.push_back(row->capability_id());
       break;
     }
@@ -136,14 +138,14 @@ std::vector<std::string> installable_skills(const ManagedQueryServiceResult& res
   return ids;
 }
 
-// Chooses the plan's installable skills for the user (StateService::set_first_desired: an exact
+// Chooses the plan's installable capability for the user (StateService::set_first_desired: an exact
 // retry commits nothing new; a query the user already chose for is left alone; a busy query is
 // retried for up to ~0.5 s). A typed failure (busy store, revision conflict, superseded plan, no
 // actuator) leaves the reply without a choice: a hook never fails the host's prompt over it; only
 // data loss propagates.
 HookChoice choose_installs(StateService& service, const ManagedQueryServiceResult& result) {
   HookChoice choice;
-  std::vector<std::string> ids = installable_skills(result);
+  std::vector<std::string> ids = installable_choice(service, result);
   if (ids.empty()) return choice;
   try {
     // A concurrent chooser of the same query holds it briefly: a few short retries.

@@ -23,22 +23,19 @@
 //      selection of a capability already loaded), the current plan is reopened instead (retried
 //      briefly while a concurrent preparer is between its commit and its mark); a plan that dropped
 //      an active capability settles its deactivation (StateService::release_deactivations);
-//   7. on a UserPromptSubmit whose ready plan selects skills that need an install, the first
-//      of them (the plan's order, as ctx demo chooses) is chosen for the user
-//      (StateService::set_first_desired, the default logical choice id: an exact retry commits
-//      nothing new and gets the same challenge; a query with another desired set is left alone);
-//      a typed failure of that choice
-//      (busy, conflict, superseded) only leaves it out of the reply, data loss propagates; then
-//      the prompt joins the project's recent window (StateService::record_prompt), which may
-//      retire a lingering skill;
+//   7. on a UserPromptSubmit whose ready plan selects capabilities that need an install, the
+//      best-ranked of them (by relevance) of a kind a pinned installer installs here
+//      (StateService::installs: skills; agents and MCP servers when their installers are pinned)
+//      is chosen for the user (StateService::set_first_desired, the default logical choice id:
+//      an exact retry commits nothing new and gets the same challenge; a query with another
+//      desired set is left alone); a typed failure of that choice (busy, conflict, superseded)
+//      only leaves it out of the reply, data loss propagates; then the prompt joins the
+//      project's recent window (StateService::record_prompt), which may retire a lingering
+//      skill;
 //   8. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
 //      "challenge" (the choice's consent challenge, else the plan's), "installed" (what the
 //      choice installed without a challenge under a preapproved-auto policy), "deactivated"
-//      (what left the skills folder)} → the reply text; but a PreToolUse/PostToolUse whose plan
-//      has the outline (status, capabilities in order) of the session's plan before it,
-//      committed by no other hook in between (its revision is that head's or the next), and
-//      that released nothing gets the reply to nothing: a tool call tells the host only a
-//      changed plan (a stranded consent's reply still goes out).
+//      (what left the skills folder)} → the reply text.
 //      The request's "state_dir" is the state dir when a fresh shell of this process's user
 //      would not find it by default (consent/printed_command.hpp), so the printed consent
 //      commands carry --state DIR and work as pasted.

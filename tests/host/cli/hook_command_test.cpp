@@ -557,6 +557,44 @@ TEST_F(HookCommandTest, APublishedGraphCopyChangedOnDiskIsRestoredAndHooksStillR
   EXPECT_EQ(core::sha256_hex(read_file(copy)), digest);
 }
 
+// The consent a prompt asks for is for its best-ranked installable capability of any kind a
+// pinned installer installs (ctx init pins the agent and MCP installers): an agent, under a
+// preapproved-auto agent policy, is installed into the project's .claude/agents; an MCP server
+// asks for consent even under preapproved-auto (it runs a command) and nothing is written into
+// the project's .mcp.json before that consent.
+TEST_F(HookCommandTest, AgentsAndMcpServersAreChosenAndAskedForLikeSkills) {
+  TempDir dir;
+  const fs::path state = dir.path() / "state";
+  const fs::path project = dir.path() / "project";
+  init_state(state);
+  fs::create_directories(project);
+  ASSERT_EQ(
+      ctx_process({"hooks", "install", "claude-code", "--project", project.string()}, state, "")
+          .code,
+      0);
+  ASSERT_EQ(ctx_process({"policy", "set", "agent", "preapproved-auto"}, state, "").code, 0);
+  ASSERT_EQ(ctx_process({"policy", "set", "mcp-server", "preapproved-auto"}, state, "").code, 0);
+  Json review =
+      claude_prompt("session-agent", "review this diff for correctness, security and readability");
+  review["cwd"] = project.string();
+  const auto reviewed = hook("claude-code", review.dump(), state);
+  ASSERT_EQ(reviewed.code, 0) << reviewed.err;
+  EXPECT_THAT(reviewed.out, HasSubstr("ctx installed: code-reviewer (agent)"));
+  EXPECT_EQ(read_file(project / ".claude/agents/code-reviewer.md"),
+            read_file(kSource / "examples/catalog/agents/code-reviewer.md"));
+
+  Json docs = claude_prompt("session-mcp", "search the library and framework documentation pages");
+  docs["cwd"] = project.string();
+  const auto searched = hook("claude-code", docs.dump(), state);
+  ASSERT_EQ(searched.code, 0) << searched.err;
+  EXPECT_THAT(searched.out, HasSubstr("consent to install docs-search (mcp-server)"));
+  EXPECT_FALSE(fs::exists(project / ".mcp.json"));
+  const auto shown = ctx_process({"consent", "show"}, state, "");
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("docs-search (mcp-server) asks for install consent"));
+  expect_journal_verifies(state);
+}
+
 // `ctx policy set` while a session awaits consent strands that request (it was asked for under
 // the old policy): policy set says so on stderr, and the session's prompts still reply (exit 0),
 // saying why nothing can be approved and when ctx plans again; set back, it asks again.
