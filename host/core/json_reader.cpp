@@ -1,6 +1,9 @@
 #include "host/core/json_reader.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ctx::core {
@@ -8,49 +11,82 @@ namespace {
 
 using Reason = JsonFieldError::Reason;
 
-// Thrown from inside the parser callback to stop at the first violation; caught in parse_json.
-struct StopParse {
-  Reason reason;
-};
-
-// Tracks the keys of every open object while nlohmann parses (public parser-callback API).
-// One key list per depth, reused across objects so a parse allocates little.
-class KeyAudit {
+// Builds the document from nlohmann's SAX events (its public sax_parse API), refusing a repeated
+// key or nesting deeper than the limit at the event that shows it. A document of n values costs
+// O(n log k) (k: keys of the largest object): nlohmann's callback parser rescans a parent array
+// at every object's end, which made a 55,000-entry plugin lock take minutes to read.
+class StrictDom {
  public:
-  explicit KeyAudit(std::size_t max_depth) : max_depth_(max_depth) {}
+  explicit StrictDom(std::size_t max_depth) : max_depth_(max_depth) {}
 
-  bool on_event(int depth, Json::parse_event_t event, const Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        // `depth` is the depth of the container being opened, counted from 0.
-        if (static_cast<std::size_t>(depth) + 1 > max_depth_) throw StopParse{Reason::kTooDeep};
-        if (event == Json::parse_event_t::object_start) open(static_cast<std::size_t>(depth));
-        break;
-      case Json::parse_event_t::key: {
-        // Key events report the depth inside the object.
-        auto& keys = levels_[static_cast<std::size_t>(depth) - 1];
-        const auto& key = parsed.get_ref<const std::string&>();
-        if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
-          throw StopParse{Reason::kDuplicateKey};
-        }
-        keys.push_back(key);
-        break;
-      }
-      default:
-        break;
-    }
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool value) { return put(Json(value)); }
+  bool number_integer(Json::number_integer_t value) { return put(Json(value)); }
+  bool number_unsigned(Json::number_unsigned_t value) { return put(Json(value)); }
+  bool number_float(Json::number_float_t value, const std::string& /*text*/) {
+    return put(Json(value));
+  }
+  bool string(std::string& value) { return put(Json(std::move(value))); }
+  bool binary(Json::binary_t& value) { return put(Json::binary(std::move(value))); }
+  bool start_object(std::size_t /*size*/) { return open(Json::object()); }
+  bool start_array(std::size_t /*size*/) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(std::string& key) {
+    if (open_.back()->contains(key)) return stop(Reason::kDuplicateKey);
+    key_ = std::move(key);
     return true;
   }
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const Json::exception& error) {
+    const auto* parse = dynamic_cast<const Json::parse_error*>(&error);
+    error_byte_ = parse != nullptr ? parse->byte : position;
+    return false;
+  }
+
+  std::optional<Reason> stopped() const { return stopped_; }
+  std::size_t error_byte() const { return error_byte_; }
+  Json take() { return std::move(root_); }
 
  private:
-  void open(std::size_t depth) {
-    if (levels_.size() <= depth) levels_.resize(depth + 1);
-    levels_[depth].clear();
+  // Places `value` in the open container (or as the document) and returns where it now lives.
+  Json* place(Json value) {
+    if (open_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    Json& container = *open_.back();
+    if (container.is_array()) {
+      container.push_back(std::move(value));
+      return &container.back();
+    }
+    return &(container[key_] = std::move(value));
+  }
+  bool put(Json value) {
+    place(std::move(value));
+    return true;
+  }
+  bool open(Json container) {
+    if (open_.size() + 1 > max_depth_) return stop(Reason::kTooDeep);
+    // Nothing is added to a parent while a child is open, so this address stays valid.
+    open_.push_back(place(std::move(container)));
+    return true;
+  }
+  bool close() {
+    open_.pop_back();
+    return true;
+  }
+  bool stop(Reason reason) {
+    stopped_ = reason;
+    return false;
   }
 
   std::size_t max_depth_;
-  std::vector<std::vector<std::string>> levels_;
+  Json root_;
+  std::vector<Json*> open_;
+  std::string key_;
+  std::optional<Reason> stopped_;
+  std::size_t error_byte_ = 0;
 };
 
 }  // namespace
@@ -60,25 +96,24 @@ Json parse_json(std::string_view text, std::size_t max_depth) {
     throw JsonFieldError(Reason::kMalformed, "",
                          "json is malformed (parse error at byte " + std::to_string(nul + 1) + ")");
   }
-  KeyAudit audit(max_depth);
+  StrictDom dom(max_depth);
+  bool parsed = false;
   try {
-    return Json::parse(
-        text.begin(), text.end(),
-        [&audit](int depth, Json::parse_event_t event, Json& parsed) {
-          return audit.on_event(depth, event, parsed);
-        },
-        /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const StopParse& stop) {
-    if (stop.reason == Reason::kDuplicateKey) {
-      throw JsonFieldError(stop.reason, "", "json has a duplicate key");
-    }
-    throw JsonFieldError(stop.reason, "", "json is nested too deeply");
-  } catch (const Json::parse_error& e) {
-    throw JsonFieldError(Reason::kMalformed, "",
-                         "json is malformed (parse error at byte " + std::to_string(e.byte) + ")");
+    parsed = Json::sax_parse(text.begin(), text.end(), &dom, Json::input_format_t::json,
+                             /*strict=*/true, /*ignore_comments=*/false);
   } catch (const Json::exception&) {
     throw JsonFieldError(Reason::kMalformed, "", "json is malformed");
   }
+  if (parsed) return dom.take();
+  if (const auto reason = dom.stopped()) {
+    if (*reason == Reason::kDuplicateKey) {
+      throw JsonFieldError(*reason, "", "json has a duplicate key");
+    }
+    throw JsonFieldError(*reason, "", "json is nested too deeply");
+  }
+  throw JsonFieldError(Reason::kMalformed, "",
+                       "json is malformed (parse error at byte " +
+                           std::to_string(dom.error_byte()) + ")");
 }
 
 // ---- JsonObjectReader -----------------------------------------------------------------------
