@@ -280,6 +280,14 @@ int run_uninstall(const HooksOptions& options, const CommandIo& io, const Where&
   std::vector<std::string> links;
   const fs::path skills = where.skills_dir(options.host);
   if (state && !installed.events.empty()) links = remove_activation_links(skills, *state);
+  // The state dir no longer activates this scope's capabilities here (hooks install recorded it).
+  bool target_removed = false;
+  if (state && fs::is_directory(*state)) {
+    target_removed = runtime::forget_activation_target(
+        *state, host, where.scope == hk::HookScope::kUser ? where.home : where.project,
+        where.scope == hk::HookScope::kUser ? runtime::ActivationScope::kUser
+                                            : runtime::ActivationScope::kProject);
+  }
   if (where.scope == hk::HookScope::kProject) {
     // What install made in the project and is now empty: the skills directory, the host's
     // directory that held it and the hook file.
@@ -293,7 +301,8 @@ int run_uninstall(const HooksOptions& options, const CommandIo& io, const Where&
                          {"file", change.file.string()},
                          {"events", change.events},
                          {"restored", change.restored},
-                         {"activation_links_removed", links}};
+                         {"activation_links_removed", links},
+                         {"activation_target_removed", target_removed}};
     if (change.backup) result["backup"] = change.backup->string();
     if (options.host == hk::HookHost::kCodex) {
       result["trust_entries_removed"] = trust.removed;
@@ -317,6 +326,10 @@ int run_uninstall(const HooksOptions& options, const CommandIo& io, const Where&
     out << "removed ctx's " << trust.removed << " trust entries from "
         << where.codex_config().string()
         << (trust.restored ? " (its content before ctx trusted them is back)" : "") << "\n";
+  }
+  if (target_removed) {
+    out << "the state dir " << state->string() << " no longer activates capabilities for "
+        << (where.scope == hk::HookScope::kUser ? "the user" : where.project.string()) << "\n";
   }
   if (!links.empty()) {
     out << "removed the activation links of ctx's skills from " << skills.string() << ":";

@@ -121,6 +121,19 @@ void record_activation_target(const fs::path& state_dir, const ActivationTarget&
                      core::canonical_json(target_json(target)) + "\n", "activation target");
 }
 
+bool forget_activation_target(const fs::path& state_dir, const std::string& adapter,
+                              const fs::path& dir, ActivationScope scope) {
+  migrate_legacy_target(state_dir);
+  ActivationTarget target;
+  target.adapter = adapter;
+  target.project_dir = dir.lexically_normal();
+  target.scope = scope;
+  std::error_code error;
+  const bool removed = fs::remove(target_file(state_dir, target), error);
+  if (error) throw SystemError("cannot remove an activation target: " + error.message());
+  return removed;
+}
+
 std::vector<ActivationTarget> read_activation_targets(const fs::path& state_dir) {
   migrate_legacy_target(state_dir);
   std::vector<ActivationTarget> targets;

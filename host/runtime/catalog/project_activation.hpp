@@ -59,6 +59,12 @@ void record_activation_target(const std::filesystem::path& state_dir,
 // (a malformed target file), SystemError.
 std::vector<ActivationTarget> read_activation_targets(const std::filesystem::path& state_dir);
 
+// Forgets the target of `adapter` recorded for `dir` in `scope` (ctx hooks uninstall): sessions
+// there then find their target as if it had never been recorded. True when there was one.
+// Errors: SystemError.
+bool forget_activation_target(const std::filesystem::path& state_dir, const std::string& adapter,
+                              const std::filesystem::path& dir, ActivationScope scope);
+
 // The target of a session of `adapter` whose cwd is `cwd` (rule above); nullopt for a relative
 // or absent cwd without a user target, or no target at all.
 std::optional<ActivationTarget> find_activation_target(

@@ -201,6 +201,8 @@ TEST_F(HooksCommandTest, UninstallRemovesWhatInstallMadeAndNothingElse) {
   const Json result = Json::parse(removed.out);
   EXPECT_EQ(result.at("restored"), true);
   EXPECT_EQ(result.at("activation_links_removed"), Json::array({"pdf"}));
+  EXPECT_EQ(result.at("activation_target_removed"), true);
+  EXPECT_TRUE(fs::is_empty(state / "activation-targets")) << "the project's target is forgotten";
   EXPECT_TRUE(fs::is_empty(project_.path())) << "the project is as it was: empty";
 
   // A project with its own skills: only ctx's link goes.
