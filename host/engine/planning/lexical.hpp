@@ -24,6 +24,14 @@ bool is_digest(std::string_view text) noexcept;
 // The maximal runs of [a-z0-9] in `text`, in order; every other byte separates (upper-case
 // letters included, so callers that want case-insensitive tokens lower-case first).
 std::vector<std::string> ascii_tokens(std::string_view text);
+// Is `lowered` (a lower-cased [a-z0-9] token) a word of conversation or generic English that says
+// nothing about which capability fits ("the", "thanks", "ok", "continue", "why")? A fixed list.
+bool is_stop_word(std::string_view lowered) noexcept;
+// A light suffix stem of a lower-cased word ("brainstorming" -> "brainstorm", "systematically" ->
+// "systematic", "manifests" -> "manifest", "debugging" -> "debug"); the word itself when it has
+// fewer than 5 letters, holds a non-letter, or no rule leaves 4 letters. Catalog terms carry the
+// stems of their words, and a prompt word that is no term is looked up by its stem.
+std::string term_stem(std::string_view lowered);
 
 }  // namespace ctx::engine::planning
 

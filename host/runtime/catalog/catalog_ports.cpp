@@ -5,6 +5,8 @@
 #include "host/core/crypto.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/engine/planning/errors.hpp"
+#include "host/engine/planning/lexical.hpp"
+#include "host/runtime/service/artifact_registry.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -98,6 +100,25 @@ bool is_secret_env_name(std::string_view name) {
 
 // ---- benefit facts ----
 
+namespace {
+
+// One incidental word is not a match (catalog_ports.hpp, relevance_ppm): two distinct matching
+// signals, the entry named by a signal, or one signal naming at least half its name's words.
+bool has_evidence(const planning::CapabilityCandidate& presentation, const CatalogEntry& entry,
+                  const planning::WorkObservation& observation) {
+  const auto& matching = presentation.matching_signals;
+  if (matching.size() >= 2) return true;
+  for (const auto& signal : observation.signals) {
+    if (signal == entry.name || signal == presentation.capability_id) return true;
+  }
+  if (matching.empty()) return false;
+  const auto words = planning::ascii_tokens(entry.name);
+  const bool named_word = std::find(words.begin(), words.end(), matching.front()) != words.end();
+  return named_word && words.size() <= 2;  // one word is at least half of the name
+}
+
+}  // namespace
+
 CatalogBenefitFactsPort::CatalogBenefitFactsPort(std::shared_ptr<const ImportedCatalog> catalog)
     : catalog_(require<FactsWhat>(std::move(catalog))),
       snapshot_digest_(snapshot_digest(*catalog_, kCatalogBenefitFactsSchema)) {}
@@ -138,7 +159,10 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
   out.availability =
       executable ? engine::Availability::kExecutable : engine::Availability::kAdvisory;
   out.relevance_ppm =
-      std::clamp<std::int64_t>(presentation.normalized_score_ppm, 0, planning::kMaxPpm);
+      has_evidence(presentation, *entry, observation) &&
+              presentation.normalized_score_ppm >= kMinRelevanceShareOfTopPpm
+          ? std::clamp<std::int64_t>(presentation.normalized_score_ppm, 0, planning::kMaxPpm)
+          : 0;
   out.expected_task_benefit_ppm = std::min<std::int64_t>(
       planning::kMaxPpm,
       400'000 + 150'000 * static_cast<std::int64_t>(presentation.matching_signals.size()));
@@ -267,7 +291,13 @@ std::vector<std::string> CatalogVocabulary::filter(const std::vector<std::string
     for (char& c : lowered) {
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     }
-    if (terms_.count(lowered)) kept.insert(std::move(lowered));
+    // A word that is no term is looked up by its stem ("brainstorm" finds "brainstorming"). A
+    // stop word says nothing about the work; a credential-like word is never planned on (the
+    // surrogate would refuse it).
+    if (!terms_.count(lowered)) lowered = planning::term_stem(lowered);
+    if (terms_.count(lowered) && !planning::is_stop_word(lowered) && !credential_like(lowered)) {
+      kept.insert(std::move(lowered));
+    }
   }
   std::vector<std::string> out(kept.begin(), kept.end());
   if (out.size() > limit) out.resize(limit);
@@ -389,7 +419,9 @@ ResolvedCurrentWork CatalogWorkAuthority::resolve(const std::string& current_wor
     for (char& c : language) {
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     }
-    if (engine::is_canonical_token(language)) languages.insert(std::move(language));
+    if (engine::is_canonical_token(language) && !credential_like(language)) {
+      languages.insert(std::move(language));
+    }
   }
   observation.languages.assign(languages.begin(), languages.end());
   if (observation.languages.size() > static_cast<std::size_t>(planning::kMaxLanguages)) {

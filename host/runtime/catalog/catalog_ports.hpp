@@ -2,9 +2,14 @@
 // pure function of the catalog's stored bytes, so digests are stable across runs and processes.
 // Snapshot digests: canon-A sha256 of {catalog_digest, schema} with the schemas below.
 //
-// Benefit facts (rule "ctx.catalog-benefit-facts-v1"), for a presentation of a catalog entry:
+// Benefit facts (rule "ctx.catalog-benefit-facts-v2"), for a presentation of a catalog entry:
 //   availability     executable for load/install presentations, advisory otherwise
-//   relevance_ppm    the presentation's normalized_score_ppm
+//   relevance_ppm    the presentation's normalized_score_ppm when it is at least
+//                    kMinRelevanceShareOfTopPpm (the few entries that match about as well as the
+//                    best one) and the match has evidence: two distinct matching signals, or
+//                    the entry's name or id as a signal, or one signal naming at least half the
+//                    words of the entry's name ("helm" for helm-chart, not "table" for
+//                    postgresql-table-design); else 0, which the policy's minimum excludes
 //   expected_task_benefit_ppm  min(10^6, 400000 + 150000 × |matching_signals|)
 //   trust_ppm 10^6, source_trusted, security_approved, permissions_allowed and
 //   credentials_available true (a locally imported catalog is the user's own choice; the
@@ -52,7 +57,9 @@
 
 namespace ctx::runtime {
 
-inline constexpr std::string_view kCatalogBenefitFactsSchema = "ctx.catalog-benefit-facts-v1";
+inline constexpr std::string_view kCatalogBenefitFactsSchema = "ctx.catalog-benefit-facts-v2";
+// A presentation scoring under this share of the best one's score has no relevance (above).
+inline constexpr std::int64_t kMinRelevanceShareOfTopPpm = 700'000;
 inline constexpr std::string_view kCatalogMaterialSnapshotSchema =
     "ctx.catalog-material-snapshot-v1";
 inline constexpr std::string_view kCatalogInstallSnapshotSchema = "ctx.catalog-install-snapshot-v1";
@@ -120,7 +127,10 @@ class CatalogVocabulary {
   explicit CatalogVocabulary(const ImportedCatalog& catalog);
   // Is `token` (compared lower-cased) a term some catalog entry uses?
   bool contains(std::string_view token) const;
-  // The terms of `tokens` (lower-cased), sorted unique, at most `limit`.
+  // The terms of `tokens` (lower-cased), sorted unique, at most `limit`; never a stop word
+  // (engine::planning::is_stop_word: "the", "with", "thanks", "why": they say nothing about which
+  // capability fits) nor a credential-like word (credential_like: "secrets", "password"), which
+  // the current-work surrogate refuses.
   std::vector<std::string> filter(const std::vector<std::string>& tokens,
                                   std::size_t limit = planning::kMaxSignals) const;
   std::size_t size() const noexcept { return terms_.size(); }

@@ -46,6 +46,12 @@ class Terms {
       add(std::move(token));
     }
   }
+  // The stems of the words added so far (engine::planning::term_stem), after them: a bound
+  // drops stems before words.
+  void add_stems() {
+    const std::vector<std::string> words = ordered_;
+    for (const auto& word : words) add(engine::planning::term_stem(word));
+  }
   std::vector<std::string> sorted() && {
     std::sort(ordered_.begin(), ordered_.end());
     return std::move(ordered_);
@@ -64,6 +70,7 @@ std::vector<std::string> catalog_terms(std::string_view name, const std::vector<
   for (const auto& tag : tags) terms.add(tag);
   terms.add_words(name);
   terms.add_text(description);
+  terms.add_stems();
   return std::move(terms).sorted();
 }
 
@@ -75,6 +82,7 @@ std::vector<std::string> catalog_terms(const CatalogEntry& entry) {
   terms.add_words(entry.folder);
   terms.add_text(entry.description);
   terms.add_text(entry.when_to_use);
+  terms.add_stems();
   return std::move(terms).sorted();
 }
 

@@ -153,17 +153,6 @@ void reconcile_stages(const std::filesystem::path& dir) {
   }
 }
 
-bool credential_like(const std::string& text) {
-  static const char* kMarkers[] = {"sk-",   "ghp_",       "github_pat_", "akia",   "xoxb-",
-                                   "xoxp-", "-----begin", "password",    "secret", "bearer "};
-  std::string lowered = text;
-  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* marker : kMarkers) {
-    if (lowered.find(marker) != std::string::npos) return true;
-  }
-  return false;
-}
-
 // The current-work surrogate schema (§7): exactly six keys, credential-like text refused.
 void validate_surrogate(const engine::StructuredSurrogate& surrogate) {
   if (surrogate.schema_id() != "ctx.observation.current-work" || surrogate.schema_version() != 1) {
@@ -199,6 +188,17 @@ void validate_surrogate(const engine::StructuredSurrogate& surrogate) {
 }
 
 }  // namespace
+
+bool credential_like(std::string_view text) {
+  static const char* kMarkers[] = {"sk-",   "ghp_",       "github_pat_", "akia",   "xoxb-",
+                                   "xoxp-", "-----begin", "password",    "secret", "bearer "};
+  std::string lowered(text);
+  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* marker : kMarkers) {
+    if (lowered.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
 
 engine::StructuredSurrogate ManagedArtifactHandle::normalize(
     const engine::ObservationReference& reference) const {

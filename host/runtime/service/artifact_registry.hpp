@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "host/engine/replay.hpp"
 #include "host/runtime/service/errors.hpp"
@@ -25,6 +26,11 @@ class ManagedArtifactRegistry;
 
 inline constexpr std::string_view kManagedObservationProvider =
     "ctx-managed-artifact-observation-v1";
+
+// Does `text` look like a credential (a key prefix such as "sk-" or "ghp_", "password",
+// "secret", a PEM header; case-insensitive)? The current-work surrogate refuses such strings, so
+// whoever builds one from a host's words drops them first.
+bool credential_like(std::string_view text);
 
 // Inputs of ingest_graph_store. Absent material/installation digests become fixed "no
 // material" / "no installation" constants.

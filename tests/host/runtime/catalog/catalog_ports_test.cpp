@@ -4,7 +4,6 @@
 #include "host/runtime/catalog/catalog_ports.hpp"
 
 #include <ctx/sdk/skill_tree.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +12,7 @@
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/planner.hpp"
 #include "host/app/state_layout.hpp"
+#include "host/runtime/service/artifact_registry.hpp"
 #include "host/store/benefit_audit_store.hpp"
 #include "host/store/graph_store.hpp"
 #include "tests/support/expect_throw.hpp"
@@ -287,6 +287,90 @@ TEST(CatalogPorts, VocabularyAndWorkAuthority) {
   EXPECT_EQ(resolved.observation.languages, std::vector<std::string>{"python"});
   EXPECT_EQ(resolved.tenant, "tenant-1");
   EXPECT_EQ(authority.resolve("w").surrogate.value_digest(), resolved.surrogate.value_digest());
+}
+
+// A catalog whose terms include a stop word ("with", a word of a name) and credential-like words
+// ("secrets", "passwords", from a description).
+struct WordyCatalog {
+  TempDir temp;
+  std::shared_ptr<const ImportedCatalog> catalog;
+  WordyCatalog() {
+    const fs::path skill = temp / "catalog" / "skills" / "deploy-with-verification";
+    fs::create_directories(skill);
+    std::ofstream(skill / "SKILL.md")
+        << "---\nname: deploy-with-verification\ndescription: Deploy to production, verify the "
+           "live build, keep secrets and passwords in the vault.\n---\n\nBody.\n";
+    init_state_dir(temp / "state");
+    import_catalog(temp / "catalog", temp / "state");
+    catalog = ImportedCatalog::open(temp / "state");
+  }
+};
+
+TEST(CatalogPorts, StopWordsAndCredentialLikeWordsAreNeverSignals) {
+  WordyCatalog wordy;
+  CatalogWorkAuthority authority(wordy.catalog);
+  const auto& vocabulary = authority.vocabulary();
+  // Catalog terms, but never planned on: "with" says nothing about the work, and the current-work
+  // surrogate refuses credential-like strings (a prompt word must never fail the hook).
+  for (const char* term : {"with", "secrets", "passwords", "vault", "deploy"}) {
+    EXPECT_TRUE(vocabulary.contains(term)) << term;
+  }
+  EXPECT_EQ(vocabulary.filter({"With", "SECRETS", "passwords", "deploy", "Vault", "thanks"}),
+            (std::vector<std::string>{"deploy", "vault"}));
+  // A word that is no term is looked up by its stem.
+  EXPECT_FALSE(vocabulary.contains("deploys"));
+  EXPECT_EQ(vocabulary.filter({"deploys", "builds"}),
+            (std::vector<std::string>{"build", "deploy"}));
+  CurrentWork work{"tenant-1",
+                   "workspace-1",
+                   "repository-1",
+                   "session-1",
+                   {"deploy", "with", "secrets", "vault"},
+                   {"Python", "password"},
+                   3};
+  authority.register_work("w", work);
+  const auto resolved = authority.resolve("w");
+  EXPECT_EQ(resolved.observation.signals, (std::vector<std::string>{"deploy", "vault"}));
+  EXPECT_EQ(resolved.observation.languages, std::vector<std::string>{"python"});
+  for (const auto& [key, value] : resolved.surrogate.value().items()) {
+    if (!value.is_array()) continue;
+    for (const auto& item : value) EXPECT_FALSE(credential_like(item.get<std::string>())) << key;
+  }
+}
+
+// The facts' relevance: the retrieval's share of the best score when it is at least 0.7 and the
+// match has evidence (two signals, the name, or one word that is half the name or more), else 0.
+TEST(CatalogPorts, RelevanceNeedsEvidenceAndAShareOfTheBestScore) {
+  Imported imported;
+  CatalogBenefitFactsPort facts(imported.catalog);
+  CapabilityCandidate presentation;
+  presentation.capability_id = "skill:pdf-export";
+  presentation.kind = engine::CapabilityKind::kSkill;
+  presentation.name = "pdf-export";
+  presentation.source_digest = core::sha256_hex("source");
+  presentation.actionability = engine::CandidateActionability::kInstall;
+  WorkObservation work;
+  const auto relevance = [&](std::int64_t score, std::vector<std::string> matching,
+                             std::vector<std::string> signals) {
+    presentation.normalized_score_ppm = score;
+    presentation.matching_signals = std::move(matching);
+    work.signals = std::move(signals);
+    const auto candidate = facts.benefit_candidate(presentation, work);
+    return candidate ? candidate->relevance_ppm : -1;
+  };
+  EXPECT_EQ(relevance(1'000'000, {"pdf", "report"}, {"pdf", "report"}), 1'000'000);
+  EXPECT_EQ(relevance(700'000, {"pdf", "report"}, {"pdf", "report"}), 700'000);
+  EXPECT_EQ(relevance(699'999, {"pdf", "report"}, {"pdf", "report"}), 0);   // the weaker tail
+  EXPECT_EQ(relevance(1'000'000, {"pdf"}, {"pdf", "invoice"}), 1'000'000);  // half of its name
+  EXPECT_EQ(relevance(1'000'000, {"report"}, {"report", "invoice"}), 0);    // one incidental word
+  EXPECT_EQ(relevance(1'000'000, {}, {"pdf-export"}), 1'000'000);           // named
+  presentation.capability_id = "skill:sql-migrations";
+  presentation.name = "sql-migrations";
+  EXPECT_EQ(relevance(1'000'000, {"sql", "schema"}, {"sql", "schema"}), 1'000'000);
+  presentation.capability_id = "mcp-server:docs-search";
+  presentation.kind = engine::CapabilityKind::kMcpServer;
+  presentation.name = "docs-search";
+  EXPECT_EQ(relevance(1'000'000, {"docs"}, {"docs"}), 1'000'000);
 }
 
 TEST(CatalogPorts, TheExampleWorkFileResolvesToThePdfExportSkill) {
