@@ -202,6 +202,32 @@ TEST_F(HookAutoServeTest, TheFirstHookStartsAServerAndTheNextHookGoesThroughIt) 
   EXPECT_EQ(lines[0]["idle_exit_s"], 1800);  // the documented default
 }
 
+// serve.log stays bounded: a log past 64 KiB (server/autostart.hpp kServeLogLimit) is cut to
+// nothing when the next server starts, so it then holds that server's start line only; a log
+// under the limit is appended to.
+TEST_F(HookAutoServeTest, AServeLogPastItsLimitIsCutWhenTheNextServerStarts) {
+  const std::string old_line = R"({"event":"stop","reason":"idle"})" "\n";
+  {
+    std::ofstream log(state_ / "serve.log", std::ios::binary);
+    for (std::size_t size = 0; size <= 64 * 1024; size += old_line.size()) log << old_line;
+  }
+  fs::permissions(state_ / "serve.log", fs::perms::owner_read | fs::perms::owner_write,
+                  fs::perm_options::replace);
+  expect_answered(hook("s", {"CTX_AUTOSERVE_IDLE=3"}));
+  const pid_t server = one_server_up();
+  std::vector<Json> lines = log_lines();
+  ASSERT_EQ(lines.size(), 1u) << "the old log was not cut";
+  EXPECT_EQ(lines[0], Json({{"event", "start"}, {"pid", server}, {"idle_exit_s", 3}}));
+  ASSERT_TRUE(eventually([&] { return servers_of(state_).empty(); }, 30s));
+  // Under the limit: the next server's lines are appended.
+  expect_answered(hook("t", {"CTX_AUTOSERVE_IDLE=3"}));
+  const pid_t next = one_server_up();
+  lines = log_lines();
+  ASSERT_EQ(lines.size(), 3u) << read_file(state_ / "serve.log");
+  EXPECT_EQ(lines[1], Json({{"event", "stop"}, {"reason", "idle"}}));
+  EXPECT_EQ(lines[2]["pid"], next);
+}
+
 TEST_F(HookAutoServeTest, HooksRacingAtFirstUseStartOneServer) {
   constexpr int kHooks = 4;
   std::barrier start(kHooks);
