@@ -26,6 +26,7 @@
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
+#include "host/core/json_reader.hpp"
 #include "host/engine/identities.hpp"
 #include "host/plugins/plugin_registry.hpp"
 #include "host/app/state_service.hpp"
@@ -65,13 +66,11 @@ class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
     TrustedStateTest::SetUp();
     if (HasFatalFailure()) return;
     const std::string s = state_.string();
-    const CtxRun prepared = ctx_run({"query", "prepare", "--work",
-                                     std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json",
-                                     "--json", "--state", s});
+    const CtxRun prepared = ctx_run({"query", "prepare", "--work", work_, "--json", "--state", s});
     ASSERT_EQ(prepared.code, 0) << prepared.err;
     const Json plan = Json::parse(prepared.out);
     const CtxRun desired = ctx_run({"desired", "set", plan.at("query_ref").get<std::string>(),
-                                    "skill:pdf-export", "--json", "--state", s});
+                                    capability_, "--json", "--state", s});
     ASSERT_EQ(desired.code, 0) << desired.err;
     const Json result = Json::parse(desired.out);
     // The default policy (ask-each-time) asks for the catalog skill's install.
@@ -137,6 +136,9 @@ class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
   }
 
   fs::path active_skill() const { return state_ / "skills" / "active" / "pdf-export" / "SKILL.md"; }
+  // The work prepared and the capability chosen for it (a subclass sets others before SetUp).
+  std::string work_ = std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json";
+  std::string capability_ = "skill:pdf-export";
   std::string challenge_;
   std::string expires_at_;
 };
@@ -513,6 +515,93 @@ TEST_P(ConsentCrashTest, KilledGrantRecoversExactlyOnce) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryStep, ConsentCrashTest,
+    ::testing::Values(runtime::crash_points::kAfterInstallClaim,
+                      runtime::crash_points::kAfterInstallOutcome,
+                      runtime::crash_points::kAfterInstallReceipt,
+                      runtime::crash_points::kBeforeDecisionSettlement,
+                      runtime::crash_points::kAfterActivationClaim,
+                      runtime::crash_points::kAfterActivationOutcome,
+                      runtime::crash_points::kAfterActivationReceipt),
+    [](const ::testing::TestParamInfo<std::string_view>& info) {
+      std::string name;
+      for (const char c : info.param) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+// The same real process death at each install and activation step of a signed grant of an MCP
+// server (its installer edits a host configuration file; here the state dir's default,
+// <state>/mcp-servers/active.json, as no project target is recorded): recovery ends with exactly
+// one outcome and at most one entry of the server in the file (none when the install claim's
+// driver never ran), and a second recovery changes nothing.
+class McpConsentCrashTest : public ConsentDecisionTest,
+                            public ::testing::WithParamInterface<std::string_view> {
+ protected:
+  void SetUp() override {
+    work_ = (dir_ / "docs-work.json").string();
+    std::ofstream(work_) << Json{{"session",
+                                  {{"tenant", "local"},
+                                   {"workspace", "home"},
+                                   {"repository", "docs"},
+                                   {"session", "session-1"}}},
+                                 {"signals",
+                                  {"search", "the", "library", "and", "framework",
+                                   "documentation", "pages"}},
+                                 {"languages", Json::array()},
+                                 {"requested_limit", 3}}
+                                .dump();
+    capability_ = "mcp-server:docs-search";
+    ConsentDecisionTest::SetUp();
+  }
+  // How many times docs-search is in the MCP config file (0 when there is no file).
+  int entries_in_config() const {
+    const fs::path config = state_ / "mcp-servers" / "active.json";
+    if (!fs::exists(config)) return 0;
+    const Json parsed = core::parse_json(read_file(config));  // a repeated key fails here
+    const Json servers = parsed.value("mcpServers", Json::object());
+    EXPECT_TRUE(servers.size() <= 1) << parsed.dump();
+    if (!servers.contains("docs-search")) return 0;
+    EXPECT_EQ(servers["docs-search"].value("url", ""), "https://docs-search.example.com/mcp");
+    return 1;
+  }
+};
+
+TEST_P(McpConsentCrashTest, KilledGrantRecoversExactlyOnceWithOneEntryInTheHostFile) {
+  const std::string payload = assertion(engine::Decision::kGranted);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      auto state = runtime::StateService::open(state_);
+      const runtime::CrashPointArmed crash(GetParam(), 0, runtime::CrashMode::kKill);
+      state->resolve_consent(payload);
+    } catch (...) {
+    }
+    ::_exit(3);  // the crash point was not reached
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+
+  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(recovered.code, 0) << recovered.err;
+  const std::string outcome = Json::parse(recovered.out)["resolution"]["outcome"];
+  if (GetParam() == runtime::crash_points::kAfterInstallClaim) {
+    EXPECT_EQ(outcome, "install-failed") << recovered.out;
+    EXPECT_EQ(entries_in_config(), 0);
+  } else {
+    EXPECT_TRUE(outcome == "installed-inactive" || outcome == "quarantined") << recovered.out;
+    EXPECT_EQ(entries_in_config(), 1);
+  }
+  const std::string journal = read_database(state_ / "service" / "journal.sqlite3");
+  const CtxRun again = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(Json::parse(again.out)["activation"].is_null()) << again.out;
+  EXPECT_EQ(read_database(state_ / "service" / "journal.sqlite3"), journal);
+  EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryStep, McpConsentCrashTest,
     ::testing::Values(runtime::crash_points::kAfterInstallClaim,
                       runtime::crash_points::kAfterInstallOutcome,
                       runtime::crash_points::kAfterInstallReceipt,
