@@ -764,7 +764,11 @@ class Reader {
     const Json* servers = &value;
     if (value.contains("mcpServers")) servers = &value["mcpServers"];
     if (!servers->is_object()) throw Broken{"mcpServers must be an object"};
-    for (const auto& [name, server] : servers->items()) {
+    for (const auto& item : servers->items()) {
+      // Named references, not a structured binding: the lambda below uses them (Clang refuses
+      // to capture a structured binding before C++20's P1091 support).
+      const std::string& name = item.key();
+      const Json& server = item.value();
       const std::string server_rel = rel + "#" + printable(name);
       if (server_rel != rel + "#" + name || server_rel.size() > 4096) {
         problems_.push_back({server_rel, "server names must be UTF-8 without control characters"});
@@ -855,10 +859,11 @@ class Reader {
           } else {
             files.emplace_back(agent_rel, full);
           }
-          for (const auto& [file_rel, file_path] : files) {
+          for (const auto& file : files) {
+            const std::string& file_rel = file.first;  // named: captured by the lambda below
             if (!processed_.insert(file_rel).second) continue;
             count_entry();
-            guard(file_rel, [&] { agent(file_path, file_rel); });
+            guard(file_rel, [&] { agent(file.second, file_rel); });
           }
         });
       }
