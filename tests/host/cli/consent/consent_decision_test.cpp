@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "host/app/state_service.hpp"
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/engine/identities.hpp"
 #include "host/plugins/plugin_registry.hpp"
-#include "host/app/state_service.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/crash_point.hpp"
@@ -127,8 +127,8 @@ class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
   // The durable consent and journal bytes (database files and any WAL).
   std::string durable_bytes() const {
     std::string bytes;
-    for (const char* name : {"consent.sqlite3", "consent.sqlite3-wal", "journal.sqlite3",
-                             "journal.sqlite3-wal"}) {
+    for (const char* name :
+         {"consent.sqlite3", "consent.sqlite3-wal", "journal.sqlite3", "journal.sqlite3-wal"}) {
       bytes +=
           std::string(name) + "=" + core::sha256_hex(read_file(state_ / "service" / name)) + "\n";
     }
@@ -136,6 +136,39 @@ class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
   }
 
   fs::path active_skill() const { return state_ / "skills" / "active" / "pdf-export" / "SKILL.md"; }
+  // A forked StateService resolves a signed grant of challenge_ and dies (SIGKILL) at crash
+  // point `point`; then `ctx consent recover` runs in a new process. Its JSON result.
+  Json kill_at_then_recover(std::string_view point) {
+    const std::string payload = assertion(engine::Decision::kGranted);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      try {
+        auto state = runtime::StateService::open(state_);
+        const runtime::CrashPointArmed crash(point, 0, runtime::CrashMode::kKill);
+        state->resolve_consent(payload);
+      } catch (...) {
+      }
+      ::_exit(3);  // the crash point was not reached
+    }
+    int status = 0;
+    EXPECT_GE(child, 0);
+    EXPECT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+    const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
+    EXPECT_EQ(recovered.code, 0) << recovered.err;
+    return Json::parse(recovered.out, nullptr, false);
+  }
+  // A second recovery finds everything finished: no journal record, no install, no activation;
+  // the journal verifies.
+  void expect_a_second_recovery_changes_nothing() {
+    const std::string journal = read_database(state_ / "service" / "journal.sqlite3");
+    const CtxRun again = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
+    ASSERT_EQ(again.code, 0) << again.err;
+    EXPECT_TRUE(Json::parse(again.out)["activation"].is_null()) << again.out;
+    EXPECT_EQ(read_database(state_ / "service" / "journal.sqlite3"), journal);
+    EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
+  }
+
   // The work prepared and the capability chosen for it (a subclass sets others before SetUp).
   std::string work_ = std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json";
   std::string capability_ = "skill:pdf-export";
@@ -242,8 +275,7 @@ TEST_F(ConsentDecisionTest, ApproveInstallsTheWholeSkillTreeUnderItsTreeMaterial
 
   const std::string expected =
       engine::MaterialIdentity::create("skill:pdf-export", engine::CapabilityKind::kSkill,
-                                       tree_digest,
-                                       static_cast<std::int64_t>(root.size()))
+                                       tree_digest, static_cast<std::int64_t>(root.size()))
           .identity_digest();
   expect_one_applied_install_outcome(expected);
 }
@@ -253,8 +285,8 @@ TEST_F(ConsentDecisionTest, ApproveInstallsTheWholeSkillTreeUnderItsTreeMaterial
 // it and the claimed install is indeterminate with nothing installed or active — and recovery
 // (the installer's reconcile: absent) settles it as failed.
 TEST_F(ConsentDecisionTest, AResourceEditedInTheCatalogStoreFailsTheInstallClosed) {
-  const std::string script = read_file(fs::path(CTX_SOURCE_DIR) /
-                                       "examples/catalog/skills/pdf-export/scripts/export.py");
+  const std::string script =
+      read_file(fs::path(CTX_SOURCE_DIR) / "examples/catalog/skills/pdf-export/scripts/export.py");
   const fs::path object = state_ / "catalog" / "objects" / core::sha256_hex(script);
   ASSERT_TRUE(fs::exists(object));
   fs::permissions(object, fs::perms::owner_write, fs::perm_options::add);
@@ -271,8 +303,7 @@ TEST_F(ConsentDecisionTest, AResourceEditedInTheCatalogStoreFailsTheInstallClose
   EXPECT_EQ(entries_in(state_ / "service" / "install-staging"), 0u);
   const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
   ASSERT_EQ(recovered.code, 0) << recovered.err;
-  EXPECT_EQ(Json::parse(recovered.out)["resolution"]["outcome"], "install-failed")
-      << recovered.out;
+  EXPECT_EQ(Json::parse(recovered.out)["resolution"]["outcome"], "install-failed") << recovered.out;
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
   EXPECT_FALSE(fs::exists(state_ / "skills" / "active" / "pdf-export"));
   EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
@@ -367,8 +398,7 @@ TEST_F(ConsentDecisionTest, BadAssertionsAreTypedRefusalsThatChangeNothing) {
       {"tampered byte", tampered, "signature"},
       {"wrong audience", assertion(engine::Decision::kGranted, "another-audience"), "audience"},
       {"unknown principal",
-       assertion(engine::Decision::kGranted, "ctx-local", std::string(64, 'b')),
-       "verifier"},
+       assertion(engine::Decision::kGranted, "ctx-local", std::string(64, 'b')), "verifier"},
       {"non-canonical", spaced, "assertion"},
       {"not json", "not a signed assertion", "assertion"},
   };
@@ -471,62 +501,38 @@ TEST_F(ConsentDecisionTest, HooksInstalledForTheUserMakeApprovedSkillsActiveInTh
 // recover` (a new process) finishes exactly once — a claim the dead process never acted on is
 // reconciled, never re-applied (install-failed, nothing on disk); any later step ends with the
 // skill installed once and active — and a second recovery changes no durable byte.
+// Every install and activation step of a signed grant, and a test name for each.
+const auto kGrantCrashPoints = ::testing::Values(
+    runtime::crash_points::kAfterInstallClaim, runtime::crash_points::kAfterInstallOutcome,
+    runtime::crash_points::kAfterInstallReceipt, runtime::crash_points::kBeforeDecisionSettlement,
+    runtime::crash_points::kAfterActivationClaim, runtime::crash_points::kAfterActivationOutcome,
+    runtime::crash_points::kAfterActivationReceipt);
+std::string crash_point_name(const ::testing::TestParamInfo<std::string_view>& info) {
+  std::string name;
+  for (const char c : info.param) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
+
 class ConsentCrashTest : public ConsentDecisionTest,
                          public ::testing::WithParamInterface<std::string_view> {};
 
 TEST_P(ConsentCrashTest, KilledGrantRecoversExactlyOnce) {
-  const std::string payload = assertion(engine::Decision::kGranted);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    try {
-      auto state = runtime::StateService::open(state_);
-      const runtime::CrashPointArmed crash(GetParam(), 0, runtime::CrashMode::kKill);
-      state->resolve_consent(payload);
-    } catch (...) {
-    }
-    ::_exit(3);  // the crash point was not reached
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
-
-  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
-  ASSERT_EQ(recovered.code, 0) << recovered.err;
-  const Json result = Json::parse(recovered.out);
+  const Json result = kill_at_then_recover(GetParam());
+  ASSERT_FALSE(result.is_discarded());
   const std::string outcome = result["resolution"]["outcome"];
   if (GetParam() == runtime::crash_points::kAfterInstallClaim) {
-    EXPECT_EQ(outcome, "install-failed") << recovered.out;
+    EXPECT_EQ(outcome, "install-failed") << result.dump();
     EXPECT_FALSE(fs::exists(active_skill()));
   } else {
-    EXPECT_TRUE(outcome == "installed-inactive" || outcome == "quarantined") << recovered.out;
+    EXPECT_TRUE(outcome == "installed-inactive" || outcome == "quarantined") << result.dump();
     EXPECT_EQ(read_file(active_skill()), catalog_skill());
     EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
   }
   EXPECT_LE(entries_in(state_ / "skills" / "objects"), 1u);
-  // A second recovery finds everything finished: no journal record, no install, no activation.
-  const std::string journal = read_database(state_ / "service" / "journal.sqlite3");
-  const CtxRun again = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
-  ASSERT_EQ(again.code, 0) << again.err;
-  EXPECT_TRUE(Json::parse(again.out)["activation"].is_null()) << again.out;
-  EXPECT_EQ(read_database(state_ / "service" / "journal.sqlite3"), journal);
-  EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
+  expect_a_second_recovery_changes_nothing();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryStep, ConsentCrashTest,
-    ::testing::Values(runtime::crash_points::kAfterInstallClaim,
-                      runtime::crash_points::kAfterInstallOutcome,
-                      runtime::crash_points::kAfterInstallReceipt,
-                      runtime::crash_points::kBeforeDecisionSettlement,
-                      runtime::crash_points::kAfterActivationClaim,
-                      runtime::crash_points::kAfterActivationOutcome,
-                      runtime::crash_points::kAfterActivationReceipt),
-    [](const ::testing::TestParamInfo<std::string_view>& info) {
-      std::string name;
-      for (const char c : info.param) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(EveryStep, ConsentCrashTest, kGrantCrashPoints, crash_point_name);
 
 // The same real process death at each install and activation step of a signed grant of an MCP
 // server (its installer edits a host configuration file; here the state dir's default,
@@ -538,17 +544,15 @@ class McpConsentCrashTest : public ConsentDecisionTest,
  protected:
   void SetUp() override {
     work_ = (dir_ / "docs-work.json").string();
-    std::ofstream(work_) << Json{{"session",
-                                  {{"tenant", "local"},
-                                   {"workspace", "home"},
-                                   {"repository", "docs"},
-                                   {"session", "session-1"}}},
-                                 {"signals",
-                                  {"search", "the", "library", "and", "framework",
-                                   "documentation", "pages"}},
-                                 {"languages", Json::array()},
-                                 {"requested_limit", 3}}
-                                .dump();
+    std::ofstream(work_) << Json{
+        {"session",
+         {{"tenant", "local"},
+          {"workspace", "home"},
+          {"repository", "docs"},
+          {"session", "session-1"}}},
+        {"signals", {"search", "the", "library", "and", "framework", "documentation", "pages"}},
+        {"languages", Json::array()},
+        {"requested_limit", 3}}.dump();
     capability_ = "mcp-server:docs-search";
     ConsentDecisionTest::SetUp();
   }
@@ -566,54 +570,21 @@ class McpConsentCrashTest : public ConsentDecisionTest,
 };
 
 TEST_P(McpConsentCrashTest, KilledGrantRecoversExactlyOnceWithOneEntryInTheHostFile) {
-  const std::string payload = assertion(engine::Decision::kGranted);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    try {
-      auto state = runtime::StateService::open(state_);
-      const runtime::CrashPointArmed crash(GetParam(), 0, runtime::CrashMode::kKill);
-      state->resolve_consent(payload);
-    } catch (...) {
-    }
-    ::_exit(3);  // the crash point was not reached
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
-
-  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
-  ASSERT_EQ(recovered.code, 0) << recovered.err;
-  const std::string outcome = Json::parse(recovered.out)["resolution"]["outcome"];
+  const Json result = kill_at_then_recover(GetParam());
+  ASSERT_FALSE(result.is_discarded());
+  const std::string outcome = result["resolution"]["outcome"];
+  const std::string recovered = result.dump();
   if (GetParam() == runtime::crash_points::kAfterInstallClaim) {
-    EXPECT_EQ(outcome, "install-failed") << recovered.out;
+    EXPECT_EQ(outcome, "install-failed") << recovered;
     EXPECT_EQ(entries_in_config(), 0);
   } else {
-    EXPECT_TRUE(outcome == "installed-inactive" || outcome == "quarantined") << recovered.out;
+    EXPECT_TRUE(outcome == "installed-inactive" || outcome == "quarantined") << recovered;
     EXPECT_EQ(entries_in_config(), 1);
   }
-  const std::string journal = read_database(state_ / "service" / "journal.sqlite3");
-  const CtxRun again = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
-  ASSERT_EQ(again.code, 0) << again.err;
-  EXPECT_TRUE(Json::parse(again.out)["activation"].is_null()) << again.out;
-  EXPECT_EQ(read_database(state_ / "service" / "journal.sqlite3"), journal);
-  EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
+  expect_a_second_recovery_changes_nothing();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryStep, McpConsentCrashTest,
-    ::testing::Values(runtime::crash_points::kAfterInstallClaim,
-                      runtime::crash_points::kAfterInstallOutcome,
-                      runtime::crash_points::kAfterInstallReceipt,
-                      runtime::crash_points::kBeforeDecisionSettlement,
-                      runtime::crash_points::kAfterActivationClaim,
-                      runtime::crash_points::kAfterActivationOutcome,
-                      runtime::crash_points::kAfterActivationReceipt),
-    [](const ::testing::TestParamInfo<std::string_view>& info) {
-      std::string name;
-      for (const char c : info.param) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(EveryStep, McpConsentCrashTest, kGrantCrashPoints, crash_point_name);
 
 }  // namespace
 }  // namespace ctx::cli
