@@ -8,15 +8,13 @@
 #include <tuple>
 #include <utility>
 
+#include "host/app/installation.hpp"
+#include "host/app/state_layout.hpp"
 #include "host/core/crypto.hpp"
 #include "host/engine/journal_store.hpp"
 #include "host/engine/lexical.hpp"
-#include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/activation_execution.hpp"
-#include "host/app/state_layout.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
@@ -69,14 +67,13 @@ struct InstallerSet {
 // says: its skills directory, and its agents directory and MCP config file when it names them;
 // a place it leaves empty is the state dir's default (<state>/skills/active,
 // <state>/agents/active, <state>/mcp-servers/active.json).
-InstallerSet installers_for(const plugins::PluginRegistry& plugins, const StatePaths& paths,
+InstallerSet installers_for(const PinnedPlugins& plugins, const StatePaths& paths,
                             const ActivationTarget& target) {
   InstallerSet set;
   const auto add = [&](std::string_view plugin_id, std::string_view installer_id,
                        engine::CapabilityKind kind, const Json& config) {
-    const auto plugin = plugins.find(plugins::PluginKind::kInstaller, plugin_id);
-    if (!plugin) return;
-    auto driver = std::make_shared<plugins::AbiInstaller>(plugin, core::canonical_json(config));
+    if (!plugins.installer_identity(plugin_id)) return;
+    auto driver = plugins.installer(plugin_id, core::canonical_json(config));
     set.drivers.emplace(std::string(installer_id), driver);
     set.activation->by_kind[kind] = std::make_shared<engine::InstallerActivation>(driver);
   };
@@ -146,52 +143,6 @@ class CatalogBodySource final : public InstallBodySource {
   std::shared_ptr<const ImportedCatalog> catalog_;
 };
 
-// The trusted verifier registry of the state dir, opened on the first decision: the verifier
-// plugins its registrations name are loaded (pinned, from plugins.lock.json) only then, so a
-// hook never pays for them.
-class StateVerifiers final : public VerifierDirectory {
- public:
-  StateVerifiers(fs::path state_dir, fs::path plugin_lock)
-      : state_dir_(std::move(state_dir)), plugin_lock_(std::move(plugin_lock)) {}
-
-  std::shared_ptr<const PinnedVerifier> resolve(const VerifierKey& key) override {
-    std::lock_guard lock(mutex_);
-    if (!registry_) {
-      auto loaded = std::make_shared<plugins::PluginRegistry>();
-      std::set<std::string> wanted;
-      {
-        const TrustedVerifierRegistry listing(state_dir_, *loaded);
-        for (const auto& registration : listing.registrations()) {
-          wanted.insert(registration.plugin_id);
-        }
-      }
-      if (!wanted.empty()) {
-        const auto lock_file = plugins::LockFile::load_or_empty(plugin_lock_);
-        const plugins::PluginLoader loader(state_dir_);
-        for (const auto& id : wanted) {
-          if (const auto* entry = lock_file.find(plugins::PluginKind::kVerifier, id)) {
-            loaded->add(loader.load(*entry));
-          }
-        }
-      }
-      plugins_ = std::move(loaded);
-      registry_ = std::make_unique<TrustedVerifierRegistry>(state_dir_, *plugins_);
-    }
-    return registry_->resolve(key);
-  }
-
- private:
-  fs::path state_dir_;
-  fs::path plugin_lock_;
-  std::mutex mutex_;
-  std::shared_ptr<plugins::PluginRegistry> plugins_;   // GUARDED_BY(mutex_)
-  std::unique_ptr<TrustedVerifierRegistry> registry_;  // GUARDED_BY(mutex_)
-};
-
-std::string key_hex(const std::string& key) {
-  return core::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size());
-}
-
 }  // namespace
 
 StatePaths StatePaths::of(const fs::path& state_dir) {
@@ -221,22 +172,18 @@ ActivationTarget set_activation_target(const fs::path& state_dir, const std::str
     throw InvalidArgument(user ? "home directory must be absolute"
                                : "project directory must be absolute");
   }
-  const std::string key = read_installation_key(paths.state_dir);
-  const auto lock_file = plugins::LockFile::load_or_empty(paths.plugin_lock);
-  const plugins::LockEntry* entry = lock_file.find(plugins::PluginKind::kHostAdapter, adapter);
-  if (entry == nullptr) {
+  const app::Installation installation(paths.state_dir);
+  (void)installation.key();  // an uninitialised state dir says so first
+  if (!installation.pinned(plugins::PluginKind::kHostAdapter, adapter)) {
     throw NotFound("no host adapter \"" + adapter + "\" is pinned in the state directory");
   }
-  const plugins::PluginLoader loader(paths.state_dir);
-  Json config = {{"installation_key", key_hex(key)},
-                 {user ? "home" : "project_dir", project_dir.lexically_normal().string()},
+  Json config = {{user ? "home" : "project_dir", project_dir.lexically_normal().string()},
                  {"scope", user ? "user" : "project"}};
   if (user && config_dir) {
     if (!config_dir->is_absolute()) throw InvalidArgument("config directory must be absolute");
     config["config_dir"] = config_dir->lexically_normal().string();
   }
-  plugins::AbiHostAdapter port(loader.load(*entry), core::canonical_json(config));
-  const auto locations = port.install_locations();
+  const auto locations = installation.host_adapter(adapter, config)->install_locations();
   if (!locations || !locations->is_object() || !locations->contains("skills") ||
       !(*locations)["skills"].is_string()) {
     throw InvalidArgument("host adapter " + adapter + " names no skills location");
@@ -288,18 +235,18 @@ NetBenefitPolicy default_net_benefit_policy() {
 
 std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
                                                  std::shared_ptr<const core::Clock> clock) {
-  return open(state_dir, std::move(clock),
-              plugins::LockFile::load_or_empty(StatePaths::of(state_dir).plugin_lock));
+  return open(state_dir, std::move(clock), app::Installation(StatePaths::of(state_dir).state_dir));
 }
 
 std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
                                                  std::shared_ptr<const core::Clock> clock,
-                                                 const plugins::LockFile& lock_file) {
+                                                 const app::Installation& installation) {
   std::unique_ptr<StateService> state(new StateService());
   state->paths_ = StatePaths::of(state_dir);
   const StatePaths& paths = state->paths_;
+  const plugins::LockFile& lock_file = installation.lock();
   try {
-    state->key_ = read_installation_key(paths.state_dir);
+    state->key_ = installation.key();
   } catch (const NotFound&) {
     throw NotFound("state directory is not initialised (run ctx init)");
   }
@@ -371,23 +318,17 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
       Json{{"catalog_digest", state->catalog_->catalog_digest()},
            {"schema", "ctx.state-consent-release-root-v1"}},
       core::Encoding::kAscii);
-  options.verifier_registry = std::make_shared<StateVerifiers>(paths.state_dir, paths.plugin_lock);
+  options.verifier_registry = installation.verifiers();
   state->default_activation_root_ = (paths.skills / "active").string();
-  if (const auto* entry =
-          lock_file.find(plugins::PluginKind::kInstaller, kSkillInstallerPluginId)) {
+  if (lock_file.find(plugins::PluginKind::kInstaller, kSkillInstallerPluginId) != nullptr) {
     // Installs write the state dir's store; each project's activations get their own instance
     // (activation_for), this one activates in <state>/skills/active.
     (void)read_activation_targets(paths.state_dir);  // migrates an earlier build's single target
-    auto plugins = std::make_shared<plugins::PluginRegistry>();
-    const plugins::PluginLoader loader(paths.state_dir);
-    plugins->add(loader.load(*entry));
     // Agents and MCP servers go to their installers when those are pinned; without them those
     // capabilities stay recommendations (no actuator: their consent fails closed).
-    for (const auto plugin_id : {kAgentInstallerPluginId, kMcpInstallerPluginId}) {
-      if (const auto* pinned = lock_file.find(plugins::PluginKind::kInstaller, plugin_id)) {
-        plugins->add(loader.load(*pinned));
-      }
-    }
+    auto plugins = installation.load(
+        plugins::PluginKind::kInstaller,
+        {kSkillInstallerPluginId, kAgentInstallerPluginId, kMcpInstallerPluginId});
     state->installer_plugins_ = plugins;
     // The install drivers activate in the state dir's default places (<state>/skills/active,
     // <state>/agents/active, <state>/mcp-servers/active.json); a project's activations get

@@ -44,11 +44,14 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/time.hpp"
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/catalog/catalog_input_authority.hpp"
 #include "host/runtime/catalog/project_activation.hpp"
+#include "host/runtime/pinned_plugins.hpp"
 #include "host/runtime/service/managed_service.hpp"
+
+namespace ctx::app {
+class Installation;
+}  // namespace ctx::app
 
 namespace ctx::runtime {
 
@@ -122,11 +125,11 @@ class StateService {
   // stores' and registry's errors.
   static std::unique_ptr<StateService> open(const std::filesystem::path& state_dir,
                                             std::shared_ptr<const core::Clock> clock = nullptr);
-  // As open(), with the state dir's plugins.lock.json as the caller already read it (one parse
-  // of it per process: the hook reads it first, for its adapter).
+  // As open(), with the state dir's installation (key and plugins.lock.json) as the caller
+  // already read it (one read of each per process: the hook reads them first, for its adapter).
   static std::unique_ptr<StateService> open(const std::filesystem::path& state_dir,
                                             std::shared_ptr<const core::Clock> clock,
-                                            const plugins::LockFile& lock_file);
+                                            const app::Installation& installation);
   StateService(const StateService&) = delete;
   StateService& operator=(const StateService&) = delete;
   ~StateService();
@@ -286,7 +289,7 @@ class StateService {
   StatePaths paths_;
   std::string key_;
   std::string default_activation_root_;                         // <state>/skills/active
-  std::shared_ptr<plugins::PluginRegistry> installer_plugins_;  // the pinned skill-installer
+  std::shared_ptr<const PinnedPlugins> installer_plugins_;      // the pinned installers, loaded
   std::mutex activations_mutex_;
   // One installer instance per project skills directory.
   std::map<std::string, std::shared_ptr<engine::ActivationPort>> activations_;  // GUARDED_BY

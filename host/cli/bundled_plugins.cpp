@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <system_error>
 
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/app/hook/hook_runner.hpp"
+#include "host/app/installation.hpp"
+#include "host/plugins/lock_file.hpp"
 
 #ifndef CTX_BUILD_DIR
 #error "CTX_BUILD_DIR must be defined by the build (CMAKE_BINARY_DIR)"
@@ -43,9 +43,8 @@ BundledPinResult pin_bundled_plugins(const fs::path& state_dir) {
     }
   }
   std::sort(files.begin(), files.end());
-  const plugins::PluginLoader loader(state_dir);
   std::vector<plugins::LockEntry> entries;
-  for (const auto& file : files) entries.push_back(loader.inspect_for_pin(file));
+  for (const auto& file : files) entries.push_back(app::inspect_plugin_for_pin(state_dir, file));
   plugins::LockFile::update(state_dir / runtime::hooks::kPluginLockFile,
                             [&](plugins::LockFile& lock) {
                               result.pinned.clear();

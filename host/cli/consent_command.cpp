@@ -10,15 +10,15 @@
 #include <iterator>
 #include <sstream>
 
+#include "host/app/installation.hpp"
+#include "host/app/state_service.hpp"
 #include "host/cli/command_options.hpp"
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/plugin_registry.hpp"
-#include "host/app/state_service.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
@@ -282,11 +282,7 @@ std::string register_verifier(const fs::path& state, const runtime::VerifierKey&
     throw NotFound("verifier plugin " + plugin_id + " is not pinned in " +
                    (state / "plugins.lock.json").string() + " (ctx plugin pin)");
   }
-  plugins::PluginRegistry plugins;
-  const std::string identity = plugins.add(plugins::PluginLoader(state).load(*entry));
-  runtime::TrustedVerifierRegistry registry(state, plugins);
-  registry.add(key, plugin_id, config);
-  return identity;
+  return app::Installation(state, lock).trust_verifier(key, plugin_id, config);
 }
 
 // "ssh-ed25519" of a registration's sshsig line, "ed25519" of an ed25519 PEM, else its plugin id.

@@ -8,19 +8,18 @@
 #include <optional>
 #include <sstream>
 
+#include "host/app/hook/hook_runner.hpp"
+#include "host/app/installation.hpp"
+#include "host/app/state_layout.hpp"
+#include "host/app/state_service.hpp"
 #include "host/cli/command_options.hpp"
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
-#include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/plugin_registry.hpp"
-#include "host/app/state_layout.hpp"
-#include "host/app/state_service.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
-#include "host/app/hook/hook_runner.hpp"
 
 #ifndef CTX_SOURCE_DIR
 #error "CTX_SOURCE_DIR must be defined by the build"
@@ -113,20 +112,17 @@ constexpr const char* kDemoAdapter = "claude-code";
 
 // The pinned Claude Code adapter of the state dir, created with its installation key (as
 // ctx hook creates it).
-std::unique_ptr<plugins::AbiHostAdapter> demo_adapter(const fs::path& state) {
-  const auto lock = plugins::LockFile::load(state / runtime::hooks::kPluginLockFile);
-  const plugins::LockEntry* entry = lock.find(plugins::PluginKind::kHostAdapter, kDemoAdapter);
-  if (entry == nullptr) throw NotFound("the claude-code host adapter is not pinned (ctx init)");
-  const std::string key = runtime::read_installation_key(state);
-  const core::Json config = {
-      {"installation_key",
-       core::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size())}};
-  return std::make_unique<plugins::AbiHostAdapter>(plugins::PluginLoader(state).load(*entry),
-                                                   core::canonical_json(config));
+std::shared_ptr<engine::HostAdapterPort> demo_adapter(const fs::path& state) {
+  const app::Installation installation(
+      state, plugins::LockFile::load(state / runtime::hooks::kPluginLockFile));
+  if (!installation.pinned(plugins::PluginKind::kHostAdapter, kDemoAdapter)) {
+    throw NotFound("the claude-code host adapter is not pinned (ctx init)");
+  }
+  return installation.host_adapter(kDemoAdapter);
 }
 
 // The current work ctx hook registered for `payload` (same adapter, same scope and signals).
-runtime::CurrentWork work_of(plugins::AbiHostAdapter& adapter, const std::string& payload) {
+runtime::CurrentWork work_of(engine::HostAdapterPort& adapter, const std::string& payload) {
   const core::Json parsed = adapter.parse_hook(payload);
   const core::Json& scope = parsed.at("scope");
   runtime::CurrentWork work;

@@ -4,10 +4,10 @@
 #include <exception>
 #include <utility>
 
+#include "host/app/installation.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/plugins/errors.hpp"
 #include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/plugins/supervised_child.hpp"
 
 namespace ctx::cli {
@@ -16,7 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using plugins::LockEntry;
 using plugins::LockFile;
-using plugins::PluginLoader;
 
 fs::path state_dir(const PluginOptions& options, const Environment& env) {
   return options.state ? *options.state : default_state_dir(env);
@@ -45,12 +44,11 @@ std::string plugin_usage() {
 int run_plugin_pin(const PluginOptions& options, const CommandIo& io) {
   const fs::path state = state_dir(options, io.env);
   check_state_dir(state);
-  const PluginLoader loader(state);
   std::vector<LockEntry> pinned;
   int failures = 0;
   for (const fs::path& file : options.files) {
     try {
-      LockEntry entry = loader.inspect_for_pin(file);
+      LockEntry entry = app::inspect_plugin_for_pin(state, file);
       for (const LockEntry& other : pinned) {
         if (other.kind == entry.kind && other.id == entry.id) {
           throw plugins::DuplicatePlugin("duplicate plugin " + entry.label() + ": both " +
@@ -103,16 +101,15 @@ int run_plugin_verify(const PluginOptions& options, const CommandIo& io) {
   const LockFile lock = LockFile::load(options.lock);
   const fs::path state = state_dir(options, io.env);
   check_state_dir(state);
-  const PluginLoader loader(state);
   const std::chrono::seconds timeout(options.timeout_seconds);
   int failures = 0;
   for (const LockEntry& entry : lock.entries()) {
     try {
-      const std::string digest = loader.check(entry).digest();
+      const std::string digest = app::check_pinned_plugin(state, entry);
       if (options.load) {
         io.out.flush();
         const std::string loaded = plugins::run_supervised(
-            entry.label(), timeout, [&] { return loader.load(entry)->identity().digest(); });
+            entry.label(), timeout, [&] { return app::load_pinned_plugin(state, entry); });
         if (loaded != digest) {
           throw plugins::PluginIdentityMismatch("plugin " + entry.label() +
                                                 " loaded with identity " + loaded +

@@ -8,16 +8,14 @@
 #include <thread>
 #include <utility>
 
+#include "host/app/installation.hpp"
+#include "host/app/state_service.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/engine/planning/errors.hpp"
-#include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
-#include "host/app/state_layout.hpp"
-#include "host/app/state_service.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/service/errors.hpp"
 
@@ -247,11 +245,11 @@ HookRunner::~HookRunner() = default;
 
 StateService& HookRunner::state() { return state(nullptr); }
 
-StateService& HookRunner::state(const plugins::LockFile* lock_file) {
+StateService& HookRunner::state(const app::Installation* installation) {
   std::lock_guard lock(mutex_);
   if (!state_) {
-    state_ = lock_file != nullptr ? StateService::open(state_dir_, clock_, *lock_file)
-                                  : StateService::open(state_dir_, clock_);
+    state_ = installation != nullptr ? StateService::open(state_dir_, clock_, *installation)
+                                     : StateService::open(state_dir_, clock_);
   }
   return *state_;
 }
@@ -272,25 +270,18 @@ StateService* HookRunner::opened_state(bool wait) {
 }
 
 std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(
-    const std::string& id, std::optional<plugins::LockFile>* read) {
+    const std::string& id, std::shared_ptr<const app::Installation>* read) {
   {
     std::lock_guard lock(mutex_);
     if (const auto it = adapters_.find(id); it != adapters_.end()) return it->second;
   }
-  auto lock_file = plugins::LockFile::load_or_empty(state_dir_ / kPluginLockFile);
-  const plugins::LockEntry* entry = lock_file.find(plugins::PluginKind::kHostAdapter, id);
-  if (entry == nullptr) {
+  auto installation = std::make_shared<const app::Installation>(state_dir_);
+  if (!installation->pinned(plugins::PluginKind::kHostAdapter, id)) {
     throw HookPayloadError("no host adapter \"" + id + "\" is pinned in the state directory");
   }
   // Only the key: an ignored event never opens the stores.
-  const std::string key = read_installation_key(state_dir_);
-  const plugins::PluginLoader loader(state_dir_);
-  const Json config = {
-      {"installation_key",
-       core::to_hex(reinterpret_cast<const std::uint8_t*>(key.data()), key.size())}};
-  auto port =
-      std::make_shared<plugins::AbiHostAdapter>(loader.load(*entry), core::canonical_json(config));
-  if (read != nullptr) *read = std::move(lock_file);
+  auto port = installation->host_adapter(id);
+  if (read != nullptr) *read = std::move(installation);
   std::lock_guard lock(mutex_);
   return adapters_.emplace(id, std::move(port)).first->second;
 }
@@ -368,8 +359,8 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   }
   // The lock file the adapter was found in, when it was loaded now: the state service, if this
   // request opens it, opens on the same read.
-  std::optional<plugins::LockFile> lock_file;
-  const auto port = adapter(request.adapter, &lock_file);
+  std::shared_ptr<const app::Installation> installation;
+  const auto port = adapter(request.adapter, &installation);
   Json parsed;
   try {
     parsed = port->parse_hook(request.payload);
@@ -412,7 +403,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     // retried briefly here; a release that cannot run (a pending consent, a state dir not ready)
     // leaves the session holding, as before; corruption is never hidden.
     try {
-      StateService& service = state(lock_file ? &*lock_file : nullptr);
+      StateService& service = state(installation.get());
       const CurrentWork session = session_work(service);
       retry_briefly<engine::planning::BenefitAuditStoreUnavailable, engine::StoreBusy,
                     ManagedQueryStoreUnavailable>([&] { return service.end_session(session); });
@@ -440,7 +431,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     }
   };
   if (signals.empty()) return nothing();
-  StateService& service = state(lock_file ? &*lock_file : nullptr);
+  StateService& service = state(installation.get());
   if (service.vocabulary().filter(signals).empty()) {
     // A prompt about nothing the catalog knows plans nothing, and still counts.
     if (prompt_event) {

@@ -66,14 +66,17 @@
 #include <string>
 #include <vector>
 
-#include "host/core/time.hpp"
-#include "host/plugins/lock_file.hpp"
 #include "host/app/hook/hook_protocol.hpp"
 #include "host/app/hook/state_watch.hpp"
+#include "host/core/time.hpp"
 
 namespace ctx::engine {
 class HostAdapterPort;
 }  // namespace ctx::engine
+
+namespace ctx::app {
+class Installation;
+}  // namespace ctx::app
 
 namespace ctx::runtime {
 class StateService;
@@ -129,12 +132,12 @@ class HookRunner {
   };
   // mutex_, locked; or when !wait, only if it is free now (owns_lock() says which).
   std::unique_lock<std::mutex> lock(bool wait);
-  // The adapter `id`; when it is loaded now, the plugins.lock.json it was found in goes to
-  // `read` (if given), for this request's state(read).
-  std::shared_ptr<engine::HostAdapterPort> adapter(const std::string& id,
-                                                   std::optional<plugins::LockFile>* read = nullptr);
-  // state(), opened on `lock_file` (this request's read of it) when it is not open yet.
-  StateService& state(const plugins::LockFile* lock_file);
+  // The adapter `id`; when it is loaded now, the installation (key and plugins.lock.json) it
+  // was found in goes to `read` (if given), for this request's state(read).
+  std::shared_ptr<engine::HostAdapterPort> adapter(
+      const std::string& id, std::shared_ptr<const app::Installation>* read = nullptr);
+  // state(), opened on `installation` (this request's read of it) when it is not open yet.
+  StateService& state(const app::Installation* installation);
   StateService* opened_state(bool wait);
   // The remembered reply of `request` (reply set) if the state watch vouches for it now; sets
   // `key` (once the service is open). Errors: check_hook_payload's (with `wait`).
