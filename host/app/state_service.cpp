@@ -15,6 +15,7 @@
 #include "host/engine/lexical.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/runtime/activation_execution.hpp"
+#include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
@@ -156,6 +157,7 @@ StatePaths StatePaths::of(const fs::path& state_dir) {
   paths.queries = paths.service_dir / "queries.sqlite3";
   paths.inputs = paths.service_dir / "inputs";
   paths.install_policy = paths.state_dir / "install-policy";
+  paths.approvals = paths.service_dir / "install-approvals.json";
   paths.plugin_lock = paths.state_dir / "plugins.lock.json";
   paths.consent_store = paths.service_dir / "consent.sqlite3";
   paths.skills = paths.state_dir / "skills";
@@ -266,6 +268,7 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
     state->store_ = open_managed_query_store(paths.queries, state->key_);
   }
   auto facts = std::make_shared<CatalogBenefitFactsPort>(state->catalog_);
+  state->approvals_ = std::make_shared<const InstallApprovals>(paths.approvals, state->key_);
   auto material = std::make_shared<CatalogMaterialPort>(state->catalog_);
   auto install = std::make_shared<CatalogInstallBundlePort>(state->catalog_);
   state->facts_ = facts;
@@ -304,6 +307,7 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   options.install_bundle_port = install;
   options.input_authority = state->authority_;
   options.policy_store_root = paths.install_policy;
+  options.install_approvals = state->approvals_;
   options.trusted_clock = state->clock_;
 
   // Consent: the broker, the verifiers, and the install actuators over the pinned installer.
@@ -519,22 +523,55 @@ ManagedConsentChallengeProjection StateService::challenge(const std::string& cha
 }
 
 ConsentDecisionResult StateService::resolve_consent(std::string_view assertion_payload) {
-  auto resolution = service_->resolve_consent(assertion_payload);
+  return after_decision(service_->resolve_consent(assertion_payload));
+}
+
+ConsentDecisionResult StateService::recover_consent(const std::string& challenge_digest) {
+  return after_decision(service_->recover_consent(challenge_digest));
+}
+
+ConsentDecisionResult StateService::after_decision(ManagedConsentResolutionResult resolution) {
+  const auto outcome = resolution.outcome();
+  if (outcome == ManagedConsentOutcome::kInstalledInactive ||
+      outcome == ManagedConsentOutcome::kQuarantined) {
+    // Recorded after the install settled (a crash before it loses only the approval: the next
+    // session asks again) and on every recovery of the decision, idempotently.
+    record_approval(resolution.challenge_digest());
+  }
   std::optional<ActivationSummary> activation;
-  if (resolution.outcome() == ManagedConsentOutcome::kInstalledInactive) {
+  if (outcome == ManagedConsentOutcome::kInstalledInactive) {
     activation = activate_installed(resolution.challenge_digest());
   }
   return ConsentDecisionResult{std::move(resolution), std::move(activation)};
 }
 
-ConsentDecisionResult StateService::recover_consent(const std::string& challenge_digest) {
-  auto resolution = service_->recover_consent(challenge_digest);
-  std::optional<ActivationSummary> activation;
-  if (resolution.outcome() == ManagedConsentOutcome::kInstalledInactive) {
-    activation = activate_installed(resolution.challenge_digest());
-  }
-  return ConsentDecisionResult{std::move(resolution), std::move(activation)};
+void StateService::record_approval(const std::string& challenge_digest) {
+  const ConsentRecord record = broker_->status_by_challenge_digest(challenge_digest);
+  const ConsentChallengeFields& fields = record.challenge.fields();
+  const CatalogEntry* entry = catalog_->find(fields.capability_id);
+  if (entry == nullptr || entry->kind != fields.kind) return;
+  // The approval names the material the human approved, as the challenge bound it; a catalog
+  // whose entry changed since has nothing to approve.
+  const CatalogFile& file = entry->tree ? *entry->tree : entry->primary;
+  const auto identity =
+      engine::MaterialIdentity::create(fields.capability_id, fields.kind, file.sha256, file.bytes);
+  if (identity.identity_digest() != fields.material_identity_digest) return;
+  // Automatic grants need an explicitly persisted policy: the one in force (unchanged digest).
+  const InstallPolicyStore policy_store(paths_.install_policy);
+  const InstallConsentPolicy policy = policy_store.load();
+  if (policy.policy_digest() != fields.policy_snapshot_digest) return;
+  if (!policy_store.has_persisted()) policy_store.persist(policy);
+  approvals_->record(InstallApproval{fields.capability_id, fields.kind,
+                                     fields.material_identity_digest, file.sha256, file.bytes,
+                                     fields.policy_snapshot_digest,
+                                     core::format_rfc3339(clock_->now())});
 }
+
+bool StateService::revoke_approval(const std::string& capability_id) {
+  return approvals_->revoke(capability_id);
+}
+
+InstallApprovalMap StateService::approvals() const { return approvals_->load(); }
 
 bool StateService::installs(engine::CapabilityKind kind) const {
   return installed_kinds_.count(kind) != 0;

@@ -46,6 +46,7 @@
 #include "host/core/time.hpp"
 #include "host/runtime/catalog/catalog_input_authority.hpp"
 #include "host/runtime/catalog/project_activation.hpp"
+#include "host/runtime/consent/install_approvals.hpp"
 #include "host/runtime/pinned_plugins.hpp"
 #include "host/runtime/service/managed_service.hpp"
 
@@ -80,6 +81,7 @@ struct StatePaths {
   std::filesystem::path queries;
   std::filesystem::path inputs;
   std::filesystem::path install_policy;
+  std::filesystem::path approvals;  // standing install approvals (consent/install_approvals.hpp)
   // The layout above for absolute `state_dir`. Errors: InvalidArgument (relative).
   static StatePaths of(const std::filesystem::path& state_dir);
 };
@@ -182,6 +184,11 @@ class StateService {
   ConsentDecisionResult resolve_consent(std::string_view assertion_payload);
   // recover_consent (§3.20), then the same activation step.
   ConsentDecisionResult recover_consent(const std::string& challenge_digest);
+  // Forgets the standing approval of `capability_id` (a later plan asks consent for it again);
+  // false when it had none. Errors: InstallApprovals' (DataLoss, UnsafeStateFile, SystemError).
+  bool revoke_approval(const std::string& capability_id);
+  // The standing approvals recorded in this state dir (whatever policy they were given under).
+  InstallApprovalMap approvals() const;
   // Executes the pending ActivateCapability of the challenge's capability on its stream, if there
   // is one (claim → installer activate → outcome → receipt, exactly once; a re-run after a
   // crash reconciles). nullopt when no activation is pending. Errors: ActivationExecutionError,
@@ -251,6 +258,11 @@ class StateService {
   ManagedQueryService& service() noexcept { return *service_; }
 
  private:
+  // The approval store's entry for the challenge's capability once its install settled.
+  void record_approval(const std::string& challenge_digest);
+  // Records the approval of an install that settled, then activates it (resolve/recover).
+  ConsentDecisionResult after_decision(ManagedConsentResolutionResult resolution);
+
   StateService() = default;
   // Commits InstallConsentExpired for the consent pending in `work`'s session when its published
   // challenge has expired; true when the session then has no pending consent.
@@ -297,6 +309,7 @@ class StateService {
   std::shared_ptr<ManagedArtifactRegistry> registry_;
   std::shared_ptr<SharedJournal> journal_;  // the one connection every part journals through
   std::shared_ptr<ConsentBroker> broker_;
+  std::shared_ptr<const InstallApprovals> approvals_;
   std::shared_ptr<const ManagedInstallActuators> actuators_;
   std::set<engine::CapabilityKind> installed_kinds_;  // kinds a pinned installer installs
   std::shared_ptr<engine::ActivationPort> activation_;

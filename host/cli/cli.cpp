@@ -392,6 +392,20 @@ CLI::App* add_consent(CLI::App& app, Action& action) {
       ->required();
   add_common(untrust, untrust_options->common);
   runs(untrust, action, untrust_options, run_consent_untrust);
+
+  const auto approvals_options = std::make_shared<ConsentApprovalsOptions>();
+  CLI::App* approvals =
+      consent->add_subcommand("approvals", "the installs approved once, activated without asking");
+  add_common(approvals, approvals_options->common);
+  runs(approvals, action, approvals_options, run_consent_approvals);
+
+  const auto revoke_options = std::make_shared<ConsentRevokeOptions>();
+  CLI::App* revoke = consent->add_subcommand("revoke", "forget an install approval");
+  add_value(revoke, "NAME", revoke_options->name,
+            "the capability's name (pdf-export) or id (skill:pdf-export)")
+      ->required();
+  add_common(revoke, revoke_options->common);
+  runs(revoke, action, revoke_options, run_consent_revoke);
   return consent;
 }
 

@@ -1,5 +1,7 @@
 #include "host/cli/consent_command.hpp"
 
+#include "host/engine/lexical.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -188,7 +190,13 @@ std::string consent_usage() {
          "  ctx consent keys [--state DIR] [--json]\n"
          "      the trusted keys, with the fingerprint ssh-keygen -l prints\n"
          "  ctx consent untrust FINGERPRINT [--state DIR] [--json]\n"
-         "      stop trusting the key with that fingerprint\n";
+         "      stop trusting the key with that fingerprint\n"
+         "  ctx consent approvals [--state DIR] [--json]\n"
+         "      the installs you approved: each is activated again, in any project and session,\n"
+         "      without a new consent while its content and the install policy are unchanged\n"
+         "  ctx consent revoke NAME [--state DIR] [--json]\n"
+         "      forget the approval of NAME (pdf-export, or skill:pdf-export): the next plan\n"
+         "      that wants it asks for consent again\n";
 }
 
 int run_consent_show(const ConsentShowOptions& options, const CommandIo& io) {
@@ -455,6 +463,69 @@ int run_consent_untrust(const ConsentUntrustOptions& options, const CommandIo& i
   } else {
     io.out << "untrusted " << options.fingerprint << " (" << keys.size() << " registration"
            << (keys.size() == 1 ? "" : "s") << ")\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace ctx::cli
+
+namespace ctx::cli {
+
+int run_consent_approvals(const ConsentApprovalsOptions& options, const CommandIo& io) {
+  const fs::path state_dir = command_state_dir(options.common.state, io.env);
+  auto state = runtime::StateService::open(state_dir);
+  const auto approvals = state->approvals();
+  if (options.common.json) {
+    core::Json list = core::Json::array();
+    for (const auto& [id, a] : approvals) {
+      list.push_back(core::Json{{"approved_at", a.approved_at},
+                                {"capability_id", id},
+                                {"content_sha256", a.content_sha256},
+                                {"kind", a.kind}});
+    }
+    io.out << core::canonical_json(core::Json{{"approvals", std::move(list)}}) << "\n";
+    return kExitOk;
+  }
+  if (approvals.empty()) {
+    io.out << "no install is approved\n";
+    return kExitOk;
+  }
+  for (const auto& [id, a] : approvals) {
+    io.out << id << "  approved " << a.approved_at << "  content " << a.content_sha256.substr(0, 12)
+           << "\n";
+  }
+  return kExitOk;
+}
+
+int run_consent_revoke(const ConsentRevokeOptions& options, const CommandIo& io) {
+  if (!engine::is_capability_name(options.name) && !engine::is_canonical_token(options.name)) {
+    throw InvalidArgument("NAME must be a capability name (pdf-export) or id (skill:pdf-export)");
+  }
+  const fs::path state_dir = command_state_dir(options.common.state, io.env);
+  auto state = runtime::StateService::open(state_dir);
+  std::vector<std::string> named;
+  for (const auto& [id, a] : state->approvals()) {
+    const std::string name = id.substr(id.find(':') + 1);
+    if (id == options.name || name == options.name) named.push_back(id);
+  }
+  if (named.empty()) {
+    throw NotFound("no install of " + options.name +
+                   " is approved (ctx consent approvals lists them)");
+  }
+  if (named.size() > 1) {
+    std::string ids;
+    for (const auto& id : named) ids += (ids.empty() ? "" : ", ") + id;
+    throw InvalidArgument("approvals of several kinds are named " + options.name + " (" + ids +
+                          "): name one by its id");
+  }
+  const bool revoked = state->revoke_approval(named.front());
+  if (options.common.json) {
+    io.out << core::canonical_json(
+                  core::Json{{"capability_id", named.front()}, {"revoked", revoked}})
+           << "\n";
+  } else {
+    io.out << "revoked the approval of " << named.front()
+           << ": the next plan that wants it asks for consent again\n";
   }
   return kExitOk;
 }

@@ -100,6 +100,15 @@ struct ConsentUntrustOptions {
   ConsentCommon common;
 };
 
+struct ConsentApprovalsOptions {
+  ConsentCommon common;
+};
+
+struct ConsentRevokeOptions {
+  std::string name;  // "pdf-export" or "skill:pdf-export"
+  ConsentCommon common;
+};
+
 // Each throws the typed refusal (InvalidArgument for a digest that is not 64 lower-case hex);
 // a refused decision changes nothing.
 int run_consent_show(const ConsentShowOptions& options, const CommandIo& io);
@@ -109,6 +118,14 @@ int run_consent_decide(const ConsentDecideOptions& options, const CommandIo& io)
 int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io);
 int run_consent_keys(const ConsentKeysOptions& options, const CommandIo& io);
 int run_consent_untrust(const ConsentUntrustOptions& options, const CommandIo& io);
+// Lists the standing install approvals (name, kind, when, whether the current policy and
+// catalog still honour them).
+int run_consent_approvals(const ConsentApprovalsOptions& options, const CommandIo& io);
+// Forgets the approval of the capability NAME names (its id, or a name one approval has): a
+// later plan asks consent for it again; sessions holding it keep it until they drop it.
+// Errors: NotFound (no approval of that name), InvalidArgument (a name approvals of several
+// kinds share: the id is asked for); nothing changes on an error.
+int run_consent_revoke(const ConsentRevokeOptions& options, const CommandIo& io);
 
 // `ctx consent trust --key FILE` on `state` for `audience` (also what `ctx init --trust-key`
 // runs): prints one line (or the JSON object with `json`) to `out`; returns false when the key

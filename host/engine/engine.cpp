@@ -302,9 +302,12 @@ Transition Engine::process_locked(const EngineEvent& ingress,
       const auto policy = policy_guard.hold(digest);
       const auto descriptor =
           InstallPlanDescriptor::from_json(install.payload().at("install_plan_descriptor"));
-      if (!policy || policy->policy_digest() != digest ||
-          route_install_authorization(*policy, descriptor).decision_basis !=
-              DecisionBasis::kPreapprovedPolicy) {
+      const bool by_policy = policy && policy->policy_digest() == digest &&
+                             route_install_authorization(*policy, descriptor).decision_basis ==
+                                 DecisionBasis::kPreapprovedPolicy;
+      const bool by_approval = policy && policy->policy_digest() == digest &&
+                               policy_guard.approved && policy_guard.approved(descriptor, digest);
+      if (!by_policy && !by_approval) {
         throw CtxEngineError("preapproved install is not authorized by current policy");
       }
       preapproved = true;

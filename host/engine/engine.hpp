@@ -96,11 +96,16 @@ using InteractiveInstallDecisionGuard =
 // Host port for preapproved (policy-granted) installs. `hold` returns the current consent policy
 // when `policy_snapshot_digest` names it (nullopt otherwise) and keeps it held for the
 // transition; `assert_current` re-checks, immediately before the commit, that it still is the
-// current policy (throwing when it is not).
+// current policy (throwing when it is not). `approved` (optional) says whether the human already
+// approved exactly this install (its capability and result material) under the held policy: a
+// standing approval, which authorises a policy-basis grant the policy's mode alone would not.
 struct PreapprovedInstallPolicyGuard {
   std::function<std::optional<InstallConsentPolicy>(const std::string& policy_snapshot_digest)>
       hold;
   std::function<void()> assert_current;
+  std::function<bool(const InstallPlanDescriptor& descriptor,
+                     const std::string& policy_snapshot_digest)>
+      approved{};
 };
 
 // Replays journal records through the v3 reducer for JournalStore verification (e.g.

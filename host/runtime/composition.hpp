@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "host/runtime/consent/install_approvals.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/claim_store.hpp"
 #include "host/engine/journal_store.hpp"
@@ -64,6 +65,8 @@ struct EngineCompositionOptions {
   // Root of the install policy store (consent/install_policy_store.hpp) the engine's preapproved
   // grant guard holds around an automatic grant's commit. Absent: preapproved grants are refused.
   std::optional<std::filesystem::path> policy_store_root;
+  // The standing install approvals the preapproved grant guard also accepts (may be null).
+  std::shared_ptr<const InstallApprovals> install_approvals;
   std::string planner_version = std::string(kDefaultRuntimePlannerVersion);
   // Host-authenticated one-shot guard for interactive install decisions; may be empty. It must be
   // idempotent for a committed reservation: an identical retry of a committed decision enters

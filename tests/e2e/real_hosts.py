@@ -432,11 +432,16 @@ def flow(scenario):
     offered = scenario.offered_skills(bodies)
     check("the approved skill %s is offered in the next turn" % skill, skill in offered,
           "offered: %s" % sorted(offered))
+    # Consent once (issue 36 item 2): the install the user approved is not asked for again (a
+    # resumed conversation still carries the first request, with the digest approved above).
+    asked_again = [t for t in scenario.context_texts(bodies)
+                   if any(m.group(1) == skill and m.group(2) != digest
+                          for m in CONSENT.finditer(t))]
+    check("the next turn is not asked to consent to %s again" % skill, not asked_again,
+          "asked: %r" % asked_again[:1])
     # The lifecycle (issue 36): each session's SessionEnd (both hosts fire it when a run ends)
     # releases the session's hold, but the project's recent prompts wanted the skill, so it stays
-    # in the project's skills folder for the next session. (Not checked yet: that the next turn
-    # is not asked to consent to it again: issue 36 item 2, consent once, is not done, and both
-    # hosts show the new consent request.)
+    # in the project's skills folder for the next session.
     folder = os.path.join(scenario.project, scenario.skills_dir, skill)
     check("after the sessions ended, %s stays in the project's skills folder" % skill,
           os.path.isfile(os.path.join(folder, "SKILL.md")), "no " + folder)

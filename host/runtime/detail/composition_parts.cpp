@@ -71,6 +71,9 @@ engine::PreapprovedInstallPolicyGuard policy_guard(CompositionParts& parts) {
         std::lock_guard lock(parts.held_policy_mutex);
         if (!parts.held_policy) throw InstallPolicyChanged("install policy is not held");
         parts.held_policy->assert_current();
+      },
+      [&parts](const engine::InstallPlanDescriptor& descriptor, const std::string& digest) {
+        return approves_install(parts.approvals.get(), descriptor, digest);
       }};
 }
 
@@ -104,6 +107,7 @@ std::unique_ptr<CompositionParts> CompositionParts::open(EngineCompositionOption
   parts->activation = std::move(options.activation_port);
   parts->install_actuator = std::move(options.install_actuator);
   if (options.policy_store_root) parts->policy_store.emplace(*options.policy_store_root);
+  parts->approvals = std::move(options.install_approvals);
   // No trusted clock given: the system's (a non-owning pointer to the static one).
   parts->clock = options.trusted_clock
                      ? std::move(options.trusted_clock)

@@ -40,6 +40,7 @@ struct CompositionParts {
   std::shared_ptr<engine::ActivationPort> activation;
   std::shared_ptr<const InstallActuator> install_actuator;
   std::optional<InstallPolicyStore> policy_store;
+  std::shared_ptr<const InstallApprovals> approvals;  // may be null
   std::mutex held_policy_mutex;
   std::optional<InstallPolicyStore::Hold> held_policy;  // GUARDED_BY(held_policy_mutex)
   std::shared_ptr<const core::Clock> clock;  // never null (the system clock by default)

@@ -193,7 +193,12 @@ std::optional<ManagedConsentChallengeProjection> ManagedQueryService::publish_cu
   const auto route =
       route_install_authorization(policy, capability->kind(), descriptor.permission_expansion(),
                                   descriptor.credential_requirement());
-  if (!route.interactive) return std::nullopt;
+  // Nothing to publish: the policy grants it, or the human approved exactly this install before
+  // (the automatic installs of set_desired grant it).
+  if (!route.interactive ||
+      approves_install(options_.install_approvals.get(), descriptor, policy.policy_digest())) {
+    return std::nullopt;
+  }
   if (!options_.consent_broker) {
     throw ManagedQueryServiceError(
         "managed pending consent requires captured consent publication authorities");

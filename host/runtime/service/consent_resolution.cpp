@@ -309,6 +309,7 @@ class ConsentResolution {
       options.install_actuator = std::move(actuator);
     }
     options.policy_store_root = options_.policy_store_root;
+    options.install_approvals = options_.install_approvals;
     return open_managed_engine_composition(*options_.registry, owner.input->artifact_handle(),
                                            std::move(options));
   }

@@ -352,6 +352,7 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
   composition.trusted_clock = std::move(options.trusted_clock);
   composition.install_actuator = std::move(options.install_actuator);
   composition.policy_store_root = std::move(options.policy_store_root);
+  composition.install_approvals = std::move(options.install_approvals);
   composition.activation_port = std::move(options.activation_port);
   auto opened = open_engine_composition(std::move(composition));
   if (opened->catalog_snapshot_digest() != artifact->planning_environment_digest()) {
@@ -500,6 +501,7 @@ std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
     options.install_actuator = std::move(actuator);
   }
   options.policy_store_root = options_.policy_store_root;
+  options.install_approvals = options_.install_approvals;
   return open_managed_engine_composition(*options_.registry, artifact, std::move(options));
 }
 
@@ -950,7 +952,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
   // (preapproved_install.cpp) and the remaining interactive consent, if any, is published.
   auto progress = detail::progress_desired_installs(
       *composition,
-      detail::DesiredInstallContext{parent, marked, options_.policy_store_root, clock});
+      detail::DesiredInstallContext{parent, marked, options_.policy_store_root,
+                                    options_.install_approvals.get(), clock});
   std::optional<ManagedConsentChallengeProjection> challenge;
   if (!progress.policy_drift && progress.indeterminate_ids.empty()) {
     if (auto published =

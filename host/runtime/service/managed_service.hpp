@@ -403,6 +403,7 @@ struct ManagedCompositionOptions {
   // The physical installation actuator and the install policy root (EngineCompositionOptions).
   std::shared_ptr<const InstallActuator> install_actuator;
   std::optional<std::filesystem::path> policy_store_root;
+  std::shared_ptr<const InstallApprovals> install_approvals;  // may be null
   // The activation actuator execute_activation calls (EngineCompositionOptions); may be null.
   std::shared_ptr<engine::ActivationPort> activation_port;
 };
@@ -431,6 +432,9 @@ struct ManagedQueryServiceOptions {
   std::shared_ptr<InstallBundlePort> install_bundle_port;
   std::shared_ptr<ManagedInputAuthority> input_authority;
   std::optional<std::filesystem::path> policy_store_root;  // absolute when given
+  // The standing install approvals (consent/install_approvals.hpp): an install a human already
+  // approved, exactly, under the current policy is granted without a new consent. May be null.
+  std::shared_ptr<const InstallApprovals> install_approvals;
   InteractiveInstallDecisionGuard interactive_install_decision_guard;
   std::shared_ptr<const core::Clock> trusted_clock;  // null: the system clock
   // Interactive consent (§3.13–§3.21). Without a broker a pending interactive consent fails

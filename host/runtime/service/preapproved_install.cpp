@@ -275,7 +275,8 @@ std::optional<NextInstall> next_install(EngineComposition& composition,
   const auto& descriptor = *selection.install_descriptor();
   if (route_install_authorization(policy, descriptor.kind(), descriptor.permission_expansion(),
                                   descriptor.credential_requirement())
-          .interactive) {
+          .interactive &&
+      !approves_install(context.approvals, descriptor, policy.policy_digest())) {
     return std::nullopt;  // a human decides: the consent is published instead
   }
   if (!context.policy_store_root ||

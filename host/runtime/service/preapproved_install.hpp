@@ -34,6 +34,7 @@ struct DesiredInstallContext {
   const ManagedQueryRecord& parent;
   const ManagedDesiredSetRecord& desired;  // committed
   const std::optional<std::filesystem::path>& policy_store_root;
+  const InstallApprovals* approvals;  // may be null
   const core::Clock& clock;
 };
 
