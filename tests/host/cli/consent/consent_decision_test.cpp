@@ -19,6 +19,8 @@
 #include <ctx/sdk/skill_tree.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,6 +35,8 @@
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/crash_point.hpp"
+#include "host/runtime/service/consent_resolution_crash_points.hpp"
+#include "host/runtime/service/service_crash_points.hpp"
 #include "tests/host/cli/consent/trusted_state_fixture.hpp"
 #include "tests/host/cli/process_runner.hpp"
 #include "tests/support/file_bytes.hpp"
@@ -57,6 +61,39 @@ std::size_t entries_in(const fs::path& dir) {
   for (auto it = fs::directory_iterator(dir); it != fs::directory_iterator(); ++it) ++n;
   return n;
 }
+
+// Forks: the child opens the state dir's StateService (with `clock`, else the system's), arms
+// crash point `point` to kill the process (SIGKILL: no destructor, no unwinding) and runs
+// `step`; the parent expects the child to die of that signal.
+void kill_child_at(const fs::path& state, std::string_view point,
+                   const std::function<void(runtime::StateService&)>& step,
+                   std::shared_ptr<const core::Clock> clock = nullptr) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      auto service = runtime::StateService::open(state, std::move(clock));
+      const runtime::CrashPointArmed crash(point, 0, runtime::CrashMode::kKill);
+      step(*service);
+    } catch (...) {
+    }
+    ::_exit(3);  // the crash point was not reached
+  }
+  int status = 0;
+  ASSERT_GE(child, 0);
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << point << ": the child was not killed there (status " << status << ")";
+}
+
+// A clock an hour past `at`.
+class LateClock final : public core::Clock {
+ public:
+  explicit LateClock(const std::string& at) : at_(core::parse_rfc3339(at)) {}
+  core::Timestamp now() const override { return core::Timestamp{at_.micros + 3'600'000'000}; }
+
+ private:
+  core::Timestamp at_;
+};
 
 class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
  protected:
@@ -140,20 +177,8 @@ class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
   // point `point`; then `ctx consent recover` runs in a new process. Its JSON result.
   Json kill_at_then_recover(std::string_view point) {
     const std::string payload = assertion(engine::Decision::kGranted);
-    const pid_t child = ::fork();
-    if (child == 0) {
-      try {
-        auto state = runtime::StateService::open(state_);
-        const runtime::CrashPointArmed crash(point, 0, runtime::CrashMode::kKill);
-        state->resolve_consent(payload);
-      } catch (...) {
-      }
-      ::_exit(3);  // the crash point was not reached
-    }
-    int status = 0;
-    EXPECT_GE(child, 0);
-    EXPECT_EQ(::waitpid(child, &status, 0), child);
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+    kill_child_at(state_, point,
+                  [&](runtime::StateService& service) { service.resolve_consent(payload); });
     const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
     EXPECT_EQ(recovered.code, 0) << recovered.err;
     return Json::parse(recovered.out, nullptr, false);
@@ -585,6 +610,106 @@ TEST_P(McpConsentCrashTest, KilledGrantRecoversExactlyOnceWithOneEntryInTheHostF
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryStep, McpConsentCrashTest, kGrantCrashPoints, crash_point_name);
+
+// Issue 36: the consent steps of a signed decision under a real kill -9. Killed after the broker
+// authenticated the decision but before its journal event: recovery never mints the decision
+// (reauthentication-required, nothing installed) and approving again installs exactly once.
+// Killed after the decision commit: recovery installs and activates exactly once.
+class ConsentStepKillTest : public ConsentDecisionTest,
+                            public ::testing::WithParamInterface<std::string_view> {};
+
+TEST_P(ConsentStepKillTest, KilledDecisionEndsWithOneOutcome) {
+  const Json result = kill_at_then_recover(GetParam());
+  ASSERT_FALSE(result.is_discarded());
+  const std::string outcome = result["resolution"]["outcome"];
+  if (GetParam() == runtime::consent_crash_points::kAfterAuthentication) {
+    EXPECT_EQ(outcome, "reauthentication-required") << result.dump();
+    EXPECT_FALSE(fs::exists(active_skill()));
+    EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+    const CtxRun again =
+        ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+    ASSERT_EQ(again.code, 0) << again.err;
+    EXPECT_THAT(again.out, HasSubstr("activation applied"));
+  } else {
+    EXPECT_TRUE(outcome == "installed-inactive" || outcome == "quarantined") << result.dump();
+  }
+  EXPECT_EQ(read_file(active_skill()), catalog_skill());
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
+  expect_a_second_recovery_changes_nothing();
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStep, ConsentStepKillTest,
+                         ::testing::Values(runtime::consent_crash_points::kAfterAuthentication,
+                                           runtime::consent_crash_points::kAfterDecisionCommit),
+                         crash_point_name);
+
+// Killed right after a recovery past the challenge's expiry committed the expiry: the next
+// recovery (at the real time, before the expiry) reports it expired, nothing is installed, and
+// an approval of the expired challenge is refused.
+TEST_F(ConsentDecisionTest, KilledAfterTheExpiryCommitRecoversAsExpired) {
+  kill_child_at(
+      state_, runtime::consent_crash_points::kAfterExpiryCommit,
+      [&](runtime::StateService& service) { service.recover_consent(challenge_); },
+      std::make_shared<LateClock>(expires_at_));
+  const CtxRun recovered = ctx_run(with_state({"consent", "recover", challenge_, "--json"}));
+  ASSERT_EQ(recovered.code, 0) << recovered.err;
+  EXPECT_EQ(Json::parse(recovered.out)["resolution"]["outcome"], "expired") << recovered.out;
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  EXPECT_EQ(approved.code, 1) << approved.out;
+  EXPECT_FALSE(fs::exists(active_skill()));
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 0u);
+  expect_a_second_recovery_changes_nothing();
+}
+
+// The choice's steps under a real kill -9 (a hook's set_desired: the desired set reserved, its
+// event committed, the reservation marked, the consent challenge published): the retry in a new
+// process ends with exactly one challenge for the choice, the journal verifies, and approving it
+// installs exactly once.
+class ChoiceKillTest : public ctx::testing::TrustedStateTest,
+                       public ::testing::WithParamInterface<std::string_view> {
+ protected:
+  void SetUp() override {
+    TrustedStateTest::SetUp();
+    if (HasFatalFailure()) return;
+    const std::string work = std::string(CTX_SOURCE_DIR) + "/examples/work/pdf-export.json";
+    const CtxRun prepared = ctx_run(with_state({"query", "prepare", "--work", work, "--json"}));
+    ASSERT_EQ(prepared.code, 0) << prepared.err;
+    query_ref_ = Json::parse(prepared.out).at("query_ref");
+  }
+  std::string query_ref_;
+};
+
+TEST_P(ChoiceKillTest, KilledChoiceRetriesToOneChallenge) {
+  kill_child_at(state_, GetParam(), [&](runtime::StateService& service) {
+    service.set_desired(query_ref_, {"skill:pdf-export"});
+  });
+  const CtxRun retried =
+      ctx_run(with_state({"desired", "set", query_ref_, "skill:pdf-export", "--json"}));
+  ASSERT_EQ(retried.code, 0) << retried.err;
+  const Json result = Json::parse(retried.out);
+  ASSERT_EQ(result.at("status"), "consent-required") << retried.out;
+  const std::string challenge = result.at("challenge").at("challenge_digest");
+  const CtxRun shown = ctx_run(with_state({"consent", "show", "--json"}));
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  const Json listed = Json::parse(shown.out).at("challenges");
+  ASSERT_EQ(listed.size(), 1u) << shown.out;
+  EXPECT_EQ(listed[0].at("challenge_digest"), challenge);
+  EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge, "--key", key_.string()}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  EXPECT_THAT(approved.out, HasSubstr("activation applied"));
+  EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
+  EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStep, ChoiceKillTest,
+                         ::testing::Values(runtime::service_crash_points::kAfterDesiredReservation,
+                                           runtime::service_crash_points::kAfterDesiredCommit,
+                                           runtime::service_crash_points::kAfterDesiredMark,
+                                           runtime::service_crash_points::kAfterChallengePublication),
+                         crash_point_name);
 
 }  // namespace
 }  // namespace ctx::cli
