@@ -561,10 +561,9 @@ void StateService::record_approval(const std::string& challenge_digest) {
   const InstallConsentPolicy policy = policy_store.load();
   if (policy.policy_digest() != fields.policy_snapshot_digest) return;
   if (!policy_store.has_persisted()) policy_store.persist(policy);
-  approvals_->record(InstallApproval{fields.capability_id, fields.kind,
-                                     fields.material_identity_digest, file.sha256, file.bytes,
-                                     fields.policy_snapshot_digest,
-                                     core::format_rfc3339(clock_->now())});
+  approvals_->record(InstallApproval{
+      fields.capability_id, fields.kind, fields.material_identity_digest, file.sha256, file.bytes,
+      fields.policy_snapshot_digest, core::format_rfc3339(clock_->now())});
 }
 
 bool StateService::revoke_approval(const std::string& capability_id) {
@@ -687,23 +686,61 @@ std::optional<CurrentWork> StateService::branch_for(const CurrentWork& work) {
 }
 
 std::vector<ActivationSummary> StateService::end_session(const CurrentWork& session) {
-  std::vector<ActivationSummary> released = end_one(session);
-  const auto bytes = read_private_file(branches_file(session), 65536, "session branches");
-  if (!bytes) return released;
-  Json list;
-  try {
-    list = core::parse_json(*bytes);
-  } catch (const std::exception&) {
-    throw DataLoss("session branches are malformed");
+  std::vector<CurrentWork> streams{session};
+  if (const auto bytes = read_private_file(branches_file(session), 65536, "session branches")) {
+    Json list;
+    try {
+      list = core::parse_json(*bytes);
+    } catch (const std::exception&) {
+      throw DataLoss("session branches are malformed");
+    }
+    if (!list.is_array()) throw DataLoss("session branches are malformed");
+    for (const auto& id : list) {
+      if (!id.is_string()) throw DataLoss("session branches are malformed");
+      streams.push_back(session);
+      streams.back().session = id.get<std::string>();
+    }
   }
-  if (!list.is_array()) throw DataLoss("session branches are malformed");
-  for (const auto& id : list) {
-    if (!id.is_string()) throw DataLoss("session branches are malformed");
-    CurrentWork branch = session;
-    branch.session = id.get<std::string>();
-    for (auto& summary : end_one(branch)) released.push_back(std::move(summary));
+  // Marked ended before anything is released: an approval that activates a capability for one
+  // of these streams afterwards finds the mark (activate_pending) and releases it itself.
+  if (session.repository.rfind("prj-", 0) == 0) {
+    std::vector<std::string> refs;
+    for (const auto& stream : streams) refs.push_back(stream_ref(stream));
+    ProjectLifecycle(paths_.state_dir, session.repository)
+        .end_session(refs, Json{{"session", session.session},
+                                {"tenant", session.tenant},
+                                {"workspace", session.workspace}});
+  }
+  std::vector<ActivationSummary> released;
+  for (const auto& stream : streams) {
+    for (auto& summary : end_one(stream)) released.push_back(std::move(summary));
   }
   return released;
+}
+
+void StateService::resume_session(const CurrentWork& work) {
+  if (work.repository.rfind("prj-", 0) != 0) return;
+  // The session, or one of its branches (branch_for): the ended entry names the base stream.
+  CurrentWork base = work;
+  base.session = base.session.substr(0, base.session.find(":ctxb"));
+  ProjectLifecycle(paths_.state_dir, work.repository).resume(stream_ref(base));
+}
+
+std::string StateService::stream_ref(const CurrentWork& work) const {
+  return holder_name(authority_->work_scope(work).stream_id());
+}
+
+void StateService::release_if_ended(const engine::ScopeRef& scope) {
+  if (scope.repository_id().rfind("prj-", 0) != 0) return;
+  const auto ended = ProjectLifecycle(paths_.state_dir, scope.repository_id())
+                         .ended(holder_name(scope.stream_id()));
+  if (!ended) return;
+  CurrentWork session;
+  session.tenant = ended->value("tenant", "");
+  session.workspace = ended->value("workspace", "");
+  session.repository = scope.repository_id();
+  session.session = ended->value("session", "");
+  end_session(session);
 }
 
 std::vector<ActivationSummary> StateService::end_one(const CurrentWork& session) {
@@ -856,6 +893,10 @@ std::optional<ActivationSummary> StateService::activate_pending(const ManagedQue
     const auto report = composition->execute_activation(
         pending.action, binding, snapshot.state->host_descriptor_digest(), verification);
     composition->close();
+    // Approved after its session ended (the user answered once the host had exited): nothing
+    // will release the session's hold, so it is released now, as SessionEnd would have; the
+    // project's recent prompts keep the capability for its next session.
+    if (report.settled && report.outcome == engine::Outcome::kApplied) release_if_ended(scope);
     return ActivationSummary{capability_id, report.outcome, report.settled};
   }
   composition->close();

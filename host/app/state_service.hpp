@@ -218,7 +218,8 @@ class StateService {
   // Errors: prepare's and release_deactivations'.
   // SessionEnd keeps what the project's recent prompts want (the deactivation rule above), so
   // the project's next session lists it from its start. The session's branches (branch_for) end
-  // with it.
+  // with it. A project's session is recorded as ended (ProjectLifecycle::end_session) before
+  // anything is released, until a prompt of it comes again (a resumed session).
   std::vector<ActivationSummary> end_session(const CurrentWork& session);
 
   // The plan follows the work (issue 36): other work in a session whose consent is pending
@@ -229,6 +230,11 @@ class StateService {
   // stream plans again. The branch of `work` (recorded for end_session), or nullopt when its
   // session has no pending consent. Errors: the journal's, UnsafeStateFile, SystemError.
   std::optional<CurrentWork> branch_for(const CurrentWork& work);
+
+  // A prompt of `work`'s session came: if the session had ended (a resumed session), it is live
+  // again, and what it activates from now on is held by it. Nothing for work outside a project.
+  // Errors: UnsafeStateFile, DataLoss, SystemError.
+  void resume_session(const CurrentWork& work);
 
   // Puts `work` in the project of a session of host adapter `adapter` running in `cwd`
   // (find_activation_target): its repository id becomes the project's token, so its skills
@@ -279,6 +285,11 @@ class StateService {
   std::filesystem::path holders_dir(const std::string& root,
                                     const std::string& capability_id) const;
   std::string holder_name(const engine::StreamId& stream) const;
+  // The keyed reference of `work`'s session stream (holder_name of its stream).
+  std::string stream_ref(const CurrentWork& work) const;
+  // When `scope`'s session has ended (ProjectLifecycle::ended), ends it again (end_session): what
+  // an approval activated for it after its SessionEnd is released like the rest.
+  void release_if_ended(const engine::ScopeRef& scope);
   // Errors: UnsafeStateFile, SystemError.
   void hold_activation(const std::string& root, const std::string& capability_id,
                        const engine::StreamId& stream);

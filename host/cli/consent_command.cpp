@@ -1,7 +1,5 @@
 #include "host/cli/consent_command.hpp"
 
-#include "host/engine/lexical.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +17,7 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
+#include "host/engine/lexical.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"

@@ -281,7 +281,18 @@ int run_uninstall(const HooksOptions& options, const CommandIo& io, const Where&
   const fs::path skills = where.skills_dir(options.host);
   if (state && !installed.events.empty()) links = remove_activation_links(skills, *state);
   // The state dir no longer activates this scope's capabilities here (hooks install recorded it).
+  // The agents folder the agent installer made there goes too once empty (what it activated
+  // left with its deactivation; another file in it is the user's and keeps it).
   bool target_removed = false;
+  std::optional<fs::path> agents_dir;
+  if (state && fs::is_directory(*state) && where.scope == hk::HookScope::kProject) {
+    for (const auto& target : runtime::read_activation_targets(*state)) {
+      if (target.adapter == host && target.scope == runtime::ActivationScope::kProject &&
+          target.project_dir == where.project && !target.agents_dir.empty()) {
+        agents_dir = target.agents_dir;
+      }
+    }
+  }
   if (state && fs::is_directory(*state)) {
     target_removed = runtime::forget_activation_target(
         *state, host, where.scope == hk::HookScope::kUser ? where.home : where.project,
@@ -292,6 +303,7 @@ int run_uninstall(const HooksOptions& options, const CommandIo& io, const Where&
     // What install made in the project and is now empty: the skills directory, the host's
     // directory that held it and the hook file.
     remove_empty_dirs(skills, where.project);
+    if (agents_dir) remove_empty_dirs(*agents_dir, where.project);
     remove_empty_dirs(change.file.parent_path(), where.project);
   }
   if (options.json) {

@@ -20,17 +20,17 @@
 #include <string>
 #include <string_view>
 
-#include "host/runtime/consent/install_approvals.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/claim_store.hpp"
 #include "host/engine/journal_store.hpp"
-#include "host/runtime/shared_journal.hpp"
 #include "host/engine/ports/installer_port.hpp"
 #include "host/runtime/activation_execution.hpp"
+#include "host/runtime/consent/install_approvals.hpp"
 #include "host/runtime/engine_snapshot.hpp"
 #include "host/runtime/install_execution.hpp"
 #include "host/runtime/managed_query.hpp"
 #include "host/runtime/planning_ports.hpp"
+#include "host/runtime/shared_journal.hpp"
 
 namespace ctx::runtime {
 

@@ -31,6 +31,13 @@ CLAUDE_VERSION = "2.1.332"
 PROMPT = "Please add a PDF export of the monthly report to this project"
 FOLLOW_UP = "Go on with the PDF export"
 AFTER_UNINSTALL = "Summarise the PDF export work"
+# Issue 37 item 6: an MCP server (always asked for) and an agent (under preapproved-auto).
+MCP_SERVER = "project-notes"
+MCP_PROMPT = "Look up the release checklist in the project notes"
+MCP_FOLLOW_UP = "Look up the release checklist note again"
+AGENT = "code-reviewer"
+AGENT_PROMPT = "Review my last change for correctness and security before merging"
+IDLE_PROMPT = "Thanks, that is all for today"
 RUN_TIMEOUT = 120
 
 failures = []
@@ -172,8 +179,19 @@ class Scenario:
         must(git + ["add", "README.md"])
         must(git + ["commit", "-q", "-m", "start"])
         self.ctx("init", "--state", self.state)
-        self.ctx("catalog", "import", os.path.join(self.args.source, "examples", "catalog"),
-                 "--state", self.state)
+        # The example catalog, plus an MCP server the hosts can really start: a stdio server of
+        # this suite, run by this Python (absolute paths: the host starts it from the project).
+        catalog = os.path.join(self.work, "catalog")
+        shutil.copytree(os.path.join(self.args.source, "examples", "catalog"), catalog)
+        with open(os.path.join(catalog, "mcp-servers", MCP_SERVER + ".json"), "w") as f:
+            json.dump({"name": MCP_SERVER,
+                       "description": "Looks up the project's own notes (release checklist, "
+                                      "design notes, meeting notes) by title, from a local "
+                                      "notes server.",
+                       "command": sys.executable,
+                       "args": [os.path.join(HERE, "stdio_mcp_server.py")],
+                       "tags": ["notes", "project-notes", "checklist"]}, f, indent=2)
+        self.ctx("catalog", "import", catalog, "--state", self.state)
         # The user's decision key, trusted for consent (what ctx demo does with its demo key).
         must(["openssl", "genpkey", "-algorithm", "ed25519", "-out", self.key])
         os.chmod(self.key, 0o600)
@@ -206,6 +224,9 @@ class Scenario:
 
 class ClaudeCode(Scenario):
     skills_dir = os.path.join(".claude", "skills")
+    agents_dir = os.path.join(".claude", "agents")
+    agent_ext = ".md"
+    mcp_file = ".mcp.json"
     same_turn = True
 
     def host_id(self):
@@ -263,11 +284,38 @@ class ClaudeCode(Scenario):
         return names
 
 
+    @staticmethod
+    def mcp_tools(bodies):
+        """MCP tools offered, as "server/tool": Claude Code names each `mcp__<server>__<tool>`
+        (listed among its deferred tools)."""
+        found = set()
+        for body in bodies:
+            for text in strings(body):
+                for m in re.finditer(r"mcp__([A-Za-z0-9_-]+?)__([A-Za-z0-9_-]+)", text):
+                    found.add(m.group(1) + "/" + m.group(2))
+        return found
+
+    @staticmethod
+    def agents(bodies):
+        """Agent types the Agent tool offers ("Available agent types for the Agent tool:")."""
+        found = set()
+        for body in bodies:
+            for text in strings(body):
+                at = text.find("Available agent types for the Agent tool")
+                if at >= 0:
+                    listing = text[at:].split("\n\n", 1)[0]
+                    found.update(re.findall(r"^- ([a-z0-9-]+):", listing, re.M))
+        return found
+
+
 # ---------------------------------------------------------------- Codex
 
 
 class Codex(Scenario):
     skills_dir = os.path.join(".agents", "skills")
+    agents_dir = os.path.join(".codex", "agents")
+    agent_ext = ".toml"
+    mcp_file = os.path.join(".codex", "config.toml")
     same_turn = False  # a skill made during a turn is offered from the next session or resume
 
     def host_id(self):
@@ -342,9 +390,49 @@ class Codex(Scenario):
         return names
 
 
+    @staticmethod
+    def mcp_tools(bodies):
+        """MCP tools offered, as "server/tool": Codex offers a namespace `mcp__<server>` (a `-`
+        in the server's name becomes `_`) whose tools are the server's."""
+        found = set()
+        for body in bodies:
+            for tool in (body or {}).get("tools") or []:
+                name = tool.get("name") or ""
+                if tool.get("type") == "namespace" and name.startswith("mcp__"):
+                    for inner in tool.get("tools") or []:
+                        found.add(name[len("mcp__"):].replace("_", "-") + "/" + inner["name"])
+        return found
+
+    @staticmethod
+    def agents(bodies):
+        """Agent roles the multi-agent tool offers ("Available roles:")."""
+        found = set()
+        for body in bodies:
+            for text in strings(body):
+                at = text.find("Available roles:")
+                if at >= 0:
+                    found.update(re.findall(r"^([a-z0-9_-]+): \{", text[at:], re.M))
+        return found
+
+
+def strings(value):
+    """Every string inside a decoded JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+
+
 # ---------------------------------------------------------------- the flow
 
 
+ANY_CONSENT = re.compile(r"ctx needs the user's consent to install ([a-z0-9-]+) \(([a-z-]+)\)\. "
+                         r"The user approves it in their own terminal with: ctx consent approve "
+                         r"([0-9a-f]{64})")
 CONSENT = re.compile(r"ctx needs the user's consent to install ([a-z0-9-]+) \(skill\)\. The user "
                      r"approves it in their own terminal with: ctx consent approve ([0-9a-f]{64})")
 
@@ -446,6 +534,8 @@ def flow(scenario):
     check("after the sessions ended, %s stays in the project's skills folder" % skill,
           os.path.isfile(os.path.join(folder, "SKILL.md")), "no " + folder)
 
+    mcp_and_agent(scenario)
+
     # 3. Uninstall: the project's files as before, and nothing of ctx's reaches the model.
     removed = scenario.uninstall()
     print("ctx hooks uninstall: " + removed.stdout.strip().replace("\n", " | "))
@@ -464,6 +554,68 @@ def flow(scenario):
     check("after uninstall the skill %s is not offered" % skill,
           skill not in scenario.offered_skills(bodies),
           "offered: %s" % sorted(scenario.offered_skills(bodies)))
+
+
+def mcp_and_agent(scenario):
+    """Issue 37 item 6: an MCP server approved by the user appears to the model as a tool
+    namespace, an agent installed under preapproved-auto among the host's agents; after the
+    project's prompts stop wanting them (the deactivation rule), neither."""
+    tool = MCP_SERVER + "/lookup_note"
+    bodies = scenario.session(MCP_PROMPT)
+    texts = scenario.context_texts(bodies)
+    asked = [m for m in ANY_CONSENT.finditer("\n".join(texts)) if m.group(1) == MCP_SERVER]
+    check("the consent request for %s (mcp-server) reaches the model" % MCP_SERVER,
+          bool(asked) and asked[0].group(2) == "mcp-server",
+          "hook context seen: %r" % ctx_traces(texts)[:2])
+    check("%s is not a tool of the host before it is approved" % MCP_SERVER,
+          tool not in scenario.mcp_tools(bodies), sorted(scenario.mcp_tools(bodies)))
+    if not asked:
+        return
+    shown = scenario.ctx("consent", "show", "--state", scenario.state).stdout
+    check("ctx consent show names the command line the MCP server adds",
+          os.path.join(HERE, "stdio_mcp_server.py") in shown, shown[-600:])
+    scenario.ctx("consent", "approve", asked[0].group(3), "--key", scenario.key, "--state",
+                 scenario.state)
+    config = os.path.join(scenario.project, scenario.mcp_file)
+    check("after approval the project's %s names %s" % (scenario.mcp_file, MCP_SERVER),
+          os.path.isfile(config) and MCP_SERVER in open(config).read(), "no entry in " + config)
+    bodies = scenario.session(MCP_FOLLOW_UP)
+    check("after approval the next session offers the MCP tool %s" % tool,
+          tool in scenario.mcp_tools(bodies), "offered: %s" % sorted(scenario.mcp_tools(bodies)))
+
+    # The agent: agents under preapproved-auto install without a consent request.
+    scenario.ctx("policy", "set", "agent", "preapproved-auto", "--state", scenario.state)
+    bodies = scenario.session(AGENT_PROMPT)
+    texts = scenario.context_texts(bodies)
+    check("the agent %s is installed without a consent request (\"ctx installed: ...\")" % AGENT,
+          any("ctx installed:" in t and AGENT + " (agent)" in t for t in texts),
+          "hook context seen: %r" % ctx_traces(texts)[:2])
+    agent_file = os.path.join(scenario.project, scenario.agents_dir, AGENT + scenario.agent_ext)
+    check("the agent file %s is written" % os.path.join(scenario.agents_dir,
+                                                        AGENT + scenario.agent_ext),
+          os.path.isfile(agent_file), "no " + agent_file)
+    bodies = scenario.session(AGENT_PROMPT)  # a resumed session replays its first agent list
+    check("the next session offers the agent %s among the host's agents" % AGENT,
+          AGENT in scenario.agents(bodies), "agents: %s" % sorted(scenario.agents(bodies)))
+
+    # The deactivation rule: none of the project's last 3 prompts wants them, no session holds
+    # them (each run's SessionEnd released it): the third such prompt removes them.
+    said = []
+    for _ in range(3):
+        said += [t for t in scenario.context_texts(scenario.session(IDLE_PROMPT))
+                 if "ctx deactivated:" in t]
+    said = [line for t in said for line in t.splitlines() if "ctx deactivated:" in line]
+    check("the prompts say ctx deactivated the MCP server and the agent",
+          any(MCP_SERVER + " (mcp-server)" in t for t in said)
+          and any(AGENT + " (agent)" in t for t in said), "said: %r" % said)
+    check("after deactivation the agent file is gone", not os.path.exists(agent_file), agent_file)
+    check("after deactivation %s no longer names %s" % (scenario.mcp_file, MCP_SERVER),
+          not os.path.isfile(config) or MCP_SERVER not in open(config).read(), config)
+    bodies = scenario.session(MCP_FOLLOW_UP)
+    check("after deactivation the next session offers neither the MCP tool nor the agent",
+          tool not in scenario.mcp_tools(bodies) and AGENT not in scenario.agents(bodies),
+          "tools %s, agents %s" % (sorted(scenario.mcp_tools(bodies)),
+                                   sorted(scenario.agents(bodies))))
 
 
 def inner(args):

@@ -432,10 +432,20 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   };
   if (signals.empty()) return nothing();
   StateService& service = state(installation.get());
+  CurrentWork work = session_work(service);
+  if (prompt_event) {
+    // A prompt of a session that ended (a resumed one) makes it live again before it activates
+    // anything: what it activates is held by it (StateService::resume_session).
+    try {
+      service.resume_session(work);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+    }
+  }
   if (service.vocabulary().filter(signals).empty()) {
     // A prompt about nothing the catalog knows plans nothing, and still counts.
     if (prompt_event) {
-      count_prompt(service, session_work(service), {});
+      count_prompt(service, work, {});
       if (!retired.empty()) {
         return HookResponse{port->render_reply(
             Json{{"event", event}, {"actions", Json::array()}, {"deactivated", retired}})};
@@ -443,7 +453,6 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     }
     return nothing();
   }
-  CurrentWork work = session_work(service);
   work.signals = std::move(signals);
   if (work.signals.size() > 256) work.signals.resize(256);
   work.requested_limit = kHookRequestedLimit;

@@ -117,12 +117,12 @@ class CatalogInputAuthority final : public ManagedInputAuthority {
 
   const CatalogVocabulary& vocabulary() const noexcept { return work_authority_.vocabulary(); }
   const std::string& planning_environment_digest() const noexcept { return environment_digest_; }
+  // The session stream scope of `work` as given (not vocabulary-filtered).
+  engine::ScopeRef work_scope(const CurrentWork& work) const;
 
  private:
   struct Stored;
   std::string engine_session(const std::string& session) const;
-  // The session stream scope of `work` as given (not vocabulary-filtered).
-  engine::ScopeRef work_scope(const CurrentWork& work) const;
   // The state at the head of `scope`'s stream, or nullopt when the stream has none. The head is
   // read (and its record verified) each time; its state text is decoded once per distinct text
   // (the last one is kept: a hook asks for the same head several times).

@@ -180,13 +180,21 @@ ProjectLifecycle::ProjectLifecycle(fs::path state_dir, std::string token)
 Json ProjectLifecycle::load() const {
   const auto bytes = read_private_file(file_, kMaxLifecycleBytes, "project lifecycle");
   if (!bytes) {
-    return Json{
-        {"lingering", Json::object()}, {"recent", Json::array()}, {"schema", kLifecycleSchema}};
+    return Json{{"ended", Json::array()},
+                {"lingering", Json::object()},
+                {"recent", Json::array()},
+                {"schema", kLifecycleSchema}};
   }
   try {
     Json state = core::parse_json(*bytes);
+    // "ended" came after the first files of this schema: absent means none.
+    if (!state.contains("ended")) state["ended"] = Json::array();
     bool ok = state.at("schema") == kLifecycleSchema && state.at("recent").is_array() &&
-              state.at("lingering").is_object();
+              state.at("lingering").is_object() && state.at("ended").is_array();
+    for (const auto& session : ok ? state.at("ended") : Json::array()) {
+      ok = ok && session.is_object() && session.value("streams", Json()).is_array() &&
+           session.value("session", Json()).is_object();
+    }
     for (const auto& prompt : ok ? state.at("recent") : Json::array()) {
       ok = ok && prompt.is_object() && prompt.value("prompt", Json()).is_string() &&
            prompt.value("capability_ids", Json()).is_array();
@@ -246,6 +254,50 @@ bool ProjectLifecycle::wanted(const std::string& capability_id) const {
     }
   }
   return false;
+}
+
+void ProjectLifecycle::end_session(const std::vector<std::string>& stream_refs,
+                                   const Json& session) {
+  ensure_private_dir(dir_, "projects");
+  const ExclusiveFileLock lock(dir_ / (token_ + ".lock"), std::chrono::seconds(10));
+  Json state = load();
+  Json& ended = state["ended"];
+  const Json entry = {{"session", session}, {"streams", stream_refs}};
+  if (std::find(ended.begin(), ended.end(), entry) != ended.end()) return;
+  // The same session ended before (with fewer branches then): this entry replaces it.
+  ended.erase(std::remove_if(ended.begin(), ended.end(),
+                             [&](const Json& old) { return old.at("session") == session; }),
+              ended.end());
+  ended.push_back(entry);
+  while (ended.size() > kEndedSessions) ended.erase(ended.begin());
+  store(state);
+}
+
+void ProjectLifecycle::resume(const std::string& stream_ref) {
+  if (!ended(stream_ref)) return;  // the common case: read, nothing written
+  ensure_private_dir(dir_, "projects");
+  const ExclusiveFileLock lock(dir_ / (token_ + ".lock"), std::chrono::seconds(10));
+  Json state = load();
+  Json& ended = state["ended"];
+  const auto named = [&](const Json& session) {
+    const Json& streams = session.at("streams");
+    return std::find(streams.begin(), streams.end(), Json(stream_ref)) != streams.end();
+  };
+  const auto kept = std::remove_if(ended.begin(), ended.end(), named);
+  if (kept == ended.end()) return;
+  ended.erase(kept, ended.end());
+  store(state);
+}
+
+std::optional<Json> ProjectLifecycle::ended(const std::string& stream_ref) const {
+  const Json state = load();
+  for (const auto& session : state.at("ended")) {
+    const Json& streams = session.at("streams");
+    if (std::find(streams.begin(), streams.end(), Json(stream_ref)) != streams.end()) {
+      return session.at("session");
+    }
+  }
+  return std::nullopt;
 }
 
 void ProjectLifecycle::linger(const std::string& capability_id, const Json& material) {

@@ -15,7 +15,9 @@
 // capability sets the project's last kRecentPrompts prompts planned, in any of its sessions,
 // and the skills released while one of those prompts still wanted them ("lingering": left in
 // the folder). A skill leaves the folder only when no session of the project holds it active
-// and none of the project's last kRecentPrompts prompts planned it.
+// and none of the project's last kRecentPrompts prompts planned it. The file also keeps the
+// project's last kEndedSessions ended sessions (keyed references, never raw ids): an approval
+// that activates a capability for a session that has already ended releases it at once.
 #ifndef CTX_HOST_RUNTIME_CATALOG_PROJECT_ACTIVATION_HPP_
 #define CTX_HOST_RUNTIME_CATALOG_PROJECT_ACTIVATION_HPP_
 
@@ -72,6 +74,7 @@ std::optional<ActivationTarget> find_activation_target(
     const std::optional<std::filesystem::path>& cwd);
 
 inline constexpr std::size_t kRecentPrompts = 3;
+inline constexpr std::size_t kEndedSessions = 64;
 
 // One project's recent prompts and lingering skills, changed under a per-project file lock.
 class ProjectLifecycle {
@@ -87,6 +90,16 @@ class ProjectLifecycle {
   // SystemError.
   std::map<std::string, core::Json> record_prompt(const std::string& prompt_key,
                                                   const std::vector<std::string>& capability_ids);
+  // A session ended (SessionEnd): `session` (its work scope, a JSON object) with the keyed
+  // references of its streams joins the project's last kEndedSessions ended sessions (the
+  // oldest leaves). Idempotent. Errors: UnsafeStateFile, DataLoss, SystemError.
+  void end_session(const std::vector<std::string>& stream_refs, const core::Json& session);
+  // The ended session one of whose streams is `stream_ref` is live again (a prompt of it came):
+  // it leaves the ended sessions. Writes only when it was there. Errors: as end_session.
+  void resume(const std::string& stream_ref);
+  // The ended session one of whose streams is `stream_ref`, unless it was resumed since.
+  // Errors: UnsafeStateFile, DataLoss.
+  std::optional<core::Json> ended(const std::string& stream_ref) const;
   // True when one of the project's recent prompts planned `capability_id`.
   bool wanted(const std::string& capability_id) const;
   // Records that `capability_id` (material identity `material`) was released but left in the

@@ -56,9 +56,9 @@ void validate(const InstallApproval& a) {
 }
 
 InstallApproval from_json(const Json& value) {
-  static const std::set<std::string> kKeys = {"approved_at",    "capability_id",
-                                              "content_bytes",  "content_sha256",
-                                              "kind",           "material_identity_digest",
+  static const std::set<std::string> kKeys = {"approved_at",   "capability_id",
+                                              "content_bytes", "content_sha256",
+                                              "kind",          "material_identity_digest",
                                               "policy_digest"};
   if (!value.is_object() || value.size() != kKeys.size()) altered();
   for (const auto& [k, v] : value.items()) {

@@ -951,9 +951,8 @@ ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSet
   // §3.9 steps 11–13: policy drift defers; otherwise the automatic (preapproved) installs run
   // (preapproved_install.cpp) and the remaining interactive consent, if any, is published.
   auto progress = detail::progress_desired_installs(
-      *composition,
-      detail::DesiredInstallContext{parent, marked, options_.policy_store_root,
-                                    options_.install_approvals.get(), clock});
+      *composition, detail::DesiredInstallContext{parent, marked, options_.policy_store_root,
+                                                  options_.install_approvals.get(), clock});
   std::optional<ManagedConsentChallengeProjection> challenge;
   if (!progress.policy_drift && progress.indeterminate_ids.empty()) {
     if (auto published =

@@ -704,12 +704,13 @@ TEST_P(ChoiceKillTest, KilledChoiceRetriesToOneChallenge) {
   EXPECT_EQ(ctx_run(with_state({"journal", "verify"})).code, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryStep, ChoiceKillTest,
-                         ::testing::Values(runtime::service_crash_points::kAfterDesiredReservation,
-                                           runtime::service_crash_points::kAfterDesiredCommit,
-                                           runtime::service_crash_points::kAfterDesiredMark,
-                                           runtime::service_crash_points::kAfterChallengePublication),
-                         crash_point_name);
+INSTANTIATE_TEST_SUITE_P(
+    EveryStep, ChoiceKillTest,
+    ::testing::Values(runtime::service_crash_points::kAfterDesiredReservation,
+                      runtime::service_crash_points::kAfterDesiredCommit,
+                      runtime::service_crash_points::kAfterDesiredMark,
+                      runtime::service_crash_points::kAfterChallengePublication),
+    crash_point_name);
 
 }  // namespace
 }  // namespace ctx::cli

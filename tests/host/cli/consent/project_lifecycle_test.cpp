@@ -230,6 +230,43 @@ TEST_F(ProjectLifecycleTest, AToolCallNeverRemovesTheSkillInUseAndPromptsRetireI
   expect_journal_verifies();
 }
 
+// The user answers after the host exited (codex exec, claude -p): the session's SessionEnd came
+// before the approval. What the approval activates for that ended session is released at once
+// into the project's window, so the deactivation rule still retires it; a resumed session (a
+// prompt of it again) holds what it activates as before.
+TEST_F(ProjectLifecycleTest, ASkillApprovedAfterItsSessionEndedStillLeavesByTheRule) {
+  const std::string digest = challenge_in(prompt("gone-session", project_a_, kPdf));
+  end("gone-session", project_a_);
+  approve(digest);
+  ASSERT_TRUE(fs::exists(skill_in(project_a_)));
+  // No session holds it: three prompts that do not plan it retire it on the third.
+  EXPECT_THAT(prompt("next-session", project_a_, kSql), Not(HasSubstr("deactivated")));
+  EXPECT_THAT(prompt("next-session", project_a_, "a rollback for the sql migrations"),
+              Not(HasSubstr("deactivated")));
+  EXPECT_TRUE(fs::exists(skill_in(project_a_)));
+  const std::string third = prompt("next-session", project_a_, "test the sql migrations");
+  EXPECT_THAT(third, HasSubstr("ctx deactivated: pdf-export (skill)")) << third;
+  EXPECT_FALSE(fs::exists(skill_in(project_a_)));
+
+  // A session that ended and then came back (a resumed session prompts again) is live: what an
+  // approval activates for it stays held while the project's prompts move on.
+  const fs::path sql = project_b_ / ".claude/skills/sql-migrations/SKILL.md";
+  const std::string again = challenge_in(prompt("resumed-session", project_b_, kSql));
+  end("resumed-session", project_b_);
+  prompt("resumed-session", project_b_, "and a rollback for the sql migrations");
+  approve(again);
+  ASSERT_TRUE(fs::exists(sql));
+  for (const char* other : {"clean up the csv files", "write python tests with pytest",
+                            "write good git commit messages"}) {
+    const std::string reply = prompt("other-session", project_b_, other);
+    EXPECT_THAT(reply, Not(HasSubstr("deactivated"))) << reply;
+  }
+  EXPECT_TRUE(fs::exists(sql)) << "the resumed session holds it";
+  end("resumed-session", project_b_);
+  EXPECT_FALSE(fs::exists(sql)) << "released with no recent prompt wanting it";
+  expect_journal_verifies();
+}
+
 // Failure 3: a PDF prompt, then a SQL prompt in the same session while the PDF consent is
 // pending: the second reply is the SQL plan with its own challenge, never the PDF one; the PDF
 // challenge stays approvable and installs when approved; SessionEnd ends both plans.

@@ -118,5 +118,57 @@ TEST(ProjectActivation, ALingeringSkillLeavesOnceTheLastThreePromptsDoNotWantIt)
   EXPECT_FALSE(ProjectLifecycle(d.state, "prj-2").wanted("skill:sql"));
 }
 
+TEST(ProjectActivation, AnEndedSessionIsKnownByEachOfItsStreamsUntilOneOfThemIsResumed) {
+  Dir d;
+  ProjectLifecycle lifecycle(d.state, "prj-1");
+  const core::Json session = {{"session", "s1"}, {"tenant", "t"}, {"workspace", "w"}};
+  EXPECT_EQ(lifecycle.ended("base-1"), std::nullopt);
+  lifecycle.end_session({"base-1", "branch-1"}, session);
+  lifecycle.end_session({"base-1", "branch-1"}, session);  // idempotent
+  EXPECT_EQ(lifecycle.ended("base-1"), session);
+  EXPECT_EQ(lifecycle.ended("branch-1"), session);
+  EXPECT_EQ(ProjectLifecycle(d.state, "prj-2").ended("base-1"), std::nullopt);
+  // A later end of the same session (with a new branch) replaces its entry.
+  lifecycle.end_session({"base-1", "branch-1", "branch-2"}, session);
+  EXPECT_EQ(lifecycle.ended("branch-2"), session);
+  // Prompts and the resumption of another stream change nothing; a resumed stream of the
+  // session makes the whole session live again.
+  lifecycle.record_prompt("p1", {});
+  lifecycle.resume("other");
+  EXPECT_EQ(lifecycle.ended("base-1"), session);
+  lifecycle.resume("branch-1");
+  EXPECT_EQ(lifecycle.ended("base-1"), std::nullopt);
+  EXPECT_EQ(lifecycle.ended("branch-2"), std::nullopt);
+}
+
+TEST(ProjectActivation, OnlyTheLastEndedSessionsAreKept) {
+  Dir d;
+  ProjectLifecycle lifecycle(d.state, "prj-1");
+  for (std::size_t i = 0; i <= kEndedSessions; ++i) {
+    lifecycle.end_session({"s" + std::to_string(i)}, core::Json{{"session", std::to_string(i)}});
+  }
+  EXPECT_EQ(lifecycle.ended("s0"), std::nullopt);  // the oldest left
+  EXPECT_EQ(lifecycle.ended("s1"), (core::Json{{"session", "1"}}));
+  EXPECT_EQ(lifecycle.ended("s" + std::to_string(kEndedSessions)),
+            (core::Json{{"session", std::to_string(kEndedSessions)}}));
+}
+
+TEST(ProjectActivation, ALifecycleFileOfAnEarlierBuildHasNoEndedSessions) {
+  Dir d;
+  ensure_private_dir(d.state / "projects", "projects");
+  write_private_file(d.state / "projects/prj-1.json",
+                     "{\"lingering\":{},\"recent\":[],\"schema\":\"ctx.project-lifecycle-v1\"}\n",
+                     "lifecycle");
+  ProjectLifecycle lifecycle(d.state, "prj-1");
+  EXPECT_EQ(lifecycle.ended("s"), std::nullopt);
+  lifecycle.end_session({"s"}, core::Json::object());
+  EXPECT_TRUE(lifecycle.ended("s").has_value());
+  write_private_file(d.state / "projects/prj-1.json",
+                     "{\"ended\":[\"s\"],\"lingering\":{},\"recent\":[],"
+                     "\"schema\":\"ctx.project-lifecycle-v1\"}\n",
+                     "lifecycle");
+  CTX_EXPECT_THROW(lifecycle.ended("s"), DataLoss, "project lifecycle is malformed");
+}
+
 }  // namespace
 }  // namespace ctx::runtime

@@ -68,8 +68,8 @@ TEST_F(InstallApprovalsTest, ApprovesOnlyTheExactMaterialUnderTheExactPolicy) {
   InstallApprovalMap map{{"skill:pdf-export", pdf_approval()}};
   const auto& a = pdf_approval();
   EXPECT_TRUE(approves(map, a.capability_id, a.kind, a.material_identity_digest, a.policy_digest));
-  EXPECT_FALSE(approves(map, a.capability_id, a.kind, core::sha256_hex("new material"),
-                        a.policy_digest));
+  EXPECT_FALSE(
+      approves(map, a.capability_id, a.kind, core::sha256_hex("new material"), a.policy_digest));
   EXPECT_FALSE(approves(map, a.capability_id, a.kind, a.material_identity_digest,
                         core::sha256_hex("another policy")));
   EXPECT_FALSE(approves(map, "agent:pdf-export", engine::CapabilityKind::kAgent,
