@@ -9,6 +9,7 @@
 #include "host/app/state_service.hpp"
 #include "host/cli/bundled_plugins.hpp"
 #include "host/cli/consent_command.hpp"
+#include "host/cli/progress_line.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/runtime/catalog/catalog.hpp"
 #include "host/runtime/catalog/catalog_sources.hpp"
@@ -86,15 +87,12 @@ int run_catalog_import(const CatalogImportOptions& options, const CommandIo& io)
   std::ostream& out = io.out;
   std::ostream& err = io.err;
   const fs::path dir = command_state_dir(options.state, io.env);
-  runtime::CatalogProgress progress;
-  if (&err == &std::cerr && ::isatty(STDERR_FILENO) == 1) {
-    progress = [&err](std::string_view phase, std::size_t done, std::size_t total) {
-      err << "\rctx: " << phase << " " << done << "/" << total << (done == total ? "\n" : "")
-          << std::flush;
-    };
-  }
-  const auto result = runtime::import_catalog(fs::absolute(options.catalog), dir, progress,
-                                              {.strict = options.strict});
+  const auto result = [&] {
+    std::unique_ptr<ProgressLine> line;  // cleared before anything else is printed
+    const auto progress = terminal_progress(io, options.json, line);
+    return runtime::import_catalog(fs::absolute(options.catalog), dir, progress,
+                                   {.strict = options.strict});
+  }();
   for (const auto& problem : result.skipped) {
     err << "ctx: skipped " << single_line_text(problem.file) << ": "
         << single_line_text(problem.rule) << "\n";
@@ -220,7 +218,11 @@ int run_catalog_add(const CatalogSourceOptions& options, const CommandIo& io) {
     throw FailedPrecondition("a catalog source named " + name + " exists (ctx catalog update " +
                              name + state_words(dir, io) + ", or add it with --name NAME)");
   }
-  const auto update = runtime::add_source(dir, name, origin, {.strict = options.strict});
+  const auto update = [&] {
+    std::unique_ptr<ProgressLine> line;
+    const auto progress = terminal_progress(io, options.json, line);
+    return runtime::add_source(dir, name, origin, {.strict = options.strict}, progress);
+  }();
   if (options.json) {
     io.out << core::canonical_json(update_json(update)) << "\n";
   } else {
@@ -244,7 +246,11 @@ int run_catalog_update(const CatalogSourceOptions& options, const CommandIo& io)
   }
   core::Json all = core::Json::array();
   for (const auto& name : names) {
-    const auto update = runtime::update_source(dir, name, {.strict = options.strict});
+    const auto update = [&] {
+      std::unique_ptr<ProgressLine> line;
+      const auto progress = terminal_progress(io, options.json, line);
+      return runtime::update_source(dir, name, {.strict = options.strict}, progress);
+    }();
     if (options.json) {
       all.push_back(update_json(update));
     } else {

@@ -136,10 +136,17 @@ struct CatalogContents {
   std::vector<CatalogProblem> skipped;
 };
 
+// Progress callback: (phase, done, total); phases "read" (entries seen so far, total 0: not
+// known), "objects" (written or verified of all), "graph" (0 of 1, then 1 of 1).
+using CatalogProgress =
+    std::function<void(std::string_view phase, std::size_t done, std::size_t total)>;
+
 // Reads every capability file under `catalog_dir` (a real directory; links are never followed);
-// what no host would load is in `skipped`. Errors: CatalogImportError with one catalog-wide
-// problem (file ".") when the tree as a whole cannot be read or is over a bound.
-CatalogContents read_catalog(const std::filesystem::path& catalog_dir);
+// what no host would load is in `skipped`; `progress` is told each entry seen ("read", n, 0).
+// Errors: CatalogImportError with one catalog-wide problem (file ".") when the tree as a whole
+// cannot be read or is over a bound.
+CatalogContents read_catalog(const std::filesystem::path& catalog_dir,
+                             const CatalogProgress& progress = {});
 
 // canon-A JSON of the entries (no bytes): the manifest's "content"; its digest is the catalog
 // digest, a function of the catalog's bytes and layout only.
@@ -157,10 +164,6 @@ struct CatalogImportResult {
   bool changed = false;  // false when this exact catalog was already the current import
   std::vector<CatalogProblem> skipped;
 };
-
-// Progress callback: (phase, done, total); phases "read", "objects", "graph".
-using CatalogProgress =
-    std::function<void(std::string_view phase, std::size_t done, std::size_t total)>;
 
 // Validates `catalog_dir` completely, then (under <state>/catalog/.lock) sweeps what an
 // interrupted import left, writes the objects, records `catalog_dir` as the source "local"

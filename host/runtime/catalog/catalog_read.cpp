@@ -283,7 +283,8 @@ bool found_before(const CatalogEntry& a, const CatalogEntry& b) {
 
 class Reader {
  public:
-  explicit Reader(fs::path root) : root_(std::move(root)) {}
+  Reader(fs::path root, const CatalogProgress& progress)
+      : root_(std::move(root)), progress_(progress) {}
 
   CatalogContents run() {
     struct stat st {};
@@ -467,6 +468,7 @@ class Reader {
       throw Fatal{
           {".", "catalog has more than " + std::to_string(kMaxCatalogEntries) + " entries"}};
     }
+    if (progress_) progress_("read", entries_seen_, 0);
   }
 
   // A folder holding SKILL.md: the skill named by the folder, its files the folder's files
@@ -980,6 +982,7 @@ class Reader {
   CatalogContents out_;
   std::vector<CatalogProblem> problems_;
   Budget budget_;
+  const CatalogProgress& progress_;
   std::size_t entries_seen_ = 0;     // candidate files and skill folders visited, valid or not
   std::size_t files_seen_ = 0;       // directory entries visited
   std::set<std::string> processed_;  // candidate files read (a manifest may name one again)
@@ -1005,9 +1008,10 @@ std::string entry_location(const CatalogEntry& entry) {
   return entry.primary.path;
 }
 
-CatalogContents read_catalog(const std::filesystem::path& catalog_dir) {
+CatalogContents read_catalog(const std::filesystem::path& catalog_dir,
+                             const CatalogProgress& progress) {
   try {
-    return Reader(catalog_dir).run();
+    return Reader(catalog_dir, progress).run();
   } catch (const Fatal& f) {
     throw CatalogImportError({f.problem});
   }

@@ -329,7 +329,7 @@ std::map<std::string, std::string> by_id(const std::vector<CatalogEntry>& entrie
 // record (nullopt for an add).
 SourceUpdate fetch_and_store(const fs::path& state_dir, const std::string& name,
                              const SourceOrigin& origin, const std::optional<CatalogSource>& before,
-                             const CatalogImportOptions& options) {
+                             const CatalogImportOptions& options, const CatalogProgress& progress) {
   const fs::path root = catalog_root(state_dir);
   CatalogSource source;
   source.name = name;
@@ -348,7 +348,7 @@ SourceUpdate fetch_and_store(const fs::path& state_dir, const std::string& name,
       const fs::path work = scratch.path() / "tree";
       ensure_private_dir(work);
       checkout_git(git_dir, fetched.commit, origin.subpath, work, scratch.path() / "index");
-      contents = read_catalog(origin.subpath.empty() ? work : work / origin.subpath);
+      contents = read_catalog(origin.subpath.empty() ? work : work / origin.subpath, progress);
     } catch (...) {
       if (made && !before) {
         std::error_code ec;
@@ -362,7 +362,7 @@ SourceUpdate fetch_and_store(const fs::path& state_dir, const std::string& name,
                                " has no directory recorded (import it again with ctx catalog "
                                "import DIR)");
     }
-    contents = read_catalog(origin.location);
+    contents = read_catalog(origin.location, progress);
     source.tree_digest =
         core::canonical_digest(catalog_content_json(contents.entries), core::Encoding::kAscii);
   }
@@ -390,7 +390,8 @@ SourceUpdate fetch_and_store(const fs::path& state_dir, const std::string& name,
   for (const auto& [id, text] : then) {
     if (now.count(id) == 0) update.removed.push_back(id);
   }
-  update.import = store_source(state_dir, source, contents, options, /*must_be_new=*/!before);
+  update.import =
+      store_source(state_dir, source, contents, options, /*must_be_new=*/!before, progress);
   return update;
 }
 
@@ -483,7 +484,8 @@ std::string default_source_name(const SourceOrigin& origin) {
 }
 
 SourceUpdate add_source(const fs::path& state_dir, const std::string& name,
-                        const SourceOrigin& origin, const CatalogImportOptions& options) {
+                        const SourceOrigin& origin, const CatalogImportOptions& options,
+                        const CatalogProgress& progress) {
   if (!is_source_name(name)) {
     throw InvalidArgument(
         "source name must be 1-64 of [a-z0-9-] without leading, trailing or double '-'");
@@ -491,14 +493,14 @@ SourceUpdate add_source(const fs::path& state_dir, const std::string& name,
   if (find_source(state_dir, name)) {
     throw FailedPrecondition("a catalog source named " + name + " exists");
   }
-  return fetch_and_store(state_dir, name, origin, std::nullopt, options);
+  return fetch_and_store(state_dir, name, origin, std::nullopt, options, progress);
 }
 
 SourceUpdate update_source(const fs::path& state_dir, const std::string& name,
-                           const CatalogImportOptions& options) {
+                           const CatalogImportOptions& options, const CatalogProgress& progress) {
   const auto before = is_source_name(name) ? find_source(state_dir, name) : std::nullopt;
   if (!before) throw NotFound("no catalog source is named " + name);
-  return fetch_and_store(state_dir, name, before->origin, before, options);
+  return fetch_and_store(state_dir, name, before->origin, before, options, progress);
 }
 
 }  // namespace ctx::runtime

@@ -75,13 +75,16 @@ std::optional<CatalogSource> find_source(const std::filesystem::path& state_dir,
 // state dir), NotFound (a subpath that the commit does not have), SystemError (git failed; its own
 // messages went to stderr), CatalogImportError (strict, or nothing in it imports). On any error
 // the recorded sources and the current catalog are as before.
+// `progress` is told how the read and the import go (catalog.hpp).
 SourceUpdate add_source(const std::filesystem::path& state_dir, const std::string& name,
-                        const SourceOrigin& origin, const CatalogImportOptions& options = {});
+                        const SourceOrigin& origin, const CatalogImportOptions& options = {},
+                        const CatalogProgress& progress = {});
 
 // Reads source `name` again (git: fetches its recorded ref) and imports. Errors: NotFound (no
 // source of that name), and as add_source.
 SourceUpdate update_source(const std::filesystem::path& state_dir, const std::string& name,
-                           const CatalogImportOptions& options = {});
+                           const CatalogImportOptions& options = {},
+                           const CatalogProgress& progress = {});
 
 // Forgets source `name` (its record and git directory) and imports the others' entries. What is
 // installed keeps its bytes (installs are copies). Errors: NotFound, FailedPrecondition.

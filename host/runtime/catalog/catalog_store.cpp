@@ -374,9 +374,7 @@ CatalogImportResult import_catalog(const std::filesystem::path& catalog_dir,
                                    const CatalogProgress& progress,
                                    const CatalogImportOptions& options) {
   require_private_state(state_dir);
-  if (progress) progress("read", 0, 1);
-  const CatalogContents contents = read_catalog(catalog_dir);
-  if (progress) progress("read", 1, 1);
+  const CatalogContents contents = read_catalog(catalog_dir, progress);
   CatalogSource local;
   local.name = std::string(kLocalSource);
   local.origin.kind = SourceOrigin::Kind::kDirectory;
