@@ -16,6 +16,7 @@
 #include "host/core/crypto.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/store/graph_store.hpp"
+#include "host/store/verified_files.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -75,9 +76,17 @@ void make_private_dir(const std::filesystem::path& dir) {
   }
 }
 
+// How a pinned file was read: its status through the descriptor read, and when the read began
+// (what store::remember_sha256 takes).
+struct PinnedRead {
+  struct stat status {};
+  struct timespec read_at {};
+};
+
 // Reads a whole regular, single-link file opened without following links.
 std::string read_pinned_file(const std::filesystem::path& path, std::int64_t limit,
-                             bool require_read_only) {
+                             bool require_read_only, PinnedRead* how = nullptr) {
+  const struct timespec read_at = store::realtime_now();
   Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) throw ManagedArtifactRegistryError("managed artifact file is unavailable");
   struct stat info {};
@@ -92,7 +101,20 @@ std::string read_pinned_file(const std::filesystem::path& path, std::int64_t lim
     if (n <= 0) throw ManagedArtifactRegistryError("managed artifact file cannot be read");
     done += static_cast<std::size_t>(n);
   }
+  if (how != nullptr) *how = PinnedRead{info, read_at};
   return bytes;
+}
+
+// Is `path` a pinned (regular, single-link, non-writable) file whose bytes this process hashed
+// to `sha256`, unchanged since (store::known_sha256)?
+bool known_pinned_file(const std::filesystem::path& path, const std::string& sha256) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_nlink != 1 ||
+      (info.st_mode & 0222) != 0) {
+    return false;
+  }
+  const auto known = store::known_sha256(info);
+  return known && *known == sha256;
 }
 
 // Publishes `bytes` as `final_path` (0400): O_EXCL stage, fsync, then a hard link (a new name) or
@@ -100,12 +122,16 @@ std::string read_pinned_file(const std::filesystem::path& path, std::int64_t lim
 // exactly these bytes (a pinned, read-only, single-link regular file) is kept: false. One that
 // does not is a copy changed on disk since it was published (its bytes, mode or links): it is
 // never read as trusted, and is replaced. The caller has verified `bytes`.
+// `sha256`, when given, is that of `bytes`: a kept file is remembered with it.
 bool publish(const std::filesystem::path& final_path, const std::string& stage_prefix,
-             const std::string& bytes) {
+             const std::string& bytes, const std::string* sha256 = nullptr) {
   bool replace = false;
   if (std::filesystem::exists(std::filesystem::symlink_status(final_path))) {
     try {
-      if (read_pinned_file(final_path, static_cast<std::int64_t>(bytes.size()), true) == bytes) {
+      PinnedRead how;
+      if (read_pinned_file(final_path, static_cast<std::int64_t>(bytes.size()), true, &how) ==
+          bytes) {
+        if (sha256 != nullptr) store::remember_sha256(how.status, *sha256, how.read_at);
         return false;
       }
     } catch (const ManagedArtifactRegistryError&) {
@@ -280,16 +306,28 @@ std::shared_ptr<const ManagedArtifactHandle> ManagedArtifactRegistry::ingest_gra
       throw InvalidArgument("graph store must not have SQLite sidecars");
     }
   }
-  std::string graph;
-  try {
-    graph = read_pinned_file(ingest.graph_store_path, kMaxGraphBytes, true);
-  } catch (const ManagedArtifactRegistryError&) {
-    throw InvalidArgument(
-        "graph store must be a regular, single-link, non-writable file of at most 1 GiB");
-  }
-  if (core::sha256_hex(graph) != ingest.expected_graph_artifact_digest) {
-    throw DataLoss("graph store does not match its expected artifact digest");
-  }
+  const std::string& graph_digest = ingest.expected_graph_artifact_digest;
+  // The source's bytes, read and checked against the expected digest (once).
+  std::optional<std::string> graph;
+  const auto read_graph = [&]() -> const std::string& {
+    if (graph) return *graph;
+    PinnedRead how;
+    try {
+      graph = read_pinned_file(ingest.graph_store_path, kMaxGraphBytes, true, &how);
+    } catch (const ManagedArtifactRegistryError&) {
+      throw InvalidArgument(
+          "graph store must be a regular, single-link, non-writable file of at most 1 GiB");
+    }
+    const std::string sha = core::sha256_hex(*graph);
+    store::remember_sha256(how.status, sha, how.read_at);
+    if (sha != graph_digest) {
+      throw DataLoss("graph store does not match its expected artifact digest");
+    }
+    return *graph;
+  };
+  // A source this process hashed to the expected digest, unchanged since, is not read again
+  // unless the published copy must be (re)written from it.
+  if (!known_pinned_file(ingest.graph_store_path, graph_digest)) read_graph();
   const auto& surrogate = *ingest.observation_surrogate;
   const Json manifest = {
       {"benefit_facts_snapshot_digest", ingest.benefit_facts_snapshot_digest},
@@ -311,11 +349,12 @@ std::shared_ptr<const ManagedArtifactHandle> ManagedArtifactRegistry::ingest_gra
     ExclusiveFileLock lock(root_ / "registry-publication", kPublicationLockTimeout);
     reconcile_stages(root_ / "artifacts");
     reconcile_stages(root_ / "manifests");
-    const auto artifact_path =
-        root_ / "artifacts" / (ingest.expected_graph_artifact_digest + ".sqlite3");
+    const auto artifact_path = root_ / "artifacts" / (graph_digest + ".sqlite3");
     // Checked as a graph store when (re)published; an artifact already published holds the same
-    // bytes (compared in publish) and is opened, pin and schema checked, by every composition.
-    if (publish(artifact_path, ".artifact-" + ingest.expected_graph_artifact_digest, graph)) {
+    // bytes (compared in publish, or hashed by this process and unchanged since) and is opened,
+    // pin and schema checked, by every composition.
+    if (!known_pinned_file(artifact_path, graph_digest) &&
+        publish(artifact_path, ".artifact-" + graph_digest, read_graph(), &graph_digest)) {
       try {
         store::GraphStore::open(artifact_path, ingest.expected_graph_artifact_digest);
       } catch (const Error&) {

@@ -8,6 +8,7 @@
 
 #include <fstream>
 
+#include "host/store/verified_files.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -148,6 +149,49 @@ TEST(ManagedArtifactRegistry, APublishedCopyChangedOnDiskIsReplacedByTheNextInge
   for (const auto& entry : fs::directory_iterator(copy.parent_path())) {
     EXPECT_FALSE(entry.path().filename().string().ends_with(".stage")) << entry.path();
   }
+}
+
+// Files this process hashed and that are unchanged since are not read again: the source only when
+// the published copy must be written from it, the copy not at all; a changed copy is read again.
+TEST(ManagedArtifactRegistry, AnIngestReadsNoFileThisProcessHashedAndThatIsUnchanged) {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  auto setup = make_setup(tmp.path());
+  const auto& handle = *setup.artifact;
+  const fs::path copy = setup.registry->graph_artifact_path(handle);
+  const std::string digest = handle.graph_artifact_digest();
+  // A source whose bytes are not the graph, remembered (as if read and settled) as the graph's.
+  auto ingest = reingest(setup, surrogate(5));
+  ingest.graph_store_path = tmp.path() / "remembered.sqlite3";
+  { std::ofstream(ingest.graph_store_path, std::ios::binary) << "not the graph"; }
+  fs::permissions(ingest.graph_store_path, fs::perms::owner_read, fs::perm_options::replace);
+  struct timespec settled = store::realtime_now();
+  settled.tv_sec += 5;
+  const auto remember = [&](const fs::path& path) {
+    struct stat info {};
+    ASSERT_EQ(::lstat(path.c_str(), &info), 0);
+    store::remember_sha256(info, digest, settled);
+  };
+  remember(ingest.graph_store_path);
+  // The copy is not known: it is compared with the source's bytes, which are read and refused.
+  EXPECT_THROW(setup.registry->ingest_graph_store(ingest), DataLoss);
+  // Both known: nothing is read.
+  remember(copy);
+  EXPECT_EQ(setup.registry->ingest_graph_store(ingest)->manifest_digest(),
+            handle.manifest_digest());
+  // A copy changed since is not known any more: read, found bad, and replaced from a real source.
+  fs::permissions(copy, fs::perms::owner_write, fs::perm_options::add);
+  const std::string good = file_bytes(copy);
+  {
+    std::fstream file(copy, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(18);
+    file.put(static_cast<char>(good[18] ^ 0x03));
+  }
+  fs::permissions(copy, fs::perms::owner_read, fs::perm_options::replace);
+  EXPECT_THROW(setup.registry->ingest_graph_store(ingest), DataLoss);
+  EXPECT_EQ(setup.registry->ingest_graph_store(reingest(setup, surrogate(5)))->manifest_digest(),
+            handle.manifest_digest());
+  EXPECT_EQ(file_bytes(copy), good);
 }
 
 // A source that does not match its expected digest is never published over a bad copy.
