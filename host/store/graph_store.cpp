@@ -18,6 +18,7 @@
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/lexical.hpp"
 #include "host/store/sqlite.hpp"
+#include "host/store/verified_files.hpp"
 
 namespace ctx::store {
 namespace {
@@ -54,8 +55,18 @@ constexpr std::string_view kVersion1[] = {
     "CREATE INDEX idx_edges_target ON edges(target)",
     "CREATE INDEX idx_node_terms_term ON node_terms(term, node_id)",
 };
-constexpr Migration kMigrations[] = {{1, kVersion1}};
-constexpr int kUserVersion = 1;
+// Version 2: each retrieval term's nodes in the order of what that term alone scores for them
+// (signal_weight), so a lookup reads a bounded prefix of a term's list (GraphStore::retrieve).
+constexpr std::string_view kVersion2[] = {
+    "CREATE TABLE term_postings(term TEXT NOT NULL, rank INTEGER NOT NULL, node_id TEXT NOT NULL,"
+    " PRIMARY KEY(term, rank)) WITHOUT ROWID",
+};
+constexpr Migration kMigrations[] = {{1, kVersion1}, {2, kVersion2}};
+constexpr int kUserVersion = 2;
+// Version 1 artifacts (no term_postings) are still read; their lookups read whole term lists.
+constexpr int kUnversionedVersion = 1;
+// A lookup reads at most this many of a term's best nodes (at least the requested top_n).
+constexpr std::int64_t kPostingsPerSignal = 64;
 constexpr std::string_view kWhat = "graph store";
 
 // A stored artifact that is not what build_graph_store writes.
@@ -158,6 +169,92 @@ std::set<std::string> idf_terms(const std::string& label, const std::vector<std:
   return terms;
 }
 
+// BM25's inverse document frequency of a term found in `df` of `n` nodes (0 when df is 0 or n is).
+double bm25_idf(std::int64_t df, std::int64_t n) {
+  if (n <= 0 || df <= 0) return 0.0;
+  const double count = static_cast<double>(n);
+  const double found = static_cast<double>(df);
+  return std::log(1.0 + (count - found + 0.5) / (found + 0.5));
+}
+
+// What retrieval knows of one node when it scores a signal against it.
+struct NodeFacts {
+  std::string label_lower;
+  std::vector<std::string> slug;  // slug_tokens(label)
+  std::set<std::string> tags;     // lower-cased
+  double length_norm = 0.0;       // BM25's k1 * (1 - b + b * |tags| / mean tags)
+};
+
+NodeFacts node_facts(const std::string& label, std::set<std::string> lowered_tags,
+                     double mean_tags) {
+  NodeFacts facts;
+  facts.label_lower = ascii_lower(label);
+  facts.slug = slug_tokens(label);
+  facts.length_norm =
+      kBm25K1 *
+      (1.0 - kBm25B +
+       kBm25B * static_cast<double>(std::max<std::size_t>(lowered_tags.size(), 1)) / mean_tags);
+  facts.tags = std::move(lowered_tags);
+  return facts;
+}
+
+// What one (normalised) signal scores against a node, with its inverse document frequency
+// `idf`: kLabelWeight x idf when it is a word of the label, kSubstringWeight x idf when it is
+// only inside the label (3+ characters), plus BM25 over the tags (each present once, so tf = 1)
+// when it is a tag. `label_word` and `found` say which matched.
+struct SignalWeight {
+  double score = 0.0;
+  bool found = false;
+  bool label_word = false;
+};
+
+SignalWeight signal_weight(const NodeFacts& node, const std::string& signal, double idf) {
+  SignalWeight out;
+  if (std::find(node.slug.begin(), node.slug.end(), signal) != node.slug.end()) {
+    out.score += kLabelWeight * idf;
+    out.found = out.label_word = true;
+  } else if (signal.size() >= 3 && node.label_lower.find(signal) != std::string::npos) {
+    out.score += kSubstringWeight * idf;
+    out.found = true;
+  }
+  if (node.tags.count(signal)) {
+    out.score += idf * (kBm25K1 + 1.0) / (1.0 + node.length_norm);
+    out.found = true;
+  }
+  return out;
+}
+
+// The boost of a node named by the work (its label's or name's words): 2000 + 25 per word when a
+// signal is the alias's slug (a one-word alias only when the work is that word alone), 1000 + 25
+// per word when a multi-word alias is in the work's text or (up to two words) its phrase; else 0.
+double alias_boost(const std::string& label, const std::string& id,
+                   const std::vector<std::string>& signals,
+                   const std::set<std::string>& signal_slugs, const std::string& query_raw,
+                   const std::vector<std::string>& query_tokens, const std::string& query_phrase) {
+  double boost = 0.0;
+  for (const std::string& alias : {label, node_name(id)}) {
+    const auto alias_tokens = text_tokens(alias);
+    if (alias_tokens.empty()) continue;
+    const std::string alias_slug = join(alias_tokens, "-");
+    const std::string alias_phrase = join(alias_tokens, " ");
+    const bool single = alias_tokens.size() == 1;
+    const bool exact_single = single && ((signals.size() == 1 && signals[0] == alias_slug) ||
+                                         query_tokens == alias_tokens);
+    const double weight = 25.0 * static_cast<double>(alias_tokens.size());
+    if (signal_slugs.count(alias_slug) && (!single || exact_single)) {
+      boost = std::max(boost, 2000.0 + weight);
+    }
+    if (!single && query_raw.find(alias_slug) != std::string::npos) {
+      boost = std::max(boost, 1000.0 + weight);
+    }
+    if (!single && alias_tokens.size() <= 2 && !query_phrase.empty() &&
+        query_phrase.find(" " + alias_phrase + " ") != std::string::npos) {
+      boost = std::max(boost, 1000.0 + weight);
+    }
+  }
+  return boost;
+}
+
 std::string public_label(const std::string& label) {
   const std::string prefix = "skills-sh-";
   if (ascii_lower(label).rfind(prefix, 0) == 0) return label.substr(prefix.size());
@@ -185,19 +282,27 @@ bool has_sidecar(const std::filesystem::path& path) {
          ::lstat((path.string() + "-journal").c_str(), &st) == 0;
 }
 
+// The status of the artifact's name: a regular, non-symlink, non-writable file without sidecars.
+struct stat pinned_status(const std::filesystem::path& artifact) {
+  struct stat status {};
+  if (::lstat(artifact.c_str(), &status) != 0 || S_ISLNK(status.st_mode) ||
+      !S_ISREG(status.st_mode) || (status.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0 ||
+      has_sidecar(artifact)) {
+    throw CandidateSourceUnavailable(kUnavailable);
+  }
+  return status;
+}
+
 // The artifact's bytes, read once through one descriptor (a regular, non-writable file without
-// sidecars, the same inode and size as its name showed), and their hex SHA-256.
+// sidecars, the same inode and size as its name showed), and their hex SHA-256; the sha256 is
+// remembered for that file status (verified_files.hpp).
 struct ArtifactImage {
   std::string bytes;
   std::string sha256;
 };
 
-ArtifactImage read_and_hash(const std::filesystem::path& artifact) {
-  struct stat before {};
-  if (::lstat(artifact.c_str(), &before) != 0 || S_ISLNK(before.st_mode) ||
-      !S_ISREG(before.st_mode) || has_sidecar(artifact)) {
-    throw CandidateSourceUnavailable(kUnavailable);
-  }
+ArtifactImage read_and_hash(const std::filesystem::path& artifact, const struct stat& before) {
+  const struct timespec read_at = realtime_now();
   const int in = ::open(artifact.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (in < 0) throw CandidateSourceUnavailable(kUnavailable);
   struct FdCloser {
@@ -221,6 +326,7 @@ ArtifactImage read_and_hash(const std::filesystem::path& artifact) {
   char probe = 0;
   if (::read(in, &probe, 1) != 0) throw CandidateSourceUnavailable(kUnavailable);  // it grew
   image.sha256 = core::sha256_hex(image.bytes);
+  remember_sha256(opened, image.sha256, read_at);
   return image;
 }
 
@@ -297,7 +403,7 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
   try {
     db.emplace(path, Database::Mode::kReadWriteCreate, 0);
     db->exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL; PRAGMA cache_size=-65536;");
-    migrate(*db, kWhat, kMigrations, kUserVersion);
+    migrate(*db, kWhat, kMigrations, kUnversionedVersion);
     Transaction tx(*db, Transaction::Kind::kImmediate);
     auto insert_node = db->prepare(
         "INSERT INTO nodes(id, type, label, title, tags_json, attrs_json,"
@@ -307,6 +413,15 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
     std::map<std::string, std::int64_t> df;
     std::int64_t retrievable = 0;
     std::int64_t retrievable_tags = 0;
+    // The retrievable nodes and each term's nodes (indexes into `indexed`), for term_postings.
+    struct Indexed {
+      const GraphNode* node;
+      std::string label;
+      std::string label_lower;
+      std::int64_t degree;
+    };
+    std::vector<Indexed> indexed;
+    std::map<std::string, std::vector<std::size_t>> term_nodes;
     for (const auto& node : nodes) {
       const std::string label = node.label.value_or(node_name(node.id));
       const std::string title = node.title.value_or(label);
@@ -335,10 +450,64 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
         insert_term.bind(1, term).bind(2, node.id);
         insert_term.run();
         insert_term.reset();
+        term_nodes[term].push_back(indexed.size());
       }
+      indexed.push_back(Indexed{&node, label, ascii_lower(label),
+                                d == degree.end() ? std::int64_t{0} : d->second});
       insert_trigrams.bind(1, node_rowid).bind(2, ascii_lower(label));
       insert_trigrams.run();
       insert_trigrams.reset();
+    }
+    // term_postings: each term's nodes best first by what the term alone scores for them
+    // (signal_weight + alias_boost + log1p(degree), as retrieve scores a one-signal work), ties
+    // in retrieve's order (kind, lower-cased label, id).
+    {
+      const double mean_tags =
+          retrievable > 0 && retrievable_tags > 0
+              ? static_cast<double>(retrievable_tags) / static_cast<double>(retrievable)
+              : 1.0;
+      std::vector<NodeFacts> facts;
+      facts.reserve(indexed.size());
+      for (const auto& item : indexed) {
+        std::set<std::string> lowered;
+        for (const auto& tag : item.node->tags) lowered.insert(ascii_lower(tag));
+        facts.push_back(node_facts(item.label, std::move(lowered), mean_tags));
+      }
+      const auto node_total = static_cast<std::int64_t>(nodes.size());
+      auto insert_posting =
+          db->prepare("INSERT INTO term_postings(term, rank, node_id) VALUES(?1, ?2, ?3)");
+      std::vector<std::pair<double, std::size_t>> ranked;
+      for (const auto& [term, members] : term_nodes) {
+        const auto found = df.find(term);
+        const double idf = bm25_idf(found == df.end() ? 0 : found->second, node_total);
+        const auto tokens = text_tokens(term);
+        const std::set<std::string> slugs{join(tokens, "-")};
+        const std::string phrase = tokens.empty() ? "" : " " + join(tokens, " ") + " ";
+        ranked.clear();
+        for (const std::size_t at : members) {
+          const Indexed& item = indexed[at];
+          const double score =
+              signal_weight(facts[at], term, idf).score +
+              alias_boost(item.label, item.node->id, {term}, slugs, term, tokens, phrase) +
+              std::log1p(static_cast<double>(item.degree));
+          ranked.emplace_back(score, at);
+        }
+        std::sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+          const Indexed& x = indexed[a.second];
+          const Indexed& y = indexed[b.second];
+          return std::make_tuple(-a.first, std::cref(x.node->type), std::cref(x.label_lower),
+                                 std::cref(x.node->id)) <
+                 std::make_tuple(-b.first, std::cref(y.node->type), std::cref(y.label_lower),
+                                 std::cref(y.node->id));
+        });
+        for (std::size_t rank = 0; rank < ranked.size(); ++rank) {
+          insert_posting.bind(1, term)
+              .bind(2, static_cast<std::int64_t>(rank))
+              .bind(3, indexed[ranked[rank].second].node->id);
+          insert_posting.run();
+          insert_posting.reset();
+        }
+      }
     }
     auto insert_edge =
         db->prepare("INSERT INTO edges(source, target, weight, attrs_json) VALUES(?1,?2,?3,'{}')");
@@ -381,21 +550,64 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
 
 // ---------------------------------------------------------------------------------------------
 
+struct GraphStore::Image {
+  std::unique_ptr<Database> db;  // retrieval's statements are cached on it
+  std::mutex mutex;              // serialises every use of db
+  std::string sha256;
+  std::string schema_version;
+  std::int64_t node_count = 0;
+  double mean_tags = 1.0;  // mean tag count of the retrievable nodes (metadata)
+  int version = 1;         // PRAGMA user_version: 2 and later have term_postings
+};
+
+namespace {
+
+// The images open in this process by sha256 (while any store holds one), and the last few
+// opened (held, so a store closed and opened again right after finds its image).
+struct OpenImages {
+  static constexpr std::size_t kHeld = 2;
+  std::mutex mutex;
+  std::map<std::string, std::weak_ptr<void>> by_sha;  // GUARDED_BY(mutex)
+  std::vector<std::shared_ptr<void>> held;            // GUARDED_BY(mutex), newest last
+};
+
+OpenImages& open_images() {
+  static OpenImages images;
+  return images;
+}
+
+}  // namespace
+
 std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
                                              std::string_view expected_sha256) {
   if (!engine::planning::is_digest(expected_sha256)) throw CandidateSourceUnavailable(kUnavailable);
-  ArtifactImage image = read_and_hash(path);
-  if (image.sha256 != expected_sha256) {
+  const struct stat status = pinned_status(path);
+  OpenImages& images = open_images();
+  const auto find_open = [&](const std::string& sha) -> std::shared_ptr<Image> {
+    std::lock_guard lock(images.mutex);
+    const auto it = images.by_sha.find(sha);
+    if (it == images.by_sha.end()) return nullptr;
+    return std::static_pointer_cast<Image>(it->second.lock());
+  };
+  // The file is the one this process hashed, unchanged since: its bytes are those of the open
+  // image of that sha256, if one is open.
+  if (const auto known = known_sha256(status); known && *known == expected_sha256) {
+    if (auto shared = find_open(*known)) return std::unique_ptr<GraphStore>(new GraphStore(shared));
+  }
+  ArtifactImage bytes = read_and_hash(path, status);
+  if (bytes.sha256 != expected_sha256) {
     throw GraphArtifactPinMismatch(std::string(kUnavailable) +
                                    ": artifact sha256 does not match its pin");
   }
-  std::unique_ptr<GraphStore> store(new GraphStore());
-  store->artifact_sha256_ = std::move(image.sha256);
+  if (auto shared = find_open(bytes.sha256))
+    return std::unique_ptr<GraphStore>(new GraphStore(shared));
+  auto image = std::make_shared<Image>();
+  image->sha256 = std::move(bytes.sha256);
   try {
-    store->db_ = Database::from_image(image.bytes);
-    Database& db = *store->db_;
+    image->db = Database::from_image(bytes.bytes);
+    Database& db = *image->db;
     db.exec("PRAGMA query_only=ON; PRAGMA trusted_schema=OFF;");
-    require_schema_version(db, kWhat, kUserVersion, kUserVersion);
+    image->version = require_schema_version(db, kWhat, kUserVersion, kUnversionedVersion);
     require_schema(db);
     std::map<std::string, std::string> metadata;
     auto meta = db.prepare("SELECT key, value FROM metadata");
@@ -409,15 +621,15 @@ std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
         throw InvalidArtifact{"graph store count metadata is invalid"};
       }
     }
-    store->schema_version_ = kSchemaVersion;
-    store->node_count_ = parse_count(metadata["node_count"]);
+    image->schema_version = kSchemaVersion;
+    image->node_count = parse_count(metadata["node_count"]);
     // The mean tag count of retrievable nodes (BM25's average document length); 1 when the
     // artifact predates these keys or holds no retrievable node.
     if (metadata.count("tag_count") && metadata.count("retrievable_count")) {
       const std::int64_t tags = parse_count(metadata["tag_count"]);
       const std::int64_t count = parse_count(metadata["retrievable_count"]);
       if (count > 0 && tags > 0) {
-        store->mean_tags_ = static_cast<double>(tags) / static_cast<double>(count);
+        image->mean_tags = static_cast<double>(tags) / static_cast<double>(count);
       }
     }
   } catch (const NewerSchemaVersion& e) {
@@ -427,22 +639,41 @@ std::unique_ptr<GraphStore> GraphStore::open(const std::filesystem::path& path,
   } catch (const engine::EngineStoreError&) {
     throw CandidateSourceUnavailable(kUnavailable);
   }
-  return store;
+  {
+    std::lock_guard lock(images.mutex);
+    for (auto it = images.by_sha.begin(); it != images.by_sha.end();) {
+      it = it->second.expired() ? images.by_sha.erase(it) : std::next(it);
+    }
+    images.by_sha[image->sha256] = image;
+    images.held.push_back(image);
+    if (images.held.size() > OpenImages::kHeld) images.held.erase(images.held.begin());
+  }
+  return std::unique_ptr<GraphStore>(new GraphStore(std::move(image)));
 }
 
 GraphStore::~GraphStore() = default;
 
+const std::string& GraphStore::artifact_sha256() const noexcept { return image_->sha256; }
+const std::string& GraphStore::graph_schema_version() const noexcept {
+  return image_->schema_version;
+}
+std::int64_t GraphStore::node_count() const noexcept { return image_->node_count; }
+
 bool GraphStore::read_only() const {
-  std::lock_guard lock(mutex_);
-  return db_->read_only();
+  std::lock_guard lock(image_->mutex);
+  return image_->db->read_only();
 }
 
 std::vector<std::string> GraphStore::candidate_lookup_plan() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(image_->mutex);
   std::vector<std::string> lines;
   try {
-    auto plan = db_->prepare("EXPLAIN QUERY PLAN SELECT node_id FROM node_terms WHERE term = ?1");
-    plan.bind(1, std::string_view("python"));
+    auto plan = image_->db->prepare(
+        image_->version >= 2
+            ? "EXPLAIN QUERY PLAN SELECT node_id FROM term_postings WHERE term = ?1 ORDER BY rank"
+              " LIMIT ?2"
+            : "EXPLAIN QUERY PLAN SELECT node_id FROM node_terms WHERE term = ?1 LIMIT ?2");
+    plan.bind(1, std::string_view("python")).bind(2, kPostingsPerSignal);
     while (plan.step()) lines.push_back(plan.text(3));
   } catch (const engine::EngineStoreError&) {
     throw CandidateSourceUnavailable(kUnavailable);
@@ -477,18 +708,27 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
     std::vector<std::string> tags;
   };
   std::vector<Scored> scored;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(image_->mutex);
+  Database& db = *image_->db;
   try {
-    // Candidate ids through the term index (one indexed lookup per signal), plus the labels that
-    // contain a signal of 3+ characters through the trigram index (the substring-only score).
+    // Candidate ids, one indexed lookup per signal: the first `per_signal` nodes of its
+    // term_postings list (the nodes that signal alone scores best, so the read is bounded by the
+    // signals, not the catalog; a version 1 artifact's whole node_terms list), plus up to as many
+    // labels that contain a signal of 3+ characters, through the trigram index (the
+    // substring-only score).
+    const std::int64_t per_signal = std::max(top_n, kPostingsPerSignal);
     std::set<std::string> ids;
     {
-      auto lookup = db_->cached("SELECT node_id FROM node_terms WHERE term = ?1");
-      auto substring = db_->cached(
+      auto lookup = image_->version >= 2
+                        ? db.cached(
+                              "SELECT node_id FROM term_postings WHERE term = ?1 ORDER BY rank"
+                              " LIMIT ?2")
+                        : db.cached("SELECT node_id FROM node_terms WHERE term = ?1 LIMIT ?2");
+      auto substring = db.cached(
           "SELECT id FROM nodes WHERE rowid IN"
-          " (SELECT rowid FROM label_trigrams WHERE label_trigrams MATCH ?1)");
+          " (SELECT rowid FROM label_trigrams WHERE label_trigrams MATCH ?1 LIMIT ?2)");
       for (const auto& s : signals) {
-        lookup->bind(1, s);
+        lookup->bind(1, s).bind(2, image_->version >= 2 ? per_signal : std::int64_t{-1});
         while (lookup->step()) ids.insert(lookup->text(0));
         lookup->reset();
         if (s.size() < 3) continue;
@@ -498,29 +738,27 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
           if (c == '"') phrase.push_back('"');
         }
         phrase.push_back('"');
-        substring->bind(1, phrase);
+        substring->bind(1, phrase).bind(2, image_->version >= 2 ? per_signal : std::int64_t{-1});
         while (substring->step()) ids.insert(substring->text(0));
         substring->reset();
       }
     }
     std::unordered_map<std::string, double> idf_cache;
-    auto df_query = db_->cached("SELECT df FROM term_stats WHERE term = ?1");
+    auto df_query = db.cached("SELECT df FROM term_stats WHERE term = ?1");
     const auto idf = [&](const std::string& term) {
       const auto it = idf_cache.find(term);
       if (it != idf_cache.end()) return it->second;
-      double value = 0.0;
       df_query->bind(1, term);
-      if (df_query->step() && node_count_ > 0) {
-        const double n = static_cast<double>(node_count_);
-        const double df = static_cast<double>(std::max<std::int64_t>(df_query->integer(0), 1));
-        value = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
-      }
+      const double value =
+          df_query->step()
+              ? bm25_idf(std::max<std::int64_t>(df_query->integer(0), 1), image_->node_count)
+              : 0.0;
       df_query->reset();
       idf_cache.emplace(term, value);
       return value;
     };
     auto fetch =
-        db_->cached("SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
+        db.cached("SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
     for (const auto& id : ids) {
       fetch->bind(1, id);
       if (!fetch->step()) throw InvalidArtifact{"index names a missing node"};
@@ -542,54 +780,21 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
         if (!tag.is_string()) throw InvalidArtifact{"tags_json holds a non-string"};
         node_tags.insert(ascii_lower(tag.get<std::string>()));
       }
-      const std::string label_lower = ascii_lower(label);
-      const auto slug = slug_tokens(label);
-      // BM25 over the node's tags (each present once, so tf = 1), its length normalised by the
-      // mean tag count; a signal that is a word of the label counts kLabelWeight times more; a
-      // signal only inside a label word counts a little. `matched`: distinct signals found.
-      const double length_norm =
-          kBm25K1 *
-          (1.0 - kBm25B +
-           kBm25B * static_cast<double>(std::max<std::size_t>(node_tags.size(), 1)) / mean_tags_);
+      const NodeFacts facts = node_facts(label, std::move(node_tags), image_->mean_tags);
+      // BM25 over the node's tags, its length normalised by the mean tag count; a signal that is
+      // a word of the label counts kLabelWeight times more; a signal only inside a label word
+      // counts a little (signal_weight). `matched`: distinct signals found.
       double score = 0.0;
       std::size_t matched = 0;
       bool label_match = false;
       for (const auto& s : signals) {
-        bool found = false;
-        if (std::find(slug.begin(), slug.end(), s) != slug.end()) {
-          score += kLabelWeight * idf(s);
-          found = label_match = true;
-        } else if (s.size() >= 3 && label_lower.find(s) != std::string::npos) {
-          score += kSubstringWeight * idf(s);
-          found = true;
-        }
-        if (node_tags.count(s)) {
-          score += idf(s) * (kBm25K1 + 1.0) / (1.0 + length_norm);
-          found = true;
-        }
-        if (found) ++matched;
+        const SignalWeight weight = signal_weight(facts, s, idf(s));
+        score += weight.score;
+        label_match = label_match || weight.label_word;
+        if (weight.found) ++matched;
       }
-      double boost = 0.0;
-      for (const std::string& alias : {label, node_name(id)}) {
-        const auto alias_tokens = text_tokens(alias);
-        if (alias_tokens.empty()) continue;
-        const std::string alias_slug = join(alias_tokens, "-");
-        const std::string alias_phrase = join(alias_tokens, " ");
-        const bool single = alias_tokens.size() == 1;
-        const bool exact_single = single && ((signals.size() == 1 && signals[0] == alias_slug) ||
-                                             query_tokens == alias_tokens);
-        const double weight = 25.0 * static_cast<double>(alias_tokens.size());
-        if (signal_slugs.count(alias_slug) && (!single || exact_single)) {
-          boost = std::max(boost, 2000.0 + weight);
-        }
-        if (!single && query_raw.find(alias_slug) != std::string::npos) {
-          boost = std::max(boost, 1000.0 + weight);
-        }
-        if (!single && alias_tokens.size() <= 2 && !query_phrase.empty() &&
-            query_phrase.find(" " + alias_phrase + " ") != std::string::npos) {
-          boost = std::max(boost, 1000.0 + weight);
-        }
-      }
+      const double boost =
+          alias_boost(label, id, signals, signal_slugs, query_raw, query_tokens, query_phrase);
       // Evidence: one incidental word of a long description is not a match. A node is kept
       // when it is named, when a signal is a word of its label, when it matches two distinct
       // signals, or when the work has a single signal.
@@ -597,8 +802,8 @@ std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& 
       score += boost;
       if (score <= 0.0) continue;
       score += std::log1p(static_cast<double>(degree));
-      scored.push_back(Scored{score, *kind, label_lower, id, std::move(label),
-                              std::vector<std::string>(node_tags.begin(), node_tags.end())});
+      scored.push_back(Scored{score, *kind, facts.label_lower, id, std::move(label),
+                              std::vector<std::string>(facts.tags.begin(), facts.tags.end())});
     }
   } catch (const InvalidArtifact&) {
     throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");

@@ -16,6 +16,7 @@
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/planner.hpp"
 #include "host/store/benefit_audit_store.hpp"
+#include "host/store/verified_files.hpp"
 #include "tests/support/engine/seed_benefit_facts.hpp"
 #include "tests/support/expect_throw.hpp"
 
@@ -254,6 +255,38 @@ TEST_F(GraphStoreTest, PinMismatchIsATypedError) {
                    "indexed graph candidate source is unavailable");
 }
 
+TEST_F(GraphStoreTest, StoresOfOnePinnedArtifactShareOneImage) {
+  const auto path = seed_graph(kSix);
+  const std::string pin = file_sha256(path);
+  const auto first = GraphStore::open(path, pin);
+  const auto second = GraphStore::open(path, pin);
+  EXPECT_TRUE(second->shares_image_with(*first));
+  EXPECT_EQ(second->retrieve({"lint"}, 3).front().name, "lint");
+  const auto other_path = seed_graph({"skill:other"}, "other.sqlite3");
+  const auto other = GraphStore::open(other_path, file_sha256(other_path));
+  EXPECT_FALSE(other->shares_image_with(*first));
+}
+
+TEST_F(GraphStoreTest, AFileThisProcessHashedAndThatIsUnchangedIsNotReadAgain) {
+  const auto path = seed_graph(kSix);
+  const auto other_path = seed_graph({"skill:other"}, "other.sqlite3");
+  const std::string other_pin = file_sha256(other_path);
+  const auto other = GraphStore::open(other_path, other_pin);
+  // The memory of hashed files says `path` holds other's bytes (as if it had been read and had
+  // settled): an open under that pin reads nothing and serves the open image of those bytes.
+  struct stat status {};
+  ASSERT_EQ(::lstat(path.c_str(), &status), 0);
+  struct timespec settled = realtime_now();
+  settled.tv_sec += 5;
+  remember_sha256(status, other_pin, settled);
+  const auto trusted = GraphStore::open(path, other_pin);
+  EXPECT_TRUE(trusted->shares_image_with(*other));
+  EXPECT_EQ(trusted->retrieve({"other"}, 3).front().name, "other");
+  // Once the file's status changes it is read again, and its real bytes fail the pin.
+  ::chmod(path.c_str(), 0400);
+  CTX_EXPECT_THROW(GraphStore::open(path, other_pin), planning::GraphArtifactPinMismatch, "pin");
+}
+
 TEST_F(GraphStoreTest, WritableSymlinkedOrSidecarArtifactsAreRefused) {
   const auto path = seed_graph(kSix);
   const std::string pin = file_sha256(path);
@@ -297,10 +330,86 @@ TEST_F(GraphStoreTest, CandidateLookupUsesTheTermIndex) {
   bool indexed = false;
   for (const auto& line : plan) {
     EXPECT_EQ(line.find("SCAN"), std::string::npos) << line;
-    indexed = indexed || (line.find("SEARCH") != std::string::npos &&
-                          line.find("idx_node_terms_term") != std::string::npos);
+    EXPECT_EQ(line.find("TEMP B-TREE"), std::string::npos) << line;  // read in rank order
+    indexed = indexed || (line.find("SEARCH term_postings") != std::string::npos &&
+                          line.find("PRIMARY KEY") != std::string::npos);
   }
   EXPECT_TRUE(indexed);
+}
+
+// `path`'s artifact as schema version 1 wrote it (no term_postings): pinned at `copy`.
+fs::path as_version_1(const fs::path& path, const fs::path& copy) {
+  fs::copy_file(path, copy);
+  fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write);
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(copy.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "DROP TABLE term_postings; PRAGMA user_version = 1; VACUUM", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  ::chmod(copy.c_str(), 0444);
+  return copy;
+}
+
+std::vector<std::string> names_of(const std::vector<planning::RetrievedNode>& rows) {
+  std::vector<std::string> names;
+  for (const auto& row : rows) names.push_back(row.name);
+  return names;
+}
+
+// Each signal's lookup reads a bounded prefix of its ranked list (term_postings), and ranks as a
+// read of every node holding a signal does (a version 1 artifact's node_terms): with terms held
+// by hundreds of nodes, the named, the label-word and the two-signal nodes still come first.
+TEST_F(GraphStoreTest, ABoundedLookupRanksAsAReadOfEveryMatchingNode) {
+  std::vector<GraphNode> nodes;
+  for (int i = 0; i < 600; ++i) {
+    GraphNode node;
+    node.id = "skill:filler-" + std::to_string(i);
+    node.type = "skill";
+    node.tags = {"python", "code", "tool" + std::to_string(i % 7)};
+    if (i % 50 == 0) node.tags.push_back("testing");
+    nodes.push_back(node);
+  }
+  const auto add = [&](const std::string& id, std::vector<std::string> tags) {
+    GraphNode node;
+    node.id = id;
+    node.type = id.substr(0, id.find(':'));
+    node.tags = std::move(tags);
+    nodes.push_back(node);
+  };
+  add("skill:python-testing", {"python", "pytest"});
+  add("agent:code-reviewer", {"code", "review", "quality"});
+  add("skill:zz-late-pytest-helper", {"python", "testing", "fixtures"});
+  add("mcp-server:docs", {"documentation"});
+  const auto path = pinned(nodes, {});
+  const auto old_path = as_version_1(path, dir_ / "v1.sqlite3");
+  const auto bounded = GraphStore::open(path, file_sha256(path));
+  const auto whole = GraphStore::open(old_path, file_sha256(old_path));
+  const std::vector<std::vector<std::string>> works = {
+      {"python"},
+      {"python", "testing"},
+      {"code", "review"},
+      {"python", "code"},
+      {"python-testing"},
+      {"fixtures", "python", "code"},
+      {"docs"},
+      {"code", "python", "testing"},
+      {"tool3", "python"},
+  };
+  for (const auto& work : works) {
+    const auto top = bounded->retrieve(work, 5);
+    EXPECT_EQ(names_of(top), names_of(whole->retrieve(work, 5))) << ::testing::PrintToString(work);
+    ASSERT_FALSE(top.empty()) << ::testing::PrintToString(work);
+  }
+  EXPECT_EQ(bounded->retrieve({"python", "testing"}, 5).front().name, "python-testing");
+  EXPECT_EQ(bounded->retrieve({"code", "review"}, 5).front().name, "code-reviewer");
+  EXPECT_EQ(bounded->retrieve({"python-testing"}, 5).front().name, "python-testing");
+  // A version 1 artifact is still read (whole lists), and says how it looks up.
+  bool old_index = false;
+  for (const auto& line : whole->candidate_lookup_plan()) {
+    old_index = old_index || line.find("idx_node_terms_term") != std::string::npos;
+  }
+  EXPECT_TRUE(old_index);
 }
 
 TEST_F(GraphStoreTest, InconsistentMetadataMakesTheSourceUnavailable) {
@@ -325,13 +434,13 @@ TEST_F(GraphStoreTest, ArtifactsAreVersionedAndANewerSchemaIsNamed) {
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 2);
   sqlite3_finalize(stmt);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 2", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 3", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
   ::chmod(path.c_str(), 0444);
   CTX_EXPECT_THROW(GraphStore::open(path, file_sha256(path)), planning::CandidateSourceUnavailable,
-                   "graph store has newer schema version 2 (this build reads up to 1)");
+                   "graph store has newer schema version 3 (this build reads up to 2)");
 }
 
 TEST_F(GraphStoreTest, BuildRejectsDuplicateNodesAndExistingFiles) {
