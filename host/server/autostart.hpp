@@ -17,7 +17,7 @@ inline constexpr const char* kLockFdVariable = "CTX_SERVE_LOCK_FD";
 // line when it starts, one when it stops by itself, and why it could not start.
 inline constexpr const char* kServeLogFile = "serve.log";
 inline constexpr long kServeLogLimit = 64 * 1024;
-// How long a started server stays without a connection before it exits (README: ctx hook).
+// How long a started server stays without a connection before it exits (docs/cli.md: ctx hook).
 inline constexpr std::chrono::seconds kDefaultAutoServeIdle{1800};
 
 enum class AutoStart {

@@ -134,9 +134,12 @@ TEST_F(ProjectLifecycleTest, AnApprovedSkillStaysInTheProjectForItsNextSession) 
   ASSERT_TRUE(fs::exists(skill_in(project_a_)));
   end("first-session", project_a_);
   EXPECT_TRUE(fs::exists(skill_in(project_a_))) << "SessionEnd stripped the project's skill";
+  // The next session's SessionStart writes nothing and so replies `{}` (no reloadSkills: Claude
+  // Code's reloadSkills covers only skills that hook itself wrote, host-formats.md §7): the
+  // skill is in the folder before the session lists its skills.
   Json start = payload("SessionStart", "next-session", project_a_);
   start["source"] = "startup";
-  hook(start);
+  EXPECT_EQ(hook(start), "{}\n");
   EXPECT_TRUE(fs::exists(skill_in(project_a_)));
   // A resumed session (the same id) finds it too.
   start["session_id"] = "first-session";
