@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -19,6 +20,7 @@ struct ArmedPoint {
   int hits = 0;
   bool fired = false;
   CrashMode mode = CrashMode::kThrow;
+  std::function<void()> fault;
 };
 
 struct Registry {
@@ -40,17 +42,22 @@ SimulatedCrash::SimulatedCrash(std::string name)
 void crash_point(std::string_view name) {
   Registry& r = registry();
   if (r.armed.load(std::memory_order_acquire) == 0) return;
-  std::lock_guard lock(r.mutex);
-  auto it = r.points.find(name);
-  if (it == r.points.end() || it->second.fired) return;
-  ++it->second.hits;
-  if (it->second.hits <= it->second.skip) return;
-  it->second.fired = true;
-  if (it->second.mode == CrashMode::kKill) {
-    ::kill(::getpid(), SIGKILL);
-    std::abort();  // not reached: SIGKILL cannot be caught
+  std::function<void()> fault;
+  {
+    std::lock_guard lock(r.mutex);
+    auto it = r.points.find(name);
+    if (it == r.points.end() || it->second.fired) return;
+    ++it->second.hits;
+    if (it->second.hits <= it->second.skip) return;
+    it->second.fired = true;
+    if (it->second.mode == CrashMode::kKill) {
+      ::kill(::getpid(), SIGKILL);
+      std::abort();  // not reached: SIGKILL cannot be caught
+    }
+    if (it->second.mode != CrashMode::kFault) throw SimulatedCrash(std::string(name));
+    fault = it->second.fault;
   }
-  throw SimulatedCrash(std::string(name));
+  if (fault) fault();
 }
 
 CrashPointArmed::CrashPointArmed(std::string_view name, int skip, CrashMode mode)
@@ -58,7 +65,19 @@ CrashPointArmed::CrashPointArmed(std::string_view name, int skip, CrashMode mode
   CTX_CHECK(skip >= 0);
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  bool inserted = r.points.emplace(name_, ArmedPoint{skip, 0, false, mode}).second;
+  bool inserted = r.points.emplace(name_, ArmedPoint{skip, 0, false, mode, {}}).second;
+  CTX_CHECK(inserted);
+  r.armed.fetch_add(1, std::memory_order_release);
+}
+
+CrashPointArmed::CrashPointArmed(std::string_view name, std::function<void()> fault, int skip)
+    : name_(name) {
+  CTX_CHECK(skip >= 0);
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  bool inserted =
+      r.points.emplace(name_, ArmedPoint{skip, 0, false, CrashMode::kFault, std::move(fault)})
+          .second;
   CTX_CHECK(inserted);
   r.armed.fetch_add(1, std::memory_order_release);
 }

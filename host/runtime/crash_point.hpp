@@ -3,12 +3,15 @@
 // does nothing unless a test armed that name with CrashPointArmed. Armed, it either throws
 // SimulatedCrash — deliberately no std::exception and no ctx::Error, so no domain or library
 // handler swallows it and the step is abandoned exactly as a process death would leave it (no
-// compensating writes) — or kills the process with SIGKILL (CrashMode::kKill, for fork tests).
-// Thread-safe.
+// compensating writes) — or kills the process with SIGKILL (CrashMode::kKill, for fork tests), or
+// runs a test's fault at that step (CrashMode::kFault: an I/O error thrown where the real one
+// would surface, or the world changed between two steps of one call, as a seed's monkeypatch
+// does). Thread-safe.
 #ifndef CTX_HOST_RUNTIME_CRASH_POINT_HPP_
 #define CTX_HOST_RUNTIME_CRASH_POINT_HPP_
 
 #include <array>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -74,6 +77,7 @@ class SimulatedCrash {
 enum class CrashMode : int {
   kThrow = 1,  // throw SimulatedCrash
   kKill = 2,   // SIGKILL the calling process: no unwinding, no destructors, no flushes
+  kFault = 3,  // run the armed fault: it may throw (any exception) or return
 };
 
 // Fires if `name` is armed (and its skip count is used up); otherwise returns.
@@ -86,11 +90,14 @@ void crash_point(std::string_view name);
 class CrashPointArmed {
  public:
   explicit CrashPointArmed(std::string_view name, int skip = 0, CrashMode mode = CrashMode::kThrow);
+  // CrashMode::kFault: when the point fires, `fault` runs on the calling thread (outside the
+  // registry's lock); what it throws propagates from the point.
+  CrashPointArmed(std::string_view name, std::function<void()> fault, int skip = 0);
   ~CrashPointArmed();
   CrashPointArmed(const CrashPointArmed&) = delete;
   CrashPointArmed& operator=(const CrashPointArmed&) = delete;
 
-  // True once the point has thrown.
+  // True once the point has fired.
   bool fired() const;
   // How many times the point was reached while armed (including the throwing hit).
   int hits() const;

@@ -4,14 +4,14 @@
 #include "host/runtime/crash_point.hpp"
 
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <barrier>
 #include <csignal>
 #include <set>
-#include <barrier>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -101,6 +101,33 @@ TEST(CrashPoint, KillModeKillsTheProcessAtThePoint) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+TEST(CrashPoint, FaultModeRunsTheFaultOnceAtThePointAndPropagatesWhatItThrows) {
+  int runs = 0;
+  {
+    CrashPointArmed armed(
+        "fault.point", [&] { ++runs; }, 1);
+    crash_point("fault.point");  // skipped
+    EXPECT_EQ(runs, 0);
+    crash_point("fault.point");  // the fault runs and returns: the step goes on
+    crash_point("fault.point");  // fired once: disarmed
+    EXPECT_EQ(runs, 1);
+    EXPECT_TRUE(armed.fired());
+    EXPECT_EQ(armed.hits(), 2);
+  }
+  CrashPointArmed failing("fault.throws", [] { throw std::runtime_error("disk full"); });
+  try {
+    crash_point("fault.throws");
+    ADD_FAILURE() << "the fault did not propagate";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "disk full");
+  }
+  // The registry's lock is not held while the fault runs: it may reach other points.
+  CrashPointArmed outer("fault.outer", [] { crash_point("fault.inner"); });
+  CrashPointArmed inner("fault.inner");
+  EXPECT_THROW(crash_point("fault.outer"), SimulatedCrash);
+  EXPECT_TRUE(inner.fired());
 }
 
 TEST(CrashPoint, NamedPointsAreDistinctAndScoped) {

@@ -11,8 +11,10 @@
 #include <atomic>
 #include <barrier>
 #include <functional>
-#include <sstream>
+#include <optional>
 #include <set>
+#include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <typeinfo>
 
@@ -233,9 +235,14 @@ TEST(ManagedConsentSeed, service_recovers_commit_before_broker_settle_without_re
   const auto desired = prepare_public_consent(seed, "postcommit-crash");
   const auto& challenge = *desired.challenge();
   {
-    CrashPointArmed crash(crash_points::kBeforeDecisionSettlement);
-    EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), SimulatedCrash);
-    ASSERT_TRUE(crash.fired());
+    // The broker's settle fails (the seed's patched _settle): the error surfaces through the
+    // engine's conversion, as the seed asserts.
+    CrashPointArmed failing(crash_points::kBeforeDecisionSettlement, [] {
+      throw std::runtime_error("simulated crash before broker settle");
+    });
+    CTX_EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), std::exception,
+                     "guard settlement failed");
+    ASSERT_TRUE(failing.fired());
   }
   EXPECT_NE(broker_record(seed, desired).state, ConsentState::kSettled);
   const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
@@ -249,9 +256,11 @@ TEST(ManagedConsentSeed, decision_ready_grant_recovery_after_challenge_ttl_needs
   const auto desired = prepare_public_consent(seed, "decision-ready-expired-grant");
   const auto& challenge = *desired.challenge();
   {
-    CrashPointArmed crash(crash_points::kBeforeDecisionSettlement);
-    EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), SimulatedCrash);
-    ASSERT_TRUE(crash.fired());
+    CrashPointArmed failing(crash_points::kBeforeDecisionSettlement,
+                            [] { throw std::runtime_error("simulated decision-ready crash"); });
+    CTX_EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), std::exception,
+                     "guard settlement failed");
+    ASSERT_TRUE(failing.fired());
   }
   seed.setup.clock->set("2026-08-03T14:00:00Z");
   DisplacedRoot displaced(seed.skill_root(), "skills-decision-ready-expired-displaced");
@@ -325,18 +334,22 @@ TEST(ManagedConsentSeed,
   auto seed = consent_seed(tmp.path());
   const auto desired = prepare_public_consent(seed, "post-commit-target-drift");
   const auto& challenge = *desired.challenge();
+  // The install root is replaced after the decision commit, inside the same resolve_consent
+  // (the seed's patched _finish_settled_consent): that call fails closed.
+  std::optional<DisplacedRoot> displaced;
   {
-    CrashPointArmed crash(consent_crash_points::kAfterDecisionCommit);
-    EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), SimulatedCrash);
-    ASSERT_TRUE(crash.fired());
+    CrashPointArmed replace(consent_crash_points::kAfterDecisionCommit, [&] {
+      displaced.emplace(seed.skill_root(), "skills-post-commit-displaced");
+    });
+    CTX_EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), std::exception,
+                     "root changed");
+    ASSERT_TRUE(replace.fired());
   }
-  DisplacedRoot displaced(seed.skill_root(), "skills-post-commit-displaced");
-  CTX_EXPECT_THROW(seed.service().recover_consent(challenge.challenge_digest()),
-                       std::exception, "root changed");
+  ASSERT_TRUE(displaced.has_value());
   EXPECT_EQ(seed.load_calls(), 0);
   EXPECT_EQ(sqlite_count(seed.setup.journal_path, "engine_install_claims"), 0);
   EXPECT_EQ(sqlite_count(seed.setup.journal_path, "engine_install_outcomes"), 0);
-  displaced.restore();
+  displaced->restore();
   const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
   EXPECT_EQ(recovered.outcome(), ManagedConsentOutcome::kInstalledInactive);
   EXPECT_EQ(seed.load_calls(), 1);

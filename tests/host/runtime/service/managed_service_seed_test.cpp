@@ -804,7 +804,8 @@ TEST(ManagedServiceSeed, service_is_process_bound) {
 
 TEST(ManagedServiceSeed, service_reports_old_plan_as_superseded_without_reranking) {
   TempDir tmp;
-  auto setup = make_setup(tmp.path());
+  // The seed's _setup always has the consent store whose challenges it counts.
+  auto setup = make_setup(tmp.path(), {.consent_authorities = true});
   const auto first = setup.service->prepare(query_request("first-plan"));
   const auto replacement_artifact =
       setup.registry->ingest_graph_store(reingest(setup, surrogate(0)));
@@ -832,7 +833,7 @@ TEST(ManagedServiceSeed, service_reports_old_plan_as_superseded_without_rerankin
   EXPECT_EQ(replacement.prepared().status(), engine::PlanStatus::kAbstained);
   EXPECT_FALSE(replacement.challenge().has_value());
   EXPECT_EQ(setup.facts->calls(), calls_after_replacement);
-  // The seed's consent_challenges row count is asserted once the consent broker exists.
+  EXPECT_EQ(sqlite_count(setup.consent->consent_store_path, "consent_challenges"), 0);
 }
 
 }  // namespace

@@ -193,6 +193,7 @@ TEST(ManagedServiceSeed, preapproved_desired_install_executes_once_and_retries_f
   EXPECT_EQ(repeated.actions(), first.actions());
   EXPECT_EQ(bodies(setup).load_calls(), 1);
   EXPECT_EQ(file_bytes(installed_file(setup, "skill:installable")), kInstallableSkillBody);
+  EXPECT_EQ(sqlite_count(setup.consent->consent_store_path, "consent_challenges"), 0);
   const auto rows = journal_rows(setup.journal_path);
   ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[3].first.rfind("ctx-auto-install:", 0), 0u);
