@@ -38,6 +38,7 @@ MCP_FOLLOW_UP = "Look up the release checklist note again"
 AGENT = "code-reviewer"
 AGENT_PROMPT = "Review my last change for correctness and security before merging"
 IDLE_PROMPT = "Thanks, that is all for today"
+SQL_PROMPT = "Now write a reversible postgresql migration that adds an index to the orders table"
 RUN_TIMEOUT = 120
 
 failures = []
@@ -152,9 +153,11 @@ class Scenario:
         self.work = tempfile.mkdtemp(prefix="ctx-e2e-%s-" % args.host, dir=args.work)
         self.home = os.path.join(self.work, "home")
         self.project = os.path.join(self.work, "project")
+        # A second project on the same state dir (issue 36: one state dir serves many projects).
+        self.project_b = os.path.join(self.work, "project-b")
         self.state = os.path.join(self.work, "state")  # a non-default state dir
         self.key = os.path.join(self.work, "keys", "decision-key.pem")
-        for d in (self.home, self.project, os.path.dirname(self.key)):
+        for d in (self.home, self.project, self.project_b, os.path.dirname(self.key)):
             os.makedirs(d)
         self.env = {
             # The CLIs' directory first: ctx finds `codex` there for --trust and status.
@@ -172,12 +175,13 @@ class Scenario:
         return must([self.args.ctx] + list(words), env=self.env, **kwargs)
 
     def prepare(self):
-        git = ["git", "-C", self.project, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost"]
-        must(["git", "init", "-q", self.project])
-        with open(os.path.join(self.project, "README.md"), "w") as f:
-            f.write("# monthly report\n")
-        must(git + ["add", "README.md"])
-        must(git + ["commit", "-q", "-m", "start"])
+        for project in (self.project, self.project_b):
+            git = ["git", "-C", project, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost"]
+            must(["git", "init", "-q", project])
+            with open(os.path.join(project, "README.md"), "w") as f:
+                f.write("# monthly report\n")
+            must(git + ["add", "README.md"])
+            must(git + ["commit", "-q", "-m", "start"])
         self.ctx("init", "--state", self.state)
         # The example catalog, plus an MCP server the hosts can really start: a stdio server of
         # this suite, run by this Python (absolute paths: the host starts it from the project).
@@ -208,12 +212,16 @@ class Scenario:
         return self.ctx("hooks", "install", self.host_id(), "--project", self.project,
                         "--state", self.state)
 
+    def install_b(self):
+        return self.ctx("hooks", "install", self.host_id(), "--project", self.project_b,
+                        "--state", self.state)
+
     def status(self):
         return json.loads(self.ctx("hooks", "status", self.host_id(), "--project", self.project,
                                    "--json").stdout)
 
-    def uninstall(self):
-        return self.ctx("hooks", "uninstall", self.host_id(), "--project", self.project)
+    def uninstall(self, project=None):
+        return self.ctx("hooks", "uninstall", self.host_id(), "--project", project or self.project)
 
     def requests_since(self, start):
         return self.mock.requests[start:]
@@ -244,13 +252,13 @@ class ClaudeCode(Scenario):
         })
         return env
 
-    def session(self, prompt, resume=False):
+    def session(self, prompt, resume=False, cwd=None):
         command = [self.cli, "-p", prompt, "--output-format", "stream-json", "--verbose",
                    "--include-hook-events"]
         if resume:
             command.append("--continue")
         start = len(self.mock.requests)
-        result = run(command, cwd=self.project, env=self.cli_env())
+        result = run(command, cwd=cwd or self.project, env=self.cli_env())
         if result.returncode != 0:
             raise RuntimeError("claude exited %d: %s" % (result.returncode, result.stderr[-2000:]))
         return [r["body"] for r in self.requests_since(start) if "/v1/messages" in r["path"]]
@@ -329,7 +337,8 @@ class Codex(Scenario):
         # The user trusts the project (what `codex exec --trust` or the TUI's prompt writes):
         # Codex loads a project's .codex/ layer only then.
         with open(os.path.join(self.codex_home, "config.toml"), "w") as f:
-            f.write('[projects."%s"]\ntrust_level = "trusted"\n' % self.project)
+            for project in (self.project, self.project_b):
+                f.write('[projects."%s"]\ntrust_level = "trusted"\n' % project)
 
     def install(self):
         # Without --trust: ctx says how to trust, status says untrusted, Codex skips the hooks.
@@ -358,13 +367,17 @@ class Codex(Scenario):
                 "-c", "model_providers.e2e.base_url=" + base,
                 "-c", "model_providers.e2e.wire_api=responses", "-c", "model=gpt-5.4"]
 
-    def session(self, prompt, resume=False, extra=()):
+    def install_b(self):
+        return self.ctx("hooks", "install", "codex", "--project", self.project_b, "--state",
+                        self.state, "--trust")
+
+    def session(self, prompt, resume=False, extra=(), cwd=None):
         command = [self.cli, "exec"]
         if resume:
             command += ["resume", "--last"]
         command += ["--json"] + self.provider_args() + list(extra) + [prompt]
         start = len(self.mock.requests)
-        result = run(command, cwd=self.project, env=self.env)
+        result = run(command, cwd=cwd or self.project, env=self.env)
         if result.returncode != 0:
             raise RuntimeError("codex exited %d: %s" % (result.returncode, result.stderr[-2000:]))
         return [r["body"] for r in self.requests_since(start) if r["path"].endswith("/responses")]
@@ -534,6 +547,7 @@ def flow(scenario):
     check("after the sessions ended, %s stays in the project's skills folder" % skill,
           os.path.isfile(os.path.join(folder, "SKILL.md")), "no " + folder)
 
+    second_project(scenario, skill)
     mcp_and_agent(scenario)
 
     # 3. Uninstall: the project's files as before, and nothing of ctx's reaches the model.
@@ -554,6 +568,38 @@ def flow(scenario):
     check("after uninstall the skill %s is not offered" % skill,
           skill not in scenario.offered_skills(bodies),
           "offered: %s" % sorted(scenario.offered_skills(bodies)))
+
+
+def second_project(scenario, skill):
+    """Issue 36 on the real hosts: a second project on the same state dir gets the approved
+    skill without a new consent (consent is for the install, once) in its own skills folder,
+    never by a write into the first project's; a new prompt about other work in the same session
+    gets a plan for that work, not the previous prompt's."""
+    before = snapshot(scenario.project_b)
+    folder_a = os.path.join(scenario.project, scenario.skills_dir, skill)
+    a_before = snapshot(folder_a)
+    scenario.install_b()
+    bodies = scenario.session(PROMPT, cwd=scenario.project_b)
+    texts = scenario.context_texts(bodies)
+    check("in a second project the approved %s is installed without a consent request" % skill,
+          any("ctx installed:" in t and skill + " (skill)" in t for t in texts)
+          and not any(m.group(1) == skill for m in CONSENT.finditer("\n".join(texts))),
+          "hook context seen: %r" % ctx_traces(texts)[:2])
+    folder_b = os.path.join(scenario.project_b, scenario.skills_dir, skill)
+    check("it is activated in the second project's own skills folder",
+          os.path.isfile(os.path.join(folder_b, "SKILL.md")), "no " + folder_b)
+    check("the first project's skills folder is untouched by the second project's session",
+          snapshot(folder_a) == a_before, "differs: " + snapshot_diff(a_before, snapshot(folder_a)))
+    bodies = scenario.session(SQL_PROMPT, resume=True, cwd=scenario.project_b)
+    texts = [t for t in scenario.context_texts(bodies) if "ctx recommends:" in t]
+    latest = texts[-1] if texts else ""
+    check("a new prompt about other work gets that work's plan, not the previous prompt's",
+          "sql-migrations (skill)" in latest and "pdf-export" not in latest.split("\n")[0],
+          "latest ctx context: %r" % latest[:300])
+    scenario.uninstall(scenario.project_b)
+    after = snapshot(scenario.project_b)
+    check("after uninstall the second project's files are as before install", after == before,
+          "differs: " + snapshot_diff(before, after))
 
 
 def mcp_and_agent(scenario):
