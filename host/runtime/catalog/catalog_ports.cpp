@@ -6,6 +6,7 @@
 #include "host/engine/lexical.hpp"
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/lexical.hpp"
+#include "host/runtime/catalog/project_signals.hpp"
 #include "host/runtime/service/artifact_registry.hpp"
 
 namespace ctx::runtime {
@@ -404,6 +405,28 @@ CurrentWork current_work_from_value(const Json& value) {
   return work;
 }
 
+std::vector<std::string> CatalogWorkAuthority::project_terms(const CurrentWork& work) const {
+  constexpr std::size_t kSessionsRemembered = 64;
+  const std::string key = work.tenant + '\0' + work.workspace + '\0' + work.repository + '\0' +
+                          work.session + '\0' + work.project_dir.string();
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = project_terms_.find(key); it != project_terms_.end()) return it->second;
+  }
+  // Read outside the lock (bounded in bytes and time); only catalog terms are kept.
+  std::vector<std::string> terms = vocabulary_.filter(
+      project_signals(work.project_dir), static_cast<std::size_t>(planning::kMaxLanguages));
+  std::lock_guard lock(mutex_);
+  if (project_terms_.emplace(key, terms).second) {
+    project_order_.push_back(key);
+    if (project_order_.size() > kSessionsRemembered) {
+      project_terms_.erase(project_order_.front());
+      project_order_.erase(project_order_.begin());
+    }
+  }
+  return terms;
+}
+
 ResolvedCurrentWork CatalogWorkAuthority::resolve(const std::string& current_work_ref) const {
   CurrentWork work;
   {
@@ -422,6 +445,9 @@ ResolvedCurrentWork CatalogWorkAuthority::resolve(const std::string& current_wor
     if (engine::is_canonical_token(language) && !credential_like(language)) {
       languages.insert(std::move(language));
     }
+  }
+  if (!observation.signals.empty() && !work.project_dir.empty()) {
+    for (auto& term : project_terms(work)) languages.insert(std::move(term));
   }
   observation.languages.assign(languages.begin(), languages.end());
   if (observation.languages.size() > static_cast<std::size_t>(planning::kMaxLanguages)) {

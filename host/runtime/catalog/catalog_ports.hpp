@@ -40,6 +40,7 @@
 #ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_
 #define CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -149,6 +150,10 @@ struct CurrentWork {
   std::vector<std::string> signals;
   std::vector<std::string> languages;
   std::int64_t requested_limit = 5;
+  // The session's project folder (the host's working directory); empty: none. Its manifest files
+  // are read once per session (project_signals.hpp) and, when the work has signals, their catalog
+  // terms join the languages: they re-rank what the work's own words retrieve.
+  std::filesystem::path project_dir{};
 };
 
 // Reads a current-work file: {"session":{"tenant","workspace","repository","session"},
@@ -186,8 +191,13 @@ class CatalogWorkAuthority {
  private:
   std::shared_ptr<const ImportedCatalog> catalog_;
   CatalogVocabulary vocabulary_;
+  // The catalog terms of a session's project manifests, read once per (session, project folder).
+  std::vector<std::string> project_terms(const CurrentWork& work) const;
+
   mutable std::mutex mutex_;
   std::map<std::string, CurrentWork> works_;
+  mutable std::map<std::string, std::vector<std::string>> project_terms_;  // GUARDED_BY(mutex_)
+  mutable std::vector<std::string> project_order_;  // GUARDED_BY(mutex_), oldest first
 };
 
 }  // namespace ctx::runtime

@@ -7,11 +7,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "host/app/state_layout.hpp"
 #include "host/core/crypto.hpp"
 #include "host/engine/planning/candidate_source.hpp"
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/planner.hpp"
-#include "host/app/state_layout.hpp"
 #include "host/runtime/service/artifact_registry.hpp"
 #include "host/store/benefit_audit_store.hpp"
 #include "host/store/graph_store.hpp"
@@ -389,6 +389,70 @@ TEST(CatalogPorts, TheExampleWorkFileResolvesToThePdfExportSkill) {
   const auto candidates = source.retrieve(resolved.observation);
   ASSERT_FALSE(candidates.empty());
   EXPECT_EQ(candidates.front().capability_id, "skill:pdf-export");
+}
+
+// The session's project re-ranks what the work's words retrieve: the same prompt puts the Django
+// skill first in a project whose requirements.txt names Django and the Express one first in a
+// project whose package.json depends on express; only catalog terms join the observation, and
+// work without signals (chit-chat) gets none.
+TEST(CatalogPorts, AProjectsManifestChangesTheRanking) {
+  TempDir temp;
+  const auto skill = [&](const std::string& name, const std::string& description) {
+    fs::create_directories(temp / "catalog" / "skills" / name);
+    std::ofstream(temp / "catalog" / "skills" / name / "SKILL.md")
+        << "---\nname: " << name << "\ndescription: " << description << "\n---\nBody\n";
+  };
+  skill("django-rest-api", "Build REST API endpoints with Django views and serializers.");
+  skill("express-rest-api", "Build REST API endpoints with Express routes and middleware.");
+  skill("pdf-export", "Export reports as PDF documents.");
+  init_state_dir(temp / "state");
+  import_catalog(temp / "catalog", temp / "state");
+  const auto catalog = ImportedCatalog::open(temp / "state");
+  fs::create_directories(temp / "python-project");
+  std::ofstream(temp / "python-project" / "requirements.txt") << "Django>=4.2\nunheard-of-lib\n";
+  fs::create_directories(temp / "node-project");
+  std::ofstream(temp / "node-project" / "package.json")
+      << R"({"dependencies": {"express": "^4", "left-pad": "1"}})";
+
+  CatalogWorkAuthority authority(catalog);
+  const auto graph = store::GraphStore::open(catalog->graph_path(), catalog->graph_sha256());
+  CatalogMaterialPort material(catalog);
+  engine::planning::CatalogCandidateSource source(*graph, &material, nullptr);
+  const auto resolve = [&](const std::string& session, const fs::path& project,
+                           std::vector<std::string> words) {
+    CurrentWork work{"tenant-1", "workspace-1", "repository-1", session, std::move(words), {}, 3};
+    work.project_dir = project;
+    authority.register_work("work-" + session, work);
+    return authority.resolve("work-" + session);
+  };
+  const auto first = [&](const ResolvedCurrentWork& resolved) {
+    const auto candidates = source.retrieve(resolved.observation);
+    return candidates.empty() ? std::string() : candidates.front().capability_id;
+  };
+  const std::vector<std::string> prompt = {"add", "a", "rest", "api", "endpoint"};
+  const auto in_python = resolve("s1", temp / "python-project", prompt);
+  const auto in_node = resolve("s2", temp / "node-project", prompt);
+  EXPECT_EQ(in_python.observation.languages, std::vector<std::string>{"django"});
+  EXPECT_EQ(in_node.observation.languages, std::vector<std::string>{"express"});
+  EXPECT_EQ(first(in_python), "skill:django-rest-api");
+  EXPECT_EQ(first(in_node), "skill:express-rest-api");
+  // The surrogate differs with the project (a new logical query), and holds catalog terms only.
+  EXPECT_NE(in_python.surrogate.value_digest(), in_node.surrogate.value_digest());
+  for (const auto& resolved : {in_python, in_node}) {
+    const std::string text = resolved.surrogate.value().dump();
+    for (const char* never : {"javascript", "python", "unheard", "left-pad", "project"}) {
+      EXPECT_EQ(text.find(never), std::string::npos) << never << " in " << text;
+    }
+  }
+  // Read once per session: a manifest changed later in the session changes nothing.
+  std::ofstream(temp / "python-project" / "requirements.txt") << "express\n";
+  EXPECT_EQ(resolve("s1", temp / "python-project", prompt).observation.languages,
+            std::vector<std::string>{"django"});
+  // Chit-chat in a project: no signals, no project terms, nothing retrieved.
+  const auto chat = resolve("s3", temp / "python-project", {"thanks", "ok"});
+  EXPECT_TRUE(chat.observation.signals.empty());
+  EXPECT_TRUE(chat.observation.languages.empty());
+  EXPECT_TRUE(source.retrieve(chat.observation).empty());
 }
 
 TEST(CatalogPorts, CurrentWorkFilesAreReadStrictly) {
