@@ -105,9 +105,18 @@ namespace {
 
 // One incidental word is not a match (catalog_ports.hpp, relevance_ppm): two distinct matching
 // signals, the entry named by a signal, or one signal naming at least half its name's words.
+// When the work has signals only they count: a language (a project's framework) re-ranks what the
+// work's words match, never makes a match alone.
 bool has_evidence(const planning::CapabilityCandidate& presentation, const CatalogEntry& entry,
                   const planning::WorkObservation& observation) {
-  const auto& matching = presentation.matching_signals;
+  std::vector<std::string> matching;
+  for (const auto& term : presentation.matching_signals) {
+    if (observation.signals.empty() ||
+        std::find(observation.signals.begin(), observation.signals.end(), term) !=
+            observation.signals.end()) {
+      matching.push_back(term);
+    }
+  }
   if (matching.size() >= 2) return true;
   for (const auto& signal : observation.signals) {
     if (signal == entry.name || signal == presentation.capability_id) return true;

@@ -5,6 +5,7 @@
 
 #include <ctx/sdk/skill_tree.hpp>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "host/app/state_layout.hpp"
@@ -405,11 +406,13 @@ TEST(CatalogPorts, AProjectsManifestChangesTheRanking) {
   skill("django-rest-api", "Build REST API endpoints with Django views and serializers.");
   skill("express-rest-api", "Build REST API endpoints with Express routes and middleware.");
   skill("pdf-export", "Export reports as PDF documents.");
+  skill("django-celery-tasks", "Run background tasks from Django with Celery workers.");
   init_state_dir(temp / "state");
   import_catalog(temp / "catalog", temp / "state");
   const auto catalog = ImportedCatalog::open(temp / "state");
   fs::create_directories(temp / "python-project");
-  std::ofstream(temp / "python-project" / "requirements.txt") << "Django>=4.2\nunheard-of-lib\n";
+  std::ofstream(temp / "python-project" / "requirements.txt")
+      << "Django>=4.2\ncelery\nunheard-of-lib\n";
   fs::create_directories(temp / "node-project");
   std::ofstream(temp / "node-project" / "package.json")
       << R"({"dependencies": {"express": "^4", "left-pad": "1"}})";
@@ -432,7 +435,7 @@ TEST(CatalogPorts, AProjectsManifestChangesTheRanking) {
   const std::vector<std::string> prompt = {"add", "a", "rest", "api", "endpoint"};
   const auto in_python = resolve("s1", temp / "python-project", prompt);
   const auto in_node = resolve("s2", temp / "node-project", prompt);
-  EXPECT_EQ(in_python.observation.languages, std::vector<std::string>{"django"});
+  EXPECT_EQ(in_python.observation.languages, (std::vector<std::string>{"celery", "django"}));
   EXPECT_EQ(in_node.observation.languages, std::vector<std::string>{"express"});
   EXPECT_EQ(first(in_python), "skill:django-rest-api");
   EXPECT_EQ(first(in_node), "skill:express-rest-api");
@@ -447,7 +450,25 @@ TEST(CatalogPorts, AProjectsManifestChangesTheRanking) {
   // Read once per session: a manifest changed later in the session changes nothing.
   std::ofstream(temp / "python-project" / "requirements.txt") << "express\n";
   EXPECT_EQ(resolve("s1", temp / "python-project", prompt).observation.languages,
-            std::vector<std::string>{"django"});
+            (std::vector<std::string>{"celery", "django"}));
+  // A project's framework alone is no evidence: other work in that project plans without it.
+  std::ofstream(temp / "python-project" / "requirements.txt") << "Django\ncelery\n";
+  CatalogBenefitFactsPort facts(catalog);
+  const auto relevance = [&](const std::vector<std::string>& words) {
+    const auto resolved = resolve("s4", temp / "python-project", words);
+    EXPECT_EQ(resolved.observation.languages, (std::vector<std::string>{"celery", "django"}));
+    std::map<std::string, std::int64_t> out;
+    for (const auto& candidate : source.retrieve(resolved.observation)) {
+      const auto benefit = facts.benefit_candidate(candidate, resolved.observation);
+      if (benefit) out[candidate.capability_id] = benefit->relevance_ppm;
+    }
+    return out;
+  };
+  const auto pdf = relevance({"export", "pdf"});
+  EXPECT_GT(pdf.at("skill:pdf-export"), 0);
+  // skill:django-celery-tasks matches two of the project's terms and none of the work's words.
+  EXPECT_EQ(pdf.count("skill:django-celery-tasks") ? pdf.at("skill:django-celery-tasks") : 0, 0);
+  EXPECT_GT(relevance(prompt).at("skill:django-rest-api"), 0);
   // Chit-chat in a project: no signals, no project terms, nothing retrieved.
   const auto chat = resolve("s3", temp / "python-project", {"thanks", "ok"});
   EXPECT_TRUE(chat.observation.signals.empty());
