@@ -589,6 +589,13 @@ void StateService::place_in_project(CurrentWork& work, const std::string& adapte
   const auto target =
       find_activation_target(read_activation_targets(paths_.state_dir), adapter, cwd);
   if (target) work.repository = project_token(key_, target->skills_dir);
+  // Whose manifests say the project's languages (project_signals): the project target's folder
+  // (a session in a subfolder reads the project's), else the session's own directory.
+  if (target && target->scope == ActivationScope::kProject) {
+    work.project_dir = target->project_dir;
+  } else if (cwd && cwd->is_absolute()) {
+    work.project_dir = *cwd;
+  }
 }
 
 std::pair<std::shared_ptr<engine::ActivationPort>, std::string> StateService::activation_for(

@@ -238,8 +238,10 @@ class StateService {
 
   // Puts `work` in the project of a session of host adapter `adapter` running in `cwd`
   // (find_activation_target): its repository id becomes the project's token, so its skills
-  // activate in that project's skills directory and its prompts count in that project's window.
-  // Unchanged when no target fits. Errors: read_activation_targets'.
+  // activate in that project's skills directory and its prompts count in that project's window;
+  // its project_dir becomes that project's folder (else the absolute cwd), whose manifests give
+  // the work's project signals. Unchanged when no target fits and cwd is not absolute.
+  // Errors: read_activation_targets'.
   void place_in_project(CurrentWork& work, const std::string& adapter,
                         const std::optional<std::filesystem::path>& cwd) const;
   // A prompt of `work`'s project (`prompt_key`: the host's work reference of that prompt, so a

@@ -433,6 +433,20 @@ struct AutoState : State {
   }
 };
 
+// A session in a subfolder of a project is placed in that project: its token, and the project's
+// folder (whose manifests give its languages); a session elsewhere keeps its own directory.
+TEST(StateService, ASessionIsPlacedInItsProjectWithTheProjectsFolder) {
+  AutoState state;
+  auto service = StateService::open(state.dir);
+  const CurrentWork placed = state.placed(*service, pdf_work());
+  EXPECT_EQ(placed.repository.rfind("prj-", 0), 0u) << placed.repository;
+  EXPECT_EQ(placed.project_dir, state.project);
+  CurrentWork elsewhere = pdf_work();
+  service->place_in_project(elsewhere, "claude-code", state.temp.path() / "other");
+  EXPECT_EQ(elsewhere.repository, pdf_work().repository);
+  EXPECT_EQ(elsewhere.project_dir, state.temp.path() / "other");
+}
+
 const std::string kPdfSkill = "skill:pdf-export";
 CurrentWork sql_work() { return pdf_work({"write", "sql", "migrations"}, 1); }
 

@@ -222,6 +222,26 @@ TEST_F(HooksCommandTest, UninstallRemovesWhatInstallMadeAndNothingElse) {
   EXPECT_FALSE(fs::exists(project_.path() / ".claude" / "settings.json.ctx-backup"));
 }
 
+// The agents folder the agent installer made (its agents deactivated, the folder left empty)
+// goes with uninstall; one holding the user's own agent stays, with that agent.
+TEST_F(HooksCommandTest, UninstallRemovesTheEmptyAgentsFolderAndKeepsTheUsersAgents) {
+  const fs::path state = io_.path() / "state";
+  ASSERT_EQ(ctx({"init", "--state", state.string()}).code, 0);
+  const fs::path agents = project_.path() / ".claude" / "agents";
+  ASSERT_EQ(ctx({"hooks", "install", "claude-code", "--state", state.string()}).code, 0);
+  fs::create_directories(agents);
+  ASSERT_EQ(ctx({"hooks", "uninstall", "claude-code"}).code, 0);
+  EXPECT_FALSE(fs::exists(agents));
+  EXPECT_TRUE(fs::is_empty(project_.path())) << "the project is as it was: empty";
+
+  ASSERT_EQ(ctx({"hooks", "install", "claude-code", "--state", state.string()}).code, 0);
+  fs::create_directories(agents);
+  { std::ofstream(agents / "mine.md") << "---\nname: mine\ndescription: mine\n---\n"; }
+  ASSERT_EQ(ctx({"hooks", "uninstall", "claude-code"}).code, 0);
+  EXPECT_TRUE(fs::exists(agents / "mine.md"));
+  EXPECT_FALSE(fs::exists(project_.path() / ".claude" / "settings.json"));
+}
+
 TEST_F(HooksCommandTest, StatusSaysInstalledAndWhichStateDir) {
   const Outcome none = ctx({"hooks", "status", "claude-code"});
   ASSERT_EQ(none.code, 0) << none.err;
