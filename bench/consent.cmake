@@ -3,8 +3,9 @@
 # Ed25519 verify (OpenSSL EVP) plus one SQLite commit at the journal's synchronous level.
 if(TARGET ctx_plugin_ed25519 AND TARGET ctx_plugin_skill_installer)
   add_executable(ctx_bench_consent ${CMAKE_CURRENT_LIST_DIR}/consent.cpp)
-  target_link_libraries(ctx_bench_consent PRIVATE ctx::runtime SQLite::SQLite3 OpenSSL::Crypto
-                                                  benchmark::benchmark ctx::warnings)
+  target_link_libraries(ctx_bench_consent PRIVATE ctx::runtime ctx::app SQLite::SQLite3
+                                                  OpenSSL::Crypto benchmark::benchmark
+                                                  ctx::warnings)
   target_include_directories(ctx_bench_consent PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_definitions(ctx_bench_consent PRIVATE
     CTX_CONSENT_ED25519_SO="$<TARGET_FILE:ctx_plugin_ed25519>"

@@ -39,7 +39,7 @@ class StateVerifiers final : public runtime::VerifierDirectory {
       auto loaded = std::make_shared<LoadedPlugins>();
       std::set<std::string> wanted;
       {
-        const runtime::TrustedVerifierRegistry listing(state_dir_, loaded->registry());
+        const runtime::TrustedVerifierRegistry listing(state_dir_, *loaded);
         for (const auto& registration : listing.registrations()) {
           wanted.insert(registration.plugin_id);
         }
@@ -53,8 +53,7 @@ class StateVerifiers final : public runtime::VerifierDirectory {
         }
       }
       plugins_ = std::move(loaded);
-      registry_ =
-          std::make_unique<runtime::TrustedVerifierRegistry>(state_dir_, plugins_->registry());
+      registry_ = std::make_unique<runtime::TrustedVerifierRegistry>(state_dir_, *plugins_);
     }
     return registry_->resolve(key);
   }
@@ -146,7 +145,7 @@ std::string Installation::trust_verifier(const runtime::VerifierKey& key,
   if (entry == nullptr) throw NotFound("verifier plugin " + plugin_id + " is not pinned");
   LoadedPlugins loaded;
   const std::string identity = loaded.add(plugins::PluginLoader(state_dir_).load(*entry));
-  runtime::TrustedVerifierRegistry registry(state_dir_, loaded.registry());
+  runtime::TrustedVerifierRegistry registry(state_dir_, loaded);
   registry.add(key, plugin_id, config);
   return identity;
 }

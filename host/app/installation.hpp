@@ -31,7 +31,7 @@ class LoadedPlugins final : public runtime::PinnedPlugins {
 
   // Adds a loaded plugin; returns its identity digest. Errors: plugins::DuplicatePlugin.
   std::string add(std::shared_ptr<const plugins::LoadedPlugin> plugin);
-  // The registry of what is loaded (the verifier registry resolves through it).
+  // The registry of what is loaded.
   const plugins::PluginRegistry& registry() const noexcept { return registry_; }
 
   std::optional<std::string> installer_identity(std::string_view id) const override;

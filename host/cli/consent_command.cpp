@@ -255,7 +255,7 @@ int run_consent_decide(const ConsentDecideOptions& options, const CommandIo& io)
   auto state = runtime::StateService::open(state_dir);
   const std::string digest = chosen_challenge(*state, options.challenge);
   const auto challenge = state->challenge(digest);
-  const plugins::PluginRegistry none;
+  const app::LoadedPlugins none;
   const runtime::TrustedVerifierRegistry trusted(state_dir, none);
   const auto registration = registration_for(trusted.registrations(), challenge.audience(), key);
   const core::SystemClock clock;
@@ -319,7 +319,7 @@ bool is_fingerprint(std::string_view text) {
 bool trust_key_file(const fs::path& state, const fs::path& file, const std::string& audience,
                     bool json, std::ostream& out) {
   const TrustKey key = read_trust_key(file);
-  const plugins::PluginRegistry none;
+  const app::LoadedPlugins none;
   bool already = false;
   for (const auto& r : runtime::TrustedVerifierRegistry(state, none).registrations()) {
     already = already || (r.key.audience == audience && r.plugin_id == key.verifier_id &&
@@ -356,7 +356,7 @@ void offer_user_key(const fs::path& state, const CommandIo& io) {
   const fs::path pub = fs::path(*io.env.home) / ".ssh" / "id_ed25519.pub";
   std::error_code ec;
   if (!fs::is_regular_file(pub, ec)) return;
-  const plugins::PluginRegistry none;
+  const app::LoadedPlugins none;
   if (!runtime::TrustedVerifierRegistry(state, none).registrations().empty()) return;
   std::string fingerprint;
   try {
@@ -407,7 +407,7 @@ int run_consent_trust(const ConsentTrustOptions& options, const CommandIo& io) {
 
 int run_consent_keys(const ConsentKeysOptions& options, const CommandIo& io) {
   const fs::path state = command_state_dir(options.common.state, io.env);
-  const plugins::PluginRegistry none;
+  const app::LoadedPlugins none;
   const auto registrations = runtime::TrustedVerifierRegistry(state, none).registrations();
   std::ostream& out = io.out;
   if (options.common.json) {
@@ -444,7 +444,7 @@ int run_consent_untrust(const ConsentUntrustOptions& options, const CommandIo& i
         "keys prints it");
   }
   const fs::path state = command_state_dir(options.common.state, io.env);
-  const plugins::PluginRegistry none;
+  const app::LoadedPlugins none;
   runtime::TrustedVerifierRegistry registry(state, none);
   std::vector<runtime::VerifierKey> keys;
   for (const auto& r : registry.registrations()) {

@@ -86,7 +86,7 @@ bool ensure_demo_key(const fs::path& file) {
 
 // True when <state>'s registry already trusts `key` for the demo audience.
 bool already_trusted(const fs::path& state, const UserDecisionKey& key) {
-  const plugins::PluginRegistry none;
+  const app::LoadedPlugins none;
   const runtime::TrustedVerifierRegistry registry(state, none);
   for (const runtime::VerifierRegistration& registration : registry.registrations()) {
     if (registration.key.audience == kDemoAudience &&

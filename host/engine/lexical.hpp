@@ -31,6 +31,9 @@ bool is_opaque_token(std::string_view text) noexcept;
 // Canonical (engine) token: ^[a-z0-9][a-z0-9._:@-]{0,127}$.
 bool is_canonical_token(std::string_view text) noexcept;
 
+// Plugin id: ^[a-z0-9][a-z0-9._-]{0,63}$ (what a lock entry and a verifier registration name).
+bool is_plugin_id(std::string_view text) noexcept;
+
 // Capability name: ^[a-z0-9][a-z0-9._@-]{0,127}$ (no colon).
 bool is_capability_name(std::string_view text) noexcept;
 

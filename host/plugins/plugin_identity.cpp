@@ -1,11 +1,12 @@
 #include "host/plugins/plugin_identity.hpp"
 
 #include <ctx/abi/plugin_abi.h>
-#include <ctx/sdk/error.hpp>
 
 #include <algorithm>
+#include <ctx/sdk/error.hpp>
 
 #include "host/core/json_reader.hpp"
+#include "host/engine/lexical.hpp"
 
 namespace ctx::plugins {
 
@@ -38,17 +39,7 @@ bool is_known_kind(std::uint32_t value) noexcept {
          value == CTX_KIND_HOST_ADAPTER;
 }
 
-bool is_valid_plugin_id(std::string_view id) noexcept {
-  if (id.empty() || id.size() > 64) return false;
-  const auto lower_or_digit = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-  };
-  if (!lower_or_digit(id.front())) return false;
-  for (const char c : id.substr(1)) {
-    if (!lower_or_digit(c) && c != '.' && c != '_' && c != '-') return false;
-  }
-  return true;
-}
+bool is_valid_plugin_id(std::string_view id) noexcept { return engine::is_plugin_id(id); }
 
 namespace {
 

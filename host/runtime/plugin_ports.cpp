@@ -4,22 +4,21 @@
 #include <mutex>
 #include <utility>
 
-#include "host/plugins/abi_adapters.hpp"
+#include "host/core/error.hpp"
 
 namespace ctx::runtime {
 namespace {
 
 class RegistryInstallerResolver final : public InstallerResolver {
  public:
-  RegistryInstallerResolver(std::shared_ptr<const plugins::PluginRegistry> registry,
+  RegistryInstallerResolver(std::shared_ptr<const PinnedPlugins> plugins,
                             std::vector<InstallerRegistration> registrations)
-      : registry_(std::move(registry)) {
+      : plugins_(std::move(plugins)) {
     for (auto& registration : registrations) {
       Entry entry{std::move(registration), {}, {}, {}};
-      auto plugin = registry_->get(plugins::PluginKind::kInstaller, entry.registration.plugin_id);
       entry.driver =
-          std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
-      entry.driver_identity = plugin->identity().digest();
+          plugins_->installer(entry.registration.plugin_id, entry.registration.config_json);
+      entry.driver_identity = entry.driver->identity_digest();
       entry.captured = entry.driver->target_identity();
       Key key{entry.registration.installer_id, entry.registration.capability_kind};
       entries_.emplace(std::move(key), std::move(entry));
@@ -32,13 +31,12 @@ class RegistryInstallerResolver final : public InstallerResolver {
     const auto it = entries_.find(Key{std::string(installer_id), capability_kind});
     if (it == entries_.end()) return nullptr;
     Entry& entry = it->second;
-    const auto plugin =
-        registry_->find(plugins::PluginKind::kInstaller, entry.registration.plugin_id);
-    if (!plugin) return nullptr;
-    if (plugin->identity().digest() != entry.driver_identity) {
+    const auto identity = plugins_->installer_identity(entry.registration.plugin_id);
+    if (!identity) return nullptr;
+    if (*identity != entry.driver_identity) {
       entry.driver =
-          std::make_shared<plugins::AbiInstaller>(plugin, entry.registration.config_json);
-      entry.driver_identity = plugin->identity().digest();
+          plugins_->installer(entry.registration.plugin_id, entry.registration.config_json);
+      entry.driver_identity = *identity;
     }
     if (!(entry.driver->target_identity() == entry.captured)) {
       throw InstallExecutionError("install target root changed after runtime configuration");
@@ -49,13 +47,13 @@ class RegistryInstallerResolver final : public InstallerResolver {
  private:
   struct Entry {
     InstallerRegistration registration;
-    std::shared_ptr<plugins::AbiInstaller> driver;
+    std::shared_ptr<engine::InstallerPort> driver;
     std::string driver_identity;
     engine::TargetIdentity captured;
   };
   // (installer id, kind) of a registration.
   using Key = std::pair<std::string, engine::CapabilityKind>;
-  std::shared_ptr<const plugins::PluginRegistry> registry_;
+  std::shared_ptr<const PinnedPlugins> plugins_;
   mutable std::mutex mutex_;
   mutable std::map<Key, Entry> entries_;  // GUARDED_BY(mutex_)
 };
@@ -63,19 +61,16 @@ class RegistryInstallerResolver final : public InstallerResolver {
 }  // namespace
 
 std::shared_ptr<InstallerResolver> installer_resolver_from_registry(
-    std::shared_ptr<const plugins::PluginRegistry> registry,
+    std::shared_ptr<const PinnedPlugins> plugins,
     std::vector<InstallerRegistration> registrations) {
-  if (!registry) throw InvalidArgument("installer resolver requires a plugin registry");
-  return std::make_shared<RegistryInstallerResolver>(std::move(registry),
-                                                     std::move(registrations));
+  if (!plugins) throw InvalidArgument("installer resolver requires the pinned plugins");
+  return std::make_shared<RegistryInstallerResolver>(std::move(plugins), std::move(registrations));
 }
 
 std::shared_ptr<engine::ActivationPort> activation_port_from_registry(
-    const plugins::PluginRegistry& registry, std::string_view installer_id,
-    std::string_view config_json) {
-  auto installer = std::make_shared<plugins::AbiInstaller>(
-      registry.get(plugins::PluginKind::kInstaller, installer_id), config_json);
-  return std::make_shared<engine::InstallerActivation>(std::move(installer));
+    const PinnedPlugins& plugins, std::string_view installer_id, std::string_view config_json) {
+  return std::make_shared<engine::InstallerActivation>(
+      plugins.installer(installer_id, config_json));
 }
 
 }  // namespace ctx::runtime

@@ -1,8 +1,7 @@
 #include "host/runtime/consent/verifier_registry.hpp"
 
 #include "host/core/crypto.hpp"
-#include "host/plugins/abi_adapters.hpp"
-#include "host/plugins/errors.hpp"
+#include "host/engine/lexical.hpp"
 #include "host/runtime/consent/private_file.hpp"
 
 namespace ctx::runtime {
@@ -71,7 +70,7 @@ VerifierRegistration VerifierRegistration::from_json(const core::Json& json) {
   }
   r.config = *config;
   validate_key(r.key);
-  if (!plugins::is_valid_plugin_id(r.plugin_id)) {
+  if (!engine::is_plugin_id(r.plugin_id)) {
     throw InvalidArgument("verifier registration plugin id");
   }
   if (!core::is_sha256_hex(r.identity_digest)) {
@@ -93,7 +92,7 @@ bool PinnedVerifier::verify(const SignedAssertion& assertion, std::string_view w
 }
 
 TrustedVerifierRegistry::TrustedVerifierRegistry(std::filesystem::path state_dir,
-                                                 const plugins::PluginRegistry& plugins)
+                                                 const PinnedPlugins& plugins)
     : file_(std::move(state_dir) / kVerifierRegistryFileName), plugins_(plugins) {
   const auto bytes = read_private_file(file_, kMaxVerifierRegistryBytes, kWhat);
   if (!bytes) return;
@@ -134,10 +133,9 @@ void TrustedVerifierRegistry::add(const VerifierKey& key, std::string_view plugi
                                   const core::Json& config) {
   validate_key(key);
   if (!config.is_object()) throw InvalidArgument("verifier config must be an object");
-  const auto plugin = plugins_.get(plugins::PluginKind::kVerifier, plugin_id);
   // Instantiating checks the configuration with the plugin itself before anything is stored.
-  plugins::AbiVerifier probe(plugin, core::canonical_json(config));
-  VerifierRegistration r{key, std::string(plugin_id), plugin->identity().digest(), config};
+  const auto probe = plugins_.verifier(plugin_id, core::canonical_json(config));
+  VerifierRegistration r{key, std::string(plugin_id), probe->identity_digest(), config};
   std::lock_guard lock(mutex_);
   if (entries_.contains(key)) throw InvalidArgument("verifier key is already registered");
   if (entries_.size() >= kMaxVerifierRegistrations) {
@@ -182,14 +180,14 @@ std::shared_ptr<const PinnedVerifier> TrustedVerifierRegistry::resolve(const Ver
     throw UnknownHumanDecisionVerifier("no trusted verifier for this human decision identity");
   }
   const VerifierRegistration& r = entry->second;
-  const auto plugin = plugins_.find(plugins::PluginKind::kVerifier, r.plugin_id);
-  if (plugin == nullptr || plugin->identity().digest() != r.identity_digest) {
+  const auto loaded = plugins_.verifier_identity(r.plugin_id);
+  if (!loaded || *loaded != r.identity_digest) {
     loaded_.erase(key);
     throw VerifierPinMismatch("verifier pin mismatch: the pinned verifier plugin is not loaded");
   }
   const auto cached = loaded_.find(key);
   if (cached != loaded_.end()) return cached->second;
-  auto port = std::make_shared<plugins::AbiVerifier>(plugin, core::canonical_json(r.config));
+  auto port = plugins_.verifier(r.plugin_id, core::canonical_json(r.config));
   if (port->identity_digest() != r.identity_digest) {
     throw VerifierPinMismatch("verifier pin mismatch: the loaded verifier has another identity");
   }

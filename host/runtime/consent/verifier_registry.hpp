@@ -19,8 +19,8 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 #include "host/engine/ports/verifier_port.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
+#include "host/runtime/pinned_plugins.hpp"
 
 namespace ctx::runtime {
 
@@ -103,12 +103,13 @@ class VerifierDirectory {
 class TrustedVerifierRegistry final : public VerifierDirectory {
  public:
   // Opens the registry file `<state_dir>/consent-verifiers.json` (missing: empty registry) and
-  // resolves verifiers through `plugins`, which must outlive this object.
-  // Errors: VerifierRegistryCorruption; UnsafeStateFile; SystemError.
-  TrustedVerifierRegistry(std::filesystem::path state_dir, const plugins::PluginRegistry& plugins);
+  // resolves verifiers through `plugins` (the loaded verifier plugins, which host/app fills),
+  // which must outlive this object. Errors: VerifierRegistryCorruption; UnsafeStateFile;
+  // SystemError.
+  TrustedVerifierRegistry(std::filesystem::path state_dir, const PinnedPlugins& plugins);
 
-  // Adds a registration pinning the verifier plugin `plugin_id` currently loaded in the plugin
-  // registry, and persists the file. The plugin is instantiated once to check the config.
+  // Adds a registration pinning the verifier plugin `plugin_id` currently loaded in `plugins`,
+  // and persists the file. The plugin is instantiated once to check the config.
   // Errors: InvalidArgument (bad key token/digest, config not an object, duplicate key);
   // plugins::PluginNotPinned; ctx::Error from the plugin's create; UnsafeStateFile; SystemError.
   void add(const VerifierKey& key, std::string_view plugin_id, const core::Json& config);
@@ -129,7 +130,7 @@ class TrustedVerifierRegistry final : public VerifierDirectory {
   void persist_locked() const;
 
   std::filesystem::path file_;
-  const plugins::PluginRegistry& plugins_;
+  const PinnedPlugins& plugins_;
   mutable std::mutex mutex_;
   std::map<VerifierKey, VerifierRegistration> entries_;
   std::map<VerifierKey, std::shared_ptr<const PinnedVerifier>> loaded_;

@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "host/app/installation.hpp"
 #include "host/engine/identities.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/plugin_ports.hpp"
 #include "tests/plugins/skill-installer/skill_store_fixture.hpp"
 
@@ -26,7 +26,7 @@ class SkillInstallerPluginTest : public SkillStoreTest {
   }
 
   std::unique_ptr<plugins::PluginLoader> loader_;
-  plugins::PluginRegistry registry_;
+  ::ctx::app::LoadedPlugins registry_;
 };
 
 TEST_F(SkillInstallerPluginTest, TreeSkillInstallsAndActivatesUnderTheEnginesMaterialIdentity) {
@@ -38,7 +38,7 @@ TEST_F(SkillInstallerPluginTest, TreeSkillInstallsAndActivatesUnderTheEnginesMat
       static_cast<std::int64_t>(root.size()));
 
   plugins::AbiInstaller installer(
-      registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());
+      registry_.registry().get(plugins::PluginKind::kInstaller, "skill-installer"), config());
   Json install = request;
   install["material_identity_digest"] = material.identity_digest();
   const core::Json reply = installer.install(core::Json::parse(install.dump()));
@@ -79,7 +79,7 @@ TEST_F(SkillInstallerPluginTest, InstallFromSourceStreamsTheHostsBodiesThroughTh
   request.erase("source");
   const std::string hex = request.at("content_sha256");
   plugins::AbiInstaller installer(
-      registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());
+      registry_.registry().get(plugins::PluginKind::kInstaller, "skill-installer"), config());
 
   for (const auto& [what, served] :
        {std::pair{"a listed file missing", [&] {
@@ -132,7 +132,7 @@ TEST_F(SkillInstallerPluginTest, InstallFromSourceStreamsTheHostsBodiesThroughTh
 
 TEST_F(SkillInstallerPluginTest, TargetIdentityDigestChangesWhenTheRootIsReplaced) {
   plugins::AbiInstaller installer(
-      registry_.get(plugins::PluginKind::kInstaller, "skill-installer"), config());
+      registry_.registry().get(plugins::PluginKind::kInstaller, "skill-installer"), config());
   const engine::TargetIdentity before = installer.target_identity();
   EXPECT_EQ(before.owner, ::geteuid());
   EXPECT_EQ(before.mode & 0777, 0700u);

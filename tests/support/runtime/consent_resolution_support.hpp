@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "host/app/installation.hpp"
 #include "host/core/crypto.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
@@ -123,7 +124,7 @@ class HookedVerifier final : public engine::VerifierPort {
 class Verifiers final : public VerifierDirectory {
  public:
   // Registers the seed's principal with the loaded verifier plugin `plugin_id` and `config`.
-  Verifiers(std::filesystem::path state, std::shared_ptr<plugins::PluginRegistry> plugins,
+  Verifiers(std::filesystem::path state, std::shared_ptr<::ctx::app::LoadedPlugins> plugins,
             std::string plugin_id, core::Json config)
       : plugins_(std::move(plugins)),
         registry_(std::move(state), *plugins_),
@@ -136,7 +137,7 @@ class Verifiers final : public VerifierDirectory {
     ++resolve_calls;
     auto pinned = registry_.resolve(wanted);
     if (hook && !hooked_) {
-      auto plugin = plugins_->get(plugins::PluginKind::kVerifier, plugin_id_);
+      auto plugin = plugins_->registry().get(plugins::PluginKind::kVerifier, plugin_id_);
       auto real = std::make_shared<plugins::AbiVerifier>(plugin, config_.dump());
       hooked_ = std::make_shared<const PinnedVerifier>(
           wanted, pinned->identity_digest(),
@@ -149,7 +150,7 @@ class Verifiers final : public VerifierDirectory {
   std::atomic<int> resolve_calls{0};
 
  private:
-  std::shared_ptr<plugins::PluginRegistry> plugins_;
+  std::shared_ptr<::ctx::app::LoadedPlugins> plugins_;
   TrustedVerifierRegistry registry_;
   std::string plugin_id_;
   core::Json config_;

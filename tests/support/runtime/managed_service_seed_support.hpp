@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <ctx/sdk/skill_tree.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,18 +28,16 @@
 #include <utility>
 #include <vector>
 
+#include "host/app/installation.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/planning/candidate_source.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/composition.hpp"
 #include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/install_execution.hpp"
-#include <ctx/sdk/skill_tree.hpp>
-
 #include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/graph_store.hpp"
@@ -332,7 +331,7 @@ struct ConsentSetup {
   std::string release_root_digest = digest("managed-service-release-root");
   std::string host_identity_digest = digest("managed-service-host");
   std::shared_ptr<plugins::PluginLoader> loader;
-  std::shared_ptr<plugins::PluginRegistry> plugins;
+  std::shared_ptr<::ctx::app::LoadedPlugins> plugins;
   std::shared_ptr<engine::InstallerPort> skill_installer;  // the real skill-installer plugin
   std::shared_ptr<const runtime::ManagedInstallActuators> actuators;
   std::shared_ptr<BodySource> body_source = std::make_shared<BodySource>();
@@ -521,7 +520,7 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
     std::filesystem::permissions(consent.skill_root, std::filesystem::perms::owner_all,
                                  std::filesystem::perm_options::replace);
     consent.loader = std::make_shared<plugins::PluginLoader>(tmp / "loader-state");
-    consent.plugins = std::make_shared<plugins::PluginRegistry>();
+    consent.plugins = std::make_shared<::ctx::app::LoadedPlugins>();
 #ifdef CTX_SKILL_INSTALLER_SO
     consent.plugins->add(
         consent.loader->load(consent.loader->inspect_for_pin(CTX_SKILL_INSTALLER_SO)));
@@ -530,7 +529,8 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
 #endif
     const core::Json config = {{"root", consent.skill_root.string()}};
     consent.skill_installer = std::make_shared<plugins::AbiInstaller>(
-        consent.plugins->get(plugins::PluginKind::kInstaller, "skill-installer"), config.dump());
+        consent.plugins->registry().get(plugins::PluginKind::kInstaller, "skill-installer"),
+        config.dump());
     consent.actuators = std::make_shared<runtime::ManagedInstallActuators>(
         std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
             {"ctx-skill-installer-v1", consent.skill_installer}},

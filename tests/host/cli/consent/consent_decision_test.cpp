@@ -25,13 +25,13 @@
 #include <string>
 #include <vector>
 
+#include "host/app/installation.hpp"
 #include "host/app/state_service.hpp"
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/engine/identities.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/crash_point.hpp"
@@ -144,7 +144,7 @@ class ConsentDecisionTest : public ctx::testing::TrustedStateTest {
   std::string assertion(engine::Decision decision, const std::string& audience = "ctx-local",
                         const std::string& principal = "") const {
     const UserDecisionKey key = UserDecisionKey::load(key_);
-    const plugins::PluginRegistry none;
+    const ::ctx::app::LoadedPlugins none;
     const runtime::TrustedVerifierRegistry trusted(state_, none);
     runtime::VerifierRegistration registration =
         registration_for(trusted.registrations(), "ctx-local", key);

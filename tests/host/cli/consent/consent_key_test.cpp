@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "host/app/installation.hpp"
 #include "host/cli/cli.hpp"
 #include "host/core/crypto.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -145,7 +145,7 @@ class ConsentKeyTest : public ::testing::Test {
 
   ctx::testing::TempDir dir_;
   fs::path state_;
-  plugins::PluginRegistry plugins_;
+  ::ctx::app::LoadedPlugins plugins_;
   std::unique_ptr<TrustedVerifierRegistry> registry_;
 };
 

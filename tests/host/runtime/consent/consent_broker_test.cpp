@@ -12,6 +12,7 @@
 #include <barrier>
 #include <thread>
 
+#include "host/app/installation.hpp"
 #include "tests/host/runtime/consent/consent_fixture.hpp"
 #include "tests/support/expect_throw.hpp"
 
@@ -107,7 +108,7 @@ class ConsentBrokerTest : public ::testing::Test {
   testing::TempDir state_;
   testing::TempDir keys_;
   plugins::PluginLoader loader_{state_.path() / "loader-state"};
-  plugins::PluginRegistry plugins_;
+  ::ctx::app::LoadedPlugins plugins_;
   testing::Signers signers_{keys_.path()};
   testing::ManualClock clock_{"2026-08-03T12:00:30Z"};
   std::unique_ptr<TrustedVerifierRegistry> registry_;

@@ -13,9 +13,9 @@
 #include <string>
 #include <typeinfo>
 
+#include "host/app/installation.hpp"
 #include "host/core/crypto.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/consent_challenge.hpp"
 #include "tests/plugins/verifiers/support/wire_fixture.hpp"
@@ -142,7 +142,7 @@ inline std::string altered(std::string bytes) {
 }
 
 // Loads the verifier module at `so` into `registry` exactly as pinned.
-inline void load_verifier(plugins::PluginRegistry& registry, const plugins::PluginLoader& loader,
+inline void load_verifier(::ctx::app::LoadedPlugins& registry, const plugins::PluginLoader& loader,
                           const char* so) {
   registry.add(loader.load(loader.inspect_for_pin(so)));
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "host/app/installation.hpp"
 #include "host/plugins/errors.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "tests/host/runtime/consent/consent_fixture.hpp"
@@ -36,7 +37,7 @@ class VerifierRegistryTest : public ::testing::Test {
   testing::TempDir state_;
   testing::TempDir keys_;
   plugins::PluginLoader loader_{state_.path() / "loader-state"};
-  plugins::PluginRegistry plugins_;
+  ::ctx::app::LoadedPlugins plugins_;
   testing::Signers signers_{keys_.path()};
   const VerifierKey key_{kAudience, kAuthenticator, kPrincipal};
 };
@@ -46,8 +47,9 @@ TEST_F(VerifierRegistryTest, Ed25519RegistrationVerifiesThroughThePinnedPlugin) 
   TrustedVerifierRegistry registry(state_dir(), plugins_);
   registry.add(key_, "ed25519", core::Json{{"public_key_pem", pem}});
   const auto verifier = registry.resolve(key_);
-  EXPECT_EQ(verifier->identity_digest(),
-            plugins_.get(plugins::PluginKind::kVerifier, "ed25519")->identity().digest());
+  EXPECT_EQ(
+      verifier->identity_digest(),
+      plugins_.registry().get(plugins::PluginKind::kVerifier, "ed25519")->identity().digest());
   const auto claims = claims_for(make_challenge());
   const std::string payload =
       signed_payload(claims, [&](const std::string& b) { return signers_.ed25519_sign("a", b); });
@@ -125,10 +127,10 @@ TEST_F(VerifierRegistryTest, ChangedPinnedIdentityFailsClosed) {
   TrustedVerifierRegistry repinned(state_dir(), plugins_);
   EXPECT_TRUE(throws_exactly<VerifierPinMismatch>([&] { (void)repinned.resolve(key_); }));
   // And a registry whose plugin is not loaded at all.
-  plugins::PluginRegistry empty;
+  ::ctx::app::LoadedPlugins empty;
   {
     json["verifiers"][0]["identity_digest"] =
-        plugins_.get(plugins::PluginKind::kVerifier, "ed25519")->identity().digest();
+        plugins_.registry().get(plugins::PluginKind::kVerifier, "ed25519")->identity().digest();
     write_file(file, core::canonical_json(json));
   }
   TrustedVerifierRegistry unloaded(state_dir(), empty);

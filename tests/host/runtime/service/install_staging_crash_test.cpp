@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "host/app/installation.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/service/managed_service.hpp"
@@ -93,7 +94,7 @@ std::shared_ptr<ManagedQueryService> open_dying_service(const ServiceSetup& setu
   options.consent_broker = std::make_shared<ConsentBroker>(
       consent.consent_store_path, store_key(), std::string(kConsentAudience), *clock);
   auto real = std::make_shared<plugins::AbiInstaller>(
-      consent.plugins->get(plugins::PluginKind::kInstaller, "skill-installer"),
+      consent.plugins->registry().get(plugins::PluginKind::kInstaller, "skill-installer"),
       core::Json{{"root", consent.skill_root.string()}}.dump());
   options.install_actuators = std::make_shared<ManagedInstallActuators>(
       std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
@@ -251,7 +252,7 @@ TEST(InstallBodySourceCrash, KillingTheInstallerMidStreamPublishesNothingAndItsS
   expect_recovery_fails_the_dead_claim_once(setup, request);
   {  // a new instance (as the next process start makes) sweeps the dead writer's staging
     plugins::AbiInstaller fresh(
-        setup.consent->plugins->get(plugins::PluginKind::kInstaller, "skill-installer"),
+        setup.consent->plugins->registry().get(plugins::PluginKind::kInstaller, "skill-installer"),
         core::Json{{"root", skill_root.string()}}.dump());
   }
   EXPECT_TRUE(entries(skill_root / "tmp").empty());

@@ -10,9 +10,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "host/app/installation.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/plugins/plugin_loader.hpp"
-#include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/plugin_ports.hpp"
@@ -29,9 +29,9 @@ using ::ctx::testing::TempDir;
 using namespace ::ctx::testing::service;  // NOLINT(google-build-using-namespace)
 
 // A registry holding exactly the installer plugin at `so`, pinned as it is now.
-std::shared_ptr<plugins::PluginRegistry> pinned_registry(const plugins::PluginLoader& loader,
-                                                         const char* so) {
-  auto registry = std::make_shared<plugins::PluginRegistry>();
+std::shared_ptr<::ctx::app::LoadedPlugins> pinned_registry(const plugins::PluginLoader& loader,
+                                                           const char* so) {
+  auto registry = std::make_shared<::ctx::app::LoadedPlugins>();
   registry->add(loader.load(loader.inspect_for_pin(so)));
   return registry;
 }
@@ -39,7 +39,7 @@ std::shared_ptr<plugins::PluginRegistry> pinned_registry(const plugins::PluginLo
 // The service's actuator: descriptors for ctx-skill-installer-v1 (kind skill) install through
 // the registry's "fixture-disk-installer" at `root`.
 std::shared_ptr<const InstallActuator> plugin_actuator(
-    std::shared_ptr<plugins::PluginRegistry> registry, const fs::path& root,
+    std::shared_ptr<::ctx::app::LoadedPlugins> registry, const fs::path& root,
     std::shared_ptr<BodySource> bodies) {
   auto actuator = std::make_shared<InstallActuator>();
   actuator->installers = installer_resolver_from_registry(
@@ -55,11 +55,11 @@ std::shared_ptr<const InstallActuator> plugin_actuator(
 // A service on `setup`'s files whose actuator for ctx-skill-installer-v1 is the registry's
 // "fixture-disk-installer" at `root`.
 std::shared_ptr<ManagedQueryService> service_with(const ServiceSetup& setup,
-                                                  const plugins::PluginRegistry& registry,
+                                                  const ::ctx::app::LoadedPlugins& registry,
                                                   const fs::path& root,
                                                   std::shared_ptr<BodySource> bodies) {
   auto driver = std::make_shared<plugins::AbiInstaller>(
-      registry.get(plugins::PluginKind::kInstaller, "fixture-disk-installer"),
+      registry.registry().get(plugins::PluginKind::kInstaller, "fixture-disk-installer"),
       core::Json{{"root", root.string()}}.dump());
   auto options = setup.service_options();
   options.install_actuators = std::make_shared<ManagedInstallActuators>(
@@ -95,9 +95,9 @@ TEST(PreapprovedInstallPlugins,
   auto v1 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V1);
   auto v2 = pinned_registry(loader, CTX_FIXTURE_DISK_INSTALLER_V2);
   const auto v1_identity =
-      v1->get(plugins::PluginKind::kInstaller, "fixture-disk-installer")->identity();
+      v1->registry().get(plugins::PluginKind::kInstaller, "fixture-disk-installer")->identity();
   const auto v2_identity =
-      v2->get(plugins::PluginKind::kInstaller, "fixture-disk-installer")->identity();
+      v2->registry().get(plugins::PluginKind::kInstaller, "fixture-disk-installer")->identity();
   ASSERT_EQ(v1_identity.version, "1.0.0");
   ASSERT_EQ(v2_identity.version, "1.1.0");
   ASSERT_NE(v1_identity.sha256, v2_identity.sha256);

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "host/app/installation.hpp"
 #include "host/engine/replay.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
@@ -131,7 +132,7 @@ std::shared_ptr<const ManagedInstallActuators> skill_actuators(
     std::shared_ptr<engine::InstallerPort> driver = nullptr) {
   if (!driver) {
     driver = std::make_shared<plugins::AbiInstaller>(
-        setup.consent->plugins->get(plugins::PluginKind::kInstaller, "skill-installer"),
+        setup.consent->plugins->registry().get(plugins::PluginKind::kInstaller, "skill-installer"),
         core::Json{{"root", root.string()}}.dump());
   }
   return std::make_shared<ManagedInstallActuators>(
@@ -204,10 +205,10 @@ TEST(ManagedServiceSeed, preapproved_desired_install_executes_once_and_retries_f
       setup.journal_path, "SELECT execution_binding_json FROM engine_install_claims"));
   EXPECT_EQ(binding.driver_id(), "ctx-skill-installer-v1");
   EXPECT_EQ(binding.driver_digest(), setup.consent->skill_installer->identity_digest());
-  EXPECT_EQ(binding.driver_digest(),
-            setup.consent->plugins->get(plugins::PluginKind::kInstaller, "skill-installer")
-                ->identity()
-                .digest());
+  EXPECT_EQ(binding.driver_digest(), setup.consent->plugins->registry()
+                                         .get(plugins::PluginKind::kInstaller, "skill-installer")
+                                         ->identity()
+                                         .digest());
   EXPECT_EQ(binding.target_identity_digest(),
             setup.consent->skill_installer->target_identity().digest());
 }
