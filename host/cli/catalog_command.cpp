@@ -5,16 +5,14 @@
 #include <filesystem>
 #include <iostream>
 
+#include "host/app/catalog.hpp"
+#include "host/app/consent.hpp"
 #include "host/app/state_layout.hpp"
 #include "host/app/state_service.hpp"
 #include "host/cli/bundled_plugins.hpp"
 #include "host/cli/consent_command.hpp"
 #include "host/cli/progress_line.hpp"
 #include "host/core/canonical_json.hpp"
-#include "host/runtime/catalog/catalog.hpp"
-#include "host/runtime/catalog/catalog_sources.hpp"
-#include "host/runtime/consent/install_policy_store.hpp"
-#include "host/runtime/consent/printed_command.hpp"
 
 namespace ctx::cli {
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "host/app/catalog.hpp"
 #include "host/cli/catalog_command.hpp"
 #include "host/cli/command_options.hpp"
 #include "host/cli/consent_command.hpp"
@@ -22,7 +23,6 @@
 #include "host/cli/policy_command.hpp"
 #include "host/cli/query_command.hpp"
 #include "host/core/crypto.hpp"
-#include "host/runtime/catalog/catalog.hpp"
 #include "host/server/autostart.hpp"
 #include "host/server/server.hpp"
 

@@ -1,6 +1,6 @@
 #include "host/cli/command_options.hpp"
 
-#include "host/runtime/consent/printed_command.hpp"
+#include "host/app/consent.hpp"
 
 namespace ctx::cli {
 

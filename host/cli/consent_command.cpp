@@ -10,6 +10,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "host/app/consent.hpp"
 #include "host/app/installation.hpp"
 #include "host/app/state_service.hpp"
 #include "host/cli/command_options.hpp"
@@ -19,10 +20,6 @@
 #include "host/core/json_reader.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_registry.hpp"
-#include "host/runtime/consent/assertion_codec.hpp"
-#include "host/runtime/consent/printed_command.hpp"
-#include "host/runtime/consent/verifier_registry.hpp"
 
 namespace ctx::cli {
 namespace {

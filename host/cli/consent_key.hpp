@@ -12,10 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "host/app/consent.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/time.hpp"
-#include "host/runtime/consent/assertion_codec.hpp"
-#include "host/runtime/consent/verifier_registry.hpp"
 
 namespace ctx::cli {
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "host/app/consent.hpp"
 #include "host/app/hook/hook_runner.hpp"
 #include "host/app/installation.hpp"
 #include "host/app/state_layout.hpp"
@@ -17,9 +18,6 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_registry.hpp"
-#include "host/runtime/consent/private_file.hpp"
-#include "host/runtime/consent/verifier_registry.hpp"
 
 #ifndef CTX_SOURCE_DIR
 #error "CTX_SOURCE_DIR must be defined by the build"

@@ -2,13 +2,8 @@
 
 #include <filesystem>
 
+#include "host/app/state_check.hpp"
 #include "host/core/canonical_json.hpp"
-#include "host/core/time.hpp"
-#include "host/engine/engine.hpp"
-#include "host/app/state_layout.hpp"
-#include "host/app/state_service.hpp"
-#include "host/runtime/service/query_store.hpp"
-#include "host/store/sqlite_journal_store.hpp"
 
 namespace ctx::cli {
 
@@ -21,20 +16,7 @@ std::string journal_usage() {
 
 int run_journal_verify(const JournalVerifyOptions& options, const CommandIo& io) {
   const auto state_dir = command_state_dir(options.state, io.env);
-  const auto paths = runtime::StatePaths::of(state_dir);
-  std::error_code ec;
-  const bool exists = std::filesystem::exists(paths.journal, ec);
-  if (exists) {
-    const core::SystemClock clock;
-    const store::SqliteJournalStore store(paths.journal, clock);
-    engine::ReducerReplayer replayer;
-    store.verify(&replayer);
-  }
-  // The managed query store's whole-file check (its open reads only the schema and key row).
-  if (std::filesystem::exists(std::filesystem::symlink_status(paths.queries, ec))) {
-    runtime::open_managed_query_store(paths.queries, runtime::read_installation_key(state_dir))
-        ->verify();
-  }
+  const bool exists = app::verify_state_stores(state_dir).journal;
   if (options.json) {
     io.out << core::canonical_json(core::Json{{"journal", exists ? "verified" : "absent"}}) << "\n";
   } else {

@@ -11,9 +11,9 @@
 #include <optional>
 #include <string>
 
+#include "host/app/consent.hpp"
 #include "host/cli/command_options.hpp"
 #include "host/engine/vocabulary.hpp"
-#include "host/runtime/consent/install_policy_store.hpp"
 
 namespace ctx::cli {
 

@@ -5,10 +5,10 @@
 #include <iterator>
 #include <sstream>
 
+#include "host/app/consent.hpp"
+#include "host/app/state_service.hpp"
 #include "host/cli/command_options.hpp"
 #include "host/core/canonical_json.hpp"
-#include "host/app/state_service.hpp"
-#include "host/runtime/consent/printed_command.hpp"
 
 namespace ctx::cli {
 namespace {

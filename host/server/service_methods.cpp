@@ -27,13 +27,12 @@
 #include <utility>
 #include <vector>
 
-#include "host/core/crypto.hpp"
-#include "host/core/json_reader.hpp"
-#include "host/runtime/catalog/catalog_ports.hpp"
-#include "host/app/state_service.hpp"
-#include "host/runtime/consent/printed_command.hpp"
+#include "host/app/consent.hpp"
 #include "host/app/hook/hook_protocol.hpp"
 #include "host/app/hook/hook_runner.hpp"
+#include "host/app/state_service.hpp"
+#include "host/core/crypto.hpp"
+#include "host/core/json_reader.hpp"
 #include "host/server/file_signature.hpp"
 #include "host/server/server.hpp"
 
