@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "host/app/state_layout.hpp"
+#include "host/app/state_service.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/error.hpp"
 #include "host/plugins/abi_adapters.hpp"
@@ -133,6 +134,22 @@ std::shared_ptr<LoadedPlugins> Installation::load(
     if (const auto* entry = lock_.find(kind, id)) loaded->add(loader.load(*entry));
   }
   return loaded;
+}
+
+runtime::ManagedCompositionOptions Installation::composition_options(CompositionPorts ports) const {
+  const auto paths = runtime::StatePaths::of(state_dir_);
+  runtime::ManagedCompositionOptions options;
+  options.journal_path = paths.journal;
+  options.journal = std::move(ports.journal);
+  options.benefit_audit_path = paths.audit;
+  options.benefit_facts_port = std::move(ports.benefit_facts);
+  options.net_benefit_policy = runtime::default_net_benefit_policy();
+  options.material_port = std::move(ports.material);
+  options.install_bundle_port = std::move(ports.install_bundle);
+  options.trusted_clock = std::move(ports.trusted_clock);
+  options.policy_store_root = paths.install_policy;
+  options.install_approvals = std::move(ports.install_approvals);
+  return options;
 }
 
 std::shared_ptr<runtime::VerifierDirectory> Installation::verifiers() const {

@@ -19,6 +19,7 @@
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/pinned_plugins.hpp"
+#include "host/runtime/service/managed_service.hpp"
 
 namespace ctx::app {
 
@@ -43,6 +44,17 @@ class LoadedPlugins final : public runtime::PinnedPlugins {
 
  private:
   plugins::PluginRegistry registry_;
+};
+
+// The ports a state dir's engine compositions run on besides its files (the state service makes
+// them over its imported catalog and journal connection).
+struct CompositionPorts {
+  std::shared_ptr<runtime::SharedJournal> journal;  // null: each composition opens its own
+  std::shared_ptr<runtime::BenefitFactsPort> benefit_facts;
+  std::shared_ptr<runtime::MaterialPort> material;
+  std::shared_ptr<runtime::InstallBundlePort> install_bundle;
+  std::shared_ptr<const core::Clock> trusted_clock;                    // null: the system clock
+  std::shared_ptr<const runtime::InstallApprovals> install_approvals;  // may be null
 };
 
 class Installation {
@@ -71,6 +83,15 @@ class Installation {
   // Errors: the loader's.
   std::shared_ptr<LoadedPlugins> load(plugins::PluginKind kind,
                                       std::initializer_list<std::string_view> ids) const;
+
+  // The options every engine composition over this state dir opens with: its journal, benefit
+  // audit and install policy paths, the default net-benefit policy, and `ports` (the standing
+  // install approvals among them); no interactive
+  // guard, install or activation actuator (the managed query service sets its own per
+  // composition, the state service an activation port). The one place they are filled: the state
+  // service's managed query service takes them as its base. Errors: InvalidArgument (a relative
+  // state dir).
+  runtime::ManagedCompositionOptions composition_options(CompositionPorts ports) const;
 
   // The state dir's trusted verifier registry as the consent broker resolves it: opened, and the
   // verifier plugins its registrations name loaded, on the first resolve only (a hook never pays

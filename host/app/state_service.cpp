@@ -295,20 +295,15 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   authority.trusted_clock = clock;
   state->authority_ = std::make_shared<CatalogInputAuthority>(std::move(authority));
 
+  // Every composition over the state dir, the service's and open_composition's, opens with the
+  // options the installation fills.
+  state->composition_ = installation.composition_options(app::CompositionPorts{
+      state->journal_, facts, material, install, state->clock_, state->approvals_});
   ManagedQueryServiceOptions options;
+  static_cast<ManagedCompositionOptions&>(options) = state->composition_;
   options.registry = registry;
   options.query_store = state->store_;
-  options.journal_path = paths.journal;
-  options.journal = state->journal_;
-  options.benefit_audit_path = paths.audit;
-  options.benefit_facts_port = facts;
-  options.net_benefit_policy = policy;
-  options.material_port = material;
-  options.install_bundle_port = install;
   options.input_authority = state->authority_;
-  options.policy_store_root = paths.install_policy;
-  options.install_approvals = state->approvals_;
-  options.trusted_clock = state->clock_;
 
   // Consent: the broker, the verifiers, and the install actuators over the pinned installer.
   state->broker_ = std::make_shared<ConsentBroker>(paths.consent_store, state->key_,
@@ -853,16 +848,7 @@ void StateService::release_holder(const std::string& root, const std::string& ca
 std::unique_ptr<EngineComposition> StateService::open_composition(const ManagedQueryRecord& query) {
   auto artifact =
       registry_->reopen(query.artifact_manifest_digest(), query.planning_environment_digest());
-  ManagedCompositionOptions options;
-  options.journal_path = paths_.journal;
-  options.journal = journal_;
-  options.benefit_audit_path = paths_.audit;
-  options.benefit_facts_port = facts_;
-  options.net_benefit_policy = default_net_benefit_policy();
-  options.material_port = material_;
-  options.install_bundle_port = install_;
-  options.trusted_clock = clock_;
-  options.policy_store_root = paths_.install_policy;
+  ManagedCompositionOptions options = composition_;
   options.activation_port = activation_for(query.decision_event().scope().repository_id()).first;
   return open_managed_engine_composition(*registry_, artifact, std::move(options));
 }

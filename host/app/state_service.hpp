@@ -319,6 +319,8 @@ class StateService {
   // One installer instance per project skills directory.
   std::map<std::string, std::shared_ptr<engine::ActivationPort>> activations_;  // GUARDED_BY
   std::shared_ptr<const core::Clock> clock_;
+  // The options every composition over the state dir opens with (Installation fills them).
+  ManagedCompositionOptions composition_;
   std::shared_ptr<ManagedArtifactRegistry> registry_;
   std::shared_ptr<SharedJournal> journal_;  // the one connection every part journals through
   std::shared_ptr<ConsentBroker> broker_;

@@ -291,27 +291,9 @@ class ConsentResolution {
 
   std::unique_ptr<EngineComposition> open(const ConsentOwner& owner, bool include_actuators,
                                           InteractiveInstallDecisionGuard guard) const {
-    ManagedCompositionOptions options;
-    options.journal_path = options_.journal_path;
-    options.journal = options_.journal;
-    options.benefit_audit_path = options_.benefit_audit_path;
-    options.benefit_facts_port = options_.benefit_facts_port;
-    options.net_benefit_policy = options_.net_benefit_policy;
-    options.material_port = options_.material_port;
-    options.install_bundle_port = options_.install_bundle_port;
-    options.interactive_install_decision_guard = std::move(guard);
-    options.trusted_clock = options_.trusted_clock;
-    if (include_actuators && options_.install_actuators) {
-      auto actuator = std::make_shared<InstallActuator>();
-      actuator->installers = options_.install_actuators;
-      actuator->bodies = options_.install_body_source;
-      actuator->host_identity_digest = options_.install_actuators->host_identity_digest();
-      options.install_actuator = std::move(actuator);
-    }
-    options.policy_store_root = options_.policy_store_root;
-    options.install_approvals = options_.install_approvals;
-    return open_managed_engine_composition(*options_.registry, owner.input->artifact_handle(),
-                                           std::move(options));
+    return open_managed_engine_composition(
+        *options_.registry, owner.input->artifact_handle(),
+        detail::composition_options(options_, std::move(guard), include_actuators));
   }
 
   // The binding the configured installer actuator would execute `descriptor` under now (the

@@ -362,6 +362,22 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
   return opened;
 }
 
+ManagedCompositionOptions detail::composition_options(const ManagedQueryServiceOptions& options,
+                                                      InteractiveInstallDecisionGuard guard,
+                                                      bool with_install_actuator) {
+  ManagedCompositionOptions composition = options;  // the composition part, as filled
+  composition.interactive_install_decision_guard = std::move(guard);
+  composition.install_actuator = nullptr;
+  if (with_install_actuator && options.install_actuators) {
+    auto actuator = std::make_shared<InstallActuator>();
+    actuator->installers = options.install_actuators;
+    actuator->bodies = options.install_body_source;
+    actuator->host_identity_digest = options.install_actuators->host_identity_digest();
+    composition.install_actuator = std::move(actuator);
+  }
+  return composition;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Service
 
@@ -481,28 +497,13 @@ bool ManagedQueryService::closed() const {
 
 std::unique_ptr<EngineComposition> ManagedQueryService::open_composition(
     const std::shared_ptr<const ManagedArtifactHandle>& artifact) const {
-  ManagedCompositionOptions options;
-  options.journal_path = options_.journal_path;
-  options.journal = options_.journal;
-  options.benefit_audit_path = options_.benefit_audit_path;
-  options.benefit_facts_port = options_.benefit_facts_port;
-  options.net_benefit_policy = options_.net_benefit_policy;
-  options.material_port = options_.material_port;
-  options.install_bundle_port = options_.install_bundle_port;
-  options.interactive_install_decision_guard =
-      interactive_guard_ ? detail::InteractiveGuardSlot::port(interactive_guard_)
-                         : options_.interactive_install_decision_guard;
-  options.trusted_clock = options_.trusted_clock;
-  if (options_.install_actuators) {
-    auto actuator = std::make_shared<InstallActuator>();
-    actuator->installers = options_.install_actuators;
-    actuator->bodies = options_.install_body_source;
-    actuator->host_identity_digest = options_.install_actuators->host_identity_digest();
-    options.install_actuator = std::move(actuator);
-  }
-  options.policy_store_root = options_.policy_store_root;
-  options.install_approvals = options_.install_approvals;
-  return open_managed_engine_composition(*options_.registry, artifact, std::move(options));
+  return open_managed_engine_composition(
+      *options_.registry, artifact,
+      detail::composition_options(options_,
+                                  interactive_guard_
+                                      ? detail::InteractiveGuardSlot::port(interactive_guard_)
+                                      : options_.interactive_install_decision_guard,
+                                  true));
 }
 
 EngineComposition& ManagedQueryService::composition_for(

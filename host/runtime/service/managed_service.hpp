@@ -403,7 +403,9 @@ struct ManagedCompositionOptions {
   // The physical installation actuator and the install policy root (EngineCompositionOptions).
   std::shared_ptr<const InstallActuator> install_actuator;
   std::optional<std::filesystem::path> policy_store_root;
-  std::shared_ptr<const InstallApprovals> install_approvals;  // may be null
+  // The standing install approvals (consent/install_approvals.hpp): an install a human already
+  // approved, exactly, under the current policy is granted without a new consent. May be null.
+  std::shared_ptr<const InstallApprovals> install_approvals;
   // The activation actuator execute_activation calls (EngineCompositionOptions); may be null.
   std::shared_ptr<engine::ActivationPort> activation_port;
 };
@@ -417,26 +419,16 @@ std::unique_ptr<EngineComposition> open_managed_engine_composition(
     const ManagedArtifactRegistry& registry, std::shared_ptr<const ManagedArtifactHandle> artifact,
     ManagedCompositionOptions options);
 
-// Inputs of open_managed_query_service (§3.4).
-struct ManagedQueryServiceOptions {
+// Inputs of open_managed_query_service (§3.4): the options of the compositions it opens (the
+// base, as its caller filled it: host/app's Installation for a state dir; journal_path and
+// benefit_audit_path absolute, policy_store_root absolute when given, a null trusted_clock the
+// system clock, a null journal a connection the service opens on first use and shares with its
+// compositions), plus the service's own. Of the base, install_actuator is the service's to set
+// (per composition, from install_actuators and install_body_source below: composition_options).
+struct ManagedQueryServiceOptions : ManagedCompositionOptions {
   std::shared_ptr<ManagedArtifactRegistry> registry;
   std::shared_ptr<ManagedQueryStore> query_store;
-  std::filesystem::path journal_path;        // absolute
-  // The process's connection to journal_path, shared with the input authority (null: the
-  // service opens its own on first use); its compositions and reads all go through it.
-  std::shared_ptr<SharedJournal> journal;
-  std::filesystem::path benefit_audit_path;  // absolute
-  std::shared_ptr<BenefitFactsPort> benefit_facts_port;
-  std::optional<NetBenefitPolicy> net_benefit_policy;
-  std::shared_ptr<MaterialPort> material_port;
-  std::shared_ptr<InstallBundlePort> install_bundle_port;
   std::shared_ptr<ManagedInputAuthority> input_authority;
-  std::optional<std::filesystem::path> policy_store_root;  // absolute when given
-  // The standing install approvals (consent/install_approvals.hpp): an install a human already
-  // approved, exactly, under the current policy is granted without a new consent. May be null.
-  std::shared_ptr<const InstallApprovals> install_approvals;
-  InteractiveInstallDecisionGuard interactive_install_decision_guard;
-  std::shared_ptr<const core::Clock> trusted_clock;  // null: the system clock
   // Interactive consent (§3.13–§3.21). Without a broker a pending interactive consent fails
   // closed ("publication authorities"); with one, both digests are sha256 and the broker's file
   // is distinct from the journal, audit and store.
@@ -452,6 +444,15 @@ struct ManagedQueryServiceOptions {
   // installs cannot apply ("no physical installation actuator body source").
   std::shared_ptr<InstallBodySource> install_body_source;
 };
+
+namespace detail {
+// The options of one composition the service opens: the composition part of `options` as its
+// caller filled it, with `guard` and, when `with_install_actuator` and options.install_actuators
+// is set, the install actuator over options.install_actuators and options.install_body_source.
+ManagedCompositionOptions composition_options(const ManagedQueryServiceOptions& options,
+                                              InteractiveInstallDecisionGuard guard,
+                                              bool with_install_actuator);
+}  // namespace detail
 
 class ManagedQueryService final {
  public:
