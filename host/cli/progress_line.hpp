@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "host/app/catalog.hpp"
 #include "host/cli/command_options.hpp"
-#include "host/runtime/catalog/catalog.hpp"
 
 namespace ctx::cli {
 
