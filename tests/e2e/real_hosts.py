@@ -13,7 +13,6 @@ each failed check on one line starting "CHECK FAILED".
 """
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -196,17 +195,23 @@ class Scenario:
                        "args": [os.path.join(HERE, "stdio_mcp_server.py")],
                        "tags": ["notes", "project-notes", "checklist"]}, f, indent=2)
         self.ctx("catalog", "import", catalog, "--state", self.state)
-        # The user's decision key, trusted for consent (what ctx demo does with its demo key).
+        # The user's decision key, trusted for consent in one step (issue 36 item 6): ctx derives
+        # the verifier, principal and authenticator from the key itself.
         must(["openssl", "genpkey", "-algorithm", "ed25519", "-out", self.key])
         os.chmod(self.key, 0o600)
-        public = must(["openssl", "pkey", "-in", self.key, "-pubout"]).stdout
-        verifier = os.path.join(self.work, "keys", "verifier.json")
-        with open(verifier, "w") as f:
-            json.dump({"public_key_pem": public}, f)
-        principal = hashlib.sha256(public.encode()).hexdigest()
-        self.ctx("consent", "trust", "--audience", "ctx-local", "--authenticator", "e2e-key",
-                 "--principal", principal, "--verifier", "ed25519", "--config", verifier,
-                 "--state", self.state)
+        public = os.path.join(self.work, "keys", "decision-key.pub.pem")
+        with open(public, "w") as f:
+            f.write(must(["openssl", "pkey", "-in", self.key, "-pubout"]).stdout)
+        trusted = self.ctx("consent", "trust", "--key", public, "--state", self.state)
+        check("ctx consent trust --key trusts the user's public key in one step",
+              "trusted SHA256:" in trusted.stdout, trusted.stdout.strip())
+
+    def paste(self, command):
+        """Runs a command ctx printed, as the user pastes it into a fresh shell (FILE: their key)."""
+        env = dict(self.env)
+        env["PATH"] = os.path.dirname(self.args.ctx) + ":" + env["PATH"]
+        return must(["sh", "-c", command.replace(" FILE", " " + self.key)], env=env,
+                    cwd=self.home)
 
     def install(self):
         return self.ctx("hooks", "install", self.host_id(), "--project", self.project,
@@ -447,7 +452,8 @@ ANY_CONSENT = re.compile(r"ctx needs the user's consent to install ([a-z0-9-]+) 
                          r"The user approves it in their own terminal with: ctx consent approve "
                          r"([0-9a-f]{64})")
 CONSENT = re.compile(r"ctx needs the user's consent to install ([a-z0-9-]+) \(skill\)\. The user "
-                     r"approves it in their own terminal with: ctx consent approve ([0-9a-f]{64})")
+                     r"approves it in their own terminal with: (ctx consent approve ([0-9a-f]{64})"
+                     r" --key FILE[^(]*?) \(or declines")
 
 
 def ctx_traces(texts):
@@ -474,8 +480,8 @@ def flow(scenario):
         found = CONSENT.search("\n".join(scenario.context_texts([body])))
         if found is None:
             return None
-        scenario.ctx("consent", "approve", found.group(2), "--key", scenario.key, "--state",
-                     scenario.state)
+        # The approve command exactly as the reply printed it, pasted into a fresh shell.
+        scenario.paste(found.group(2))
         approved["at"] = len(scenario.mock.requests)
         time.sleep(4)  # Claude Code notices a new skill about 3 s after it is written
         return {"tool": {"name": "Read",
@@ -496,7 +502,9 @@ def flow(scenario):
           consent is not None, "no \"ctx consent approve <digest>\" in any request")
     if consent is None:
         return
-    skill, digest = consent.group(1), consent.group(2)
+    skill, digest = consent.group(1), consent.group(3)
+    check("the printed approve command carries the non-default state dir",
+          ("--state " + scenario.state) in consent.group(2), consent.group(2))
     first = bodies[:1]
     check("the skill is not offered before it is approved",
           skill not in scenario.offered_skills(first),
@@ -512,8 +520,7 @@ def flow(scenario):
               bool(approved) and skill in offered,
               "approved: %s; offered after it: %s" % (bool(approved), sorted(offered)))
     else:
-        scenario.ctx("consent", "approve", digest, "--key", scenario.key, "--state",
-                     scenario.state)
+        scenario.paste(consent.group(2))
     # The next turn: with Claude Code the skill may come back during it (a SessionEnd released
     # it and the prompt's hook activates it again), so its first answer waits for the watcher
     # too and is one tool call.
@@ -536,7 +543,7 @@ def flow(scenario):
     # Consent once (issue 36 item 2): the install the user approved is not asked for again (a
     # resumed conversation still carries the first request, with the digest approved above).
     asked_again = [t for t in scenario.context_texts(bodies)
-                   if any(m.group(1) == skill and m.group(2) != digest
+                   if any(m.group(1) == skill and m.group(3) != digest
                           for m in CONSENT.finditer(t))]
     check("the next turn is not asked to consent to %s again" % skill, not asked_again,
           "asked: %r" % asked_again[:1])
