@@ -311,14 +311,7 @@ class ClaudeCode(Scenario):
     @staticmethod
     def agents(bodies):
         """Agent types the Agent tool offers ("Available agent types for the Agent tool:")."""
-        found = set()
-        for body in bodies:
-            for text in strings(body):
-                at = text.find("Available agent types for the Agent tool")
-                if at >= 0:
-                    listing = text[at:].split("\n\n", 1)[0]
-                    found.update(re.findall(r"^- ([a-z0-9-]+):", listing, re.M))
-        return found
+        return listed(bodies, "Available agent types for the Agent tool", r"^- ([a-z0-9-]+):")
 
 
 # ---------------------------------------------------------------- Codex
@@ -424,13 +417,19 @@ class Codex(Scenario):
     @staticmethod
     def agents(bodies):
         """Agent roles the multi-agent tool offers ("Available roles:")."""
-        found = set()
-        for body in bodies:
-            for text in strings(body):
-                at = text.find("Available roles:")
-                if at >= 0:
-                    found.update(re.findall(r"^([a-z0-9_-]+): \{", text[at:], re.M))
-        return found
+        return listed(bodies, "Available roles:", r"^([a-z0-9_-]+): \{")
+
+
+def listed(bodies, heading, item):
+    """The names `item` (a regex, one group) matches on the lines of the list that follows
+    `heading` in any string of the request bodies (the list ends at a blank line)."""
+    found = set()
+    for body in bodies:
+        for text in strings(body):
+            at = text.find(heading)
+            if at >= 0:
+                found.update(re.findall(item, text[at:].split("\n\n", 1)[0], re.M))
+    return found
 
 
 def strings(value):
