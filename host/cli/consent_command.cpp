@@ -129,6 +129,21 @@ void require_digest(const std::string& digest) {
   }
 }
 
+// What a host loads an active capability of `kind` as (the activation line names it).
+const char* loaded_as(engine::CapabilityKind kind) {
+  switch (kind) {
+    case engine::CapabilityKind::kAgent:
+      return "agents";
+    case engine::CapabilityKind::kMcpServer:
+      return "MCP servers";
+    case engine::CapabilityKind::kHarness:
+      return "harnesses";
+    case engine::CapabilityKind::kSkill:
+      break;
+  }
+  return "skills";
+}
+
 void print_decision(const runtime::ConsentDecisionResult& result, bool json,
                     const std::optional<fs::path>& shown_state, std::ostream& out) {
   if (json) {
@@ -144,8 +159,8 @@ void print_decision(const runtime::ConsentDecisionResult& result, bool json,
   if (result.activation) {
     out << "; activation " << engine::to_string(result.activation->outcome)
         << (result.activation->outcome == engine::Outcome::kApplied
-                ? " (active where the host loads skills)"
-                : "");
+                ? std::string(" (active where the host loads ") + loaded_as(r.kind()) + ")"
+                : std::string());
   }
   if (const auto& next = r.next_challenge()) {
     out << "; decide with: "
