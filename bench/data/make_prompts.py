@@ -3,8 +3,10 @@
 
 Each prompt lists its acceptable entries as fnmatch patterns over the catalog's entry ids
 (kind:name), expanded here so the JSONL names ids only. An empty list marks chit-chat or work
-with no match in this catalog (the planner should show nothing). The split was fixed before any
-tuning: every third prompt (index % 3 == 2) is holdout, the rest tune.
+with no match in this catalog (the planner should show nothing). The split of P was fixed before
+any tuning: every third prompt (index % 3 == 2) is holdout, the rest tune. HOLDOUT2 (split
+"holdout2") was written later, before any further tuning, because the first holdout's figures had
+been read while the planner was tuned.
 """
 import fnmatch, json, os
 
@@ -240,6 +242,128 @@ P = [
 ]
 
 
+# holdout2: written on 7 December 2026 before any further ranking change, after the first holdout's
+# aggregate figures had been read (so that one is no longer clean). Never used to choose a ranking
+# change; its per-prompt results are not looked at.
+HOLDOUT2 = [
+("Set up Flux to sync our Kubernetes manifests from the git repo", ["skill:gitops-workflow", "agent:*kubernetes-architect"]),
+("Write an Apache Airflow sensor that waits for a file in S3 before the load task", ["skill:airflow-dag-patterns", "agent:data-engineer"]),
+("Add Vitest unit tests with Testing Library for the React form component", ["skill:javascript-testing-patterns", "agent:*test-automator"]),
+("Our Rust service deadlocks between two tokio tasks holding mutexes", ["skill:rust-async-patterns", "agent:rust-pro", "skill:debugging-strategies", "skill:systematic-debugging", "agent:*debugger"]),
+("Create a Terraform module for a GCP Cloud SQL instance", ["skill:terraform-module-library", "agent:*terraform-specialist"]),
+("Add a circuit breaker and load balancing rules to the Istio virtual service", ["skill:istio-traffic-management", "agent:service-mesh-expert"]),
+("Write a Prometheus alert for a high 5xx rate and a recording rule", ["skill:prometheus-configuration", "agent:*observability-engineer"]),
+("Define an SLI for checkout availability and an error budget policy", ["skill:slo-implementation", "agent:*observability-engineer"]),
+("Design the database tables for a multi-tenant SaaS in Postgres", ["skill:postgresql-table-design", "agent:*database-architect", "agent:sql-pro"]),
+("This query takes 30 seconds; add the right index and rewrite the join", ["skill:sql-optimization-patterns", "agent:sql-pro", "agent:*database-optimizer"]),
+("Build a hybrid search endpoint mixing BM25 keywords and dense vectors with reciprocal rank fusion", ["skill:hybrid-search-implementation", "agent:vector-database-engineer", "skill:similarity-search-patterns"]),
+("Implement nearest-neighbour similarity search over product embeddings with FAISS", ["skill:similarity-search-patterns", "agent:vector-database-engineer", "skill:vector-index-tuning", "skill:embedding-strategies"]),
+("Write a LangGraph agent that calls a weather tool and keeps conversation memory", ["skill:langchain-architecture", "agent:ai-engineer"]),
+("Prepare a supervised fine-tuning dataset in chat format from our support tickets", ["skill:dataset-curation", "agent:llm-finetuning-training-engineer", "skill:trace-to-training-data"]),
+("Quantize the fine-tuned model to GGUF for llama.cpp", ["skill:quantized-export", "agent:llm-finetuning-training-engineer"]),
+("Fine-tune a vision-language model on our labelled screenshots", ["skill:vision-sft", "agent:llm-finetuning-training-engineer", "agent:llm-finetuning-architect"]),
+("Track experiments and register models with MLflow", ["agent:mlops-engineer", "skill:ml-pipeline-workflow"]),
+("Serve a PyTorch model behind a low-latency inference API", ["agent:ml-engineer", "agent:mlops-engineer"]),
+("Add JWT access tokens and role-based access control to the API", ["skill:auth-implementation-patterns", "agent:*backend-security-coder"]),
+("Prevent XSS in our React app: sanitize user HTML and set a Content Security Policy", ["agent:frontend-security-coder", "agent:*security-auditor"]),
+("Secure the Android app's WebView and local storage", ["agent:mobile-security-coder"]),
+("Run a STRIDE analysis on the file upload service", ["skill:stride-analysis-patterns", "agent:threat-modeling-expert", "skill:attack-tree-construction"]),
+("Map each identified threat to a security control and prioritise the mitigations", ["skill:threat-mitigation-mapping", "agent:threat-modeling-expert"]),
+("Add static analysis security scanning to the pull request pipeline", ["skill:sast-configuration", "agent:*security-auditor"]),
+("Identify the obfuscation and anti-debugging tricks in this packed executable", ["skill:anti-reversing-techniques", "skill:binary-analysis-patterns", "agent:reverse-engineer", "agent:malware-analyst"]),
+("Extract and analyse the firmware image from this IoT router", ["agent:firmware-analyst", "skill:binary-analysis-patterns", "agent:reverse-engineer"]),
+("Write a Hardhat test suite for the ERC-20 token contract", ["skill:web3-testing", "agent:blockchain-developer", "skill:solidity-security"]),
+("Build an automated market maker pool contract", ["skill:defi-protocol-templates", "agent:blockchain-developer"]),
+("Handle Stripe subscription webhooks for failed payments", ["skill:stripe-integration", "agent:payment-integration", "skill:billing-automation"]),
+("Issue refunds through the PayPal REST API", ["skill:paypal-integration", "agent:payment-integration"]),
+("Implement right-to-be-forgotten deletion requests for EU users", ["skill:gdpr-data-handling"]),
+("Rebuild the read model projections from the event stream", ["skill:projection-patterns", "agent:event-sourcing-architect", "skill:event-store-design", "skill:cqrs-implementation"]),
+("Coordinate a long-running order workflow with compensating actions when payment fails", ["skill:saga-orchestration", "agent:event-sourcing-architect", "skill:workflow-orchestration-patterns", "agent:temporal-python-pro"]),
+("Write pytest tests for a Temporal workflow using time skipping", ["skill:temporal-python-testing", "agent:temporal-python-pro"]),
+("Document why we chose PostgreSQL over MongoDB as an ADR", ["skill:architecture-decision-records"]),
+("Review this module's architecture for layering violations and domain-driven design", ["skill:architecture-patterns", "agent:*architect-review"]),
+("Write the OpenAPI documentation and an interactive API reference for developers", ["skill:openapi-spec-generation", "agent:*api-documenter", "agent:reference-builder"]),
+("Build GraphQL resolvers with DataLoader to avoid N+1 queries", ["agent:*graphql-architect"]),
+("Write a Django REST framework viewset with serializers and permissions", ["agent:*django-pro"]),
+("Add a FastAPI WebSocket endpoint with Pydantic models", ["agent:*fastapi-pro", "skill:fastapi-templates"]),
+("Use context managers so database connections and files are always closed in Python", ["skill:python-resource-management", "agent:python-pro"]),
+("Design custom exception hierarchies and input validation for our Python library", ["skill:python-error-handling", "agent:python-pro", "skill:error-handling-patterns"]),
+("Review this Python code for anti-patterns like mutable default arguments", ["skill:python-anti-patterns", "agent:python-pro", "skill:python-code-style"]),
+("Use Result types and proper error propagation instead of exceptions everywhere", ["skill:error-handling-patterns"]),
+("Refactor the JavaScript to modern ES6+: destructuring, arrow functions and modules", ["skill:modern-javascript-patterns", "agent:javascript-pro"]),
+("Write strict TypeScript decorators and utility types for the ORM entities", ["agent:typescript-pro", "skill:typescript-advanced-types"]),
+("Add streaming and parallel routes to the Next.js 14 dashboard", ["skill:nextjs-app-router-patterns"]),
+("Animate the React Native onboarding screens with Reanimated", ["skill:react-native-design", "agent:*mobile-developer", "skill:react-native-architecture"]),
+("Build a Swift iOS widget with SwiftUI and Core Data", ["agent:ios-developer", "skill:mobile-ios-design"]),
+("Create a Godot 4 state machine for enemy AI in GDScript", ["skill:godot-gdscript-patterns"]),
+("Write C# gameplay scripts for a Unity platformer and optimise rendering", ["agent:unity-developer"]),
+("Write a Phoenix LiveView page in Elixir", ["agent:elixir-pro"]),
+("Optimise the Go HTTP server: profile allocations and use sync.Pool", ["agent:golang-pro", "skill:go-concurrency-patterns", "agent:*performance-engineer"]),
+("Write Spring Boot 3 REST controllers in Java 21 with records", ["agent:java-pro"]),
+("Write a shell script that backs up the database and is safe with spaces in file names", ["skill:bash-defensive-patterns", "agent:bash-pro", "agent:posix-shell-pro"]),
+("Lint all our shell scripts and fix the SC2086 warnings", ["skill:shellcheck-configuration", "agent:bash-pro"]),
+("Set up Turborepo pipelines and pnpm workspaces for our packages", ["skill:turborepo-caching", "skill:monorepo-management", "agent:monorepo-architect"]),
+("Speed up Bazel remote execution for the C++ targets", ["skill:bazel-build-optimization"]),
+("Create a GitLab CI job that builds the Docker image and caches dependencies", ["skill:gitlab-ci-patterns", "agent:*deployment-engineer"]),
+("Write a GitHub Actions matrix workflow that runs the tests on three Node versions", ["skill:github-actions-templates", "agent:*deployment-engineer"]),
+("Design a blue-green deployment pipeline with manual approval gates", ["skill:deployment-pipeline-design", "agent:*deployment-engineer"]),
+("Rotate database credentials with AWS Secrets Manager in the pipeline", ["skill:secrets-management"]),
+("Write the incident timeline and action items after the payment outage", ["skill:postmortem-writing", "agent:incident-responder"]),
+("Write a handoff summary for the engineer taking over the pager tonight", ["skill:on-call-handoff-patterns"]),
+("Audit our checkout page for keyboard navigation and color contrast issues", ["skill:wcag-audit-patterns", "skill:accessibility-compliance", "agent:accessibility-expert", "agent:ui-visual-validator"]),
+("Create a Mermaid entity relationship diagram of our data model", ["agent:mermaid-expert"]),
+("Write the system context diagram with C4 for the architecture docs", ["agent:c4-*", "agent:mermaid-expert"]),
+("Write a step-by-step tutorial that teaches new hires our SDK", ["agent:*tutorial-engineer"]),
+("Calculate CAC, LTV and churn for our SaaS metrics review", ["skill:startup-metrics-framework", "agent:startup-analyst"]),
+("Plan the hiring roadmap and equity split for our first ten employees", ["skill:team-composition-analysis", "agent:hr-pro", "agent:startup-analyst"]),
+("Write cold outreach emails and a follow-up sequence for enterprise prospects", ["agent:sales-automator"]),
+("Plan a content calendar and topic clusters for our developer blog", ["agent:seo-content-planner", "agent:content-marketer"]),
+("Find pages on our site competing for the same keyword", ["agent:seo-cannibalization-detector", "agent:seo-keyword-strategist"]),
+("Structure the article so it can win a featured snippet in Google", ["agent:seo-snippet-hunter", "agent:seo-structure-architect"]),
+("Compute the drawdown and Sortino ratio of my trading account", ["skill:risk-metrics-calculation", "agent:quant-analyst", "agent:risk-manager"]),
+("Write a company-wide newsletter about the reorg", ["skill:internal-comms"]),
+("Schedule this announcement on LinkedIn and X for tomorrow morning", ["skill:social-publishing", "agent:social-publishing-publisher"]),
+("Build an editable PowerPoint deck from this brief", ["agent:pptx-deck-creation-builder", "skill:pptx-*"]),
+("Convert this EPUB to MOBI and the CSV to JSON", ["skill:file-conversion"]),
+("Rewrite this email so it doesn't sound like ChatGPT wrote it", ["skill:avoid-ai-writing"]),
+("Create a skill that helps Claude follow our code review checklist", ["skill:skill-creator", "skill:writing-skills"]),
+("Build an MCP server in TypeScript that wraps our issue tracker", ["skill:mcp-builder"]),
+("Make an animated GIF of our mascot waving for a Slack emoji", ["skill:slack-gif-creator"]),
+("I want to think through ideas for the onboarding flow before we implement anything", ["skill:brainstorming"]),
+("Break this spec into a step-by-step implementation plan with small tasks", ["skill:writing-plans"]),
+("Work on this feature in a separate worktree so main stays clean", ["skill:using-git-worktrees", "skill:git-advanced-workflows"]),
+("Use git bisect to find the commit that broke the build", ["skill:git-advanced-workflows", "agent:*debugger", "skill:debugging-strategies", "skill:systematic-debugging"]),
+("Run the test suite and show me it passes before you say it's fixed", ["skill:verification-before-completion"]),
+("Set up a hook so agents cannot skip the pre-commit checks with --no-verify", ["skill:block-no-verify-hook"]),
+("Generate release notes from merged PRs in Keep a Changelog format", ["skill:changelog-automation"]),
+("Move from React 17 to 18 and replace componentDidMount with useEffect", ["skill:react-modernization", "agent:*legacy-modernizer"]),
+("Upgrade Django from 3.2 to 5.0 without breaking the app", ["skill:dependency-upgrade", "agent:*legacy-modernizer", "agent:*django-pro"]),
+# no match
+("that worked, thanks!", []),
+("can you be more concise?", []),
+("revert it", []),
+("show me the file again", []),
+("let me think about it", []),
+("continue where you left off", []),
+("what's 17 times 23?", []),
+("convert 5 miles to kilometres", []),
+("remind me to call my mother at five", []),
+("who wrote Pride and Prejudice?", []),
+("suggest a name for my cat", []),
+("what should I cook tonight with eggs and spinach?", []),
+("how do I get to the train station from here?", []),
+("is it going to rain tomorrow?", []),
+("write a birthday message for my sister", []),
+("what's the difference between a crocodile and an alligator?", []),
+("good night", []),
+("sorry, I meant the other file", []),
+("do it", []),
+("add a comment above that line", []),
+("move this function to the bottom of the file", []),
+("how much does a flight to Lisbon cost?", []),
+]
+
+
 def ids():
     out = []
     for source in sorted(os.listdir(CAT)):
@@ -253,6 +377,13 @@ def ids():
     return sorted(out)
 
 
+def expand(all_ids, prompt, patterns):
+    for p in patterns:
+        if not fnmatch.filter(all_ids, p):
+            raise SystemExit(f"no entry matches {p!r} ({prompt!r})")
+    return sorted({e for p in patterns for e in fnmatch.filter(all_ids, p)})
+
+
 def main():
     all_ids = ids()
     with open(os.path.join(HERE, "prompts.jsonl"), "w") as f:
@@ -263,7 +394,12 @@ def main():
                     raise SystemExit(f"no entry matches {p!r} ({prompt!r})")
             split = "holdout" if i % 3 == 2 else "tune"
             f.write(json.dumps({"prompt": prompt, "acceptable": acceptable, "split": split}) + "\n")
-    print(len(P), "prompts,", sum(1 for _, p in P if not p), "without a match")
+        for prompt, patterns in HOLDOUT2:
+            f.write(json.dumps({"prompt": prompt, "acceptable": expand(all_ids, prompt, patterns),
+                                "split": "holdout2"}) + "\n")
+    every = P + HOLDOUT2
+    print(len(every), "prompts,", sum(1 for _, p in every if not p), "without a match;",
+          len(HOLDOUT2), "in holdout2")
 
 
 if __name__ == "__main__":
