@@ -1,8 +1,8 @@
 // Planning quality: for each labelled prompt of bench/data/prompts.jsonl, what ctx's hook shows (a
 // Claude Code UserPromptSubmit through HookRunner, one fresh session per prompt, on a state dir
 // with bench/data/catalog imported) against a BM25 baseline computed in the same run (SQLite FTS5
-// bm25() over each imported entry's name + description, top 3). Per split (tune, holdout) and
-// system it prints:
+// bm25() over each imported entry's name + description, top 3). Per split (tune, holdout,
+// holdout2, all) and system it prints:
 //   hit@3           match prompts where some shown entry is acceptable;
 //   consent_target  match prompts where the entry the user is asked to approve (ctx: the consent
 //                   challenge, else the first installable shown; bm25: its first row) is
@@ -11,7 +11,9 @@
 //   abstain         no-match prompts (no acceptable entry) where nothing is shown;
 // and `ratio ctx/bm25 METRIC SPLIT: X` (a bm25 value of 0 is floored at one prompt's share).
 // Targets (issue 34): consent_target and hit@3 >= 0.95 and above bm25's, abstain >= 0.95,
-// precision@3 >= 0.70. The holdout prompts are never used to tune the planner.
+// precision@3 >= 0.70. The holdout and holdout2 prompts are never used to tune the planner.
+// A hook that fails (nothing shown) makes the program exit 1 after printing the figures: a state
+// dir that cannot plan would otherwise score as perfect abstention.
 // Timed (Google Benchmark): one ctx hook and one bm25 query per iteration.
 #include <benchmark/benchmark.h>
 #include <sqlite3.h>
@@ -341,7 +343,7 @@ int main(int argc, char** argv) {
 
   std::printf("catalog: %zu entries; prompts: %zu; failed hooks: %d\n", catalog->entries().size(),
               g_prompts.size(), g_failed);
-  for (const char* split : {"tune", "holdout", "all"}) {
+  for (const char* split : {"tune", "holdout", "holdout2", "all"}) {
     const auto& c = metrics[split]["ctx"];
     const auto& b = metrics[split]["bm25"];
     std::printf("%s: %d match prompts, %d no-match prompts\n", split, c.match, c.nomatch);
@@ -360,5 +362,9 @@ int main(int argc, char** argv) {
   g_runner.reset();
   std::error_code ignored;
   fs::remove_all(dir, ignored);
+  if (g_failed != 0) {
+    std::fprintf(stderr, "%d hooks failed (CTX_BENCH_VERBOSE=1 prints why)\n", g_failed);
+    return 1;
+  }
   return 0;
 }
