@@ -142,8 +142,8 @@ void BM_McpActivationJson(benchmark::State& state) {
 void BM_McpActivationToml(benchmark::State& state) {
   run(state, "toml", "config.toml", codex_toml());
 }
-BENCHMARK(BM_McpActivationJson)->Iterations(15)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_McpActivationToml)->Iterations(15)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_McpActivationJson)->Iterations(31)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_McpActivationToml)->Iterations(31)->Unit(benchmark::kMillisecond);
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;

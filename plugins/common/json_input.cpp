@@ -16,52 +16,85 @@ std::string describe(std::string_view what, std::string_view fact) {
   return message;
 }
 
-// Tracks the keys of every open object while nlohmann parses; records the first violation
-// instead of throwing from inside the parser.
-class KeyAudit {
+// parse_object's rules applied to nlohmann's SAX events (its public sax_parse API), without
+// building a document: stops at the first repeated key or at nesting deeper than kMaxJsonDepth.
+class StrictAudit {
  public:
-  bool on_event(int depth, Json::parse_event_t event, const Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        open_.emplace_back();
-        break;
-      case Json::parse_event_t::object_end:
-        if (!open_.empty()) open_.pop_back();
-        break;
-      case Json::parse_event_t::key:
-        if (!open_.empty() && !open_.back().insert(parsed.get<std::string>()).second) {
-          duplicate_ = true;
-        }
-        break;
-      default:
-        break;
-    }
-    if (depth > kMaxJsonDepth) too_deep_ = true;
+  bool null() { return value(); }
+  bool boolean(bool /*value*/) { return value(); }
+  bool number_integer(Json::number_integer_t /*value*/) { return value(); }
+  bool number_unsigned(Json::number_unsigned_t /*value*/) { return value(); }
+  bool number_float(Json::number_float_t /*value*/, const std::string& /*text*/) { return value(); }
+  bool string(std::string& /*value*/) { return value(); }
+  bool binary(Json::binary_t& /*value*/) { return value(); }
+  bool start_object(std::size_t /*size*/) {
+    if (!open(true)) return false;
+    keys_.emplace_back();
     return true;
   }
-  bool duplicate() const { return duplicate_; }
-  bool too_deep() const { return too_deep_; }
+  bool start_array(std::size_t /*size*/) { return open(false); }
+  bool end_object() {
+    keys_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool end_array() {
+    --depth_;
+    return true;
+  }
+  bool key(std::string& key) {
+    if (!keys_.back().insert(std::move(key)).second) return stop("has a duplicate key");
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const Json::exception& /*error*/) {
+    return stop("is not valid json");
+  }
+
+  // The first rule the text broke, or nullptr; top_is_object() holds once it parsed.
+  const char* violation() const { return violation_; }
+  bool top_is_object() const { return top_is_object_; }
 
  private:
-  std::vector<std::set<std::string>> open_;
-  bool duplicate_ = false;
-  bool too_deep_ = false;
+  bool value() {
+    if (depth_ == 0) top_is_object_ = false;
+    return true;
+  }
+  bool open(bool object) {
+    if (depth_ == 0) top_is_object_ = object;
+    if (++depth_ > kMaxJsonDepth) return stop("is nested too deeply");
+    return true;
+  }
+  bool stop(const char* violation) {
+    violation_ = violation;
+    return false;
+  }
+
+  std::vector<std::set<std::string, std::less<>>> keys_;
+  int depth_ = 0;
+  bool top_is_object_ = false;
+  const char* violation_ = nullptr;
 };
 
 }  // namespace
 
+void check_object(std::string_view text, std::string_view what) {
+  StrictAudit audit;
+  bool parsed = false;
+  try {
+    parsed = Json::sax_parse(text.begin(), text.end(), &audit, Json::input_format_t::json,
+                             /*strict=*/true, /*ignore_comments=*/false);
+  } catch (const Json::exception&) {
+  }
+  if (audit.violation() != nullptr) throw InvalidArgument(describe(what, audit.violation()));
+  if (!parsed) throw InvalidArgument(describe(what, "is not valid json"));
+  if (!audit.top_is_object()) throw InvalidArgument(describe(what, "is not a json object"));
+}
+
 Json parse_object(std::string_view text, std::string_view what) {
-  KeyAudit audit;
-  Json value = Json::parse(
-      text.begin(), text.end(),
-      [&audit](int depth, Json::parse_event_t event, Json& parsed) {
-        return audit.on_event(depth, event, parsed);
-      },
-      /*allow_exceptions=*/false);
+  check_object(text, what);
+  Json value = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) throw InvalidArgument(describe(what, "is not valid json"));
-  if (audit.too_deep()) throw InvalidArgument(describe(what, "is nested too deeply"));
-  if (audit.duplicate()) throw InvalidArgument(describe(what, "has a duplicate key"));
-  if (!value.is_object()) throw InvalidArgument(describe(what, "is not a json object"));
   return value;
 }
 

@@ -22,6 +22,10 @@ inline constexpr int kMaxJsonDepth = 32;
 // "has a duplicate key" | "is nested too deeply"; the message never contains input bytes.
 Json parse_object(std::string_view text, std::string_view what);
 
+// parse_object's checks, same errors, without building the document: for large files of which
+// the caller reads only a part.
+void check_object(std::string_view text, std::string_view what);
+
 // Returns the string member `key` of `object`. Errors: InvalidArgument naming `what` and `key`
 // (never the value) when it is missing or not a string.
 const std::string& require_string(const Json& object, std::string_view key, std::string_view what);

@@ -2,6 +2,8 @@
 
 #include <ctx/sdk/error.hpp>
 
+#include "plugins/common/json_input.hpp"
+
 namespace ctx::mcp_installer {
 namespace {
 
@@ -218,6 +220,23 @@ std::string remove_member(std::string_view text, const JsonObjectSpan& object, s
     out.erase(begin, members[index + 1].key_begin - begin);
   }
   return out;
+}
+
+bool only_object_changed(std::string_view before, std::string_view after,
+                         const JsonObjectSpan& object, const nlohmann::json& expect) {
+  const std::string_view head = before.substr(0, object.open);
+  const std::string_view tail = before.substr(object.close + 1);
+  if (after.size() < head.size() + tail.size() || after.substr(0, head.size()) != head ||
+      after.substr(after.size() - tail.size()) != tail) {
+    return false;
+  }
+  try {
+    return plugin_common::parse_object(
+               after.substr(head.size(), after.size() - head.size() - tail.size()), "edit") ==
+           expect;
+  } catch (const InvalidArgument&) {
+    return false;
+  }
 }
 
 }  // namespace ctx::mcp_installer

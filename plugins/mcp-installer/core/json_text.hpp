@@ -47,6 +47,13 @@ std::string replace_member_value(std::string_view text, const JsonMember& member
 std::string remove_member(std::string_view text, const JsonObjectSpan& object, std::size_t index,
                           std::string_view inside_when_empty = "");
 
+// Whether `after` differs from `before` only inside the object at `object`: every byte before its
+// '{' and after its '}' is kept, and what stands between them in `after` is one JSON object (no
+// repeated key) equal to `expect`. The rest being the same bytes, `after` is as valid as `before`
+// and keeps all its other values; checking this costs the object's size, not the file's.
+bool only_object_changed(std::string_view before, std::string_view after,
+                         const JsonObjectSpan& object, const nlohmann::json& expect);
+
 }  // namespace ctx::mcp_installer
 
 #endif  // CTX_PLUGINS_MCP_INSTALLER_CORE_JSON_TEXT_HPP_

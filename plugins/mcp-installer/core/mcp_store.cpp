@@ -34,6 +34,14 @@ struct Refused {
   std::string reason;
 };
 
+// Throws Refused unless `after` is `before` with only the object at `object` changed, to `expect`.
+void require_splice(const std::string& label, std::string_view before, std::string_view after,
+                    const JsonObjectSpan& object, const Json& expect) {
+  if (!only_object_changed(before, after, object, expect)) {
+    throw Refused{label + " could not be edited without rewriting it; it was left unchanged"};
+  }
+}
+
 std::string absolute(const Json& config, const char* key) {
   const std::string& path = pc::require_string(config, key, "mcp-installer config");
   if (path.empty() || path.front() != '/' || path.back() == '/' ||
@@ -255,8 +263,8 @@ McpServer parse_mcp_server(std::string_view bytes) {
 }
 
 struct McpStore::Observed {
-  Json document;              // JSON format: the parsed document
-  std::optional<Json> entry;  // canonical JSON of the entry under the name
+  Json servers = Json::object();  // JSON format: the parsed mcpServers object (empty when absent)
+  std::optional<Json> entry;      // canonical JSON of the entry under the name
 };
 
 McpStore::McpStore(std::string_view config_json, std::function<bool()> cancelled)
@@ -322,18 +330,23 @@ McpStore::Observed McpStore::observe(const std::string& text, const std::string&
   Observed out;
   if (text.empty()) return out;
   if (format_ == Format::kJson) {
+    // A host file can be large (~/.claude.json keeps every project's history): it is checked
+    // whole but only its mcpServers value is parsed.
     try {
-      out.document = pc::parse_object(text, "config");
+      pc::check_object(text, "config");
     } catch (const InvalidArgument&) {
       throw Refused{label() +
                     " is not one valid JSON object (or repeats a key); it was left unchanged"};
     }
-    const auto servers = out.document.find(kServersKey);
-    if (servers == out.document.end()) return out;
-    if (!servers->is_object()) {
+    const JsonObjectSpan top = scan_object(text, top_level_object(text));
+    const JsonMember* servers = top.find(kServersKey);
+    if (servers == nullptr) return out;
+    out.servers = Json::parse(std::string_view(text).substr(
+        servers->value_begin, servers->value_end - servers->value_begin));
+    if (!out.servers.is_object()) {
       throw Refused{label() + " has an mcpServers that is not an object; it was left unchanged"};
     }
-    if (const auto entry = servers->find(name); entry != servers->end()) out.entry = *entry;
+    if (const auto entry = out.servers.find(name); entry != out.servers.end()) out.entry = *entry;
     return out;
   }
   toml::table table;
@@ -436,8 +449,10 @@ Json McpStore::activate(std::string_view request_json) {
       }
       const JsonObjectSpan top = scan_object(text, top_level_object(text));
       const Ordered value = json_entry(server);
-      if (const JsonMember* servers = top.find(kServersKey)) {
-        const JsonObjectSpan inner = scan_object(text, servers->value_begin);
+      Json servers = observed.servers;
+      servers[name] = desired;
+      if (const JsonMember* member = top.find(kServersKey)) {
+        const JsonObjectSpan inner = scan_object(text, member->value_begin);
         if (const JsonMember* mine = inner.find(name)) {
           next = replace_member_value(text, *mine, value);
         } else {
@@ -446,25 +461,16 @@ Json McpStore::activate(std::string_view request_json) {
           }
           next = insert_member(text, inner, name, value);
         }
+        require_splice(label(), text, next, inner, servers);
       } else {
         if (top.members.empty() && !fresh) {
           next_record["inside"] = text.substr(top.open + 1, top.close - top.open - 1);
         }
         next_record["created_container"] = true;
         next = insert_member(text, top, kServersKey, Ordered{{name, value}});
-      }
-      // The edit must parse, hold exactly the desired entry, and change nothing else.
-      Json after;
-      try {
-        after = pc::parse_object(next, "config");
-      } catch (const InvalidArgument&) {
-        throw Refused{label() + " could not be edited without rewriting it; it was left unchanged"};
-      }
-      Json expect = observed.document.is_object() ? observed.document : Json::object();
-      if (!expect.contains(kServersKey)) expect[kServersKey] = Json::object();
-      expect[kServersKey][name] = desired;
-      if (after != expect) {
-        throw Refused{label() + " could not be edited without rewriting it; it was left unchanged"};
+        Json document = pc::parse_object(text, "config");  // checked by observe
+        document[kServersKey] = std::move(servers);
+        require_splice(label(), text, next, top, document);
       }
     } else {
       if (observed.entry) {
@@ -554,6 +560,8 @@ Json McpStore::deactivate(std::string_view request_json) {
           servers.members.begin());
       const bool created_container = record->value("created_container", false);
       const std::string inside = record_string(record, "inside");
+      Json rest = observed.servers;
+      rest.erase(name);
       if (servers.members.size() == 1 && created_container) {
         const auto top_index = static_cast<std::size_t>(servers_member - top.members.data());
         if (top.members.size() == 1 && !created_file.empty()) {
@@ -561,25 +569,13 @@ Json McpStore::deactivate(std::string_view request_json) {
           next = "";
         } else {
           next = remove_member(text, top, top_index, inside);
+          Json document = pc::parse_object(text, "config");  // checked by observe
+          document.erase(kServersKey);
+          require_splice(label(), text, next, top, document);
         }
       } else {
         next = remove_member(text, servers, index, inside);
-      }
-      if (!next.empty()) {
-        Json after;
-        try {
-          after = pc::parse_object(next, "config");
-        } catch (const InvalidArgument&) {
-          throw Refused{label() +
-                        " could not be edited without rewriting it; it was left unchanged"};
-        }
-        Json expect = observed.document;
-        expect[kServersKey].erase(name);
-        if (created_container && expect[kServersKey].empty()) expect.erase(kServersKey);
-        if (after != expect) {
-          throw Refused{label() +
-                        " could not be edited without rewriting it; it was left unchanged"};
-        }
+        require_splice(label(), text, next, servers, rest);
       }
     } else {
       std::string text = before.bytes;

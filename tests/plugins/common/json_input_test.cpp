@@ -35,6 +35,25 @@ TEST(PluginJsonInput, RejectsDeepNesting) {
   CTX_EXPECT_THROW(parse_object(deep, "p"), InvalidArgument, "nested too deeply");
 }
 
+TEST(PluginJsonInput, CheckObjectAppliesTheSameRulesWithoutADocument) {
+  const std::string deep = "{\"a\":" + std::string(33, '[') + std::string(33, ']') + "}";
+  for (const auto& [text, fact] : {std::pair<std::string, std::string>{"", "is not valid json"},
+                                   {"{} {}", "is not valid json"},
+                                   {"{\"a\":\"\xff\"}", "is not valid json"},
+                                   {"[1]", "is not a json object"},
+                                   {"7", "is not a json object"},
+                                   {R"({"x":[{"a":1,"a":1}]})", "has a duplicate key"},
+                                   {deep, "is nested too deeply"}}) {
+    SCOPED_TRACE(text);
+    CTX_EXPECT_THROW(check_object(text, "p"), InvalidArgument, "p " + fact);
+    CTX_EXPECT_THROW(parse_object(text, "p"), InvalidArgument, "p " + fact);
+  }
+  const std::string ok = "{\"a\":" + std::string(31, '[') + std::string(31, ']') +
+                         R"(,"x":[{"a":1},{"a":1}],"b":{"a":{}}})";
+  EXPECT_NO_THROW(check_object(ok, "p"));
+  EXPECT_EQ(parse_object(ok, "p").at("b"), Json::parse(R"({"a":{}})"));
+}
+
 TEST(PluginJsonInput, MessagesNeverQuoteTheInput) {
   try {
     parse_object(R"({"secret": "hunter2-secret" oops})", "payload");

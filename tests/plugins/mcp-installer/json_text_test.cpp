@@ -81,5 +81,28 @@ TEST(JsonText, MalformedTextIsRefused) {
   EXPECT_THROW(scan_object("{\"a\": 1", 0), InvalidArgument);
 }
 
+TEST(JsonText, OnlyObjectChangedHoldsForTheEditAndNothingElse) {
+  const std::string before = "{\"a\": [1, 2],\n \"s\": {\"x\": 1},\n \"z\": true}\n";
+  const JsonObjectSpan top = scan_object(before, top_level_object(before));
+  const JsonObjectSpan inner = scan_object(before, top.find("s")->value_begin);
+  const std::string edited =
+      replace_member_value(before, *top.find("s"), Ordered{{"x", 1}, {"y", 2}});
+  const nlohmann::json expect = {{"x", 1}, {"y", 2}};
+  EXPECT_TRUE(only_object_changed(before, edited, inner, expect));
+  // The same object, but a byte outside it changed (before it, after it).
+  std::string outside = edited;
+  outside[outside.find('1')] = '3';
+  EXPECT_FALSE(only_object_changed(before, outside, inner, expect));
+  EXPECT_FALSE(only_object_changed(before, edited.substr(0, edited.size() - 1), inner, expect));
+  // The bytes outside kept, but the object is not the expected one, or not one object.
+  EXPECT_FALSE(only_object_changed(before, edited, inner, nlohmann::json{{"x", 1}}));
+  std::string twice = before;
+  twice.replace(inner.open, inner.close - inner.open + 1, "{\"x\": 1, \"x\": 1}");
+  EXPECT_FALSE(only_object_changed(before, twice, inner, nlohmann::json{{"x", 1}}));
+  std::string two = before;
+  two.replace(inner.open, inner.close - inner.open + 1, "{\"x\": 1}, \"q\": {}");
+  EXPECT_FALSE(only_object_changed(before, two, inner, nlohmann::json{{"x", 1}}));
+}
+
 }  // namespace
 }  // namespace ctx::mcp_installer

@@ -233,6 +233,10 @@ TEST_F(McpStoreTest, AnInvalidConfigFileIsRefusedAndLeftUnchanged) {
   for (const auto& [format, name, text] :
        {std::tuple{"json", ".mcp.json", "{\"mcpServers\": {"},
         std::tuple{"json", ".mcp.json", "{\"a\": 1, \"a\": 2}"},
+        // A repeated key deep in another part of the file (a large ~/.claude.json is checked
+        // whole, though only its mcpServers is parsed).
+        std::tuple{"json", ".claude.json",
+                   "{\"projects\": {\"/p\": {\"h\": [{\"k\": 1, \"k\": 2}]}}, \"mcpServers\": {}}"},
         std::tuple{"json", ".mcp.json", "{\"mcpServers\": []}"},
         std::tuple{"toml", "config.toml", "[mcp_servers\ncommand = 1\n"},
         std::tuple{"toml", "config.toml", "mcp_servers = 3\n"}}) {
