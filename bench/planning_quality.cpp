@@ -1,8 +1,10 @@
 // Planning quality: for each labelled prompt of bench/data/prompts.jsonl, what ctx's hook shows (a
 // Claude Code UserPromptSubmit through HookRunner, one fresh session per prompt, on a state dir
 // with bench/data/catalog imported) against a BM25 baseline computed in the same run (SQLite FTS5
-// bm25() over each imported entry's name + description, top 3). Per split (tune, holdout,
-// holdout2, all) and system it prints:
+// bm25() over each imported entry's name + description, top 3). A prompt of split "project" runs
+// in a copy of its project folder (bench/data/projects/<name>: manifest files), so ctx reads the
+// project's signals; bm25 sees the prompt only. Per split (tune, holdout, holdout2, project, all)
+// and system it prints:
 //   hit@3           match prompts where some shown entry is acceptable;
 //   consent_target  match prompts where the entry the user is asked to approve (ctx: the consent
 //                   challenge, else the first installable shown; bm25: its first row) is
@@ -45,6 +47,7 @@ struct Prompt {
   std::string text;
   std::set<std::string> acceptable;  // capability ids; empty: nothing should be shown
   std::string split;
+  std::string project;  // a folder of bench/data/projects the session runs in; empty: none
 };
 
 // What one system shows for one prompt: ids in shown order, and the consent target.
@@ -64,6 +67,7 @@ std::vector<Prompt> load_prompts(const fs::path& file) {
     p.text = value.at("prompt").get<std::string>();
     for (const auto& id : value.at("acceptable")) p.acceptable.insert(id.get<std::string>());
     p.split = value.at("split").get<std::string>();
+    if (value.contains("project")) p.project = value.at("project").get<std::string>();
     out.push_back(std::move(p));
   }
   return out;
@@ -254,10 +258,15 @@ std::unique_ptr<Bm25> g_bm25;
 std::unique_ptr<ctx::runtime::hooks::HookRunner> g_runner;
 int g_session = 0;
 
-std::string payload(const std::string& prompt, const std::string& session) {
+// The session's folder: a copy of the prompt's project (its manifests), else an empty folder.
+fs::path project_of(const Prompt& p) {
+  return p.project.empty() ? g_project : g_project.parent_path() / "projects" / p.project;
+}
+
+std::string payload(const std::string& prompt, const fs::path& cwd, const std::string& session) {
   return Json{{"session_id", session},
-              {"transcript_path", (g_project / "t.jsonl").string()},
-              {"cwd", g_project.string()},
+              {"transcript_path", (cwd / "t.jsonl").string()},
+              {"cwd", cwd.string()},
               {"permission_mode", "default"},
               {"hook_event_name", "UserPromptSubmit"},
               {"prompt", prompt}}
@@ -266,10 +275,11 @@ std::string payload(const std::string& prompt, const std::string& session) {
 
 int g_failed = 0;  // hooks that failed (the host shows nothing)
 
-Shown ctx_shows(const std::string& prompt) {
+Shown ctx_shows(const Prompt& prompt) {
   const std::string session = "bench-" + std::to_string(++g_session);
   try {
-    const auto response = g_runner->run({"claude-code", payload(prompt, session)});
+    const auto response =
+        g_runner->run({"claude-code", payload(prompt.text, project_of(prompt), session)});
     return parse_reply(response.reply);
   } catch (const std::exception& e) {
     ++g_failed;
@@ -281,7 +291,7 @@ Shown ctx_shows(const std::string& prompt) {
 void BM_CtxHook(benchmark::State& state) {
   std::size_t i = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(ctx_shows(g_prompts[i++ % g_prompts.size()].text));
+    benchmark::DoNotOptimize(ctx_shows(g_prompts[i++ % g_prompts.size()]));
   }
 }
 void BM_Bm25(benchmark::State& state) {
@@ -305,6 +315,7 @@ int main(int argc, char** argv) {
   g_project = dir / "project";
   fs::create_directories(g_project);
   merge_sources(data, dir / "catalog");
+  fs::copy(data / "projects", dir / "projects", fs::copy_options::recursive);
   const std::string setup = std::string(CTX_BINARY) + " init --state " + g_state.string() +
                             " >/dev/null && " + CTX_BINARY + " catalog import " +
                             (dir / "catalog").string() + " --state " + g_state.string() +
@@ -322,7 +333,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::map<std::string, Metrics>> metrics;  // split -> system -> metrics
   const bool verbose = std::getenv("CTX_BENCH_VERBOSE") != nullptr;
   for (const Prompt& p : g_prompts) {
-    const Shown c = ctx_shows(p.text);
+    const Shown c = ctx_shows(p);
     const Shown b = g_bm25->query(p.text);
     for (const std::string& split : {p.split, std::string("all")}) {
       metrics[split]["ctx"].add(p, c);
@@ -343,7 +354,7 @@ int main(int argc, char** argv) {
 
   std::printf("catalog: %zu entries; prompts: %zu; failed hooks: %d\n", catalog->entries().size(),
               g_prompts.size(), g_failed);
-  for (const char* split : {"tune", "holdout", "holdout2", "all"}) {
+  for (const char* split : {"tune", "holdout", "holdout2", "project", "all"}) {
     const auto& c = metrics[split]["ctx"];
     const auto& b = metrics[split]["bm25"];
     std::printf("%s: %d match prompts, %d no-match prompts\n", split, c.match, c.nomatch);

@@ -6,7 +6,8 @@ Each prompt lists its acceptable entries as fnmatch patterns over the catalog's 
 with no match in this catalog (the planner should show nothing). The split of P was fixed before
 any tuning: every third prompt (index % 3 == 2) is holdout, the rest tune. HOLDOUT2 (split
 "holdout2") was written later, before any further tuning, because the first holdout's figures had
-been read while the planner was tuned.
+been read while the planner was tuned. PROJECT (split "project") prompts carry a project folder
+under projects/ that the benchmark runs them in; PROJECT_TUNE are tune prompts with a project.
 """
 import fnmatch, json, os
 
@@ -364,6 +365,68 @@ HOLDOUT2 = [
 ]
 
 
+# project: prompts run in a project folder (bench/data/projects/<name>/, manifest files only), so
+# the project's own signals are measured (issue 34 item 4). The same words mean different work in
+# different projects; the acceptable entries are the ones for that project's language or
+# framework (and generic ones only where they fit whatever the framework). Written with holdout2,
+# before any ranking change; never used to choose one.
+PROJECT = [
+("django-shop", "Add a REST endpoint that lists a customer's orders", ["agent:*django-pro"]),
+("django-shop", "Send the order confirmation email in a background task", ["skill:python-background-jobs", "agent:*django-pro"]),
+("django-shop", "Write tests for the order model and views", ["skill:python-testing-patterns", "agent:*django-pro", "agent:python-pro"]),
+("django-shop", "thanks, that's all for now", []),
+("express-api", "Add a REST endpoint that lists a customer's orders", ["skill:nodejs-backend-patterns", "agent:javascript-pro"]),
+("express-api", "Add authentication middleware to the routes", ["skill:nodejs-backend-patterns", "skill:auth-implementation-patterns", "agent:javascript-pro", "agent:*backend-security-coder"]),
+("express-api", "Write tests for the orders routes", ["skill:javascript-testing-patterns", "agent:javascript-pro", "agent:*test-automator"]),
+("fastapi-svc", "Add a REST endpoint that lists a customer's orders", ["agent:*fastapi-pro", "skill:fastapi-templates"]),
+("fastapi-svc", "Write tests for the orders endpoints", ["skill:python-testing-patterns", "agent:*fastapi-pro", "agent:python-pro"]),
+("fastapi-svc", "ok go ahead", []),
+("next-web", "Manage the cart state across pages", ["skill:react-state-management"]),
+("next-web", "Add a new page that loads its data on the server", ["skill:nextjs-app-router-patterns"]),
+("next-web", "Write end-to-end tests for the checkout", ["skill:e2e-testing-patterns", "agent:playwright", "skill:webapp-testing"]),
+("next-web", "Build the design tokens and variants for our components", ["skill:tailwind-design-system", "skill:design-system-patterns", "agent:design-system-architect"]),
+("next-web", "what time is it?", []),
+("go-svc", "Add a REST endpoint that lists a customer's orders", ["agent:golang-pro"]),
+("go-svc", "Process the incoming events concurrently with a bounded number of workers", ["skill:go-concurrency-patterns", "agent:golang-pro"]),
+("go-svc", "looks good", []),
+("rust-svc", "Add a REST endpoint that lists a customer's orders", ["agent:rust-pro"]),
+("rust-svc", "Run the downloads concurrently and cancel them on shutdown", ["skill:rust-async-patterns", "agent:rust-pro"]),
+("spring-svc", "Add a REST endpoint that lists a customer's orders", ["agent:java-pro"]),
+("rails-app", "Add a REST endpoint that lists a customer's orders", ["agent:ruby-pro"]),
+("rails-app", "Process the image uploads in a background job", ["agent:ruby-pro"]),
+("rails-app", "hmm, why?", []),
+("laravel-app", "Add a REST endpoint that lists a customer's orders", ["agent:php-pro"]),
+("dotnet-api", "Add a REST endpoint that lists a customer's orders", ["skill:dotnet-backend-patterns", "agent:csharp-pro", "agent:dotnet-architect"]),
+("dotnet-api", "Add a database migration for the new orders table", ["skill:database-migration", "skill:dotnet-backend-patterns", "agent:dotnet-architect", "agent:csharp-pro", "agent:database-migrations-database-optimizer"]),
+("dotnet-api", "nice, continue", []),
+("rn-app", "Add a settings screen with navigation", ["skill:react-native-architecture", "skill:react-native-design", "agent:*mobile-developer"]),
+("rn-app", "Manage the cart state across screens", ["skill:react-state-management", "skill:react-native-architecture"]),
+("temporal-worker", "Write tests for the workflow", ["skill:temporal-python-testing", "agent:temporal-python-pro"]),
+("data-pipelines", "Schedule the nightly load job with retries", ["skill:airflow-dag-patterns", "agent:data-engineer"]),
+("data-pipelines", "Add checks that the loaded data is valid", ["skill:data-quality-frameworks", "agent:data-engineer"]),
+]
+
+
+# Tune prompts run in a project folder (split "tune"): the project rules may be tuned on these.
+PROJECT_TUNE = [
+("django-shop", "Add an API endpoint to cancel an order", ["agent:*django-pro"]),
+("express-api", "Add an API endpoint to cancel an order", ["skill:nodejs-backend-patterns", "agent:javascript-pro"]),
+("fastapi-svc", "Add an API endpoint to cancel an order", ["agent:*fastapi-pro", "skill:fastapi-templates"]),
+("go-svc", "Add an API endpoint to cancel an order", ["agent:golang-pro"]),
+("rust-svc", "Add an API endpoint to cancel an order", ["agent:rust-pro"]),
+("spring-svc", "Add an API endpoint to cancel an order", ["agent:java-pro"]),
+("rails-app", "Add an API endpoint to cancel an order", ["agent:ruby-pro"]),
+("laravel-app", "Add an API endpoint to cancel an order", ["agent:php-pro"]),
+("dotnet-api", "Add an API endpoint to cancel an order", ["skill:dotnet-backend-patterns", "agent:csharp-pro", "agent:dotnet-architect"]),
+("next-web", "Fetch the product list in a server component", ["skill:nextjs-app-router-patterns"]),
+("rn-app", "Add a tab bar for the main screens", ["skill:react-native-architecture", "skill:react-native-design", "agent:*mobile-developer"]),
+("temporal-worker", "Add retries to the payment activity", ["skill:workflow-orchestration-patterns", "agent:temporal-python-pro"]),
+("data-pipelines", "Make the transformation models testable", ["skill:dbt-transformation-patterns", "agent:data-engineer"]),
+("django-shop", "ok", []),
+("go-svc", "thanks", []),
+]
+
+
 def ids():
     out = []
     for source in sorted(os.listdir(CAT)):
@@ -397,9 +460,17 @@ def main():
         for prompt, patterns in HOLDOUT2:
             f.write(json.dumps({"prompt": prompt, "acceptable": expand(all_ids, prompt, patterns),
                                 "split": "holdout2"}) + "\n")
-    every = P + HOLDOUT2
+        for project, prompt, patterns in PROJECT_TUNE:
+            f.write(json.dumps({"prompt": prompt, "acceptable": expand(all_ids, prompt, patterns),
+                                "split": "tune", "project": project}) + "\n")
+        for project, prompt, patterns in PROJECT:
+            if not os.path.isdir(os.path.join(HERE, "projects", project)):
+                raise SystemExit(f"no project folder {project!r} ({prompt!r})")
+            f.write(json.dumps({"prompt": prompt, "acceptable": expand(all_ids, prompt, patterns),
+                                "split": "project", "project": project}) + "\n")
+    every = P + HOLDOUT2 + [(prompt, patterns) for _, prompt, patterns in PROJECT_TUNE + PROJECT]
     print(len(every), "prompts,", sum(1 for _, p in every if not p), "without a match;",
-          len(HOLDOUT2), "in holdout2")
+          len(HOLDOUT2), "in holdout2,", len(PROJECT), "in project")
 
 
 if __name__ == "__main__":
