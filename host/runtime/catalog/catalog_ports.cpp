@@ -1,6 +1,7 @@
 #include "host/runtime/catalog/catalog_ports.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "host/core/crypto.hpp"
 #include "host/engine/lexical.hpp"
@@ -279,9 +280,10 @@ std::optional<engine::InstallPlanningBundle> CatalogInstallBundlePort::describe_
 
 CatalogVocabulary::CatalogVocabulary(const ImportedCatalog& catalog) {
   for (const auto& e : catalog.entries()) {
-    terms_.insert(e.terms.begin(), e.terms.end());
-    terms_.insert(e.name);
-    terms_.insert(e.capability_id());
+    std::set<std::string> used(e.terms.begin(), e.terms.end());
+    used.insert(e.name);
+    used.insert(e.capability_id());
+    for (const auto& term : used) ++terms_[term];
   }
 }
 
@@ -293,8 +295,13 @@ bool CatalogVocabulary::contains(std::string_view token) const {
   return terms_.count(lowered) != 0;
 }
 
-std::vector<std::string> CatalogVocabulary::filter(const std::vector<std::string>& tokens,
-                                                   std::size_t limit) const {
+std::size_t CatalogVocabulary::entries_using(std::string_view term) const {
+  const auto it = terms_.find(term);
+  return it == terms_.end() ? 0 : it->second;
+}
+
+std::vector<std::string> CatalogVocabulary::most_informative(const std::vector<std::string>& tokens,
+                                                             std::size_t limit) const {
   std::set<std::string> kept;
   for (const auto& token : tokens) {
     std::string lowered(token);
@@ -310,7 +317,18 @@ std::vector<std::string> CatalogVocabulary::filter(const std::vector<std::string
     }
   }
   std::vector<std::string> out(kept.begin(), kept.end());
+  // Stable: terms used by as many entries stay in alphabetical order.
+  std::stable_sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
+    return terms_.find(a)->second < terms_.find(b)->second;
+  });
   if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+std::vector<std::string> CatalogVocabulary::filter(const std::vector<std::string>& tokens,
+                                                   std::size_t limit) const {
+  std::vector<std::string> out = most_informative(tokens, limit);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -423,7 +441,7 @@ std::vector<std::string> CatalogWorkAuthority::project_terms(const CurrentWork& 
     if (const auto it = project_terms_.find(key); it != project_terms_.end()) return it->second;
   }
   // Read outside the lock (bounded in bytes and time); only catalog terms are kept.
-  std::vector<std::string> terms = vocabulary_.filter(
+  std::vector<std::string> terms = vocabulary_.most_informative(
       project_signals(work.project_dir), static_cast<std::size_t>(planning::kMaxLanguages));
   std::lock_guard lock(mutex_);
   if (project_terms_.emplace(key, terms).second) {
@@ -455,13 +473,16 @@ ResolvedCurrentWork CatalogWorkAuthority::resolve(const std::string& current_wor
       languages.insert(std::move(language));
     }
   }
+  const auto max_languages = static_cast<std::size_t>(planning::kMaxLanguages);
+  while (languages.size() > max_languages) languages.erase(std::prev(languages.end()));
+  // The project's terms fill what the host's languages leave, most informative first.
   if (!observation.signals.empty() && !work.project_dir.empty()) {
-    for (auto& term : project_terms(work)) languages.insert(std::move(term));
+    for (auto& term : project_terms(work)) {
+      if (languages.size() >= max_languages) break;
+      languages.insert(std::move(term));
+    }
   }
   observation.languages.assign(languages.begin(), languages.end());
-  if (observation.languages.size() > static_cast<std::size_t>(planning::kMaxLanguages)) {
-    observation.languages.resize(planning::kMaxLanguages);
-  }
   observation.requested_limit = work.requested_limit;
   planning::validate_work_observation(observation);
   Json value{{"active_capability_ids", Json::array()},

@@ -122,22 +122,30 @@ class CatalogInstallBundlePort final : public InstallBundlePort {
 };
 
 // The catalog's vocabulary: every term an entry is indexed under (its graph tags: explicit tags,
-// name tokens, description tokens, plus each name and kind:name id).
+// name tokens, description tokens, plus each name and kind:name id), with the number of entries
+// that use each (its document frequency).
 class CatalogVocabulary {
  public:
   explicit CatalogVocabulary(const ImportedCatalog& catalog);
   // Is `token` (compared lower-cased) a term some catalog entry uses?
   bool contains(std::string_view token) const;
-  // The terms of `tokens` (lower-cased), sorted unique, at most `limit`; never a stop word
+  // The number of entries that use `term` (lower-cased already); 0 when none does.
+  std::size_t entries_using(std::string_view term) const;
+  // The terms of `tokens` (lower-cased; a token that is no term is looked up by its stem), unique,
+  // most informative first: fewest entries using it, ties in alphabetical order; at most `limit`,
+  // so a bound drops the terms most entries share ("python" before "celery"). Never a stop word
   // (engine::planning::is_stop_word: "the", "with", "thanks", "why": they say nothing about which
   // capability fits) nor a credential-like word (credential_like: "secrets", "password"), which
   // the current-work surrogate refuses.
+  std::vector<std::string> most_informative(const std::vector<std::string>& tokens,
+                                            std::size_t limit) const;
+  // most_informative(tokens, limit), sorted.
   std::vector<std::string> filter(const std::vector<std::string>& tokens,
                                   std::size_t limit = planning::kMaxSignals) const;
   std::size_t size() const noexcept { return terms_.size(); }
 
  private:
-  std::set<std::string, std::less<>> terms_;
+  std::map<std::string, std::size_t, std::less<>> terms_;  // term -> entries using it
 };
 
 // One host's description of the current work (from a hook payload or a work file). Signals and
@@ -152,7 +160,8 @@ struct CurrentWork {
   std::int64_t requested_limit = 5;
   // The session's project folder (the host's working directory); empty: none. Its manifest files
   // are read once per session (project_signals.hpp) and, when the work has signals, their catalog
-  // terms join the languages: they re-rank what the work's own words retrieve.
+  // terms join the languages (the most informative ones, after the host's own languages, up to
+  // planning::kMaxLanguages): they re-rank what the work's own words retrieve.
   std::filesystem::path project_dir{};
 };
 
@@ -191,7 +200,8 @@ class CatalogWorkAuthority {
  private:
   std::shared_ptr<const ImportedCatalog> catalog_;
   CatalogVocabulary vocabulary_;
-  // The catalog terms of a session's project manifests, read once per (session, project folder).
+  // The catalog terms of a session's project manifests, most informative first (at most
+  // planning::kMaxLanguages), read once per (session, project folder).
   std::vector<std::string> project_terms(const CurrentWork& work) const;
 
   mutable std::mutex mutex_;

@@ -3,6 +3,7 @@
 // material / install / facts answers follow the documented rules and are stable across imports.
 #include "host/runtime/catalog/catalog_ports.hpp"
 
+#include <algorithm>
 #include <ctx/sdk/skill_tree.hpp>
 #include <fstream>
 #include <map>
@@ -474,6 +475,69 @@ TEST(CatalogPorts, AProjectsManifestChangesTheRanking) {
   EXPECT_TRUE(chat.observation.signals.empty());
   EXPECT_TRUE(chat.observation.languages.empty());
   EXPECT_TRUE(source.retrieve(chat.observation).empty());
+}
+
+// A project declares more catalog terms than a work's languages hold (planning::kMaxLanguages):
+// the kept ones are those the fewest entries use, not the alphabetically first.
+TEST(CatalogPorts, AProjectsMostInformativeTermsAreKept) {
+  TempDir temp;
+  const auto skill = [&](const std::string& name, const std::string& description) {
+    fs::create_directories(temp / "catalog" / "skills" / name);
+    std::ofstream(temp / "catalog" / "skills" / name / "SKILL.md")
+        << "---\nname: " << name << "\ndescription: " << description << "\n---\nBody\n";
+  };
+  const std::string common = "axios babel chalk dayjs eslint jest lodash moment nodemon prettier";
+  for (const char* name : {"tooling-one", "tooling-two", "tooling-three"}) {
+    skill(name, "Configure " + common + " for the build.");
+  }
+  skill("yup-schemas", "Validate form input schemas with yup.");
+  skill("zod-schemas", "Validate form input schemas with zod.");
+  init_state_dir(temp / "state");
+  import_catalog(temp / "catalog", temp / "state");
+  const auto catalog = ImportedCatalog::open(temp / "state");
+  fs::create_directories(temp / "project");
+  std::ofstream(temp / "project" / "package.json")
+      << R"({"dependencies": {"axios": "1", "babel": "1", "chalk": "1", "dayjs": "1",
+             "eslint": "1", "jest": "1", "lodash": "1", "moment": "1", "nodemon": "1",
+             "prettier": "1", "zod": "3"}})";
+
+  CatalogVocabulary vocabulary(*catalog);
+  EXPECT_EQ(vocabulary.entries_using("zod"), 1u);
+  EXPECT_EQ(vocabulary.entries_using("lodash"), 3u);
+  EXPECT_EQ(vocabulary.entries_using("unheard"), 0u);
+  EXPECT_EQ(vocabulary.most_informative({"lodash", "Zod", "axios", "the", "zod"}, 2),
+            (std::vector<std::string>{"zod", "axios"}));
+  EXPECT_EQ(vocabulary.filter({"lodash", "zod", "axios"}, 2),
+            (std::vector<std::string>{"axios", "zod"}));
+
+  CatalogWorkAuthority authority(catalog);
+  const auto graph = store::GraphStore::open(catalog->graph_path(), catalog->graph_sha256());
+  engine::planning::CatalogCandidateSource source(*graph, nullptr, nullptr);
+  const auto resolve = [&](const std::string& session, const fs::path& project) {
+    CurrentWork work{"tenant-1",
+                     "workspace-1",
+                     "repository-1",
+                     session,
+                     {"validate", "form", "input", "schemas"},
+                     {},
+                     3};
+    work.project_dir = project;
+    authority.register_work("work-" + session, work);
+    return authority.resolve("work-" + session);
+  };
+  const auto in_project = resolve("s1", temp / "project");
+  ASSERT_EQ(in_project.observation.languages.size(), 10u);
+  EXPECT_TRUE(std::binary_search(in_project.observation.languages.begin(),
+                                 in_project.observation.languages.end(), std::string("zod")));
+  // The alphabetically last of the common terms is the one left out.
+  EXPECT_FALSE(std::binary_search(in_project.observation.languages.begin(),
+                                  in_project.observation.languages.end(), std::string("prettier")));
+  const auto first = [&](const ResolvedCurrentWork& resolved) {
+    const auto candidates = source.retrieve(resolved.observation);
+    return candidates.empty() ? std::string() : candidates.front().capability_id;
+  };
+  EXPECT_EQ(first(resolve("s2", fs::path())), "skill:yup-schemas");  // a tie: label order
+  EXPECT_EQ(first(in_project), "skill:zod-schemas");
 }
 
 TEST(CatalogPorts, CurrentWorkFilesAreReadStrictly) {
