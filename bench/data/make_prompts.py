@@ -407,6 +407,40 @@ PROJECT = [
 ]
 
 
+# More tune prompts, added while tuning (7 December 2026): the rules may be tuned on these.
+TUNE2 = [
+("Create a Helm values file per environment and template the ingress", ["skill:helm-chart-scaffolding", "agent:*kubernetes-architect"]),
+("Write an ETL job that loads CSV exports into the warehouse every night", ["agent:data-engineer", "skill:airflow-dag-patterns"]),
+("Our API returns 500 errors under load; find the bottleneck", ["agent:*performance-engineer", "agent:*devops-troubleshooter", "skill:debugging-strategies", "agent:*error-detective"]),
+("Add OAuth login with Google to the web app", ["skill:auth-implementation-patterns", "agent:*backend-security-coder"]),
+("Write unit tests for the payment service in Python with mocks", ["skill:python-testing-patterns", "agent:python-pro", "agent:*test-automator"]),
+("Set up a vector database for our document search", ["agent:vector-database-engineer", "skill:rag-implementation", "skill:similarity-search-patterns"]),
+("Write Terraform for an S3 bucket with versioning and encryption", ["skill:terraform-module-library", "agent:*terraform-specialist"]),
+("Review my pull request for security issues", ["agent:*security-auditor", "agent:*code-reviewer", "skill:code-review-excellence"]),
+("Make our Kubernetes pods restart less: tune liveness probes and resource limits", ["skill:k8s-manifest-generator", "agent:*kubernetes-architect"]),
+("Speed up the Postgres query that joins orders and customers", ["skill:sql-optimization-patterns", "agent:sql-pro", "agent:*database-optimizer"]),
+("Write a README and API docs for this library", ["agent:*docs-architect", "agent:*api-documenter", "agent:reference-builder", "skill:openapi-spec-generation"]),
+("Store the API keys in a vault instead of the repo", ["skill:secrets-management"]),
+("Design the mobile app's onboarding screens", ["agent:ui-ux-designer", "agent:ui-designer", "skill:mobile-ios-design", "skill:mobile-android-design", "agent:*mobile-developer"]),
+("Generate images for the landing page hero section", ["agent:image-generator", "skill:canvas-design"]),
+("what's the best pizza place near me?", []),
+("ok that's enough for today", []),
+("can you repeat the last step?", []),
+("I need a vacation", []),
+("how do you pronounce 'gif'?", []),
+("what year did the Berlin wall fall?", []),
+("send my regards to the team", []),
+("that makes sense", []),
+("scroll up", []),
+("let's call it a day", []),
+("update the year in the footer", []),
+("change the button label to Save", []),
+("open the settings file", []),
+("add a blank line at the end", []),
+("what is the next step?", []),
+]
+
+
 # Tune prompts run in a project folder (split "tune"): the project rules may be tuned on these.
 PROJECT_TUNE = [
 ("django-shop", "Add an API endpoint to cancel an order", ["agent:*django-pro"]),
@@ -460,6 +494,9 @@ def main():
         for prompt, patterns in HOLDOUT2:
             f.write(json.dumps({"prompt": prompt, "acceptable": expand(all_ids, prompt, patterns),
                                 "split": "holdout2"}) + "\n")
+        for prompt, patterns in TUNE2:
+            f.write(json.dumps({"prompt": prompt, "acceptable": expand(all_ids, prompt, patterns),
+                                "split": "tune"}) + "\n")
         for project, prompt, patterns in PROJECT_TUNE:
             f.write(json.dumps({"prompt": prompt, "acceptable": expand(all_ids, prompt, patterns),
                                 "split": "tune", "project": project}) + "\n")
@@ -468,7 +505,7 @@ def main():
                 raise SystemExit(f"no project folder {project!r} ({prompt!r})")
             f.write(json.dumps({"prompt": prompt, "acceptable": expand(all_ids, prompt, patterns),
                                 "split": "project", "project": project}) + "\n")
-    every = P + HOLDOUT2 + [(prompt, patterns) for _, prompt, patterns in PROJECT_TUNE + PROJECT]
+    every = P + HOLDOUT2 + TUNE2 + [(prompt, patterns) for _, prompt, patterns in PROJECT_TUNE + PROJECT]
     print(len(every), "prompts,", sum(1 for _, p in every if not p), "without a match;",
           len(HOLDOUT2), "in holdout2,", len(PROJECT), "in project")
 

@@ -106,19 +106,24 @@ namespace {
 
 // One incidental word is not a match (catalog_ports.hpp, relevance_ppm): two distinct matching
 // signals, the entry named by a signal, or one signal naming at least half its name's words.
-// When the work has signals only they count: a language (a project's framework) re-ranks what the
-// work's words match, never makes a match alone.
+// When the work has signals, a language (a project's framework) is never a match alone: it
+// re-ranks what the work's words match, and with one of them it is the second match (a word of
+// the work and the project's framework, e.g. "endpoint" in a FastAPI project for fastapi-pro).
 bool has_evidence(const planning::CapabilityCandidate& presentation, const CatalogEntry& entry,
                   const planning::WorkObservation& observation) {
   std::vector<std::string> matching;
+  bool language = false;
   for (const auto& term : presentation.matching_signals) {
     if (observation.signals.empty() ||
         std::find(observation.signals.begin(), observation.signals.end(), term) !=
             observation.signals.end()) {
       matching.push_back(term);
+    } else if (std::find(observation.languages.begin(), observation.languages.end(), term) !=
+               observation.languages.end()) {
+      language = true;
     }
   }
-  if (matching.size() >= 2) return true;
+  if (matching.size() >= 2 || (matching.size() == 1 && language)) return true;
   for (const auto& signal : observation.signals) {
     if (signal == entry.name || signal == presentation.capability_id) return true;
   }

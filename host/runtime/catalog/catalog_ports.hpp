@@ -9,7 +9,9 @@
 //                    best one) and the match has evidence: two distinct matching signals, or
 //                    the entry's name or id as a signal, or one signal naming at least half the
 //                    words of the entry's name ("helm" for helm-chart, not "table" for
-//                    postgresql-table-design); else 0, which the policy's minimum excludes
+//                    postgresql-table-design), or one matching signal and a matching language
+//                    (a project term; languages alone are no evidence when the work has
+//                    signals); else 0, which the policy's minimum excludes
 //   expected_task_benefit_ppm  min(10^6, 400000 + 150000 × |matching_signals|)
 //   trust_ppm 10^6, source_trusted, security_approved, permissions_allowed and
 //   credentials_available true (a locally imported catalog is the user's own choice; the

@@ -142,6 +142,7 @@ void json_keys(const core::Json& object, Collector& out) {
 
 void package_json(std::string_view text, Collector& out) {
   out.term("javascript");
+  out.term("nodejs");  // the runtime a package.json is for, as catalogs spell it ("Node.js")
   const core::Json json = core::Json::parse(text, nullptr, false);
   if (!json.is_object()) return;
   for (const char* field : {"dependencies", "devDependencies", "peerDependencies"}) {
@@ -212,6 +213,7 @@ void requirements(std::string_view text, Collector& out) {
 
 void go_mod(std::string_view text, Collector& out) {
   out.term("go");
+  out.term("golang");  // the name catalogs use where "go" is too short or too common a word
   bool in_block = false;
   each_line(text, [&](std::string_view line) {
     std::string_view rest = line;

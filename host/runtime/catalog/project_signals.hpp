@@ -4,10 +4,10 @@
 // build.gradle.kts, Gemfile, composer.json, CMakeLists.txt and *.csproj; each a regular file
 // opened without following links, read up to a byte bound; the whole read stops at a byte total
 // and a deadline. What a file yields:
-//   package.json    javascript (+ typescript when it is a dependency), dependency names
+//   package.json    javascript, nodejs (+ typescript when it is a dependency), dependency names
 //   pyproject.toml  python, [project] dependencies and [tool.poetry] dependency names
 //   requirements.txt python, requirement names
-//   go.mod          go, the last part of each required module path
+//   go.mod          go, golang, the last part of each required module path
 //   Cargo.toml      rust, [dependencies] / [dev-dependencies] / [build-dependencies] names
 //   pom.xml         java, maven, dependency artifactIds
 //   build.gradle(.kts) java (kotlin for .kts), gradle, "group:artifact" dependency artifacts

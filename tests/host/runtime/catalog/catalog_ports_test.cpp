@@ -408,6 +408,7 @@ TEST(CatalogPorts, AProjectsManifestChangesTheRanking) {
   skill("express-rest-api", "Build REST API endpoints with Express routes and middleware.");
   skill("pdf-export", "Export reports as PDF documents.");
   skill("django-celery-tasks", "Run background tasks from Django with Celery workers.");
+  skill("celery-beat", "Schedule periodic jobs with Celery beat.");
   init_state_dir(temp / "state");
   import_catalog(temp / "catalog", temp / "state");
   const auto catalog = ImportedCatalog::open(temp / "state");
@@ -470,6 +471,17 @@ TEST(CatalogPorts, AProjectsManifestChangesTheRanking) {
   // skill:django-celery-tasks matches two of the project's terms and none of the work's words.
   EXPECT_EQ(pdf.count("skill:django-celery-tasks") ? pdf.at("skill:django-celery-tasks") : 0, 0);
   EXPECT_GT(relevance(prompt).at("skill:django-rest-api"), 0);
+  // One word of the work and one of the project's terms are two matches: "schedule" alone is one
+  // incidental word; in a Celery project it is the project's scheduler.
+  EXPECT_GT(relevance({"schedule", "reports"}).at("skill:celery-beat"), 0);
+  CurrentWork outside{"tenant-1", "workspace-1", "repository-1", "s5", {"schedule", "reports"}, {},
+                      3};
+  authority.register_work("work-s5", outside);
+  const auto no_project = authority.resolve("work-s5");
+  for (const auto& candidate : source.retrieve(no_project.observation)) {
+    if (candidate.capability_id != "skill:celery-beat") continue;
+    EXPECT_EQ(facts.benefit_candidate(candidate, no_project.observation)->relevance_ppm, 0);
+  }
   // Chit-chat in a project: no signals, no project terms, nothing retrieved.
   const auto chat = resolve("s3", temp / "python-project", {"thanks", "ok"});
   EXPECT_TRUE(chat.observation.signals.empty());

@@ -38,8 +38,8 @@ TEST_F(ProjectSignalsTest, PackageJsonDeclaresJavascriptAndItsDependencies) {
   write("package.json", R"({"name": "web", "dependencies": {"react": "^18", "@angular/core": "17"},
     "devDependencies": {"typescript": "5", "jest": "29"}, "scripts": {"vitest": "x"}})");
   const auto terms = signals();
-  EXPECT_THAT(terms,
-              IsSupersetOf({"javascript", "react", "angular", "core", "typescript", "jest"}));
+  EXPECT_THAT(terms, IsSupersetOf({"javascript", "nodejs", "react", "angular", "core", "typescript",
+                                   "jest"}));
   EXPECT_THAT(terms, Not(Contains("vitest")));  // a script name is no dependency
   EXPECT_THAT(terms, Not(Contains("web")));
   EXPECT_TRUE(std::is_sorted(terms.begin(), terms.end()));
@@ -83,7 +83,7 @@ TEST_F(ProjectSignalsTest, GoRustJavaRubyPhpDotnetAndCmakeManifests) {
         "cmake_minimum_required(VERSION 3.20)\nfind_package(Boost REQUIRED)\n"
         "FIND_PACKAGE( GTest )\n");
   const auto terms = signals();
-  EXPECT_THAT(terms, IsSupersetOf({"go", "gin", "pgx", "cobra"}));
+  EXPECT_THAT(terms, IsSupersetOf({"go", "golang", "gin", "pgx", "cobra"}));
   EXPECT_THAT(terms, IsSupersetOf({"rust", "tokio", "serde", "criterion"}));
   EXPECT_THAT(terms, IsSupersetOf({"java", "maven", "spring-boot-starter-web", "spring"}));
   EXPECT_THAT(terms, IsSupersetOf({"kotlin", "gradle", "ktor"}));
@@ -100,7 +100,7 @@ TEST_F(ProjectSignalsTest, GoRustJavaRubyPhpDotnetAndCmakeManifests) {
 TEST_F(ProjectSignalsTest, AFileThatDoesNotParseYieldsItsLanguageOnly) {
   write("package.json", "{ not json");
   write("Cargo.toml", "[dependencies\ntokio = ");
-  EXPECT_EQ(signals(), (std::vector<std::string>{"javascript", "rust"}));
+  EXPECT_EQ(signals(), (std::vector<std::string>{"javascript", "nodejs", "rust"}));
 }
 
 TEST_F(ProjectSignalsTest, OnlyTheTopFolderIsReadAndLinksAreNotFollowed) {
