@@ -1,6 +1,7 @@
 #include "host/runtime/catalog/catalog_ports.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 
 #include "host/core/crypto.hpp"
@@ -110,7 +111,8 @@ namespace {
 // re-ranks what the work's words match, and with one of them it is the second match (a word of
 // the work and the project's framework, e.g. "endpoint" in a FastAPI project for fastapi-pro).
 bool has_evidence(const planning::CapabilityCandidate& presentation, const CatalogEntry& entry,
-                  const planning::WorkObservation& observation) {
+                  const planning::WorkObservation& observation,
+                  const std::function<bool(const std::string&)>& distinctive) {
   std::vector<std::string> matching;
   bool language = false;
   for (const auto& term : presentation.matching_signals) {
@@ -130,7 +132,9 @@ bool has_evidence(const planning::CapabilityCandidate& presentation, const Catal
   if (matching.empty()) return false;
   const auto words = planning::ascii_tokens(entry.name);
   const bool named_word = std::find(words.begin(), words.end(), matching.front()) != words.end();
-  return named_word && words.size() <= 2;  // one word is at least half of the name
+  // One word is at least half of the name, and few entries use it ("pdf", "helm"; not "file" or
+  // "end", which many entries' texts share).
+  return named_word && words.size() <= 2 && distinctive(matching.front());
 }
 
 }  // namespace
@@ -174,8 +178,11 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
                              core::Encoding::kAscii);
   out.availability =
       executable ? engine::Availability::kExecutable : engine::Availability::kAdvisory;
+  const auto distinctive = [&](const std::string& word) {
+    return entries_using(word) <= std::max<std::size_t>(2, catalog_->entries().size() / 100);
+  };
   out.relevance_ppm =
-      has_evidence(presentation, *entry, observation) &&
+      has_evidence(presentation, *entry, observation, distinctive) &&
               presentation.normalized_score_ppm >= kMinRelevanceShareOfTopPpm
           ? std::clamp<std::int64_t>(presentation.normalized_score_ppm, 0, planning::kMaxPpm)
           : 0;
@@ -201,6 +208,20 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
     }
   }
   return out;
+}
+
+std::size_t CatalogBenefitFactsPort::entries_using(const std::string& word) const {
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = entries_using_.find(word); it != entries_using_.end()) return it->second;
+  }
+  std::size_t count = 0;
+  for (const auto& e : catalog_->entries()) {
+    if (std::find(e.terms.begin(), e.terms.end(), word) != e.terms.end()) ++count;
+  }
+  std::lock_guard lock(mutex_);
+  entries_using_.emplace(word, count);
+  return count;
 }
 
 // ---- material ----

@@ -8,8 +8,10 @@
 //                    kMinRelevanceShareOfTopPpm (the few entries that match about as well as the
 //                    best one) and the match has evidence: two distinct matching signals, or
 //                    the entry's name or id as a signal, or one signal naming at least half the
-//                    words of the entry's name ("helm" for helm-chart, not "table" for
-//                    postgresql-table-design), or one matching signal and a matching language
+//                    words of the entry's name and is used by at most max(2, 1%) of the
+//                    catalog's entries ("helm" for helm-chart, not "table" for
+//                    postgresql-table-design, not "end" for session-end when nine entries use
+//                    it), or one matching signal and a matching language
 //                    (a project term; languages alone are no evidence when the work has
 //                    signals); else 0, which the policy's minimum excludes
 //   expected_task_benefit_ppm  min(10^6, 400000 + 150000 × |matching_signals|)
@@ -38,7 +40,8 @@
 // with a command or any env; an agent that lists no `tools` (it inherits every tool).
 // credential_requirement: some env name, upper-cased, contains TOKEN, SECRET, PASSWORD, PASSWD,
 // CREDENTIAL, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY or AUTH, or ends in _KEY or _PAT.
-// All ports are thread-safe (immutable after construction).
+// All ports are thread-safe (immutable after construction, but for the benefit facts port's
+// memory of how many entries use a word, which a mutex guards).
 #ifndef CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_
 #define CTX_HOST_RUNTIME_CATALOG_CATALOG_PORTS_HPP_
 
@@ -82,8 +85,13 @@ class CatalogBenefitFactsPort final : public BenefitFactsPort {
       const planning::WorkObservation& observation) override;
 
  private:
+  // The number of entries whose terms hold `word`, counted once per word.
+  std::size_t entries_using(const std::string& word) const;
+
   std::shared_ptr<const ImportedCatalog> catalog_;
   std::string snapshot_digest_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::size_t> entries_using_;  // GUARDED_BY(mutex_)
 };
 
 class CatalogMaterialPort final : public MaterialPort {

@@ -375,6 +375,43 @@ TEST(CatalogPorts, RelevanceNeedsEvidenceAndAShareOfTheBestScore) {
   EXPECT_EQ(relevance(1'000'000, {"docs"}, {"docs"}), 1'000'000);
 }
 
+// One word that is half of an entry's name is evidence only when few entries use it: "end" in
+// session-end is not, when three other entries' texts hold it; "pdf" in pdf-export is.
+TEST(CatalogPorts, AnEntrysNameWordManyEntriesShareIsNoEvidenceAlone) {
+  TempDir temp;
+  const auto skill = [&](const std::string& name, const std::string& description) {
+    fs::create_directories(temp / "catalog" / "skills" / name);
+    std::ofstream(temp / "catalog" / "skills" / name / "SKILL.md")
+        << "---\nname: " << name << "\ndescription: " << description << "\n---\nBody\n";
+  };
+  skill("session-end", "Close the work session.");
+  skill("pdf-export", "Export reports as PDF documents.");
+  skill("release-notes", "Write notes at the end of a release.");
+  skill("sprint-review", "Review the sprint at its end.");
+  skill("log-rotation", "Rotate logs that never end.");
+  init_state_dir(temp / "state");
+  import_catalog(temp / "catalog", temp / "state");
+  const auto catalog = ImportedCatalog::open(temp / "state");
+  CatalogBenefitFactsPort facts(catalog);
+  const auto relevance = [&](const std::string& name, std::vector<std::string> matching,
+                             std::vector<std::string> signals) {
+    CapabilityCandidate presentation;
+    presentation.capability_id = "skill:" + name;
+    presentation.kind = engine::CapabilityKind::kSkill;
+    presentation.name = name;
+    presentation.source_digest = core::sha256_hex("source");
+    presentation.actionability = engine::CandidateActionability::kInstall;
+    presentation.normalized_score_ppm = 1'000'000;
+    presentation.matching_signals = std::move(matching);
+    WorkObservation work;
+    work.signals = std::move(signals);
+    return facts.benefit_candidate(presentation, work)->relevance_ppm;
+  };
+  EXPECT_EQ(relevance("session-end", {"end"}, {"end", "line"}), 0);  // four entries use "end"
+  EXPECT_EQ(relevance("pdf-export", {"pdf"}, {"pdf", "line"}), 1'000'000);
+  EXPECT_EQ(relevance("session-end", {"end", "session"}, {"end", "session"}), 1'000'000);
+}
+
 TEST(CatalogPorts, TheExampleWorkFileResolvesToThePdfExportSkill) {
   Imported imported;
   const CurrentWork work =
