@@ -387,18 +387,24 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
                  paths_.registry / "artifacts" / (artifact.graph_artifact_digest() + ".sqlite3")};
       return service_->prepare(ManagedQueryRequest::create(registration.logical_query_id,
                                                            registration.current_work_ref));
-    } catch (const engine::RevisionConflict&) {
-      if (++conflicts == kConflictAttempts) throw;
-    } catch (const ManagedQuerySupersededError&) {
-      // This work's plan was the head when it was registered; another one replaced it since.
-      if (++conflicts == kConflictAttempts) throw;
     } catch (const SessionStartPending&) {
+      // Its own wait (its code is kFailedPrecondition): the session's first plan is being
+      // committed by another preparer.
       if (++pending == kPendingAttempts) throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    } catch (const ManagedQueryError&) {
-      settle_or_rethrow();
-    } catch (const ManagedConsentPolicyChangedError&) {
-      settle_or_rethrow();
+    } catch (const Error& e) {
+      // By the error's retry contract (style §6.2). kAborted: the head moved under this
+      // registration (a revision conflict; this work's plan, the head when it was registered,
+      // superseded since; the head drifted): register again on the new head. kFailedPrecondition:
+      // refused in this state (the session's consent pending, or stranded by a policy change):
+      // an expired consent is settled, once, and the work registers again. Others propagate.
+      if (e.code() == ErrorCode::kAborted) {
+        if (++conflicts == kConflictAttempts) throw;
+      } else if (e.code() == ErrorCode::kFailedPrecondition) {
+        settle_or_rethrow();
+      } else {
+        throw;
+      }
     }
   }
 }

@@ -138,8 +138,8 @@ class StateService {
 
   // Registers `work` with the input authority and prepares it (an exact retry of the same work
   // returns the same result); when a concurrent preparer of other work in the session moved the
-  // head first (RevisionConflict, or this work's plan was superseded since it was found at the
-  // head), registers again on the new head, up to eight attempts; while
+  // head first (a kAborted error: RevisionConflict, this work's plan superseded since it was found
+  // at the head, head drift), registers again on the new head, up to eight attempts; while
   // another preparer commits the session's first plan (SessionStartPending), waits up to ~2 s.
   // Work refused because the session's consent is pending, when that consent's challenge has
   // expired, first commits the expiry (recover_consent, once) and registers again.

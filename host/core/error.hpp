@@ -21,6 +21,11 @@ class FailedPrecondition : public Error {
  public:
   explicit FailedPrecondition(const std::string& message)
       : Error(message, ErrorCode::kFailedPrecondition) {}
+
+ protected:
+  // For a subclass whose reaction differs (style §6.2): a caller catching FailedPrecondition
+  // still catches it (the tree mirrors the seeds' classes), while its code says whether to retry.
+  FailedPrecondition(const std::string& message, ErrorCode code) : Error(message, code) {}
 };
 
 // Stored bytes are not what was written or pinned. Code: kDataLoss. Retry: never.

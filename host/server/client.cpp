@@ -51,11 +51,24 @@ void wait_for(int fd, short events, Clock::time_point until) {
 
 }  // namespace
 
+namespace {
+
+// The ErrorCode a server's error reply carries: its own for a ctx::Error (rpc_code_of); for
+// JSON-RPC's codes, kInvalidArgument for a request the server refused as malformed and
+// kUnavailable for the rest (the server could not serve it).
+ErrorCode code_of_reply(int rpc_code) noexcept {
+  if (rpc_code > static_cast<int>(ErrorCode::kOk) &&
+      rpc_code <= static_cast<int>(ErrorCode::kUnauthenticated)) {
+    return static_cast<ErrorCode>(rpc_code);
+  }
+  return rpc_code == kInvalidParams || rpc_code == kInvalidRequest ? ErrorCode::kInvalidArgument
+                                                                   : ErrorCode::kUnavailable;
+}
+
+}  // namespace
+
 RpcError::RpcError(int rpc_code, const std::string& message)
-    : Error(message, rpc_code == kInvalidParams || rpc_code == kInvalidRequest
-                         ? ErrorCode::kInvalidArgument
-                         : ErrorCode::kUnavailable),
-      rpc_code_(rpc_code) {}
+    : Error(message, code_of_reply(rpc_code)), rpc_code_(rpc_code) {}
 
 std::optional<core::Json> call_running_server(const std::filesystem::path& state_dir,
                                               std::string_view method, const core::Json& params,

@@ -15,7 +15,9 @@
 
 namespace ctx::server {
 
-// The server answered with a JSON-RPC error. what() is the server's message (one line).
+// The server answered with a JSON-RPC error. what() is the server's message (one line); code()
+// is the server's ErrorCode when it sent one (a ctx::Error's: kUnavailable = back off, kAborted =
+// re-read and decide, ...), kInvalidArgument for a malformed request, else kUnavailable.
 class RpcError : public Error {
  public:
   RpcError(int rpc_code, const std::string& message);

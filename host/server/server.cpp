@@ -310,7 +310,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
         code = kInvalidParams;
         reply = error_reply(id, code, std::string("invalid params: ") + e.what());
       } catch (const Error& e) {
-        code = kInternalError;
+        // The error's own code (style §6.2: the same integer as ErrorCode), so a client can tell
+        // "back off" (unavailable) from "re-read" (aborted) from "not until the state changes".
+        code = rpc_code_of(e);
         reply = error_reply(id, code, e.what());
       } catch (...) {
         code = kInternalError;

@@ -44,9 +44,19 @@ class InvalidParams : public InvalidArgument {
   explicit InvalidParams(const std::string& message) : InvalidArgument(message) {}
 };
 
+// The JSON-RPC error code the server sends for `error`: its ErrorCode's integer (a ctx::Error
+// with kOk, which is no error, as kUnknown). JSON-RPC's own -32xxx codes stay for transport
+// faults and InvalidParams.
+inline int rpc_code_of(const Error& error) noexcept {
+  return error.code() == ErrorCode::kOk ? static_cast<int>(ErrorCode::kUnknown)
+                                        : static_cast<int>(error.code());
+}
+
 // A method: params (object, array or null) -> result. Runs on a worker thread; must be
-// thread-safe. InvalidParams -> -32602; ctx::Error -> -32603 with its message (which must not
-// carry secrets); anything else -> -32603 "internal error".
+// thread-safe. InvalidParams -> -32602; ctx::Error -> rpc_code_of(error) (its ErrorCode:
+// kUnavailable 14 = back off, kAborted 10 = re-read and decide, kFailedPrecondition 9 = not until
+// the state changes) with its message (which must not carry secrets); anything else -> -32603
+// "internal error".
 using Handler = std::function<core::Json(const core::Json& params)>;
 
 // A method's optional fast path: tried first, on the connection's I/O thread (no hop to the

@@ -29,11 +29,12 @@ class ManagedQueryStoreCorruption : public ManagedQueryStoreError {
   explicit ManagedQueryStoreCorruption(const std::string& message)
       : ManagedQueryStoreError(message, ErrorCode::kDataLoss) {}
 };
-// The request conflicts with durable content. Code: kAborted. Retry: no (same content).
+// The request conflicts with durable content. Code: kAlreadyExists (style §6.2). Retry: no (the
+// same request meets the same content).
 class ManagedQueryStoreConflict : public ManagedQueryStoreError {
  public:
   explicit ManagedQueryStoreConflict(const std::string& message)
-      : ManagedQueryStoreError(message, ErrorCode::kAborted) {}
+      : ManagedQueryStoreError(message, ErrorCode::kAlreadyExists) {}
 };
 // A row or size bound would be exceeded. Code: kResourceExhausted.
 class ManagedQueryStoreCapacityExceeded : public ManagedQueryStoreError {
@@ -48,20 +49,29 @@ class ManagedQueryStoreNotFound : public ManagedQueryStoreError {
       : ManagedQueryStoreError(message, ErrorCode::kNotFound) {}
 };
 
-// Base of the service's own failures. Code: kFailedPrecondition.
+// Base of the service's own failures. Code: kFailedPrecondition (a subclass may say otherwise).
+// Retry: not until the state changes.
 class ManagedQueryServiceError : public FailedPrecondition {
  public:
   explicit ManagedQueryServiceError(const std::string& message) : FailedPrecondition(message) {}
+
+ protected:
+  ManagedQueryServiceError(const std::string& message, ErrorCode code)
+      : FailedPrecondition(message, code) {}
 };
-// The query's plan is no longer the stream's committed plan.
+// The query's plan is no longer the stream's committed plan. Code: kAborted. Retry: yes; reopen
+// the stream's current plan (or re-snapshot), then decide again.
 class ManagedQuerySupersededError : public ManagedQueryServiceError {
  public:
-  using ManagedQueryServiceError::ManagedQueryServiceError;
+  explicit ManagedQuerySupersededError(const std::string& message)
+      : ManagedQueryServiceError(message, ErrorCode::kAborted) {}
 };
-// The journal head moved under an operation that required it to stay.
+// The journal head moved under an operation that required it to stay. Code: kAborted.
+// Retry: yes; re-read the head, then decide again.
 class ManagedQueryHeadDriftError : public ManagedQueryServiceError {
  public:
-  using ManagedQueryServiceError::ManagedQueryServiceError;
+  explicit ManagedQueryHeadDriftError(const std::string& message)
+      : ManagedQueryServiceError(message, ErrorCode::kAborted) {}
 };
 // The session's pending consent was requested under an install policy that has since changed, so
 // its challenge can no longer be published or decided; it stays pending until `expires_at` (the
@@ -85,12 +95,14 @@ class ManagedDesiredSetConflictError : public ManagedQueryServiceError {
  public:
   using ManagedQueryServiceError::ManagedQueryServiceError;
 };
-// Another desired choice or lifecycle effect must settle first. Retry: after recovery.
+// Another desired choice or lifecycle effect must settle first. Code: kUnavailable.
+// Retry: later (with backoff), or after recovery.
 class ManagedDesiredSetBusyError : public ManagedQueryServiceError {
  public:
-  using ManagedQueryServiceError::ManagedQueryServiceError;
+  explicit ManagedDesiredSetBusyError(const std::string& message)
+      : ManagedQueryServiceError(message, ErrorCode::kUnavailable) {}
 };
-// The request does not name the exact latest committed predecessor.
+// The request does not name the exact latest committed predecessor. Code: kAborted (as its base).
 class ManagedDesiredSetSupersededError : public ManagedQuerySupersededError {
  public:
   using ManagedQuerySupersededError::ManagedQuerySupersededError;

@@ -16,10 +16,15 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "host/plugins/lock_file.hpp"
+#include "host/runtime/service/errors.hpp"
+#include "host/server/client.hpp"
 #include "tests/host/server/rpc_client.hpp"
 #include "tests/support/expect_throw.hpp"
 
@@ -57,6 +62,15 @@ MethodTable table_for(const std::filesystem::path& state) {
   MethodTable table;
   register_builtin_methods(table, state);
   table.add("test.echo", [](const Json& params) { return params; });
+  // Throws the error its params name: a handler's failure as a client sees it.
+  table.add("test.fail", [](const Json& params) -> Json {
+    const std::string what = params.at("error").get<std::string>();
+    if (what == "busy") throw runtime::ManagedDesiredSetBusyError("another choice is pending");
+    if (what == "superseded") throw runtime::ManagedQuerySupersededError("plan superseded");
+    if (what == "refused") throw runtime::ManagedQueryServiceError("not in this state");
+    if (what == "corrupt") throw DataLoss("row authentication failed");
+    throw std::runtime_error("a library failed");
+  });
   table.add("test.sleep", [](const Json& params) {
     std::this_thread::sleep_for(std::chrono::milliseconds(params.at("ms").get<int>()));
     return Json("slept");
@@ -300,6 +314,41 @@ TEST_F(ServerTest, UnknownMethodAndInvalidRequestsGetTheirCodes) {
   // A notification (no id) gets no reply; the next request's reply is the next line.
   ASSERT_TRUE(client.send_all(Json{{"jsonrpc", "2.0"}, {"method", "plugin.list"}}.dump() + "\n"));
   EXPECT_EQ(call(client, request(8, "plugin.list"))["id"], 8);
+}
+
+// A handler's ctx::Error reaches the client with its own code (style §6.2), so a client backs off
+// on a busy service, re-reads on a superseded plan and gives up on a refusal; only a failure that
+// is no ctx::Error is JSON-RPC's internal error.
+TEST_F(ServerTest, AHandlersErrorKeepsItsCodeSoClientsKnowWhetherToRetry) {
+  start();
+  RpcClient client;
+  ASSERT_TRUE(client.connect(socket()));
+  const auto code_for = [&](const std::string& error) {
+    const Json reply = call(client, request(error, "test.fail", Json{{"error", error}}));
+    EXPECT_EQ(reply["id"], error);
+    EXPECT_FALSE(reply.contains("result")) << reply.dump();
+    return reply["error"]["code"];
+  };
+  EXPECT_EQ(code_for("busy"), static_cast<int>(ErrorCode::kUnavailable));  // 14, not 9
+  EXPECT_EQ(code_for("superseded"), static_cast<int>(ErrorCode::kAborted));
+  EXPECT_EQ(code_for("refused"), static_cast<int>(ErrorCode::kFailedPrecondition));
+  EXPECT_EQ(code_for("corrupt"), static_cast<int>(ErrorCode::kDataLoss));
+  EXPECT_EQ(code_for("other"), kInternalError);
+  // The client library gives the caller the same code to branch on, and the server's message.
+  const auto rpc_error = [&](const std::string& error) {
+    try {
+      (void)call_running_server(dir_.path(), "test.fail", Json{{"error", error}},
+                                std::chrono::seconds(30));
+    } catch (const RpcError& e) {
+      return std::make_pair(e.code(), std::string(e.what()));
+    }
+    ADD_FAILURE() << error << " did not fail";
+    return std::make_pair(ErrorCode::kOk, std::string());
+  };
+  EXPECT_EQ(rpc_error("busy"),
+            std::make_pair(ErrorCode::kUnavailable, std::string("another choice is pending")));
+  EXPECT_EQ(rpc_error("superseded").first, ErrorCode::kAborted);
+  EXPECT_EQ(rpc_error("refused").first, ErrorCode::kFailedPrecondition);
 }
 
 TEST_F(ServerTest, SlowHandlerPastTheDeadlineGetsDeadlineErrorAndTheConnectionGoesOn) {
