@@ -3,18 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <exception>
-#include <thread>
 #include <utility>
 
 #include "host/app/installation.hpp"
+#include "host/app/retry.hpp"
 #include "host/app/state_service.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/lexical.hpp"
-#include "host/engine/planning/errors.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/service/errors.hpp"
@@ -52,36 +50,25 @@ struct HookChoice {
   std::vector<std::string> deactivated;
 };
 
-constexpr int kBriefAttempts = 25;
 // How many pending consents deep a prompt follows its work into branches of its session.
 constexpr int kMaxBranchDepth = 4;
-constexpr auto kBriefPause = std::chrono::milliseconds(20);
 
-template <typename E>
-bool is_a(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const E&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
+// How the hook reacts to a failed prepare (style §6.2): a refusal in this state
+// (kFailedPrecondition), what moved under it once the service's own re-reads are spent
+// (kAborted), or a store still held once the brief retries are spent (kUnavailable) leaves the
+// session's current plan standing (or, for a prompt, follows the work into a branch); anything
+// else propagates.
+bool plan_stands(const Error& error) noexcept {
+  return app::has_code(
+      error, {ErrorCode::kFailedPrecondition, ErrorCode::kAborted, ErrorCode::kUnavailable});
 }
 
-// Calls `attempt` up to kBriefAttempts times, kBriefPause apart, while it throws one of
-// `Retryable` (a concurrent writer holds what it needs for a moment); returns its result, or
-// rethrows the last such error, or any other error at once.
-template <typename... Retryable, typename Attempt>
-auto retry_briefly(Attempt&& attempt) {
-  for (int n = 1;; ++n) {
-    try {
-      return attempt();
-    } catch (...) {
-      if (n >= kBriefAttempts || !(is_a<Retryable>(std::current_exception()) || ...)) throw;
-    }
-    std::this_thread::sleep_for(kBriefPause);
-  }
-}
+// The session's head has no committed plan to reopen yet: another preparer is between committing
+// it and marking it current. Code: kAborted (re-read shortly).
+class NoCurrentPlan : public Error {
+ public:
+  NoCurrentPlan() : Error("the session has no current plan yet", ErrorCode::kAborted) {}
+};
 
 // The latest time at which a remembered reply naming a challenge that expires at `expires_at`
 // may still be given: kChallengeMargin before it, so the host never shows an expired one.
@@ -146,10 +133,11 @@ HookChoice choose_installs(StateService& service, const ManagedQueryServiceResul
   std::vector<std::string> ids = installable_choice(service, result);
   if (ids.empty()) return choice;
   try {
-    // A concurrent chooser of the same query holds it briefly: a few short retries.
+    // A concurrent chooser of the same query holds it briefly (kUnavailable): a few short
+    // retries.
     const std::optional<ManagedDesiredSetResult> desired =
-        retry_briefly<ManagedDesiredSetBusyError, ManagedQueryStoreUnavailable>(
-            [&] { return service.set_first_desired(result.query_ref(), ids); });
+        app::retry_on({ErrorCode::kUnavailable},
+                      [&] { return service.set_first_desired(result.query_ref(), ids); });
     if (!desired) return choice;
     if (const auto& challenge = desired->challenge()) {
       choice.challenge.emplace(HookChoice::Challenge{
@@ -405,8 +393,7 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     try {
       StateService& service = state(installation.get());
       const CurrentWork session = session_work(service);
-      retry_briefly<engine::planning::BenefitAuditStoreUnavailable, engine::StoreBusy,
-                    ManagedQueryStoreUnavailable>([&] { return service.end_session(session); });
+      app::retry_on({ErrorCode::kUnavailable}, [&] { return service.end_session(session); });
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDataLoss) throw;
     }
@@ -496,25 +483,25 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   // loaded capability's selection would change): show it instead of replanning. Another preparer
   // may be between committing the current plan and marking it, or replace it again meanwhile: a
   // few short retries (then the original error).
-  struct NoCurrentPlan {};
+  // (kAborted: re-read and decide again; then the original error).
   const auto reopen_current = [&] {
     const std::exception_ptr original = std::current_exception();
     try {
-      result.emplace(retry_briefly<ManagedQuerySupersededError, NoCurrentPlan>([&] {
+      result.emplace(app::retry_on({ErrorCode::kAborted}, [&] {
         auto current = service.reopen_current(work);
-        if (!current) throw NoCurrentPlan{};
+        if (!current) throw NoCurrentPlan();
         return std::move(*current);
       }));
-    } catch (const ManagedQuerySupersededError&) {
-      std::rethrow_exception(original);
-    } catch (const NoCurrentPlan&) {
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kAborted) throw;
       std::rethrow_exception(original);
     }
   };
-  // A concurrent writer (another hook's prepare or choice) may hold the benefit audit database
-  // for a moment: prepare is an exact retry of the same work, so retry it briefly.
+  // A concurrent writer (another hook's prepare or choice) may hold a database or the session's
+  // desired choice for a moment (kUnavailable): prepare is an exact retry of the same work, so
+  // retry it briefly.
   const auto prepare = [&](const CurrentWork& at) {
-    return retry_briefly<engine::planning::BenefitAuditStoreUnavailable>([&] {
+    return app::retry_on({ErrorCode::kUnavailable}, [&] {
       sources.clear();
       return service.prepare(at, sources);
     });
@@ -539,10 +526,11 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
         return true;
       } catch (const ManagedConsentPolicyChangedError&) {
         return false;
-      } catch (const FailedPrecondition&) {
-        at = std::move(*branch);
       } catch (const engine::InvalidEventError&) {
         return false;
+      } catch (const Error& e) {
+        if (!plan_stands(e)) throw;
+        at = std::move(*branch);  // this branch's consent is pending too: the next one down
       }
     }
     return false;
@@ -553,14 +541,15 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
       direct = true;
     } catch (const ManagedConsentPolicyChangedError&) {
       throw;
-    } catch (const FailedPrecondition&) {
+    } catch (const engine::InvalidEventError&) {
+      reopen_current();
+    } catch (const Error& e) {
+      if (!plan_stands(e)) throw;
       if (prompt_event && follow_work()) {
         direct = true;
       } else {
         reopen_current();
       }
-    } catch (const engine::InvalidEventError&) {
-      reopen_current();
     }
   } catch (const ManagedConsentPolicyChangedError& e) {
     // The session waits on a consent that `ctx policy set` has since stranded: the reply says
