@@ -216,8 +216,8 @@ std::size_t CatalogBenefitFactsPort::entries_using(const std::string& word) cons
     if (const auto it = entries_using_.find(word); it != entries_using_.end()) return it->second;
   }
   std::size_t count = 0;
-  for (const auto& e : catalog_->entries()) {
-    if (std::find(e.terms.begin(), e.terms.end(), word) != e.terms.end()) ++count;
+  for (const auto& e : catalog_->entries()) {  // terms are sorted unique (catalog.hpp)
+    if (std::binary_search(e.terms.begin(), e.terms.end(), word)) ++count;
   }
   std::lock_guard lock(mutex_);
   entries_using_.emplace(word, count);
