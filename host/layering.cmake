@@ -4,6 +4,12 @@
 #      host/app only.
 #   2. Only host/plugins/ and host/app/installation.cpp name the plugin loader or an Abi*
 #      adapter (PluginLoader, Abi[A-Z]...) in a .cpp: one place loads plugins and makes ports.
+#   3. Only host/app/state_layout.{hpp,cpp} name a file or folder of the state directory in
+#      host/app, host/cli and host/server: no other source there spells one of its file names
+#      (the quoted names state_layout gives a constant or joins onto a path, those with a '.' or
+#      a '-' in them or in capitals: "plugins.lock.json", "install-policy", "CURRENT", ...), and
+#      none joins a quoted name onto the state dir by hand (state / "x", state_dir_ / "x",
+#      service_dir / "x"): they use StatePaths or state_layout's constants.
 # Usage: cmake -DCTX_SOURCE_DIR=<repo> [-DSTAMP=<file>] -P host/layering.cmake
 # (ctx_runtime not linking the loader, ctx::plugins, is checked at configure time in
 # host/CMakeLists.txt.)
@@ -32,6 +38,48 @@ foreach(file IN LISTS host_sources)
   foreach(line IN LISTS lines)
     string(STRIP "${line}" line)
     string(APPEND violations "  ${rel}: ${line} (only host/app/installation.cpp loads plugins)\n")
+  endforeach()
+endforeach()
+
+set(layout_hpp "${CTX_SOURCE_DIR}/host/app/state_layout.hpp")
+set(layout_cpp "${CTX_SOURCE_DIR}/host/app/state_layout.cpp")
+file(STRINGS "${layout_hpp}" layout_lines REGEX "= \"[^\"]+\"")
+file(STRINGS "${layout_cpp}" layout_joins REGEX "/ \"[^\"]+\"")
+list(APPEND layout_lines ${layout_joins})
+set(state_names "")
+foreach(line IN LISTS layout_lines)
+  string(REGEX MATCHALL "\"[^\"]+\"" quoted "${line}")
+  foreach(name IN LISTS quoted)
+    if(name MATCHES "[.-]" OR name MATCHES "^\"[A-Z]+\"$")
+      list(APPEND state_names "${name}")
+    endif()
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES state_names)
+list(FIND state_names "\"plugins.lock.json\"" found)
+if(found EQUAL -1)
+  message(FATAL_ERROR "layering.cmake: the state file names were not found in ${layout_hpp}")
+endif()
+file(GLOB_RECURSE layout_scope "${CTX_SOURCE_DIR}/host/app/*.cpp" "${CTX_SOURCE_DIR}/host/app/*.hpp"
+  "${CTX_SOURCE_DIR}/host/cli/*.cpp" "${CTX_SOURCE_DIR}/host/cli/*.hpp"
+  "${CTX_SOURCE_DIR}/host/server/*.cpp" "${CTX_SOURCE_DIR}/host/server/*.hpp")
+foreach(file IN LISTS layout_scope)
+  if(file STREQUAL layout_hpp OR file STREQUAL layout_cpp)
+    continue()
+  endif()
+  file(RELATIVE_PATH rel "${CTX_SOURCE_DIR}" "${file}")
+  file(READ "${file}" text)
+  foreach(name IN LISTS state_names)
+    string(FIND "${text}" "${name}" at)
+    if(NOT at EQUAL -1)
+      string(APPEND violations "  ${rel}: names the state file ${name} (use host/app/state_layout.hpp)\n")
+    endif()
+  endforeach()
+  file(STRINGS "${file}" joins
+    REGEX "(^|[^A-Za-z0-9_])(state|state_dir|state_dir_|service_dir)\\)? / \"")
+  foreach(line IN LISTS joins)
+    string(STRIP "${line}" line)
+    string(APPEND violations "  ${rel}: ${line} (a state dir path: use StatePaths)\n")
   endforeach()
 endforeach()
 

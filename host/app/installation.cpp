@@ -18,8 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using core::Json;
 
-inline constexpr const char* kPluginLockName = "plugins.lock.json";
-
 std::optional<std::string> identity_of(const plugins::PluginRegistry& registry,
                                        plugins::PluginKind kind, std::string_view id) {
   const auto plugin = registry.find(kind, id);
@@ -95,7 +93,7 @@ std::shared_ptr<engine::VerifierPort> LoadedPlugins::verifier(std::string_view i
 
 Installation::Installation(fs::path state_dir)
     : state_dir_(std::move(state_dir)),
-      lock_(plugins::LockFile::load_or_empty(state_dir_ / kPluginLockName)) {}
+      lock_(plugins::LockFile::load_or_empty(state_dir_ / runtime::kPluginLockFile)) {}
 
 Installation::Installation(fs::path state_dir, plugins::LockFile lock)
     : state_dir_(std::move(state_dir)), lock_(std::move(lock)) {}

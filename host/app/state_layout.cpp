@@ -46,6 +46,43 @@ std::string read_key_file(const fs::path& path) {
 
 }  // namespace
 
+StatePaths StatePaths::of(const fs::path& state_dir) {
+  if (!state_dir.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
+  StatePaths paths;
+  paths.state_dir = state_dir.lexically_normal();
+  const fs::path& dir = paths.state_dir;
+  paths.registry = dir / kRegistryDir;
+  paths.service_dir = dir / kServiceDir;
+  paths.journal = paths.service_dir / "journal.sqlite3";
+  paths.audit = paths.service_dir / "audit.sqlite3";
+  paths.queries = paths.service_dir / "queries.sqlite3";
+  paths.inputs = paths.service_dir / "inputs";
+  paths.install_policy = dir / "install-policy";
+  paths.approvals = paths.service_dir / "install-approvals.json";
+  paths.plugin_lock = dir / kPluginLockFile;
+  paths.consent_store = paths.service_dir / "consent.sqlite3";
+  paths.skills = dir / "skills";
+  paths.activation_targets = dir / "activation-targets";
+  paths.open_lock = paths.service_dir / ".open.lock";
+  paths.skills_active = paths.skills / "active";
+  paths.agents = dir / "agents";
+  paths.agents_active = paths.agents / "active";
+  paths.mcp_servers = dir / "mcp-servers";
+  paths.mcp_active_config = paths.mcp_servers / "active.json";
+  paths.session_branches = dir / "session-branches";
+  paths.activation_holders = dir / "activation-holders";
+  paths.registry_manifests = paths.registry / "manifests";
+  paths.registry_artifacts = paths.registry / kRegistryArtifactsDir;
+  paths.catalog_current = dir / "catalog" / "CURRENT";
+  paths.socket = dir / kSocketFile;
+  paths.socket_lock = dir / kSocketLockFile;
+  paths.serve_log = dir / kServeLogFile;
+  paths.demo_project = dir / "demo-project";
+  paths.demo_key = dir / "demo" / "decision-key.pem";
+  paths.demo_verifier_config = dir / "demo" / "verifier-config.json";
+  return paths;
+}
+
 StateDirInit init_state_dir(const std::filesystem::path& state_dir) {
   if (!state_dir.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
   StateDirInit out;

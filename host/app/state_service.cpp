@@ -82,16 +82,14 @@ InstallerSet installers_for(const PinnedPlugins& plugins, const StatePaths& path
   if (!target.skills_dir.empty()) skill["activation_root"] = target.skills_dir.string();
   add(kSkillInstallerPluginId, kSkillInstallerId, engine::CapabilityKind::kSkill, skill);
   const bool named = !target.mcp_format.empty();
-  const fs::path agents = paths.state_dir / "agents";
-  const fs::path mcp = paths.state_dir / "mcp-servers";
   add(kAgentInstallerPluginId, kAgentInstallerId, engine::CapabilityKind::kAgent,
-      Json{{"activation_root", named ? target.agents_dir.string() : (agents / "active").string()},
+      Json{{"activation_root", named ? target.agents_dir.string() : paths.agents_active.string()},
            {"format", target.mcp_format == "toml" ? "toml" : "markdown"},
-           {"root", agents.string()}});
+           {"root", paths.agents.string()}});
   add(kMcpInstallerPluginId, kMcpInstallerId, engine::CapabilityKind::kMcpServer,
-      Json{{"config_file", named ? target.mcp_file.string() : (mcp / "active.json").string()},
+      Json{{"config_file", named ? target.mcp_file.string() : paths.mcp_active_config.string()},
            {"format", named ? target.mcp_format : std::string("json")},
-           {"root", mcp.string()}});
+           {"root", paths.mcp_servers.string()}});
   return set;
 }
 
@@ -145,25 +143,6 @@ class CatalogBodySource final : public InstallBodySource {
 };
 
 }  // namespace
-
-StatePaths StatePaths::of(const fs::path& state_dir) {
-  if (!state_dir.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
-  StatePaths paths;
-  paths.state_dir = state_dir.lexically_normal();
-  paths.registry = paths.state_dir / "registry";
-  paths.service_dir = paths.state_dir / "service";
-  paths.journal = paths.service_dir / "journal.sqlite3";
-  paths.audit = paths.service_dir / "audit.sqlite3";
-  paths.queries = paths.service_dir / "queries.sqlite3";
-  paths.inputs = paths.service_dir / "inputs";
-  paths.install_policy = paths.state_dir / "install-policy";
-  paths.approvals = paths.service_dir / "install-approvals.json";
-  paths.plugin_lock = paths.state_dir / "plugins.lock.json";
-  paths.consent_store = paths.service_dir / "consent.sqlite3";
-  paths.skills = paths.state_dir / "skills";
-  paths.activation_targets = paths.state_dir / "activation-targets";
-  return paths;
-}
 
 ActivationTarget set_activation_target(const fs::path& state_dir, const std::string& adapter,
                                        const fs::path& project_dir, ActivationScope scope,
@@ -264,7 +243,7 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   {
     // Concurrent first opens (several hooks at a session's start) would race the store's
     // creation (one opener sweeps another's unpublished stage); one at a time.
-    const ExclusiveFileLock creating(paths.service_dir / ".open.lock", std::chrono::seconds(30));
+    const ExclusiveFileLock creating(paths.open_lock, std::chrono::seconds(30));
     state->store_ = open_managed_query_store(paths.queries, state->key_);
   }
   auto facts = std::make_shared<CatalogBenefitFactsPort>(state->catalog_);
@@ -318,7 +297,7 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
            {"schema", "ctx.state-consent-release-root-v1"}},
       core::Encoding::kAscii);
   options.verifier_registry = installation.verifiers();
-  state->default_activation_root_ = (paths.skills / "active").string();
+  state->default_activation_root_ = paths.skills_active.string();
   if (lock_file.find(plugins::PluginKind::kInstaller, kSkillInstallerPluginId) != nullptr) {
     // Installs write the state dir's store; each project's activations get their own instance
     // (activation_for), this one activates in <state>/skills/active.
@@ -383,8 +362,8 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
       const auto input = authority_->resolve(registration.current_work_ref);
       const auto& artifact = input->artifact();
       // The registration itself is a query-store row: the state watch sees that database.
-      sources = {paths_.registry / "manifests" / (artifact.manifest_digest() + ".json"),
-                 paths_.registry / "artifacts" / (artifact.graph_artifact_digest() + ".sqlite3")};
+      sources = {paths_.registry_manifests / (artifact.manifest_digest() + ".json"),
+                 paths_.registry_artifacts / (artifact.graph_artifact_digest() + ".sqlite3")};
       return service_->prepare(ManagedQueryRequest::create(registration.logical_query_id,
                                                            registration.current_work_ref));
     } catch (const SessionStartPending&) {
@@ -660,7 +639,7 @@ fs::path StateService::branches_file(const CurrentWork& session) const {
                                                        {"session", session.session},
                                                        {"tenant", session.tenant},
                                                        {"workspace", session.workspace}});
-  return paths_.state_dir / "session-branches" /
+  return paths_.session_branches /
          (core::hmac_sha256_hex(key_, "ctx.session-branches-v1" + std::string(1, '\0') + stream) +
           ".json");
 }
@@ -811,7 +790,7 @@ std::vector<ActivationSummary> StateService::release_deactivations(const std::st
 
 fs::path StateService::holders_dir(const std::string& root,
                                    const std::string& capability_id) const {
-  return paths_.state_dir / "activation-holders" /
+  return paths_.activation_holders /
          core::canonical_digest(Json{{"activation_root", root},
                                      {"capability_id", capability_id},
                                      {"schema", "ctx.activation-holders-v1"}},
@@ -825,7 +804,7 @@ std::string StateService::holder_name(const engine::StreamId& stream) const {
 
 void StateService::hold_activation(const std::string& root, const std::string& capability_id,
                                    const engine::StreamId& stream) {
-  ensure_private_dir(paths_.state_dir / "activation-holders", "activation holders");
+  ensure_private_dir(paths_.activation_holders, "activation holders");
   const fs::path dir = holders_dir(root, capability_id);
   ensure_private_dir(dir, "activation holders");
   const fs::path file = dir / holder_name(stream);

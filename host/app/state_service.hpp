@@ -1,5 +1,6 @@
 // StateService: the managed query service of one state directory (the embedded default) over its
-// imported catalog, as `ctx query`, `ctx desired`, `ctx hook` and `ctx serve` open it. Layout:
+// imported catalog, as `ctx query`, `ctx desired`, `ctx hook` and `ctx serve` open it. Layout
+// (StatePaths, state_layout.hpp, the one place that names these):
 //   <state>/installation.key    the 32-byte key (ctx init)
 //   <state>/catalog/            the imported catalog (ctx catalog import)
 //   <state>/registry/           the managed artifact registry
@@ -42,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/app/state_layout.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/time.hpp"
 #include "host/runtime/catalog/catalog_input_authority.hpp"
@@ -67,24 +69,6 @@ inline constexpr std::string_view kAgentInstallerPluginId = "agent-installer";
 inline constexpr std::string_view kAgentInstallerId = "ctx-agent-installer-v1";
 inline constexpr std::string_view kMcpInstallerPluginId = "mcp-installer";
 inline constexpr std::string_view kMcpInstallerId = "ctx-mcp-server-installer-v1";
-
-struct StatePaths {
-  std::filesystem::path state_dir;
-  std::filesystem::path plugin_lock;
-  std::filesystem::path consent_store;
-  std::filesystem::path skills;
-  std::filesystem::path activation_targets;
-  std::filesystem::path registry;
-  std::filesystem::path service_dir;
-  std::filesystem::path journal;
-  std::filesystem::path audit;
-  std::filesystem::path queries;
-  std::filesystem::path inputs;
-  std::filesystem::path install_policy;
-  std::filesystem::path approvals;  // standing install approvals (consent/install_approvals.hpp)
-  // The layout above for absolute `state_dir`. Errors: InvalidArgument (relative).
-  static StatePaths of(const std::filesystem::path& state_dir);
-};
 
 // The net-benefit policy of the embedded default (calibration "ctx.default-calibration-v1":
 // relevance must be positive, each context token costs one unit).

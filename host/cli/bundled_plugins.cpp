@@ -5,6 +5,7 @@
 
 #include "host/app/hook/hook_runner.hpp"
 #include "host/app/installation.hpp"
+#include "host/app/state_layout.hpp"
 #include "host/plugins/lock_file.hpp"
 
 #ifndef CTX_BUILD_DIR
@@ -45,19 +46,18 @@ BundledPinResult pin_bundled_plugins(const fs::path& state_dir) {
   std::sort(files.begin(), files.end());
   std::vector<plugins::LockEntry> entries;
   for (const auto& file : files) entries.push_back(app::inspect_plugin_for_pin(state_dir, file));
-  plugins::LockFile::update(state_dir / runtime::hooks::kPluginLockFile,
-                            [&](plugins::LockFile& lock) {
-                              result.pinned.clear();
-                              result.kept.clear();
-                              for (const auto& entry : entries) {
-                                if (lock.find(entry.kind, entry.id) != nullptr) {
-                                  result.kept.push_back(entry.label());
-                                  continue;
-                                }
-                                lock.upsert(entry);
-                                result.pinned.push_back(entry.label());
-                              }
-                            });
+  plugins::LockFile::update(state_dir / runtime::kPluginLockFile, [&](plugins::LockFile& lock) {
+    result.pinned.clear();
+    result.kept.clear();
+    for (const auto& entry : entries) {
+      if (lock.find(entry.kind, entry.id) != nullptr) {
+        result.kept.push_back(entry.label());
+        continue;
+      }
+      lock.upsert(entry);
+      result.pinned.push_back(entry.label());
+    }
+  });
   return result;
 }
 

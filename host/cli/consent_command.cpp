@@ -295,11 +295,12 @@ namespace {
 // returns the plugin's identity digest. Errors: NotFound (not pinned); the registry's.
 std::string register_verifier(const fs::path& state, const runtime::VerifierKey& key,
                               const std::string& plugin_id, const core::Json& config) {
-  const plugins::LockFile lock = plugins::LockFile::load(state / "plugins.lock.json");
+  const fs::path lock_path = runtime::StatePaths::of(state).plugin_lock;
+  const plugins::LockFile lock = plugins::LockFile::load(lock_path);
   const plugins::LockEntry* entry = lock.find(plugins::PluginKind::kVerifier, plugin_id);
   if (entry == nullptr) {
-    throw NotFound("verifier plugin " + plugin_id + " is not pinned in " +
-                   (state / "plugins.lock.json").string() + " (ctx plugin pin)");
+    throw NotFound("verifier plugin " + plugin_id + " is not pinned in " + lock_path.string() +
+                   " (ctx plugin pin)");
   }
   return app::Installation(state, lock).trust_verifier(key, plugin_id, config);
 }

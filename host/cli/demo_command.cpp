@@ -111,8 +111,8 @@ constexpr const char* kDemoAdapter = "claude-code";
 // The pinned Claude Code adapter of the state dir, created with its installation key (as
 // ctx hook creates it).
 std::shared_ptr<engine::HostAdapterPort> demo_adapter(const fs::path& state) {
-  const app::Installation installation(
-      state, plugins::LockFile::load(state / runtime::hooks::kPluginLockFile));
+  const app::Installation installation(state,
+                                       plugins::LockFile::load(state / runtime::kPluginLockFile));
   if (!installation.pinned(plugins::PluginKind::kHostAdapter, kDemoAdapter)) {
     throw NotFound("the claude-code host adapter is not pinned (ctx init)");
   }
@@ -154,7 +154,8 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
   const fs::path state = command_state_dir(options.state, env);
   const fs::path catalog_dir = options.catalog ? fs::absolute(*options.catalog) : default_catalog();
   const std::string state_arg = state.string();
-  const fs::path project = state / "demo-project";
+  const runtime::StatePaths paths = runtime::StatePaths::of(state);
+  const fs::path& project = paths.demo_project;
   try {
     out << "ctx demo: state directory " << state_arg << "\n";
     out << "1 init: " << run_step([&](std::ostream& o) {
@@ -165,7 +166,7 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
                  env);
     }) << "\n";
 
-    const fs::path key_file = state / "demo" / "decision-key.pem";
+    const fs::path& key_file = paths.demo_key;
     const bool made = ensure_demo_key(key_file);
     const UserDecisionKey key = UserDecisionKey::load(key_file);
     out << "3 key: " << (made ? "created" : "reused") << " the demo Ed25519 decision key "
@@ -174,7 +175,7 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
     if (already_trusted(state, key)) {
       out << "4 trust: the demo key is already trusted for audience " << kDemoAudience << "\n";
     } else {
-      const fs::path config = state / "demo" / "verifier-config.json";
+      const fs::path& config = paths.demo_verifier_config;
       runtime::write_private_file(config, core::canonical_json(key.verifier_config()),
                                   "demo verifier config");
       out << "4 trust: " << run_step([&](std::ostream& o) {

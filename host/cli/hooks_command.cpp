@@ -146,7 +146,8 @@ std::vector<std::string> remove_activation_links(const fs::path& skills_dir,
   std::vector<std::string> removed;
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(skills_dir, ec))) return removed;
-  const std::string objects = (state / "skills").lexically_normal().string() + "/";
+  const std::string objects =
+      runtime::StatePaths::of(state).skills.lexically_normal().string() + "/";
   for (const fs::directory_entry& entry : fs::directory_iterator(skills_dir, ec)) {
     if (!entry.is_symlink(ec)) continue;
     const fs::path link = fs::read_symlink(entry.path(), ec);

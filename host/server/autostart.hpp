@@ -9,13 +9,15 @@
 #include <chrono>
 #include <filesystem>
 
+#include "host/app/state_layout.hpp"
+
 namespace ctx::server {
 
 // The environment variable naming the descriptor of the lock the started `ctx serve` inherits.
 inline constexpr const char* kLockFdVariable = "CTX_SERVE_LOCK_FD";
 // The started server's stdout and stderr (append; cut to nothing once past kServeLogLimit): one
 // line when it starts, one when it stops by itself, and why it could not start.
-inline constexpr const char* kServeLogFile = "serve.log";
+using runtime::kServeLogFile;
 inline constexpr long kServeLogLimit = 64 * 1024;
 // How long a started server stays without a connection before it exits (docs/cli.md: ctx hook).
 inline constexpr std::chrono::seconds kDefaultAutoServeIdle{1800};

@@ -13,6 +13,7 @@
 #include <ostream>
 #include <tuple>
 
+#include "host/app/state_layout.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/server/file_signature.hpp"
 #include "host/server/server.hpp"
@@ -85,7 +86,7 @@ class PluginListMethod {
 }  // namespace
 
 void register_builtin_methods(MethodTable& table, const fs::path& state_dir) {
-  auto method = std::make_shared<PluginListMethod>(state_dir / "plugins.lock.json");
+  auto method = std::make_shared<PluginListMethod>(state_dir / runtime::kPluginLockFile);
   table.add(
       "plugin.list", [method](const core::Json& params) { return (*method)(params); },
       [method](const core::Json& params) { return method->cached(params); });

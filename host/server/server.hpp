@@ -20,13 +20,15 @@
 #include <string>
 #include <string_view>
 
+#include "host/app/state_layout.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
 
 namespace ctx::server {
 
-inline constexpr const char* kSocketFile = "ctx.sock";
-inline constexpr const char* kSocketLockFile = "ctx.sock.lock";
+// The socket and its lock in the state dir (named in state_layout.hpp).
+using runtime::kSocketFile;
+using runtime::kSocketLockFile;
 inline constexpr std::size_t kDefaultMaxRequestBytes = 1u << 20;
 
 // JSON-RPC 2.0 error codes the server sends.

@@ -64,13 +64,11 @@ core::Json invalid_params_on_bad_input(F&& body) {
 class CurrentRunner {
  public:
   explicit CurrentRunner(fs::path state_dir)
-      : state_dir_(std::move(state_dir)),
-        activation_target_(runtime::StatePaths::of(state_dir_).activation_targets) {}
+      : state_dir_(std::move(state_dir)), paths_(runtime::StatePaths::of(state_dir_)) {}
 
   std::shared_ptr<hooks::HookRunner> get() {
-    const Signature now{file_signature(state_dir_ / "catalog" / "CURRENT"),
-                        file_signature(state_dir_ / hooks::kPluginLockFile),
-                        file_signature(activation_target_)};
+    const Signature now{file_signature(paths_.catalog_current), file_signature(paths_.plugin_lock),
+                        file_signature(paths_.activation_targets)};
     const std::lock_guard lock(mutex_);
     if (!runner_ || now != signature_) {
       runner_ = std::make_shared<hooks::HookRunner>(state_dir_);
@@ -91,7 +89,7 @@ class CurrentRunner {
  private:
   using Signature = std::array<std::optional<FileSignature>, 3>;
   fs::path state_dir_;
-  fs::path activation_target_;
+  runtime::StatePaths paths_;
   std::mutex mutex_;
   std::shared_ptr<hooks::HookRunner> runner_;  // GUARDED_BY(mutex_)
   Signature signature_;                        // GUARDED_BY(mutex_)

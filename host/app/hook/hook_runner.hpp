@@ -84,7 +84,6 @@ class StateService;
 
 namespace ctx::runtime::hooks {
 
-inline constexpr const char* kPluginLockFile = "plugins.lock.json";
 inline constexpr std::int64_t kHookRequestedLimit = 3;
 
 // kRemember: exact retries are answered from remembered replies (a long-lived runner, the

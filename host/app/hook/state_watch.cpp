@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "host/app/state_layout.hpp"
 #include "host/core/error.hpp"
 #include "host/engine/journal_store.hpp"
 #include "host/store/sqlite.hpp"
@@ -132,13 +133,13 @@ void StateWatch::watch_layout() {
     const fs::path top_path = state_dir_ / top;
     if (!watch(top_path)) watches_.complete = false;
     for (const std::string& name : subdirectories(top_path)) {
-      if (top == "registry" && name == "artifacts") continue;
+      if (top == runtime::kRegistryDir && name == runtime::kRegistryArtifactsDir) continue;
       if (!watch(top_path / name)) watches_.complete = false;
     }
   }
   // Probes follow the databases now in service/ (a replaced file gets a new connection).
   std::vector<std::string> databases;
-  if (DIR* handle = ::opendir((state_dir_ / "service").c_str())) {
+  if (DIR* handle = ::opendir((state_dir_ / runtime::kServiceDir).c_str())) {
     while (const dirent* entry = ::readdir(handle)) {
       const std::string_view name = entry->d_name;
       if (ends_with(name, ".sqlite3")) databases.emplace_back(name);
@@ -151,7 +152,7 @@ void StateWatch::watch_layout() {
     it = present ? std::next(it) : probes_.erase(it);
   }
   for (const std::string& name : databases) {
-    const fs::path path = state_dir_ / "service" / name;
+    const fs::path path = state_dir_ / runtime::kServiceDir / name;
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
       probes_.erase(name);
