@@ -109,7 +109,7 @@ namespace {
 // signals, the entry named by a signal, or one signal naming at least half its name's words.
 // When the work has signals, a language (a project's framework) is never a match alone: it
 // re-ranks what the work's words match, and with one of them it is the second match (a word of
-// the work and the project's framework, e.g. "endpoint" in a FastAPI project for fastapi-pro).
+// the work and the project's framework, e.g. "schedule" in a Celery project for a Celery skill).
 bool has_evidence(const planning::CapabilityCandidate& presentation, const CatalogEntry& entry,
                   const planning::WorkObservation& observation,
                   const std::function<bool(const std::string&)>& distinctive) {
@@ -306,10 +306,12 @@ std::optional<engine::InstallPlanningBundle> CatalogInstallBundlePort::describe_
 
 CatalogVocabulary::CatalogVocabulary(const ImportedCatalog& catalog) {
   for (const auto& e : catalog.entries()) {
-    std::set<std::string> used(e.terms.begin(), e.terms.end());
-    used.insert(e.name);
-    used.insert(e.capability_id());
-    for (const auto& term : used) ++terms_[term];
+    // Each term once per entry: its terms are sorted unique (catalog.hpp); its name and id count
+    // when they are not among them.
+    for (const auto& term : e.terms) ++terms_[term];
+    for (const std::string& extra : {e.name, e.capability_id()}) {
+      if (!std::binary_search(e.terms.begin(), e.terms.end(), extra)) ++terms_[extra];
+    }
   }
 }
 
