@@ -9,7 +9,6 @@
 #include "host/app/installation.hpp"
 #include "host/app/retry.hpp"
 #include "host/app/state_service.hpp"
-#include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/lexical.hpp"
@@ -69,13 +68,6 @@ class NoCurrentPlan : public Error {
  public:
   NoCurrentPlan() : Error("the session has no current plan yet", ErrorCode::kAborted) {}
 };
-
-// The latest time at which a remembered reply naming a challenge that expires at `expires_at`
-// may still be given: kChallengeMargin before it, so the host never shows an expired one.
-constexpr std::int64_t kChallengeMarginMicros = 5'000'000;
-core::Timestamp remember_until(const std::string& expires_at) {
-  return core::Timestamp{core::parse_rfc3339(expires_at).micros - kChallengeMarginMicros};
-}
 
 // The reply request for one plan result (reply_request.hpp's shape).
 // `shown_state`: the state dir the reply's printed commands must name (nullopt: the default).
@@ -203,20 +195,245 @@ std::vector<std::string> release_dropped(StateService& service,
   return released;
 }
 
-// The remembered-reply key of `request`: an HMAC under the installation key (no payload kept).
-std::string reply_key(const StateService& service, const HookRequest& request) {
-  std::string message = "ctx.hook-reply-cache-v1";
-  message.push_back('\0');
-  message += request.adapter;
-  message.push_back('\0');
-  message += request.payload;
-  return core::hmac_sha256_hex(service.installation_key(), message);
+// Steps 1-3 (hook_runner.hpp) of one request: what the adapter made of the host's payload.
+struct HookEvent {
+  std::string event;  // "ignored", "SessionEnd", "UserPromptSubmit", "PreToolUse", ...
+  Json scope;         // parse_hook's scope: opaque tokens of the session
+  std::vector<std::string> signals;
+  std::string prompt_key;  // the adapter's keyed reference of the prompt ("": none)
+  bool prompt() const { return event == "UserPromptSubmit"; }
+  bool tool() const { return event == "PreToolUse" || event == "PostToolUse"; }
+};
+
+// Step 1: the host's bytes are checked here, once, and handed to the adapter as they came. The
+// session's cwd (every host sends one) places its work in a project.
+std::optional<fs::path> payload_cwd(const std::string& payload) {
+  try {
+    const Json json = core::parse_json(payload);
+    if (!json.is_object()) throw HookPayloadError("hook payload is not a json object");
+    if (const auto it = json.find("cwd"); it != json.end() && it->is_string()) {
+      return fs::path(it->get<std::string>());
+    }
+    return std::nullopt;
+  } catch (const core::JsonFieldError& e) {
+    throw HookPayloadError(std::string("hook payload ") + one_line(e.what()));
+  }
+}
+
+// Step 3: the adapter's reading of the payload. Errors: HookPayloadError (the adapter refused
+// it as invalid, or named no event); the adapter's others.
+HookEvent decode_event(engine::HostAdapterPort& port, const std::string& payload) {
+  Json parsed;
+  try {
+    parsed = port.parse_hook(payload);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kInvalidArgument) {
+      throw HookPayloadError(one_line(e.what()));
+    }
+    throw;
+  }
+  if (!parsed.is_object() || !parsed.contains("event") || !parsed["event"].is_string()) {
+    throw HookPayloadError("host adapter returned no event");
+  }
+  HookEvent hook;
+  hook.event = parsed["event"].get<std::string>();
+  if (parsed.contains("scope")) hook.scope = parsed["scope"];
+  if (parsed.contains("signals") && parsed["signals"].is_array()) {
+    for (const auto& signal : parsed["signals"]) {
+      if (signal.is_string()) hook.signals.push_back(signal.get<std::string>());
+    }
+  }
+  if (parsed.contains("work_ref") && parsed["work_ref"].is_object() &&
+      parsed["work_ref"].contains("id") && parsed["work_ref"]["id"].is_string()) {
+    hook.prompt_key = parsed["work_ref"]["id"].get<std::string>();
+  }
+  return hook;
+}
+
+// The host's reply when there is nothing to show (a JSON object: Codex requires one on Stop),
+// naming `deactivated` when a prompt's window retired some.
+HookResponse empty_reply(engine::HostAdapterPort& port, const std::string& event,
+                         const std::vector<std::string>& deactivated = {}) {
+  Json request{{"event", event}, {"actions", Json::array()}};
+  if (!deactivated.empty()) request["deactivated"] = deactivated;
+  return HookResponse{port.render_reply(request)};
+}
+
+// The session `hook` speaks for, placed in the project of its cwd
+// (StateService::place_in_project).
+CurrentWork session_work(const StateService& service, const HookEvent& hook,
+                         const std::string& adapter, const std::optional<fs::path>& cwd) {
+  CurrentWork work;
+  work.tenant = scope_token(hook.scope, "tenant_id");
+  work.workspace = scope_token(hook.scope, "workspace_id");
+  work.repository = scope_token(hook.scope, "repository_id");
+  work.session = scope_token(hook.scope, "session_id");
+  service.place_in_project(work, adapter, cwd);
+  return work;
+}
+
+// A prompt counts in its project's recent window (StateService::record_prompt) with what it
+// planned, under the adapter's keyed reference of that prompt (a retry counts once); returns the
+// lingering capabilities the window retired. Only data loss propagates.
+std::vector<std::string> count_prompt(StateService& service, const HookEvent& hook,
+                                      const CurrentWork& work,
+                                      const std::vector<std::string>& planned) {
+  if (!hook.prompt() || hook.prompt_key.empty()) return {};
+  try {
+    return service.record_prompt(work, hook.prompt_key, planned);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+  }
+  return {};
+}
+
+// A prompt of a session that ended (a resumed one) makes it live again before it activates
+// anything: what it activates is held by it (StateService::resume_session).
+void resume_session(StateService& service, const CurrentWork& work) {
+  try {
+    service.resume_session(work);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+  }
+}
+
+// What step 6 planned: the result, whether a plain prepare of the work (or of its branch) gave
+// it (only then is the reply remembered), and what it read besides the state dir's databases.
+struct Planned {
+  std::optional<ManagedQueryServiceResult> result;
+  bool direct = false;
+  std::vector<fs::path> sources;
+};
+
+// A concurrent writer (another hook's prepare or choice) may hold a database or the session's
+// desired choice for a moment (kUnavailable): prepare is an exact retry of the same work, so it
+// is retried briefly.
+ManagedQueryServiceResult prepare_briefly(StateService& service, const CurrentWork& work,
+                                          std::vector<fs::path>& sources) {
+  return app::retry_on({ErrorCode::kUnavailable}, [&] {
+    sources.clear();
+    return service.prepare(work, sources);
+  });
+}
+
+// The session's current plan, shown when a new one cannot replace it (pending authority, a
+// loaded capability's selection would change). Another preparer may be between committing it
+// and marking it, or replace it again meanwhile: a few short retries (kAborted: re-read and
+// decide again), then the error being handled. Called only while handling a prepare's error.
+ManagedQueryServiceResult reopen_current(StateService& service, const CurrentWork& work) {
+  const std::exception_ptr original = std::current_exception();
+  try {
+    return app::retry_on({ErrorCode::kAborted}, [&] {
+      auto current = service.reopen_current(work);
+      if (!current) throw NoCurrentPlan();
+      return std::move(*current);
+    });
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kAborted) throw;
+    std::rethrow_exception(original);
+  }
+}
+
+// A prompt about other work while the session's consent is pending is planned in a branch of
+// the session (StateService::branch_for), and a branch's pending consent leads to the next: the
+// plan follows the work, which becomes the branch. False when there is no branch to plan in.
+bool follow_work(StateService& service, CurrentWork& work, Planned& planned) {
+  CurrentWork at = work;
+  for (int depth = 0; depth < kMaxBranchDepth; ++depth) {
+    std::optional<CurrentWork> branch;
+    try {
+      branch = service.branch_for(at);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
+      return false;
+    }
+    if (!branch) return false;
+    try {
+      planned.result.emplace(prepare_briefly(service, *branch, planned.sources));
+      work = std::move(*branch);
+      return true;
+    } catch (const ManagedConsentPolicyChangedError&) {
+      return false;
+    } catch (const engine::InvalidEventError&) {
+      return false;
+    } catch (const Error& e) {
+      if (!plan_stands(e)) throw;
+      at = std::move(*branch);  // this branch's consent is pending too: the next one down
+    }
+  }
+  return false;
+}
+
+// Step 6's plan: the work prepared; when its plan cannot stand, a prompt follows its work into a
+// branch, else the session's current plan is reopened. Errors: ManagedConsentPolicyChangedError
+// (the session waits on a consent a policy change stranded); what no plan stands for.
+Planned plan_work(StateService& service, CurrentWork& work, bool prompt) {
+  Planned planned;
+  try {
+    planned.result.emplace(prepare_briefly(service, work, planned.sources));
+    planned.direct = true;
+  } catch (const ManagedConsentPolicyChangedError&) {
+    throw;
+  } catch (const engine::InvalidEventError&) {
+    planned.result.emplace(reopen_current(service, work));
+  } catch (const Error& e) {
+    if (!plan_stands(e)) throw;
+    if (prompt && follow_work(service, work, planned)) {
+      planned.direct = true;
+    } else {
+      planned.result.emplace(reopen_current(service, work));
+    }
+  }
+  return planned;
+}
+
+// The session waits on a consent that `ctx policy set` has since stranded: the reply says so,
+// and when it lapses (StateService::prepare then plans again). Never remembered.
+HookResponse stranded_reply(engine::HostAdapterPort& port, const std::string& event,
+                            const ManagedConsentPolicyChangedError& e) {
+  return HookResponse{port.render_reply(Json{
+      {"event", event},
+      {"actions", Json::array()},
+      {"stranded", {{{"capability_id", e.capability_id()}, {"expires_at", e.expires_at()}}}}})};
+}
+
+// Steps 6 (its end) to 8. A plan that dropped an active capability releases it first (the
+// session plans on only once that deactivation is settled; the skill leaves the host's folder
+// only by the project's deactivation rule, StateService::release_deactivations). Then a
+// prompt's ready plan: its installable capability is chosen for the user, so the reply says how
+// to approve it (or that it was installed, under a preapproved-auto policy), and the prompt
+// joins the project's recent window (a lingering skill no recent prompt wants leaves). `choice`
+// is what was chosen.
+HookResponse respond(StateService& service, engine::HostAdapterPort& port, const HookEvent& hook,
+                     const CurrentWork& work, const ManagedQueryServiceResult& result,
+                     const std::optional<fs::path>& shown_state, HookChoice& choice) {
+  std::vector<std::string> deactivated = release_dropped(service, result);
+  if (hook.prompt()) {
+    choice = choose_installs(service, result);
+    std::vector<std::string> planned;
+    if (result.prepared().status() == engine::PlanStatus::kReady) {
+      for (const auto& row : result.prepared().selections()) {
+        planned.push_back(row.capability_id());
+      }
+    }
+    for (auto& id : count_prompt(service, hook, work, planned))
+      deactivated.push_back(std::move(id));
+  }
+  choice.deactivated = std::move(deactivated);
+  return HookResponse{port.render_reply(reply_request(hook.event, result, choice, shown_state))};
+}
+
+// The expiries of the consent challenges a reply names (a remembered reply holds only until
+// shortly before the first).
+std::vector<std::string> challenge_expiries(const ManagedQueryServiceResult& result,
+                                            const HookChoice& choice) {
+  std::vector<std::string> expiries;
+  if (const auto& challenge = result.challenge()) expiries.push_back(challenge->expires_at());
+  if (choice.challenge) expiries.push_back(choice.challenge->expires_at);
+  return expiries;
 }
 
 }  // namespace
-
-// At most this many exact-retry replies are remembered (then all are forgotten).
-constexpr std::size_t kMaxRemembered = 256;
 
 HookRunner::HookRunner(fs::path state_dir, std::shared_ptr<const core::Clock> clock,
                        ExactRetries retries)
@@ -225,7 +442,7 @@ HookRunner::HookRunner(fs::path state_dir, std::shared_ptr<const core::Clock> cl
       remember_(retries == ExactRetries::kRemember),
       owner_pid_(::getpid()),
       shown_state_(printed_state_dir_of_process(state_dir_)),
-      watch_(state_dir_) {
+      memory_(state_dir_) {
   if (!state_dir_.is_absolute()) throw InvalidArgument("state directory must be an absolute path");
 }
 
@@ -274,8 +491,9 @@ std::shared_ptr<engine::HostAdapterPort> HookRunner::adapter(
   return adapters_.emplace(id, std::move(port)).first->second;
 }
 
-std::shared_ptr<const HookRunner::Remembered> HookRunner::remembered(
-    const HookRequest& request, bool wait, std::optional<std::string>& key) {
+std::shared_ptr<const ReplyMemory::Entry> HookRunner::remembered(const HookRequest& request,
+                                                                 bool wait,
+                                                                 std::optional<std::string>& key) {
   check_hook_payload(request.payload);
   if (!engine::is_canonical_token(request.adapter)) {
     throw HookPayloadError("hook adapter must be a plugin id");
@@ -284,29 +502,11 @@ std::shared_ptr<const HookRunner::Remembered> HookRunner::remembered(
   if (!remember_) return nullptr;
   StateService* service = opened_state(wait);
   if (service == nullptr || ::getpid() != owner_pid_) return nullptr;
-  key = reply_key(*service, request);
-  std::shared_ptr<const Remembered> known;
-  {
-    const auto held = lock(wait);
-    if (!held.owns_lock()) return nullptr;
-    if (const auto it = remembered_.find(*key); it != remembered_.end() && it->second->reply) {
-      known = it->second;
-    }
-  }
-  // A reply naming a consent challenge holds only while the challenge is well before expiry.
-  if (!known || (known->until && !(service->clock().now() < *known->until))) return nullptr;
-  try {
-    if (const auto now = watch_.capture(known->sources, wait); now && *now == known->fingerprint) {
-      ++exact_retry_replies_;
-      return known;
-    }
-  } catch (const std::exception&) {
-    // Unknown: the full path decides.
-  }
-  return nullptr;
+  key = ReplyMemory::key_of(service->installation_key(), request);
+  return memory_.recall(*key, service->clock(), wait);
 }
 
-std::shared_ptr<const HookRunner::Remembered> HookRunner::try_known(
+std::shared_ptr<const ReplyMemory::Entry> HookRunner::try_known(
     const HookRequest& request) noexcept {
   try {
     std::optional<std::string> key;
@@ -333,280 +533,73 @@ HookResponse HookRunner::run(const HookRequest& request) {
 }
 
 HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std::string> key) {
-  // The host's bytes are checked here, once, and handed to the adapter as they came. The
-  // session's cwd (every host sends one) places its work in a project.
-  std::optional<fs::path> cwd;
-  try {
-    const Json payload = core::parse_json(request.payload);
-    if (!payload.is_object()) throw HookPayloadError("hook payload is not a json object");
-    if (const auto it = payload.find("cwd"); it != payload.end() && it->is_string()) {
-      cwd = fs::path(it->get<std::string>());
-    }
-  } catch (const core::JsonFieldError& e) {
-    throw HookPayloadError(std::string("hook payload ") + one_line(e.what()));
-  }
+  const std::optional<fs::path> cwd = payload_cwd(request.payload);
   // The lock file the adapter was found in, when it was loaded now: the state service, if this
   // request opens it, opens on the same read.
   std::shared_ptr<const app::Installation> installation;
   const auto port = adapter(request.adapter, &installation);
-  Json parsed;
-  try {
-    parsed = port->parse_hook(request.payload);
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::kInvalidArgument) {
-      throw HookPayloadError(one_line(e.what()));
-    }
-    throw;
-  }
-  if (!parsed.is_object() || !parsed.contains("event") || !parsed["event"].is_string()) {
-    throw HookPayloadError("host adapter returned no event");
-  }
-  const std::string event = parsed["event"].get<std::string>();
-  if (event == "ignored") return HookResponse{};
-  std::vector<std::string> signals;
-  if (parsed.contains("signals") && parsed["signals"].is_array()) {
-    for (const auto& signal : parsed["signals"]) {
-      if (signal.is_string()) signals.push_back(signal.get<std::string>());
-    }
-  }
-  // Nothing to plan (Stop, SessionEnd, ..., or no catalog term): the host's empty reply (a JSON
-  // object: Codex requires one on Stop), and nothing opened or stored (but for a SessionEnd's
-  // release, below).
-  const auto nothing = [&] {
-    return HookResponse{port->render_reply(Json{{"event", event}, {"actions", Json::array()}})};
-  };
-  const auto session_work = [&](const StateService& service) {
-    const Json& scope = parsed.contains("scope") ? parsed["scope"] : Json();
-    CurrentWork work;
-    work.tenant = scope_token(scope, "tenant_id");
-    work.workspace = scope_token(scope, "workspace_id");
-    work.repository = scope_token(scope, "repository_id");
-    work.session = scope_token(scope, "session_id");
-    service.place_in_project(work, request.adapter, cwd);
-    return work;
-  };
-  if (event == "SessionEnd") {
+  HookEvent hook = decode_event(*port, request.payload);
+  if (hook.event == "ignored") return HookResponse{};
+  if (hook.event == "SessionEnd") {
     // What the session holds active is released (StateService::end_session). The host reads no
     // reply to SessionEnd and nothing retries it: a database another hook holds for a moment is
     // retried briefly here; a release that cannot run (a pending consent, a state dir not ready)
     // leaves the session holding, as before; corruption is never hidden.
     try {
       StateService& service = state(installation.get());
-      const CurrentWork session = session_work(service);
+      const CurrentWork session = session_work(service, hook, request.adapter, cwd);
       app::retry_on({ErrorCode::kUnavailable}, [&] { return service.end_session(session); });
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDataLoss) throw;
     }
-    return nothing();
+    return empty_reply(*port, hook.event);
   }
-  // A prompt counts in its project's recent window (StateService::record_prompt) with what it
-  // planned, under the adapter's keyed reference of that prompt (a retry counts once).
-  const bool prompt_event = event == "UserPromptSubmit";
-  std::string prompt_key;
-  if (parsed.contains("work_ref") && parsed["work_ref"].is_object() &&
-      parsed["work_ref"].contains("id") && parsed["work_ref"]["id"].is_string()) {
-    prompt_key = parsed["work_ref"]["id"].get<std::string>();
-  }
-  std::vector<std::string> retired;
-  const auto count_prompt = [&](StateService& service, const CurrentWork& work,
-                                const std::vector<std::string>& planned) {
-    if (!prompt_event || prompt_key.empty()) return;
-    try {
-      retired = service.record_prompt(work, prompt_key, planned);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
-    }
-  };
-  if (signals.empty()) return nothing();
+  // Nothing to plan (Stop, ..., or no catalog term): the host's empty reply, and nothing opened
+  // or stored.
+  if (hook.signals.empty()) return empty_reply(*port, hook.event);
   StateService& service = state(installation.get());
-  CurrentWork work = session_work(service);
-  if (prompt_event) {
-    // A prompt of a session that ended (a resumed one) makes it live again before it activates
-    // anything: what it activates is held by it (StateService::resume_session).
-    try {
-      service.resume_session(work);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
-    }
-  }
-  if (service.vocabulary().filter(signals).empty()) {
+  CurrentWork work = session_work(service, hook, request.adapter, cwd);
+  if (hook.prompt()) resume_session(service, work);
+  if (service.vocabulary().filter(hook.signals).empty()) {
     // A prompt about nothing the catalog knows plans nothing, and still counts.
-    if (prompt_event) {
-      count_prompt(service, work, {});
-      if (!retired.empty()) {
-        return HookResponse{port->render_reply(
-            Json{{"event", event}, {"actions", Json::array()}, {"deactivated", retired}})};
-      }
-    }
-    return nothing();
+    return empty_reply(*port, hook.event, count_prompt(service, hook, work, {}));
   }
-  work.signals = std::move(signals);
+  work.signals = std::move(hook.signals);
   if (work.signals.size() > 256) work.signals.resize(256);
   work.requested_limit = kHookRequestedLimit;
-  std::optional<ManagedQueryServiceResult> result;
   // What the last full run of this request read, and the fingerprint before this one.
-  std::vector<fs::path> watched;
-  std::optional<std::string> before;
   if (!remember_) {
     key.reset();
   } else if (!key && ::getpid() == owner_pid_) {
-    key = reply_key(service, request);
+    key = ReplyMemory::key_of(service.installation_key(), request);
   }
-  if (key && ::getpid() == owner_pid_) {
-    {
-      std::lock_guard lock(mutex_);
-      if (const auto it = remembered_.find(*key); it != remembered_.end()) {
-        watched = it->second->sources;
-      }
-    }
-    try {
-      if (auto now = watch_.capture(watched)) before = std::move(*now);
-    } catch (const std::exception&) {
-      before.reset();
-    }
-  }
+  std::optional<ReplyMemory::Before> before;
+  if (key && ::getpid() == owner_pid_) before = memory_.before_run(*key);
   // A tool event never re-plans a session that has a plan (a command's words are not the work,
   // and a new plan would drop skills in use): the host's empty reply. Only a session's first
   // plan may come from a tool event (a recommendation; nothing is active to drop).
-  const bool tool_event = event == "PreToolUse" || event == "PostToolUse";
-  if (tool_event) {
+  if (hook.tool()) {
     try {
-      if (service.current_plan(work)) return nothing();
+      if (service.current_plan(work)) return empty_reply(*port, hook.event);
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
-      return nothing();
+      return empty_reply(*port, hook.event);
     }
   }
-  std::vector<fs::path> sources;
-  bool direct = false;
-  // The session's current plan stands when a new one cannot replace it (pending authority, a
-  // loaded capability's selection would change): show it instead of replanning. Another preparer
-  // may be between committing the current plan and marking it, or replace it again meanwhile: a
-  // few short retries (then the original error).
-  // (kAborted: re-read and decide again; then the original error).
-  const auto reopen_current = [&] {
-    const std::exception_ptr original = std::current_exception();
-    try {
-      result.emplace(app::retry_on({ErrorCode::kAborted}, [&] {
-        auto current = service.reopen_current(work);
-        if (!current) throw NoCurrentPlan();
-        return std::move(*current);
-      }));
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kAborted) throw;
-      std::rethrow_exception(original);
-    }
-  };
-  // A concurrent writer (another hook's prepare or choice) may hold a database or the session's
-  // desired choice for a moment (kUnavailable): prepare is an exact retry of the same work, so
-  // retry it briefly.
-  const auto prepare = [&](const CurrentWork& at) {
-    return app::retry_on({ErrorCode::kUnavailable}, [&] {
-      sources.clear();
-      return service.prepare(at, sources);
-    });
-  };
-  // A prompt about other work while the session's consent is pending is planned in a branch of
-  // the session (StateService::branch_for), and a branch's pending consent leads to the next:
-  // the plan follows the work. False when there is no branch to plan in.
-  const auto follow_work = [&] {
-    CurrentWork at = work;
-    for (int depth = 0; depth < kMaxBranchDepth; ++depth) {
-      std::optional<CurrentWork> branch;
-      try {
-        branch = service.branch_for(at);
-      } catch (const Error& e) {
-        if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
-        return false;
-      }
-      if (!branch) return false;
-      try {
-        result.emplace(prepare(*branch));
-        work = std::move(*branch);
-        return true;
-      } catch (const ManagedConsentPolicyChangedError&) {
-        return false;
-      } catch (const engine::InvalidEventError&) {
-        return false;
-      } catch (const Error& e) {
-        if (!plan_stands(e)) throw;
-        at = std::move(*branch);  // this branch's consent is pending too: the next one down
-      }
-    }
-    return false;
-  };
+  std::optional<Planned> planned;
   try {
-    try {
-      result.emplace(prepare(work));
-      direct = true;
-    } catch (const ManagedConsentPolicyChangedError&) {
-      throw;
-    } catch (const engine::InvalidEventError&) {
-      reopen_current();
-    } catch (const Error& e) {
-      if (!plan_stands(e)) throw;
-      if (prompt_event && follow_work()) {
-        direct = true;
-      } else {
-        reopen_current();
-      }
-    }
+    planned.emplace(plan_work(service, work, hook.prompt()));
   } catch (const ManagedConsentPolicyChangedError& e) {
-    // The session waits on a consent that `ctx policy set` has since stranded: the reply says
-    // so, and when it lapses (StateService::prepare then plans again). Never remembered.
-    return HookResponse{port->render_reply(Json{
-        {"event", event},
-        {"actions", Json::array()},
-        {"stranded", {{{"capability_id", e.capability_id()}, {"expires_at", e.expires_at()}}}}})};
+    return stranded_reply(*port, hook.event, e);
   }
-  // A plan that dropped an active capability releases it first (the session plans on only once
-  // that deactivation is settled; the skill leaves the host's folder only by the project's
-  // deactivation rule, StateService::release_deactivations). Then a prompt's ready plan: its
-  // installable skills are chosen for the user, so the reply says how to approve them (or that
-  // they were installed, under a preapproved-auto policy), and the
-  // prompt joins the project's recent window (a lingering skill no recent prompt wants leaves).
-  std::vector<std::string> deactivated = release_dropped(service, *result);
   HookChoice choice;
-  if (prompt_event) {
-    choice = choose_installs(service, *result);
-    std::vector<std::string> planned;
-    if (result->prepared().status() == engine::PlanStatus::kReady) {
-      for (const auto& row : result->prepared().selections()) {
-        planned.push_back(row.capability_id());
-      }
-    }
-    count_prompt(service, work, planned);
-    for (auto& id : retired) deactivated.push_back(std::move(id));
-  }
-  choice.deactivated = std::move(deactivated);
   HookResponse response =
-      HookResponse{port->render_reply(reply_request(event, *result, choice, shown_state_))};
+      respond(service, *port, hook, work, *planned->result, shown_state_, choice);
   // Remembered for the next identical request only when this run was a plain prepare and nothing
-  // it depends on moved while it ran (the first run only names the files to watch); a reply
-  // naming a consent challenge only until shortly before the challenge expires (time, not state).
-  if (key && ::getpid() == owner_pid_ && direct) {
-    auto remembered = std::make_shared<Remembered>();
-    remembered->sources = sources;
-    if (const auto& challenge = result->challenge()) {
-      remembered->until = remember_until(challenge->expires_at());
-    }
-    if (choice.challenge) {
-      const core::Timestamp until = remember_until(choice.challenge->expires_at);
-      if (!remembered->until || until < *remembered->until) remembered->until = until;
-    }
-    try {
-      const auto after = before ? watch_.capture(sources) : std::nullopt;
-      if (after && sources == watched && *after == *before) {
-        remembered->reply = response.reply;
-        remembered->result_text = hook_response_to_json(response).dump();
-        remembered->fingerprint = *before;
-      }
-    } catch (const std::exception&) {
-      remembered->reply.reset();
-    }
-    std::lock_guard lock(mutex_);
-    if (remembered_.size() >= kMaxRemembered && !remembered_.contains(*key)) remembered_.clear();
-    remembered_[*key] = std::move(remembered);
+  // it depends on moved while it ran (ReplyMemory::remember).
+  if (before && ::getpid() == owner_pid_ && planned->direct) {
+    memory_.remember(*key, *before, planned->sources, response,
+                     challenge_expiries(*planned->result, choice));
   }
   return response;
 }

@@ -39,24 +39,22 @@
 //      The request's "state_dir" is the state dir when a fresh shell of this process's user
 //      would not find it by default (consent/printed_command.hpp), so the printed consent
 //      commands carry --state DIR and work as pasted.
-// Exact retries: a hook whose request bytes (adapter id and payload) were answered before by
-// step 6's plain prepare gets that same reply without steps 1-8 (a reply naming a consent
-// challenge: only until 5 s before the challenge expires, by the service's clock) when a
-// StateWatch fingerprint (state_watch.hpp: every database of the
-// state dir unchanged by any process, the state dir's files and the work's registration and
-// artifact files untouched) equals the one taken when the reply was computed — which itself is
-// only remembered when the fingerprint did not move while it was computed, and on the second
-// computation (the first names the files to watch). Anything else runs the full path. The key is
-// an HMAC of the request under the installation key; no payload is kept.
-// Thread-safe: adapters are loaded once per id and serialise their own calls; the state service
-// is opened on first use and shared. Process-bound (the service is): a forked child never uses
-// the remembered replies.
+// Exact retries (ReplyMemory, reply_memory.hpp): a hook whose request bytes (adapter id and
+// payload) were answered before by step 6's plain prepare gets that same reply without steps 1-8 (a
+// reply naming a consent challenge: only until 5 s before the challenge expires, by the service's
+// clock) when a StateWatch fingerprint (state_watch.hpp: every database of the state dir unchanged
+// by any process, the state dir's files and the work's registration and artifact files untouched)
+// equals the one taken when the reply was computed — which itself is only remembered when the
+// fingerprint did not move while it was computed, and on the second computation (the first names
+// the files to watch). Anything else runs the full path. The key is an HMAC of the request under
+// the installation key; no payload is kept. Thread-safe: adapters are loaded once per id and
+// serialise their own calls; the state service is opened on first use and shared. Process-bound
+// (the service is): a forked child never uses the remembered replies.
 #ifndef CTX_HOST_APP_HOOK_HOOK_RUNNER_HPP_
 #define CTX_HOST_APP_HOOK_HOOK_RUNNER_HPP_
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -67,7 +65,7 @@
 #include <vector>
 
 #include "host/app/hook/hook_protocol.hpp"
-#include "host/app/hook/state_watch.hpp"
+#include "host/app/hook/reply_memory.hpp"
 #include "host/core/time.hpp"
 
 namespace ctx::engine {
@@ -119,16 +117,9 @@ class HookRunner {
   std::optional<std::string> try_remembered_result(const HookRequest& request) noexcept;
 
   // How many run() / try_remembered() calls were answered with a remembered reply.
-  std::uint64_t exact_retry_replies() const noexcept { return exact_retry_replies_.load(); }
+  std::uint64_t exact_retry_replies() const noexcept { return memory_.hits(); }
 
  private:
-  struct Remembered {
-    std::vector<std::filesystem::path> sources;  // what the last full run read besides the dbs
-    std::optional<std::string> reply;            // set once a full run was not disturbed
-    std::string result_text;                     // hook_response_to_json of `reply`, encoded
-    std::string fingerprint;                     // the StateWatch fingerprint
-    std::optional<core::Timestamp> until;        // a challenge's reply: given only before this
-  };
   // mutex_, locked; or when !wait, only if it is free now (owns_lock() says which).
   std::unique_lock<std::mutex> lock(bool wait);
   // The adapter `id`; when it is loaded now, the installation (key and plugins.lock.json) it
@@ -140,10 +131,11 @@ class HookRunner {
   StateService* opened_state(bool wait);
   // The remembered reply of `request` (reply set) if the state watch vouches for it now; sets
   // `key` (once the service is open). Errors: check_hook_payload's (with `wait`).
-  std::shared_ptr<const Remembered> remembered(const HookRequest& request, bool wait,
-                                               std::optional<std::string>& key);
+  std::shared_ptr<const ReplyMemory::Entry> remembered(const HookRequest& request, bool wait,
+                                                       std::optional<std::string>& key);
   // remembered() without waiting; nullptr for any error too.
-  std::shared_ptr<const Remembered> try_known(const HookRequest& request) noexcept;
+  std::shared_ptr<const ReplyMemory::Entry> try_known(const HookRequest& request) noexcept;
+  // Steps 1-8 in their stages (hook_runner.cpp), and remembering the reply.
   HookResponse run_full(const HookRequest& request, std::optional<std::string> key);
 
   std::filesystem::path state_dir_;
@@ -152,12 +144,10 @@ class HookRunner {
   pid_t owner_pid_;
   // The state dir the replies' printed ctx commands name (printed_state_dir_of_process).
   std::optional<std::filesystem::path> shown_state_;
-  StateWatch watch_;
+  ReplyMemory memory_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<engine::HostAdapterPort>> adapters_;  // GUARDED_BY
   std::unique_ptr<StateService> state_;                                       // GUARDED_BY
-  std::map<std::string, std::shared_ptr<const Remembered>> remembered_;      // GUARDED_BY
-  std::atomic<std::uint64_t> exact_retry_replies_{0};
 };
 
 }  // namespace ctx::runtime::hooks
