@@ -82,6 +82,15 @@ InstallApproval from_json(const Json& value) {
   return a;
 }
 
+// "<dir>/.<name>.lock" of `file`. Built by appending: "." + name + ".lock" made GCC 12 -O3 report
+// a false -Wrestrict in std::string's operator+ (a failed Release build under -Werror).
+std::filesystem::path lock_path_of(const std::filesystem::path& file) {
+  std::string name = ".";
+  name += file.filename().string();
+  name += ".lock";
+  return file.parent_path() / name;
+}
+
 }  // namespace
 
 InstallApprovals::InstallApprovals(std::filesystem::path file, std::string key)
@@ -131,8 +140,7 @@ void InstallApprovals::write(const InstallApprovalMap& approvals) const {
 
 void InstallApprovals::record(const InstallApproval& approval) const {
   validate(approval);
-  const ExclusiveFileLock lock(file_.parent_path() / ("." + file_.filename().string() + ".lock"),
-                               kLockTimeout);
+  const ExclusiveFileLock lock(lock_path_of(file_), kLockTimeout);
   InstallApprovalMap all = load();
   const auto it = all.find(approval.capability_id);
   if (it != all.end() && it->second == approval) return;
@@ -144,8 +152,7 @@ void InstallApprovals::record(const InstallApproval& approval) const {
 }
 
 bool InstallApprovals::revoke(const std::string& capability_id) const {
-  const ExclusiveFileLock lock(file_.parent_path() / ("." + file_.filename().string() + ".lock"),
-                               kLockTimeout);
+  const ExclusiveFileLock lock(lock_path_of(file_), kLockTimeout);
   InstallApprovalMap all = load();
   if (all.erase(capability_id) == 0) return false;
   write(all);

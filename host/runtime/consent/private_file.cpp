@@ -108,9 +108,13 @@ void write_private_file(const std::filesystem::path& path, std::string_view byte
   if (S_ISLNK(st.st_mode)) refuse(what, "directory is a symlink");
   check_dir_stat(st, what);
   std::random_device random;
-  const std::string stage_name = "." + path.filename().string() + "." +
-                                 core::sha256_hex(std::to_string(random()) + std::to_string(
-                                     ::getpid())).substr(0, 16) + ".stage";
+  // Appended, not "." + name + "...": GCC 12 -O3 reports a false -Wrestrict in operator+.
+  std::string stage_name = ".";
+  stage_name += path.filename().string();
+  stage_name += '.';
+  stage_name +=
+      core::sha256_hex(std::to_string(random()) + std::to_string(::getpid())).substr(0, 16);
+  stage_name += ".stage";
   const std::filesystem::path stage = dir / stage_name;
   {
     Fd fd(::open(stage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
