@@ -10,6 +10,10 @@
 #      a '-' in them or in capitals: "plugins.lock.json", "install-policy", "CURRENT", ...), and
 #      none joins a quoted name onto the state dir by hand (state / "x", state_dir_ / "x",
 #      service_dir / "x"): they use StatePaths or state_layout's constants.
+#   4. One home per low-level concern (issue 33 item 5): no file of host/, plugins/ or sdk/ outside
+#      sdk/support defines its own fd-owning class, directory fsync, token or digest predicate,
+#      or strict JSON reader (nlohmann's sax_parse or parser callback); they use ctx/support
+#      (unique_fd.hpp, fs.hpp, text.hpp, strict_json.hpp).
 # Usage: cmake -DCTX_SOURCE_DIR=<repo> [-DSTAMP=<file>] -P host/layering.cmake
 # (ctx_runtime not linking the loader, ctx::plugins, is checked at configure time in
 # host/CMakeLists.txt.)
@@ -80,6 +84,21 @@ foreach(file IN LISTS layout_scope)
   foreach(line IN LISTS joins)
     string(STRIP "${line}" line)
     string(APPEND violations "  ${rel}: ${line} (a state dir path: use StatePaths)\n")
+  endforeach()
+endforeach()
+
+file(GLOB_RECURSE low_level_sources "${CTX_SOURCE_DIR}/host/*.?pp" "${CTX_SOURCE_DIR}/plugins/*.?pp"
+  "${CTX_SOURCE_DIR}/sdk/*.?pp")
+foreach(file IN LISTS low_level_sources)
+  file(RELATIVE_PATH rel "${CTX_SOURCE_DIR}" "${file}")
+  if(rel MATCHES "^sdk/support/")
+    continue()
+  endif()
+  file(STRINGS "${file}" lines REGEX
+    "^[ \t]*(class|struct)[ \t]+[A-Za-z]*(Fd|FileDescriptor)[ \t]*{|bool[ \t]+is_(token|sha256_hex)[ \t]*\\(std::string_view|(void|int|bool)[ \t]+fsync_dir(ectory)?[ \t]*\\(const|sax_parse|parse_event_t")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    string(APPEND violations "  ${rel}: ${line} (one home: use ctx/support)\n")
   endforeach()
 endforeach()
 

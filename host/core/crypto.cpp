@@ -99,14 +99,6 @@ std::string sha256_hex(std::string_view bytes) {
   return to_hex(hash.finish());
 }
 
-bool is_sha256_hex(std::string_view text) noexcept {
-  if (text.size() != 64) return false;
-  for (char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 Sha256Digest hmac_sha256(std::string_view key, std::string_view message) {
   Sha256Digest out{};
   std::size_t size = 0;

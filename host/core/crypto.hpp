@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <ctx/support/text.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,8 +49,8 @@ inline std::string to_hex(const Sha256Digest& d) { return to_hex(d.data(), d.siz
 // Lower-case 64-hex SHA-256 of `bytes`.
 std::string sha256_hex(std::string_view bytes);
 
-// True when `text` is 64 lower-case hex characters.
-bool is_sha256_hex(std::string_view text) noexcept;
+// True when `text` is 64 lower-case hex characters (the one rule, in ctx::support).
+using support::is_sha256_hex;
 
 // HMAC-SHA256 of `message` under `key`, raw 32 bytes; hmac_sha256_hex is its hex.
 Sha256Digest hmac_sha256(std::string_view key, std::string_view message);

@@ -1,6 +1,7 @@
 #include "host/core/json_reader.hpp"
 
 #include <algorithm>
+#include <ctx/support/strict_json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,109 +12,23 @@ namespace {
 
 using Reason = JsonFieldError::Reason;
 
-// Builds the document from nlohmann's SAX events (its public sax_parse API), refusing a repeated
-// key or nesting deeper than the limit at the event that shows it. A document of n values costs
-// O(n log k) (k: keys of the largest object): nlohmann's callback parser rescans a parent array
-// at every object's end, which made a 55,000-entry plugin lock take minutes to read.
-class StrictDom {
- public:
-  explicit StrictDom(std::size_t max_depth) : max_depth_(max_depth) {}
-
-  bool null() { return put(Json(nullptr)); }
-  bool boolean(bool value) { return put(Json(value)); }
-  bool number_integer(Json::number_integer_t value) { return put(Json(value)); }
-  bool number_unsigned(Json::number_unsigned_t value) { return put(Json(value)); }
-  bool number_float(Json::number_float_t value, const std::string& /*text*/) {
-    return put(Json(value));
-  }
-  bool string(std::string& value) { return put(Json(std::move(value))); }
-  bool binary(Json::binary_t& value) { return put(Json::binary(std::move(value))); }
-  bool start_object(std::size_t /*size*/) { return open(Json::object()); }
-  bool start_array(std::size_t /*size*/) { return open(Json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(std::string& key) {
-    if (open_.back()->contains(key)) return stop(Reason::kDuplicateKey);
-    key_ = std::move(key);
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string& /*last_token*/,
-                   const Json::exception& error) {
-    const auto* parse = dynamic_cast<const Json::parse_error*>(&error);
-    error_byte_ = parse != nullptr ? parse->byte : position;
-    return false;
-  }
-
-  std::optional<Reason> stopped() const { return stopped_; }
-  std::size_t error_byte() const { return error_byte_; }
-  Json take() { return std::move(root_); }
-
- private:
-  // Places `value` in the open container (or as the document) and returns where it now lives.
-  Json* place(Json value) {
-    if (open_.empty()) {
-      root_ = std::move(value);
-      return &root_;
-    }
-    Json& container = *open_.back();
-    if (container.is_array()) {
-      container.push_back(std::move(value));
-      return &container.back();
-    }
-    return &(container[key_] = std::move(value));
-  }
-  bool put(Json value) {
-    place(std::move(value));
-    return true;
-  }
-  bool open(Json container) {
-    if (open_.size() + 1 > max_depth_) return stop(Reason::kTooDeep);
-    // Nothing is added to a parent while a child is open, so this address stays valid.
-    open_.push_back(place(std::move(container)));
-    return true;
-  }
-  bool close() {
-    open_.pop_back();
-    return true;
-  }
-  bool stop(Reason reason) {
-    stopped_ = reason;
-    return false;
-  }
-
-  std::size_t max_depth_;
-  Json root_;
-  std::vector<Json*> open_;
-  std::string key_;
-  std::optional<Reason> stopped_;
-  std::size_t error_byte_ = 0;
-};
-
 }  // namespace
 
 Json parse_json(std::string_view text, std::size_t max_depth) {
-  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
-    throw JsonFieldError(Reason::kMalformed, "",
-                         "json is malformed (parse error at byte " + std::to_string(nul + 1) + ")");
+  Json document;
+  const auto failure = support::read_strict_json(text, &document, max_depth);
+  if (!failure) return document;
+  switch (failure->fault) {
+    case support::JsonFault::kDuplicateKey:
+      throw JsonFieldError(Reason::kDuplicateKey, "", "json has a duplicate key");
+    case support::JsonFault::kTooDeep:
+      throw JsonFieldError(Reason::kTooDeep, "", "json is nested too deeply");
+    case support::JsonFault::kMalformed:
+      break;
   }
-  StrictDom dom(max_depth);
-  bool parsed = false;
-  try {
-    parsed = Json::sax_parse(text.begin(), text.end(), &dom, Json::input_format_t::json,
-                             /*strict=*/true, /*ignore_comments=*/false);
-  } catch (const Json::exception&) {
-    throw JsonFieldError(Reason::kMalformed, "", "json is malformed");
-  }
-  if (parsed) return dom.take();
-  if (const auto reason = dom.stopped()) {
-    if (*reason == Reason::kDuplicateKey) {
-      throw JsonFieldError(*reason, "", "json has a duplicate key");
-    }
-    throw JsonFieldError(*reason, "", "json is nested too deeply");
-  }
-  throw JsonFieldError(Reason::kMalformed, "",
-                       "json is malformed (parse error at byte " +
-                           std::to_string(dom.error_byte()) + ")");
+  throw JsonFieldError(
+      Reason::kMalformed, "",
+      "json is malformed (parse error at byte " + std::to_string(failure->byte) + ")");
 }
 
 // ---- JsonObjectReader -----------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <ctx/support/unique_fd.hpp>
 #include <string>
 #include <vector>
 
@@ -19,19 +20,7 @@ extern char** environ;
 namespace ctx::server {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = support::UniqueFd;
 
 // The started server's descriptors: 0 /dev/null, 1 and 2 the log, 3 the lock.
 constexpr int kInheritedLockFd = 3;

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctx/support/unique_fd.hpp>
 
 #include "host/server/server.hpp"
 
@@ -19,19 +20,7 @@ using Clock = std::chrono::steady_clock;
 // Largest reply line read back (a hook reply is at most a few tens of KiB).
 constexpr std::size_t kMaxReplyBytes = std::size_t{16} << 20;
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = support::UniqueFd;
 
 [[noreturn]] void broken(const std::string& why) {
   throw SystemError("ctx serve connection failed: " + why, ErrorCode::kUnavailable);

@@ -81,14 +81,6 @@ std::string from_hex(std::string_view hex, std::string_view what) {
   return out;
 }
 
-bool is_sha256_hex(std::string_view text) noexcept {
-  if (text.size() != 64) return false;
-  for (const char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 std::string from_base64(std::string_view text, std::string_view what) {
   const auto invalid = [&] { return InvalidArgument(std::string(what) + " is not base64"); };
   if (text.size() % 4 != 0) throw invalid();

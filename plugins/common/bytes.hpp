@@ -4,6 +4,7 @@
 #ifndef CTX_PLUGINS_COMMON_BYTES_HPP_
 #define CTX_PLUGINS_COMMON_BYTES_HPP_
 
+#include <ctx/support/text.hpp>
 #include <string>
 #include <string_view>
 
@@ -15,8 +16,8 @@ std::string to_hex(std::string_view bytes);
 // Decodes hex (either case, even length). Errors: InvalidArgument "<what> is not hex".
 std::string from_hex(std::string_view hex, std::string_view what);
 
-// True when `text` is exactly 64 lower-case hex characters.
-bool is_sha256_hex(std::string_view text) noexcept;
+// True when `text` is exactly 64 lower-case hex characters (the one rule, in ctx::support).
+using support::is_sha256_hex;
 
 // Decodes standard base64 (RFC 4648 §4, padding required, no whitespace).
 // Errors: InvalidArgument "<what> is not base64".

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <ctx/support/fs.hpp>
+#include <ctx/support/unique_fd.hpp>
 
 namespace ctx::plugin_common {
 namespace {
@@ -16,20 +18,8 @@ namespace fs = std::filesystem;
 constexpr char kWho[] = "installer";
 constexpr std::string_view kBackupSuffix = ".ctx-backup";
 
-class Fd {
- public:
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const noexcept { return fd_; }
-  bool valid() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
+using Fd = support::UniqueFd;
+using support::fsync_directory;  // best effort where called: the file itself was fsynced
 
 void write_all(int fd, std::string_view bytes) {
   std::size_t written = 0;
@@ -214,13 +204,6 @@ void write_private_file(const fs::path& file, std::string_view bytes) {
     throw_errno(kWho, "replace a private file");
   }
   fsync_directory(file.parent_path());
-}
-
-void fsync_directory(const fs::path& directory) noexcept {
-  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
 }
 
 }  // namespace ctx::plugin_common

@@ -81,9 +81,6 @@ bool backup_host_file_once(const std::filesystem::path& file, const HostFileSnap
 // Writes a small private file (0600) atomically: temporary file, fsync, rename, directory fsync.
 void write_private_file(const std::filesystem::path& file, std::string_view bytes);
 
-// fsync of a directory by path; errors ignored (best effort after a rename already happened).
-void fsync_directory(const std::filesystem::path& directory) noexcept;
-
 }  // namespace ctx::plugin_common
 
 #endif  // CTX_PLUGINS_COMMON_HOST_FILE_HPP_

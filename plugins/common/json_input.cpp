@@ -1,10 +1,9 @@
 #include "plugins/common/json_input.hpp"
 
 #include <ctx/sdk/error.hpp>
+#include <ctx/support/strict_json.hpp>
 
 #include "plugins/common/bytes.hpp"
-#include <set>
-#include <vector>
 
 namespace ctx::plugin_common {
 namespace {
@@ -16,85 +15,35 @@ std::string describe(std::string_view what, std::string_view fact) {
   return message;
 }
 
-// parse_object's rules applied to nlohmann's SAX events (its public sax_parse API), without
-// building a document: stops at the first repeated key or at nesting deeper than kMaxJsonDepth.
-class StrictAudit {
- public:
-  bool null() { return value(); }
-  bool boolean(bool /*value*/) { return value(); }
-  bool number_integer(Json::number_integer_t /*value*/) { return value(); }
-  bool number_unsigned(Json::number_unsigned_t /*value*/) { return value(); }
-  bool number_float(Json::number_float_t /*value*/, const std::string& /*text*/) { return value(); }
-  bool string(std::string& /*value*/) { return value(); }
-  bool binary(Json::binary_t& /*value*/) { return value(); }
-  bool start_object(std::size_t /*size*/) {
-    if (!open(true)) return false;
-    keys_.emplace_back();
-    return true;
+// Reads `text` under parse_object's rules into `*out`, or only checks it when `out` is null.
+void read_object(std::string_view text, std::string_view what, Json* out) {
+  const auto failure =
+      support::read_strict_json(text, out, static_cast<std::size_t>(kMaxJsonDepth));
+  if (failure) {
+    switch (failure->fault) {
+      case support::JsonFault::kDuplicateKey:
+        throw InvalidArgument(describe(what, "has a duplicate key"));
+      case support::JsonFault::kTooDeep:
+        throw InvalidArgument(describe(what, "is nested too deeply"));
+      case support::JsonFault::kMalformed:
+        throw InvalidArgument(describe(what, "is not valid json"));
+    }
   }
-  bool start_array(std::size_t /*size*/) { return open(false); }
-  bool end_object() {
-    keys_.pop_back();
-    --depth_;
-    return true;
-  }
-  bool end_array() {
-    --depth_;
-    return true;
-  }
-  bool key(std::string& key) {
-    if (!keys_.back().insert(std::move(key)).second) return stop("has a duplicate key");
-    return true;
-  }
-  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
-                   const Json::exception& /*error*/) {
-    return stop("is not valid json");
-  }
-
-  // The first rule the text broke, or nullptr; top_is_object() holds once it parsed.
-  const char* violation() const { return violation_; }
-  bool top_is_object() const { return top_is_object_; }
-
- private:
-  bool value() {
-    if (depth_ == 0) top_is_object_ = false;
-    return true;
-  }
-  bool open(bool object) {
-    if (depth_ == 0) top_is_object_ = object;
-    if (++depth_ > kMaxJsonDepth) return stop("is nested too deeply");
-    return true;
-  }
-  bool stop(const char* violation) {
-    violation_ = violation;
-    return false;
-  }
-
-  std::vector<std::set<std::string, std::less<>>> keys_;
-  int depth_ = 0;
-  bool top_is_object_ = false;
-  const char* violation_ = nullptr;
-};
+  // Valid JSON whose first byte after white space is '{' is an object.
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  const bool object = out != nullptr ? out->is_object() : text[first] == '{';
+  if (!object) throw InvalidArgument(describe(what, "is not a json object"));
+}
 
 }  // namespace
 
 void check_object(std::string_view text, std::string_view what) {
-  StrictAudit audit;
-  bool parsed = false;
-  try {
-    parsed = Json::sax_parse(text.begin(), text.end(), &audit, Json::input_format_t::json,
-                             /*strict=*/true, /*ignore_comments=*/false);
-  } catch (const Json::exception&) {
-  }
-  if (audit.violation() != nullptr) throw InvalidArgument(describe(what, audit.violation()));
-  if (!parsed) throw InvalidArgument(describe(what, "is not valid json"));
-  if (!audit.top_is_object()) throw InvalidArgument(describe(what, "is not a json object"));
+  read_object(text, what, nullptr);
 }
 
 Json parse_object(std::string_view text, std::string_view what) {
-  check_object(text, what);
-  Json value = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) throw InvalidArgument(describe(what, "is not valid json"));
+  Json value;
+  read_object(text, what, &value);
   return value;
 }
 

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 #include <ctx/sdk/error.hpp>
+#include <ctx/support/fs.hpp>
+#include <ctx/support/unique_fd.hpp>
 #include <filesystem>
 #include <vector>
 
@@ -26,20 +28,8 @@ constexpr std::size_t kMaxName = 64;
 constexpr std::string_view kStageSuffix = ".stage";
 constexpr std::size_t kMaxRecordBytes = 1 << 20;
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) noexcept : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const noexcept { return fd_; }
-  bool valid() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
+using Fd = support::UniqueFd;
+using support::fsync_directory;  // best effort where called: the file itself was fsynced
 
 bool ends_with(std::string_view text, std::string_view suffix) noexcept {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctx/support/fs.hpp>
+#include <ctx/support/strict_json.hpp>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -28,25 +30,16 @@ constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
 
 // Parses `text` as one JSON object, refusing duplicate keys (nlohmann would keep one silently).
 Json parse_config(const std::string& text, const fs::path& file) {
-  std::vector<std::set<std::string>> open;
-  bool duplicate = false;
-  Json value = Json::parse(
-      text,
-      [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
-        if (event == Json::parse_event_t::object_start) {
-          open.emplace_back();
-        } else if (event == Json::parse_event_t::object_end) {
-          if (!open.empty()) open.pop_back();
-        } else if (event == Json::parse_event_t::key && !open.empty() &&
-                   !open.back().insert(parsed.get<std::string>()).second) {
-          duplicate = true;
-        }
-        return true;
-      },
-      /*allow_exceptions=*/false, /*ignore_comments=*/false);
+  Json value;
+  const auto failure = support::read_strict_json(text, &value, core::kMaxJsonDepth);
   const std::string name = file.string();
-  if (value.is_discarded()) throw MalformedHooksConfig(name + " is not valid JSON; left unchanged");
-  if (duplicate) throw MalformedHooksConfig(name + " has a duplicate key; left unchanged");
+  if (failure && failure->fault == support::JsonFault::kDuplicateKey) {
+    throw MalformedHooksConfig(name + " has a duplicate key; left unchanged");
+  }
+  if (failure && failure->fault == support::JsonFault::kTooDeep) {
+    throw MalformedHooksConfig(name + " is nested too deeply; left unchanged");
+  }
+  if (failure) throw MalformedHooksConfig(name + " is not valid JSON; left unchanged");
   if (!value.is_object()) {
     throw MalformedHooksConfig(name + " is not a JSON object; left unchanged");
   }
@@ -102,12 +95,9 @@ fs::path resolved(const fs::path& file) {
 
 // ---- writing ---------------------------------------------------------------------------------
 
-void fsync_directory(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
+// Best effort: the hooks file itself was fsynced; a directory that cannot be synced is not
+// reported.
+using support::fsync_directory;
 
 // Replaces `file` with `bytes` atomically, with permission bits `mode` (nullopt: 0644 less the
 // process umask, for a file that did not exist).

@@ -5,40 +5,14 @@
 
 #include <unistd.h>
 
+#include <ctx/support/unique_fd.hpp>
 #include <string>
 #include <utility>
 
 namespace ctx::plugins::detail {
 
-// Owns one file descriptor (-1 = none) and closes it on destruction. Move-only.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-  // Gives up ownership: the descriptor stays open and is returned.
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+// Owns one file descriptor: the one fd RAII type of ctx.
+using UniqueFd = support::UniqueFd;
 
 // Unlinks `path` on destruction unless release() was called. Not copyable.
 class TempFileGuard {

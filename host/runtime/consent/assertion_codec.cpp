@@ -3,6 +3,9 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <ctx/support/strict_json.hpp>
+#include <ctx/support/text.hpp>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
@@ -27,26 +30,8 @@ constexpr std::array<std::string_view, 10> kWireKeys = {
   reject(R::kInvalidField, std::string(field) + " must be " + std::string(rule));
 }
 
-bool is_digest(std::string_view text) noexcept {
-  if (text.size() != 64) return false;
-  for (const char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
-bool is_alnum(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-// TOKEN: [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}
-bool is_token(std::string_view text) noexcept {
-  if (text.empty() || text.size() > 128 || !is_alnum(text.front())) return false;
-  for (const char c : text) {
-    if (!is_alnum(c) && c != '.' && c != '_' && c != ':' && c != '@' && c != '-') return false;
-  }
-  return true;
-}
+using support::is_token;
+constexpr auto is_digest = support::is_sha256_hex;
 
 bool is_utf8(std::string_view text) {
   try {
@@ -117,48 +102,20 @@ bool has_non_finite_literal(std::string_view text) noexcept {
   return false;
 }
 
-// DOM-building SAX handler that refuses a repeated key in any object.
-class StrictSax : public nlohmann::detail::json_sax_dom_parser<Json> {
- public:
-  using Base = nlohmann::detail::json_sax_dom_parser<Json>;
-  explicit StrictSax(Json& root) : Base(root, false) {}
-
-  bool start_object(std::size_t n) {
-    keys_.emplace_back();
-    return Base::start_object(n);
-  }
-  bool end_object() {
-    keys_.pop_back();
-    return Base::end_object();
-  }
-  bool key(string_t& k) {
-    if (!keys_.back().insert(k).second) reject(R::kDuplicateKey, "contains a duplicate json key");
-    return Base::key(k);
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
-    return false;
-  }
-
- private:
-  std::vector<std::set<std::string>> keys_;
-};
-
 Json parse_payload(std::string_view payload) {
   Json root;
-  StrictSax sax(root);
-  bool parsed = false;
-  try {
-    parsed = Json::sax_parse(payload.begin(), payload.end(), &sax);
-  } catch (const Json::exception&) {
-    parsed = false;
+  // No depth bound: the reader does not recurse, and the object check below refuses what is not
+  // the one flat object a payload is (a 5,000-deep array is kNotObject, not kInvalidJson).
+  const auto failure =
+      support::read_strict_json(payload, &root, std::numeric_limits<std::size_t>::max());
+  if (!failure) return root;
+  if (failure->fault == support::JsonFault::kDuplicateKey) {
+    reject(R::kDuplicateKey, "contains a duplicate json key");
   }
-  if (!parsed) {
-    if (has_non_finite_literal(payload)) {
-      reject(R::kNonFiniteConstant, "contains a non-finite json constant");
-    }
-    reject(R::kInvalidJson, "payload is not valid json");
+  if (has_non_finite_literal(payload)) {
+    reject(R::kNonFiniteConstant, "contains a non-finite json constant");
   }
-  return root;
+  reject(R::kInvalidJson, "payload is not valid json");
 }
 
 const std::string& claim_text(const Json& object, const char* key) {

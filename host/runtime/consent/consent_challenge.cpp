@@ -1,21 +1,13 @@
 #include "host/runtime/consent/consent_challenge.hpp"
 
+#include <ctx/support/text.hpp>
+
 #include "host/core/crypto.hpp"
 
 namespace ctx::runtime {
 namespace {
 
-bool is_alnum(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-bool is_token(std::string_view text) noexcept {
-  if (text.empty() || text.size() > 128 || !is_alnum(text.front())) return false;
-  for (const char c : text) {
-    if (!is_alnum(c) && c != '.' && c != '_' && c != ':' && c != '@' && c != '-') return false;
-  }
-  return true;
-}
+using support::is_token;
 
 [[noreturn]] void invalid(std::string_view field) {
   throw ConsentChallengeError("install consent challenge field " + std::string(field) +

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctx/support/fs.hpp>
+#include <ctx/support/unique_fd.hpp>
 #include <random>
 
 #include "host/core/crypto.hpp"
@@ -13,19 +15,7 @@
 namespace ctx::runtime {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = support::UniqueFd;
 
 [[noreturn]] void refuse(std::string_view what, std::string_view rule) {
   throw UnsafeStateFile(std::string(what) + " refused: " + std::string(rule));
@@ -40,12 +30,6 @@ void check_dir_stat(const struct stat& st, std::string_view what) {
   if (!S_ISDIR(st.st_mode)) refuse(what, "directory is not a directory");
   if (st.st_uid != ::geteuid()) refuse(what, "directory is not owned by this user");
   if ((st.st_mode & 07777) != 0700) refuse(what, "directory mode is not 0700");
-}
-
-void fsync_dir(const std::filesystem::path& dir, std::string_view what) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) system_failure(what, "open directory", errno);
-  if (::fsync(fd.get()) != 0) system_failure(what, "fsync directory", errno);
 }
 
 }  // namespace
@@ -63,7 +47,10 @@ void ensure_private_dir(const std::filesystem::path& dir, std::string_view what,
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) system_failure(what, "mkdir", errno);
     if (::chmod(dir.c_str(), 0700) != 0) system_failure(what, "chmod", errno);
     if (durability == DirDurability::kDurable && dir.has_parent_path()) {
-      fsync_dir(dir.parent_path(), what);
+      if (const int error =
+              support::fsync_directory(dir.parent_path(), support::Follow::kNoSymlinks)) {
+        system_failure(what, "fsync directory", error);
+      }
     }
     if (::lstat(dir.c_str(), &st) != 0) system_failure(what, "lstat", errno);
   }
@@ -141,7 +128,9 @@ void write_private_file(const std::filesystem::path& path, std::string_view byte
     ::unlink(stage.c_str());
     system_failure(what, "rename", err);
   }
-  fsync_dir(dir, what);
+  if (const int error = support::fsync_directory(dir, support::Follow::kNoSymlinks)) {
+    system_failure(what, "fsync directory", error);
+  }
 }
 
 }  // namespace ctx::runtime

@@ -1,5 +1,7 @@
 #include "host/runtime/consent/verifier_registry.hpp"
 
+#include <ctx/support/text.hpp>
+
 #include "host/core/crypto.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/runtime/consent/private_file.hpp"
@@ -10,17 +12,7 @@ namespace {
 constexpr std::string_view kWhat = "consent verifier registry";
 
 // TOKEN: [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}, as the assertion codec spells it.
-bool is_token(std::string_view text) noexcept {
-  if (text.empty() || text.size() > 128) return false;
-  const auto alnum = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  if (!alnum(text.front())) return false;
-  for (char c : text) {
-    if (!alnum(c) && c != '.' && c != '_' && c != ':' && c != '@' && c != '-') return false;
-  }
-  return true;
-}
+using support::is_token;
 
 void validate_key(const VerifierKey& key) {
   if (!is_token(key.audience)) throw InvalidArgument("verifier audience must be a token");

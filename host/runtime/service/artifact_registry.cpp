@@ -7,6 +7,8 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <ctx/support/fs.hpp>
+#include <ctx/support/unique_fd.hpp>
 #include <ostream>
 #include <set>
 #include <utility>
@@ -37,30 +39,11 @@ const std::string& no_installation_digest() {
   return digest;
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = support::UniqueFd;
 
 void require_sha(const std::string& value, const char* field) {
   if (!core::is_sha256_hex(value)) {
     throw InvalidArgument(std::string(field) + " must be a lowercase SHA-256 digest");
-  }
-}
-
-void fsync_dir(const std::filesystem::path& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0 || ::fsync(fd.get()) != 0) {
-    throw ManagedArtifactRegistryError("managed artifact registry directory cannot be synced");
   }
 }
 
@@ -164,7 +147,9 @@ bool publish(const std::filesystem::path& final_path, const std::string& stage_p
                          : ::link(stage.c_str(), final_path.c_str());
   ::unlink(stage.c_str());
   if (rc != 0) throw ManagedArtifactRegistryError("managed artifact file cannot be published");
-  fsync_dir(dir);
+  if (support::fsync_directory(dir) != 0) {
+    throw ManagedArtifactRegistryError("managed artifact registry directory cannot be synced");
+  }
   return true;
 }
 

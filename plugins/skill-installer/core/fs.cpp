@@ -15,24 +15,6 @@
 
 namespace ctx::skill_installer {
 
-FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.release();
-  }
-  return *this;
-}
-
-FileDescriptor::~FileDescriptor() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-int FileDescriptor::release() noexcept {
-  const int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
 void throw_os(std::string_view action) {
   const int error = errno;
   throw Error("skill-installer could not " + std::string(action) + ": " + std::strerror(error),

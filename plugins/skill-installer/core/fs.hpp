@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <ctx/support/unique_fd.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,23 +16,8 @@
 
 namespace ctx::skill_installer {
 
-// Owns a file descriptor; closes it on destruction. Move-only.
-class FileDescriptor {
- public:
-  FileDescriptor() = default;
-  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
-  FileDescriptor(FileDescriptor&& other) noexcept : fd_(other.release()) {}
-  FileDescriptor& operator=(FileDescriptor&& other) noexcept;
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor();
-  int get() const noexcept { return fd_; }
-  bool valid() const noexcept { return fd_ >= 0; }
-  int release() noexcept;
-
- private:
-  int fd_ = -1;
-};
+// An owning descriptor: the one fd RAII type of ctx.
+using FileDescriptor = support::UniqueFd;
 
 // Throws ctx::Error kInternal "skill-installer could not <action>: <strerror(errno)>".
 [[noreturn]] void throw_os(std::string_view action);

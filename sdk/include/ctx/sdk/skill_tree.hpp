@@ -24,11 +24,11 @@
 #ifndef CTX_SDK_SKILL_TREE_HPP_
 #define CTX_SDK_SKILL_TREE_HPP_
 
-#include <ctx/sdk/error.hpp>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <ctx/sdk/error.hpp>
+#include <ctx/support/text.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,11 +69,7 @@ namespace skill_tree_internal {
 inline bool is_alnum(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
-inline bool is_sha256_hex(std::string_view text) noexcept {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
+using ::ctx::support::is_sha256_hex;
 }  // namespace skill_tree_internal
 
 // True for a path component a tree may hold: [A-Za-z0-9_][A-Za-z0-9._-]{0,127} (so never ".",
