@@ -37,13 +37,17 @@ TEST(PluginJsonInput, RejectsDeepNesting) {
 
 TEST(PluginJsonInput, CheckObjectAppliesTheSameRulesWithoutADocument) {
   const std::string deep = "{\"a\":" + std::string(33, '[') + std::string(33, ']') + "}";
-  for (const auto& [text, fact] : {std::pair<std::string, std::string>{"", "is not valid json"},
-                                   {"{} {}", "is not valid json"},
-                                   {"{\"a\":\"\xff\"}", "is not valid json"},
-                                   {"[1]", "is not a json object"},
-                                   {"7", "is not a json object"},
-                                   {R"({"x":[{"a":1,"a":1}]})", "has a duplicate key"},
-                                   {deep, "is nested too deeply"}}) {
+  for (const auto& [text_bound, fact_bound] :
+       {std::pair<std::string, std::string>{"", "is not valid json"},
+        {"{} {}", "is not valid json"},
+        {"{\"a\":\"\xff\"}", "is not valid json"},
+        {"[1]", "is not a json object"},
+        {"7", "is not a json object"},
+        {R"({"x":[{"a":1,"a":1}]})", "has a duplicate key"},
+        {deep, "is nested too deeply"}}) {
+    // Copies: Clang 14 lambdas (in CTX_EXPECT_THROW) cannot capture structured bindings.
+    const std::string text = text_bound;
+    const std::string fact = fact_bound;
     SCOPED_TRACE(text);
     CTX_EXPECT_THROW(check_object(text, "p"), InvalidArgument, "p " + fact);
     CTX_EXPECT_THROW(parse_object(text, "p"), InvalidArgument, "p " + fact);
