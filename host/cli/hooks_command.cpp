@@ -140,6 +140,22 @@ std::pair<std::size_t, std::size_t> trust_ctx_hooks(const HooksOptions& options,
   return {untrusted.size(), ours.size()};
 }
 
+// Where what the user approves activates for `target`, by kind: skills always; agents and MCP
+// servers where the host's adapter names their places (not the generic adapter).
+std::string activates_line(const runtime::ActivationTarget& target, std::string_view how) {
+  std::string line =
+      "skills you approve " + std::string(how) + "activate in " + target.skills_dir.string();
+  if (!target.agents_dir.empty()) line += ", agents in " + target.agents_dir.string();
+  if (!target.mcp_file.empty()) line += ", MCP servers in " + target.mcp_file.string();
+  return line;
+}
+
+void add_activation_places(core::Json& result, const runtime::ActivationTarget& target) {
+  result["skills_activate_in"] = target.skills_dir.string();
+  if (!target.agents_dir.empty()) result["agents_activate_in"] = target.agents_dir.string();
+  if (!target.mcp_file.empty()) result["mcp_servers_activate_in"] = target.mcp_file.string();
+}
+
 // Removes the activation links of `state` (symlinks into <state>/skills/) from `skills_dir`.
 std::vector<std::string> remove_activation_links(const fs::path& skills_dir,
                                                  const fs::path& state) {
@@ -194,15 +210,14 @@ int run_install(const HooksOptions& options, const CommandIo& io, const Where& w
   // The state dir's installed skills activate where that host looks for the project's skills
   // (--project) or the user's (--user), when the state dir is initialised and the host's adapter
   // is pinned.
-  std::optional<fs::path> activation;
+  std::optional<runtime::ActivationTarget> activation;
   if (!user || env.home) {
     try {
       const fs::path state = options.state ? fs::absolute(*options.state) : default_state_dir(env);
       activation = runtime::set_activation_target(
-                       state, host, user ? where.home : where.project,
-                       user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject,
-                       where.claude_config_dir)
-                       .skills_dir;
+          state, host, user ? where.home : where.project,
+          user ? runtime::ActivationScope::kUser : runtime::ActivationScope::kProject,
+          where.claude_config_dir);
     } catch (const NotFound&) {
     } catch (const InvalidArgument&) {
     }
@@ -210,7 +225,7 @@ int run_install(const HooksOptions& options, const CommandIo& io, const Where& w
     // skills directory for new skills only if it existed at startup, so a skill approved
     // mid-session then works in that session.
     std::error_code ignored;
-    if (activation) fs::create_directories(*activation, ignored);
+    if (activation) fs::create_directories(activation->skills_dir, ignored);
   }
 
   bool project_trusted = true;
@@ -232,7 +247,7 @@ int run_install(const HooksOptions& options, const CommandIo& io, const Where& w
                          {"notice", change.notice},
                          {"created", change.created}};
     if (change.backup) result["backup"] = change.backup->string();
-    if (activation) result["skills_activate_in"] = activation->string();
+    if (activation) add_activation_places(result, *activation);
     if (codex) {
       if (!user) result["project_trusted"] = project_trusted;
       if (trusted) {
@@ -262,9 +277,7 @@ int run_install(const HooksOptions& options, const CommandIo& io, const Where& w
     out << trust_hint(where) << "\n";
   }
   if (codex && !project_trusted) out << project_trust_hint(where) << "\n";
-  if (activation) {
-    out << "skills you approve (ctx consent approve) activate in " << activation->string() << "\n";
-  }
+  if (activation) out << activates_line(*activation, "(ctx consent approve) ") << "\n";
   return kExitOk;
 }
 
@@ -361,14 +374,14 @@ int run_status(const HooksOptions& options, const CommandIo& io, const Where& wh
   const std::size_t wanted = hk::installed_events(options.host).size();
   const bool is_installed = installed.missing.empty();
   const std::optional<fs::path> state = state_dir_of(installed, env);
-  std::optional<fs::path> activation;
+  std::optional<runtime::ActivationTarget> activation;
   if (state) {
     try {
       // The target a session in this scope's directory gets (a project's, else the user's).
       const fs::path dir = where.scope == hk::HookScope::kUser ? where.home : where.project;
       if (const auto target = runtime::find_activation_target(
               runtime::read_activation_targets(*state), host, dir)) {
-        activation = target->skills_dir;
+        activation = target;
       }
     } catch (const Error&) {
     }
@@ -380,7 +393,7 @@ int run_status(const HooksOptions& options, const CommandIo& io, const Where& wh
                        {"missing_events", installed.missing},
                        {"state_dir", state ? core::Json(state->string()) : core::Json(nullptr)},
                        {"state_dir_default", !installed.state_dir.has_value()}};
-  if (activation) result["skills_activate_in"] = activation->string();
+  if (activation) add_activation_places(result, *activation);
   std::optional<bool> project_trusted;
   std::optional<std::string> trust_unknown;
   std::size_t trusted_count = 0;
@@ -431,7 +444,7 @@ int run_status(const HooksOptions& options, const CommandIo& io, const Where& wh
     out << "state dir: " << state->string()
         << (installed.state_dir ? "" : " (the default: the hooks name no --state)") << "\n";
   }
-  if (activation) out << "skills you approve activate in " << activation->string() << "\n";
+  if (activation) out << activates_line(*activation, "") << "\n";
   if (codex) {
     if (!installed.events.empty()) {
       if (trust_unknown) {

@@ -256,8 +256,13 @@ TEST_F(HooksCommandTest, StatusSaysInstalledAndWhichStateDir) {
   EXPECT_EQ(result.at("state_dir"), state.string());
   EXPECT_EQ(result.at("state_dir_default"), false);
   EXPECT_EQ(result.at("skills_activate_in"), (project_.path() / ".claude" / "skills").string());
-  EXPECT_THAT(ctx({"hooks", "status", "claude-code"}).out,
-              HasSubstr("state dir: " + state.string()));
+  // Approved agents and MCP servers activate where Claude Code reads the project's.
+  EXPECT_EQ(result.at("agents_activate_in"), (project_.path() / ".claude" / "agents").string());
+  EXPECT_EQ(result.at("mcp_servers_activate_in"), (project_.path() / ".mcp.json").string());
+  const std::string text = ctx({"hooks", "status", "claude-code"}).out;
+  EXPECT_THAT(text, HasSubstr("state dir: " + state.string()));
+  EXPECT_THAT(text, HasSubstr("agents in " + (project_.path() / ".claude" / "agents").string() +
+                              ", MCP servers in " + (project_.path() / ".mcp.json").string()));
 }
 
 // Without a codex to ask, status says Codex's trust is unknown and why; the project's trust is
