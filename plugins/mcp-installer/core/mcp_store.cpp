@@ -263,6 +263,7 @@ McpServer parse_mcp_server(std::string_view bytes) {
 }
 
 struct McpStore::Observed {
+  JsonObjectSpan top;             // JSON format: the spans of the file's top-level object
   Json servers = Json::object();  // JSON format: the parsed mcpServers object (empty when absent)
   std::optional<Json> entry;      // canonical JSON of the entry under the name
 };
@@ -338,8 +339,8 @@ McpStore::Observed McpStore::observe(const std::string& text, const std::string&
       throw Refused{label() +
                     " is not one valid JSON object (or repeats a key); it was left unchanged"};
     }
-    const JsonObjectSpan top = scan_object(text, top_level_object(text));
-    const JsonMember* servers = top.find(kServersKey);
+    out.top = scan_object(text, top_level_object(text));
+    const JsonMember* servers = out.top.find(kServersKey);
     if (servers == nullptr) return out;
     out.servers = Json::parse(std::string_view(text).substr(
         servers->value_begin, servers->value_end - servers->value_begin));
@@ -447,7 +448,8 @@ Json McpStore::activate(std::string_view request_json) {
         text = "{}\n";
         next_record["created_file"] = before.exists ? "empty" : "absent";
       }
-      const JsonObjectSpan top = scan_object(text, top_level_object(text));
+      // The spans observe() found, unless the file was empty and is now "{}\n".
+      const JsonObjectSpan top = fresh ? scan_object(text, top_level_object(text)) : observed.top;
       const Ordered value = json_entry(server);
       Json servers = observed.servers;
       servers[name] = desired;
@@ -551,7 +553,7 @@ Json McpStore::deactivate(std::string_view request_json) {
     bool remove_file = false;
     if (format_ == Format::kJson) {
       const std::string& text = before.bytes;
-      const JsonObjectSpan top = scan_object(text, top_level_object(text));
+      const JsonObjectSpan& top = observed.top;
       const JsonMember* servers_member = top.find(kServersKey);
       const JsonObjectSpan servers = scan_object(text, servers_member->value_begin);
       const auto index = static_cast<std::size_t>(
