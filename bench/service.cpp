@@ -168,7 +168,7 @@ process_service(sv::ServiceSetup& setup) {
   auto inputs = std::make_shared<sv::InputAuthority>();
   auto options = setup.service_options();
   options.registry = registry;
-  options.query_store = ctx::runtime::open_managed_query_store(setup.store_path, sv::store_key());
+  options.query_store = ctx::store::open_managed_query_store(setup.store_path, sv::store_key());
   options.input_authority = inputs;
   return {ctx::runtime::open_managed_query_service(std::move(options)), inputs};
 }

@@ -6,8 +6,8 @@
 #include "host/app/state_service.hpp"
 #include "host/core/time.hpp"
 #include "host/engine/engine.hpp"
-#include "host/runtime/service/query_store.hpp"
 #include "host/store/sqlite_journal_store.hpp"
+#include "host/store/sqlite_managed_query_store.hpp"
 
 namespace ctx::app {
 
@@ -24,7 +24,7 @@ StateCheck verify_state_stores(const std::filesystem::path& state_dir) {
   }
   // The managed query store's whole-file check (its open reads only the schema and key row).
   if (std::filesystem::exists(std::filesystem::symlink_status(paths.queries, ec))) {
-    runtime::open_managed_query_store(paths.queries, runtime::read_installation_key(state_dir))
+    store::open_managed_query_store(paths.queries, runtime::read_installation_key(state_dir))
         ->verify();
   }
   return check;

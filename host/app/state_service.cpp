@@ -20,6 +20,7 @@
 #include "host/runtime/consent/private_file.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/runtime/plugin_ports.hpp"
+#include "host/store/sqlite_managed_query_store.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -244,7 +245,7 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
     // Concurrent first opens (several hooks at a session's start) would race the store's
     // creation (one opener sweeps another's unpublished stage); one at a time.
     const ExclusiveFileLock creating(paths.open_lock, std::chrono::seconds(30));
-    state->store_ = open_managed_query_store(paths.queries, state->key_);
+    state->store_ = store::open_managed_query_store(paths.queries, state->key_);
   }
   auto facts = std::make_shared<CatalogBenefitFactsPort>(state->catalog_);
   state->approvals_ = std::make_shared<const InstallApprovals>(paths.approvals, state->key_);

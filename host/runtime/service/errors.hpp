@@ -7,47 +7,17 @@
 #include <utility>
 
 #include "host/core/error.hpp"
+#include "host/engine/managed_query_store.hpp"
 
 namespace ctx::runtime {
 
-// Base of every query-store failure. Retry: see the subclass.
-class ManagedQueryStoreError : public Error {
- public:
-  explicit ManagedQueryStoreError(const std::string& message,
-                                  ErrorCode code = ErrorCode::kFailedPrecondition)
-      : Error(message, code) {}
-};
-// The store file or its directory cannot be used safely. Code: kUnavailable.
-class ManagedQueryStoreUnavailable : public ManagedQueryStoreError {
- public:
-  explicit ManagedQueryStoreUnavailable(const std::string& message)
-      : ManagedQueryStoreError(message, ErrorCode::kUnavailable) {}
-};
-// A stored row, reference or schema failed authentication or validation. Code: kDataLoss.
-class ManagedQueryStoreCorruption : public ManagedQueryStoreError {
- public:
-  explicit ManagedQueryStoreCorruption(const std::string& message)
-      : ManagedQueryStoreError(message, ErrorCode::kDataLoss) {}
-};
-// The request conflicts with durable content. Code: kAlreadyExists (style §6.2). Retry: no (the
-// same request meets the same content).
-class ManagedQueryStoreConflict : public ManagedQueryStoreError {
- public:
-  explicit ManagedQueryStoreConflict(const std::string& message)
-      : ManagedQueryStoreError(message, ErrorCode::kAlreadyExists) {}
-};
-// A row or size bound would be exceeded. Code: kResourceExhausted.
-class ManagedQueryStoreCapacityExceeded : public ManagedQueryStoreError {
- public:
-  explicit ManagedQueryStoreCapacityExceeded(const std::string& message)
-      : ManagedQueryStoreError(message, ErrorCode::kResourceExhausted) {}
-};
-// No such record. Code: kNotFound.
-class ManagedQueryStoreNotFound : public ManagedQueryStoreError {
- public:
-  explicit ManagedQueryStoreNotFound(const std::string& message)
-      : ManagedQueryStoreError(message, ErrorCode::kNotFound) {}
-};
+// The query store's failures are the port's (host/engine/managed_query_store.hpp).
+using engine::ManagedQueryStoreCapacityExceeded;
+using engine::ManagedQueryStoreConflict;
+using engine::ManagedQueryStoreCorruption;
+using engine::ManagedQueryStoreError;
+using engine::ManagedQueryStoreNotFound;
+using engine::ManagedQueryStoreUnavailable;
 
 // Base of the service's own failures. Code: kFailedPrecondition (a subclass may say otherwise).
 // Retry: not until the state changes.

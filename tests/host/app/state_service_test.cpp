@@ -172,8 +172,8 @@ TEST(StateService, AFullStoreRetiresTheOldestSettledSessionsAndARetiredOnePlansA
   ASSERT_EQ(settled.prepared().status(), engine::PlanStatus::kAbstained);
 
   // The rest of the store: planned registrations of later sessions (no journal streams).
-  auto store = open_managed_query_store(state.dir / "service/queries.sqlite3",
-                                        read_installation_key(state.dir));
+  auto store = store::open_managed_query_store(state.dir / "service/queries.sqlite3",
+                                               read_installation_key(state.dir));
   const auto template_record = store->load(settled.query_ref());
   for (int n = 0; n < 4094; ++n) {
     const std::string suffix = "-filler-" + std::to_string(n);

@@ -41,6 +41,7 @@
 #include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/graph_store.hpp"
+#include "host/store/sqlite_managed_query_store.hpp"
 #include "tests/support/engine/seed_benefit_facts.hpp"
 
 namespace ctx::testing::service {
@@ -505,7 +506,7 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
   setup.inputs = std::make_shared<InputAuthority>();
   setup.inputs->set("work-one", setup.managed_input);
   setup.store_path = tmp / "private" / "queries.sqlite3";
-  setup.store = runtime::open_managed_query_store(setup.store_path, store_key());
+  setup.store = store::open_managed_query_store(setup.store_path, store_key());
   setup.journal_path = tmp / "private" / "journal.sqlite3";
   setup.audit_path = tmp / "private" / "audit.sqlite3";
   setup.policy_root = tmp / "private" / "install-policy";

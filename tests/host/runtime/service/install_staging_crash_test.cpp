@@ -88,7 +88,7 @@ std::shared_ptr<ManagedQueryService> open_dying_service(const ServiceSetup& setu
   auto clock = std::make_shared<FixedClock>(kNow);
   ManagedQueryServiceOptions options = setup.service_options();
   options.registry = registry;
-  options.query_store = open_managed_query_store(setup.store_path, store_key());
+  options.query_store = store::open_managed_query_store(setup.store_path, store_key());
   options.input_authority = inputs;
   options.trusted_clock = clock;
   options.consent_broker = std::make_shared<ConsentBroker>(

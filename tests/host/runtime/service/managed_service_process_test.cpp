@@ -31,7 +31,7 @@ std::shared_ptr<ManagedQueryService> open_process_service(const ServiceSetup& se
   inputs->set("work-one", ManagedQueryInput::create(artifact, started, intent));
   ManagedQueryServiceOptions options = setup.service_options();
   options.registry = registry;
-  options.query_store = open_managed_query_store(setup.store_path, store_key());
+  options.query_store = store::open_managed_query_store(setup.store_path, store_key());
   options.benefit_facts_port = std::make_shared<Facts>();
   options.material_port = std::make_shared<::ctx::testing::service::MaterialPort>();
   options.install_bundle_port = std::make_shared<InstallPort>();

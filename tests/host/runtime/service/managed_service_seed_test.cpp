@@ -732,7 +732,7 @@ TEST(ManagedServiceSeed, service_rejects_malformed_or_corrupt_references) {
   CTX_EXPECT_THROW(setup.service->reopen("mqr_" + std::string(64, '0')), ManagedQueryStoreNotFound,
                    "unavailable");
   std::string other_key(32, '\x07');
-  CTX_EXPECT_THROW(open_managed_query_store(setup.store_path, other_key),
+  CTX_EXPECT_THROW(store::open_managed_query_store(setup.store_path, other_key),
                    ManagedQueryStoreCorruption, "authentication failed");
 }
 

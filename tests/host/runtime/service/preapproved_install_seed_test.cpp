@@ -689,7 +689,7 @@ std::shared_ptr<ManagedQueryService> open_process_service(const ServiceSetup& se
   inputs->set("work-one", ManagedQueryInput::create(artifact, started, intent));
   ManagedQueryServiceOptions options = setup.service_options();
   options.registry = registry;
-  options.query_store = open_managed_query_store(setup.store_path, store_key());
+  options.query_store = store::open_managed_query_store(setup.store_path, store_key());
   options.input_authority = inputs;
   options.trusted_clock = std::make_shared<FixedClock>(kNow);
   options.install_body_source = std::make_shared<BodySource>();

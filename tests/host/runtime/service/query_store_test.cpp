@@ -11,6 +11,8 @@
 #include <string>
 
 #include "host/core/time.hpp"
+#include "host/store/managed_query_file.hpp"
+#include "host/store/sqlite_managed_query_store.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
@@ -51,7 +53,7 @@ TEST(ManagedQueryStore, SchemaIsVersionedWithoutRowidAndPrivate) {
   EXPECT_EQ(info.st_mode & 07777, 0700u);
   // Reopening the same file under the same key works; the reference is stable.
   const auto record = f.setup.register_query(digest("stable"));
-  auto again = open_managed_query_store(f.setup.store_path, store_key());
+  auto again = store::open_managed_query_store(f.setup.store_path, store_key());
   EXPECT_EQ(again->load(record.query_ref()).logical_query_id(), digest("stable"));
   EXPECT_EQ(f.setup.register_query(digest("stable")).query_ref(), record.query_ref());
   EXPECT_TRUE(is_query_ref(record.query_ref()));
@@ -96,14 +98,14 @@ TEST(ManagedQueryStore, AVersionTwoStoreMigratesOnOpenAndKeepsItsRows) {
   sqlite_scalar(f.setup.store_path, "DROP TABLE managed_inputs");
   sqlite_scalar(f.setup.store_path, "DROP TABLE managed_query_correlations");
   sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 2");
-  auto reopened = open_managed_query_store(f.setup.store_path, store_key());
+  auto reopened = store::open_managed_query_store(f.setup.store_path, store_key());
   EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "4");
   EXPECT_EQ(reopened->load(record.query_ref()).logical_query_id(), digest("kept"));
   reopened->put_input("plan-after-migration", "{}");
   EXPECT_EQ(reopened->find_input("plan-after-migration"), "{}");
   // Another version is not guessed at.
   sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 7");
-  CTX_EXPECT_THROW(open_managed_query_store(f.setup.store_path, store_key()),
+  CTX_EXPECT_THROW(store::open_managed_query_store(f.setup.store_path, store_key()),
                    ManagedQueryStoreCorruption, "version is unsupported");
 }
 
@@ -120,7 +122,7 @@ TEST(ManagedQueryStore, AVersionThreeStoreMigratesAndItsRegistrationsStillHoldTh
   sqlite_scalar(f.setup.store_path, "DROP TABLE managed_query_correlations");
   sqlite_scalar(f.setup.store_path, "DROP INDEX idx_managed_inputs_keys");
   sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 3");
-  auto reopened = open_managed_query_store(f.setup.store_path, store_key());
+  auto reopened = store::open_managed_query_store(f.setup.store_path, store_key());
   EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "4");
   EXPECT_EQ(sqlite_scalar(f.setup.store_path,
                           "SELECT logical_query_id FROM managed_query_correlations WHERE "
@@ -182,14 +184,14 @@ TEST(ManagedQueryStore, TheSamePlanCheckGoesThroughTheCorrelationLookup) {
 
 TEST(ManagedQueryStore, RejectsBadOpenInputs) {
   TempDir tmp;
-  CTX_EXPECT_THROW(open_managed_query_store("relative.sqlite3", store_key()), InvalidArgument,
-                   "absolute");
-  CTX_EXPECT_THROW(open_managed_query_store(tmp.path() / "q.sqlite3", "short"), InvalidArgument,
-                   "32 bytes");
+  CTX_EXPECT_THROW(store::open_managed_query_store("relative.sqlite3", store_key()),
+                   InvalidArgument, "absolute");
+  CTX_EXPECT_THROW(store::open_managed_query_store(tmp.path() / "q.sqlite3", "short"),
+                   InvalidArgument, "32 bytes");
   std::filesystem::create_directories(tmp.path() / "open");
   std::filesystem::permissions(tmp.path() / "open", std::filesystem::perms::all,
                                std::filesystem::perm_options::replace);
-  EXPECT_THROW(open_managed_query_store(tmp.path() / "open" / "q.sqlite3", store_key()),
+  EXPECT_THROW(store::open_managed_query_store(tmp.path() / "open" / "q.sqlite3", store_key()),
                ManagedQueryStoreUnavailable);
   EXPECT_FALSE(std::filesystem::exists(tmp.path() / "open" / "q.sqlite3"));
 }
@@ -197,7 +199,7 @@ TEST(ManagedQueryStore, RejectsBadOpenInputs) {
 TEST(ManagedQueryStore, AnotherInstallationKeyIsRefused) {
   Fixture f;
   const auto before = read_database(f.setup.store_path);
-  CTX_EXPECT_THROW(open_managed_query_store(f.setup.store_path, std::string(32, 'k')),
+  CTX_EXPECT_THROW(store::open_managed_query_store(f.setup.store_path, std::string(32, 'k')),
                    ManagedQueryStoreCorruption, "authentication failed");
   EXPECT_EQ(read_database(f.setup.store_path), before);
 }
@@ -224,8 +226,8 @@ TEST(ManagedQueryStore, TamperedRowsFailClosedWithoutMutation) {
   CTX_EXPECT_THROW(f.setup.store->load("../queries.sqlite3"), InvalidArgument,
                    "opaque managed-query reference");
   // A row written by another installation (another key) does not authenticate here.
-  auto other = open_managed_query_store(f.tmp.path() / "other" / "queries.sqlite3",
-                                        std::string(32, 'o'));
+  auto other = store::open_managed_query_store(f.tmp.path() / "other" / "queries.sqlite3",
+                                               std::string(32, 'o'));
   const auto foreign =
       other->register_query(digest("foreign"), f.setup.managed_input->session_started(),
                             f.setup.managed_input->decision_event(),
@@ -278,7 +280,7 @@ TEST(ManagedQueryStore, VerifyChecksEveryPageAndRowAndWritesNothing) {
     file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
   }
   const auto damaged = read_database(f.setup.store_path);
-  auto reopened = open_managed_query_store(f.setup.store_path, store_key());
+  auto reopened = store::open_managed_query_store(f.setup.store_path, store_key());
   try {
     reopened->load(record.query_ref());
     ADD_FAILURE() << "a load through a damaged page succeeded";
@@ -457,8 +459,8 @@ TEST(ManagedQueryStore, AtCapacityTheOldestSettledRegistrationsAreRetiredToMakeR
 }
 
 TEST(QueryStoreSchema, PinnedDigestIsTheReferences) {
-  EXPECT_EQ(detail::reference_query_store_schema_digest(),
-            detail::pinned_query_store_schema_digest());
+  EXPECT_EQ(store::detail::reference_query_store_schema_digest(),
+            store::detail::pinned_query_store_schema_digest());
 }
 
 // A store whose schema is not the reference (one index added by hand) is corruption on open.
@@ -466,9 +468,9 @@ TEST(QueryStoreSchema, AnAlteredSchemaIsCorruptionOnOpen) {
   TempDir tmp;
   const auto path = tmp.path() / "private" / "queries.sqlite3";
   const std::string key(32, 'k');
-  open_managed_query_store(path, key);
+  store::open_managed_query_store(path, key);
   sqlite_scalar(path, "CREATE INDEX extra ON managed_queries(plan_id, query_ref)");
-  CTX_EXPECT_THROW(open_managed_query_store(path, key), ManagedQueryStoreCorruption,
+  CTX_EXPECT_THROW(store::open_managed_query_store(path, key), ManagedQueryStoreCorruption,
                    "not the expected schema");
 }
 
