@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <exception>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,11 +14,11 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/engine/managed_query_store.hpp"
+#include "host/store/keyed_rows.hpp"
 
 namespace ctx::store::detail {
 namespace {
 
-using core::Json;
 using engine::ManagedQueryStoreCorruption;
 using engine::ManagedQueryStoreError;
 using engine::ManagedQueryStoreUnavailable;
@@ -89,13 +90,6 @@ CREATE TABLE managed_query_correlations(
 CREATE INDEX idx_managed_inputs_keys ON managed_inputs(plan_id);
 )sql";
 
-std::string tagged(std::string_view tag, std::string_view bytes) {
-  std::string message(tag);
-  message.push_back('\0');
-  message.append(bytes);
-  return message;
-}
-
 void fsync_path(const std::filesystem::path& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) throw ManagedQueryStoreUnavailable("managed query store path cannot be synced");
@@ -147,7 +141,7 @@ void configure(Database& db) {
 }
 
 std::string key_check(std::string_view key) {
-  return core::hmac_sha256_hex(key, tagged("ctx.managed-query-installation-key-v1", ""));
+  return KeyedRows(key).tag("ctx.managed-query-installation-key-v1", "");
 }
 
 // The (type, name, sql) of every schema object, from a database or the reference schema.
@@ -170,39 +164,37 @@ std::int64_t user_version(Database& db) {
   return version.step() ? version.integer(0) : 0;
 }
 
-// A version 2 store gains managed_inputs (one BEGIN IMMEDIATE; a concurrent opener that got
-// there first leaves nothing to do). Any other version is left to the checks that follow.
-void migrate_from_version_2(Database& db) {
-  if (user_version(db) != 2) return;
-  Transaction tx(db, Transaction::Kind::kImmediate);
-  if (user_version(db) != 2) return;
-  db.exec(kInputsSchemaSql);
-  db.exec("PRAGMA user_version = 3");
-  tx.commit();
-}
+// Version 4's fill of managed_query_correlations from the registrations' text (a text that is not
+// a registration is left out: its row fails authentication wherever it is read). CASE, so that no
+// JSON function sees a value the one before it refused.
+constexpr std::string_view kFillCorrelationsSql = R"sql(
+INSERT OR IGNORE INTO managed_query_correlations(correlation_id, logical_query_id)
+SELECT correlation, logical_query_id FROM (
+  SELECT logical_query_id,
+    CASE WHEN typeof(registration_json) <> 'text' THEN NULL
+         WHEN NOT json_valid(registration_json) THEN NULL
+         WHEN json_type(registration_json, '$.decision_event.correlation_id') IS NOT 'text'
+           THEN NULL
+         ELSE json_extract(registration_json, '$.decision_event.correlation_id') END AS correlation
+  FROM managed_queries)
+WHERE correlation IS NOT NULL;
+)sql";
 
-// A version 3 store gains managed_query_correlations, filled from its registrations' text (a
-// text that is not a registration is left out: its row fails authentication wherever it is read).
-void migrate_from_version_3(Database& db) {
-  if (user_version(db) != 3) return;
-  Transaction tx(db, Transaction::Kind::kImmediate);
-  if (user_version(db) != 3) return;
-  db.exec(kCorrelationsSchemaSql);
-  auto rows = db.prepare("SELECT logical_query_id, registration_json FROM managed_queries");
-  auto insert = db.prepare(kManagedQueryInsertCorrelation.text());
-  while (rows.step()) {
-    try {
-      const Json registration = core::parse_json(rows.text(1));
-      const Json& correlation = registration.at("decision_event").at("correlation_id");
-      if (!correlation.is_string()) continue;
-      insert.bind(1, correlation.get<std::string>()).bind(2, rows.text(0)).run();
-      insert.reset();
-    } catch (const std::exception&) {
-      continue;
-    }
-  }
-  db.exec("PRAGMA user_version = 4");
-  tx.commit();
+// The schema's history for store::migrate. Versions 1 and 2 have no statements here: a new store
+// is built at the current version (build_schema), and only a version 2 or 3 store is migrated
+// (migrate_old_versions); any other version is left to the checks of the open.
+constexpr std::string_view kVersion3[] = {kInputsSchemaSql};
+constexpr std::string_view kVersion4[] = {kCorrelationsSchemaSql, kFillCorrelationsSql};
+constexpr Migration kMigrations[] = {{1, {}}, {2, {}}, {3, kVersion3}, {4, kVersion4}};
+static_assert(std::size(kMigrations) == kUserVersion);
+
+// A version 2 store gains managed_inputs (3), a version 3 store managed_query_correlations (4),
+// through store::migrate: one BEGIN IMMEDIATE, so a concurrent opener that got there first leaves
+// nothing to do.
+void migrate_old_versions(Database& db) {
+  const std::int64_t version = user_version(db);
+  if (version != 2 && version != 3) return;
+  migrate(db, "managed query store", kMigrations, /*unversioned_version=*/0);
 }
 
 // schema_digest(reference_schema()) as this build's SQLite records the objects: a store whose
@@ -320,8 +312,7 @@ ManagedQueryFile open_managed_query_file(const std::filesystem::path& path,
     file.db =
         std::make_unique<Database>(normal, Database::Mode::kReadWrite, kManagedQueryBusyTimeoutMs);
     configure(*file.db);
-    migrate_from_version_2(*file.db);
-    migrate_from_version_3(*file.db);
+    migrate_old_versions(*file.db);
     const auto objects = schema_objects(*file.db);
     if (schema_digest(objects) != kPinnedSchemaDigest && objects != reference_schema()) {
       throw ManagedQueryStoreCorruption("managed query store schema is not the expected schema");

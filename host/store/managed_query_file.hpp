@@ -1,7 +1,8 @@
 // The file side of store::SqliteManagedQueryStore: its private directory and file, the
 // crash-safe creation of a new store (§4.6: the schema built in an O_EXCL stage, then hard-linked
 // to the final name), the schema (PRAGMA user_version 4, every table WITHOUT ROWID), its
-// migrations from versions 2 and 3, and the installation-key check of the identity row.
+// migrations from versions 2 and 3 (store::migrate), and the installation-key check of the
+// identity row (store::KeyedRows).
 // Implementation detail of sqlite_managed_query_store.cpp (and its schema test).
 #ifndef CTX_HOST_STORE_MANAGED_QUERY_FILE_HPP_
 #define CTX_HOST_STORE_MANAGED_QUERY_FILE_HPP_
@@ -18,12 +19,6 @@
 namespace ctx::store::detail {
 
 inline constexpr int kManagedQueryBusyTimeoutMs = 30'000;
-
-// The lookup row of a registration's decision correlation id (written with the registration and
-// by the version 3 migration).
-inline constexpr StaticSql kManagedQueryInsertCorrelation =
-    "INSERT OR IGNORE INTO managed_query_correlations(correlation_id, logical_query_id) "
-    "VALUES (?, ?)";
 
 // An open, checked store file: the connection (WAL, synchronous FULL, trusted_schema OFF) and the
 // (device, inode) of the file authenticated at open.

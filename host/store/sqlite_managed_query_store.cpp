@@ -10,6 +10,7 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
+#include "host/store/keyed_rows.hpp"
 #include "host/store/managed_query_file.hpp"
 #include "host/store/sqlite.hpp"
 
@@ -51,6 +52,9 @@ constexpr StaticSql kQueriesWithCorrelation =
     "SELECT " CTX_QUERY_COLUMNS
     " FROM managed_queries WHERE logical_query_id IN "
     "(SELECT logical_query_id FROM managed_query_correlations WHERE correlation_id = ?)";
+constexpr StaticSql kInsertCorrelation =
+    "INSERT OR IGNORE INTO managed_query_correlations(correlation_id, logical_query_id) "
+    "VALUES (?, ?)";
 constexpr StaticSql kRegistrationTextByRef =
     "SELECT registration_json FROM managed_queries WHERE query_ref = ?";
 constexpr StaticSql kQueryCount = "SELECT count(*) FROM managed_queries";
@@ -91,14 +95,11 @@ constexpr StaticSql kDesiredByChoice =
 #undef CTX_DESIRED_COLUMNS
 #undef CTX_QUERY_COLUMNS
 
-std::string tagged(std::string_view tag, std::string_view bytes) {
-  std::string message(tag);
-  message.push_back('\0');
-  message.append(bytes);
-  return message;
-}
-
 std::string cjson(const Json& value) { return engine::managed_store::canonical_text(value); }
+
+// The keyed-row domains of this store's tags (KeyedRows).
+constexpr std::string_view kQueryRowDomain = "ctx.managed-query-row-v1";
+constexpr std::string_view kDesiredRowDomain = "ctx.managed-desired-set-row-v1";
 
 Json optional_json(const std::optional<std::string>& value) {
   return value ? Json(*value) : Json(nullptr);
@@ -111,7 +112,8 @@ Json optional_json(const std::optional<std::int64_t>& value) {
 
 struct SqliteManagedQueryStore::Impl {
   static constexpr std::size_t kVerifiedRowMemo = 4096;
-  std::string key;
+  explicit Impl(std::string_view installation_key) : rows(installation_key) {}
+  KeyedRows rows;  // the installation key
   // query_ref -> (row_bytes of the row authenticated, its record). GUARDED_BY the store's mutex.
   mutable std::unordered_map<std::string,
                              std::pair<std::string, std::shared_ptr<const ManagedQueryRecord>>>
@@ -135,11 +137,12 @@ struct SqliteManagedQueryStore::Impl {
     }
   }
 
-  std::string query_row_hmac(const std::string& query_ref, const Json& registration,
-                             const std::optional<std::string>& plan_id,
-                             const std::optional<std::string>& decision_digest,
-                             const std::optional<std::int64_t>& revision,
-                             const std::optional<std::string>& record_digest) const {
+  // What a query row's tag (its row_hmac column) authenticates.
+  static std::string query_row_bytes(const std::string& query_ref, const Json& registration,
+                                     const std::optional<std::string>& plan_id,
+                                     const std::optional<std::string>& decision_digest,
+                                     const std::optional<std::int64_t>& revision,
+                                     const std::optional<std::string>& record_digest) {
     const Json row = {{"decision_digest", optional_json(decision_digest)},
                       {"journal_record_digest", optional_json(record_digest)},
                       {"journal_revision", optional_json(revision)},
@@ -147,12 +150,19 @@ struct SqliteManagedQueryStore::Impl {
                       {"query_ref", query_ref},
                       {"registration", registration},
                       {"schema", "ctx.managed-query-store-row-v1"}};
-    return core::hmac_sha256_hex(key, tagged("ctx.managed-query-row-v1", cjson(row)));
+    return cjson(row);
+  }
+  std::string query_row_hmac(const std::string& query_ref, const Json& registration,
+                             const std::optional<std::string>& plan_id,
+                             const std::optional<std::string>& decision_digest,
+                             const std::optional<std::int64_t>& revision,
+                             const std::optional<std::string>& record_digest) const {
+    return rows.tag(kQueryRowDomain, query_row_bytes(query_ref, registration, plan_id,
+                                                     decision_digest, revision, record_digest));
   }
 
   std::string query_ref_for(const std::string& registration_bytes) const {
-    return "mqr_" +
-           core::hmac_sha256_hex(key, tagged("ctx.managed-query-ref-v1", registration_bytes));
+    return "mqr_" + rows.tag("ctx.managed-query-ref-v1", registration_bytes);
   }
 
   ManagedQueryRecord read_query(Statement& row) const {
@@ -191,9 +201,10 @@ struct SqliteManagedQueryStore::Impl {
     const int nulls = !plan_id + !decision_digest + !revision + !record_digest;
     if (nulls != 0 && nulls != 4) throw fail();
     if (!row.is_null(6) && !row.is_integer(6)) throw fail();
-    if (!core::constant_time_equal(query_row_hmac(query_ref, registration, plan_id, decision_digest,
-                                                  revision, record_digest),
-                                   row.text(8))) {
+    if (!rows.authentic(kQueryRowDomain,
+                        query_row_bytes(query_ref, registration, plan_id, decision_digest, revision,
+                                        record_digest),
+                        row.text(8))) {
       throw fail();
     }
     try {
@@ -310,31 +321,16 @@ struct SqliteManagedQueryStore::Impl {
     return std::move(*record);
   }
 
-  static Json desired_registration(const std::string& query_ref, const std::string& logical,
-                                   const std::string& plan_id, const std::string& decision_digest,
-                                   const std::string& stream_digest,
-                                   const std::vector<std::string>& ids,
-                                   const engine::EngineEvent& event) {
-    return {{"capability_ids", ids},
-            {"decision_digest", decision_digest},
-            {"event_content_digest", event.content_digest()},
-            {"logical_choice_id", logical},
-            {"plan_id", plan_id},
-            {"query_ref", query_ref},
-            {"schema", "ctx.managed-desired-set-registration-v1"},
-            {"stream_identity_digest", stream_digest}};
-  }
-
   std::string desired_ref_for(const Json& registration) const {
-    return "mds_" + core::hmac_sha256_hex(
-                        key, tagged("ctx.managed-desired-set-ref-v1", cjson(registration)));
+    return "mds_" + rows.tag("ctx.managed-desired-set-ref-v1", cjson(registration));
   }
 
-  std::string desired_row_hmac(const std::string& ref, const Json& registration,
-                               const std::string& ids_json, const std::string& event_json,
-                               const std::optional<std::int64_t>& revision,
-                               const std::optional<std::string>& record_digest,
-                               const std::optional<std::string>& transition_digest) const {
+  // What a desired-set row's tag (its row_hmac column) authenticates.
+  static std::string desired_row_bytes(const std::string& ref, const Json& registration,
+                                       const std::string& ids_json, const std::string& event_json,
+                                       const std::optional<std::int64_t>& revision,
+                                       const std::optional<std::string>& record_digest,
+                                       const std::optional<std::string>& transition_digest) {
     const Json row = {{"capability_ids_sha256", core::sha256_hex(ids_json)},
                       {"desired_set_ref", ref},
                       {"event_sha256", core::sha256_hex(event_json)},
@@ -343,7 +339,16 @@ struct SqliteManagedQueryStore::Impl {
                       {"registration", registration},
                       {"schema", "ctx.managed-desired-set-row-v1"},
                       {"transition_digest", optional_json(transition_digest)}};
-    return core::hmac_sha256_hex(key, tagged("ctx.managed-desired-set-row-v1", cjson(row)));
+    return cjson(row);
+  }
+  std::string desired_row_hmac(const std::string& ref, const Json& registration,
+                               const std::string& ids_json, const std::string& event_json,
+                               const std::optional<std::int64_t>& revision,
+                               const std::optional<std::string>& record_digest,
+                               const std::optional<std::string>& transition_digest) const {
+    return rows.tag(kDesiredRowDomain,
+                    desired_row_bytes(ref, registration, ids_json, event_json, revision,
+                                      record_digest, transition_digest));
   }
 
   ManagedDesiredSetRecord read_desired(Statement& row) const {
@@ -376,8 +381,8 @@ struct SqliteManagedQueryStore::Impl {
     } catch (const Json::exception&) {
       throw fail();
     }
-    const Json registration = desired_registration(query_ref, logical, plan_id, decision_digest,
-                                                   stream_digest, ids, *event);
+    const Json registration = rules::desired_registration(
+        query_ref, logical, plan_id, decision_digest, stream_digest, ids, *event);
     if (!core::constant_time_equal(desired_ref_for(registration), ref)) throw fail();
     if (row.text(7) != event->event_id() || row.integer(6) != event->expected_revision() ||
         stream_digest != engine::desired_stream_identity_digest(event->scope())) {
@@ -389,9 +394,10 @@ struct SqliteManagedQueryStore::Impl {
     const auto transition_digest = row.optional_text(14);
     const int nulls = !revision + !record_digest + !transition_digest;
     if (nulls != 0 && nulls != 3) throw fail();
-    if (!core::constant_time_equal(desired_row_hmac(ref, registration, ids_json, event_json,
-                                                    revision, record_digest, transition_digest),
-                                   row.text(15))) {
+    if (!rows.authentic(kDesiredRowDomain,
+                        desired_row_bytes(ref, registration, ids_json, event_json, revision,
+                                          record_digest, transition_digest),
+                        row.text(15))) {
       throw fail();
     }
     return ManagedDesiredSetRecord(record_key(), {.query_ref = query_ref,
@@ -508,8 +514,7 @@ SqliteManagedQueryStore::~SqliteManagedQueryStore() = default;
 std::shared_ptr<SqliteManagedQueryStore> open_managed_query_store(
     const std::filesystem::path& path, std::string_view installation_hmac_key) {
   auto file = detail::open_managed_query_file(path, installation_hmac_key);
-  auto impl = std::make_unique<SqliteManagedQueryStore::Impl>();
-  impl->key = std::string(installation_hmac_key);
+  auto impl = std::make_unique<SqliteManagedQueryStore::Impl>(installation_hmac_key);
   impl->path = file.path;
   impl->device = file.device;
   impl->inode = file.inode;
@@ -564,12 +569,14 @@ void SqliteManagedQueryStore::verify() {
 }
 
 namespace {
-std::string input_row_hmac(std::string_view key, const std::string& plan_id,
-                           std::string_view input_json) {
-  std::string message = plan_id;
-  message.push_back('\0');
-  message.append(input_json);
-  return core::hmac_sha256_hex(key, tagged("ctx.managed-input-row-v1", message));
+constexpr std::string_view kInputRowDomain = "ctx.managed-input-row-v1";
+
+// What an input row's tag authenticates: its plan id and its text.
+std::string input_row_bytes(const std::string& plan_id, std::string_view input_json) {
+  std::string bytes = plan_id;
+  bytes.push_back('\0');
+  bytes.append(input_json);
+  return bytes;
 }
 
 }  // namespace
@@ -579,7 +586,8 @@ void SqliteManagedQueryStore::put_input(const std::string& plan_id, std::string_
   if (input_json.empty() || input_json.size() > ManagedQueryStore::kMaxInputBytes) {
     throw ManagedQueryStoreCapacityExceeded("managed input registration is too large");
   }
-  const std::string row_hmac = input_row_hmac(impl_->key, plan_id, input_json);
+  const std::string row_hmac =
+      impl_->rows.tag(kInputRowDomain, input_row_bytes(plan_id, input_json));
   std::lock_guard lock(mutex_);
   impl_->check_binding();
   Transaction tx(*impl_->db, Transaction::Kind::kImmediate);
@@ -614,7 +622,7 @@ std::optional<std::string> SqliteManagedQueryStore::find_input(const std::string
   if (!row->step()) return std::nullopt;
   std::string input_json = row->blob(0);
   if (!row->is_blob(0) || input_json.size() > ManagedQueryStore::kMaxInputBytes ||
-      !core::constant_time_equal(row->text(1), input_row_hmac(impl_->key, plan_id, input_json))) {
+      !impl_->rows.authentic(kInputRowDomain, input_row_bytes(plan_id, input_json), row->text(1))) {
     throw ManagedQueryStoreCorruption("managed input registration authentication failed");
   }
   return input_json;
@@ -674,10 +682,7 @@ ManagedQueryRecord SqliteManagedQueryStore::register_query(
       .bind(5, row_hmac)
       .run();
   if (const auto& correlation = decision_event.correlation_id()) {
-    impl_->db->cached(detail::kManagedQueryInsertCorrelation)
-        ->bind(1, *correlation)
-        .bind(2, logical_query_id)
-        .run();
+    impl_->db->cached(kInsertCorrelation)->bind(1, *correlation).bind(2, logical_query_id).run();
   }
   ManagedQueryRecord record(record_key(), {.query_ref = query_ref,
                                            .logical_query_id = logical_query_id,

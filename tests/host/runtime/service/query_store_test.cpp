@@ -122,12 +122,26 @@ TEST(ManagedQueryStore, AVersionThreeStoreMigratesAndItsRegistrationsStillHoldTh
   sqlite_scalar(f.setup.store_path, "DROP TABLE managed_query_correlations");
   sqlite_scalar(f.setup.store_path, "DROP INDEX idx_managed_inputs_keys");
   sqlite_scalar(f.setup.store_path, "PRAGMA user_version = 3");
+  // Rows whose text is not a registration (not JSON; JSON without a string correlation id; a
+  // blob): the migration leaves them out and still completes.
+  for (const auto& [name, text] :
+       {std::pair{"junk-text", "'not json'"},
+        std::pair{"junk-number", "'{\"decision_event\":{\"correlation_id\":7}}'"},
+        std::pair{"junk-blob", "x'7b7d'"}}) {
+    sqlite_scalar(f.setup.store_path,
+                  std::string("INSERT INTO managed_queries(logical_query_id, query_ref, "
+                              "registration_json, registration_bytes, row_hmac) VALUES ('") +
+                      digest(name) + "', 'mqr_" + digest(name) + "', " + text + ", 1, 'x')");
+  }
   auto reopened = store::open_managed_query_store(f.setup.store_path, store_key());
   EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "4");
   EXPECT_EQ(sqlite_scalar(f.setup.store_path,
                           "SELECT logical_query_id FROM managed_query_correlations WHERE "
                           "correlation_id = 'plan-initial'"),
             digest("owner"));
+  EXPECT_EQ(sqlite_scalar(f.setup.store_path, "SELECT count(*) FROM managed_query_correlations"),
+            "1");
+  sqlite_scalar(f.setup.store_path, "DELETE FROM managed_queries WHERE row_hmac = 'x'");
   const auto other_decision =
       replace_event(f.setup.managed_input->decision_event(),
                     [](engine::EngineEvent::Fields& e) { e.event_id = "event-other"; });
