@@ -1,11 +1,10 @@
 #include "host/store/keyed_rows.hpp"
 
 #include "host/core/crypto.hpp"
-#include "host/core/error.hpp"
 
 namespace ctx::store {
 
-KeyedRows::KeyedRows(std::string_view key) : key_(key) { CTX_CHECK(!key_.empty()); }
+KeyedRows::KeyedRows(std::string_view key) : key_(key) {}
 
 std::string KeyedRows::tag(std::string_view domain, std::string_view bytes) const {
   std::string message(domain);

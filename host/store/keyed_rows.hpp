@@ -1,8 +1,8 @@
 // Rows authenticated under an installation key: the one keyed-row (HMAC) helper of the stores
-// that key their rows (the managed query store; the consent broker's rows use the same
-// construction). A tag is the lower-case hex HMAC-SHA256(key, domain ‖ 0x00 ‖ bytes): the domain
-// names what the bytes are, so a tag of one kind of row never authenticates another. Immutable
-// after construction; thread-safe. Holds the key: not copyable.
+// that key their rows (the managed query store, the consent broker). A tag is the lower-case hex
+// HMAC-SHA256(key, domain ‖ 0x00 ‖ bytes): the domain names what the bytes are, so a tag of one
+// kind of row never authenticates another. Immutable after construction; thread-safe. Holds the
+// key: not copyable.
 #ifndef CTX_HOST_STORE_KEYED_ROWS_HPP_
 #define CTX_HOST_STORE_KEYED_ROWS_HPP_
 
@@ -13,7 +13,7 @@ namespace ctx::store {
 
 class KeyedRows {
  public:
-  // REQUIRES: `key` is not empty (callers check the installation key's size first).
+  // Copies `key` (callers check the installation key's size).
   explicit KeyedRows(std::string_view key);
   KeyedRows(const KeyedRows&) = delete;
   KeyedRows& operator=(const KeyedRows&) = delete;

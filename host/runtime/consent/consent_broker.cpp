@@ -15,10 +15,11 @@ namespace {
 using core::Json;
 using core::Timestamp;
 
-constexpr std::string_view kKeyCheckDomain{"ctx.consent-broker-installation-key-v1\0", 39};
-constexpr std::string_view kIdentityRowDomain{"ctx.consent-broker-identity-row-v1\0", 35};
-constexpr std::string_view kChallengeRowDomain{"ctx.consent-challenge-row-v1\0", 29};
-constexpr std::string_view kNonceRowDomain{"ctx.consent-assertion-nonce-row-v1\0", 35};
+// Keyed-row domains (store::KeyedRows tags HMAC(key, domain ‖ 0x00 ‖ bytes)).
+constexpr std::string_view kKeyCheckDomain = "ctx.consent-broker-installation-key-v1";
+constexpr std::string_view kIdentityRowDomain = "ctx.consent-broker-identity-row-v1";
+constexpr std::string_view kChallengeRowDomain = "ctx.consent-challenge-row-v1";
+constexpr std::string_view kNonceRowDomain = "ctx.consent-assertion-nonce-row-v1";
 constexpr std::string_view kSealDomain{"ctx.verified-human-decision-v1\0", 31};
 
 constexpr std::string_view kVersion1[] = {
@@ -172,13 +173,14 @@ void check_invariants(const ConsentRecord& r, const Opt& token) {
 ConsentBroker::ConsentBroker(std::filesystem::path path, std::string installation_key,
                              std::string audience, const core::Clock& clock, Options options)
     : path_(std::move(path)),
-      key_(std::move(installation_key)),
+      rows_(installation_key),
       audience_(std::move(audience)),
       clock_(clock),
       options_(options),
       instance_key_(random_bytes(32)) {
   if (!path_.is_absolute()) throw InvalidArgument("consent store path must be absolute");
-  if (key_.size() != 32) throw InvalidArgument("installation key must be exactly 32 bytes");
+  if (installation_key.size() != 32)
+    throw InvalidArgument("installation key must be exactly 32 bytes");
   if (options_.capacity < 1 || options_.capacity > kMaxConsentCapacity) {
     throw InvalidArgument("consent capacity out of range");
   }
@@ -193,7 +195,7 @@ ConsentBroker::ConsentBroker(std::filesystem::path path, std::string installatio
   db_->exec("PRAGMA synchronous = FULL;");
   store::migrate(*db_, "consent store", kMigrations, 1);
   store::secure_sidecars(path_);
-  const std::string key_check = core::hmac_sha256_hex(key_, kKeyCheckDomain);
+  const std::string key_check = rows_.tag(kKeyCheckDomain, "");
   store::Transaction txn(*db_, store::Transaction::Kind::kImmediate);
   bool exists = false;
   {
@@ -209,8 +211,7 @@ ConsentBroker::ConsentBroker(std::filesystem::path path, std::string installatio
                    {"trusted_time_high_water", nullptr}};
     insert->bind(1, audience_)
         .bind(2, key_check)
-        .bind(3, core::hmac_sha256_hex(
-                     key_, std::string(kIdentityRowDomain) + core::canonical_json(row)));
+        .bind(3, rows_.tag(kIdentityRowDomain, core::canonical_json(row)));
     insert->run();
   } else {
     auto select = db_->cached(
@@ -224,9 +225,7 @@ ConsentBroker::ConsentBroker(std::filesystem::path path, std::string installatio
     if (!core::constant_time_equal(stored_check, key_check)) corrupt("installation key");
     const Json row{{"audience", stored_audience}, {"key_check", stored_check},
                    {"trusted_time_high_water", opt_json(high_water)}};
-    if (!core::constant_time_equal(
-            row_hmac, core::hmac_sha256_hex(key_, std::string(kIdentityRowDomain) +
-                                                      core::canonical_json(row)))) {
+    if (!rows_.authentic(kIdentityRowDomain, core::canonical_json(row), row_hmac)) {
       corrupt("identity row");
     }
     if (stored_audience != audience_) {
@@ -246,9 +245,7 @@ Timestamp ConsentBroker::trusted_now_locked() {
   const Opt high_water = select->optional_text(1);
   const Json row{{"audience", select->text(0)}, {"key_check", select->text(2)},
                  {"trusted_time_high_water", opt_json(high_water)}};
-  if (!core::constant_time_equal(select->text(3),
-                                 core::hmac_sha256_hex(key_, std::string(kIdentityRowDomain) +
-                                                                 core::canonical_json(row)))) {
+  if (!rows_.authentic(kIdentityRowDomain, core::canonical_json(row), select->text(3))) {
     corrupt("identity row");
   }
   Timestamp now = clock_.now();
@@ -264,14 +261,13 @@ Timestamp ConsentBroker::trusted_now_locked() {
 
 void ConsentBroker::advance_high_water_locked(Timestamp now) {
   const std::string text = now_text(now);
-  const std::string key_check = core::hmac_sha256_hex(key_, kKeyCheckDomain);
+  const std::string key_check = rows_.tag(kKeyCheckDomain, "");
   const Json row{{"audience", audience_}, {"key_check", key_check},
                  {"trusted_time_high_water", text}};
   auto update = db_->cached(
       "UPDATE consent_broker_identity SET trusted_time_high_water = ?1, row_hmac = ?2 "
       "WHERE singleton = 1");
-  update->bind(1, text).bind(
-      2, core::hmac_sha256_hex(key_, std::string(kIdentityRowDomain) + core::canonical_json(row)));
+  update->bind(1, text).bind(2, rows_.tag(kIdentityRowDomain, core::canonical_json(row)));
   update->run();
 }
 
@@ -351,9 +347,9 @@ std::optional<ConsentBroker::Row> ConsentBroker::load_locked(std::string_view co
   std::string image = row.image(row_hmac);
   const auto known = verified_rows_.find(r.challenge.challenge_id());
   if (known == verified_rows_.end() || known->second != image) {
-    const std::string expected = core::hmac_sha256_hex(
-        key_, std::string(kChallengeRowDomain) + core::canonical_json(row.columns()));
-    if (!core::constant_time_equal(row_hmac, expected)) corrupt("challenge row");
+    if (!rows_.authentic(kChallengeRowDomain, core::canonical_json(row.columns()), row_hmac)) {
+      corrupt("challenge row");
+    }
     remember_verified(r.challenge.challenge_id(), std::move(image));
   }
   check_invariants(r, row.reservation_token_digest);
@@ -375,9 +371,7 @@ std::optional<ConsentBroker::Row> ConsentBroker::load_locked(std::string_view co
                          {"recorded_at", nonces->text(2)},
                          {"sequence", nonces->integer(1)}};
     if (nonces->integer(1) != count ||
-        !core::constant_time_equal(
-            nonces->text(3), core::hmac_sha256_hex(key_, std::string(kNonceRowDomain) +
-                                                             core::canonical_json(nonce_row)))) {
+        !rows_.authentic(kNonceRowDomain, core::canonical_json(nonce_row), nonces->text(3))) {
       corrupt("nonce history");
     }
     if (r.assertion_nonce_digest && nonces->text(0) == *r.assertion_nonce_digest) {
@@ -392,8 +386,7 @@ std::optional<ConsentBroker::Row> ConsentBroker::load_locked(std::string_view co
 
 void ConsentBroker::write_locked(const Row& row, bool insert) {
   const ConsentRecord& r = row.record;
-  const std::string row_hmac = core::hmac_sha256_hex(
-      key_, std::string(kChallengeRowDomain) + core::canonical_json(row.columns()));
+  const std::string row_hmac = rows_.tag(kChallengeRowDomain, core::canonical_json(row.columns()));
   auto statement =
       insert ? db_->cached(
                    "INSERT INTO consent_challenges (challenge_id, challenge_digest, "
@@ -693,8 +686,7 @@ VerifiedHumanDecision ConsentBroker::authenticate(const ConsentChallenge& curren
         .bind(2, r.challenge.challenge_id())
         .bind(3, r.assertion_nonce_count)
         .bind(4, recorded_at)
-        .bind(5, core::hmac_sha256_hex(key_, std::string(kNonceRowDomain) +
-                                                 core::canonical_json(nonce_row)));
+        .bind(5, rows_.tag(kNonceRowDomain, core::canonical_json(nonce_row)));
     insert->run();
   }
   write_locked(row, false);

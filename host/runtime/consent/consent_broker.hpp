@@ -28,6 +28,7 @@
 #include "host/runtime/consent/consent_challenge.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/file_lock.hpp"
+#include "host/store/keyed_rows.hpp"
 
 namespace ctx::store {
 class Database;
@@ -350,7 +351,7 @@ class ConsentBroker final : public ConsentBrokerPort {
   std::size_t retire_locked(core::Timestamp now);
 
   std::filesystem::path path_;
-  std::string key_;
+  store::KeyedRows rows_;  // the installation key
   std::string audience_;
   const core::Clock& clock_;
   Options options_;
