@@ -1,5 +1,7 @@
 // ManagedQueryService through the query store port: the service runs its prepare / set_desired
-// lifecycle on testing::MemManagedQueryStore (no store file), and its records are the fake's.
+// lifecycle on testing::MemManagedQueryStore (no store file), and its records are the fake's; a
+// store failure injected through the port (testing::FaultyManagedQueryStore) at the mark after a
+// journal commit reaches the caller typed, and the same request then completes from the journal.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,6 +10,8 @@
 #include <vector>
 
 #include "host/runtime/service/managed_service.hpp"
+#include "tests/support/expect_throw.hpp"
+#include "tests/support/managed_query/faulty_managed_query_store.hpp"
 #include "tests/support/managed_query/mem_managed_query_store.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -55,6 +59,58 @@ TEST(ManagedServiceMemStore, PreparesAndSetsDesiredThroughThePort) {
                    ManagedDesiredSetRequest::create(prepared.query_ref(), digest("mem-first"), {})),
                ManagedDesiredSetSupersededError);
   EXPECT_FALSE(std::filesystem::exists(mem_path));
+}
+
+// A setup whose service runs on a FaultyManagedQueryStore over a MemManagedQueryStore.
+struct FaultySetup {
+  explicit FaultySetup(const std::filesystem::path& tmp)
+      : setup(make_setup(tmp, {.requested_limit = 1})),
+        store(std::make_shared<::ctx::testing::FaultyManagedQueryStore>(
+            std::make_shared<::ctx::testing::MemManagedQueryStore>(tmp / "private" /
+                                                                   "queries.mem"))) {
+    setup.store = store;
+    setup.service = open_managed_query_service(setup.service_options());
+  }
+  ServiceSetup setup;
+  std::shared_ptr<::ctx::testing::FaultyManagedQueryStore> store;
+};
+
+void fail_busy() { throw ManagedQueryStoreUnavailable("managed query store is busy"); }
+
+TEST(ManagedServiceMemStore, AStoreFailureAtThePlanMarkIsFinishedByTheSameRequest) {
+  TempDir tmp;
+  FaultySetup f(tmp.path());
+  const auto request = ManagedQueryRequest::create(digest("mark-plan-fails"), "work-one");
+  f.store->fail_next(::ctx::testing::FaultyManagedQueryStore::Op::kMarkPlanned, fail_busy);
+  CTX_EXPECT_THROW(f.setup.service->prepare(request), ManagedQueryStoreUnavailable, "busy");
+  EXPECT_EQ(f.store->failures(), 1);
+  EXPECT_EQ(sqlite_count(f.setup.journal_path, "engine_journal"), 2);
+  const auto prepared = f.setup.service->prepare(request);
+  EXPECT_TRUE(f.store->load(prepared.query_ref()).planned());
+  EXPECT_EQ(f.store->load(prepared.query_ref()).journal_revision(),
+            prepared.prepared().journal_revision());
+  EXPECT_EQ(sqlite_count(f.setup.journal_path, "engine_journal"), 2);
+}
+
+TEST(ManagedServiceMemStore, AStoreFailureAtTheDesiredMarkIsFinishedByTheSameRequest) {
+  TempDir tmp;
+  FaultySetup f(tmp.path());
+  const auto prepared =
+      f.setup.service->prepare(ManagedQueryRequest::create(digest("mark-desired"), "work-one"));
+  const auto request =
+      ManagedDesiredSetRequest::create(prepared.query_ref(), digest("mark-desired-choice"), {});
+  f.store->fail_next(::ctx::testing::FaultyManagedQueryStore::Op::kMarkDesiredSetCommitted,
+                     fail_busy);
+  CTX_EXPECT_THROW(f.setup.service->set_desired(request), ManagedQueryStoreUnavailable, "busy");
+  EXPECT_EQ(f.store->failures(), 1);
+  const auto pending = f.store->load_pending_desired_set(seed_scope());
+  EXPECT_EQ(sqlite_count(f.setup.journal_path, "engine_journal"), 3);
+  const auto recovered = f.setup.service->set_desired(request);
+  EXPECT_EQ(recovered.desired_set_ref(), pending.desired_set_ref());
+  EXPECT_EQ(recovered.journal_revision(), 3);
+  EXPECT_EQ(recovered.status(), ManagedDesiredStatus::kReconciled);
+  EXPECT_TRUE(f.store->load_desired_set(pending.desired_set_ref()).committed());
+  EXPECT_EQ(sqlite_count(f.setup.journal_path, "engine_journal"), 3);
 }
 
 }  // namespace
