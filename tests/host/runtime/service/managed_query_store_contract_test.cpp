@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <type_traits>
 
 #include "host/store/sqlite_managed_query_store.hpp"
 #include "tests/support/managed_query/mem_managed_query_store.hpp"
@@ -24,6 +25,17 @@ struct MemFactory {
     return std::make_shared<MemManagedQueryStore>(dir / "queries.mem");
   }
 };
+
+// Records are issued by stores only: their constructors need a ManagedRecordKey, which only
+// ManagedQueryStore (for its implementations) can make; they are movable, never copied.
+static_assert(!std::is_default_constructible_v<engine::ManagedRecordKey>);
+static_assert(
+    !std::is_constructible_v<engine::ManagedQueryRecord, engine::ManagedQueryRecord::Fields>);
+static_assert(!std::is_constructible_v<engine::ManagedDesiredSetRecord,
+                                       engine::ManagedDesiredSetRecord::Fields>);
+static_assert(!std::is_copy_constructible_v<engine::ManagedQueryRecord>);
+static_assert(!std::is_copy_assignable_v<engine::ManagedDesiredSetRecord>);
+static_assert(std::is_nothrow_move_constructible_v<engine::ManagedQueryRecord>);
 
 using Implementations = ::testing::Types<SqliteFactory, MemFactory>;
 INSTANTIATE_TYPED_TEST_SUITE_P(ManagedQueryStores, ManagedQueryStoreContractTest, Implementations);

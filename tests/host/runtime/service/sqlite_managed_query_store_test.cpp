@@ -1,7 +1,10 @@
-// ManagedQueryStore: schema and pragmas, authenticated references and rows, and typed failures
-// that leave the file byte-identical (tampered rows, foreign references, another installation
-// key, conflicting registrations and desired sets).
-#include "host/runtime/service/query_store.hpp"
+// store::SqliteManagedQueryStore's own tests (what the port's contract suite,
+// managed_query_store_contract_test.cpp, cannot say of every store): schema and pragmas, reopening,
+// migrations, authenticated references and rows, and typed failures that leave the file
+// byte-identical (tampered rows, foreign references, another installation key, conflicting
+// registrations, capacity). Here, not in tests/host/store: its events come from the service seeds'
+// setup, which needs the runtime.
+#include "host/store/sqlite_managed_query_store.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,8 +14,8 @@
 #include <string>
 
 #include "host/core/time.hpp"
+#include "host/runtime/service/query_store.hpp"
 #include "host/store/managed_query_file.hpp"
-#include "host/store/sqlite_managed_query_store.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
@@ -33,9 +36,9 @@ struct Fixture {
 TEST(ManagedQueryStore, SchemaIsVersionedWithoutRowidAndPrivate) {
   Fixture f;
   EXPECT_EQ(sqlite_scalar(f.setup.store_path, "PRAGMA user_version"), "4");
-  for (const char* table : {"managed_query_store_identity", "managed_queries",
-                            "managed_desired_sets", "managed_inputs",
-                            "managed_query_correlations"}) {
+  for (const char* table :
+       {"managed_query_store_identity", "managed_queries", "managed_desired_sets", "managed_inputs",
+        "managed_query_correlations"}) {
     EXPECT_THAT(
         sqlite_scalar(f.setup.store_path,
                       std::string("SELECT sql FROM sqlite_master WHERE name = '") + table + "'"),
@@ -176,23 +179,23 @@ TEST(ManagedQueryStore, TheSamePlanCheckGoesThroughTheCorrelationLookup) {
   // The full check (ctx journal verify) sees the lookup no longer names the registration.
   CTX_EXPECT_THROW(f.setup.store->verify(), ManagedQueryStoreCorruption, "misses a registration");
   const auto intruder = intrude();
-  CTX_EXPECT_THROW(f.setup.store->mark_planned(intruder.query_ref(), "plan-initial", digest("d"),
-                                               2, digest("r")),
+  CTX_EXPECT_THROW(f.setup.store->mark_planned(intruder.query_ref(), "plan-initial", digest("d"), 2,
+                                               digest("r")),
                    ManagedQueryStoreConflict, "already planned by another logical identity");
-  EXPECT_EQ(f.setup.store->find_planned_by_scope_and_plan(owner.decision_event().scope(),
-                                                          "plan-initial")
-                ->logical_query_id(),
-            digest("owner"));
+  EXPECT_EQ(
+      f.setup.store->find_planned_by_scope_and_plan(owner.decision_event().scope(), "plan-initial")
+          ->logical_query_id(),
+      digest("owner"));
   // The intruder's registration wrote its own lookup row; the owner's is still missing. Restored,
   // the store verifies; a lookup row for no registration is caught too.
   CTX_EXPECT_THROW(f.setup.store->verify(), ManagedQueryStoreCorruption, "misses a registration");
-  sqlite_scalar(f.setup.store_path,
-                "INSERT INTO managed_query_correlations VALUES ('plan-initial', '" +
-                    digest("owner") + "')");
+  sqlite_scalar(
+      f.setup.store_path,
+      "INSERT INTO managed_query_correlations VALUES ('plan-initial', '" + digest("owner") + "')");
   EXPECT_NO_THROW(f.setup.store->verify());
-  sqlite_scalar(f.setup.store_path,
-                "INSERT INTO managed_query_correlations VALUES ('plan-gone', '" +
-                    digest("nobody") + "')");
+  sqlite_scalar(
+      f.setup.store_path,
+      "INSERT INTO managed_query_correlations VALUES ('plan-gone', '" + digest("nobody") + "')");
   CTX_EXPECT_THROW(f.setup.store->verify(), ManagedQueryStoreCorruption, "names no registration");
 }
 
@@ -242,11 +245,10 @@ TEST(ManagedQueryStore, TamperedRowsFailClosedWithoutMutation) {
   // A row written by another installation (another key) does not authenticate here.
   auto other = store::open_managed_query_store(f.tmp.path() / "other" / "queries.sqlite3",
                                                std::string(32, 'o'));
-  const auto foreign =
-      other->register_query(digest("foreign"), f.setup.managed_input->session_started(),
-                            f.setup.managed_input->decision_event(),
-                            f.setup.artifact->manifest_digest(),
-                            f.setup.artifact->planning_environment_digest());
+  const auto foreign = other->register_query(
+      digest("foreign"), f.setup.managed_input->session_started(),
+      f.setup.managed_input->decision_event(), f.setup.artifact->manifest_digest(),
+      f.setup.artifact->planning_environment_digest());
   const auto row = sqlite_scalar(f.tmp.path() / "other" / "queries.sqlite3",
                                  "SELECT quote(registration_json) || ',' || row_hmac FROM "
                                  "managed_queries");
@@ -276,8 +278,7 @@ TEST(ManagedQueryStore, VerifyChecksEveryPageAndRowAndWritesNothing) {
     const auto owned = g.setup.register_query(digest("verify"));
     sqlite_scalar(g.setup.store_path, "UPDATE managed_queries SET plan_id = 'x'");
     const auto tampered = read_database(g.setup.store_path);
-    CTX_EXPECT_THROW(g.setup.store->verify(), ManagedQueryStoreCorruption,
-                     "authentication failed");
+    CTX_EXPECT_THROW(g.setup.store->verify(), ManagedQueryStoreCorruption, "authentication failed");
     EXPECT_EQ(read_database(g.setup.store_path), tampered);
     (void)owned;
   }
@@ -370,9 +371,8 @@ struct Sessions {
     const auto scope = engine::ScopeRef::create(s.tenant_id(), s.workspace_id(), s.repository_id(),
                                                 s.session_id() + suffix, s.exposure_id(),
                                                 s.host_context_id(), s.parent_exposure_id());
-    const std::string at = core::format_rfc3339(
-        core::Timestamp{core::parse_rfc3339("2030-01-01T00:00:00Z").micros +
-                        std::int64_t{n} * 1'000'000});
+    const std::string at = core::format_rfc3339(core::Timestamp{
+        core::parse_rfc3339("2030-01-01T00:00:00Z").micros + std::int64_t{n} * 1'000'000});
     auto session_started = replace_event(started, [&](engine::EngineEvent::Fields& e) {
       e.scope = scope;
       e.event_id += suffix;
@@ -392,8 +392,8 @@ struct Sessions {
   ManagedQueryRecord register_session(int n,
                                       const ManagedQueryStore::RetirementCheck& check = {}) const {
     const auto e = events(n);
-    return f.setup.store->register_query(digest("capacity-" + std::to_string(n)), e.first,
-                                         e.second, f.setup.artifact->manifest_digest(),
+    return f.setup.store->register_query(digest("capacity-" + std::to_string(n)), e.first, e.second,
+                                         f.setup.artifact->manifest_digest(),
                                          f.setup.artifact->planning_environment_digest(), check);
   }
   // Sessions 0..count-1, each planned (and with its input stored); their query refs.
