@@ -198,6 +198,10 @@ CapabilityPlanner::CapabilityPlanner(CapabilityPlannerConfig config, NetBenefitP
     throw PlannerValidationError(
         "benefit facts snapshot digest must be a lowercase SHA-256 digest");
   }
+  relevance_share_of_best_ppm_ = facts_.relevance_share_of_best_ppm();
+  if (relevance_share_of_best_ppm_ < 0 || relevance_share_of_best_ppm_ > kMaxPpm) {
+    throw PlannerValidationError("relevance share of the best must be 0 through 1000000 ppm");
+  }
   environment_digest_ = core::canonical_digest(
       Json{
           {"benefit_facts_snapshot_digest", facts_snapshot_digest_},
@@ -383,6 +387,23 @@ bool CapabilityPlanner::reauthenticates(const std::vector<CapabilityCandidate>& 
   return next == earlier.size();
 }
 
+std::vector<BenefitCandidate> CapabilityPlanner::policy_inputs(
+    const std::vector<AuthenticatedCandidate>& candidates) const {
+  std::vector<BenefitCandidate> facts;
+  facts.reserve(candidates.size());
+  std::int64_t best = 0;
+  for (const auto& c : candidates) {
+    facts.push_back(c.benefit_candidate);
+    best = std::max(best, c.benefit_candidate.relevance_ppm);
+  }
+  // Relevance is at most 10^6 (validated), so the product cannot overflow.
+  const std::int64_t floor = best * relevance_share_of_best_ppm_ / kMaxPpm;
+  for (auto& f : facts) {
+    if (f.relevance_ppm < floor) f.relevance_ppm = 0;
+  }
+  return facts;
+}
+
 CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandidate>& candidates,
                                            std::int64_t requested_limit) const {
   if (static_cast<std::int64_t>(candidates.size()) > kMaxCandidates) {
@@ -399,23 +420,16 @@ CapabilityPlanV3 CapabilityPlanner::select(const std::vector<AuthenticatedCandid
   }
   // The result is this process's own, fully validated selection: it is never re-run or re-parsed,
   // and an identical pool reuses it (with its canonical text and digest) instead of re-encoding.
-  const auto same_facts = [&candidates](const std::vector<BenefitCandidate>& facts) {
-    return facts.size() == candidates.size() &&
-           std::equal(facts.begin(), facts.end(), candidates.begin(),
-                      [](const auto& f, const auto& c) { return f == c.benefit_candidate; });
-  };
+  std::vector<BenefitCandidate> facts = policy_inputs(candidates);
   std::shared_ptr<const BenefitSelectionResult> result;
   for (auto it = selections_.begin(); it != selections_.end(); ++it) {
-    if (it->requested_limit == requested_limit && same_facts(it->facts)) {
+    if (it->requested_limit == requested_limit && it->facts == facts) {
       result = it->result;
       selections_.splice(selections_.begin(), selections_, it);
       break;
     }
   }
   if (!result) {
-    std::vector<BenefitCandidate> facts;
-    facts.reserve(candidates.size());
-    for (const auto& c : candidates) facts.push_back(c.benefit_candidate);
     try {
       result =
           std::make_shared<const BenefitSelectionResult>(policy_.select(facts, requested_limit));

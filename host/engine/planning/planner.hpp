@@ -182,6 +182,10 @@ class CapabilityPlanner {
                        const std::vector<AuthenticatedCandidate>& earlier) const;
   CapabilityPlanV3 select(const std::vector<AuthenticatedCandidate>& candidates,
                           std::int64_t requested_limit) const;
+  // The facts the policy selects from: each candidate's, with a relevance under the facts port's
+  // share of the pool's best relevance taken as 0 (BenefitFactsPort::relevance_share_of_best_ppm).
+  std::vector<BenefitCandidate> policy_inputs(
+      const std::vector<AuthenticatedCandidate>& candidates) const;
 
   CapabilityPlannerConfig config_;
   NetBenefitPolicy policy_;
@@ -191,6 +195,7 @@ class CapabilityPlanner {
   BenefitAuditStore& audit_store_;
   CatalogCandidateSource source_;
   std::string facts_snapshot_digest_;
+  std::int64_t relevance_share_of_best_ppm_ = 0;  // the facts port's, read once
   std::string environment_digest_;
   mutable std::mutex mutex_;
   // Facts answered per exact (presentation, observation) in this snapshot: a port may not change

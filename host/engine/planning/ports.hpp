@@ -23,6 +23,11 @@ class BenefitFactsPort {
   // none (planning then fails: "candidate is missing authenticated benefit facts").
   virtual std::optional<BenefitCandidate> benefit_candidate(const CapabilityCandidate& presentation,
                                                             const WorkObservation& observation) = 0;
+  // The share (ppm, 0..10^6) of the best relevance of one plan's candidate pool that a candidate
+  // needs: the planner takes a relevance under it as 0 (the candidate matches much worse than
+  // the best match). 0 (the default): no such rule. Read once, when the planner is built; the
+  // snapshot digest must change with it.
+  virtual std::int64_t relevance_share_of_best_ppm() const { return 0; }
 };
 
 // Catalog material descriptors: "load" (v2, with a material identity) or "manual".

@@ -8,6 +8,7 @@
 #include "host/engine/lexical.hpp"
 #include "host/engine/planning/errors.hpp"
 #include "host/engine/planning/lexical.hpp"
+#include "host/runtime/catalog/common_english.hpp"
 #include "host/runtime/catalog/project_signals.hpp"
 #include "host/runtime/service/artifact_registry.hpp"
 
@@ -105,36 +106,53 @@ bool is_secret_env_name(std::string_view name) {
 
 namespace {
 
+bool among(const std::vector<std::string>& words, const std::string& word) {
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
 // One incidental word is not a match (catalog_ports.hpp, relevance_ppm): two distinct matching
-// signals, the entry named by a signal, or one signal naming at least half its name's words.
-// When the work has signals, a language (a project's framework) is never a match alone: it
-// re-ranks what the work's words match, and with one of them it is the second match (a word of
-// the work and the project's framework, e.g. "schedule" in a Celery project for a Celery skill).
+// signals (but two of the most common English words, neither a word of the entry's name, are
+// one: "less" and "make" for avoid-ai-writing), the entry named by a signal, or one signal that
+// is a word of its name and few entries use. When the work has signals, a language (a project's
+// framework) is never a match alone: it re-ranks what the work's words match, and with one of
+// them it is the second match (a word of the work and the project's framework, e.g. "schedule"
+// in a Celery project for a Celery skill). `entries_using` counts the entries using a word.
 bool has_evidence(const planning::CapabilityCandidate& presentation, const CatalogEntry& entry,
                   const planning::WorkObservation& observation,
-                  const std::function<bool(const std::string&)>& distinctive) {
+                  const std::function<std::size_t(const std::string&)>& entries_using,
+                  std::size_t catalog_size) {
   std::vector<std::string> matching;
   bool language = false;
   for (const auto& term : presentation.matching_signals) {
-    if (observation.signals.empty() ||
-        std::find(observation.signals.begin(), observation.signals.end(), term) !=
-            observation.signals.end()) {
+    if (observation.signals.empty() || among(observation.signals, term)) {
       matching.push_back(term);
-    } else if (std::find(observation.languages.begin(), observation.languages.end(), term) !=
-               observation.languages.end()) {
+    } else if (among(observation.languages, term)) {
       language = true;
     }
+  }
+  const auto name_words = planning::ascii_tokens(entry.name);
+  if (matching.size() == 2 && !among(name_words, matching[0]) && !among(name_words, matching[1]) &&
+      english_commonness(matching[0]) == EnglishCommonness::kMostCommon &&
+      english_commonness(matching[1]) == EnglishCommonness::kMostCommon) {
+    matching.pop_back();
   }
   if (matching.size() >= 2 || (matching.size() == 1 && language)) return true;
   for (const auto& signal : observation.signals) {
     if (signal == entry.name || signal == presentation.capability_id) return true;
   }
-  if (matching.empty()) return false;
-  const auto words = planning::ascii_tokens(entry.name);
-  const bool named_word = std::find(words.begin(), words.end(), matching.front()) != words.end();
-  // One word is at least half of the name, and few entries use it ("pdf", "helm"; not "file" or
-  // "end", which many entries' texts share).
-  return named_word && words.size() <= 2 && distinctive(matching.front());
+  if (matching.empty() || !among(name_words, matching.front())) return false;
+  const std::string& word = matching.front();
+  const std::size_t using_word = entries_using(word);
+  // A word of a name of one or two words that few entries use ("pdf" for pdf-export; not "file"
+  // or "end", which many entries' texts share): at least half of the name.
+  if (name_words.size() <= 2 && using_word <= std::max<std::size_t>(2, catalog_size / 100)) {
+    return true;
+  }
+  // A word of a name of any length that is no common English word (a product or tool:
+  // "terraform" for terraform-module-library, "helm" for helm-chart-scaffolding; not "table" for
+  // postgresql-table-design) and that at most max(2, 3%) of the entries use.
+  return english_commonness(word) == EnglishCommonness::kUncommon &&
+         using_word <= std::max<std::size_t>(2, catalog_size * 3 / 100);
 }
 
 }  // namespace
@@ -178,12 +196,11 @@ std::optional<planning::BenefitCandidate> CatalogBenefitFactsPort::benefit_candi
                              core::Encoding::kAscii);
   out.availability =
       executable ? engine::Availability::kExecutable : engine::Availability::kAdvisory;
-  const auto distinctive = [&](const std::string& word) {
-    return entries_using(word) <= std::max<std::size_t>(2, catalog_->entries().size() / 100);
-  };
   out.relevance_ppm =
-      has_evidence(presentation, *entry, observation, distinctive) &&
-              presentation.normalized_score_ppm >= kMinRelevanceShareOfTopPpm
+      has_evidence(
+          presentation, *entry, observation,
+          [this](const std::string& word) { return entries_using(word); },
+          catalog_->entries().size())
           ? std::clamp<std::int64_t>(presentation.normalized_score_ppm, 0, planning::kMaxPpm)
           : 0;
   out.expected_task_benefit_ppm = std::min<std::int64_t>(

@@ -2,18 +2,27 @@
 // pure function of the catalog's stored bytes, so digests are stable across runs and processes.
 // Snapshot digests: canon-A sha256 of {catalog_digest, schema} with the schemas below.
 //
-// Benefit facts (rule "ctx.catalog-benefit-facts-v2"), for a presentation of a catalog entry:
+// Benefit facts (rule "ctx.catalog-benefit-facts-v3"), for a presentation of a catalog entry:
 //   availability     executable for load/install presentations, advisory otherwise
-//   relevance_ppm    the presentation's normalized_score_ppm when it is at least
-//                    kMinRelevanceShareOfTopPpm (the few entries that match about as well as the
-//                    best one) and the match has evidence: two distinct matching signals, or
-//                    the entry's name or id as a signal, or one signal naming at least half the
-//                    words of the entry's name and is used by at most max(2, 1%) of the
-//                    catalog's entries ("helm" for helm-chart, not "table" for
-//                    postgresql-table-design, not "end" for session-end when nine entries use
-//                    it), or one matching signal and a matching language
+//   relevance_ppm    the presentation's normalized_score_ppm when the match has evidence (else
+//                    0, which the policy's minimum excludes): two distinct matching signals (two
+//                    of the most common English words, common_english.hpp, neither a word of
+//                    the entry's name, are one: "less" and "make" for avoid-ai-writing), or the
+//                    entry's name or id as a signal, or one signal that is a word of the
+//                    entry's name and is either at least half its words and used by at most
+//                    max(2, 1%) of the catalog's entries ("pdf" for pdf-export, not "end" for
+//                    session-end when nine entries use it) or no common English word and used
+//                    by at most max(2, 3%) of them ("helm" for helm-chart-scaffolding,
+//                    "terraform" for terraform-module-library; not "table" for
+//                    postgresql-table-design), or one matching signal and a matching language
 //                    (a project term; languages alone are no evidence when the work has
-//                    signals); else 0, which the policy's minimum excludes
+//                    signals). The planner then keeps the relevance of the entries whose
+//                    relevance is at least kRelevanceShareOfBestPpm of the best one's in the
+//                    plan's pool (relevance_share_of_best_ppm): the few entries that match about
+//                    as well as the best match with evidence. An entry that scores best on one
+//                    incidental word sets no bar ("store" in event-store-design for "Store
+//                    secrets in HashiCorp Vault", where secrets-management matches "vault" and
+//                    "environment").
 //   expected_task_benefit_ppm  min(10^6, 400000 + 150000 × |matching_signals|)
 //   trust_ppm 10^6, source_trusted, security_approved, permissions_allowed and
 //   credentials_available true (a locally imported catalog is the user's own choice; the
@@ -63,9 +72,10 @@
 
 namespace ctx::runtime {
 
-inline constexpr std::string_view kCatalogBenefitFactsSchema = "ctx.catalog-benefit-facts-v2";
-// A presentation scoring under this share of the best one's score has no relevance (above).
-inline constexpr std::int64_t kMinRelevanceShareOfTopPpm = 700'000;
+inline constexpr std::string_view kCatalogBenefitFactsSchema = "ctx.catalog-benefit-facts-v3";
+// A presentation whose relevance is under this share of the best relevance in its pool has none
+// (above).
+inline constexpr std::int64_t kRelevanceShareOfBestPpm = 700'000;
 inline constexpr std::string_view kCatalogMaterialSnapshotSchema =
     "ctx.catalog-material-snapshot-v1";
 inline constexpr std::string_view kCatalogInstallSnapshotSchema = "ctx.catalog-install-snapshot-v1";
@@ -83,6 +93,8 @@ class CatalogBenefitFactsPort final : public BenefitFactsPort {
   std::optional<planning::BenefitCandidate> benefit_candidate(
       const planning::CapabilityCandidate& presentation,
       const planning::WorkObservation& observation) override;
+  // kRelevanceShareOfBestPpm.
+  std::int64_t relevance_share_of_best_ppm() const override { return kRelevanceShareOfBestPpm; }
 
  private:
   // The number of entries whose terms hold `word`, counted once per word.

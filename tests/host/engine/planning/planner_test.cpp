@@ -68,7 +68,8 @@ class SeedFacts final : public BenefitFactsPort {
                          ? Availability::kAdvisory
                          : Availability::kExecutable;
     c.expected_task_benefit_ppm = 800'000;
-    c.relevance_ppm = relevance_ppm;
+    const auto own = relevance_of.find(p.capability_id);
+    c.relevance_ppm = own == relevance_of.end() ? relevance_ppm : own->second;
     c.trust_ppm = 1'000'000;
     c.costs = ResourceCosts{};
     c.evidence.capability_id = p.capability_id;
@@ -79,8 +80,11 @@ class SeedFacts final : public BenefitFactsPort {
     if (drift_after >= 0 && static_cast<int>(calls.size()) > drift_after) c.relevance_ppm -= 1;
     return c;
   }
+  std::int64_t relevance_share_of_best_ppm() const override { return share_of_best_ppm; }
   std::string snapshot = digest_of("managed-benefit-facts");
   std::int64_t relevance_ppm = 900'000;
+  std::map<std::string, std::int64_t> relevance_of;  // overrides relevance_ppm per id
+  std::int64_t share_of_best_ppm = 0;
   int drift_after = -1;
   std::vector<std::string> calls;
 };
@@ -165,6 +169,33 @@ WorkObservation python_work(std::int64_t limit = 5) {
 
 const std::vector<std::string> kSix = {"agent:reviewer", "harness:python-runner", "mcp-server:docs",
                                        "skill:lint",     "skill:test",            "skill:types"};
+
+// The facts port's share of the best relevance: the bar is set by the best relevance in the pool
+// (a candidate without relevance, however it scored, sets none), and a candidate under it is not
+// relevant. A port without a share (0) keeps every relevant candidate.
+TEST(CapabilityPlanner, ARelevanceUnderThePortsShareOfThePoolsBestIsNone) {
+  MemoryGraph graph(kSix);
+  SeedFacts facts;
+  facts.relevance_ppm = 0;
+  facts.relevance_of = {
+      {"skill:test", 600'000}, {"skill:types", 420'000}, {"agent:reviewer", 419'999}};
+  facts.share_of_best_ppm = 700'000;
+  const auto selected = [&] {
+    MemoryAudit audit;
+    CapabilityPlanner planner(config(), seed_policy(), graph, facts, nullptr, nullptr, audit);
+    const auto plan = planner.plan(python_work());
+    std::set<std::string> ids;
+    for (const auto& row : plan.capabilities()) {
+      ids.insert(row.presentation.capability_id);
+    }
+    return ids;
+  };
+  EXPECT_EQ(selected(), (std::set<std::string>{"skill:test", "skill:types"}));
+  facts.share_of_best_ppm = 0;
+  EXPECT_EQ(selected(), (std::set<std::string>{"agent:reviewer", "skill:test", "skill:types"}));
+  facts.share_of_best_ppm = 1'000'001;
+  CTX_EXPECT_THROW(selected(), PlannerValidationError, "relevance share");
+}
 
 TEST(CapabilityPlanner, OneCommittedPlanGloballyBoundsFourCompetingTypes) {
   MemoryGraph graph(kSix);

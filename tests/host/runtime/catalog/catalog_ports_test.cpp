@@ -340,8 +340,8 @@ TEST(CatalogPorts, StopWordsAndCredentialLikeWordsAreNeverSignals) {
   }
 }
 
-// The facts' relevance: the retrieval's share of the best score when it is at least 0.7 and the
-// match has evidence (two signals, the name, or one word that is half the name or more), else 0.
+// The facts' relevance: the retrieval's share of the best score when the match has evidence (two
+// signals, the name, or one word that is half the name or more), else 0.
 TEST(CatalogPorts, RelevanceNeedsEvidenceAndAShareOfTheBestScore) {
   Imported imported;
   CatalogBenefitFactsPort facts(imported.catalog);
@@ -361,8 +361,9 @@ TEST(CatalogPorts, RelevanceNeedsEvidenceAndAShareOfTheBestScore) {
     return candidate ? candidate->relevance_ppm : -1;
   };
   EXPECT_EQ(relevance(1'000'000, {"pdf", "report"}, {"pdf", "report"}), 1'000'000);
-  EXPECT_EQ(relevance(700'000, {"pdf", "report"}, {"pdf", "report"}), 700'000);
-  EXPECT_EQ(relevance(699'999, {"pdf", "report"}, {"pdf", "report"}), 0);   // the weaker tail
+  // The share of the best is the planner's rule over the pool (relevance_share_of_best_ppm).
+  EXPECT_EQ(relevance(400'000, {"pdf", "report"}, {"pdf", "report"}), 400'000);
+  EXPECT_EQ(facts.relevance_share_of_best_ppm(), kRelevanceShareOfBestPpm);
   EXPECT_EQ(relevance(1'000'000, {"pdf"}, {"pdf", "invoice"}), 1'000'000);  // half of its name
   EXPECT_EQ(relevance(1'000'000, {"report"}, {"report", "invoice"}), 0);    // one incidental word
   EXPECT_EQ(relevance(1'000'000, {}, {"pdf-export"}), 1'000'000);           // named
@@ -410,6 +411,70 @@ TEST(CatalogPorts, AnEntrysNameWordManyEntriesShareIsNoEvidenceAlone) {
   EXPECT_EQ(relevance("session-end", {"end"}, {"end", "line"}), 0);  // four entries use "end"
   EXPECT_EQ(relevance("pdf-export", {"pdf"}, {"pdf", "line"}), 1'000'000);
   EXPECT_EQ(relevance("session-end", {"end", "session"}, {"end", "session"}), 1'000'000);
+}
+
+// Relevance of a one-presentation plan in a small catalog of `skills` (name -> description).
+class SmallCatalog {
+ public:
+  explicit SmallCatalog(const std::map<std::string, std::string>& skills) {
+    for (const auto& [name, description] : skills) {
+      fs::create_directories(temp_ / "catalog" / "skills" / name);
+      std::ofstream(temp_ / "catalog" / "skills" / name / "SKILL.md")
+          << "---\nname: " << name << "\ndescription: " << description << "\n---\nBody\n";
+    }
+    init_state_dir(temp_ / "state");
+    import_catalog(temp_ / "catalog", temp_ / "state");
+    facts_.emplace(ImportedCatalog::open(temp_ / "state"));
+  }
+  std::int64_t relevance(const std::string& name, std::vector<std::string> matching,
+                         std::vector<std::string> signals) {
+    CapabilityCandidate presentation;
+    presentation.capability_id = "skill:" + name;
+    presentation.kind = engine::CapabilityKind::kSkill;
+    presentation.name = name;
+    presentation.source_digest = core::sha256_hex("source");
+    presentation.actionability = engine::CandidateActionability::kInstall;
+    presentation.normalized_score_ppm = 1'000'000;
+    presentation.matching_signals = std::move(matching);
+    WorkObservation work;
+    work.signals = std::move(signals);
+    return facts_->benefit_candidate(presentation, work)->relevance_ppm;
+  }
+
+ private:
+  TempDir temp_;
+  std::optional<CatalogBenefitFactsPort> facts_;
+};
+
+// Two matching words that are among the most common English words ("less", "make") are one
+// match, unless one is a word of the entry's name; three are evidence, and so is a pair with a
+// rarer word.
+TEST(CatalogPorts, TwoOfTheMostCommonEnglishWordsAreOneMatch) {
+  SmallCatalog catalog({{"avoid-ai-writing", "Make prose read less like a machine wrote it."},
+                        {"pdf-export", "Export reports as PDF documents."}});
+  EXPECT_EQ(catalog.relevance("avoid-ai-writing", {"less", "make"}, {"less", "make", "pods"}), 0);
+  EXPECT_EQ(
+      catalog.relevance("avoid-ai-writing", {"less", "make", "prose"}, {"less", "make", "prose"}),
+      1'000'000);
+  EXPECT_EQ(catalog.relevance("avoid-ai-writing", {"make", "prose"}, {"make", "prose"}), 1'000'000);
+  EXPECT_EQ(catalog.relevance("avoid-ai-writing", {"make", "writing"}, {"make", "writing"}),
+            1'000'000);
+}
+
+// One word of a name of three words or more is evidence alone when it is no common English word
+// (a tool: "helm") and few entries use it; a common word ("table") or one that more entries use
+// ("kubernetes" in three of five) is not.
+TEST(CatalogPorts, AnUncommonWordOfALongNameIsEvidenceAlone) {
+  SmallCatalog catalog(
+      {{"helm-chart-scaffolding", "Scaffold Helm charts for Kubernetes workloads."},
+       {"postgresql-table-design", "Design PostgreSQL tables and their table keys."},
+       {"k8s-manifest-generator", "Generate Kubernetes manifests."},
+       {"kubernetes-cluster-architect", "Design Kubernetes clusters."},
+       {"pdf-export", "Export reports as PDF documents."}});
+  EXPECT_EQ(catalog.relevance("helm-chart-scaffolding", {"helm"}, {"helm", "values"}), 1'000'000);
+  EXPECT_EQ(catalog.relevance("postgresql-table-design", {"table"}, {"table", "values"}), 0);
+  EXPECT_EQ(
+      catalog.relevance("kubernetes-cluster-architect", {"kubernetes"}, {"kubernetes", "pods"}), 0);
 }
 
 TEST(CatalogPorts, TheExampleWorkFileResolvesToThePdfExportSkill) {
