@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <utility>
 
 #include "host/core/crypto.hpp"
 #include "host/engine/lexical.hpp"
@@ -89,6 +90,20 @@ struct WorkWhat {
 
 }  // namespace
 
+std::optional<std::string_view> term_alias(std::string_view lowered) {
+  // Sorted by short form (binary search).
+  static constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"gql", "graphql"},  {"js", "javascript"}, {"k8s", "kubernetes"},      {"mongo", "mongodb"},
+      {"oauth", "oauth2"}, {"pg", "postgresql"}, {"postgres", "postgresql"}, {"py", "python"},
+      {"rb", "ruby"},      {"tf", "terraform"},  {"ts", "typescript"}};
+  static_assert(std::is_sorted(std::begin(kAliases), std::end(kAliases)));
+  const auto it = std::lower_bound(std::begin(kAliases), std::end(kAliases), lowered,
+                                   [](const std::pair<std::string_view, std::string_view>& a,
+                                      std::string_view b) { return a.first < b; });
+  if (it == std::end(kAliases) || it->first != lowered) return std::nullopt;
+  return it->second;
+}
+
 bool is_secret_env_name(std::string_view name) {
   const std::string u = upper(name);
   for (const char* part : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY",
@@ -121,16 +136,18 @@ bool has_evidence(const planning::CapabilityCandidate& presentation, const Catal
                   const planning::WorkObservation& observation,
                   const std::function<std::size_t(const std::string&)>& entries_using,
                   std::size_t catalog_size) {
+  const auto name_words = planning::ascii_tokens(entry.name);
   std::vector<std::string> matching;
   bool language = false;
+  std::optional<std::string> named_language;  // a matching language that is a word of the name
   for (const auto& term : presentation.matching_signals) {
     if (observation.signals.empty() || among(observation.signals, term)) {
       matching.push_back(term);
     } else if (among(observation.languages, term)) {
       language = true;
+      if (!named_language && among(name_words, term)) named_language = term;
     }
   }
-  const auto name_words = planning::ascii_tokens(entry.name);
   if (matching.size() == 2 && !among(name_words, matching[0]) && !among(name_words, matching[1]) &&
       english_commonness(matching[0]) == EnglishCommonness::kMostCommon &&
       english_commonness(matching[1]) == EnglishCommonness::kMostCommon) {
@@ -139,6 +156,17 @@ bool has_evidence(const planning::CapabilityCandidate& presentation, const Catal
   if (matching.size() >= 2 || (matching.size() == 1 && language)) return true;
   for (const auto& signal : observation.signals) {
     if (signal == entry.name || signal == presentation.capability_id) return true;
+  }
+  // Work in the project's language ("Add an API endpoint" in a Go module) makes the entry named
+  // after that language (golang-pro: a name of at most two words) a match as one name word would
+  // be, when the work says something more specific than everyday English: a signal that is not
+  // among the most common English words ("api"; not "plan", "next", "step").
+  if (matching.empty() && named_language && name_words.size() <= 2 &&
+      std::any_of(observation.signals.begin(), observation.signals.end(),
+                  [](const std::string& signal) {
+                    return english_commonness(signal) != EnglishCommonness::kMostCommon;
+                  })) {
+    matching.push_back(*named_language);
   }
   if (matching.empty() || !among(name_words, matching.front())) return false;
   const std::string& word = matching.front();
@@ -353,10 +381,18 @@ std::vector<std::string> CatalogVocabulary::most_informative(const std::vector<s
     for (char& c : lowered) {
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     }
-    // A word that is no term is looked up by its stem ("brainstorm" finds "brainstorming"). A
-    // stop word says nothing about the work; a credential-like word is never planned on (the
-    // surrogate would refuse it).
-    if (!terms_.count(lowered)) lowered = planning::term_stem(lowered);
+    // A word that is no term is looked up by its stem ("brainstorm" finds "brainstorming"), then
+    // as the word its short form stands for ("postgres" finds "postgresql"). A stop word says
+    // nothing about the work; a credential-like word is never planned on (the surrogate would
+    // refuse it).
+    if (!terms_.count(lowered)) {
+      std::string stem = planning::term_stem(lowered);
+      if (terms_.count(stem)) {
+        lowered = std::move(stem);
+      } else if (const auto full = term_alias(lowered)) {
+        lowered = std::string(*full);
+      }
+    }
     if (terms_.count(lowered) && !planning::is_stop_word(lowered) && !credential_like(lowered)) {
       kept.insert(std::move(lowered));
     }

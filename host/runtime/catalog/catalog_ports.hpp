@@ -16,7 +16,11 @@
 //                    "terraform" for terraform-module-library; not "table" for
 //                    postgresql-table-design), or one matching signal and a matching language
 //                    (a project term; languages alone are no evidence when the work has
-//                    signals). The planner then keeps the relevance of the entries whose
+//                    signals, but for an entry named after one, below), or a language that is a
+//                    word of a name of at most two words, as such a name word would be, when
+//                    the work has a signal that is not among the most common English words
+//                    (golang-pro for "Add an API endpoint" in a Go module; not for "plan the
+//                    next step"). The planner then keeps the relevance of the entries whose
 //                    relevance is at least kRelevanceShareOfBestPpm of the best one's in the
 //                    plan's pool (relevance_share_of_best_ppm): the few entries that match about
 //                    as well as the best match with evidence. An entry that scores best on one
@@ -80,6 +84,12 @@ inline constexpr std::string_view kCatalogMaterialSnapshotSchema =
     "ctx.catalog-material-snapshot-v1";
 inline constexpr std::string_view kCatalogInstallSnapshotSchema = "ctx.catalog-install-snapshot-v1";
 inline constexpr std::string_view kCatalogInstallPlanSchema = "ctx.catalog-install-plan-v1";
+
+// The word a common short form in a prompt stands for (a fixed table: gql graphql, js javascript,
+// k8s kubernetes, mongo mongodb, oauth oauth2, pg and postgres postgresql, py python, rb ruby,
+// tf terraform, ts typescript), or nullopt. The vocabulary uses it only for a word that is no
+// catalog term, and keeps the result only when that is one (so only catalog terms are stored).
+std::optional<std::string_view> term_alias(std::string_view lowered);
 
 // True when an env variable name looks like it holds a secret (rule above).
 bool is_secret_env_name(std::string_view name);
@@ -153,7 +163,8 @@ class CatalogVocabulary {
   bool contains(std::string_view token) const;
   // The number of entries that use `term` (lower-cased already); 0 when none does.
   std::size_t entries_using(std::string_view term) const;
-  // The terms of `tokens` (lower-cased; a token that is no term is looked up by its stem), unique,
+  // The terms of `tokens` (lower-cased; a token that is no term is looked up by its stem, then by
+  // term_alias: "postgres" as "postgresql"), unique,
   // most informative first: fewest entries using it, ties in alphabetical order; at most `limit`,
   // so a bound drops the terms most entries share ("python" before "celery"). Never a stop word
   // (engine::planning::is_stop_word: "the", "with", "thanks", "why": they say nothing about which

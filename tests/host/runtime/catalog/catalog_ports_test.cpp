@@ -424,10 +424,12 @@ class SmallCatalog {
     }
     init_state_dir(temp_ / "state");
     import_catalog(temp_ / "catalog", temp_ / "state");
-    facts_.emplace(ImportedCatalog::open(temp_ / "state"));
+    catalog_ = ImportedCatalog::open(temp_ / "state");
+    facts_.emplace(catalog_);
   }
   std::int64_t relevance(const std::string& name, std::vector<std::string> matching,
-                         std::vector<std::string> signals) {
+                         std::vector<std::string> signals,
+                         std::vector<std::string> languages = {}) {
     CapabilityCandidate presentation;
     presentation.capability_id = "skill:" + name;
     presentation.kind = engine::CapabilityKind::kSkill;
@@ -438,11 +440,14 @@ class SmallCatalog {
     presentation.matching_signals = std::move(matching);
     WorkObservation work;
     work.signals = std::move(signals);
+    work.languages = std::move(languages);
     return facts_->benefit_candidate(presentation, work)->relevance_ppm;
   }
+  const std::shared_ptr<const ImportedCatalog>& catalog() const { return catalog_; }
 
  private:
   TempDir temp_;
+  std::shared_ptr<const ImportedCatalog> catalog_;
   std::optional<CatalogBenefitFactsPort> facts_;
 };
 
@@ -475,6 +480,30 @@ TEST(CatalogPorts, AnUncommonWordOfALongNameIsEvidenceAlone) {
   EXPECT_EQ(catalog.relevance("postgresql-table-design", {"table"}, {"table", "values"}), 0);
   EXPECT_EQ(
       catalog.relevance("kubernetes-cluster-architect", {"kubernetes"}, {"kubernetes", "pods"}), 0);
+}
+
+// Work in the project's language makes the entry named after it a match, as a word of its name
+// would be, when the work says something more specific than everyday English ("api"); work of
+// the most common English words ("plan", "next") does not, nor does a language no word of the
+// entry's name is.
+TEST(CatalogPorts, WorkInTheProjectsLanguageMatchesTheEntryNamedAfterIt) {
+  SmallCatalog catalog({{"golang-pro", "Write idiomatic Go with goroutines and generics."},
+                        {"pdf-export", "Export reports as PDF documents."}});
+  EXPECT_EQ(catalog.relevance("golang-pro", {"golang"}, {"api", "order"}, {"golang"}), 1'000'000);
+  EXPECT_EQ(catalog.relevance("golang-pro", {"golang"}, {"plan", "next"}, {"golang"}), 0);
+  EXPECT_EQ(catalog.relevance("pdf-export", {"reports"}, {"api", "order"}, {"reports"}), 0);
+}
+
+// A short form that is no catalog term is read as the term it stands for ("postgres" as
+// "postgresql", "k8s" as "kubernetes"); one that is a term stays itself.
+TEST(CatalogPorts, AShortFormIsReadAsTheTermItStandsFor) {
+  SmallCatalog catalog({{"postgresql-table-design", "Design PostgreSQL tables on Kubernetes."},
+                        {"pdf-export", "Export reports as PDF documents (k8s too)."}});
+  const CatalogVocabulary vocabulary(*catalog.catalog());
+  EXPECT_EQ(vocabulary.filter({"Postgres", "indexes"}), (std::vector<std::string>{"postgresql"}));
+  EXPECT_EQ(vocabulary.filter({"k8s"}), (std::vector<std::string>{"k8s"}));
+  EXPECT_EQ(term_alias("postgres"), std::optional<std::string_view>("postgresql"));
+  EXPECT_EQ(term_alias("postgresql"), std::nullopt);
 }
 
 TEST(CatalogPorts, TheExampleWorkFileResolvesToThePdfExportSkill) {
