@@ -7,8 +7,10 @@
 // and system it prints:
 //   hit@3           match prompts where some shown entry is acceptable;
 //   consent_target  match prompts where the entry the user is asked to approve (ctx: the consent
-//                   challenge, else the first installable shown; bm25: its first row) is
-//                   acceptable;
+//                   challenge, else the first entry shown; bm25: its first row) is acceptable;
+//   consent_asked   the same with ctx's consent challenge only: an entry ctx cannot install
+//                   (today an agent file over the 6,000-byte material bound) gets no challenge,
+//                   and consent_target still counts it when it is shown first;
 //   precision@3     acceptable shown entries / shown entries, over match prompts;
 //   abstain         no-match prompts (no acceptable entry) where nothing is shown;
 // and `ratio ctx/bm25 METRIC SPLIT: X` (a bm25 value of 0 is floored at one prompt's share).
@@ -54,6 +56,7 @@ struct Prompt {
 struct Shown {
   std::vector<std::string> ids;
   std::string consent;  // empty: no consent asked / nothing installable shown
+  std::string asked;    // ctx: the entry of its consent challenge only; bm25: its first row
 };
 
 std::vector<Prompt> load_prompts(const fs::path& file) {
@@ -138,6 +141,7 @@ Shown parse_reply(const std::optional<std::string>& reply) {
       const std::string rest = line.substr(at + consent.size());
       const auto end = rest.find(". ");
       shown.consent = id_of(rest.substr(0, end));
+      shown.asked = shown.consent;
     }
   }
   if (shown.consent.empty()) {
@@ -205,7 +209,7 @@ class Bm25 {
       shown.ids.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(query_, 0)));
     }
     sqlite3_reset(query_);
-    if (!shown.ids.empty()) shown.consent = shown.ids.front();
+    if (!shown.ids.empty()) shown.consent = shown.asked = shown.ids.front();
     return shown;
   }
 
@@ -222,7 +226,7 @@ class Bm25 {
 };
 
 struct Metrics {
-  int match = 0, hit = 0, consent = 0, nomatch = 0, abstained = 0;
+  int match = 0, hit = 0, consent = 0, asked = 0, nomatch = 0, abstained = 0;
   int shown = 0, acceptable_shown = 0;
   void add(const Prompt& p, const Shown& s) {
     if (p.acceptable.empty()) {
@@ -241,11 +245,13 @@ struct Metrics {
     }
     if (any) ++hit;
     if (!s.consent.empty() && p.acceptable.count(s.consent)) ++consent;
+    if (!s.asked.empty() && p.acceptable.count(s.asked)) ++asked;
   }
   static double share(int n, int d) { return d == 0 ? 0.0 : static_cast<double>(n) / d; }
   std::map<std::string, double> values() const {
     return {{"hit@3", share(hit, match)},
             {"consent_target", share(consent, match)},
+            {"consent_asked", share(asked, match)},
             {"precision@3", share(acceptable_shown, shown)},
             {"abstain", share(abstained, nomatch)}};
   }
@@ -342,7 +348,7 @@ int main(int argc, char** argv) {
     if (verbose && p.split == "tune") {
       std::string line = "[" + p.text + "] ctx:";
       for (const auto& id : c.ids) line += " " + id + (p.acceptable.count(id) ? "+" : "");
-      line += " consent=" + c.consent + " | bm25:";
+      line += " consent=" + c.consent + " asked=" + c.asked + " | bm25:";
       for (const auto& id : b.ids) line += " " + id + (p.acceptable.count(id) ? "+" : "");
       std::printf("%s\n", line.c_str());
     }
@@ -360,7 +366,7 @@ int main(int argc, char** argv) {
     std::printf("%s: %d match prompts, %d no-match prompts\n", split, c.match, c.nomatch);
     const auto cv = c.values();
     const auto bv = b.values();
-    for (const char* name : {"hit@3", "consent_target", "precision@3", "abstain"}) {
+    for (const char* name : {"hit@3", "consent_target", "consent_asked", "precision@3", "abstain"}) {
       std::printf("  %-15s ctx %.3f  bm25 %.3f\n", name, cv.at(name), bv.at(name));
     }
     for (const char* name : {"hit@3", "consent_target", "precision@3", "abstain"}) {
