@@ -150,6 +150,180 @@ DecodedStates& decoded_states() {
   return *states;
 }
 
+// What authorises one event (§5 steps 5–6): the settlement guard its append carries, the
+// one-shot reservation of an interactive install decision, and whether a current policy
+// preapproved it.
+struct Authority {
+  std::optional<SettlementGuard> append_guard;
+  std::optional<InteractiveInstallDecisionReservation> reservation;
+  bool guard_used = false;
+  bool preapproved = false;
+};
+
+// An install decision for a pending consent: unexpired by the trusted clock, and granted either
+// by the current preapproval policy (its guard holding that policy) or through the host's
+// one-shot interactive guard. Errors: CtxEngineError naming what does not hold.
+void authorize_decision(const EngineState& state, const EngineEvent& event,
+                        const std::string& source_digest, const EnginePorts& ports,
+                        core::Timestamp now, Authority& out) {
+  const Json& payload = event.payload();
+  const PendingConsent* consent = find_consent(state, payload.at("consent_id"));
+  if (!consent || !consent_matches(event, consent->install_action)) {
+    throw CtxEngineError("install decision does not match an exact pending consent");
+  }
+  const HostAction& install = consent->install_action;
+  // check_user_decision (at ingress) admitted only declared spellings.
+  const DecisionBasis basis = payload.at("decision_basis").get<DecisionBasis>();
+  if (now >= at(install.expires_at())) {
+    throw CtxEngineError("install decision has expired according to trusted clock");
+  }
+  if (basis == DecisionBasis::kPreapprovedPolicy) {
+    if (payload.at("decision").get<Decision>() != Decision::kGranted) {
+      throw CtxEngineError("preapproved install policy decisions may only grant");
+    }
+    const auto& policy_guard = ports.preapproved_install_policy_guard;
+    if (!policy_guard.hold || !policy_guard.assert_current) {
+      throw CtxEngineError("preapproved install requires an authoritative current-policy guard");
+    }
+    const std::string digest = payload.at("policy_snapshot_digest");
+    const auto policy = policy_guard.hold(digest);
+    const auto descriptor =
+        InstallPlanDescriptor::from_json(install.payload().at("install_plan_descriptor"));
+    const bool by_policy = policy && policy->policy_digest() == digest &&
+                           route_install_authorization(*policy, descriptor).decision_basis ==
+                               DecisionBasis::kPreapprovedPolicy;
+    const bool by_approval = policy && policy->policy_digest() == digest && policy_guard.approved &&
+                             policy_guard.approved(descriptor, digest);
+    if (!by_policy && !by_approval) {
+      throw CtxEngineError("preapproved install is not authorized by current policy");
+    }
+    out.preapproved = true;
+  } else if (!ports.interactive_install_decision_guard) {
+    throw CtxEngineError(
+        "interactive install decision requires a host-authenticated one-shot guard");
+  }
+  if (!out.preapproved) out.reservation = reservation_of(event, source_digest, install);
+}
+
+// A consent expiry names its exact pending consent, which the trusted clock says has expired.
+void check_consent_expiry(const EngineState& state, const EngineEvent& event, core::Timestamp now) {
+  const Json& payload = event.payload();
+  const PendingConsent* consent = find_consent(state, payload.at("consent_id"));
+  if (!consent || !consent_matches(event, consent->install_action) ||
+      payload.at("install_expires_at") != *consent->install_action.expires_at()) {
+    throw CtxEngineError("install consent expiry does not match an exact pending consent");
+  }
+  if (now < at(consent->install_action.expires_at())) {
+    throw CtxEngineError("install consent has not expired according to trusted clock");
+  }
+}
+
+// An expiry of a pending install or activation: exactly that action, expired by the trusted
+// clock (with a claim store, its append settles the claim as expired).
+void authorize_action_expiry(const HostAction& action, bool install, const Json& payload,
+                             bool has_claims, core::Timestamp now, Authority& out) {
+  const Json expected = {{"action_content_digest", action.content_digest()},
+                         {"action_id", action.action_id()},
+                         {"action_kind", action.action_kind()},
+                         {"action_precondition_revision", action.precondition_revision()},
+                         {"reason", "expired"}};
+  if (payload != expected) {
+    throw CtxEngineError("action expiry does not match the exact pending action");
+  }
+  if (now < at(action.expires_at())) {
+    throw CtxEngineError(install ? "install action has not expired according to trusted clock"
+                                 : "activation action has not expired according to trusted clock");
+  }
+  if (has_claims) {
+    out.append_guard = SettlementGuard{
+        install ? ExecutionAuthority::kInstall : ExecutionAuthority::kActivation,
+        action.action_id(), action.content_digest(), GuardMode::kExpired, std::nullopt};
+  }
+}
+
+// A receipt of a pending install or (v3) activation: an expiry (above), or an applied/failed
+// receipt that carries the verified execution outcome's guard for exactly that action.
+// Errors: Install/ActivationExecutionOutcomeRequired without it.
+void authorize_receipt(const EngineState& state, const EngineEvent& event,
+                       const std::optional<SettlementGuard>& supplied, bool has_claims,
+                       core::Timestamp now, Authority& out) {
+  const Json& payload = event.payload();
+  const PendingEffect* pending = state.pending_effect(payload.at("action_id").get<std::string>());
+  const bool install = pending && pending->effect == Effect::kInstall;
+  const bool activation = pending &&
+                          pending->action.action_kind() == ActionKind::kActivateCapability &&
+                          is_v3_material(pending->action);
+  if (!pending || (!install && !activation)) return;
+  const HostAction& action = pending->action;
+  if (event.event_kind() == EventKind::kActionExpired &&
+      (install || (activation && pending->effect == Effect::kActivate))) {
+    authorize_action_expiry(action, install, payload, has_claims, now, out);
+    return;
+  }
+  const auto authority = install ? ExecutionAuthority::kInstall : ExecutionAuthority::kActivation;
+  const auto mode =
+      event.event_kind() == EventKind::kActionApplied ? GuardMode::kApplied : GuardMode::kFailed;
+  const bool ok =
+      supplied && supplied->authority == authority && supplied->action_id == action.action_id() &&
+      supplied->action_content_digest == action.content_digest() && supplied->mode == mode &&
+      supplied->execution_outcome_digest &&
+      (install || (mode == GuardMode::kApplied && pending->effect == Effect::kActivate));
+  if (!ok) {
+    if (install) {
+      throw InstallExecutionOutcomeRequired("install action " + action.action_id() +
+                                            " has no verified execution outcome");
+    }
+    throw ActivationExecutionOutcomeRequired("activation action " + action.action_id() +
+                                             " has no verified execution outcome");
+  }
+  out.append_guard = supplied;
+  out.guard_used = true;
+}
+
+// The authority of `event` on `state` (nullptr: a new stream). A supplied execution guard must be
+// used by a receipt of its pending action. Errors: as the steps above; CtxEngineError for an
+// unused guard.
+Authority classify_authority(const EngineState* state, const EngineEvent& event,
+                             const std::string& source_digest,
+                             const std::optional<SettlementGuard>& supplied,
+                             const EnginePorts& ports, bool has_claims, core::Timestamp now) {
+  Authority out;
+  if (state && event.event_kind() == EventKind::kUserDecision &&
+      event.payload().contains("decision_basis")) {
+    authorize_decision(*state, event, source_digest, ports, now, out);
+  } else if (state && event.event_kind() == EventKind::kInstallConsentExpired) {
+    check_consent_expiry(*state, event, now);
+  } else if (state && is_receipt_kind(event.event_kind())) {
+    authorize_receipt(*state, event, supplied, has_claims, now, out);
+  }
+  if (supplied && !out.guard_used) {
+    throw CtxEngineError("execution guard does not match the pending action of this receipt");
+  }
+  return out;
+}
+
+// Holds the guards a decision's commit needs, just before it: the interactive decision's one-shot
+// reservation (its settle function returned; empty without one), and a preapproved decision's
+// policy still current.
+std::function<void()> hold_decision_guards(const Authority& authority, const EnginePorts& ports) {
+  std::function<void()> settle;
+  if (authority.reservation) {
+    try {
+      settle = ports.interactive_install_decision_guard(*authority.reservation);
+    } catch (const std::exception&) {
+      throw CtxEngineError("interactive install decision guard is unavailable");
+    }
+  }
+  if (authority.preapproved) {
+    try {
+      ports.preapproved_install_policy_guard.assert_current();
+    } catch (const std::exception&) {
+      throw CtxEngineError("preapproved install policy is no longer authoritative");
+    }
+  }
+  return settle;
+}
+
 }  // namespace
 
 // ---- Engine ---------------------------------------------------------------------------------
@@ -270,118 +444,11 @@ Transition Engine::process_locked(const EngineEvent& ingress,
   }
   const EngineState* state = snap.state ? &*snap.state : nullptr;
   const EngineEvent& event = pre.reducer_event;
-  const Json& payload = event.payload();
   const core::Timestamp now = clock_.now();
 
   // Authority classification (§5 step 5–6).
-  std::optional<SettlementGuard> append_guard;
-  std::optional<InteractiveInstallDecisionReservation> reservation;
-  bool guard_used = false;
-  bool preapproved = false;
-  if (state && event.event_kind() == EventKind::kUserDecision &&
-      payload.contains("decision_basis")) {
-    const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
-    if (!consent || !consent_matches(event, consent->install_action)) {
-      throw CtxEngineError("install decision does not match an exact pending consent");
-    }
-    const HostAction& install = consent->install_action;
-    // check_user_decision (at ingress) admitted only declared spellings.
-    const DecisionBasis basis = payload.at("decision_basis").get<DecisionBasis>();
-    if (now >= at(install.expires_at())) {
-      throw CtxEngineError("install decision has expired according to trusted clock");
-    }
-    if (basis == DecisionBasis::kPreapprovedPolicy) {
-      if (payload.at("decision").get<Decision>() != Decision::kGranted) {
-        throw CtxEngineError("preapproved install policy decisions may only grant");
-      }
-      const auto& policy_guard = ports_.preapproved_install_policy_guard;
-      if (!policy_guard.hold || !policy_guard.assert_current) {
-        throw CtxEngineError("preapproved install requires an authoritative current-policy guard");
-      }
-      const std::string digest = payload.at("policy_snapshot_digest");
-      const auto policy = policy_guard.hold(digest);
-      const auto descriptor =
-          InstallPlanDescriptor::from_json(install.payload().at("install_plan_descriptor"));
-      const bool by_policy = policy && policy->policy_digest() == digest &&
-                             route_install_authorization(*policy, descriptor).decision_basis ==
-                                 DecisionBasis::kPreapprovedPolicy;
-      const bool by_approval = policy && policy->policy_digest() == digest &&
-                               policy_guard.approved && policy_guard.approved(descriptor, digest);
-      if (!by_policy && !by_approval) {
-        throw CtxEngineError("preapproved install is not authorized by current policy");
-      }
-      preapproved = true;
-    } else if (!ports_.interactive_install_decision_guard) {
-      throw CtxEngineError(
-          "interactive install decision requires a host-authenticated one-shot guard");
-    }
-    if (!preapproved) reservation = reservation_of(event, source_digest, install);
-  } else if (state && event.event_kind() == EventKind::kInstallConsentExpired) {
-    const PendingConsent* consent = find_consent(*state, payload.at("consent_id"));
-    if (!consent || !consent_matches(event, consent->install_action) ||
-        payload.at("install_expires_at") != *consent->install_action.expires_at()) {
-      throw CtxEngineError("install consent expiry does not match an exact pending consent");
-    }
-    if (now < at(consent->install_action.expires_at())) {
-      throw CtxEngineError("install consent has not expired according to trusted clock");
-    }
-  } else if (state && is_receipt_kind(event.event_kind())) {
-    const PendingEffect* pending =
-        state->pending_effect(payload.at("action_id").get<std::string>());
-    const bool install = pending && pending->effect == Effect::kInstall;
-    const bool activation = pending &&
-                            pending->action.action_kind() == ActionKind::kActivateCapability &&
-                            is_v3_material(pending->action);
-    if (pending && (install || activation)) {
-      const HostAction& action = pending->action;
-      if (event.event_kind() == EventKind::kActionExpired &&
-          (install || (activation && pending->effect == Effect::kActivate))) {
-        const Json expected = {{"action_content_digest", action.content_digest()},
-                               {"action_id", action.action_id()},
-                               {"action_kind", action.action_kind()},
-                               {"action_precondition_revision", action.precondition_revision()},
-                               {"reason", "expired"}};
-        if (payload != expected) {
-          throw CtxEngineError("action expiry does not match the exact pending action");
-        }
-        if (now < at(action.expires_at())) {
-          throw CtxEngineError(
-              install ? "install action has not expired according to trusted clock"
-                      : "activation action has not expired according to trusted clock");
-        }
-        if (claims_) {
-          append_guard = SettlementGuard{install ? ExecutionAuthority::kInstall
-                                                 : ExecutionAuthority::kActivation,
-                                         action.action_id(), action.content_digest(),
-                                         GuardMode::kExpired, std::nullopt};
-        }
-      } else {
-        const auto authority =
-            install ? ExecutionAuthority::kInstall : ExecutionAuthority::kActivation;
-        const auto mode = event.event_kind() == EventKind::kActionApplied ? GuardMode::kApplied
-                                                                          : GuardMode::kFailed;
-        const bool ok =
-            supplied && supplied->authority == authority &&
-            supplied->action_id == action.action_id() &&
-            supplied->action_content_digest == action.content_digest() && supplied->mode == mode &&
-            supplied->execution_outcome_digest &&
-            (install || (mode == GuardMode::kApplied && pending->effect == Effect::kActivate));
-        if (!ok) {
-          if (install) {
-            throw InstallExecutionOutcomeRequired("install action " + action.action_id() +
-                                                  " has no verified execution outcome");
-          }
-          throw ActivationExecutionOutcomeRequired("activation action " + action.action_id() +
-                                                   " has no verified execution outcome");
-        }
-        append_guard = supplied;
-        guard_used = true;
-      }
-    }
-  }
-  if (supplied && !guard_used) {
-    throw CtxEngineError("execution guard does not match the pending action of this receipt");
-  }
+  const Authority authority =
+      classify_authority(state, event, source_digest, supplied, ports_, claims_ != nullptr, now);
 
   // Prepare (normalise + plan), reduce, commit.
   const ReplayInput input = prepare_replay_input(pre, state, &ports_.observation_normalizer,
@@ -390,38 +457,24 @@ Transition Engine::process_locked(const EngineEvent& ingress,
   if (input.decision_surrogate) decision = input.decision_surrogate->value();
   Reduction reduction = reduce_v3(state, ReducerEvent{input.reducer_event, std::move(decision)});
 
-  JournalAppend request{stream,
-                        ingress.expected_revision(),
-                        ingress.event_id(),
-                        source_digest,
-                        std::string(kReducerV3),
-                        CanonicalText::adopt(input.to_json_text()),
-                        TransitionText{CanonicalText::adopt(reduction.transition.to_json_text()),
-                                       reduction.transition.event_id(),
-                                       reduction.transition.to_revision(),
-                                       reduction.transition.scope().same_session(ingress.scope())
-                                           ? stream
-                                           : reduction.transition.scope().stream_id()},
-                        CanonicalText::adopt(reduction.state.to_json_text()),
-                        event.privacy().classification(),
-                        event.privacy().retention(),
-                        append_guard};
+  JournalAppend request{
+      stream,
+      ingress.expected_revision(),
+      ingress.event_id(),
+      source_digest,
+      std::string(kReducerV3),
+      CanonicalText::adopt(input.to_json_text()),
+      TransitionText{CanonicalText::adopt(reduction.transition.to_json_text()),
+                     reduction.transition.event_id(), reduction.transition.to_revision(),
+                     reduction.transition.scope().same_session(ingress.scope())
+                         ? stream
+                         : reduction.transition.scope().stream_id()},
+      CanonicalText::adopt(reduction.state.to_json_text()),
+      event.privacy().classification(),
+      event.privacy().retention(),
+      authority.append_guard};
 
-  std::function<void()> settle;
-  if (reservation) {
-    try {
-      settle = ports_.interactive_install_decision_guard(*reservation);
-    } catch (const std::exception&) {
-      throw CtxEngineError("interactive install decision guard is unavailable");
-    }
-  }
-  if (preapproved) {
-    try {
-      ports_.preapproved_install_policy_guard.assert_current();
-    } catch (const std::exception&) {
-      throw CtxEngineError("preapproved install policy is no longer authoritative");
-    }
-  }
+  const std::function<void()> settle = hold_decision_guards(authority, ports_);
   // The identical decision committed (by this call or a concurrent identical one): settle.
   const auto settle_committed = [&settle] {
     if (!settle) return;

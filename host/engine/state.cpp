@@ -321,7 +321,9 @@ void validate_install_action(const HostAction& action, const CapabilityStateV3& 
   }
 }
 
-void validate(const EngineState::Fields& f) {
+using CapabilityIndex = std::map<std::string, const CapabilityStateV3*>;
+
+void validate_header(const EngineState::Fields& f) {
   if (f.revision < 1) invalid("revision must be an integer >= 1");
   if (!is_digest(f.host_descriptor_digest)) {
     invalid("host_descriptor_digest must be a lowercase SHA-256 digest");
@@ -329,8 +331,11 @@ void validate(const EngineState::Fields& f) {
   if (f.install_policy_snapshot_digest && !is_digest(*f.install_policy_snapshot_digest)) {
     invalid("install_policy_snapshot_digest must be a lowercase SHA-256 digest");
   }
-  // Nested values.
-  std::map<std::string, const CapabilityStateV3*> caps;
+}
+
+// Each capability valid, sorted and unique, leases unique across them, at most five active.
+CapabilityIndex validate_capabilities(const EngineState::Fields& f) {
+  CapabilityIndex caps;
   std::set<std::string> lease_ids;
   std::size_t active = 0;
   for (std::size_t i = 0; i < f.capabilities.size(); ++i) {
@@ -350,6 +355,10 @@ void validate(const EngineState::Fields& f) {
   if (active > kMaxActiveCapabilities) {
     invalid("projection cannot contain more than five active capabilities");
   }
+  return caps;
+}
+
+void validate_evidence(const EngineState::Fields& f, const CapabilityIndex& caps) {
   for (std::size_t i = 0; i < f.evidence.size(); ++i) {
     const auto& e = f.evidence[i];
     if (i > 0 && !(std::tie(f.evidence[i - 1].exposure_id, f.evidence[i - 1].capability_id) <
@@ -362,6 +371,10 @@ void validate(const EngineState::Fields& f) {
       invalid("evidence source_digest does not match capability");
     }
   }
+}
+
+// Pending effects and consents: kinds, unique ids, one lifecycle operation per capability.
+void validate_pending_shape(const EngineState::Fields& f) {
   std::set<std::string> action_ids, entities, consent_ids, consent_entities;
   for (const auto& p : f.pending_effects) {
     if (p.action.action_kind() != effect_kind(p.effect)) {
@@ -396,6 +409,9 @@ void validate(const EngineState::Fields& f) {
       invalid("install cannot await consent and a pending effect for the same capability");
     }
   }
+}
+
+void validate_id_lists(const EngineState::Fields& f) {
   validate_id_list(f.last_manual_bundle, "last_manual_bundle", false);
   validate_id_list(f.blocked_capability_ids, "blocked_capability_ids", false);
   validate_id_list(f.blocked_deactivation_ids, "blocked_deactivation_ids", false);
@@ -406,7 +422,10 @@ void validate(const EngineState::Fields& f) {
   if (f.last_manual_bundle.size() > kMaxSelectedCapabilities) {
     invalid("last_manual_bundle cannot contain more than five capabilities");
   }
+}
 
+// The runtime capabilities against the committed plan (v3).
+void validate_plan_references(const EngineState::Fields& f, const CapabilityIndex& caps) {
   // Cross references (v3).
   const auto& plan = f.committed_plan;
   if (!plan && (!caps.empty() || !f.last_manual_bundle.empty() ||
@@ -441,70 +460,75 @@ void validate(const EngineState::Fields& f) {
   if (f.last_manual_bundle != expected_manual) {
     invalid("last_manual_bundle does not exactly match committed manual rows");
   }
-  for (const auto& p : f.pending_effects) {
-    const HostAction& a = p.action;
-    if (a.precondition_revision() > f.revision) {
-      invalid("persisted pending action exceeds state revision");
+}
+
+// One pending effect against its capability: identity, authority, lease, rollback.
+void validate_pending_effect(const EngineState::Fields& f, const CapabilityIndex& caps,
+                             const PendingEffect& p) {
+  const HostAction& a = p.action;
+  if (a.precondition_revision() > f.revision) {
+    invalid("persisted pending action exceeds state revision");
+  }
+  if (!a.scope().same_session(f.scope)) {
+    invalid("pending action scope belongs to another session");
+  }
+  if (p.effect == Effect::kPromptContext) return;
+  const auto it = caps.find(a.entity_id().value_or(""));
+  if (it == caps.end()) invalid("pending action references unknown capability");
+  const auto& c = *it->second;
+  validate_action_identity(a, c);
+  if (p.effect == Effect::kInstall) {
+    if (c.installed() || c.active()) {
+      invalid("pending install must target an absent inactive capability");
     }
-    if (!a.scope().same_session(f.scope)) {
-      invalid("pending action scope belongs to another session");
+    validate_install_action(a, c, f.install_policy_snapshot_digest);
+  } else {
+    if (!c.current_authorized_material || !c.installed()) {
+      invalid("pending material action requires installed authorized material");
     }
-    if (p.effect == Effect::kPromptContext) continue;
-    const auto it = caps.find(a.entity_id().value_or(""));
-    if (it == caps.end()) invalid("pending action references unknown capability");
-    const auto& c = *it->second;
-    validate_action_identity(a, c);
-    if (p.effect == Effect::kInstall) {
-      if (c.installed() || c.active()) {
-        invalid("pending install must target an absent inactive capability");
-      }
-      validate_install_action(a, c, f.install_policy_snapshot_digest);
-    } else {
-      if (!c.current_authorized_material || !c.installed()) {
-        invalid("pending material action requires installed authorized material");
-      }
-      if (a.payload() != material_payload_v3(c)) {
-        invalid("pending action authorized material does not match runtime capability");
-      }
-      const bool activating =
-          p.effect == Effect::kActivate || p.effect == Effect::kRollbackActivate;
-      if (activating && c.active()) {
-        invalid("pending activation targets an already active capability");
-      }
-      if (!activating && !c.active()) {
-        invalid("pending " + std::string(to_string(p.effect)) + " targets an inactive capability");
-      }
-      if (p.effect == Effect::kActivate) {
-        const auto lease = std::find_if(c.leases.begin(), c.leases.end(), [&](const LeaseRef& l) {
-          return std::optional(l.lease_id) == a.lease_id();
-        });
-        if (lease == c.leases.end() || lease->exposure_id != a.scope().exposure_id()) {
-          invalid("pending activation is not authorized by the exact current lease");
-        }
-      } else if (p.effect == Effect::kRollbackActivate) {
-        if (!c.rollback_held || !contains(f.rollback_requested_capability_ids, c.capability_id()) ||
-            a.lease_id() != "rollback:" + c.capability_id()) {
-          invalid("pending rollback activation lacks exact held rollback authority");
-        }
-      } else if (p.effect == Effect::kPrepare) {
-        const bool leased = std::any_of(c.leases.begin(), c.leases.end(), [&](const LeaseRef& l) {
-          return l.exposure_id == a.scope().exposure_id();
-        });
-        if (a.lease_id() != c.activation_lease_id || !leased) {
-          invalid("pending exposure preparation lacks a lease for the exact exposure");
-        }
-      } else if (p.effect == Effect::kDeactivate && a.lease_id() != c.activation_lease_id) {
-        invalid("pending deactivation lease does not match activation_lease_id");
-      }
+    if (a.payload() != material_payload_v3(c)) {
+      invalid("pending action authorized material does not match runtime capability");
     }
-    if (p.rollback_capability_id) {
-      const auto r = caps.find(*p.rollback_capability_id);
-      if (r == caps.end() || !r->second->rollback_held || r->second->active() ||
-          r->first == c.capability_id()) {
-        invalid("pending activation has invalid rollback capability");
+    const bool activating = p.effect == Effect::kActivate || p.effect == Effect::kRollbackActivate;
+    if (activating && c.active()) {
+      invalid("pending activation targets an already active capability");
+    }
+    if (!activating && !c.active()) {
+      invalid("pending " + std::string(to_string(p.effect)) + " targets an inactive capability");
+    }
+    if (p.effect == Effect::kActivate) {
+      const auto lease = std::find_if(c.leases.begin(), c.leases.end(), [&](const LeaseRef& l) {
+        return std::optional(l.lease_id) == a.lease_id();
+      });
+      if (lease == c.leases.end() || lease->exposure_id != a.scope().exposure_id()) {
+        invalid("pending activation is not authorized by the exact current lease");
       }
+    } else if (p.effect == Effect::kRollbackActivate) {
+      if (!c.rollback_held || !contains(f.rollback_requested_capability_ids, c.capability_id()) ||
+          a.lease_id() != "rollback:" + c.capability_id()) {
+        invalid("pending rollback activation lacks exact held rollback authority");
+      }
+    } else if (p.effect == Effect::kPrepare) {
+      const bool leased = std::any_of(c.leases.begin(), c.leases.end(), [&](const LeaseRef& l) {
+        return l.exposure_id == a.scope().exposure_id();
+      });
+      if (a.lease_id() != c.activation_lease_id || !leased) {
+        invalid("pending exposure preparation lacks a lease for the exact exposure");
+      }
+    } else if (p.effect == Effect::kDeactivate && a.lease_id() != c.activation_lease_id) {
+      invalid("pending deactivation lease does not match activation_lease_id");
     }
   }
+  if (p.rollback_capability_id) {
+    const auto r = caps.find(*p.rollback_capability_id);
+    if (r == caps.end() || !r->second->rollback_held || r->second->active() ||
+        r->first == c.capability_id()) {
+      invalid("pending activation has invalid rollback capability");
+    }
+  }
+}
+
+void validate_pending_consents(const EngineState::Fields& f, const CapabilityIndex& caps) {
   for (const auto& pc : f.pending_consents) {
     const HostAction& a = pc.install_action;
     const auto it = caps.find(a.entity_id().value_or(""));
@@ -520,6 +544,11 @@ void validate(const EngineState::Fields& f) {
     }
     if (!a.scope().same_session(f.scope)) invalid("pending consent belongs to another session");
   }
+}
+
+// The id lists and blocked descriptors reference capabilities (or authority) the state holds.
+void validate_list_references(const EngineState::Fields& f, const CapabilityIndex& caps) {
+  const auto& plan = f.committed_plan;
   for (const auto* list : {&f.blocked_capability_ids, &f.blocked_deactivation_ids,
                            &f.rollback_requested_capability_ids,
                            &f.terminal_cleanup_notified_ids}) {
@@ -548,6 +577,11 @@ void validate(const EngineState::Fields& f) {
       invalid("terminal cleanup notification must reference blocked deactivation");
     }
   }
+}
+
+// What a persisted projection may hold: cleanup, rollback and survival rules.
+void validate_persisted_projection(const EngineState::Fields& f, const CapabilityIndex& caps) {
+  const auto& plan = f.committed_plan;
   // Persisted projection.
   std::set<std::string> pending_deactivations, rollback_refs, pending_entities;
   for (const auto& p : f.pending_effects) {
@@ -577,6 +611,19 @@ void validate(const EngineState::Fields& f) {
       invalid("inactive unselected capability cannot survive persisted state");
     }
   }
+}
+
+void validate(const EngineState::Fields& f) {
+  validate_header(f);
+  const CapabilityIndex caps = validate_capabilities(f);
+  validate_evidence(f, caps);
+  validate_pending_shape(f);
+  validate_id_lists(f);
+  validate_plan_references(f, caps);
+  for (const auto& p : f.pending_effects) validate_pending_effect(f, caps, p);
+  validate_pending_consents(f, caps);
+  validate_list_references(f, caps);
+  validate_persisted_projection(f, caps);
 }
 
 }  // namespace
