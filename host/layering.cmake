@@ -14,6 +14,10 @@
 #      sdk/support defines its own fd-owning class, directory fsync, token or digest predicate,
 #      or strict JSON reader (nlohmann's sax_parse or parser callback); they use ctx/support
 #      (unique_fd.hpp, fs.hpp, text.hpp, strict_json.hpp).
+#   5. A host's own event names stay inside its adapter (issue 33 item 3): no file of host/ quotes
+#      one ("UserPromptSubmit", "PreToolUse", ...) except host/app/hook/hooks_config.{hpp,cpp},
+#      which writes the hosts' own hook configuration, and host/cli/demo_command.cpp, which writes
+#      Claude Code's payloads for the demo; the rest sees engine::HookEvent.
 # Usage: cmake -DCTX_SOURCE_DIR=<repo> [-DSTAMP=<file>] -P host/layering.cmake
 # (ctx_runtime not linking the loader, ctx::plugins, is checked at configure time in
 # host/CMakeLists.txt.)
@@ -99,6 +103,20 @@ foreach(file IN LISTS low_level_sources)
   foreach(line IN LISTS lines)
     string(STRIP "${line}" line)
     string(APPEND violations "  ${rel}: ${line} (one home: use ctx/support)\n")
+  endforeach()
+endforeach()
+
+file(GLOB_RECURSE event_scope "${CTX_SOURCE_DIR}/host/*.?pp")
+foreach(file IN LISTS event_scope)
+  file(RELATIVE_PATH rel "${CTX_SOURCE_DIR}" "${file}")
+  if(rel MATCHES "^host/app/hook/hooks_config\\.[ch]pp$" OR rel STREQUAL "host/cli/demo_command.cpp")
+    continue()
+  endif()
+  file(STRINGS "${file}" lines REGEX
+    "\"(SessionStart|UserPromptSubmit|PreToolUse|PostToolUse|Stop|SubagentStop|PreCompact|PostCompact|SessionEnd)\"")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    string(APPEND violations "  ${rel}: ${line} (a host's event name: use engine::HookEvent)\n")
   endforeach()
 endforeach()
 

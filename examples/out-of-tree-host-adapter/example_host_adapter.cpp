@@ -3,7 +3,8 @@
 // "prompt"?, ...}) and read {"message": TEXT} back. It follows the host-adapter contract of
 // ctx/conformance/conformance.hpp:
 //   config             {"installation_key": "<64 hex>"} (the host's 32-byte key)
-//   parse_hook         -> {"event", "adapter", "scope", "signals", "work_ref", "context"}; no
+//   parse_hook         -> {"kind", "event", "adapter", "scope", "signals", "work_ref", "context"};
+//   no
 //                         prompt text leaves it: signals are the prompt's [a-z0-9] words, scope ids
 //                         and the work reference are HMAC-SHA256 under the installation key
 //   render_reply       {"actions": [...]} -> {"message": "ctx recommends: ..."} or {}
@@ -137,7 +138,9 @@ class ExampleHost final : public ctx::sdk::HostAdapter {
         {"host_context_id", kId}};
     const std::set<std::string> signals = words(prompt);
     const std::string work = event + '\0' + session + '\0' + prompt;
-    return Json{{"event", event == "UserPromptSubmit" ? event : "ignored"},
+    const bool prompt_event = event == "UserPromptSubmit";
+    return Json{{"kind", prompt_event ? "prompt" : "ignored"},
+                {"event", prompt_event ? event : "ignored"},
                 {"adapter", kId},
                 {"scope", scope},
                 {"signals", Json(signals)},

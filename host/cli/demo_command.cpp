@@ -95,6 +95,16 @@ bool already_trusted(const fs::path& state, const UserDecisionKey& key) {
   return false;
 }
 
+// A SessionStart payload as Claude Code writes it on the hook's stdin when a session resumes.
+std::string claude_code_session_start(const fs::path& project) {
+  return core::Json{{"session_id", "9f2c4e1a-demo-4b7e-8c21-5d3f6a0b9e71"},
+                    {"transcript_path", (project / ".claude" / "transcript.jsonl").string()},
+                    {"cwd", project.string()},
+                    {"hook_event_name", "SessionStart"},
+                    {"source", "resume"}}
+      .dump();
+}
+
 // A UserPromptSubmit payload exactly as Claude Code writes it on the hook's stdin.
 std::string claude_code_prompt(const fs::path& project) {
   return core::Json{{"session_id", "9f2c4e1a-demo-4b7e-8c21-5d3f6a0b9e71"},
@@ -121,14 +131,14 @@ std::shared_ptr<engine::HostAdapterPort> demo_adapter(const fs::path& state) {
 
 // The current work ctx hook registered for `payload` (same adapter, same scope and signals).
 runtime::CurrentWork work_of(engine::HostAdapterPort& adapter, const std::string& payload) {
-  const core::Json parsed = adapter.parse_hook(payload);
-  const core::Json& scope = parsed.at("scope");
+  engine::HookObservation parsed = adapter.parse_hook(payload);
+  const core::Json& scope = parsed.scope;
   runtime::CurrentWork work;
   work.tenant = scope.at("tenant_id").get<std::string>();
   work.workspace = scope.at("workspace_id").get<std::string>();
   work.repository = scope.at("repository_id").get<std::string>();
   work.session = scope.at("session_id").get<std::string>();
-  for (const auto& signal : parsed.at("signals")) work.signals.push_back(signal.get<std::string>());
+  work.signals = std::move(parsed.signals);
   work.requested_limit = runtime::hooks::kHookRequestedLimit;
   return work;
 }
@@ -262,9 +272,9 @@ int run_demo(const DemoOptions& options, const CommandIo& io) {
     }
 
     // 9: what Claude Code is told when its session (re)starts: reload the skill directories.
-    const core::Json reply_request = {{"event", "SessionStart"},
-                                      {"actions", core::Json::array()},
-                                      {"installed", core::Json::array({capability})}};
+    engine::ReplyRequest reply_request;
+    reply_request.host_event = adapter->parse_hook(claude_code_session_start(project)).host_event;
+    reply_request.installed = {capability};
     out << "9 reply: Claude Code's SessionStart reply: " << adapter->render_reply(reply_request)
         << "\n";
   } catch (const StepFailed& failed) {

@@ -1,8 +1,10 @@
 #include "host/plugins/abi_adapters.hpp"
 
-#include <ctx/sdk/error.hpp>
-
 #include <algorithm>
+#include <array>
+#include <ctx/sdk/error.hpp>
+#include <optional>
+#include <utility>
 
 #include "host/plugins/detail/ops_table.hpp"
 #include "host/plugins/errors.hpp"
@@ -61,6 +63,24 @@ ctx_code read_body(void* context, ctx_bytes path, ctx_sink* out) noexcept {
   } catch (...) {
     return CTX_INTERNAL;
   }
+}
+
+// The C ABI's hook kinds (CTX_HOOK_KIND_*) as HookEvents.
+constexpr std::array<std::pair<std::string_view, engine::HookEvent>, 7> kHookKinds = {{
+    {CTX_HOOK_KIND_IGNORED, engine::HookEvent::kIgnored},
+    {CTX_HOOK_KIND_SESSION_START, engine::HookEvent::kSessionStart},
+    {CTX_HOOK_KIND_PROMPT, engine::HookEvent::kPrompt},
+    {CTX_HOOK_KIND_TOOL_USE, engine::HookEvent::kToolUse},
+    {CTX_HOOK_KIND_TURN_END, engine::HookEvent::kTurnEnd},
+    {CTX_HOOK_KIND_COMPACT, engine::HookEvent::kCompact},
+    {CTX_HOOK_KIND_SESSION_END, engine::HookEvent::kSessionEnd},
+}};
+
+std::optional<engine::HookEvent> hook_kind(std::string_view name) noexcept {
+  for (const auto& [known, event] : kHookKinds) {
+    if (known == name) return event;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -178,12 +198,74 @@ std::string host_reply_line(std::string text, const core::Json& reply) {
   return one_line ? std::move(text) : reply.dump();
 }
 
+engine::HookObservation decode_hook_observation(const core::Json& parsed,
+                                                std::string_view plugin_id) {
+  const auto refuse = [&](const std::string& what) {
+    return PluginProtocolError("plugin " + std::string(plugin_id) +
+                               " parse_hook returned no observation: " + what);
+  };
+  engine::HookObservation hook;
+  const auto kind = parsed.find("kind");
+  if (kind == parsed.end() || !kind->is_string()) throw refuse("no \"kind\"");
+  const auto event = hook_kind(kind->get_ref<const std::string&>());
+  if (!event) throw refuse("an unknown \"kind\"");
+  hook.event = *event;
+  const auto host_event = parsed.find("event");
+  if (host_event == parsed.end() || !host_event->is_string()) throw refuse("no \"event\"");
+  hook.host_event = host_event->get<std::string>();
+  if (const auto scope = parsed.find("scope"); scope != parsed.end()) {
+    if (!scope->is_object()) throw refuse("\"scope\" is not an object");
+    hook.scope = *scope;
+  }
+  if (const auto signals = parsed.find("signals"); signals != parsed.end()) {
+    if (!signals->is_array()) throw refuse("\"signals\" is not an array");
+    for (const auto& signal : *signals) {
+      if (!signal.is_string()) throw refuse("a signal is not a string");
+      hook.signals.push_back(signal.get<std::string>());
+    }
+  }
+  if (const auto work = parsed.find("work_ref"); work != parsed.end()) {
+    if (!work->is_object()) throw refuse("\"work_ref\" is not an object");
+    if (const auto id = work->find("id"); id != work->end()) {
+      if (!id->is_string()) throw refuse("\"work_ref.id\" is not a string");
+      hook.work_ref = id->get<std::string>();
+    }
+  }
+  return hook;
+}
+
+core::Json encode_reply_request(const engine::ReplyRequest& request) {
+  core::Json actions = core::Json::array();
+  if (!request.presented.empty()) {
+    core::Json capabilities = core::Json::array();
+    for (const auto& id : request.presented) capabilities.push_back({{"capability_id", id}});
+    actions.push_back({{"kind", "PresentBundle"}, {"payload", {{"capabilities", capabilities}}}});
+  }
+  core::Json out = {{"actions", std::move(actions)}};
+  if (!request.host_event.empty()) out["event"] = request.host_event;
+  if (request.challenge) {
+    out["challenge"] = {{"challenge_digest", request.challenge->digest},
+                        {"capability_id", request.challenge->capability_id}};
+  }
+  if (!request.installed.empty()) out["installed"] = request.installed;
+  if (!request.deactivated.empty()) out["deactivated"] = request.deactivated;
+  if (!request.stranded.empty()) {
+    core::Json stranded = core::Json::array();
+    for (const auto& row : request.stranded) {
+      stranded.push_back({{"capability_id", row.capability_id}, {"expires_at", row.expires_at}});
+    }
+    out["stranded"] = std::move(stranded);
+  }
+  if (request.state_dir) out["state_dir"] = *request.state_dir;
+  return out;
+}
+
 AbiHostAdapter::AbiHostAdapter(std::shared_ptr<const LoadedPlugin> plugin,
                                std::string_view config_json)
     : instance_(require_kind(std::move(plugin), PluginKind::kHostAdapter), config_json),
       ops_(instance_.plugin().host_adapter_ops()) {}
 
-core::Json AbiHostAdapter::parse_hook(std::string_view payload_json) {
+engine::HookObservation AbiHostAdapter::parse_hook(std::string_view payload_json) {
   ctx_error err{};
   StringSink out;
   ctx_code code;
@@ -192,11 +274,12 @@ core::Json AbiHostAdapter::parse_hook(std::string_view payload_json) {
     code = ops_->parse_hook(instance_.handle(), as_bytes(payload_json), out.sink(), &err);
   }
   throw_if_error(code, err, instance_.plugin().identity().id, "parse_hook");
-  return parse_reply(out.text(), instance_.plugin(), "parse_hook");
+  return decode_hook_observation(parse_reply(out.text(), instance_.plugin(), "parse_hook"),
+                                 instance_.plugin().identity().id);
 }
 
-std::string AbiHostAdapter::render_reply(const core::Json& actions) {
-  const std::string text = core::canonical_json(actions);
+std::string AbiHostAdapter::render_reply(const engine::ReplyRequest& request) {
+  const std::string text = core::canonical_json(encode_reply_request(request));
   ctx_error err{};
   StringSink out;
   ctx_code code;

@@ -66,14 +66,25 @@ class AbiInstaller final : public engine::InstallerPort {
 // text itself when it is one line that starts with '{' and ends with '}', else `reply` encoded.
 std::string host_reply_line(std::string text, const core::Json& reply);
 
+// parse_hook's answer (one JSON object) as an observation: "kind" one of HookEvent's wire names,
+// "event" the host's name (strings); "scope" an object, "signals" strings, "work_ref.id" a
+// string, each when present. Errors: PluginProtocolError naming the plugin and what is wrong.
+engine::HookObservation decode_hook_observation(const core::Json& parsed,
+                                                std::string_view plugin_id);
+
+// `request` as render_reply's JSON (plugins/hosts/common/reply_request.hpp's shape): the
+// presented ids as one PresentBundle action, empty members left out.
+core::Json encode_reply_request(const engine::ReplyRequest& request);
+
 // HostAdapterPort over a host-adapter plugin.
 class AbiHostAdapter final : public engine::HostAdapterPort {
  public:
   // Errors: InvalidArgument when `plugin` is not a host adapter; ctx::Error from create.
   AbiHostAdapter(std::shared_ptr<const LoadedPlugin> plugin, std::string_view config_json);
 
-  core::Json parse_hook(std::string_view payload_json) override;
-  std::string render_reply(const core::Json& actions) override;
+  // Errors: the plugin's code; PluginProtocolError when its answer is not an observation.
+  engine::HookObservation parse_hook(std::string_view payload_json) override;
+  std::string render_reply(const engine::ReplyRequest& request) override;
   // std::nullopt when the plugin's table has no install_locations op (absent or null).
   std::optional<core::Json> install_locations() override;
 

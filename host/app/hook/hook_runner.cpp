@@ -69,30 +69,28 @@ class NoCurrentPlan : public Error {
   NoCurrentPlan() : Error("the session has no current plan yet", ErrorCode::kAborted) {}
 };
 
-// The reply request for one plan result (reply_request.hpp's shape).
-// `shown_state`: the state dir the reply's printed commands must name (nullopt: the default).
-Json reply_request(const std::string& event, const ManagedQueryServiceResult& result,
-                   const HookChoice& choice, const std::optional<fs::path>& shown_state) {
-  Json actions = Json::array();
+// The reply request for one plan result: its ready plan's capabilities best first, the consent
+// asked for, what the hook installed or deactivated. `shown_state`: the state dir the reply's
+// printed commands must name (nullopt: the default).
+engine::ReplyRequest reply_request(const std::string& host_event,
+                                   const ManagedQueryServiceResult& result,
+                                   const HookChoice& choice,
+                                   const std::optional<fs::path>& shown_state) {
+  engine::ReplyRequest request;
+  request.host_event = host_event;
   const auto& prepared = result.prepared();
   if (prepared.status() == engine::PlanStatus::kReady && !prepared.selections().empty()) {
-    Json capabilities = Json::array();
-    for (const auto* row : prepared.by_relevance()) {
-      capabilities.push_back({{"capability_id", row->capability_id()}});
-    }
-    actions.push_back({{"kind", "PresentBundle"}, {"payload", {{"capabilities", capabilities}}}});
+    for (const auto* row : prepared.by_relevance())
+      request.presented.push_back(row->capability_id());
   }
-  Json request = {{"event", event}, {"actions", std::move(actions)}};
   if (choice.challenge) {
-    request["challenge"] = {{"challenge_digest", choice.challenge->digest},
-                            {"capability_id", choice.challenge->capability_id}};
+    request.challenge = {choice.challenge->digest, choice.challenge->capability_id};
   } else if (const auto& challenge = result.challenge()) {
-    request["challenge"] = {{"challenge_digest", challenge->challenge_digest()},
-                            {"capability_id", challenge->capability_id()}};
+    request.challenge = {challenge->challenge_digest(), challenge->capability_id()};
   }
-  if (!choice.installed.empty()) request["installed"] = choice.installed;
-  if (!choice.deactivated.empty()) request["deactivated"] = choice.deactivated;
-  if (shown_state) request["state_dir"] = shown_state->string();
+  request.installed = choice.installed;
+  request.deactivated = choice.deactivated;
+  if (shown_state) request.state_dir = shown_state->string();
   return request;
 }
 
@@ -196,14 +194,11 @@ std::vector<std::string> release_dropped(StateService& service,
 }
 
 // Steps 1-3 (hook_runner.hpp) of one request: what the adapter made of the host's payload.
-struct HookEvent {
-  std::string event;  // "ignored", "SessionEnd", "UserPromptSubmit", "PreToolUse", ...
-  Json scope;         // parse_hook's scope: opaque tokens of the session
-  std::vector<std::string> signals;
-  std::string prompt_key;  // the adapter's keyed reference of the prompt ("": none)
-  bool prompt() const { return event == "UserPromptSubmit"; }
-  bool tool() const { return event == "PreToolUse" || event == "PostToolUse"; }
-};
+using engine::HookEvent;
+using engine::HookObservation;
+
+bool is_tool(const HookObservation& hook) { return hook.event == HookEvent::kToolUse; }
+bool is_prompt(const HookObservation& hook) { return hook.event == HookEvent::kPrompt; }
 
 // Step 1: the host's bytes are checked here, once, and handed to the adapter as they came. The
 // session's cwd (every host sends one) places its work in a project.
@@ -221,47 +216,31 @@ std::optional<fs::path> payload_cwd(const std::string& payload) {
 }
 
 // Step 3: the adapter's reading of the payload. Errors: HookPayloadError (the adapter refused
-// it as invalid, or named no event); the adapter's others.
-HookEvent decode_event(engine::HostAdapterPort& port, const std::string& payload) {
-  Json parsed;
+// it as invalid); the adapter's others (PluginProtocolError when its answer is no observation).
+HookObservation decode_event(engine::HostAdapterPort& port, const std::string& payload) {
   try {
-    parsed = port.parse_hook(payload);
+    return port.parse_hook(payload);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kInvalidArgument) {
       throw HookPayloadError(one_line(e.what()));
     }
     throw;
   }
-  if (!parsed.is_object() || !parsed.contains("event") || !parsed["event"].is_string()) {
-    throw HookPayloadError("host adapter returned no event");
-  }
-  HookEvent hook;
-  hook.event = parsed["event"].get<std::string>();
-  if (parsed.contains("scope")) hook.scope = parsed["scope"];
-  if (parsed.contains("signals") && parsed["signals"].is_array()) {
-    for (const auto& signal : parsed["signals"]) {
-      if (signal.is_string()) hook.signals.push_back(signal.get<std::string>());
-    }
-  }
-  if (parsed.contains("work_ref") && parsed["work_ref"].is_object() &&
-      parsed["work_ref"].contains("id") && parsed["work_ref"]["id"].is_string()) {
-    hook.prompt_key = parsed["work_ref"]["id"].get<std::string>();
-  }
-  return hook;
 }
 
 // The host's reply when there is nothing to show (a JSON object: Codex requires one on Stop),
 // naming `deactivated` when a prompt's window retired some.
-HookResponse empty_reply(engine::HostAdapterPort& port, const std::string& event,
-                         const std::vector<std::string>& deactivated = {}) {
-  Json request{{"event", event}, {"actions", Json::array()}};
-  if (!deactivated.empty()) request["deactivated"] = deactivated;
+HookResponse empty_reply(engine::HostAdapterPort& port, const HookObservation& hook,
+                         std::vector<std::string> deactivated = {}) {
+  engine::ReplyRequest request;
+  request.host_event = hook.host_event;
+  request.deactivated = std::move(deactivated);
   return HookResponse{port.render_reply(request)};
 }
 
 // The session `hook` speaks for, placed in the project of its cwd
 // (StateService::place_in_project).
-CurrentWork session_work(const StateService& service, const HookEvent& hook,
+CurrentWork session_work(const StateService& service, const HookObservation& hook,
                          const std::string& adapter, const std::optional<fs::path>& cwd) {
   CurrentWork work;
   work.tenant = scope_token(hook.scope, "tenant_id");
@@ -275,12 +254,12 @@ CurrentWork session_work(const StateService& service, const HookEvent& hook,
 // A prompt counts in its project's recent window (StateService::record_prompt) with what it
 // planned, under the adapter's keyed reference of that prompt (a retry counts once); returns the
 // lingering capabilities the window retired. Only data loss propagates.
-std::vector<std::string> count_prompt(StateService& service, const HookEvent& hook,
+std::vector<std::string> count_prompt(StateService& service, const HookObservation& hook,
                                       const CurrentWork& work,
                                       const std::vector<std::string>& planned) {
-  if (!hook.prompt() || hook.prompt_key.empty()) return {};
+  if (!is_prompt(hook) || hook.work_ref.empty()) return {};
   try {
-    return service.record_prompt(work, hook.prompt_key, planned);
+    return service.record_prompt(work, hook.work_ref, planned);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
   }
@@ -389,12 +368,12 @@ Planned plan_work(StateService& service, CurrentWork& work, bool prompt) {
 
 // The session waits on a consent that `ctx policy set` has since stranded: the reply says so,
 // and when it lapses (StateService::prepare then plans again). Never remembered.
-HookResponse stranded_reply(engine::HostAdapterPort& port, const std::string& event,
+HookResponse stranded_reply(engine::HostAdapterPort& port, const HookObservation& hook,
                             const ManagedConsentPolicyChangedError& e) {
-  return HookResponse{port.render_reply(Json{
-      {"event", event},
-      {"actions", Json::array()},
-      {"stranded", {{{"capability_id", e.capability_id()}, {"expires_at", e.expires_at()}}}}})};
+  engine::ReplyRequest request;
+  request.host_event = hook.host_event;
+  request.stranded.push_back({e.capability_id(), e.expires_at()});
+  return HookResponse{port.render_reply(request)};
 }
 
 // Steps 6 (its end) to 8. A plan that dropped an active capability releases it first (the
@@ -404,11 +383,12 @@ HookResponse stranded_reply(engine::HostAdapterPort& port, const std::string& ev
 // to approve it (or that it was installed, under a preapproved-auto policy), and the prompt
 // joins the project's recent window (a lingering skill no recent prompt wants leaves). `choice`
 // is what was chosen.
-HookResponse respond(StateService& service, engine::HostAdapterPort& port, const HookEvent& hook,
-                     const CurrentWork& work, const ManagedQueryServiceResult& result,
+HookResponse respond(StateService& service, engine::HostAdapterPort& port,
+                     const HookObservation& hook, const CurrentWork& work,
+                     const ManagedQueryServiceResult& result,
                      const std::optional<fs::path>& shown_state, HookChoice& choice) {
   std::vector<std::string> deactivated = release_dropped(service, result);
-  if (hook.prompt()) {
+  if (is_prompt(hook)) {
     choice = choose_installs(service, result);
     std::vector<std::string> planned;
     if (result.prepared().status() == engine::PlanStatus::kReady) {
@@ -420,7 +400,8 @@ HookResponse respond(StateService& service, engine::HostAdapterPort& port, const
       deactivated.push_back(std::move(id));
   }
   choice.deactivated = std::move(deactivated);
-  return HookResponse{port.render_reply(reply_request(hook.event, result, choice, shown_state))};
+  return HookResponse{
+      port.render_reply(reply_request(hook.host_event, result, choice, shown_state))};
 }
 
 // The expiries of the consent challenges a reply names (a remembered reply holds only until
@@ -538,9 +519,9 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   // request opens it, opens on the same read.
   std::shared_ptr<const app::Installation> installation;
   const auto port = adapter(request.adapter, &installation);
-  HookEvent hook = decode_event(*port, request.payload);
-  if (hook.event == "ignored") return HookResponse{};
-  if (hook.event == "SessionEnd") {
+  HookObservation hook = decode_event(*port, request.payload);
+  if (hook.event == HookEvent::kIgnored) return HookResponse{};
+  if (hook.event == HookEvent::kSessionEnd) {
     // What the session holds active is released (StateService::end_session). The host reads no
     // reply to SessionEnd and nothing retries it: a database another hook holds for a moment is
     // retried briefly here; a release that cannot run (a pending consent, a state dir not ready)
@@ -552,17 +533,17 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDataLoss) throw;
     }
-    return empty_reply(*port, hook.event);
+    return empty_reply(*port, hook);
   }
   // Nothing to plan (Stop, ..., or no catalog term): the host's empty reply, and nothing opened
   // or stored.
-  if (hook.signals.empty()) return empty_reply(*port, hook.event);
+  if (hook.signals.empty()) return empty_reply(*port, hook);
   StateService& service = state(installation.get());
   CurrentWork work = session_work(service, hook, request.adapter, cwd);
-  if (hook.prompt()) resume_session(service, work);
+  if (is_prompt(hook)) resume_session(service, work);
   if (service.vocabulary().filter(hook.signals).empty()) {
     // A prompt about nothing the catalog knows plans nothing, and still counts.
-    return empty_reply(*port, hook.event, count_prompt(service, hook, work, {}));
+    return empty_reply(*port, hook, count_prompt(service, hook, work, {}));
   }
   work.signals = std::move(hook.signals);
   if (work.signals.size() > 256) work.signals.resize(256);
@@ -578,19 +559,19 @@ HookResponse HookRunner::run_full(const HookRequest& request, std::optional<std:
   // A tool event never re-plans a session that has a plan (a command's words are not the work,
   // and a new plan would drop skills in use): the host's empty reply. Only a session's first
   // plan may come from a tool event (a recommendation; nothing is active to drop).
-  if (hook.tool()) {
+  if (is_tool(hook)) {
     try {
-      if (service.current_plan(work)) return empty_reply(*port, hook.event);
+      if (service.current_plan(work)) return empty_reply(*port, hook);
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDataLoss) throw;  // corruption is never hidden
-      return empty_reply(*port, hook.event);
+      return empty_reply(*port, hook);
     }
   }
   std::optional<Planned> planned;
   try {
-    planned.emplace(plan_work(service, work, hook.prompt()));
+    planned.emplace(plan_work(service, work, is_prompt(hook)));
   } catch (const ManagedConsentPolicyChangedError& e) {
-    return stranded_reply(*port, hook.event, e);
+    return stranded_reply(*port, hook, e);
   }
   HookChoice choice;
   HookResponse response =

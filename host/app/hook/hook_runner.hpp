@@ -4,15 +4,16 @@
 //   1. check_hook_payload; parse it as JSON (depth ≤ 64, no duplicate keys);
 //   2. the adapter: the host-adapter plugin pinned under that id in <state>/plugins.lock.json,
 //      loaded through the PluginLoader and created with the installation key;
-//   3. parse_hook → {event, scope, signals, work_ref}; an "ignored" event → no reply; the work
-//      is placed in the project of the payload's cwd (StateService::place_in_project: its
-//      skills and recent prompts are that project's); a SessionEnd →
+//   3. parse_hook → a HookObservation (the host-neutral HookEvent, scope, signals, work_ref); an
+//      ignored event → no reply; the work is placed in the project of the payload's cwd
+//      (StateService::place_in_project: its skills and recent prompts are that project's); a
+//      session end →
 //      StateService::end_session (the session's holds are released; what the project's recent
 //      prompts want stays in its skills folder), then the adapter's reply to nothing;
 //   4. the signals are kept only where they are catalog vocabulary (inside the input authority,
 //      before anything is stored); none left → the adapter's reply to nothing (its empty
 //      object), with no store opened;
-//   5. a PreToolUse/PostToolUse in a session that already has a plan → the reply to nothing:
+//   5. a tool-use event in a session that already has a plan → the reply to nothing:
 //      tool events never re-plan (so never deactivate); only a session's first plan may come
 //      from one;
 //   6. StateService::prepare (the work's identity is an HMAC under the installation key); a
@@ -23,7 +24,7 @@
 //      selection of a capability already loaded), the current plan is reopened instead (retried
 //      briefly while a concurrent preparer is between its commit and its mark); a plan that dropped
 //      an active capability settles its deactivation (StateService::release_deactivations);
-//   7. on a UserPromptSubmit whose ready plan selects capabilities that need an install, the
+//   7. on a prompt whose ready plan selects capabilities that need an install, the
 //      best-ranked of them (by relevance) of a kind a pinned installer installs here
 //      (StateService::installs: skills; agents and MCP servers when their installers are pinned)
 //      is chosen for the user (StateService::set_first_desired, the default logical choice id:
@@ -32,11 +33,11 @@
 //      only leaves it out of the reply, data loss propagates; then the prompt joins the
 //      project's recent window (StateService::record_prompt), which may retire a lingering
 //      skill;
-//   8. render_reply with {"event", "actions": [PresentBundle of the ready plan's capabilities],
-//      "challenge" (the choice's consent challenge, else the plan's), "installed" (what the
-//      choice installed without a challenge under a preapproved-auto policy), "deactivated"
-//      (what left the skills folder)} → the reply text.
-//      The request's "state_dir" is the state dir when a fresh shell of this process's user
+//   8. render_reply with a ReplyRequest: the host's event name as the adapter gave it, the ready
+//      plan's capabilities best first, the challenge (the choice's consent challenge, else the
+//      plan's), what the choice installed without a challenge under a preapproved-auto policy,
+//      what left the skills folder → the reply text.
+//      The request's state_dir is the state dir when a fresh shell of this process's user
 //      would not find it by default (consent/printed_command.hpp), so the printed consent
 //      commands carry --state DIR and work as pasted.
 // Exact retries (ReplyMemory, reply_memory.hpp): a hook whose request bytes (adapter id and

@@ -1,5 +1,7 @@
 #include "plugins/hosts/common/host_adapter.hpp"
 
+#include <ctx/abi/plugin_abi.h>
+
 namespace ctx::host_adapters {
 namespace {
 
@@ -32,6 +34,16 @@ Json moved_dirs_json(const AdapterConfig& config, const HostDirs& user, const Ho
 
 }  // namespace
 
+std::string_view event_kind(std::string_view event) noexcept {
+  if (event == "UserPromptSubmit") return CTX_HOOK_KIND_PROMPT;
+  if (event == "PreToolUse" || event == "PostToolUse") return CTX_HOOK_KIND_TOOL_USE;
+  if (event == "SessionStart") return CTX_HOOK_KIND_SESSION_START;
+  if (event == "Stop" || event == "SubagentStop") return CTX_HOOK_KIND_TURN_END;
+  if (event == "PreCompact" || event == "PostCompact") return CTX_HOOK_KIND_COMPACT;
+  if (event == "SessionEnd") return CTX_HOOK_KIND_SESSION_END;
+  return CTX_HOOK_KIND_IGNORED;
+}
+
 Json parse_hook_payload(std::string_view payload_json, const std::set<std::string>& documented,
                         const AdapterConfig& config, std::string_view adapter_id) {
   return parse_hook_object(read_json_object(payload_json, "hook payload"), documented, config,
@@ -56,7 +68,8 @@ Json parse_hook_object(const Json& payload, const std::set<std::string>& documen
     if (event == "SessionEnd" && fields.reason) context["reason"] = open_token(*fields.reason);
     if (fields.in_subagent) context["subagent"] = true;
   }
-  return Json{{"event", event},
+  return Json{{"kind", event_kind(event)},
+              {"event", event},
               {"adapter", adapter_id},
               {"scope", build_scope(fields, key, config.tenant_id, adapter_id)},
               {"signals", signals.to_json()},

@@ -2,7 +2,8 @@
 // the install-location table. Pure functions; thread-safe.
 //
 // parse_hook result:
-//   {"event":    the host's event name when the adapter documents it, else "ignored",
+//   {"kind":     what the event means to ctx (event_kind): "prompt", "tool_use", ...,
+//    "event":    the host's event name when the adapter documents it, else "ignored",
 //    "adapter":  the adapter id,
 //    "scope":    build_scope (hook_input.hpp),
 //    "signals":  word tokens of the event (empty for an ignored event),
@@ -21,6 +22,12 @@
 #include "plugins/hosts/common/hook_input.hpp"
 
 namespace ctx::host_adapters {
+
+// The host-neutral kind (the C ABI's CTX_HOOK_KIND_*) of a documented Claude Code / Codex
+// event name: UserPromptSubmit prompt, PreToolUse and PostToolUse tool_use, SessionStart
+// session_start, Stop and SubagentStop turn_end, PreCompact and PostCompact compact, SessionEnd
+// session_end; any other name ignored.
+std::string_view event_kind(std::string_view event) noexcept;
 
 // Parses one hook payload as described above. Errors: InvalidArgument for an unreadable payload
 // (hook_input.hpp); kFailedPrecondition when the config has no installation key.

@@ -2,6 +2,9 @@
 // the prompt text; replies and install locations are JSON objects.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "sdk/conformance/src/plugin_under_test.hpp"
 
 namespace ctx::conformance::detail {
@@ -76,7 +79,15 @@ void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin)
     const Json parsed = expect_ok_object(adapter.parse_hook(sample_payload(*plugin).dump()),
                                          "parse_hook of the sample payload");
     ASSERT_TRUE(parsed.is_object());
-    EXPECT_TRUE(parsed.contains("event") && parsed["event"].is_string());
+    EXPECT_TRUE(parsed.contains("event") && parsed["event"].is_string())
+        << "\"event\" must be the host's event name, a string";
+    static const std::set<std::string> kKinds = {
+        CTX_HOOK_KIND_IGNORED,    CTX_HOOK_KIND_SESSION_START, CTX_HOOK_KIND_PROMPT,
+        CTX_HOOK_KIND_TOOL_USE,   CTX_HOOK_KIND_TURN_END,      CTX_HOOK_KIND_COMPACT,
+        CTX_HOOK_KIND_SESSION_END};
+    EXPECT_TRUE(parsed.contains("kind") && parsed["kind"].is_string() &&
+                kKinds.count(parsed["kind"].get<std::string>()) == 1)
+        << "\"kind\" must be one of the CTX_HOOK_KIND_* names";
     ASSERT_TRUE(parsed.contains("scope") && parsed["scope"].is_object()) << "no \"scope\" object";
     for (const char* field : {"tenant_id", "workspace_id", "repository_id", "session_id",
                               "exposure_id", "host_context_id"}) {

@@ -1,6 +1,9 @@
 #include "host/plugins/abi_adapters.hpp"
 
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "host/core/crypto.hpp"
 #include "host/engine/identities.hpp"
@@ -125,15 +128,88 @@ TEST_F(AbiAdaptersTest, HostAdapterCarriesJsonBothWays) {
   AbiHostAdapter adapter(plugin, "");
   const std::string payload =
       R"({"hook_event_name":"UserPromptSubmit","prompt":"say hi","session_id":"s-1"})";
-  EXPECT_EQ(
-      adapter.parse_hook(payload),
-      core::Json::parse(R"({"event":"UserPromptSubmit","scope":{"exposure_id":"fixture-exposure",)"
-                        R"("host_context_id":"fixture-host-context","repository_id":)"
-                        R"("fixture-repository","session_id":"s-1","tenant_id":"fixture-tenant",)"
-                        R"("workspace_id":"fixture-workspace"},"signals":[],"work_ref":{}})"));
-  EXPECT_EQ(adapter.render_reply(core::Json{{"actions", {1, 2}}}),
-            R"({"reply":{"actions":[1,2]}})");
+  const engine::HookObservation hook = adapter.parse_hook(payload);
+  EXPECT_EQ(hook.event, engine::HookEvent::kPrompt);
+  EXPECT_EQ(hook.host_event, "UserPromptSubmit");
+  EXPECT_EQ(hook.scope,
+            core::Json::parse(R"({"exposure_id":"fixture-exposure",)"
+                              R"("host_context_id":"fixture-host-context","repository_id":)"
+                              R"("fixture-repository","session_id":"s-1","tenant_id":)"
+                              R"("fixture-tenant","workspace_id":"fixture-workspace"})"));
+  EXPECT_TRUE(hook.signals.empty());
+  EXPECT_EQ(hook.work_ref, "");
+  engine::ReplyRequest request;
+  request.host_event = hook.host_event;
+  request.presented = {"skill:pdf", "agent:x"};
+  EXPECT_EQ(adapter.render_reply(request),
+            R"({"reply":{"actions":[{"kind":"PresentBundle","payload":{"capabilities":)"
+            R"([{"capability_id":"skill:pdf"},{"capability_id":"agent:x"}]}}],)"
+            R"("event":"UserPromptSubmit"}})");
   EXPECT_EQ(adapter.install_locations(), core::Json::parse(R"({"skills":"/fixture/skills"})"));
+}
+
+// Every kind of the C ABI decodes to its HookEvent; an answer without a known kind, or with a
+// member of the wrong type, is the plugin's protocol error, never an event ctx guesses.
+TEST_F(AbiAdaptersTest, AHookObservationNeedsAKnownKind) {
+  const auto plugin = load(CTX_FIXTURE_VALID_HOST_ADAPTER);
+  AbiHostAdapter adapter(plugin, "");
+  const auto parse = [&](const std::string& kind) {
+    return adapter.parse_hook(R"({"hook_event_name":"Anything","fixture_kind":")" + kind + R"("})");
+  };
+  const std::pair<const char*, engine::HookEvent> kinds[] = {
+      {"ignored", engine::HookEvent::kIgnored},
+      {"session_start", engine::HookEvent::kSessionStart},
+      {"prompt", engine::HookEvent::kPrompt},
+      {"tool_use", engine::HookEvent::kToolUse},
+      {"turn_end", engine::HookEvent::kTurnEnd},
+      {"compact", engine::HookEvent::kCompact},
+      {"session_end", engine::HookEvent::kSessionEnd}};
+  for (const auto& [name, event] : kinds) {
+    SCOPED_TRACE(name);
+    const engine::HookObservation hook = parse(name);
+    EXPECT_EQ(hook.event, event);
+    EXPECT_EQ(hook.host_event, "Anything");
+  }
+  CTX_EXPECT_THROW(parse("none"), PluginProtocolError, "no \"kind\"");
+  CTX_EXPECT_THROW(parse("UserPromptSubmit"), PluginProtocolError, "an unknown \"kind\"");
+  CTX_EXPECT_THROW(parse("Prompt"), PluginProtocolError, "an unknown \"kind\"");
+
+  const core::Json good = {{"kind", "prompt"}, {"event", "E"}};
+  EXPECT_EQ(decode_hook_observation(good, "p").event, engine::HookEvent::kPrompt);
+  for (const auto& [member, value] :
+       std::vector<std::pair<std::string, core::Json>>{{"event", 5},
+                                                       {"scope", "s"},
+                                                       {"signals", "a b"},
+                                                       {"signals", {"a", 1}},
+                                                       {"work_ref", "w"},
+                                                       {"work_ref", {{"id", 7}}}}) {
+    SCOPED_TRACE(member + " " + value.dump());
+    core::Json bad = good;
+    bad[member] = value;
+    CTX_EXPECT_THROW(decode_hook_observation(bad, "p"), PluginProtocolError, "plugin p parse_hook");
+  }
+  core::Json no_event = good;
+  no_event.erase("event");
+  CTX_EXPECT_THROW(decode_hook_observation(no_event, "p"), PluginProtocolError, "no \"event\"");
+}
+
+// The reply request's JSON: what reply_request.hpp reads, empty members left out.
+TEST(EncodeReplyRequest, NamesWhatIsSetAndNothingElse) {
+  EXPECT_EQ(encode_reply_request(engine::ReplyRequest{}), core::Json::parse(R"({"actions":[]})"));
+  engine::ReplyRequest request;
+  request.host_event = "Stop";
+  request.challenge = engine::ReplyRequest::Challenge{std::string(64, 'a'), "skill:pdf"};
+  request.installed = {"skill:xlsx"};
+  request.deactivated = {"skill:old"};
+  request.stranded = {{"skill:csv", "2026-12-07T18:00:00Z"}};
+  request.state_dir = "/tmp/my state";
+  EXPECT_EQ(encode_reply_request(request),
+            core::Json::parse(R"({"actions":[],"event":"Stop","challenge":{"challenge_digest":")" +
+                              std::string(64, 'a') +
+                              R"(","capability_id":"skill:pdf"},"installed":["skill:xlsx"],)"
+                              R"("deactivated":["skill:old"],"stranded":[{"capability_id":)"
+                              R"("skill:csv","expires_at":"2026-12-07T18:00:00Z"}],)"
+                              R"("state_dir":"/tmp/my state"})"));
 }
 
 // The reply goes to the host's stdout as one line: an adapter's one-line text as it wrote it,

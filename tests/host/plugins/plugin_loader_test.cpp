@@ -357,8 +357,7 @@ TEST_F(PluginLoaderTest, LoadedPluginOutlivesItsLoader) {
     plugin = loader.load(loader.inspect_for_pin(CTX_FIXTURE_VALID_HOST_ADAPTER));
   }  // the loader is gone; the memfd and the mapping stay
   AbiHostAdapter adapter(plugin, "");
-  EXPECT_EQ(adapter.render_reply(core::Json{{"actions", core::Json::array()}}),
-            R"({"reply":{"actions":[]}})");
+  EXPECT_EQ(adapter.render_reply(engine::ReplyRequest{}), R"({"reply":{"actions":[]}})");
 }
 
 }  // namespace

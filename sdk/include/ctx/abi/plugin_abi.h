@@ -192,12 +192,24 @@ typedef struct ctx_installer_ops {
                                   const ctx_body_source* bodies, ctx_sink* out, ctx_error* err);
 } ctx_installer_ops;
 
+/* What a hook event means to ctx, whatever the host calls it: parse_hook's "kind". The host's
+ * own name goes in "event", which ctx never reads and hands back in render_reply's request. */
+#define CTX_HOOK_KIND_IGNORED "ignored"             /* an event ctx does nothing for */
+#define CTX_HOOK_KIND_SESSION_START "session_start" /* a session starts or resumes */
+#define CTX_HOOK_KIND_PROMPT "prompt"               /* the user submitted a prompt */
+#define CTX_HOOK_KIND_TOOL_USE "tool_use"           /* before or after a tool call */
+#define CTX_HOOK_KIND_TURN_END "turn_end"           /* the agent or a sub-agent ended its turn */
+#define CTX_HOOK_KIND_COMPACT "compact"             /* the host compacts its context */
+#define CTX_HOOK_KIND_SESSION_END "session_end"     /* the session ends */
+
 /* Host adapter (Claude Code, Codex, generic). Required: parse_hook, render_reply. */
 typedef struct ctx_host_adapter_ops {
   uint32_t struct_size;
-  /* Hook payload JSON -> {"event","scope":{...},"signals":[...],"work_ref":{...}}. */
+  /* Hook payload JSON -> {"kind": CTX_HOOK_KIND_*, "event": the host's name, "scope":{...},
+   * "signals":[...], "work_ref":{"id"?}}. */
   ctx_code (*parse_hook)(void* instance, ctx_bytes payload_json, ctx_sink* out, ctx_error* err);
-  /* {"actions":[...],"challenge":...} -> the host's native reply JSON. */
+  /* {"event"?: parse_hook's "event", "actions":[...], "challenge"?, ...} -> the host's native
+   * reply JSON. */
   ctx_code (*render_reply)(void* instance, ctx_bytes actions_json, ctx_sink* out,
                            ctx_error* err);
   /* Optional: {"skills": "<dir>", ...} where the host looks for installed capabilities. */

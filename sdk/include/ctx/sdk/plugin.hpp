@@ -202,8 +202,9 @@ class Installer : public PluginBase {
   }
 };
 
-// Host adapter. parse_hook: hook payload JSON -> {"event","scope","signals","work_ref"};
-// render_reply: {"actions","challenge"} -> the host's native reply JSON. install_locations is
+// Host adapter. parse_hook: hook payload JSON -> {"kind" (CTX_HOOK_KIND_*), "event" (the host's
+// name), "scope", "signals", "work_ref"}; render_reply: {"event", "actions", "challenge", ...}
+// -> the host's native reply JSON. install_locations is
 // optional: a class that does not override it leaves the C op NULL (the host sees "absent").
 class HostAdapter : public PluginBase {
  public:

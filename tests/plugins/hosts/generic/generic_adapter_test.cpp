@@ -32,6 +32,7 @@ TEST(GenericAdapter, ParsesAClaudeStylePromptPayload) {
       R"("permission_mode":"default","hook_event_name":"UserPromptSubmit",)"
       R"("prompt":"Add a PDF export to report.py, then Dockerize it."})");
   EXPECT_EQ(parsed.at("event"), "UserPromptSubmit");
+  EXPECT_EQ(parsed.at("kind"), "prompt");
   EXPECT_EQ(parsed.at("adapter"), "generic");
   const std::string key = plugin_common::from_hex(kKeyHex, "key");
   const std::string workspace =

@@ -247,6 +247,20 @@ class NativeHostAdapterTest : public ::testing::TestWithParam<HostCase> {
   }
 };
 
+// What each documented event means to ctx (the C ABI's CTX_HOOK_KIND_* names).
+const std::map<std::string, std::string>& expected_kinds() {
+  static const std::map<std::string, std::string> kKinds = {{"SessionStart", "session_start"},
+                                                            {"UserPromptSubmit", "prompt"},
+                                                            {"PreToolUse", "tool_use"},
+                                                            {"PostToolUse", "tool_use"},
+                                                            {"Stop", "turn_end"},
+                                                            {"SubagentStop", "turn_end"},
+                                                            {"PreCompact", "compact"},
+                                                            {"PostCompact", "compact"},
+                                                            {"SessionEnd", "session_end"}};
+  return kKinds;
+}
+
 TEST_P(NativeHostAdapterTest, ParsesEveryDocumentedEventIntoScopeSignalsContextAndWorkRef) {
   const auto a = adapter();
   ASSERT_EQ(host().payloads.size(), a->profile().documented_events.size());
@@ -257,6 +271,7 @@ TEST_P(NativeHostAdapterTest, ParsesEveryDocumentedEventIntoScopeSignalsContextA
     SCOPED_TRACE(event);
     const Json parsed = a->parse_hook(p.dump());
     EXPECT_EQ(parsed.at("event"), event);
+    EXPECT_EQ(parsed.at("kind"), expected_kinds().at(event));
     EXPECT_EQ(parsed.at("adapter"), a->profile().id);
     const Json& scope = parsed.at("scope");
     EXPECT_EQ(scope.at("session_id"), host().session_id);
@@ -317,6 +332,7 @@ TEST_P(NativeHostAdapterTest, UndocumentedAndLaterEventsAreIgnored) {
     p["message"] = kMarker;
     const Json parsed = a->parse_hook(p.dump());
     EXPECT_EQ(parsed.at("event"), "ignored");
+    EXPECT_EQ(parsed.at("kind"), "ignored");
     EXPECT_THAT(signals_of(parsed), IsEmpty());
     EXPECT_EQ(parsed.at("context"), Json::object());
     EXPECT_THAT(parsed.dump(), Not(HasSubstr("arker")));
