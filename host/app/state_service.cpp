@@ -94,21 +94,6 @@ InstallerSet installers_for(const PinnedPlugins& plugins, const StatePaths& path
   return set;
 }
 
-template <typename T>
-Json optional_json(const std::optional<T>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
-
-Json actions_json(const std::vector<ManagedActionSummary>& actions) {
-  Json out = Json::array();
-  for (const auto& action : actions) {
-    out.push_back({{"action_id", action.action_id()},
-                   {"kind", action.kind()},
-                   {"entity_id", optional_json(action.entity_id())}});
-  }
-  return out;
-}
-
 constexpr std::size_t kMaxShownChallenges = 16;
 // Deactivations one release_deactivations call settles at most (a plan holds at most five).
 constexpr std::size_t kMaxReleasedPerCall = 8;
@@ -220,114 +205,121 @@ std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
   return open(state_dir, std::move(clock), app::Installation(StatePaths::of(state_dir).state_dir));
 }
 
+void StateService::open_stores(const app::Installation& installation) {
+  try {
+    key_ = installation.key();
+  } catch (const NotFound&) {
+    throw NotFound("state directory is not initialised (run ctx init)");
+  }
+  try {
+    catalog_ = ImportedCatalog::open(paths_.state_dir);
+  } catch (const NotFound&) {
+    throw NotFound("no catalog is imported (run ctx catalog import DIR)");
+  }
+  ensure_private_dir(paths_.service_dir, "service directory");
+  registry_ = open_managed_artifact_registry(paths_.registry);
+  {
+    // Concurrent first opens (several hooks at a session's start) would race the store's
+    // creation (one opener sweeps another's unpublished stage); one at a time.
+    const ExclusiveFileLock creating(paths_.open_lock, std::chrono::seconds(30));
+    store_ = store::open_managed_query_store(paths_.queries, key_);
+  }
+  approvals_ = std::make_shared<const InstallApprovals>(paths_.approvals, key_);
+  facts_ = std::make_shared<CatalogBenefitFactsPort>(catalog_);
+  material_ = std::make_shared<CatalogMaterialPort>(catalog_);
+  install_ = std::make_shared<CatalogInstallBundlePort>(catalog_);
+  // One journal connection for the whole state: the authority, the service and its compositions.
+  journal_ = std::make_shared<SharedJournal>(paths_.journal, clock_);
+}
+
+void StateService::open_authority(const std::shared_ptr<const core::Clock>& trusted_clock) {
+  CatalogInputAuthorityOptions authority;
+  authority.catalog = catalog_;
+  authority.registry = registry_;
+  authority.query_store = store_;
+  authority.benefit_facts_port = facts_;
+  authority.material_port = material_;
+  authority.install_bundle_port = install_;
+  authority.net_benefit_policy = default_net_benefit_policy();
+  authority.journal_path = paths_.journal;
+  authority.journal = journal_;
+  authority.benefit_audit_path = paths_.audit;
+  authority.inputs_dir = paths_.inputs;
+  authority.installation_key = key_;
+  authority.planner_version = std::string(kDefaultRuntimePlannerVersion);
+  authority.trusted_clock = trusted_clock;
+  authority_ = std::make_shared<CatalogInputAuthority>(std::move(authority));
+}
+
+void StateService::attach_consent(const app::Installation& installation,
+                                  ManagedQueryServiceOptions& options) {
+  broker_ = std::make_shared<ConsentBroker>(paths_.consent_store, key_,
+                                            std::string(kStateConsentAudience), *clock_);
+  options.consent_broker = broker_;
+  options.consent_workspace_identity_digest = core::hmac_sha256_hex(
+      key_, "ctx.state-consent-workspace-v1" + std::string(1, '\0') + paths_.state_dir.string());
+  options.consent_release_root_digest =
+      core::canonical_digest(Json{{"catalog_digest", catalog_->catalog_digest()},
+                                  {"schema", "ctx.state-consent-release-root-v1"}},
+                             core::Encoding::kAscii);
+  options.verifier_registry = installation.verifiers();
+}
+
+void StateService::attach_installers(const app::Installation& installation,
+                                     ManagedQueryServiceOptions& options) {
+  if (installation.lock().find(plugins::PluginKind::kInstaller, kSkillInstallerPluginId) ==
+      nullptr) {
+    return;
+  }
+  // Installs write the state dir's store; each project's activations get their own instance
+  // (activation_for), this one activates in <state>/skills/active.
+  (void)read_activation_targets(paths_.state_dir);  // migrates an earlier build's single target
+  // Agents and MCP servers go to their installers when those are pinned; without them those
+  // capabilities stay recommendations (no actuator: their consent fails closed).
+  installer_plugins_ =
+      installation.load(plugins::PluginKind::kInstaller,
+                        {kSkillInstallerPluginId, kAgentInstallerPluginId, kMcpInstallerPluginId});
+  // The install drivers activate in the state dir's default places (<state>/skills/active,
+  // <state>/agents/active, <state>/mcp-servers/active.json); a project's activations get
+  // instances of their own (activation_for).
+  InstallerSet defaults = installers_for(*installer_plugins_, paths_, ActivationTarget{});
+  // The install writes the state dir's store (its root is the binding's target identity);
+  // where it is activated later is not part of the install a human approves, so moving the
+  // activation target leaves published challenges valid.
+  const std::string host_identity = core::canonical_digest(
+      Json{{"schema", "ctx.state-install-host-v1"}, {"skills_root", paths_.skills.string()}},
+      core::Encoding::kAscii);
+  actuators_ =
+      std::make_shared<ManagedInstallActuators>(std::move(defaults.drivers), host_identity);
+  for (const auto& [kind, port] : defaults.activation->by_kind) installed_kinds_.insert(kind);
+  activation_ = defaults.activation;
+  options.install_actuators = actuators_;
+  options.install_body_source = std::make_shared<CatalogBodySource>(catalog_);
+}
+
 std::unique_ptr<StateService> StateService::open(const fs::path& state_dir,
                                                  std::shared_ptr<const core::Clock> clock,
                                                  const app::Installation& installation) {
   std::unique_ptr<StateService> state(new StateService());
   state->paths_ = StatePaths::of(state_dir);
-  const StatePaths& paths = state->paths_;
-  const plugins::LockFile& lock_file = installation.lock();
-  try {
-    state->key_ = installation.key();
-  } catch (const NotFound&) {
-    throw NotFound("state directory is not initialised (run ctx init)");
-  }
-  try {
-    state->catalog_ = ImportedCatalog::open(paths.state_dir);
-  } catch (const NotFound&) {
-    throw NotFound("no catalog is imported (run ctx catalog import DIR)");
-  }
-  ensure_private_dir(paths.service_dir, "service directory");
   state->clock_ = clock ? clock : std::make_shared<core::SystemClock>();
-  auto registry = open_managed_artifact_registry(paths.registry);
-  state->registry_ = registry;
-  {
-    // Concurrent first opens (several hooks at a session's start) would race the store's
-    // creation (one opener sweeps another's unpublished stage); one at a time.
-    const ExclusiveFileLock creating(paths.open_lock, std::chrono::seconds(30));
-    state->store_ = store::open_managed_query_store(paths.queries, state->key_);
-  }
-  auto facts = std::make_shared<CatalogBenefitFactsPort>(state->catalog_);
-  state->approvals_ = std::make_shared<const InstallApprovals>(paths.approvals, state->key_);
-  auto material = std::make_shared<CatalogMaterialPort>(state->catalog_);
-  auto install = std::make_shared<CatalogInstallBundlePort>(state->catalog_);
-  state->facts_ = facts;
-  state->material_ = material;
-  state->install_ = install;
-  const NetBenefitPolicy policy = default_net_benefit_policy();
-
-  CatalogInputAuthorityOptions authority;
-  authority.catalog = state->catalog_;
-  authority.registry = registry;
-  authority.query_store = state->store_;
-  authority.benefit_facts_port = facts;
-  authority.material_port = material;
-  authority.install_bundle_port = install;
-  authority.net_benefit_policy = policy;
-  // One journal connection for the whole state: the authority, the service and its compositions.
-  state->journal_ = std::make_shared<SharedJournal>(paths.journal, state->clock_);
-  authority.journal_path = paths.journal;
-  authority.journal = state->journal_;
-  authority.benefit_audit_path = paths.audit;
-  authority.inputs_dir = paths.inputs;
-  authority.installation_key = state->key_;
-  authority.planner_version = std::string(kDefaultRuntimePlannerVersion);
-  authority.trusted_clock = clock;
-  state->authority_ = std::make_shared<CatalogInputAuthority>(std::move(authority));
+  state->open_stores(installation);
+  state->open_authority(clock);
+  state->default_activation_root_ = state->paths_.skills_active.string();
 
   // Every composition over the state dir, the service's and open_composition's, opens with the
   // options the installation fills.
-  state->composition_ = installation.composition_options(app::CompositionPorts{
-      state->journal_, facts, material, install, state->clock_, state->approvals_});
+  state->composition_ = installation.composition_options(
+      app::CompositionPorts{state->journal_, state->facts_, state->material_, state->install_,
+                            state->clock_, state->approvals_});
   ManagedQueryServiceOptions options;
   static_cast<ManagedCompositionOptions&>(options) = state->composition_;
-  options.registry = registry;
+  options.registry = state->registry_;
   options.query_store = state->store_;
   options.input_authority = state->authority_;
-
   // Consent: the broker, the verifiers, and the install actuators over the pinned installer.
-  state->broker_ = std::make_shared<ConsentBroker>(paths.consent_store, state->key_,
-                                                   std::string(kStateConsentAudience),
-                                                   *state->clock_);
-  options.consent_broker = state->broker_;
-  options.consent_workspace_identity_digest = core::hmac_sha256_hex(
-      state->key_, "ctx.state-consent-workspace-v1" + std::string(1, '\0') +
-                       paths.state_dir.string());
-  options.consent_release_root_digest = core::canonical_digest(
-      Json{{"catalog_digest", state->catalog_->catalog_digest()},
-           {"schema", "ctx.state-consent-release-root-v1"}},
-      core::Encoding::kAscii);
-  options.verifier_registry = installation.verifiers();
-  state->default_activation_root_ = paths.skills_active.string();
-  if (lock_file.find(plugins::PluginKind::kInstaller, kSkillInstallerPluginId) != nullptr) {
-    // Installs write the state dir's store; each project's activations get their own instance
-    // (activation_for), this one activates in <state>/skills/active.
-    (void)read_activation_targets(paths.state_dir);  // migrates an earlier build's single target
-    // Agents and MCP servers go to their installers when those are pinned; without them those
-    // capabilities stay recommendations (no actuator: their consent fails closed).
-    auto plugins = installation.load(
-        plugins::PluginKind::kInstaller,
-        {kSkillInstallerPluginId, kAgentInstallerPluginId, kMcpInstallerPluginId});
-    state->installer_plugins_ = plugins;
-    // The install drivers activate in the state dir's default places (<state>/skills/active,
-    // <state>/agents/active, <state>/mcp-servers/active.json); a project's activations get
-    // instances of their own (activation_for).
-    InstallerSet defaults = installers_for(*plugins, paths, ActivationTarget{});
-    auto& drivers = defaults.drivers;
-    auto activation = defaults.activation;
-    // The install writes the state dir's store (its root is the binding's target identity);
-    // where it is activated later is not part of the install a human approves, so moving the
-    // activation target leaves published challenges valid.
-    const std::string host_identity = core::canonical_digest(
-        Json{{"schema", "ctx.state-install-host-v1"}, {"skills_root", paths.skills.string()}},
-        core::Encoding::kAscii);
-    state->actuators_ =
-        std::make_shared<ManagedInstallActuators>(std::move(drivers), host_identity);
-    for (const auto& [kind, port] : activation->by_kind) state->installed_kinds_.insert(kind);
-    state->activation_ = activation;
-    options.install_actuators = state->actuators_;
-    options.install_body_source = std::make_shared<CatalogBodySource>(state->catalog_);
-  }
+  state->attach_consent(installation, options);
+  state->attach_installers(installation, options);
   state->service_ = open_managed_query_service(std::move(options));
   return state;
 }
@@ -880,141 +872,6 @@ std::optional<ActivationSummary> StateService::activate_pending(const ManagedQue
   }
   composition->close();
   return std::nullopt;
-}
-
-Json consent_result_json(const ManagedConsentResolutionResult& result) {
-  return {{"challenge_digest", result.challenge_digest()},
-          {"capability_id", result.capability_id()},
-          {"kind", result.kind()},
-          {"outcome", std::string(to_string(result.outcome()))},
-          {"reason_code", result.reason_code()},
-          {"next_challenge", challenge_json(result.next_challenge())},
-          {"actions", actions_json(result.actions())},
-          {"journal_revision", result.journal_revision()},
-          {"journal_record_digest", result.journal_record_digest()}};
-}
-
-Json install_effects_json(const ImportedCatalog& catalog, std::string_view capability_id) {
-  const CatalogEntry* entry = catalog.find(capability_id);
-  if (entry == nullptr || entry->kind != engine::CapabilityKind::kMcpServer) return nullptr;
-  Json effects = Json::object();
-  if (entry->command) {
-    Json argv = Json::array({*entry->command});
-    for (const auto& arg : entry->args) argv.push_back(arg);
-    effects["command"] = std::move(argv);
-  }
-  if (entry->url) effects["url"] = *entry->url;
-  effects["env_names"] = entry->env_names;
-  return effects;
-}
-
-std::string install_effects_text(const ImportedCatalog& catalog, std::string_view capability_id) {
-  const Json effects = install_effects_json(catalog, capability_id);
-  if (effects.is_null()) return {};
-  std::string text;
-  if (effects.contains("command")) {
-    text = "runs";
-    for (const auto& word : effects["command"]) text += " " + word.get<std::string>();
-  }
-  if (effects.contains("url")) text = "connects to " + effects["url"].get<std::string>();
-  if (!effects["env_names"].empty()) {
-    text += "; sets";
-    for (const auto& name : effects["env_names"]) text += " " + name.get<std::string>();
-    text += " (values not shown)";
-  }
-  return text;
-}
-
-Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges,
-                       const std::optional<fs::path>& shown_state, const ImportedCatalog* catalog) {
-  Json list = Json::array();
-  for (const auto& c : challenges) {
-    Json item = {{"audience", c.audience()},
-                 {"capability_id", c.capability_id()},
-                 {"challenge_digest", c.challenge_digest()},
-                 {"expires_at", c.expires_at()},
-                 {"kind", c.kind()},
-                 {"approve", consent_command("approve", c.challenge_digest(), shown_state)},
-                 {"deny", consent_command("deny", c.challenge_digest(), shown_state)}};
-    if (catalog != nullptr) {
-      Json effects = install_effects_json(*catalog, c.capability_id());
-      if (!effects.is_null()) item["effects"] = std::move(effects);
-    }
-    list.push_back(std::move(item));
-  }
-  return Json{{"challenges", std::move(list)}};
-}
-
-Json consent_decision_json(const ConsentDecisionResult& result) {
-  Json activation = nullptr;
-  if (result.activation) {
-    activation = {{"capability_id", result.activation->capability_id},
-                  {"outcome", result.activation->outcome},
-                  {"settled", result.activation->settled}};
-  }
-  return {{"resolution", consent_result_json(result.resolution)}, {"activation", activation}};
-}
-
-Json challenge_json(const std::optional<ManagedConsentChallengeProjection>& challenge) {
-  if (!challenge) return nullptr;
-  return {{"audience", challenge->audience()},
-          {"capability_id", challenge->capability_id()},
-          {"challenge_digest", challenge->challenge_digest()},
-          {"expires_at", challenge->expires_at()},
-          {"kind", challenge->kind()}};
-}
-
-Json managed_result_json(const ManagedQueryServiceResult& result) {
-  const auto& prepared = result.prepared();
-  Json selections = Json::array();
-  for (const auto& row : prepared.selections()) {
-    selections.push_back(
-        {{"capability_id", row.capability_id()},
-         {"kind", row.kind()},
-         {"name", row.name()},
-         {"actionability", row.actionability()},
-         {"matching_signals", row.matching_signals()},
-         {"reason_codes", row.reason_codes()},
-         {"benefit_tier", row.benefit_tier()},
-         {"individual_net_benefit_u", row.individual_net_benefit_u()},
-         {"marginal_net_benefit_u", row.marginal_net_benefit_u()},
-         {"source_digest", row.source_digest()},
-         {"catalog_identity_digest", row.catalog_identity_digest()},
-         {"install_descriptor_digest", optional_json(row.install_descriptor_digest())},
-         {"install_plan_digest", optional_json(row.install_plan_digest())}});
-  }
-  return {{"query_ref", result.query_ref()},
-          {"status", prepared.status()},
-          {"abstention_code", optional_json(prepared.abstention_code())},
-          {"plan_id", prepared.plan_id()},
-          {"planning_environment_digest", prepared.planning_environment_digest()},
-          {"decision_digest", prepared.decision_digest()},
-          {"journal_revision", prepared.journal_revision()},
-          {"journal_record_digest", prepared.journal_record_digest()},
-          {"benefit_result_digest", optional_json(prepared.benefit_result_digest())},
-          {"requested_limit", optional_json(prepared.requested_limit())},
-          {"candidate_pool_count", optional_json(prepared.candidate_pool_count())},
-          {"search_evaluation_count", optional_json(prepared.search_evaluation_count())},
-          {"selections", std::move(selections)},
-          {"actions", actions_json(result.actions())},
-          {"challenge", challenge_json(result.challenge())}};
-}
-
-Json desired_result_json(const ManagedDesiredSetResult& result) {
-  return {{"query_ref", result.query_ref()},
-          {"desired_set_ref", result.desired_set_ref()},
-          {"logical_choice_id", result.logical_choice_id()},
-          {"capability_ids", result.capability_ids()},
-          {"deferred_capability_ids", result.deferred_capability_ids()},
-          {"failed_capability_ids", result.failed_capability_ids()},
-          {"status", std::string(to_string(result.status()))},
-          {"reason_code", optional_json(result.reason_code())},
-          {"plan_id", result.plan_id()},
-          {"decision_digest", result.decision_digest()},
-          {"journal_revision", result.journal_revision()},
-          {"journal_record_digest", result.journal_record_digest()},
-          {"actions", actions_json(result.actions())},
-          {"challenge", challenge_json(result.challenge())}};
 }
 
 }  // namespace ctx::runtime

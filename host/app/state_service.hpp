@@ -256,6 +256,14 @@ class StateService {
   ConsentDecisionResult after_decision(ManagedConsentResolutionResult resolution);
 
   StateService() = default;
+  // StateService::open's steps: the key, catalog, registry and query store; the input authority
+  // over them; the consent broker and verifiers; the pinned installers (when the skill installer
+  // is pinned) as the service's actuators and body source.
+  void open_stores(const app::Installation& installation);
+  void open_authority(const std::shared_ptr<const core::Clock>& trusted_clock);
+  void attach_consent(const app::Installation& installation, ManagedQueryServiceOptions& options);
+  void attach_installers(const app::Installation& installation,
+                         ManagedQueryServiceOptions& options);
   // Commits InstallConsentExpired for the consent pending in `work`'s session when its published
   // challenge has expired; true when the session then has no pending consent.
   bool settle_expired_consent(const CurrentWork& work);
@@ -320,39 +328,6 @@ class StateService {
   std::shared_ptr<CatalogInputAuthority> authority_;
   std::shared_ptr<ManagedQueryService> service_;
 };
-
-// {"query_ref","status","abstention_code","plan_id","planning_environment_digest",
-//  "decision_digest","journal_revision","journal_record_digest","benefit_result_digest",
-//  "requested_limit","candidate_pool_count","search_evaluation_count",
-//  "selections":[{"capability_id","kind","name","actionability","matching_signals",
-//  "reason_codes","benefit_tier","individual_net_benefit_u","marginal_net_benefit_u",
-//  "source_digest","catalog_identity_digest","install_descriptor_digest",
-//  "install_plan_digest"}], "actions":[{"action_id","kind","entity_id"}], "challenge"}.
-core::Json managed_result_json(const ManagedQueryServiceResult& result);
-// The 14 fields of ManagedDesiredSetResult with "status" spelled as to_string().
-core::Json desired_result_json(const ManagedDesiredSetResult& result);
-core::Json challenge_json(const std::optional<ManagedConsentChallengeProjection>& challenge);
-// The 9 fields of ManagedConsentResolutionResult ("outcome" spelled as to_string()).
-core::Json consent_result_json(const ManagedConsentResolutionResult& result);
-// {"challenges": [{"audience","capability_id","challenge_digest","expires_at","kind",
-//   "approve": "ctx consent approve DIGEST --key FILE", "deny": "ctx consent deny ..."}]}:
-// what `ctx consent show --json` and the server's consent.show return. Each command ends in
-// " --state DIR" when `shown_state` names a state dir (consent/printed_command.hpp). With
-// `catalog`, an MCP server's challenge also has "effects" (install_effects_json).
-core::Json consent_show_json(const std::vector<ManagedConsentChallengeProjection>& challenges,
-                             const std::optional<std::filesystem::path>& shown_state,
-                             const ImportedCatalog* catalog = nullptr);
-// What installing `capability_id` adds to the host, for the human deciding: for an MCP server
-// {"command": [program, args...]} or {"url", "type"?}, and "env_names": the environment variable
-// names it sets (never their values); null for other kinds or an unknown id. The challenge's
-// signed decision covers these exact bytes: its install descriptor's plan digest names the
-// entry file's sha-256.
-core::Json install_effects_json(const ImportedCatalog& catalog, std::string_view capability_id);
-// The same in one line for `ctx consent show`, e.g. "runs npx -y server; sets GITHUB_TOKEN
-// (value not shown)"; empty when there is nothing to show.
-std::string install_effects_text(const ImportedCatalog& catalog, std::string_view capability_id);
-// {"resolution": consent_result_json, "activation": {"capability_id","outcome","settled"}|null}.
-core::Json consent_decision_json(const ConsentDecisionResult& result);
 
 }  // namespace ctx::runtime
 

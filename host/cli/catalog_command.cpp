@@ -9,6 +9,7 @@
 #include "host/app/consent.hpp"
 #include "host/app/state_layout.hpp"
 #include "host/app/state_service.hpp"
+#include "host/app/wire.hpp"
 #include "host/cli/bundled_plugins.hpp"
 #include "host/cli/consent_command.hpp"
 #include "host/cli/progress_line.hpp"
@@ -118,14 +119,6 @@ void print_skipped(const std::vector<runtime::CatalogProblem>& skipped, std::ost
   }
 }
 
-core::Json import_json(const runtime::CatalogImportResult& result) {
-  core::Json skipped = core::Json::array();
-  for (const auto& p : result.skipped) skipped.push_back({{"file", p.file}, {"rule", p.rule}});
-  return {{"catalog_digest", result.catalog_digest}, {"changed", result.changed},
-          {"entries", result.entry_count},           {"graph_sha256", result.graph_sha256},
-          {"objects", result.object_count},          {"skipped", skipped}};
-}
-
 void print_import(const runtime::CatalogImportResult& result, std::ostream& out) {
   out << "imported " << result.entry_count << ", skipped " << result.skipped.size() << " (catalog "
       << result.catalog_digest << (result.changed ? "" : ", unchanged") << ")\n";
@@ -137,26 +130,6 @@ std::string origin_text(const runtime::SourceOrigin& origin) {
   if (!origin.ref.empty()) text += " @" + origin.ref;
   if (!origin.subpath.empty()) text += " /" + origin.subpath;
   return text;
-}
-
-const char* kind_text(const runtime::SourceOrigin& origin) {
-  return origin.kind == runtime::SourceOrigin::Kind::kGit ? "git" : "directory";
-}
-
-core::Json strings(const std::vector<std::string>& values) {
-  core::Json out = core::Json::array();
-  for (const auto& v : values) out.push_back(v);
-  return out;
-}
-
-core::Json update_json(const runtime::SourceUpdate& update) {
-  return {{"added", strings(update.added)},
-          {"changed", strings(update.changed)},
-          {"commit", update.commit},
-          {"import", import_json(update.import)},
-          {"previous_commit", update.previous_commit},
-          {"removed", strings(update.removed)},
-          {"source", update.name}};
 }
 
 // "source NAME at COMMIT" (or "OLD -> NEW"), the counts, one line per id, then the import.
@@ -222,7 +195,7 @@ int run_catalog_add(const CatalogSourceOptions& options, const CommandIo& io) {
     return runtime::add_source(dir, name, origin, {.strict = options.strict}, progress);
   }();
   if (options.json) {
-    io.out << core::canonical_json(update_json(update)) << "\n";
+    io.out << core::canonical_json(runtime::source_update_json(update)) << "\n";
   } else {
     print_update(update, io.out, io.err);
   }
@@ -250,7 +223,7 @@ int run_catalog_update(const CatalogSourceOptions& options, const CommandIo& io)
       return runtime::update_source(dir, name, {.strict = options.strict}, progress);
     }();
     if (options.json) {
-      all.push_back(update_json(update));
+      all.push_back(runtime::source_update_json(update));
     } else {
       print_update(update, io.out, io.err);
     }
@@ -265,7 +238,8 @@ int run_catalog_remove(const CatalogSourceOptions& options, const CommandIo& io)
   require_source(dir, name, io);
   const auto result = runtime::remove_source(dir, name);
   if (options.json) {
-    io.out << core::canonical_json(core::Json{{"import", import_json(result)}, {"removed", name}})
+    io.out << core::canonical_json(
+                  core::Json{{"import", runtime::catalog_import_json(result)}, {"removed", name}})
            << "\n";
   } else {
     print_skipped(result.skipped, io.err);
@@ -279,24 +253,12 @@ int run_catalog_list(const CatalogSourceOptions& options, const CommandIo& io) {
   const fs::path dir = command_state_dir(options.state, io.env);
   const auto sources = runtime::list_sources(dir);
   if (options.json) {
-    core::Json list = core::Json::array();
-    for (const auto& s : sources) {
-      list.push_back({{"commit", s.commit},
-                      {"entries", s.entries.size()},
-                      {"kind", kind_text(s.origin)},
-                      {"location", s.origin.location},
-                      {"name", s.name},
-                      {"ref", s.origin.ref},
-                      {"skipped", s.skipped.size()},
-                      {"subpath", s.origin.subpath},
-                      {"tree_digest", s.tree_digest}});
-    }
-    io.out << core::canonical_json(core::Json{{"sources", list}}) << "\n";
+    io.out << core::canonical_json(runtime::source_list_json(sources)) << "\n";
     return kExitOk;
   }
   if (sources.empty()) io.out << "no catalog sources\n";
   for (const auto& s : sources) {
-    io.out << s.name << "  " << kind_text(s.origin) << "  "
+    io.out << s.name << "  " << runtime::source_kind_name(s.origin) << "  "
            << single_line_text(origin_text(s.origin));
     if (!s.commit.empty()) io.out << "  " << s.commit;
     io.out << "  " << s.entries.size() << " entries, " << s.skipped.size() << " skipped\n";
@@ -321,14 +283,7 @@ int run_catalog_show(const CatalogSourceOptions& options, const CommandIo& io) {
   const runtime::CatalogEntry& e = *found.front();
   const auto source = runtime::find_source(dir, e.source);
   if (options.json) {
-    io.out << core::canonical_json(core::Json{{"capability_id", e.capability_id()},
-                                              {"commit", source ? source->commit : ""},
-                                              {"description", e.description},
-                                              {"label", e.label},
-                                              {"location", source ? source->origin.location : ""},
-                                              {"path", runtime::entry_location(e)},
-                                              {"source", e.source},
-                                              {"when_to_use", e.when_to_use}})
+    io.out << core::canonical_json(runtime::catalog_entry_json(e, source ? &*source : nullptr))
            << "\n";
     return kExitOk;
   }

@@ -13,6 +13,7 @@
 #include "host/app/consent.hpp"
 #include "host/app/installation.hpp"
 #include "host/app/state_service.hpp"
+#include "host/app/wire.hpp"
 #include "host/cli/command_options.hpp"
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"

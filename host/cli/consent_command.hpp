@@ -15,7 +15,7 @@
 //       resolves an already signed wire payload (one trailing newline ignored).
 //   ctx consent recover CHALLENGE_DIGEST [--state DIR] [--json]
 //       recover_consent: finishes what the challenge's durable state allows, no authentication.
-//   --json of approve/deny/resolve/recover: consent_decision_json (state_service.hpp).
+//   --json of approve/deny/resolve/recover: consent_decision_json (host/app/wire.hpp).
 //   Refusals (malformed, tampered, replayed, wrong audience, unknown principal, expired, already
 //   decided) are typed errors: exit 1 with one stderr line, consent store and journal unchanged.
 //   ctx consent trust --audience A --authenticator ID --principal DIGEST --verifier PLUGIN_ID

@@ -7,6 +7,7 @@
 
 #include "host/app/consent.hpp"
 #include "host/app/state_service.hpp"
+#include "host/app/wire.hpp"
 #include "host/cli/command_options.hpp"
 #include "host/core/canonical_json.hpp"
 

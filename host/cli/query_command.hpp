@@ -6,7 +6,7 @@
 // `ctx desired set QUERY_REF CAPABILITY_ID... [--choice ID] [--state DIR] [--json]`: records the
 //   user's chosen subset of the committed plan (ID: a 64-hex logical choice id; by default one
 //   derived from the query, the ids and the latest committed choice).
-// --json prints the result object with the seed's field names (app/state_service.hpp);
+// --json prints the result object with the seed's field names (app/wire.hpp);
 // otherwise a short summary. Exit codes: 0 done, 1 failed (one stderr line; nothing was
 // changed), 2 usage.
 #ifndef CTX_HOST_CLI_QUERY_COMMAND_HPP_

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "host/app/state_layout.hpp"
+#include "host/app/wire.hpp"
 #include "host/plugins/lock_file.hpp"
 #include "host/server/file_signature.hpp"
 #include "host/server/server.hpp"
@@ -23,21 +24,6 @@ namespace ctx::server {
 namespace fs = std::filesystem;
 
 namespace {
-
-core::Json plugin_list_json(const plugins::LockFile& lock) {
-  core::Json list = core::Json::array();
-  for (const plugins::LockEntry& entry : lock.entries()) {
-    list.push_back({{"kind", plugins::kind_name(entry.kind)},
-                    {"id", entry.id},
-                    {"version", entry.version},
-                    {"sha256", entry.sha256},
-                    {"size", entry.size},
-                    {"abi", {{"major", entry.abi_major}, {"minor", entry.abi_minor}}},
-                    {"platform", entry.platform},
-                    {"needed", entry.needed}});
-  }
-  return core::Json{{"plugins", std::move(list)}};
-}
 
 // plugin.list: the lock is read (with all of LockFile's checks) once, then again only when its
 // signature changes; concurrent requests share one cached result.
@@ -63,7 +49,7 @@ class PluginListMethod {
     const std::lock_guard lock(mutex_);
     const std::optional<FileSignature> now = file_signature(lock_path_);
     if (cached_ && now == signature_) return *cached_;
-    core::Json result = plugin_list_json(plugins::LockFile::load_or_empty(lock_path_));
+    core::Json result = runtime::plugin_list_json(plugins::LockFile::load_or_empty(lock_path_));
     // Cache only what was read under a signature that did not move while reading.
     if (file_signature(lock_path_) == now) {
       signature_ = now;

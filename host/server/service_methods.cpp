@@ -31,6 +31,7 @@
 #include "host/app/hook/hook_protocol.hpp"
 #include "host/app/hook/hook_runner.hpp"
 #include "host/app/state_service.hpp"
+#include "host/app/wire.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/server/file_signature.hpp"
