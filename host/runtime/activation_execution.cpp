@@ -124,13 +124,106 @@ const engine::PendingEffect* pending_deactivation(const engine::EngineSnapshot& 
 
 }  // namespace
 
+namespace {
+
+// The action's durable activation claim, bound to `binding` (this call's or another owner's).
+engine::ActivationExecutionStatus claim_activation(const ActivationActuators& actuators,
+                                                   const engine::HostAction& action,
+                                                   const engine::InstallExecutionBinding& binding,
+                                                   std::string_view expected_host_descriptor_digest,
+                                                   ActivationExecutionReport& report) {
+  engine::Engine& engine = actuators.engine;
+  if (actuators.activation == nullptr) {
+    throw ActivationExecutionError("composition has no activation actuator");
+  }
+  try {
+    engine.authorize_activation(action, binding, std::string(expected_host_descriptor_digest));
+    report.claim_was_new = true;
+  } catch (const engine::ActivationActionAlreadyClaimed&) {
+    report.claim_was_new = false;  // another owner claimed it first: continue from its claim
+  }
+  crash_point(crash_points::kAfterActivationClaim);
+  auto status = engine.activation_execution_status(action);
+  if (!status.claimed || status.execution_binding_digest != binding.binding_digest()) {
+    throw ActivationExecutionError("activation claim was not durably bound");
+  }
+  return status;
+}
+
+// Asks the activation port and records an applied outcome for the exact authorised material;
+// nullopt (the report says failed or indeterminate) when there is nothing to record.
+std::optional<engine::SettlementGuard> record_activation(
+    const ActivationActuators& actuators, const engine::HostAction& action,
+    const engine::InstallExecutionBinding& binding, const engine::MaterialIdentity& material,
+    const std::string& caller_verification, ActivationExecutionReport& report) {
+  if (actuators.activation == nullptr) {
+    throw ActivationExecutionError("composition has no activation actuator");
+  }
+  const auto observation =
+      observe(*actuators.activation, engine::ActivationRequest{material}, report.claim_was_new);
+  report.observed_material_identity_digest = observation.observed_material_identity_digest;
+  if (observation.result == engine::ActivationResult::kFailed) {
+    report.outcome = engine::Outcome::kFailed;
+    return std::nullopt;
+  }
+  // Applied counts only for the exact authorised material with a verification digest; any
+  // other material active is a conflict nobody may certify.
+  if (observation.result != engine::ActivationResult::kApplied ||
+      observation.observed_material_identity_digest != material.identity_digest() ||
+      !observation.verification_digest) {
+    report.outcome = engine::Outcome::kIndeterminate;
+    return std::nullopt;
+  }
+  const std::string verification = engine::identity_digest_of(
+      core::Json{{"caller_verification_digest", caller_verification},
+                 {"installer_verification_digest", *observation.verification_digest},
+                 {"observed_material_identity_digest", material.identity_digest()},
+                 {"schema", kActivationVerificationSchema}});
+  auto guard = actuators.engine.record_activation_outcome(action, binding,
+                                                          material.identity_digest(), verification);
+  report.verification_digest = verification;
+  crash_point(crash_points::kAfterActivationOutcome);
+  return guard;
+}
+
+// Settles the recorded outcome with its receipt (or finds another owner settled it), re-reading
+// the head when it moved.
+void settle_activation(engine::Engine& engine, const engine::HostAction& action,
+                       const engine::SettlementGuard& guard, ActivationExecutionReport& report) {
+  const auto observed_at = engine.activation_execution_status(action).observed_at;
+  if (!observed_at) {
+    throw ActivationExecutionError("durable activation outcome has no observation time");
+  }
+  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
+    if (engine.activation_execution_status(action).settled) {
+      report.settled = true;
+      return;
+    }
+    const auto head = engine.snapshot(action.scope().stream_id());
+    try {
+      auto transition = engine.process_activation_receipt(
+          receipt_event(action, "ctx-activation-receipt-" + *guard.execution_outcome_digest,
+                        head.revision, *observed_at),
+          guard);
+      crash_point(crash_points::kAfterActivationReceipt);
+      report.settled = true;
+      report.transition = std::move(transition);
+      return;
+    } catch (const engine::RevisionConflict&) {
+      continue;  // the head moved under us: re-read and settle again
+    }
+  }
+  throw ActivationExecutionError("activation receipt settlement remained contended");
+}
+
+}  // namespace
+
 ActivationExecutionReport execute_activation(const ActivationActuators& actuators,
                                              const engine::HostAction& action,
                                              const engine::InstallExecutionBinding& binding,
                                              std::string_view expected_host_descriptor_digest,
                                              std::string_view verification_digest) {
   engine::Engine& engine = actuators.engine;
-  engine::ActivationPort* activation = actuators.activation;
   const engine::MaterialIdentity material = authorized_material(action);
   const std::string caller_verification(verification_digest);
   if (!engine::is_digest(caller_verification)) {
@@ -155,80 +248,20 @@ ActivationExecutionReport execute_activation(const ActivationActuators& actuator
     return report;
   }
   if (!status.claimed) {
-    if (activation == nullptr) {
-      throw ActivationExecutionError("composition has no activation actuator");
-    }
-    try {
-      engine.authorize_activation(action, binding, std::string(expected_host_descriptor_digest));
-      report.claim_was_new = true;
-    } catch (const engine::ActivationActionAlreadyClaimed&) {
-      report.claim_was_new = false;  // another owner claimed it first: continue from its claim
-    }
-    crash_point(crash_points::kAfterActivationClaim);
-    status = engine.activation_execution_status(action);
-    if (!status.claimed || status.execution_binding_digest != binding.binding_digest()) {
-      throw ActivationExecutionError("activation claim was not durably bound");
-    }
+    status = claim_activation(actuators, action, binding, expected_host_descriptor_digest, report);
   }
-
   engine::SettlementGuard guard;
   if (status.outcome_recorded) {
     guard = stored_guard(action, status);
   } else {
-    if (activation == nullptr) {
-      throw ActivationExecutionError("composition has no activation actuator");
-    }
-    const auto observation =
-        observe(*activation, engine::ActivationRequest{material}, report.claim_was_new);
-    report.observed_material_identity_digest = observation.observed_material_identity_digest;
-    if (observation.result == engine::ActivationResult::kFailed) {
-      report.outcome = engine::Outcome::kFailed;
-      return report;
-    }
-    // Applied counts only for the exact authorised material with a verification digest; any
-    // other material active is a conflict nobody may certify.
-    if (observation.result != engine::ActivationResult::kApplied ||
-        observation.observed_material_identity_digest != material.identity_digest() ||
-        !observation.verification_digest) {
-      report.outcome = engine::Outcome::kIndeterminate;
-      return report;
-    }
-    const std::string verification = engine::identity_digest_of(
-        core::Json{{"caller_verification_digest", caller_verification},
-                   {"installer_verification_digest", *observation.verification_digest},
-                   {"observed_material_identity_digest", material.identity_digest()},
-                   {"schema", kActivationVerificationSchema}});
-    guard = engine.record_activation_outcome(action, binding, material.identity_digest(),
-                                             verification);
-    report.verification_digest = verification;
-    crash_point(crash_points::kAfterActivationOutcome);
+    auto recorded =
+        record_activation(actuators, action, binding, material, caller_verification, report);
+    if (!recorded) return report;
+    guard = std::move(*recorded);
   }
   report.observed_material_identity_digest = material.identity_digest();
-
-  const auto observed_at = engine.activation_execution_status(action).observed_at;
-  if (!observed_at) {
-    throw ActivationExecutionError("durable activation outcome has no observation time");
-  }
-  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
-    if (engine.activation_execution_status(action).settled) {
-      report.settled = true;
-      return report;
-    }
-    const auto head = engine.snapshot(action.scope().stream_id());
-    try {
-      auto transition = engine.process_activation_receipt(
-          receipt_event(action, "ctx-activation-receipt-" + *guard.execution_outcome_digest,
-                        head.revision, *observed_at),
-          guard);
-      crash_point(crash_points::kAfterActivationReceipt);
-      report.settled = true;
-      report.transition = std::move(transition);
-      return report;
-    } catch (const engine::RevisionConflict&) {
-      continue;  // the head moved under us: re-read and settle again
-    }
-  }
-  throw ActivationExecutionError("activation receipt settlement remained contended");
+  settle_activation(engine, action, guard, report);
+  return report;
 }
 
 DeactivationExecutionReport execute_deactivation(const ActivationActuators& actuators,

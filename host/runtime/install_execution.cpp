@@ -425,6 +425,110 @@ engine::InstallExecutionBinding resolve_install_binding(
 }
 
 namespace detail {
+namespace {
+
+// The action's durable install claim, bound to `captured`: claimed now (after the driver is
+// checked to still be the captured one), or another owner's claim checked to bind the same.
+engine::InstallExecutionStatus claim_install(const InstallActuators& actuators,
+                                             const engine::HostAction& action,
+                                             const engine::PlanCapabilityV3& selection,
+                                             const engine::InstallPlanDescriptor& descriptor,
+                                             const engine::InstallExecutionBinding& captured,
+                                             std::string_view expected_policy_digest,
+                                             InstallExecutionReport& report) {
+  engine::Engine& engine = actuators.engine;
+  // Fail closed before any claim: the driver must still be the captured one.
+  require_captured(actuators.actuator, selection, captured);
+  try {
+    engine.authorize_install(action, selection, descriptor, actuators.catalog_snapshot_digest,
+                             std::string(expected_policy_digest), captured);
+    report.claim_was_new = true;
+  } catch (const engine::InstallActionAlreadyClaimed&) {
+    report.claim_was_new = false;  // another owner claimed it first: continue from its claim
+  }
+  crash_point(crash_points::kAfterInstallClaim);
+  if (report.claim_was_new) {
+    // The claim this call committed (BEGIN IMMEDIATE, no claim of the action before it, so no
+    // outcome or settlement either), bound to `captured`: nothing to read back.
+    engine::InstallExecutionStatus status;
+    status.claimed = true;
+    status.execution_binding_digest = captured.binding_digest();
+    return status;
+  }
+  auto status = engine.install_execution_status(action);
+  if (!status.claimed || status.execution_binding_digest != captured.binding_digest()) {
+    throw InstallExecutionError("install claim was not durably bound to the captured actuator");
+  }
+  return status;
+}
+
+// Calls the captured driver (checked again: same plugin identity, same root) and records what it
+// observed as the claim's outcome; nullopt when the observation is indeterminate (nothing is
+// recorded).
+std::optional<engine::SettlementGuard> record_outcome(
+    const InstallActuators& actuators, const engine::HostAction& action,
+    const engine::PlanCapabilityV3& selection, const engine::MaterialIdentity& material,
+    const engine::InstallExecutionBinding& captured, InstallExecutionReport& report) {
+  auto driver = require_captured(actuators.actuator, selection, captured);
+  if (!actuators.actuator->bodies) {
+    throw InstallExecutionError("composition has no physical installation actuator body source");
+  }
+  const Observation observed =
+      observe(*actuators.actuator, *driver, actuators.journal_path, material, report.claim_was_new);
+  if (observed.state == Observation::State::kIndeterminate) return std::nullopt;
+  const bool installed = observed.state == Observation::State::kInstalled;
+  const std::string verification = engine::identity_digest_of(
+      Json{{"binding_digest", captured.binding_digest()},
+           {"installed", installed},
+           {"installer_verification_digest", observed.installer_verification_digest
+                                                 ? Json(*observed.installer_verification_digest)
+                                                 : Json(nullptr)},
+           {"material_identity_digest", material.identity_digest()},
+           {"schema", kInstallVerificationSchema}});
+  auto guard = actuators.engine.record_install_outcome(
+      action, captured,
+      installed ? engine::InstallOutcome::kApplied : engine::InstallOutcome::kFailed,
+      installed ? std::optional<std::string>(material.identity_digest()) : std::nullopt,
+      verification);
+  report.outcome = installed ? engine::Outcome::kApplied : engine::Outcome::kFailed;
+  report.verification_digest = verification;
+  crash_point(crash_points::kAfterInstallOutcome);
+  return guard;
+}
+
+// Settles the recorded outcome with its receipt (or finds another owner settled it), re-reading
+// the head when it moved.
+void settle_install(engine::Engine& engine, const engine::HostAction& action,
+                    const engine::SettlementGuard& guard, InstallExecutionReport& report) {
+  // One status read gives the first attempt both the observation time and whether another
+  // owner settled already; a contended attempt reads it again.
+  auto status = engine.install_execution_status(action);
+  const auto observed_at = status.observed_at;
+  if (!observed_at) {
+    throw InstallExecutionError("durable install outcome has no observation time");
+  }
+  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
+    if (attempt > 0) status = engine.install_execution_status(action);
+    if (status.settled) {
+      report.settled = true;
+      return;
+    }
+    const auto head = engine.snapshot(action.scope().stream_id());
+    try {
+      auto transition = engine.process_install_receipt(
+          receipt_event(action, guard, head.revision, *observed_at), guard);
+      crash_point(crash_points::kAfterInstallReceipt);
+      report.settled = true;
+      report.transition = std::move(transition);
+      return;
+    } catch (const engine::RevisionConflict&) {
+      continue;  // the head moved under us: re-read and settle again
+    }
+  }
+  throw InstallExecutionError("install receipt settlement remained contended");
+}
+
+}  // namespace
 
 InstallExecutionReport execute_install(const InstallActuators& actuators,
                                        const engine::HostAction& action,
@@ -454,89 +558,20 @@ InstallExecutionReport execute_install(const InstallActuators& actuators,
     return report;
   }
   if (!status.claimed) {
-    // Fail closed before any claim: the driver must still be the captured one.
-    require_captured(actuators.actuator, selection, captured);
-    try {
-      engine.authorize_install(action, selection, descriptor, actuators.catalog_snapshot_digest,
-                               std::string(expected_policy_digest), captured);
-      report.claim_was_new = true;
-    } catch (const engine::InstallActionAlreadyClaimed&) {
-      report.claim_was_new = false;  // another owner claimed it first: continue from its claim
-    }
-    crash_point(crash_points::kAfterInstallClaim);
-    if (report.claim_was_new) {
-      // The claim this call committed (BEGIN IMMEDIATE, no claim of the action before it, so no
-      // outcome or settlement either), bound to `captured`: nothing to read back.
-      status = engine::InstallExecutionStatus{};
-      status.claimed = true;
-      status.execution_binding_digest = captured.binding_digest();
-    } else {
-      status = engine.install_execution_status(action);
-      if (!status.claimed || status.execution_binding_digest != captured.binding_digest()) {
-        throw InstallExecutionError(
-            "install claim was not durably bound to the captured actuator");
-      }
-    }
+    status = claim_install(actuators, action, selection, descriptor, captured,
+                           expected_policy_digest, report);
   }
-
   engine::SettlementGuard guard;
   if (status.outcome_recorded) {
     guard = stored_guard(action, status);
     report.outcome = outcome_of(status.outcome);
   } else {
-    // Fail closed before the driver is called: same plugin identity, same root.
-    auto driver = require_captured(actuators.actuator, selection, captured);
-    if (!actuators.actuator->bodies) {
-      throw InstallExecutionError("composition has no physical installation actuator body source");
-    }
-    const Observation observed = observe(*actuators.actuator, *driver, actuators.journal_path,
-                                         material, report.claim_was_new);
-    if (observed.state == Observation::State::kIndeterminate) return report;
-    const bool installed = observed.state == Observation::State::kInstalled;
-    const std::string verification = engine::identity_digest_of(
-        Json{{"binding_digest", captured.binding_digest()},
-             {"installed", installed},
-             {"installer_verification_digest",
-              observed.installer_verification_digest ? Json(*observed.installer_verification_digest)
-                                                     : Json(nullptr)},
-             {"material_identity_digest", material.identity_digest()},
-             {"schema", kInstallVerificationSchema}});
-    guard = engine.record_install_outcome(
-        action, captured,
-        installed ? engine::InstallOutcome::kApplied : engine::InstallOutcome::kFailed,
-        installed ? std::optional<std::string>(material.identity_digest()) : std::nullopt,
-        verification);
-    report.outcome = installed ? engine::Outcome::kApplied : engine::Outcome::kFailed;
-    report.verification_digest = verification;
-    crash_point(crash_points::kAfterInstallOutcome);
+    auto recorded = record_outcome(actuators, action, selection, material, captured, report);
+    if (!recorded) return report;
+    guard = std::move(*recorded);
   }
-
-  // One status read gives the first attempt both the observation time and whether another
-  // owner settled already; a contended attempt reads it again.
-  status = engine.install_execution_status(action);
-  const auto observed_at = status.observed_at;
-  if (!observed_at) {
-    throw InstallExecutionError("durable install outcome has no observation time");
-  }
-  for (int attempt = 0; attempt < kSettlementAttempts; ++attempt) {
-    if (attempt > 0) status = engine.install_execution_status(action);
-    if (status.settled) {
-      report.settled = true;
-      return report;
-    }
-    const auto head = engine.snapshot(action.scope().stream_id());
-    try {
-      auto transition = engine.process_install_receipt(
-          receipt_event(action, guard, head.revision, *observed_at), guard);
-      crash_point(crash_points::kAfterInstallReceipt);
-      report.settled = true;
-      report.transition = std::move(transition);
-      return report;
-    } catch (const engine::RevisionConflict&) {
-      continue;  // the head moved under us: re-read and settle again
-    }
-  }
-  throw InstallExecutionError("install receipt settlement remained contended");
+  settle_install(engine, action, guard, report);
+  return report;
 }
 
 }  // namespace detail

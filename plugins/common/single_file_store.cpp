@@ -210,94 +210,30 @@ int SingleFileStore::sweep_stale_staging() {
   return removed;
 }
 
-SingleFileStore::Json SingleFileStore::install(std::string_view request_json) {
-  constexpr std::string_view kWhat = "install request";
-  const Json request = parse_object(request_json, kWhat);
-  const std::string& capability_id = require_string(request, "capability_id", kWhat);
-  const std::string name = name_of(capability_id);
-  const std::string& expected = require_string(request, "content_sha256", kWhat);
-  if (!is_sha256_hex(expected)) {
-    throw InvalidArgument("install request content_sha256 is not a lower-case sha-256 digest");
-  }
-  const int sources = int(request.contains("content")) + int(request.contains("content_base64")) +
-                      int(request.contains("source"));
-  if (sources != 1) {
-    throw InvalidArgument("install request needs exactly one of content, content_base64, source");
-  }
-  std::optional<std::uint64_t> expected_bytes;
-  if (const auto it = request.find("content_bytes"); it != request.end()) {
-    if (!it->is_number_unsigned()) {
-      throw InvalidArgument("install request content_bytes must be an unsigned integer");
-    }
-    expected_bytes = it->get<std::uint64_t>();
-  }
-  const auto expected_material = optional_string(request, "material_identity_digest", kWhat);
-  if (expected_material && !is_sha256_hex(*expected_material)) {
-    throw InvalidArgument("install request material_identity_digest is not a sha-256 digest");
-  }
-  if (request.contains("manifest")) {
-    throw InvalidArgument("install request manifest: " + options_.plugin_id +
-                          " installs single-file material only");
-  }
-
-  Json reply = {{"capability_id", capability_id}, {"form", "file"}};
-  const auto refuse = [&](const std::string& reason) {
-    reply["outcome"] = "failed";
-    reply["reason"] = reason;
-    return reply;
-  };
-
-  std::string body;
+std::optional<std::string> SingleFileStore::request_body(const Json& request) const {
   if (const auto it = request.find("content"); it != request.end()) {
     if (!it->is_string()) throw InvalidArgument("install request content must be a string");
-    body = it->get<std::string>();
-  } else if (const auto b64 = request.find("content_base64"); b64 != request.end()) {
+    return it->get<std::string>();
+  }
+  if (const auto b64 = request.find("content_base64"); b64 != request.end()) {
     if (!b64->is_string()) {
       throw InvalidArgument("install request content_base64 must be a string");
     }
-    body = from_base64(b64->get_ref<const std::string&>(), "install request content_base64");
-  } else {
-    const Json& source = request.at("source");
-    if (!source.is_object() || source.size() != 1 || !source.contains("file") ||
-        !source.at("file").is_string()) {
-      throw InvalidArgument("install request source needs exactly one string \"file\"");
-    }
-    const std::string& file = source.at("file").get_ref<const std::string&>();
-    if (file.empty() || file.front() != '/') {
-      throw InvalidArgument("install request source file must be an absolute path");
-    }
-    auto read = read_regular(file, options_.max_bytes);
-    if (!read) return refuse("material source could not be read or exceeds the size cap");
-    body = std::move(*read);
+    return from_base64(b64->get_ref<const std::string&>(), "install request content_base64");
   }
-  if (body.size() > options_.max_bytes) return refuse("material exceeds the size cap");
-
-  const std::string observed = sha256_hex(body);
-  const std::string material = material_identity_digest(capability_id, observed, body.size());
-  reply["observed_material_identity_digest"] = material;
-  if (observed != expected) return refuse("content digest mismatch");
-  if (expected_bytes && *expected_bytes != body.size()) return refuse("content size mismatch");
-  if (expected_material && *expected_material != material) {
-    return refuse("material identity digest mismatch");
+  const Json& source = request.at("source");
+  if (!source.is_object() || source.size() != 1 || !source.contains("file") ||
+      !source.at("file").is_string()) {
+    throw InvalidArgument("install request source needs exactly one string \"file\"");
   }
-  if (options_.validate) {
-    if (auto reason = options_.validate(name, body)) return refuse(*reason);
+  const std::string& file = source.at("file").get_ref<const std::string&>();
+  if (file.empty() || file.front() != '/') {
+    throw InvalidArgument("install request source file must be an absolute path");
   }
-  const auto applied = [&](bool rewritten) {
-    reply["outcome"] = "applied";
-    reply["rewritten"] = rewritten;
-    reply["verification_digest"] = sha256_hex(dump({{"capability_id", capability_id},
-                                                    {"material_identity_digest", material},
-                                                    {"object", "objects/" + expected},
-                                                    {"schema", options_.verification_schema}}));
-    return reply;
-  };
+  return read_regular(file, options_.max_bytes);
+}
 
-  require_same_root();
-  const Object existing = read(expected);
-  if (existing.state == State::kVerified) return applied(false);
-
-  // Stage: an exclusive, flock'ed file in tmp/, written in chunks, synced and sealed.
+void SingleFileStore::publish(const std::string& expected, const std::string& body) const {
   static std::atomic<unsigned long> counter{0};
   const std::string stage = path("tmp/" + expected + "." + std::to_string(::getpid()) + "." +
                                  std::to_string(counter.fetch_add(1)) + std::string(kStageSuffix));
@@ -335,6 +271,76 @@ SingleFileStore::Json SingleFileStore::install(std::string_view request_json) {
   published = true;
   fsync_directory(path("objects"));
   fsync_directory(path("tmp"));
+}
+
+SingleFileStore::Json SingleFileStore::install(std::string_view request_json) {
+  constexpr std::string_view kWhat = "install request";
+  const Json request = parse_object(request_json, kWhat);
+  const std::string& capability_id = require_string(request, "capability_id", kWhat);
+  const std::string name = name_of(capability_id);
+  const std::string& expected = require_string(request, "content_sha256", kWhat);
+  if (!is_sha256_hex(expected)) {
+    throw InvalidArgument("install request content_sha256 is not a lower-case sha-256 digest");
+  }
+  const int sources = int(request.contains("content")) + int(request.contains("content_base64")) +
+                      int(request.contains("source"));
+  if (sources != 1) {
+    throw InvalidArgument("install request needs exactly one of content, content_base64, source");
+  }
+  std::optional<std::uint64_t> expected_bytes;
+  if (const auto it = request.find("content_bytes"); it != request.end()) {
+    if (!it->is_number_unsigned()) {
+      throw InvalidArgument("install request content_bytes must be an unsigned integer");
+    }
+    expected_bytes = it->get<std::uint64_t>();
+  }
+  const auto expected_material = optional_string(request, "material_identity_digest", kWhat);
+  if (expected_material && !is_sha256_hex(*expected_material)) {
+    throw InvalidArgument("install request material_identity_digest is not a sha-256 digest");
+  }
+  if (request.contains("manifest")) {
+    throw InvalidArgument("install request manifest: " + options_.plugin_id +
+                          " installs single-file material only");
+  }
+
+  Json reply = {{"capability_id", capability_id}, {"form", "file"}};
+  const auto refuse = [&](const std::string& reason) {
+    reply["outcome"] = "failed";
+    reply["reason"] = reason;
+    return reply;
+  };
+
+  const std::optional<std::string> requested = request_body(request);
+  if (!requested) return refuse("material source could not be read or exceeds the size cap");
+  const std::string& body = *requested;
+  if (body.size() > options_.max_bytes) return refuse("material exceeds the size cap");
+
+  const std::string observed = sha256_hex(body);
+  const std::string material = material_identity_digest(capability_id, observed, body.size());
+  reply["observed_material_identity_digest"] = material;
+  if (observed != expected) return refuse("content digest mismatch");
+  if (expected_bytes && *expected_bytes != body.size()) return refuse("content size mismatch");
+  if (expected_material && *expected_material != material) {
+    return refuse("material identity digest mismatch");
+  }
+  if (options_.validate) {
+    if (auto reason = options_.validate(name, body)) return refuse(*reason);
+  }
+  const auto applied = [&](bool rewritten) {
+    reply["outcome"] = "applied";
+    reply["rewritten"] = rewritten;
+    reply["verification_digest"] = sha256_hex(dump({{"capability_id", capability_id},
+                                                    {"material_identity_digest", material},
+                                                    {"object", "objects/" + expected},
+                                                    {"schema", options_.verification_schema}}));
+    return reply;
+  };
+
+  require_same_root();
+  const Object existing = read(expected);
+  if (existing.state == State::kVerified) return applied(false);
+
+  publish(expected, body);
   return applied(true);
 }
 

@@ -89,6 +89,13 @@ class SingleFileStore {
 
  private:
   std::string path(std::string_view sub) const { return root_ + "/" + std::string(sub); }
+  // An install request's body: its "content", its decoded "content_base64", or the regular file
+  // its "source" names (nullopt when that cannot be read or exceeds the size cap). Errors:
+  // InvalidArgument for a malformed member.
+  std::optional<std::string> request_body(const Json& request) const;
+  // Writes `body` as objects/<expected>: an exclusive, flock'ed staging file in tmp/, written in
+  // chunks, sealed and synced, then renamed into place, both directories synced.
+  void publish(const std::string& expected, const std::string& body) const;
 
   std::string root_;
   Options options_;

@@ -374,6 +374,88 @@ std::string McpStore::verification(const std::string& capability_id, const std::
                                   {"schema", kActivationSchema}}));
 }
 
+std::string McpStore::add_json_entry(std::string text, const Observed& observed, bool existed,
+                                     const McpServer& server, const Json& desired,
+                                     const std::string& name, Json& next_record) const {
+  const bool fresh = text.empty();
+  if (fresh) {
+    text = "{}\n";
+    next_record["created_file"] = existed ? "empty" : "absent";
+  }
+  // The spans observe() found, unless the file was empty and is now "{}\n".
+  const JsonObjectSpan top = fresh ? scan_object(text, top_level_object(text)) : observed.top;
+  const Ordered value = json_entry(server);
+  Json servers = observed.servers;
+  servers[name] = desired;
+  std::string next;
+  if (const JsonMember* member = top.find(kServersKey)) {
+    const JsonObjectSpan inner = scan_object(text, member->value_begin);
+    if (const JsonMember* mine = inner.find(name)) {
+      next = replace_member_value(text, *mine, value);
+    } else {
+      if (inner.members.empty()) {
+        next_record["inside"] = text.substr(inner.open + 1, inner.close - inner.open - 1);
+      }
+      next = insert_member(text, inner, name, value);
+    }
+    require_splice(label(), text, next, inner, servers);
+  } else {
+    if (top.members.empty() && !fresh) {
+      next_record["inside"] = text.substr(top.open + 1, top.close - top.open - 1);
+    }
+    next_record["created_container"] = true;
+    next = insert_member(text, top, kServersKey, Ordered{{name, value}});
+    Json document = pc::parse_object(text, "config");  // checked by observe
+    document[kServersKey] = std::move(servers);
+    require_splice(label(), text, next, top, document);
+  }
+  return next;
+}
+
+std::string McpStore::add_toml_entry(std::string text, const Observed& observed, bool existed,
+                                     const std::optional<Json>& record, const McpServer& server,
+                                     const Json& desired, const std::string& name,
+                                     Json& next_record) const {
+  if (observed.entry) {
+    const std::string inserted = record_string(record, "inserted");
+    const std::string block = record_string(record, "block");
+    std::size_t at = inserted.empty() ? std::string::npos : text.rfind(inserted);
+    std::size_t length = inserted.size();
+    if (at == std::string::npos && !block.empty()) {
+      at = text.rfind(block);
+      length = block.size();
+    }
+    if (at == std::string::npos) {
+      throw Refused{"the mcp server \"" + name + "\" in " + label() +
+                    " was changed outside ctx; it was left unchanged"};
+    }
+    text.erase(at, length);
+  }
+  const std::string_view eol = eol_of(text);
+  const std::string block = toml_block(server, eol);
+  std::string prefix;
+  if (!text.empty()) {
+    prefix = text.back() == '\n' ? std::string(eol) : std::string(eol) + std::string(eol);
+  }
+  std::string next = text + prefix + block;
+  next_record["inserted"] = prefix + block;
+  next_record["block"] = block;
+  if (!existed) next_record["created_file"] = "absent";
+  toml::table after;
+  try {
+    after = toml::parse(next);
+  } catch (const toml::parse_error&) {
+    throw Refused{label() +
+                  " defines mcp_servers in a form ctx cannot append a server to; it was left "
+                  "unchanged"};
+  }
+  const toml::node* entry = after.at_path(std::string(kTomlServersKey) + "." + name).node();
+  if (entry == nullptr || toml_to_json(*entry) != desired) {
+    throw Refused{label() + " could not be edited without rewriting it; it was left unchanged"};
+  }
+  return next;
+}
+
 Json McpStore::activate(std::string_view request_json) {
   constexpr std::string_view kWhat = "activate request";
   const Json request = pc::parse_object(request_json, kWhat);
@@ -441,77 +523,11 @@ Json McpStore::activate(std::string_view request_json) {
       next_record["entries"] = Json::array({current, desired_sha});
     }
 
-    std::string next;
-    if (format_ == Format::kJson) {
-      const bool fresh = text.empty();
-      if (fresh) {
-        text = "{}\n";
-        next_record["created_file"] = before.exists ? "empty" : "absent";
-      }
-      // The spans observe() found, unless the file was empty and is now "{}\n".
-      const JsonObjectSpan top = fresh ? scan_object(text, top_level_object(text)) : observed.top;
-      const Ordered value = json_entry(server);
-      Json servers = observed.servers;
-      servers[name] = desired;
-      if (const JsonMember* member = top.find(kServersKey)) {
-        const JsonObjectSpan inner = scan_object(text, member->value_begin);
-        if (const JsonMember* mine = inner.find(name)) {
-          next = replace_member_value(text, *mine, value);
-        } else {
-          if (inner.members.empty()) {
-            next_record["inside"] = text.substr(inner.open + 1, inner.close - inner.open - 1);
-          }
-          next = insert_member(text, inner, name, value);
-        }
-        require_splice(label(), text, next, inner, servers);
-      } else {
-        if (top.members.empty() && !fresh) {
-          next_record["inside"] = text.substr(top.open + 1, top.close - top.open - 1);
-        }
-        next_record["created_container"] = true;
-        next = insert_member(text, top, kServersKey, Ordered{{name, value}});
-        Json document = pc::parse_object(text, "config");  // checked by observe
-        document[kServersKey] = std::move(servers);
-        require_splice(label(), text, next, top, document);
-      }
-    } else {
-      if (observed.entry) {
-        const std::string inserted = record_string(record, "inserted");
-        const std::string block = record_string(record, "block");
-        std::size_t at = inserted.empty() ? std::string::npos : text.rfind(inserted);
-        std::size_t length = inserted.size();
-        if (at == std::string::npos && !block.empty()) {
-          at = text.rfind(block);
-          length = block.size();
-        }
-        if (at == std::string::npos) {
-          throw Refused{"the mcp server \"" + name + "\" in " + label() +
-                        " was changed outside ctx; it was left unchanged"};
-        }
-        text.erase(at, length);
-      }
-      const std::string_view eol = eol_of(text);
-      const std::string block = toml_block(server, eol);
-      std::string prefix;
-      if (!text.empty())
-        prefix = text.back() == '\n' ? std::string(eol) : std::string(eol) + std::string(eol);
-      next = text + prefix + block;
-      next_record["inserted"] = prefix + block;
-      next_record["block"] = block;
-      if (!before.exists) next_record["created_file"] = "absent";
-      toml::table after;
-      try {
-        after = toml::parse(next);
-      } catch (const toml::parse_error&) {
-        throw Refused{label() +
-                      " defines mcp_servers in a form ctx cannot append a server to; it was left "
-                      "unchanged"};
-      }
-      const toml::node* entry = after.at_path(std::string(kTomlServersKey) + "." + name).node();
-      if (entry == nullptr || toml_to_json(*entry) != desired) {
-        throw Refused{label() + " could not be edited without rewriting it; it was left unchanged"};
-      }
-    }
+    const std::string next = format_ == Format::kJson
+                                 ? add_json_entry(std::move(text), observed, before.exists, server,
+                                                  desired, name, next_record)
+                                 : add_toml_entry(std::move(text), observed, before.exists, record,
+                                                  server, desired, name, next_record);
     pc::backup_host_file_once(file, before);
     store_.write_record(key, next_record);
     pc::replace_host_file(file, next, before.exists ? before.mode : 0644, before, label());

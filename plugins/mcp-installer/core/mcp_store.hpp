@@ -86,6 +86,16 @@ class McpStore {
   Observed observe(const std::string& text, const std::string& name) const;
   std::string verification(const std::string& capability_id, const std::string& material,
                            const std::string& entry_sha) const;
+  // activate's edit of the host file's `text` (`observed` in it, `existed` on disk): `server`,
+  // whose entry is `desired`, set under `name`; `next_record` takes what deactivate needs to undo
+  // it (`record`: the ownership record before). Returns the new text, checked to change only
+  // that entry. Errors: the reason for the user (.cpp's Refused).
+  std::string add_json_entry(std::string text, const Observed& observed, bool existed,
+                             const McpServer& server, const Json& desired, const std::string& name,
+                             Json& next_record) const;
+  std::string add_toml_entry(std::string text, const Observed& observed, bool existed,
+                             const std::optional<Json>& record, const McpServer& server,
+                             const Json& desired, const std::string& name, Json& next_record) const;
 
   plugin_common::SingleFileStore store_;
   std::string config_file_;

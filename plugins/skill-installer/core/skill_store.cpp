@@ -436,6 +436,200 @@ std::optional<std::string> SkillStore::slot_target(const std::string& name) cons
   return hex;
 }
 
+// Writes the files of one staging directory: each streamed, hashed and capped as it arrives (a
+// tree's file also checked against its manifest entry, never more bytes than listed), and all
+// fsynced together before stage() returns, so before the publishing rename: the writeback of
+// each starts when it is finished, so the syncs overlap instead of each waiting alone.
+class SkillStore::StageWriter {
+ public:
+  StageWriter(Staged& staged, const Caps& caps, const CancelCheck& cancelled,
+              const std::vector<TreeFile>* listed)
+      : staged_(staged), caps_(caps), cancelled_(cancelled), listed_(listed) {
+    if (listed != nullptr) {
+      for (const TreeFile& file : *listed) entries_.emplace(file.path, &file);
+    }
+  }
+
+  // Streams `source` (a readable descriptor) into a new file `name` of `dir` as tree path `path`.
+  void stream_file(int source, int dir, const std::string& name, const std::string& path) {
+    if (staged_.files.size() >= caps_.files) throw MaterialRefused{"material has too many files"};
+    const TreeFile* entry = nullptr;
+    if (listed_ != nullptr) {
+      const auto found = entries_.find(path);
+      if (found == entries_.end()) {
+        throw MaterialRefused{"material source holds a file its manifest does not list"};
+      }
+      entry = found->second;
+    }
+    FileDescriptor out = create_file(dir, name);
+    Sha256Stream hash;
+    std::uint64_t bytes = 0;
+    char buffer[kChunk];
+    for (;;) {
+      poll();
+      const ssize_t n = ::read(source, buffer, sizeof buffer);
+      if (n == 0) break;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw MaterialRefused{"material source could not be read"};
+      }
+      add_bytes(bytes, static_cast<std::uint64_t>(n), entry);
+      const std::string_view chunk(buffer, static_cast<std::size_t>(n));
+      hash.update(chunk);
+      write_all(out.get(), chunk);
+    }
+    finish(std::move(out), TreeFile{path, bytes, hash.hex()}, entry);
+  }
+
+  // The listed files, in manifest order, each read once from the host's `bodies`. Their
+  // directories are created as the paths need them and sealed and synced once their files exist
+  // (deepest first: a directory's path sorts after its parent's).
+  void write_from_host(const BodyReader& bodies) {
+    std::map<std::string, FileDescriptor> dirs;
+    for (const TreeFile& entry : *listed_) {
+      int parent = staged_.dir.get();
+      std::size_t start = 0;
+      for (std::size_t slash = entry.path.find('/'); slash != std::string::npos;
+           slash = entry.path.find('/', slash + 1)) {
+        const std::string dir_path = entry.path.substr(0, slash);
+        auto it = dirs.find(dir_path);
+        if (it == dirs.end()) {
+          const std::string name = entry.path.substr(start, slash - start);
+          if (::mkdirat(parent, name.c_str(), 0700) != 0) throw_os("create a staged directory");
+          auto created = open_optional(parent, name, O_RDONLY | O_DIRECTORY);
+          if (!created) throw_os("open a staged directory");
+          it = dirs.emplace(dir_path, std::move(*created)).first;
+        }
+        parent = it->second.get();
+        start = slash + 1;
+      }
+      stream_from_host(bodies, parent, entry.path.substr(start), entry);
+    }
+    sync_files();
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+      if (::fchmod(it->second.get(), 0555) != 0) throw_os("seal a staged directory");
+      fsync_or_throw(it->second.get(), "a staged directory");
+    }
+  }
+
+  // An inline body: one SKILL.md, through the same streaming writer as a file source.
+  void write_inline(const std::string& content) {
+    if (content.size() > caps_.file_bytes) throw MaterialRefused{"material exceeds the size cap"};
+    FileDescriptor out = create_file(staged_.dir.get(), kSkillFile);
+    Sha256Stream hash;
+    for (std::size_t at = 0; at < content.size(); at += kChunk) {
+      poll();
+      const std::string_view chunk = std::string_view(content).substr(at, kChunk);
+      hash.update(chunk);
+      write_all(out.get(), chunk);
+    }
+    finish(std::move(out), TreeFile{kSkillFile, content.size(), hash.hex()}, nullptr);
+  }
+
+  // Depth-first copy of directory `from` into staged directory `to`; every staged directory is
+  // sealed and fsynced once its entries exist.
+  void copy_tree(int from, int to, const std::string& prefix, std::size_t depth) {
+    if (depth > kMaxTreeDepth) throw MaterialRefused{"material tree is nested too deeply"};
+    for (const std::string& name : list_directory(from)) {
+      if (!is_tree_component(name)) {
+        throw MaterialRefused{"material source holds a name the store does not accept"};
+      }
+      const std::string child = prefix.empty() ? name : prefix + "/" + name;
+      struct stat st {};
+      if (::fstatat(from, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        throw MaterialRefused{"material source could not be read"};
+      }
+      if (S_ISDIR(st.st_mode)) {
+        auto sub = open_optional(from, name, O_RDONLY | O_DIRECTORY);
+        if (!sub) throw MaterialRefused{"material source could not be read"};
+        if (::mkdirat(to, name.c_str(), 0700) != 0) throw_os("create a staged directory");
+        auto staged_sub = open_optional(to, name, O_RDONLY | O_DIRECTORY);
+        if (!staged_sub) throw_os("open a staged directory");
+        copy_tree(sub->get(), staged_sub->get(), child, depth + 1);
+        if (::fchmod(staged_sub->get(), 0555) != 0) throw_os("seal a staged directory");
+        fsync_or_throw(staged_sub->get(), "a staged directory");
+      } else if (S_ISREG(st.st_mode)) {
+        auto file = open_optional(from, name, O_RDONLY | O_NONBLOCK);
+        if (!file || !S_ISREG(fstat_or_throw(file->get()).st_mode)) {
+          throw MaterialRefused{"material source could not be read"};
+        }
+        stream_file(file->get(), to, name, child);
+      } else {
+        throw MaterialRefused{"material source holds something other than files and directories"};
+      }
+    }
+  }
+
+  // Every written file synced and closed.
+  void sync_files() {
+    for (FileDescriptor& file : unsynced_) {
+      fsync_or_throw(file.get(), "a staged file");
+      if (::close(file.release()) != 0) throw_os("close a staged file");
+    }
+    unsynced_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kMaxUnsyncedFiles = 64;  // at most this many stay open
+  static constexpr const char* kNotAsListed = "material file does not match its manifest entry";
+
+  void poll() const {
+    if (cancelled_ && cancelled_()) {
+      throw Error("skill-installer install was cancelled by the host", ErrorCode::kCancelled);
+    }
+  }
+
+  static FileDescriptor create_file(int dir, const std::string& name) {
+    FileDescriptor out(
+        ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+    if (!out.valid()) throw_os("create a staged file");
+    return out;
+  }
+
+  // Counts `n` more bytes of a file (`bytes` so far) against the caps and its manifest entry.
+  void add_bytes(std::uint64_t& bytes, std::uint64_t n, const TreeFile* entry) {
+    bytes += n;
+    staged_.tree_bytes += n;
+    if (bytes > caps_.file_bytes || staged_.tree_bytes > caps_.tree_bytes) {
+      throw MaterialRefused{"material exceeds the size cap"};
+    }
+    if (entry != nullptr && bytes > entry->bytes) throw MaterialRefused{kNotAsListed};
+  }
+
+  // One listed file from the host's body source into a new file `name` of `dir`.
+  void stream_from_host(const BodyReader& bodies, int dir, const std::string& name,
+                        const TreeFile& entry) {
+    FileDescriptor out = create_file(dir, name);
+    Sha256Stream hash;
+    std::uint64_t bytes = 0;
+    const bool found = bodies(entry.path, [&](std::string_view chunk) {
+      poll();
+      add_bytes(bytes, chunk.size(), &entry);
+      hash.update(chunk);
+      write_all(out.get(), chunk);
+    });
+    if (!found) throw MaterialRefused{"material source lacks a file its manifest lists"};
+    finish(std::move(out), TreeFile{entry.path, bytes, hash.hex()}, &entry);
+  }
+
+  // A written file: its writeback started (no durability is claimed from it: sync_files is the
+  // sync), and it matches its manifest entry when it has one.
+  void finish(FileDescriptor out, TreeFile file, const TreeFile* entry) {
+    ::sync_file_range(out.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+    unsynced_.push_back(std::move(out));
+    if (unsynced_.size() >= kMaxUnsyncedFiles) sync_files();
+    if (entry != nullptr && file != *entry) throw MaterialRefused{kNotAsListed};
+    staged_.files.push_back(std::move(file));
+  }
+
+  Staged& staged_;
+  const Caps& caps_;
+  const CancelCheck& cancelled_;
+  const std::vector<TreeFile>* listed_;
+  std::map<std::string, const TreeFile*, std::less<>> entries_;  // listed_, by path
+  std::vector<FileDescriptor> unsynced_;
+};
+
 SkillStore::Staged SkillStore::stage(const Json& request, Form form,
                                      const std::vector<TreeFile>* listed,
                                      const BodyReader* bodies) {
@@ -459,157 +653,16 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
   // tmp/ itself is not synced: a staging entry is scratch (one lost in a crash was never
   // published; one that survives unlocked is swept), and the published object is made durable
   // by the syncs of its own entries and of objects/ below.
-
-  const auto poll = [this] {
-    if (cancelled_ && cancelled_()) {
-      throw Error("skill-installer install was cancelled by the host", ErrorCode::kCancelled);
-    }
-  };
-  // Written files, fsynced together once every file is written (finish_file / sync_files): the
-  // writeback of each starts when it is finished, so the syncs overlap instead of each waiting
-  // alone. At most kMaxUnsyncedFiles stay open. Every one is synced before stage() returns, so
-  // before the publishing rename.
-  constexpr std::size_t kMaxUnsyncedFiles = 64;
-  std::vector<FileDescriptor> unsynced;
-  const auto sync_files = [&unsynced] {
-    for (FileDescriptor& file : unsynced) {
-      fsync_or_throw(file.get(), "a staged file");
-      if (::close(file.release()) != 0) throw_os("close a staged file");
-    }
-    unsynced.clear();
-  };
-  const auto finish_file = [&](FileDescriptor out) {
-    // Starts writeback only (no durability is claimed from it): the fsync below is the sync.
-    ::sync_file_range(out.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
-    unsynced.push_back(std::move(out));
-    if (unsynced.size() >= kMaxUnsyncedFiles) sync_files();
-  };
-  // The manifest entry of each path a tree's manifest lists (tree form only).
-  std::map<std::string, const TreeFile*, std::less<>> entries;
-  if (listed != nullptr) {
-    for (const TreeFile& file : *listed) entries.emplace(file.path, &file);
-  }
-  constexpr const char* kNotAsListed = "material file does not match its manifest entry";
-  // Streams `source` (a readable descriptor) into a new file `name` of `dir`; a tree's file
-  // must match its manifest entry (checked while streaming: never more bytes than listed).
-  const auto stream_file = [&](int source, int dir, const std::string& name,
-                               const std::string& path) {
-    if (staged.files.size() >= caps_.files) throw MaterialRefused{"material has too many files"};
-    const TreeFile* entry = nullptr;
-    if (listed != nullptr) {
-      const auto found = entries.find(path);
-      if (found == entries.end()) {
-        throw MaterialRefused{"material source holds a file its manifest does not list"};
-      }
-      entry = found->second;
-    }
-    FileDescriptor out(::openat(dir, name.c_str(),
-                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-    if (!out.valid()) throw_os("create a staged file");
-    Sha256Stream hash;
-    std::uint64_t bytes = 0;
-    char buffer[kChunk];
-    for (;;) {
-      poll();
-      const ssize_t n = ::read(source, buffer, sizeof buffer);
-      if (n == 0) break;
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw MaterialRefused{"material source could not be read"};
-      }
-      bytes += static_cast<std::uint64_t>(n);
-      staged.tree_bytes += static_cast<std::uint64_t>(n);
-      if (bytes > caps_.file_bytes || staged.tree_bytes > caps_.tree_bytes) {
-        throw MaterialRefused{"material exceeds the size cap"};
-      }
-      if (entry != nullptr && bytes > entry->bytes) throw MaterialRefused{kNotAsListed};
-      const std::string_view chunk(buffer, static_cast<std::size_t>(n));
-      hash.update(chunk);
-      write_all(out.get(), chunk);
-    }
-    finish_file(std::move(out));
-    TreeFile file{path, bytes, hash.hex()};
-    if (entry != nullptr && file != *entry) throw MaterialRefused{kNotAsListed};
-    staged.files.push_back(std::move(file));
-  };
-
-  // One listed file from the host's body source into a new file `name` of `dir`: hashed and
-  // checked against its entry while it streams (never more bytes than listed, never past a cap).
-  const auto stream_from_host = [&](int dir, const std::string& name, const TreeFile& entry) {
-    FileDescriptor out(::openat(dir, name.c_str(),
-                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-    if (!out.valid()) throw_os("create a staged file");
-    Sha256Stream hash;
-    std::uint64_t bytes = 0;
-    const bool found = (*bodies)(entry.path, [&](std::string_view chunk) {
-      poll();
-      bytes += chunk.size();
-      staged.tree_bytes += chunk.size();
-      if (bytes > caps_.file_bytes || staged.tree_bytes > caps_.tree_bytes) {
-        throw MaterialRefused{"material exceeds the size cap"};
-      }
-      if (bytes > entry.bytes) throw MaterialRefused{kNotAsListed};
-      hash.update(chunk);
-      write_all(out.get(), chunk);
-    });
-    if (!found) throw MaterialRefused{"material source lacks a file its manifest lists"};
-    finish_file(std::move(out));
-    TreeFile file{entry.path, bytes, hash.hex()};
-    if (file != entry) throw MaterialRefused{kNotAsListed};
-    staged.files.push_back(std::move(file));
-  };
-
+  StageWriter writer(staged, caps_, cancelled_, listed);
   const auto source = request.find("source");
   if (bodies != nullptr) {
-    // The listed files, in manifest order, each read once from the host. Their directories are
-    // created as the paths need them and sealed and synced once their files exist (deepest
-    // first: a directory's path sorts after its parent's).
-    std::map<std::string, FileDescriptor> dirs;
-    for (const TreeFile& entry : *listed) {
-      int parent = staged.dir.get();
-      std::size_t start = 0;
-      for (std::size_t slash = entry.path.find('/'); slash != std::string::npos;
-           slash = entry.path.find('/', slash + 1)) {
-        const std::string dir_path = entry.path.substr(0, slash);
-        auto it = dirs.find(dir_path);
-        if (it == dirs.end()) {
-          const std::string name = entry.path.substr(start, slash - start);
-          if (::mkdirat(parent, name.c_str(), 0700) != 0) throw_os("create a staged directory");
-          auto created = open_optional(parent, name, O_RDONLY | O_DIRECTORY);
-          if (!created) throw_os("open a staged directory");
-          it = dirs.emplace(dir_path, std::move(*created)).first;
-        }
-        parent = it->second.get();
-        start = slash + 1;
-      }
-      stream_from_host(parent, entry.path.substr(start), entry);
-    }
-    sync_files();
-    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
-      if (::fchmod(it->second.get(), 0555) != 0) throw_os("seal a staged directory");
-      fsync_or_throw(it->second.get(), "a staged directory");
-    }
+    writer.write_from_host(*bodies);
   } else if (source == request.end()) {  // inline body: one SKILL.md
     const auto text = pc::optional_string(request, "content", "install request");
-    const std::string content = text ? *text
-                                     : pc::from_base64(pc::require_string(
-                                                           request, "content_base64",
-                                                           "install request"),
-                                                       "install request content");
-    if (content.size() > caps_.file_bytes) throw MaterialRefused{"material exceeds the size cap"};
-    // The inline body goes through the same streaming writer as a file source.
-    FileDescriptor out(::openat(staged.dir.get(), kSkillFile,
-                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-    if (!out.valid()) throw_os("create a staged file");
-    Sha256Stream hash;
-    for (std::size_t at = 0; at < content.size(); at += kChunk) {
-      poll();
-      const std::string_view chunk = std::string_view(content).substr(at, kChunk);
-      hash.update(chunk);
-      write_all(out.get(), chunk);
-    }
-    finish_file(std::move(out));
-    staged.files.push_back(TreeFile{kSkillFile, content.size(), hash.hex()});
+    writer.write_inline(
+        text ? *text
+             : pc::from_base64(pc::require_string(request, "content_base64", "install request"),
+                               "install request content"));
   } else if (form == Form::kFile) {
     const std::string& path = pc::require_string(*source, "file", "install request source");
     FileDescriptor in(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
@@ -617,51 +670,17 @@ SkillStore::Staged SkillStore::stage(const Json& request, Form form,
     if (!S_ISREG(fstat_or_throw(in.get()).st_mode)) {
       throw MaterialRefused{"material source is not a regular file"};
     }
-    stream_file(in.get(), staged.dir.get(), kSkillFile, kSkillFile);
+    writer.stream_file(in.get(), staged.dir.get(), kSkillFile, kSkillFile);
   } else {
     const std::string& path = pc::require_string(*source, "directory", "install request source");
     FileDescriptor in(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!in.valid()) throw MaterialRefused{"material source could not be opened"};
-    // Depth-first copy; every staged directory is fsynced once its entries exist.
-    const std::function<void(int, int, const std::string&, std::size_t)> copy =
-        [&](int from, int to, const std::string& prefix, std::size_t depth) {
-          if (depth > kMaxTreeDepth) throw MaterialRefused{"material tree is nested too deeply"};
-          for (const std::string& name : list_directory(from)) {
-            if (!is_tree_component(name)) {
-              throw MaterialRefused{"material source holds a name the store does not accept"};
-            }
-            const std::string child = prefix.empty() ? name : prefix + "/" + name;
-            struct stat st {};
-            if (::fstatat(from, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-              throw MaterialRefused{"material source could not be read"};
-            }
-            if (S_ISDIR(st.st_mode)) {
-              auto sub = open_optional(from, name, O_RDONLY | O_DIRECTORY);
-              if (!sub) throw MaterialRefused{"material source could not be read"};
-              if (::mkdirat(to, name.c_str(), 0700) != 0) throw_os("create a staged directory");
-              auto staged_sub = open_optional(to, name, O_RDONLY | O_DIRECTORY);
-              if (!staged_sub) throw_os("open a staged directory");
-              copy(sub->get(), staged_sub->get(), child, depth + 1);
-              if (::fchmod(staged_sub->get(), 0555) != 0) throw_os("seal a staged directory");
-              fsync_or_throw(staged_sub->get(), "a staged directory");
-            } else if (S_ISREG(st.st_mode)) {
-              auto file = open_optional(from, name, O_RDONLY | O_NONBLOCK);
-              if (!file || !S_ISREG(fstat_or_throw(file->get()).st_mode)) {
-                throw MaterialRefused{"material source could not be read"};
-              }
-              stream_file(file->get(), to, name, child);
-            } else {
-              throw MaterialRefused{
-                  "material source holds something other than files and directories"};
-            }
-          }
-        };
-    copy(in.get(), staged.dir.get(), "", 1);
+    writer.copy_tree(in.get(), staged.dir.get(), "", 1);
     if (listed != nullptr && staged.files.size() != listed->size()) {
       throw MaterialRefused{"material source lacks a file its manifest lists"};
     }
   }
-  sync_files();
+  writer.sync_files();
   // The staging directory itself is synced once, after publication (install()): its entries
   // and its seal in one fsync.
   return staged;
@@ -676,23 +695,43 @@ Json SkillStore::install_from_source(std::string_view request_json, const BodyRe
   return install_request(request_json, &bodies);
 }
 
-Json SkillStore::install_request(std::string_view request_json, const BodyReader* bodies) {
+struct SkillStore::Request {
+  std::string capability_id;
+  std::string expected;  // content_sha256: the file's digest, or the tree root's
+  Form form = Form::kFile;
+  std::optional<std::uint64_t> expected_bytes;
+  std::optional<std::string> expected_material;
+  std::optional<std::vector<TreeFile>> listed;  // tree form: the manifest every file must match
+  std::string listed_root;                      // ... and the root it implies
+
+  // Why material of `sha` and `bytes` is not the authorised material, or nullopt when it is.
+  std::optional<std::string> mismatch(const std::string& sha, std::uint64_t bytes,
+                                      const std::string& material) const {
+    if (sha != expected) return "content digest mismatch";
+    if (expected_bytes && *expected_bytes != bytes) return "content size mismatch";
+    if (expected_material && *expected_material != material) {
+      return "material identity digest mismatch";
+    }
+    return std::nullopt;
+  }
+};
+
+SkillStore::Request SkillStore::read_request(const Json& request, bool from_host) const {
   constexpr std::string_view kWhat = "install request";
-  const Json request = pc::parse_object(request_json, kWhat);
-  const std::string& capability_id = pc::require_string(request, "capability_id", kWhat);
-  skill_name(capability_id);
-  const std::string& expected = require_digest(request, kWhat);
+  Request out;
+  out.capability_id = pc::require_string(request, "capability_id", kWhat);
+  skill_name(out.capability_id);
+  out.expected = require_digest(request, kWhat);
   const bool has_text = request.contains("content");
   const bool has_base64 = request.contains("content_base64");
   const auto source = request.find("source");
   const bool has_source = source != request.end();
-  Form form = Form::kFile;
-  if (bodies != nullptr) {
+  if (from_host) {
     if (has_text || has_base64 || has_source) {
       throw InvalidArgument(
           "install_from_source request takes its bodies from the host, not content or source");
     }
-    form = Form::kTree;
+    out.form = Form::kTree;
   } else if (int(has_text) + int(has_base64) + int(has_source) != 1) {
     throw InvalidArgument(
         "install request needs exactly one of content, content_base64, source");
@@ -702,130 +741,67 @@ Json SkillStore::install_request(std::string_view request_json, const BodyReader
         !(source->contains("file") || source->contains("directory"))) {
       throw InvalidArgument("install request source needs exactly one of file, directory");
     }
-    form = source->contains("directory") ? Form::kTree : Form::kFile;
+    out.form = source->contains("directory") ? Form::kTree : Form::kFile;
   }
-  std::optional<std::uint64_t> expected_bytes;
   if (const auto it = request.find("content_bytes"); it != request.end()) {
     if (!it->is_number_unsigned()) {
       throw InvalidArgument("install request content_bytes must be an unsigned integer");
     }
-    expected_bytes = it->get<std::uint64_t>();
+    out.expected_bytes = it->get<std::uint64_t>();
   }
-  const auto expected_material = pc::optional_string(request, "material_identity_digest", kWhat);
-  if (expected_material && !pc::is_sha256_hex(*expected_material)) {
+  out.expected_material = pc::optional_string(request, "material_identity_digest", kWhat);
+  if (out.expected_material && !pc::is_sha256_hex(*out.expected_material)) {
     throw InvalidArgument("install request material_identity_digest is not a sha-256 digest");
   }
-
-  // Tree form: the manifest the directory must match, and the root it implies.
-  std::optional<std::vector<TreeFile>> listed;
-  std::string listed_root;
-  if (form == Form::kTree) {
+  if (out.form == Form::kTree) {
     const std::string& manifest = pc::require_string(request, "manifest", kWhat);
-    listed = parse_manifest(manifest);
-    listed_root = sdk::tree_root_text(*listed, pc::sha256_hex(manifest));
+    out.listed = parse_manifest(manifest);
+    out.listed_root = sdk::tree_root_text(*out.listed, pc::sha256_hex(manifest));
   } else if (request.contains("manifest")) {
     throw InvalidArgument("install request manifest goes with a directory source only");
   }
+  return out;
+}
 
-  Json reply = {{"capability_id", capability_id},
-                {"form", form == Form::kTree ? "tree" : "file"}};
-  // Why material of `sha` and `bytes` is not the authorised material, or nullopt when it is.
-  const auto mismatch = [&](const std::string& sha, std::uint64_t bytes,
-                            const std::string& material) -> std::optional<std::string> {
-    if (sha != expected) return "content digest mismatch";
-    if (expected_bytes && *expected_bytes != bytes) return "content size mismatch";
-    if (expected_material && *expected_material != material) {
-      return "material identity digest mismatch";
+std::optional<std::string> SkillStore::refuse_manifest(const Request& request) const {
+  // The manifest must name the authorised root before any body is read, and fit the caps.
+  const std::string sha = pc::sha256_hex(request.listed_root);
+  if (sha != request.expected) return "manifest does not match the authorised tree root";
+  if (auto reason = request.mismatch(
+          sha, request.listed_root.size(),
+          pc::material_identity_digest(request.capability_id, sha, request.listed_root.size()))) {
+    return reason;
+  }
+  std::uint64_t total = 0;
+  for (const TreeFile& file : *request.listed) {
+    total += file.bytes;
+    if (file.bytes > caps_.file_bytes || total > caps_.tree_bytes) {
+      return "material exceeds the size cap";
     }
-    return std::nullopt;
-  };
-  // Applied when the observed material matches every expectation; failed with `reason` else.
-  const auto settle = [&](const std::string& observed_sha, std::uint64_t observed_bytes,
-                          bool rewritten) -> std::optional<std::string> {
-    const std::string material =
-        pc::material_identity_digest(capability_id, observed_sha, observed_bytes);
-    reply["observed_material_identity_digest"] = material;
-    if (auto reason = mismatch(observed_sha, observed_bytes, material)) return reason;
-    reply["outcome"] = "applied";
-    reply["rewritten"] = rewritten;
-    reply["verification_digest"] = install_verification_digest(capability_id, material, expected);
-    return std::nullopt;
-  };
-  const auto refuse = [&](const std::string& reason) {
-    reply["outcome"] = "failed";
-    reply["reason"] = reason;
-    return reply;
-  };
-
-  if (listed) {
-    // The manifest must name the authorised root before any body is read, and fit the caps.
-    const std::string sha = pc::sha256_hex(listed_root);
-    if (sha != expected) return refuse("manifest does not match the authorised tree root");
-    if (auto reason = mismatch(sha, listed_root.size(),
-                               pc::material_identity_digest(capability_id, sha,
-                                                            listed_root.size()))) {
-      return refuse(*reason);
-    }
-    std::uint64_t total = 0;
-    for (const TreeFile& file : *listed) {
-      total += file.bytes;
-      if (file.bytes > caps_.file_bytes || total > caps_.tree_bytes) {
-        return refuse("material exceeds the size cap");
-      }
-    }
-    if (listed->size() > caps_.files) return refuse("material has too many files");
   }
+  if (request.listed->size() > caps_.files) return "material has too many files";
+  return std::nullopt;
+}
 
-  require_same_root();
-  const Object existing = inspect_object(expected);
-  if (existing.state == Object::State::kVerified && existing.form == form) {
-    if (auto reason = settle(expected, existing.material_bytes, false)) return refuse(*reason);
-    return reply;
-  }
-
-  std::optional<Staged> staged;
-  try {
-    staged.emplace(stage(request, form, listed ? &*listed : nullptr, bodies));
-  } catch (const MaterialRefused& refused) {
-    return refuse(refused.reason);
-  }
-  std::string observed_sha;
-  std::uint64_t observed_bytes = 0;
-  if (form == Form::kFile) {
-    observed_sha = staged->files.at(0).sha256;
-    observed_bytes = staged->files.at(0).bytes;
-  } else {
-    const auto root = tree_root_of(staged->files);
-    if (!root) return refuse("material tree has no top-level SKILL.md");
-    observed_sha = pc::sha256_hex(*root);
-    observed_bytes = root->size();
-  }
-  if (auto reason = settle(observed_sha, observed_bytes, true)) return refuse(*reason);
-
-  // Publish: one rename. An object already there either verifies (another writer won) or is
-  // moved aside into tmp/ and replaced.
+bool SkillStore::publish(Staged& staged, const std::string& expected, Form form) {
   for (int attempt = 0;; ++attempt) {
-    if (::renameat(tmp_fd_.get(), staged->name.c_str(), objects_fd_.get(), expected.c_str()) ==
-        0) {
-      staged->published = true;
+    if (::renameat(tmp_fd_.get(), staged.name.c_str(), objects_fd_.get(), expected.c_str()) == 0) {
+      staged.published = true;
       // One sync of the object (its entries, created above, and its seal), then of objects/,
       // before the applied reply. A crash before both leaves at worst a name in objects/ whose
       // tree does not verify: every reader (inspect_object) hashes the tree, so it is never
       // taken as installed, and the next install moves it aside.
-      if (::fchmod(staged->dir.get(), 0555) != 0) throw_os("seal an installed object");
-      fsync_or_throw(staged->dir.get(), "an installed object");
+      if (::fchmod(staged.dir.get(), 0555) != 0) throw_os("seal an installed object");
+      fsync_or_throw(staged.dir.get(), "an installed object");
       fsync_or_throw(objects_fd_.get(), "the object directory");
-      break;
+      return true;
     }
     if ((errno != EEXIST && errno != ENOTEMPTY && errno != ENOTDIR && errno != EISDIR) ||
         attempt > 0) {
       throw_os("publish an installed object");
     }
     const Object now = inspect_object(expected);
-    if (now.state == Object::State::kVerified && now.form == form) {
-      reply["rewritten"] = false;
-      return reply;
-    }
+    if (now.state == Object::State::kVerified && now.form == form) return false;
     const std::string aside = expected + unique_suffix() + kBadSuffix;
     ::fchmodat(objects_fd_.get(), expected.c_str(), 0700, 0);
     if (::renameat(objects_fd_.get(), expected.c_str(), tmp_fd_.get(), aside.c_str()) != 0) {
@@ -837,6 +813,62 @@ Json SkillStore::install_request(std::string_view request_json, const BodyReader
     } catch (const Error&) {  // another instance's sweep may be removing it too; sweeps finish it
     }
   }
+}
+
+Json SkillStore::install_request(std::string_view request_json, const BodyReader* bodies) {
+  const Json request = pc::parse_object(request_json, "install request");
+  const Request wanted = read_request(request, bodies != nullptr);
+  Json reply = {{"capability_id", wanted.capability_id},
+                {"form", wanted.form == Form::kTree ? "tree" : "file"}};
+  // Applied when the observed material matches every expectation; failed with `reason` else.
+  const auto settle = [&](const std::string& observed_sha, std::uint64_t observed_bytes,
+                          bool rewritten) -> std::optional<std::string> {
+    const std::string material =
+        pc::material_identity_digest(wanted.capability_id, observed_sha, observed_bytes);
+    reply["observed_material_identity_digest"] = material;
+    if (auto reason = wanted.mismatch(observed_sha, observed_bytes, material)) return reason;
+    reply["outcome"] = "applied";
+    reply["rewritten"] = rewritten;
+    reply["verification_digest"] =
+        install_verification_digest(wanted.capability_id, material, wanted.expected);
+    return std::nullopt;
+  };
+  const auto refuse = [&](const std::string& reason) {
+    reply["outcome"] = "failed";
+    reply["reason"] = reason;
+    return reply;
+  };
+  if (wanted.listed) {
+    if (auto reason = refuse_manifest(wanted)) return refuse(*reason);
+  }
+
+  require_same_root();
+  const Object existing = inspect_object(wanted.expected);
+  if (existing.state == Object::State::kVerified && existing.form == wanted.form) {
+    if (auto reason = settle(wanted.expected, existing.material_bytes, false)) {
+      return refuse(*reason);
+    }
+    return reply;
+  }
+  std::optional<Staged> staged;
+  try {
+    staged.emplace(stage(request, wanted.form, wanted.listed ? &*wanted.listed : nullptr, bodies));
+  } catch (const MaterialRefused& refused) {
+    return refuse(refused.reason);
+  }
+  std::string observed_sha;
+  std::uint64_t observed_bytes = 0;
+  if (wanted.form == Form::kFile) {
+    observed_sha = staged->files.at(0).sha256;
+    observed_bytes = staged->files.at(0).bytes;
+  } else {
+    const auto root = tree_root_of(staged->files);
+    if (!root) return refuse("material tree has no top-level SKILL.md");
+    observed_sha = pc::sha256_hex(*root);
+    observed_bytes = root->size();
+  }
+  if (auto reason = settle(observed_sha, observed_bytes, true)) return refuse(*reason);
+  if (!publish(*staged, wanted.expected, wanted.form)) reply["rewritten"] = false;
   return reply;
 }
 

@@ -136,6 +136,7 @@ class SkillStore {
     std::uint64_t file_bytes = 0, tree_bytes = 0, files = 0;
   };
   struct Staged;
+  class StageWriter;  // writes one staging directory's files (stage's parts)
 
   void require_same_root() const;
   Object inspect_object(const std::string& hex) const;
@@ -146,6 +147,15 @@ class SkillStore {
   Staged stage(const Json& request, Form form, const std::vector<sdk::TreeFile>* listed,
                const BodyReader* bodies);
   Json install_request(std::string_view request_json, const BodyReader* bodies);
+  // An install request's fields, checked (install_request's first step).
+  struct Request;
+  Request read_request(const Json& request, bool from_host) const;
+  // Why a manifest's tree cannot be the authorised material within the caps; nullopt when it can.
+  std::optional<std::string> refuse_manifest(const Request& request) const;
+  // Publishes `staged` as objects/<expected> (one rename; an object already there either verifies,
+  // another writer having won: false, or is moved aside and replaced). True when this call
+  // published it.
+  bool publish(Staged& staged, const std::string& expected, Form form);
   std::string object_link(const std::string& hex) const;
 
   std::string root_;
