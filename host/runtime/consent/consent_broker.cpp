@@ -296,10 +296,17 @@ std::optional<ConsentBroker::Row> ConsentBroker::load_locked(std::string_view co
       "WHERE challenge_digest = ?1";
   std::optional<Row> loaded;
   {
+    // The statement is reset (its read ended) before the nonce history is read.
     auto select = column == "challenge_id" ? db_->cached(kById) : db_->cached(kByDigest);
     select->bind(1, value);
     if (!select->step()) return std::nullopt;
-    const store::Statement& s = *select;
+    loaded.emplace(decode_row_locked(*select));
+  }
+  check_nonce_history_locked(loaded->record);
+  return loaded;
+}
+
+ConsentBroker::Row ConsentBroker::decode_row_locked(const store::Statement& s) {
   const std::string challenge_json = s.text(2);
   const std::string challenge_digest = s.text(1);
   std::optional<ConsentChallenge> challenge;
@@ -353,10 +360,10 @@ std::optional<ConsentBroker::Row> ConsentBroker::load_locked(std::string_view co
     remember_verified(r.challenge.challenge_id(), std::move(image));
   }
   check_invariants(r, row.reservation_token_digest);
-    loaded.emplace(std::move(row));
-  }
-  Row row = std::move(*loaded);
-  ConsentRecord& r = row.record;
+  return row;
+}
+
+void ConsentBroker::check_nonce_history_locked(const ConsentRecord& r) {
   // The nonce history of this challenge: every row authenticated, count and current digest.
   auto nonces = db_->cached(
       "SELECT nonce_digest, sequence, recorded_at, row_hmac FROM consent_assertion_nonces "
@@ -381,7 +388,6 @@ std::optional<ConsentBroker::Row> ConsentBroker::load_locked(std::string_view co
   if (count != r.assertion_nonce_count || (r.assertion_nonce_digest && !current_seen)) {
     corrupt("nonce history");
   }
-  return row;
 }
 
 void ConsentBroker::write_locked(const Row& row, bool insert) {
@@ -595,6 +601,34 @@ std::string ConsentBroker::seal_of(const VerifiedHumanDecision& d) const {
                                                   core::canonical_json(fields));
 }
 
+namespace {
+
+// The signed assertion fits the challenge row `r` at `now`: its challenge, issued no later than
+// now, expiring no later than the challenge, and (reauthentication) repeating the recorded
+// decision identity. Errors: ConsentBrokerDecisionRejected.
+void check_assertion_fits(const SignedAssertion& assertion, const ConsentRecord& r, Timestamp now) {
+  if (assertion.challenge_digest() != r.challenge.digest()) {
+    throw ConsentBrokerDecisionRejected("signed assertion names another challenge");
+  }
+  if (assertion.issued_at_time() > now) {
+    throw ConsentBrokerDecisionRejected("signed assertion was issued in the future");
+  }
+  if (assertion.expires_at_time() > r.challenge.expires_at_time()) {
+    throw ConsentBrokerDecisionRejected("signed assertion outlives its challenge");
+  }
+  if (r.state == ConsentState::kReauthRequired) {
+    if (*r.decision != assertion.decision() ||
+        *r.principal_digest != assertion.principal_digest() ||
+        *r.authenticator_id != assertion.authenticator_id() ||
+        *r.audience != assertion.audience()) {
+      throw ConsentBrokerDecisionRejected(
+          "reauthentication must repeat the recorded decision identity");
+    }
+  }
+}
+
+}  // namespace
+
 VerifiedHumanDecision ConsentBroker::authenticate(const ConsentChallenge& current,
                                                   std::string_view wire_payload,
                                                   VerifierDirectory& verifiers) {
@@ -633,24 +667,7 @@ VerifiedHumanDecision ConsentBroker::authenticate(const ConsentChallenge& curren
   // A decision past its own expiry became reauthentication-required above; that change is
   // written with the new decision below (or re-derived on the next read).
   ConsentRecord& r = row.record;
-  if (assertion.challenge_digest() != r.challenge.digest()) {
-    throw ConsentBrokerDecisionRejected("signed assertion names another challenge");
-  }
-  if (assertion.issued_at_time() > now) {
-    throw ConsentBrokerDecisionRejected("signed assertion was issued in the future");
-  }
-  if (assertion.expires_at_time() > r.challenge.expires_at_time()) {
-    throw ConsentBrokerDecisionRejected("signed assertion outlives its challenge");
-  }
-  if (r.state == ConsentState::kReauthRequired) {
-    if (*r.decision != assertion.decision() ||
-        *r.principal_digest != assertion.principal_digest() ||
-        *r.authenticator_id != assertion.authenticator_id() ||
-        *r.audience != assertion.audience()) {
-      throw ConsentBrokerDecisionRejected(
-          "reauthentication must repeat the recorded decision identity");
-    }
-  }
+  check_assertion_fits(assertion, r, now);
   {
     auto seen = db_->cached("SELECT 1 FROM consent_assertion_nonces WHERE nonce_digest = ?1");
     seen->bind(1, nonce_digest);

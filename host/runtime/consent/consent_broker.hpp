@@ -32,6 +32,7 @@
 
 namespace ctx::store {
 class Database;
+class Statement;
 }
 
 namespace ctx::runtime {
@@ -341,6 +342,10 @@ class ConsentBroker final : public ConsentBrokerPort {
   struct Row;
   core::Timestamp trusted_now_locked();
   std::optional<Row> load_locked(std::string_view column_sql_key, std::string_view value);
+  // load_locked's steps: the selected challenge row decoded and authenticated (its HMAC, unless
+  // this broker wrote or verified that exact image), and its nonce history checked.
+  Row decode_row_locked(const store::Statement& s);
+  void check_nonce_history_locked(const ConsentRecord& r);
   void write_locked(const Row& row, bool insert);
   Row apply_expiry_locked(Row row, core::Timestamp now, bool& changed);
   std::string seal_of(const VerifiedHumanDecision& decision) const;
