@@ -374,6 +374,23 @@ std::string McpStore::verification(const std::string& capability_id, const std::
                                   {"schema", kActivationSchema}}));
 }
 
+std::string McpStore::without_block(std::string text, const std::optional<Json>& record,
+                                    const std::string& name) const {
+  const std::string inserted = record_string(record, "inserted");
+  const std::string block = record_string(record, "block");
+  std::size_t at = inserted.empty() ? std::string::npos : text.rfind(inserted);
+  std::size_t length = inserted.size();
+  if (at == std::string::npos && !block.empty()) {
+    at = text.rfind(block);
+    length = block.size();
+  }
+  if (at == std::string::npos) {
+    throw Refused{"the mcp server \"" + name + "\" in " + label() +
+                  " was changed outside ctx; it was left unchanged"};
+  }
+  return text.erase(at, length);
+}
+
 std::string McpStore::add_json_entry(std::string text, const Observed& observed, bool existed,
                                      const McpServer& server, const Json& desired,
                                      const std::string& name, Json& next_record) const {
@@ -416,21 +433,7 @@ std::string McpStore::add_toml_entry(std::string text, const Observed& observed,
                                      const std::optional<Json>& record, const McpServer& server,
                                      const Json& desired, const std::string& name,
                                      Json& next_record) const {
-  if (observed.entry) {
-    const std::string inserted = record_string(record, "inserted");
-    const std::string block = record_string(record, "block");
-    std::size_t at = inserted.empty() ? std::string::npos : text.rfind(inserted);
-    std::size_t length = inserted.size();
-    if (at == std::string::npos && !block.empty()) {
-      at = text.rfind(block);
-      length = block.size();
-    }
-    if (at == std::string::npos) {
-      throw Refused{"the mcp server \"" + name + "\" in " + label() +
-                    " was changed outside ctx; it was left unchanged"};
-    }
-    text.erase(at, length);
-  }
+  if (observed.entry) text = without_block(std::move(text), record, name);
   const std::string_view eol = eol_of(text);
   const std::string block = toml_block(server, eol);
   std::string prefix;
@@ -596,20 +599,7 @@ Json McpStore::deactivate(std::string_view request_json) {
         require_splice(label(), text, next, servers, rest);
       }
     } else {
-      std::string text = before.bytes;
-      const std::string inserted = record_string(record, "inserted");
-      const std::string block = record_string(record, "block");
-      std::size_t at = inserted.empty() ? std::string::npos : text.rfind(inserted);
-      std::size_t length = inserted.size();
-      if (at == std::string::npos && !block.empty()) {
-        at = text.rfind(block);
-        length = block.size();
-      }
-      if (at == std::string::npos) {
-        throw Refused{"the mcp server \"" + name + "\" in " + label() +
-                      " was changed outside ctx; it was left unchanged"};
-      }
-      next = text.erase(at, length);
+      next = without_block(before.bytes, record, name);
       remove_file = next.empty() && created_file == "absent";
       try {
         const toml::table after = toml::parse(next);

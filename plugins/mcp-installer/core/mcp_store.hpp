@@ -90,6 +90,10 @@ class McpStore {
   // whose entry is `desired`, set under `name`; `next_record` takes what deactivate needs to undo
   // it (`record`: the ownership record before). Returns the new text, checked to change only
   // that entry. Errors: the reason for the user (.cpp's Refused).
+  // TOML: `text` without the block ctx added for `name` (the record's "inserted", else its
+  // "block", the last occurrence). Errors: Refused when neither is there (changed outside ctx).
+  std::string without_block(std::string text, const std::optional<Json>& record,
+                            const std::string& name) const;
   std::string add_json_entry(std::string text, const Observed& observed, bool existed,
                              const McpServer& server, const Json& desired, const std::string& name,
                              Json& next_record) const;
