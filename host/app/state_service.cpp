@@ -100,8 +100,8 @@ constexpr std::size_t kMaxReleasedPerCall = 8;
 
 // Install bodies from the imported catalog's object store, read as stored (the executor verifies
 // them once: the root the files imply, or SKILL.md, against the material).
-// A tree skill's material is its tree root object; its files are the entry's files, by digest,
-// under the skill folder's relative paths.
+// A tree entry's material is its tree root object; its files are the entry's files, by digest,
+// under their tree paths (a skill folder's relative paths, a large agent's AGENT.md: tree_paths).
 class CatalogBodySource final : public InstallBodySource {
  public:
   explicit CatalogBodySource(std::shared_ptr<const ImportedCatalog> catalog)
@@ -113,13 +113,13 @@ class CatalogBodySource final : public InstallBodySource {
     }
     InstallBody body{catalog_->read_object_unverified(entry->tree->sha256),
                      std::vector<InstallBodyFile>{}};
-    const std::size_t prefix = entry->tree->path.size() + 1;
+    const std::vector<std::string> paths = tree_paths(*entry);
     std::uint64_t total = 0;
-    for (const auto& file : entry->files) {
+    for (std::size_t i = 0; i < entry->files.size(); ++i) {
+      const CatalogFile& file = entry->files[i];
       total += static_cast<std::uint64_t>(file.bytes);
       if (total > kMaxInstallTreeBytes) throw InvalidArgument("skill tree exceeds the install cap");
-      body.files->push_back(
-          {file.path.substr(prefix), catalog_->read_object_unverified(file.sha256)});
+      body.files->push_back({paths[i], catalog_->read_object_unverified(file.sha256)});
     }
     return body;
   }

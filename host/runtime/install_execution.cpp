@@ -44,10 +44,35 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
-// tree_material_of(files), or nullopt when they are not a tree within the install cap.
-std::optional<TreeMaterialText> verified_tree_of(const std::vector<InstallBodyFile>& files) {
+// The tree material of `files` whose top-level `top_file` is required (SKILL.md for a skill,
+// AGENT.md for an agent's one-file tree, ctx/sdk/skill_tree.hpp), as hashed now.
+// Errors: as tree_material_of.
+TreeMaterialText tree_material_with(const std::vector<InstallBodyFile>& files,
+                                    std::string_view top_file) {
+  std::vector<sdk::TreeFile> tree;
+  tree.reserve(files.size());
+  std::uint64_t total = 0;
+  for (const auto& file : files) {
+    total += file.bytes.size();
+    if (total > kMaxInstallTreeBytes) throw InvalidArgument("skill tree exceeds the install cap");
+    tree.push_back({file.path, file.bytes.size(), core::sha256_hex(file.bytes)});
+  }
+  TreeMaterialText out;
+  out.manifest = sdk::tree_manifest_text(tree, top_file);
+  out.root = sdk::tree_root_text(tree, core::sha256_hex(out.manifest));
+  return out;
+}
+
+// The tree material of a body of `kind` (an agent's tree is its one AGENT.md), or nullopt when
+// the files are not such a tree within the install cap.
+std::optional<TreeMaterialText> verified_tree_of(const std::vector<InstallBodyFile>& files,
+                                                 engine::CapabilityKind kind) {
   try {
-    return tree_material_of(files);
+    if (kind == engine::CapabilityKind::kAgent) {
+      if (files.size() != 1) return std::nullopt;
+      return tree_material_with(files, sdk::kAgentFile);
+    }
+    return tree_material_with(files, sdk::kSkillFile);
   } catch (const InvalidArgument&) {
     return std::nullopt;
   }
@@ -253,7 +278,8 @@ Observation reconcile(engine::InstallerPort& driver, const engine::MaterialIdent
 // cannot be loaded or verified, or an install the driver could not complete, leaves the outcome
 // indeterminate for this call: recovery reconciles and never re-applies.
 // A tree body (the root its files imply against the authorised root text: every file against
-// its manifest entry, the manifest against the root's manifest_sha256) goes to the driver's
+// its manifest entry, the manifest against the root's manifest_sha256; a skill's tree holds
+// SKILL.md, an agent's exactly one AGENT.md) goes to the driver's
 // install_from_source, its verified bytes read from memory by manifest path; a driver without
 // it gets them staged in a directory ("source": {"directory"}) with the manifest beside it. A
 // plain body is sent inline.
@@ -271,7 +297,7 @@ Observation observe(const InstallActuator& actuator, engine::InstallerPort& driv
       Json reply;
       if (body.files) {
         // The root the files imply (their manifest's digest, their totals) is the material.
-        const auto tree = verified_tree_of(*body.files);
+        const auto tree = verified_tree_of(*body.files, material.kind());
         if (!tree || tree->root != body.material) return {};
         Json request = {{"capability_id", material.capability_id()},
                         {"content_bytes", material.content_bytes()},
@@ -391,18 +417,7 @@ engine::Outcome outcome_of(const std::optional<engine::InstallOutcome>& outcome)
 }  // namespace
 
 TreeMaterialText tree_material_of(const std::vector<InstallBodyFile>& files) {
-  std::vector<sdk::TreeFile> tree;
-  tree.reserve(files.size());
-  std::uint64_t total = 0;
-  for (const auto& file : files) {
-    total += file.bytes.size();
-    if (total > kMaxInstallTreeBytes) throw InvalidArgument("skill tree exceeds the install cap");
-    tree.push_back({file.path, file.bytes.size(), core::sha256_hex(file.bytes)});
-  }
-  TreeMaterialText out;
-  out.manifest = sdk::tree_manifest_text(tree);
-  out.root = sdk::tree_root_text(tree, core::sha256_hex(out.manifest));
-  return out;
+  return tree_material_with(files, sdk::kSkillFile);
 }
 
 engine::InstallExecutionBinding install_binding_of(const engine::InstallPlanDescriptor& descriptor,

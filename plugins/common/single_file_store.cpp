@@ -273,6 +273,26 @@ void SingleFileStore::publish(const std::string& expected, const std::string& bo
   fsync_directory(path("tmp"));
 }
 
+SingleFileStore::Stored SingleFileStore::store(const std::string& name, const std::string& body) {
+  Stored out;
+  if (body.size() > options_.max_bytes) {
+    out.refused = "material exceeds the size cap";
+    return out;
+  }
+  if (options_.validate) {
+    if (auto reason = options_.validate(name, body)) {
+      out.refused = std::move(reason);
+      return out;
+    }
+  }
+  const std::string hex = sha256_hex(body);
+  require_same_root();
+  if (read(hex).state == State::kVerified) return out;
+  publish(hex, body);
+  out.rewritten = true;
+  return out;
+}
+
 SingleFileStore::Json SingleFileStore::install(std::string_view request_json) {
   constexpr std::string_view kWhat = "install request";
   const Json request = parse_object(request_json, kWhat);

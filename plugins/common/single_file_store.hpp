@@ -65,6 +65,16 @@ class SingleFileStore {
   // changed", kInternal.
   Json install(std::string_view request_json);
 
+  // Publishes `body` as objects/<sha256 of body> for the capability named `name`, for a caller
+  // that verified `body` against its own material form (an agent's one-file tree): refused over
+  // the size cap or by the validator, else written unless that object already verifies.
+  // Errors: kCancelled, "root changed", kInternal.
+  struct Stored {
+    std::optional<std::string> refused;  // why, when refused
+    bool rewritten = false;              // written by this call
+  };
+  Stored store(const std::string& name, const std::string& body);
+
   enum class State { kAbsent, kVerified, kCorrupt };
   struct Object {
     State state = State::kAbsent;

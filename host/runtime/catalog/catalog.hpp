@@ -107,6 +107,10 @@ struct CatalogEntry {
   // folder), stored as the object `tree->sha256`; `tree->path` is the skill folder. Its digest and
   // length are the skill's material identity. Absent for a plain skill (one SKILL.md of at most
   // 6000 bytes: its material is `primary`) and for the other kinds.
+  // An agent file (agents/<name>.md) over 6000 bytes is a one-file tree too: its root over the
+  // manifest of the one file "AGENT.md" (sdk::kAgentFile), `tree->path` the agent file's path;
+  // an agent of at most 6000 bytes, and a Codex agent (TOML, which the agent installer does not
+  // install), has none.
   std::optional<CatalogFile> tree;
   std::vector<std::string> tools;  // agent `tools`, in file order
   // mcp-server only.
@@ -127,6 +131,10 @@ struct CatalogEntry {
 // Where an entry was found: a skill's folder, else its file ("PATH#NAME" for one server of a
 // .mcp.json-shaped file).
 std::string entry_location(const CatalogEntry& entry);
+
+// The path each of a tree entry's `files` has in its tree manifest, in the same order: a skill's
+// files relative to its folder, an agent's one file "AGENT.md". Empty when `entry` has no tree.
+std::vector<std::string> tree_paths(const CatalogEntry& entry);
 
 // Entries sorted by capability id, plus the bytes of every file by sha256, and one problem per
 // file skipped (sorted by file).

@@ -46,11 +46,13 @@
 // nothing else and SKILL.md is at most 6000 bytes, else its tree root (CatalogEntry::tree,
 // plugin_abi.h "Tree material": the content digest is the tree digest, the size the root text's
 // length, at most 178 bytes), so every imported skill has a material and an install bundle.
-// Install bundles (skill, agent, mcp-server whose material is 1..6000 bytes; harnesses never):
-// installer_id "ctx-<kind>-installer-v1"; plan_digest = canon-A sha256 of {capability_id, files,
-// kind, schema "ctx.catalog-install-plan-v1", target_scope "user"}; the result material is the
-// material above (the entry file for agents and mcp servers). permission_expansion: an mcp server
-// with a command or any env; an agent that lists no `tools` (it inherits every tool).
+// Install bundles (every skill; a markdown agent of any size, one over 6000 bytes by its one-file
+// tree root, CatalogEntry::tree, ctx/sdk/skill_tree.hpp "AGENT.md"; a Codex agent or mcp-server
+// file of at most 6000 bytes; harnesses never): installer_id "ctx-<kind>-installer-v1";
+// plan_digest = canon-A sha256 of {capability_id, files, kind, schema
+// "ctx.catalog-install-plan-v1", target_scope "user"}; the result material is the material above
+// (for agents and mcp servers the entry file, or an agent's tree root). permission_expansion: an
+// mcp server with a command or any env; an agent that lists no `tools` (it inherits every tool).
 // credential_requirement: some env name, upper-cased, contains TOKEN, SECRET, PASSWORD, PASSWD,
 // CREDENTIAL, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY or AUTH, or ends in _KEY or _PAT.
 // All ports are thread-safe (immutable after construction, but for the benefit facts port's
@@ -143,7 +145,8 @@ class CatalogInstallBundlePort final : public InstallBundlePort {
   // Errors: InvalidArgument (null catalog).
   explicit CatalogInstallBundlePort(std::shared_ptr<const ImportedCatalog> catalog);
   std::string installation_snapshot_digest() const override { return snapshot_digest_; }
-  // nullopt for harnesses and entries whose material is over 6000 bytes.
+  // nullopt for harnesses and entries whose material is over 6000 bytes (an mcp-server file, a
+  // Codex agent file: a markdown agent or a skill over it is a tree).
   // Errors: CandidateAuthorityUnavailable when the catalog has no such entry.
   std::optional<engine::InstallPlanningBundle> describe_bundle(
       const std::string& capability_id, engine::CapabilityKind kind) override;

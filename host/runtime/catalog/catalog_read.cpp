@@ -641,6 +641,14 @@ class Reader {
     budget_.add(bytes.size());
     entry.primary = file_of(rel, bytes, out_);
     entry.files = {entry.primary};
+    if (bytes.size() > sdk::kMaxPlainSkillBytes) {
+      // Over the engine's material bound: the agent's material is the root of a one-file tree
+      // (ctx/sdk/skill_tree.hpp, AGENT.md), stored as one more object.
+      const std::vector<sdk::TreeFile> tree{
+          {sdk::kAgentFile, static_cast<std::uint64_t>(bytes.size()), entry.primary.sha256}};
+      const std::string manifest = sdk::tree_manifest_text(tree, sdk::kAgentFile);
+      entry.tree = file_of(rel, sdk::tree_root_text(tree, core::sha256_hex(manifest)), out_);
+    }
     finish(std::move(entry));
   }
 
@@ -1000,6 +1008,18 @@ CatalogImportError::CatalogImportError(std::vector<CatalogProblem> problems)
                                (problems.size() > 2 ? "s" : "") + ")"
                          : std::string())),
       problems_(std::move(problems)) {}
+
+std::vector<std::string> tree_paths(const CatalogEntry& entry) {
+  std::vector<std::string> out;
+  if (!entry.tree) return out;
+  if (entry.kind == engine::CapabilityKind::kAgent) {
+    out.assign(entry.files.size(), sdk::kAgentFile);
+    return out;
+  }
+  const std::size_t prefix = entry.tree->path.size() + 1;
+  for (const auto& file : entry.files) out.push_back(file.path.substr(prefix));
+  return out;
+}
 
 std::string entry_location(const CatalogEntry& entry) {
   if (entry.kind == engine::CapabilityKind::kSkill) {

@@ -163,7 +163,9 @@ CatalogEntry entry_from(const Json& item) {
   if (!item.at("url").is_null()) e.url = item.at("url").get<std::string>();
   if (const auto tree = item.find("tree"); tree != item.end()) {
     e.tree = file_from(*tree);
-    if (e.kind != engine::CapabilityKind::kSkill || !engine::is_digest(e.tree->sha256)) {
+    const bool agent_tree = e.kind == engine::CapabilityKind::kAgent && e.files.size() == 1;
+    if ((e.kind != engine::CapabilityKind::kSkill && !agent_tree) ||
+        !engine::is_digest(e.tree->sha256)) {
       throw DataLoss("catalog manifest names an invalid skill tree");
     }
   }

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <ctx/sdk/error.hpp>
+#include <ctx/sdk/skill_tree.hpp>
 #include <filesystem>
 #include <vector>
 
@@ -83,6 +84,33 @@ void require_safe_directory(const std::string& dir) {
     throw Error("agent-installer activation root is writable by others",
                 ErrorCode::kPermissionDenied);
   }
+}
+
+// The one file of the agent tree manifest `text` (ctx/sdk/skill_tree.hpp: one file, AGENT.md, in
+// canonical form), or nullopt when `text` is not exactly such a manifest.
+std::optional<sdk::TreeFile> agent_tree_file(std::string_view text) {
+  Json value;
+  try {
+    value = Json::parse(text);
+  } catch (const Json::exception&) {
+    return std::nullopt;
+  }
+  const auto files = value.find("files");  // end() for a value that is no object
+  if (files == value.end() || !files->is_array() || files->size() != 1) return std::nullopt;
+  const Json& entry = files->front();
+  if (!entry.is_object() || !entry.contains("bytes") || !entry.at("bytes").is_number_unsigned() ||
+      !entry.contains("path") || !entry.at("path").is_string() || !entry.contains("sha256") ||
+      !entry.at("sha256").is_string()) {
+    return std::nullopt;
+  }
+  sdk::TreeFile file{entry.at("path").get<std::string>(), entry.at("bytes").get<std::uint64_t>(),
+                     entry.at("sha256").get<std::string>()};
+  try {
+    if (sdk::tree_manifest_text({file}, sdk::kAgentFile) != text) return std::nullopt;
+  } catch (const InvalidArgument&) {
+    return std::nullopt;
+  }
+  return file;
 }
 
 bool listed(const Json& record, const std::string& sha) {
@@ -199,6 +227,121 @@ std::string AgentStore::verification(const std::string& capability_id, const std
                                   {"written_sha256", written_sha}}));
 }
 
+AgentStore::Material AgentStore::material_of(const std::string& capability_id,
+                                             const std::string& hex) const {
+  using State = pc::SingleFileStore::State;
+  Material out;
+  auto object = store_.read(hex);
+  if (object.state != State::kAbsent) {
+    out.state = object.state;
+    if (object.state == State::kVerified) {
+      out.identity = pc::SingleFileStore::material_identity(capability_id, object.bytes);
+      out.bytes = std::move(object.bytes);
+    }
+    return out;
+  }
+  // A tree root: its record names the manifest (written after the file was published).
+  const auto record = store_.read_record(hex);
+  if (!record) return out;
+  const auto manifest = record->find("manifest");
+  if (manifest == record->end() || !manifest->is_string()) return out;
+  out.state = State::kCorrupt;
+  const std::string& text = manifest->get_ref<const std::string&>();
+  const auto file = agent_tree_file(text);
+  if (!file) return out;
+  const std::string root = sdk::tree_root_text({*file}, pc::sha256_hex(text));
+  if (pc::sha256_hex(root) != hex) return out;
+  auto agent = store_.read(file->sha256);
+  if (agent.state != State::kVerified || agent.bytes.size() != file->bytes) return out;
+  out.state = State::kVerified;
+  out.identity = pc::material_identity_digest(capability_id, hex, root.size());
+  out.bytes = std::move(agent.bytes);
+  return out;
+}
+
+Json AgentStore::install_from_source(std::string_view request_json, const ReadBody& read_body) {
+  constexpr std::string_view kWhat = "install request";
+  const Json request = pc::parse_object(request_json, kWhat);
+  const std::string& capability_id = pc::require_string(request, "capability_id", kWhat);
+  const std::string name = store_.name_of(capability_id);
+  const std::string& hex = pc::require_string(request, "content_sha256", kWhat);
+  if (!pc::is_sha256_hex(hex)) {
+    throw InvalidArgument("install request content_sha256 is not a lower-case sha-256 digest");
+  }
+  const std::string& manifest = pc::require_string(request, "manifest", kWhat);
+  for (const char* key : {"content", "content_base64", "source"}) {
+    if (request.contains(key)) {
+      throw InvalidArgument("install_from_source request reads its body from the host only");
+    }
+  }
+  std::optional<std::uint64_t> expected_bytes;
+  if (const auto it = request.find("content_bytes"); it != request.end()) {
+    if (!it->is_number_unsigned()) {
+      throw InvalidArgument("install request content_bytes must be an unsigned integer");
+    }
+    expected_bytes = it->get<std::uint64_t>();
+  }
+  const auto expected_material = pc::optional_string(request, "material_identity_digest", kWhat);
+
+  Json reply = {{"capability_id", capability_id}, {"form", "tree"}};
+  const auto refuse = [&](const std::string& reason) {
+    reply["outcome"] = "failed";
+    reply["reason"] = reason;
+    return reply;
+  };
+  const auto file = agent_tree_file(manifest);
+  if (!file) return refuse("manifest is not that of one agent file AGENT.md");
+  const std::string root = sdk::tree_root_text({*file}, pc::sha256_hex(manifest));
+  if (pc::sha256_hex(root) != hex) return refuse("manifest does not match content_sha256");
+  const std::string material = pc::material_identity_digest(capability_id, hex, root.size());
+  if (expected_bytes && *expected_bytes != root.size()) return refuse("content size mismatch");
+  if (expected_material && *expected_material != material) {
+    return refuse("material identity digest mismatch");
+  }
+  if (file->bytes > store_.options().max_bytes) return refuse("material exceeds the size cap");
+  const auto applied = [&](bool rewritten) {
+    reply["outcome"] = "applied";
+    reply["rewritten"] = rewritten;
+    reply["observed_material_identity_digest"] = material;
+    reply["verification_digest"] = pc::sha256_hex(pc::dump({{"capability_id", capability_id},
+                                                            {"material_identity_digest", material},
+                                                            {"object", "objects/" + file->sha256},
+                                                            {"record", "records/" + hex + ".json"},
+                                                            {"schema", kVerificationSchema}}));
+    return reply;
+  };
+
+  store_.require_same_root();
+  if (material_of(capability_id, hex).state == pc::SingleFileStore::State::kVerified) {
+    return applied(false);
+  }
+  // AGENT.md, read once and capped at its entry's size as it streams.
+  struct OverEntry {};
+  std::string body;
+  bool found = false;
+  try {
+    found = read_body(sdk::kAgentFile, [&](std::string_view chunk) {
+      if (chunk.size() > file->bytes - body.size()) throw OverEntry{};
+      if (store_.options().cancelled && store_.options().cancelled()) {
+        throw Error(std::string(kPluginId) + " install was cancelled", ErrorCode::kCancelled);
+      }
+      body.append(chunk);
+    });
+  } catch (const OverEntry&) {
+    return refuse("AGENT.md is longer than its manifest entry");
+  }
+  if (!found) return refuse("the host's body source has no AGENT.md");
+  if (body.size() != file->bytes || pc::sha256_hex(body) != file->sha256) {
+    return refuse("AGENT.md does not match its manifest entry");
+  }
+  reply["observed_material_identity_digest"] = material;
+  const auto stored = store_.store(name, body);
+  if (stored.refused) return refuse(*stored.refused);
+  // The record last: it names the published file, so a crash before it leaves no tree behind.
+  store_.write_record(hex, {{"manifest", manifest}});
+  return applied(true);
+}
+
 Json AgentStore::activate(std::string_view request_json) {
   constexpr std::string_view kWhat = "activate request";
   const Json request = pc::parse_object(request_json, kWhat);
@@ -216,7 +359,7 @@ Json AgentStore::activate(std::string_view request_json) {
     return reply;
   };
   store_.require_same_root();
-  const auto object = store_.read(hex);
+  const Material object = material_of(capability_id, hex);
   if (object.state == pc::SingleFileStore::State::kAbsent) {
     return refuse("material is not installed");
   }
@@ -225,7 +368,7 @@ Json AgentStore::activate(std::string_view request_json) {
   }
   const std::string bytes = rendered(object.bytes);
   const std::string written_sha = pc::sha256_hex(bytes);
-  const std::string material = pc::SingleFileStore::material_identity(capability_id, object.bytes);
+  const std::string& material = object.identity;
 
   const pc::DirectoryLock lock(activation_root_);
   require_safe_directory(activation_root_);
@@ -313,7 +456,7 @@ Json AgentStore::reconcile(std::string_view request_json) const {
                   {"active_material_identity_digest", nullptr},
                   {"verification_digest", nullptr}};
     std::vector<std::string> reasons;
-    const auto object = store_.read(hex);
+    const Material object = material_of(capability_id, hex);
     if (object.state == pc::SingleFileStore::State::kVerified) {
       state["installed"] = true;
       state["install_state"] = "applied";
@@ -340,8 +483,7 @@ Json AgentStore::reconcile(std::string_view request_json) const {
       reasons.emplace_back(file_name + " in the agents directory was not written by ctx");
     } else if (object.state == pc::SingleFileStore::State::kVerified &&
                pc::sha256_hex(rendered(object.bytes)) == pc::sha256_hex(now.bytes)) {
-      const std::string material =
-          pc::SingleFileStore::material_identity(capability_id, object.bytes);
+      const std::string& material = object.identity;
       state["active"] = true;
       state["activation_state"] = "applied";
       state["active_sha256"] = hex;

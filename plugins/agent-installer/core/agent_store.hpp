@@ -15,6 +15,20 @@
 //            "max_material_bytes"?: n (1 MiB)}
 //   install  -> single_file_store.hpp; material that is not an agent file whose frontmatter
 //            "name" is the capability's name and which has a "description" is "failed".
+//   install_from_source (plugin_abi.h, ABI minor 1): an agent file over 6000 bytes (the engine's
+//            material bound) as a one-file tree (ctx/sdk/skill_tree.hpp): {"capability_id",
+//            "content_sha256": <the tree root's digest>, "manifest": <the canonical manifest of
+//            the one file "AGENT.md">, "content_bytes"?, "material_identity_digest"?} and the
+//            host's body source. The root built from the manifest must hash to content_sha256
+//            (else failed before any body is read); AGENT.md is read once, capped at its entry's
+//            size, and must equal its entry; then it is validated as install's material, stored
+//            as objects/<its sha-256>, and records/<root digest>.json keeps the manifest. ->
+//            {"outcome", "capability_id", "form": "tree", "observed_material_identity_digest"
+//            (the root's MaterialIdentity), "verification_digest" + "rewritten" | "reason"};
+//            already installed exactly: applied, rewritten false, the body source is not read.
+//            activate and reconcile take either digest form: a content_sha256 naming a tree root
+//            activates its file, every link re-verified (the root against the digest, the
+//            manifest against the root, the file against the manifest).
 //   activate {"capability_id": "agent:<name>", "content_sha256"} -> {"outcome": "applied",
 //            "capability_id", "active_sha256", "observed_material_identity_digest",
 //            "verification_digest", "file": "<name>.md", "rewritten": bool} | {"outcome":
@@ -62,8 +76,16 @@ class AgentStore {
   // Errors: InvalidArgument (config malformed), SingleFileStore's.
   explicit AgentStore(std::string_view config_json, std::function<bool()> cancelled = {});
 
+  // Receives one chunk of a streamed body; throws to stop the stream.
+  using ChunkFn = std::function<void(std::string_view chunk)>;
+  // Streams the body of the tree file `path` to `chunk`; false when the host has no such file.
+  using ReadBody = std::function<bool(const std::string& path, const ChunkFn& chunk)>;
+
   Json target_identity() const { return store_.target_identity(); }
   Json install(std::string_view request_json) { return store_.install(request_json); }
+  // See the header comment. Errors: InvalidArgument (malformed request), kCancelled, "root
+  // changed", kInternal; an exception from `read_body`.
+  Json install_from_source(std::string_view request_json, const ReadBody& read_body);
   Json activate(std::string_view request_json);
   Json deactivate(std::string_view request_json);
   Json reconcile(std::string_view request_json) const;
@@ -75,6 +97,15 @@ class AgentStore {
   std::string rendered(std::string_view bytes) const;
   std::string verification(const std::string& capability_id, const std::string& name,
                            const std::string& material, const std::string& written_sha) const;
+  // The installed material `hex` names for `capability_id`: an object of the agent file itself
+  // (plain form), or a tree root whose record, manifest and file all verify. `identity` is the
+  // MaterialIdentity digest of the material (the file, or the root).
+  struct Material {
+    plugin_common::SingleFileStore::State state = plugin_common::SingleFileStore::State::kAbsent;
+    std::string bytes;     // the agent file (kVerified only)
+    std::string identity;  // kVerified only
+  };
+  Material material_of(const std::string& capability_id, const std::string& hex) const;
 
   plugin_common::SingleFileStore store_;
   std::string activation_root_;

@@ -19,6 +19,10 @@
 // root's manifest_sha256, the root against the authorised content digest.
 // A plain skill (one top-level SKILL.md of at most kMaxPlainSkillBytes) keeps the plain form
 // instead: its material is the SKILL.md bytes themselves (is_plain_skill).
+// An agent file (agents/<name>.md) over the same bound travels the same way, as a one-file tree
+// whose only file is named kAgentFile ("AGENT.md"): the manifest lists that one file, the root
+// over it is the agent's material (tree_manifest_text(files, kAgentFile)); an agent of at most
+// kMaxPlainSkillBytes keeps the plain form (its file's bytes).
 // Every string in either text is ASCII without characters JSON escapes (the path and digest rules
 // below), so both are canonical JSON (keys bytewise sorted, compact) spelled directly.
 #ifndef CTX_SDK_SKILL_TREE_HPP_
@@ -44,6 +48,8 @@ inline constexpr std::size_t kMaxTreeRootChars = 178;
 // one-file tree.
 inline constexpr std::uint64_t kMaxPlainSkillBytes = 6000;
 inline constexpr char kSkillFile[] = "SKILL.md";
+// The one file of an agent's tree (above).
+inline constexpr char kAgentFile[] = "AGENT.md";
 inline constexpr std::size_t kMaxTreeDepth = 8;
 inline constexpr std::size_t kMaxTreeComponentChars = 128;
 
@@ -95,13 +101,15 @@ inline bool is_tree_path(std::string_view path) noexcept {
   }
 }
 
-// The canonical manifest text of `files` (sorted here).
+// The canonical manifest text of `files` (sorted here), a tree whose top-level `top_file` is
+// required (kSkillFile for a skill, kAgentFile for an agent).
 // Errors: InvalidArgument when a path is invalid or repeated, a digest is not lower-case hex
-// SHA-256, or SKILL.md is missing.
-inline std::string tree_manifest_text(std::vector<TreeFile> files) {
+// SHA-256, or `top_file` is missing.
+inline std::string tree_manifest_text(std::vector<TreeFile> files,
+                                      std::string_view top_file = kSkillFile) {
   std::sort(files.begin(), files.end(),
             [](const TreeFile& a, const TreeFile& b) { return a.path < b.path; });
-  bool has_skill = false;
+  bool has_top = false;
   std::string text = "{\"files\":[";
   for (std::size_t i = 0; i < files.size(); ++i) {
     const TreeFile& file = files[i];
@@ -112,12 +120,16 @@ inline std::string tree_manifest_text(std::vector<TreeFile> files) {
     if (!skill_tree_internal::is_sha256_hex(file.sha256)) {
       throw InvalidArgument("skill tree file digest is not a lower-case sha-256 digest");
     }
-    has_skill = has_skill || file.path == kSkillFile;
+    has_top = has_top || file.path == top_file;
     if (i > 0) text += ',';
     text += "{\"bytes\":" + std::to_string(file.bytes) + ",\"path\":\"" + file.path +
             "\",\"sha256\":\"" + file.sha256 + "\"}";
   }
-  if (!has_skill) throw InvalidArgument("skill tree has no top-level SKILL.md");
+  if (!has_top) {
+    throw InvalidArgument(
+        (top_file == kSkillFile ? "skill tree has no top-level " : "agent tree has no top-level ") +
+        std::string(top_file));
+  }
   text += "],\"schema\":\"";
   text += kSkillTreeSchema;
   text += "\"}";

@@ -738,5 +738,48 @@ TEST(CatalogPorts, AnAlteredTreeRootObjectRefusesTheMaterialPort) {
   CTX_EXPECT_THROW(CatalogMaterialPort port(imported.catalog), DataLoss, "does not match");
 }
 
+// An agent file over the engine's 6000-byte material bound is a one-file tree (AGENT.md): the
+// install bundle's result material is that tree's root, so the agent is installable; an agent
+// at the bound keeps its file as the material.
+TEST(CatalogPorts, AnAgentOverTheMaterialBoundIsInstallableByItsTreeRoot) {
+  TempDir temp;
+  fs::create_directories(temp / "catalog" / "agents");
+  const auto agent = [&](const std::string& name, std::size_t bytes) {
+    std::string text = "---\nname: " + name + "\ndescription: Reviews Go code.\ntools: Read\n---\n";
+    while (text.size() < bytes) text += "Check every exported name.\n";
+    text.resize(bytes);
+    std::ofstream(temp / "catalog" / "agents" / (name + ".md"), std::ios::binary) << text;
+    return text;
+  };
+  const std::string large = agent("golang-pro", 6001);
+  const std::string plain = agent("rust-pro", 6000);
+  init_state_dir(temp / "state");
+  import_catalog(temp / "catalog", temp / "state");
+  const auto catalog = ImportedCatalog::open(temp / "state");
+  CatalogInstallBundlePort install(catalog);
+
+  const std::vector<sdk::TreeFile> files{{sdk::kAgentFile, large.size(), core::sha256_hex(large)}};
+  const std::string root =
+      sdk::tree_root_text(files, core::sha256_hex(sdk::tree_manifest_text(files, sdk::kAgentFile)));
+  const CatalogEntry* entry = catalog->find("agent:golang-pro");
+  ASSERT_NE(entry, nullptr);
+  ASSERT_TRUE(entry->tree.has_value());
+  EXPECT_EQ(entry->tree->sha256, core::sha256_hex(root));
+  EXPECT_EQ(tree_paths(*entry), std::vector<std::string>{"AGENT.md"});
+  EXPECT_EQ(catalog->read_object(entry->tree->sha256), root);
+  const auto bundle = install.describe_bundle("agent:golang-pro", engine::CapabilityKind::kAgent);
+  ASSERT_TRUE(bundle.has_value());
+  const auto material = engine::MaterialIdentity::create(
+      "agent:golang-pro", engine::CapabilityKind::kAgent, core::sha256_hex(root),
+      static_cast<std::int64_t>(root.size()));
+  EXPECT_EQ(bundle->result_material(), material);
+  EXPECT_EQ(bundle->descriptor().installer_id(), "ctx-agent-installer-v1");
+
+  EXPECT_FALSE(catalog->find("agent:rust-pro")->tree.has_value());
+  const auto at_bound = install.describe_bundle("agent:rust-pro", engine::CapabilityKind::kAgent);
+  ASSERT_TRUE(at_bound.has_value());
+  EXPECT_EQ(at_bound->result_material().content_sha256(), core::sha256_hex(plain));
+}
+
 }  // namespace
 }  // namespace ctx::runtime
