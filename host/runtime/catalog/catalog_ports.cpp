@@ -104,6 +104,22 @@ std::optional<std::string_view> term_alias(std::string_view lowered) {
   return it->second;
 }
 
+namespace {
+// The catalog words a prompt word is a synonym of (a fixed table), or none.
+std::vector<std::string_view> term_synonyms(std::string_view lowered) {
+  // Sorted by word (binary search).
+  static constexpr std::pair<std::string_view, std::string_view> kSynonyms[] = {
+      {"login", "auth"}, {"logon", "auth"}, {"signin", "auth"}, {"sso", "auth"}};
+  static_assert(std::is_sorted(std::begin(kSynonyms), std::end(kSynonyms)));
+  auto it = std::lower_bound(std::begin(kSynonyms), std::end(kSynonyms), lowered,
+                             [](const std::pair<std::string_view, std::string_view>& a,
+                                std::string_view b) { return a.first < b; });
+  std::vector<std::string_view> out;
+  for (; it != std::end(kSynonyms) && it->first == lowered; ++it) out.push_back(it->second);
+  return out;
+}
+}  // namespace
+
 bool is_secret_env_name(std::string_view name) {
   const std::string u = upper(name);
   for (const char* part : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY",
@@ -392,6 +408,10 @@ std::vector<std::string> CatalogVocabulary::most_informative(const std::vector<s
       } else if (const auto full = term_alias(lowered)) {
         lowered = std::string(*full);
       }
+    }
+    // A word's synonym (a fixed table: login/signin auth, slow/latency performance) joins it.
+    for (const std::string_view synonym : term_synonyms(lowered)) {
+      if (terms_.count(synonym)) kept.emplace(synonym);
     }
     if (terms_.count(lowered) && !planning::is_stop_word(lowered) && !credential_like(lowered)) {
       kept.insert(std::move(lowered));

@@ -167,7 +167,8 @@ class CatalogVocabulary {
   // The number of entries that use `term` (lower-cased already); 0 when none does.
   std::size_t entries_using(std::string_view term) const;
   // The terms of `tokens` (lower-cased; a token that is no term is looked up by its stem, then by
-  // term_alias: "postgres" as "postgresql"), unique,
+  // term_alias: "postgres" as "postgresql"; a token's synonym from a fixed table — login, logon,
+  // signin, sso: "auth" — joins it when it is a term), unique,
   // most informative first: fewest entries using it, ties in alphabetical order; at most `limit`,
   // so a bound drops the terms most entries share ("python" before "celery"). Never a stop word
   // (engine::planning::is_stop_word: "the", "with", "thanks", "why": they say nothing about which

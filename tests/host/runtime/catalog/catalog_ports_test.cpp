@@ -506,6 +506,24 @@ TEST(CatalogPorts, AShortFormIsReadAsTheTermItStandsFor) {
   EXPECT_EQ(term_alias("postgresql"), std::nullopt);
 }
 
+// "login" joins "auth" (a fixed synonym table), so "Add OAuth login" reaches an auth skill whose
+// texts never say "login"; a word that is no synonym adds nothing.
+TEST(CatalogPorts, ASynonymJoinsTheWordItStandsBeside) {
+  TempDir temp;
+  fs::create_directories(temp / "catalog" / "skills" / "auth-implementation-patterns");
+  std::ofstream(temp / "catalog" / "skills" / "auth-implementation-patterns" / "SKILL.md")
+      << "---\nname: auth-implementation-patterns\ndescription: Sessions, tokens and OAuth2 "
+         "flows.\n---\nBody\n";
+  init_state_dir(temp / "state");
+  import_catalog(temp / "catalog", temp / "state");
+  const CatalogVocabulary vocabulary(*ImportedCatalog::open(temp / "state"));
+  EXPECT_EQ(vocabulary.filter({"Add", "Google", "login"}), std::vector<std::string>{"auth"});
+  EXPECT_EQ(vocabulary.filter({"signin", "SSO"}), std::vector<std::string>{"auth"});
+  const std::vector<std::string> plain = vocabulary.filter({"logout", "sessions"});
+  EXPECT_FALSE(plain.empty());
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "auth"), 0);
+}
+
 TEST(CatalogPorts, TheExampleWorkFileResolvesToThePdfExportSkill) {
   Imported imported;
   const CurrentWork work =
