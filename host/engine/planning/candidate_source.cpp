@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "host/engine/errors.hpp"
 #include "host/engine/lexical.hpp"
@@ -75,6 +77,68 @@ std::string capability_id_of(const RetrievedNode& row) {
 auto order_key(const CapabilityCandidate& c) {
   return std::make_tuple(-c.normalized_score_ppm, std::cref(c.capability_id),
                          std::cref(c.source_digest));
+}
+
+// The sorted unique matching signals of a row (its tags, already sorted unique, and its name's
+// tokens that are work signals) and its reason codes, sorted: graph-match < language-match <
+// name-match < signal-match < tag-match.
+std::pair<std::vector<std::string>, std::vector<std::string>> matches_of(
+    const std::string& name, const std::vector<std::string>& tags,
+    const std::set<std::string>& work_signals, const std::set<std::string>& signals,
+    const std::set<std::string>& languages) {
+  std::vector<std::string> tag_matches;
+  for (const auto& tag : tags) {
+    if (work_signals.count(tag)) tag_matches.push_back(tag);
+  }
+  std::vector<std::string> name_matches;
+  for (auto& token : ascii_tokens(name)) {
+    if (work_signals.count(token)) name_matches.push_back(std::move(token));
+  }
+  std::sort(name_matches.begin(), name_matches.end());
+  name_matches.erase(std::unique(name_matches.begin(), name_matches.end()), name_matches.end());
+  std::vector<std::string> matching;
+  matching.reserve(tag_matches.size() + name_matches.size());
+  std::set_union(tag_matches.begin(), tag_matches.end(), name_matches.begin(), name_matches.end(),
+                 std::back_inserter(matching));
+  bool language_match = false;
+  bool signal_match = false;
+  for (const auto& m : matching) {
+    language_match = language_match || languages.count(m) != 0;
+    signal_match = signal_match || signals.count(m) != 0;
+  }
+  std::vector<std::string> reasons{"graph-match"};
+  if (language_match) reasons.emplace_back("language-match");
+  if (!name_matches.empty()) reasons.emplace_back("name-match");
+  if (signal_match) reasons.emplace_back("signal-match");
+  if (!tag_matches.empty()) reasons.emplace_back("tag-match");
+  return {std::move(matching), std::move(reasons)};
+}
+
+// One candidate per identity, in order_key order; identities seen with two source digests are
+// dropped. Keys view the candidates' ids and are only compared while the map is filled, before
+// any move below.
+std::vector<CapabilityCandidate> one_per_identity(std::vector<CapabilityCandidate> candidates) {
+  std::map<std::string_view, std::vector<std::size_t>> by_id;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    by_id[candidates[i].capability_id].push_back(i);
+  }
+  std::vector<CapabilityCandidate> out;
+  out.reserve(by_id.size());
+  for (const auto& entry : by_id) {
+    const auto& group = entry.second;
+    const auto& first_source = candidates[group.front()].source_digest;
+    if (std::any_of(group.begin() + 1, group.end(),
+                    [&](std::size_t i) { return candidates[i].source_digest != first_source; })) {
+      continue;
+    }
+    const std::size_t best = *std::min_element(group.begin(), group.end(), [&](auto a, auto b) {
+      return order_key(candidates[a]) < order_key(candidates[b]);
+    });
+    out.push_back(std::move(candidates[best]));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
+  return out;
 }
 
 }  // namespace
@@ -256,33 +320,7 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
     if (!tags_safe || row.normalized_score_ppm < 0 || row.normalized_score_ppm > 1'000'000) {
       continue;
     }
-    // Sorted unique matches of the tags (already sorted unique) and of the name tokens.
-    std::vector<std::string> tag_matches;
-    for (const auto& tag : *tags_safe) {
-      if (work_signals.count(tag)) tag_matches.push_back(tag);
-    }
-    std::vector<std::string> name_matches;
-    for (auto& token : ascii_tokens(row.name)) {
-      if (work_signals.count(token)) name_matches.push_back(std::move(token));
-    }
-    std::sort(name_matches.begin(), name_matches.end());
-    name_matches.erase(std::unique(name_matches.begin(), name_matches.end()), name_matches.end());
-    std::vector<std::string> matching;
-    matching.reserve(tag_matches.size() + name_matches.size());
-    std::set_union(tag_matches.begin(), tag_matches.end(), name_matches.begin(),
-                   name_matches.end(), std::back_inserter(matching));
-    bool language_match = false;
-    bool signal_match = false;
-    for (const auto& m : matching) {
-      language_match = language_match || languages.count(m) != 0;
-      signal_match = signal_match || signals.count(m) != 0;
-    }
-    // Sorted: graph-match < language-match < name-match < signal-match < tag-match.
-    std::vector<std::string> reasons{"graph-match"};
-    if (language_match) reasons.emplace_back("language-match");
-    if (!name_matches.empty()) reasons.emplace_back("name-match");
-    if (signal_match) reasons.emplace_back("signal-match");
-    if (!tag_matches.empty()) reasons.emplace_back("tag-match");
+    auto [matching, reasons] = matches_of(row.name, *tags_safe, work_signals, signals, languages);
     CapabilityCandidate candidate;
     candidate.capability_id = capability_id;
     candidate.kind = row.kind;
@@ -323,28 +361,7 @@ CandidateRetrieval CatalogCandidateSource::retrieve_pinned(
     }
     candidates.push_back(std::move(candidate));
   }
-  // One row per identity; identities seen with two source digests are dropped. Keys view the
-  // candidates' ids and are only compared while the map is filled, before any move below.
-  std::map<std::string_view, std::vector<std::size_t>> by_id;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    by_id[candidates[i].capability_id].push_back(i);
-  }
-  out.candidates.reserve(by_id.size());
-  for (const auto& entry : by_id) {
-    const auto& group = entry.second;
-    const auto& first_source = candidates[group.front()].source_digest;
-    if (std::any_of(group.begin() + 1, group.end(), [&](std::size_t i) {
-          return candidates[i].source_digest != first_source;
-        })) {
-      continue;
-    }
-    const std::size_t best = *std::min_element(group.begin(), group.end(), [&](auto a, auto b) {
-      return order_key(candidates[a]) < order_key(candidates[b]);
-    });
-    out.candidates.push_back(std::move(candidates[best]));
-  }
-  std::sort(out.candidates.begin(), out.candidates.end(),
-            [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
+  out.candidates = one_per_identity(std::move(candidates));
   last_ = LastProjection{signal_list, language_list, rows, std::move(authorities), out.candidates};
   return out;
 }

@@ -40,6 +40,118 @@ Json observation_payload(const ManagedArtifactHandle& artifact) {
             {"content_digest", reference.content_digest}}}};
 }
 
+// The keyed digest of one resolved current work in `scope` (its observation surrogate and ids).
+std::string current_work_digest(std::string_view key, const ResolvedCurrentWork& resolved,
+                                const engine::ScopeRef& scope) {
+  return keyed(key, "ctx.current-work-v1",
+               core::canonical_json(Json{{"observation", resolved.surrogate.value_digest()},
+                                         {"repository", resolved.repository},
+                                         {"session", scope.session_id()},
+                                         {"tenant", resolved.tenant},
+                                         {"workspace", resolved.workspace}}));
+}
+
+// A session stream's head as register_work needs it: its revision (0: empty), the committed
+// plan, and why the head refuses a replacement plan (the composition's own check), if it does.
+struct StreamHead {
+  engine::Revision revision = 0;
+  std::optional<std::string> plan;
+  std::optional<std::string> replacement_refused;
+};
+StreamHead stream_head(SharedJournal& journal, const engine::ScopeRef& scope) {
+  StreamHead out;
+  if (const auto latest = journal.get()->latest(scope.stream_id())) {
+    out.revision = latest->revision;
+    const auto state = engine::EngineState::from_json_text(latest->state.text());
+    if (state.committed_plan()) out.plan = state.committed_plan()->plan_id();
+    out.replacement_refused = managed_replacement_refusal(state);
+  }
+  return out;
+}
+
+// The manifest digest a stored decision's observation reference names ("manifest-<digest>").
+// Errors: ManagedQueryStoreCorruption when it names none.
+std::string referenced_manifest(const Json& decision_payload) {
+  const std::string opaque =
+      decision_payload.at("observation_ref").at("opaque_id").get<std::string>();
+  constexpr std::string_view kPrefix = "manifest-";
+  if (opaque.rfind(kPrefix, 0) != 0) {
+    throw ManagedQueryStoreCorruption("managed input registration authentication failed");
+  }
+  return opaque.substr(kPrefix.size());
+}
+
+// What register_work asks the artifact registry to ingest for `surrogate`: the catalog's graph
+// store and the digests of every planning input.
+ManagedArtifactIngest artifact_ingest(const CatalogInputAuthorityOptions& options,
+                                      const std::string& environment_digest,
+                                      const std::string& retrieval_digest,
+                                      const engine::StructuredSurrogate& surrogate) {
+  ManagedArtifactIngest ingest;
+  ingest.graph_store_path = options.catalog->graph_path();
+  ingest.expected_graph_artifact_digest = options.catalog->graph_sha256();
+  ingest.planning_environment_digest = environment_digest;
+  ingest.catalog_namespace_digest = options.catalog->catalog_digest();
+  ingest.catalog_retrieval_digest = retrieval_digest;
+  ingest.benefit_facts_snapshot_digest =
+      options.benefit_facts_port->benefit_facts_snapshot_digest();
+  ingest.benefit_policy_snapshot_digest = options.net_benefit_policy->policy_digest();
+  ingest.material_snapshot_digest = options.material_port->material_snapshot_digest();
+  ingest.installation_snapshot_digest = options.install_bundle_port->installation_snapshot_digest();
+  ingest.observation_surrogate = surrogate;
+  ingest.planning_schema_version = options.planner_version;
+  return ingest;
+}
+
+// The SessionStarted event of a session's first work (`logical`, planned as `plan_id`).
+engine::EngineEvent session_started_event(const CatalogInputAuthorityOptions& options,
+                                          const std::string& environment_digest,
+                                          const engine::ScopeRef& scope, const std::string& logical,
+                                          const std::string& plan_id, const std::string& now,
+                                          const std::string& work_digest) {
+  engine::EngineEvent::Fields fields{.event_id = "start-" + logical.substr(0, 40),
+                                     .kind = "SessionStarted",
+                                     .scope = scope,
+                                     .expected_revision = 0,
+                                     .occurred_at = now,
+                                     .payload = {{"host_level", "managing"}}};
+  fields.correlation_id = plan_id;
+  fields.causation_id = "ctx-session-start";
+  fields.engine_version = "ctx-engine-v1";
+  fields.planner_version = options.planner_version;
+  fields.policy_version = options.net_benefit_policy->policy_digest().substr(0, 16);
+  fields.host_descriptor_digest = core::sha256_hex("ctx.host-descriptor-v1 managing");
+  fields.catalog_snapshot_digest = environment_digest;
+  fields.semantic_model_digest = core::sha256_hex("ctx.semantic-model-disabled");
+  fields.semantic_index_digest = core::sha256_hex("ctx.semantic-index-disabled");
+  fields.work_signature = work_digest;
+  fields.random_seed = 0;
+  return engine::EngineEvent::create(std::move(fields));
+}
+
+// The work's decision event (IntentObserved at revision 1, else DevelopmentObserved) after
+// `started`, referencing `artifact`.
+engine::EngineEvent work_decision_event(const CatalogInputAuthorityOptions& options,
+                                        const std::string& environment_digest,
+                                        const engine::EngineEvent& started,
+                                        const ManagedArtifactHandle& artifact,
+                                        engine::Revision revision, const std::string& logical,
+                                        const std::string& plan_id, const std::string& now,
+                                        const std::string& work_digest) {
+  engine::EngineEvent::Fields decision = started.fields();
+  decision.event_id = "work-" + logical.substr(0, 40);
+  decision.kind = revision == 1 ? "IntentObserved" : "DevelopmentObserved";
+  decision.expected_revision = revision;
+  decision.occurred_at = now;
+  decision.payload = observation_payload(artifact);
+  decision.correlation_id = plan_id;
+  decision.causation_id = started.event_id();
+  decision.work_signature = revision == 1 ? started.work_signature() : work_digest;
+  decision.catalog_snapshot_digest = environment_digest;
+  decision.planner_version = options.planner_version;
+  return engine::EngineEvent::create(std::move(decision));
+}
+
 }  // namespace
 
 std::string CatalogInputAuthority::engine_session(const std::string& session) const {
@@ -198,13 +310,7 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   const auto scope = engine::ScopeRef::create(
       resolved.tenant, resolved.workspace, resolved.repository, engine_session(resolved.session),
       std::string(kDefaultExposureId), std::string(kDefaultHostContextId));
-  const std::string work_digest =
-      keyed(key, "ctx.current-work-v1",
-            core::canonical_json(Json{{"observation", resolved.surrogate.value_digest()},
-                                      {"repository", resolved.repository},
-                                      {"session", scope.session_id()},
-                                      {"tenant", resolved.tenant},
-                                      {"workspace", resolved.workspace}}));
+  const std::string work_digest = current_work_digest(key, resolved, scope);
   const auto logical_at = [&](std::int64_t revision) {
     return keyed(key, "ctx.logical-query-v1", work_digest + '\0' + std::to_string(revision));
   };
@@ -215,33 +321,15 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   const ExclusiveFileLock registration_lock(options_.inputs_dir / ".registration.lock",
                                             std::chrono::seconds(30));
   const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
-  engine::Revision head = 0;
-  std::optional<std::string> head_plan;
-  // Why the head refuses a replacement plan (the composition's own check), if it does.
-  std::optional<std::string> replacement_refused;
-  {
-    if (const auto latest = options_.journal->get()->latest(scope.stream_id())) {
-      head = latest->revision;
-      const auto state = engine::EngineState::from_json_text(latest->state.text());
-      if (state.committed_plan()) head_plan = state.committed_plan()->plan_id();
-      replacement_refused = managed_replacement_refusal(state);
-    }
-  }
+  const StreamHead stream = stream_head(*options_.journal, scope);
+  const engine::Revision head = stream.revision;
+  const std::optional<std::string>& head_plan = stream.plan;
 
   std::shared_ptr<const ManagedArtifactHandle> artifact;
-  // A stored registration's artifact, by the manifest its decision references.
-  const auto reopen_artifact = [&](const Stored& stored) {
-    const auto& payload = stored.decision.payload();
-    const std::string opaque = payload.at("observation_ref").at("opaque_id").get<std::string>();
-    constexpr std::string_view kPrefix = "manifest-";
-    if (opaque.rfind(kPrefix, 0) != 0) {
-      throw ManagedQueryStoreCorruption("managed input registration authentication failed");
-    }
-    artifact = options_.registry->reopen(opaque.substr(kPrefix.size()), environment_digest_);
-  };
   const auto finish = [&](const std::string& plan_id, Stored stored, bool reused) {
-    if (reused) {
-      reopen_artifact(stored);
+    if (reused) {  // a stored registration's artifact, by the manifest its decision references
+      artifact = options_.registry->reopen(referenced_manifest(stored.decision.payload()),
+                                           environment_digest_);
     } else {
       store(plan_id, stored);
     }
@@ -272,8 +360,8 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   }
   // New work on a head that refuses a replacement is refused before anything is stored: a
   // prompt made while a consent is pending must not take a registration it cannot use.
-  if (head >= 2 && head_plan && *head_plan != plan_id && replacement_refused) {
-    throw ManagedQueryError(*replacement_refused);
+  if (head >= 2 && head_plan && *head_plan != plan_id && stream.replacement_refused) {
+    throw ManagedQueryError(*stream.replacement_refused);
   }
   if (head == 1) {
     throw SessionStartPending(
@@ -281,43 +369,14 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
         "interrupted: repeat the request that started it)");
   }
 
-  ManagedArtifactIngest ingest;
-  ingest.graph_store_path = options_.catalog->graph_path();
-  ingest.expected_graph_artifact_digest = options_.catalog->graph_sha256();
-  ingest.planning_environment_digest = environment_digest_;
-  ingest.catalog_namespace_digest = options_.catalog->catalog_digest();
-  ingest.catalog_retrieval_digest = retrieval_digest_;
-  ingest.benefit_facts_snapshot_digest =
-      options_.benefit_facts_port->benefit_facts_snapshot_digest();
-  ingest.benefit_policy_snapshot_digest = options_.net_benefit_policy->policy_digest();
-  ingest.material_snapshot_digest = options_.material_port->material_snapshot_digest();
-  ingest.installation_snapshot_digest =
-      options_.install_bundle_port->installation_snapshot_digest();
-  ingest.observation_surrogate = resolved.surrogate;
-  ingest.planning_schema_version = options_.planner_version;
-  artifact = options_.registry->ingest_graph_store(ingest);
+  artifact = options_.registry->ingest_graph_store(
+      artifact_ingest(options_, environment_digest_, retrieval_digest_, resolved.surrogate));
 
   const std::string now = core::format_rfc3339(clock.now());
   std::optional<engine::EngineEvent> started;
   if (revision == 1) {
-    engine::EngineEvent::Fields fields{.event_id = "start-" + logical.substr(0, 40),
-                                       .kind = "SessionStarted",
-                                       .scope = scope,
-                                       .expected_revision = 0,
-                                       .occurred_at = now,
-                                       .payload = {{"host_level", "managing"}}};
-    fields.correlation_id = plan_id;
-    fields.causation_id = "ctx-session-start";
-    fields.engine_version = "ctx-engine-v1";
-    fields.planner_version = options_.planner_version;
-    fields.policy_version = options_.net_benefit_policy->policy_digest().substr(0, 16);
-    fields.host_descriptor_digest = core::sha256_hex("ctx.host-descriptor-v1 managing");
-    fields.catalog_snapshot_digest = environment_digest_;
-    fields.semantic_model_digest = core::sha256_hex("ctx.semantic-model-disabled");
-    fields.semantic_index_digest = core::sha256_hex("ctx.semantic-index-disabled");
-    fields.work_signature = work_digest;
-    fields.random_seed = 0;
-    started = engine::EngineEvent::create(std::move(fields));
+    started = session_started_event(options_, environment_digest_, scope, logical, plan_id, now,
+                                    work_digest);
   } else if (head_stored) {
     started = head_stored->session_started;
   } else if (head_plan) {
@@ -329,19 +388,10 @@ CurrentWorkRegistration CatalogInputAuthority::register_work(CurrentWork work) {
   if (!started) {
     throw FailedPrecondition("the session's stream was not started by this installation");
   }
-  engine::EngineEvent::Fields decision = started->fields();
-  decision.event_id = "work-" + logical.substr(0, 40);
-  decision.kind = revision == 1 ? "IntentObserved" : "DevelopmentObserved";
-  decision.expected_revision = revision;
-  decision.occurred_at = now;
-  decision.payload = observation_payload(*artifact);
-  decision.correlation_id = plan_id;
-  decision.causation_id = started->event_id();
-  decision.work_signature = revision == 1 ? started->work_signature() : work_digest;
-  decision.catalog_snapshot_digest = environment_digest_;
-  decision.planner_version = options_.planner_version;
   return finish(plan_id,
-                Stored{logical, *started, engine::EngineEvent::create(std::move(decision))},
+                Stored{logical, *started,
+                       work_decision_event(options_, environment_digest_, *started, *artifact,
+                                           revision, logical, plan_id, now, work_digest)},
                 false);
 }
 
