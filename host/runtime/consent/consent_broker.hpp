@@ -1,12 +1,15 @@
-// The install consent broker (runtime spec §5.2–§5.5): one SQLite file (PRAGMA user_version) of
-// published challenges, their decision state and a global nonce history. Every row is
-// authenticated with HMAC-SHA256 under the 32-byte installation key; a row that fails
-// authentication → ConsentBrokerCorruption and the transaction is rolled back.
+// The install consent broker (runtime spec §5.2–§5.5): the state machine of published
+// challenges, their decisions and the global nonce history, over the engine::ConsentStore port
+// (store::SqliteConsentStore in production: one SQLite file whose every row is HMAC-SHA256
+// authenticated under the 32-byte installation key; a row that fails authentication →
+// ConsentBrokerCorruption and the transaction is rolled back). The broker decides (expiry,
+// authentication, reservation, settlement, reconciliation, the decision seal); the store keeps
+// the rows, read and written whole inside one store transaction per operation.
 // authenticate(): wrong audience and unknown verifier are refused before any broker lookup;
-// then, in one BEGIN IMMEDIATE, state / expiry / digest / time / nonce checks, the pinned
+// then, in one store transaction, state / expiry / digest / time / nonce checks, the pinned
 // verifier plugin over the exact wire payload and signing bytes, and decision-ready.
 // Time comes only from the trusted Clock port, never regressing below the stored high-water.
-// Thread-safety: every method may be called from any thread (one connection, locked); several
+// Thread-safety: every method may be called from any thread (one store, locked); several
 // brokers (processes) may share one file.
 #ifndef CTX_HOST_RUNTIME_CONSENT_CONSENT_BROKER_HPP_
 #define CTX_HOST_RUNTIME_CONSENT_CONSENT_BROKER_HPP_
@@ -24,16 +27,11 @@
 #include "host/core/error.hpp"
 #include "host/core/json_reader.hpp"
 #include "host/core/time.hpp"
+#include "host/engine/consent_store.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/consent_challenge.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/file_lock.hpp"
-#include "host/store/keyed_rows.hpp"
-
-namespace ctx::store {
-class Database;
-class Statement;
-}
 
 namespace ctx::runtime {
 
@@ -44,80 +42,21 @@ inline constexpr std::size_t kMaxConsentCapacity = 65536;
 inline constexpr std::size_t kConsentRetirementBatch = 64;
 inline constexpr std::size_t kConsentRetirementCandidates = 256;
 
-// Errors (spec §5.4 names). All derive from ConsentBrokerError.
-class ConsentBrokerError : public Error {
- public:
-  ConsentBrokerError(const std::string& message, ErrorCode code) : Error(message, code) {}
-};
-// A row failed authentication or an invariant ("... authentication failed"). Code: kDataLoss.
-class ConsentBrokerCorruption : public ConsentBrokerError {
- public:
-  explicit ConsentBrokerCorruption(const std::string& m)
-      : ConsentBrokerError(m, ErrorCode::kDataLoss) {}
-};
-// No challenge with this id or digest. Code: kNotFound.
-class ConsentBrokerChallengeNotFound : public ConsentBrokerError {
- public:
-  explicit ConsentBrokerChallengeNotFound(const std::string& m)
-      : ConsentBrokerError(m, ErrorCode::kNotFound) {}
-};
-// The challenge capacity is exhausted. Code: kResourceExhausted.
-class ConsentBrokerCapacityExceeded : public ConsentBrokerError {
- public:
-  explicit ConsentBrokerCapacityExceeded(const std::string& m)
-      : ConsentBrokerError(m, ErrorCode::kResourceExhausted) {}
-};
-// A challenge id is already bound to other content, or a state transition is not allowed.
-// Code: kAborted.
-class ConsentBrokerConflict : public ConsentBrokerError {
- public:
-  explicit ConsentBrokerConflict(const std::string& m)
-      : ConsentBrokerError(m, ErrorCode::kAborted) {}
-};
-// The current challenge (target, binding) no longer equals the published one. The assertion is
-// not burned. Code: kFailedPrecondition.
-class ConsentBrokerBindingError : public ConsentBrokerError {
- public:
-  explicit ConsentBrokerBindingError(const std::string& m)
-      : ConsentBrokerError(m, ErrorCode::kFailedPrecondition) {}
-};
-// The human decision is refused (signature, identity, times). Code: kPermissionDenied.
-class ConsentBrokerDecisionRejected : public ConsentBrokerError {
- public:
-  explicit ConsentBrokerDecisionRejected(const std::string& m)
-      : ConsentBrokerError(m, ErrorCode::kPermissionDenied) {}
-};
-// The assertion's audience is not this broker's. Refused before any lookup.
-class ConsentBrokerAudienceMismatch : public ConsentBrokerDecisionRejected {
- public:
-  using ConsentBrokerDecisionRejected::ConsentBrokerDecisionRejected;
-};
-// The nonce was already used, or the challenge already carries a decision.
-class ConsentBrokerReplay : public ConsentBrokerDecisionRejected {
- public:
-  using ConsentBrokerDecisionRejected::ConsentBrokerDecisionRejected;
-};
-// The challenge or the assertion has expired (trusted time).
-class ConsentBrokerExpired : public ConsentBrokerDecisionRejected {
- public:
-  using ConsentBrokerDecisionRejected::ConsentBrokerDecisionRejected;
-};
+// Errors (spec §5.4 names; engine/consent_store.hpp, the store port's header, defines them).
+using engine::ConsentBrokerAudienceMismatch;
+using engine::ConsentBrokerBindingError;
+using engine::ConsentBrokerCapacityExceeded;
+using engine::ConsentBrokerChallengeNotFound;
+using engine::ConsentBrokerConflict;
+using engine::ConsentBrokerCorruption;
+using engine::ConsentBrokerDecisionRejected;
+using engine::ConsentBrokerError;
+using engine::ConsentBrokerExpired;
+using engine::ConsentBrokerReplay;
 
-// A challenge row's lifecycle, stored in its "state" column as its kConsentStateStrings spelling
-// (core::to_string / core::parse_enum; frozen: never respell one).
-enum class ConsentState {
-  kPending,
-  kDecisionReady,
-  kReserved,
-  kSettled,
-  kExpired,
-  kReauthRequired
-};
-inline constexpr core::EnumStrings<ConsentState, 6> kConsentStateStrings{
-    "consent state",
-    {ConsentState::kPending, ConsentState::kDecisionReady, ConsentState::kReserved,
-     ConsentState::kSettled, ConsentState::kExpired, ConsentState::kReauthRequired},
-    {"pending", "decision-ready", "reserved", "settled", "expired", "reauthentication-required"}};
+// A challenge row's lifecycle (stored as its kConsentStateStrings spelling).
+using engine::ConsentState;
+using engine::kConsentStateStrings;
 
 // One challenge row as callers see it (no reservation token).
 struct ConsentRecord {
@@ -274,12 +213,19 @@ class ConsentBroker final : public ConsentBrokerPort {
 
   using Guard = ConsentDecisionGuard;
 
-  // Opens or creates the store at `path` (file 0600 in a 0700 directory owned by this user).
-  // `installation_key` is exactly 32 bytes; `audience` a token; `clock` outlives the broker.
-  // Errors: InvalidArgument (key, audience, options); ConsentBrokerCorruption (wrong key,
-  // tampered identity row); ConsentBrokerDecisionRejected (the file belongs to another
-  // audience); store errors (StoreBusy, NewerSchemaVersion, EngineStoreError).
+  // Opens or creates the SQLite store at `path` (store::SqliteConsentStore: file 0600 in a 0700
+  // directory owned by this user). `installation_key` is exactly 32 bytes; `audience` a token;
+  // `clock` outlives the broker.
+  // Errors: InvalidArgument (path, key, audience, options; checked before any file is touched);
+  // ConsentBrokerCorruption (wrong key, tampered identity row); ConsentBrokerDecisionRejected
+  // (the file belongs to another audience); store errors (StoreBusy, NewerSchemaVersion,
+  // EngineStoreError).
   ConsentBroker(std::filesystem::path path, std::string installation_key, std::string audience,
+                const core::Clock& clock, Options options);
+  // The broker over `store` (shared: tests keep a handle to inject faults); writes the identity
+  // row for `audience` when the store has none. Options::busy_timeout_ms is the store's concern
+  // and unused here. Errors: as above (InvalidArgument also: no store).
+  ConsentBroker(std::shared_ptr<engine::ConsentStore> store, std::string audience,
                 const core::Clock& clock, Options options);
   ConsentBroker(std::filesystem::path path, std::string installation_key, std::string audience,
                 const core::Clock& clock)
@@ -289,7 +235,7 @@ class ConsentBroker final : public ConsentBrokerPort {
   ConsentBroker(const ConsentBroker&) = delete;
   ConsentBroker& operator=(const ConsentBroker&) = delete;
 
-  const std::filesystem::path& path() const noexcept override { return path_; }
+  const std::filesystem::path& path() const noexcept override { return store_->path(); }
   const std::string& audience() const noexcept override { return audience_; }
 
   // Publishes `challenge` as pending (idempotent: the same challenge returns its record). At
@@ -321,8 +267,7 @@ class ConsentBroker final : public ConsentBrokerPort {
   // digest, issued in the future, outlives the challenge, identity change, bad signature
   // (ConsentBrokerDecisionRejected); assertion expired (ConsentBrokerExpired). Only success
   // changes the store. Codec errors: AssertionCodecError.
-  VerifiedHumanDecision authenticate(const ConsentChallenge& current,
-                                     std::string_view wire_payload,
+  VerifiedHumanDecision authenticate(const ConsentChallenge& current, std::string_view wire_payload,
                                      VerifierDirectory& verifiers) override;
 
   // Arms the guard for `decision` (issued by this broker) and the binding being executed.
@@ -340,47 +285,36 @@ class ConsentBroker final : public ConsentBrokerPort {
  private:
   friend class ConsentDecisionGuard;
   struct Row;
-  core::Timestamp trusted_now_locked();
-  std::optional<Row> load_locked(std::string_view column_sql_key, std::string_view value);
-  // load_locked's steps: the selected challenge row decoded and authenticated (its HMAC, unless
-  // this broker wrote or verified that exact image), and its nonce history checked.
-  Row decode_row_locked(const store::Statement& s);
-  void check_nonce_history_locked(const ConsentRecord& r);
-  void write_locked(const Row& row, bool insert);
-  Row apply_expiry_locked(Row row, core::Timestamp now, bool& changed);
+  using Txn = engine::ConsentStoreTransaction;
+  core::Timestamp trusted_now_locked(Txn& txn);
+  // The challenge row with this id (by_digest: digest), decoded and checked: its challenge JSON,
+  // the lifecycle invariants and its nonce history. Errors: ConsentBrokerCorruption.
+  std::optional<Row> load_locked(Txn& txn, std::string_view value, bool by_digest = false);
+  Row decode_row_locked(engine::ConsentChallengeRow stored);
+  void check_nonce_history_locked(Txn& txn, const ConsentRecord& r);
+  static void write_locked(Txn& txn, const Row& row, bool insert);
+  static Row apply_expiry_locked(Row row, core::Timestamp now, bool& changed);
   std::string seal_of(const VerifiedHumanDecision& decision) const;
   LockSlot lease_slot(std::string_view challenge_id) const;
-  void advance_high_water_locked(core::Timestamp now);
-  ConsentRecord status_locked(std::string_view column, std::string_view value);
-  std::size_t count_locked();
-  std::size_t retire_locked(core::Timestamp now);
+  void advance_high_water_locked(Txn& txn, core::Timestamp now);
+  ConsentRecord status_locked(std::string_view value, bool by_digest);
+  std::size_t retire_locked(Txn& txn, core::Timestamp now);
 
-  std::filesystem::path path_;
-  store::KeyedRows rows_;  // the installation key
+  std::shared_ptr<engine::ConsentStore> store_;
   std::string audience_;
   const core::Clock& clock_;
   Options options_;
   std::string instance_key_;
   std::mutex mutex_;
-  std::unique_ptr<store::Database> db_;
   // Challenges decoded from stored challenge_json, by those exact bytes (decoding is a pure
-  // function of them; the row's HMAC is still checked on every load). GUARDED_BY(mutex_).
+  // function of them; the store still authenticates the row on every load). GUARDED_BY(mutex_).
   std::unordered_map<std::string, ConsentChallenge> decoded_challenges_;
-  // challenge_id -> Row::image of the row this broker last wrote or authenticated (its mac
-  // computed here over exactly those values): a load of that same image skips the second mac.
-  // GUARDED_BY(mutex_).
-  std::unordered_map<std::string, std::string> verified_rows_;
-  void remember_verified(const std::string& challenge_id, std::string image);
 };
 
 }  // namespace ctx::runtime
 
 // The broker's enums are spelled by their one table each (core::to_string / parse_enum).
 namespace ctx::core {
-template <>
-struct EnumTraits<runtime::ConsentState> {
-  static constexpr const auto& kStrings = runtime::kConsentStateStrings;
-};
 template <>
 struct EnumTraits<runtime::JournalEvidence> {
   static constexpr const auto& kStrings = runtime::kJournalEvidenceStrings;

@@ -4,7 +4,8 @@
 // trusted clock (settable, for the expiry seeds). ServiceSetup builds the seed's graph, artifact
 // registry, query store and service under one private temporary directory; with
 // SetupArgs::installable it builds the seed's installable catalog with its consent authorities:
-// the real consent broker, the install policy root and the real skill-installer plugin (loaded
+// the real consent broker (over its SQLite store, behind a FaultyConsentStore), the install policy
+// root and the real skill-installer plugin (loaded
 // through the host's PluginLoader) as the physical actuator. Header-only; the fakes are
 // thread-safe.
 #ifndef CTX_TESTS_SUPPORT_RUNTIME_MANAGED_SERVICE_SEED_SUPPORT_HPP_
@@ -41,7 +42,9 @@
 #include "host/runtime/service/install_actuator.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/store/graph_store.hpp"
+#include "host/store/sqlite_consent_store.hpp"
 #include "host/store/sqlite_managed_query_store.hpp"
+#include "tests/support/consent/faulty_consent_store.hpp"
 #include "tests/support/engine/seed_benefit_facts.hpp"
 
 namespace ctx::testing::service {
@@ -336,6 +339,9 @@ struct ConsentSetup {
   std::shared_ptr<engine::InstallerPort> skill_installer;  // the real skill-installer plugin
   std::shared_ptr<const runtime::ManagedInstallActuators> actuators;
   std::shared_ptr<BodySource> body_source = std::make_shared<BodySource>();
+  // The broker's SQLite store (consent_store_path) behind a FaultyConsentStore, so that a seed
+  // can fail or follow one store operation (the seeds' patched SQLiteInstallConsentBrokerStore).
+  std::shared_ptr<FaultyConsentStore> consent_store;
   std::shared_ptr<runtime::ConsentBroker> broker;
 };
 
@@ -514,8 +520,11 @@ inline ServiceSetup make_setup(const std::filesystem::path& tmp, SetupArgs args 
   if (args.installable || args.consent_authorities) {
     ConsentSetup consent;
     consent.consent_store_path = tmp / "private" / "consent.sqlite3";
+    consent.consent_store = std::make_shared<FaultyConsentStore>(
+        std::make_shared<store::SqliteConsentStore>(consent.consent_store_path, store_key()));
     consent.broker = std::make_shared<runtime::ConsentBroker>(
-        consent.consent_store_path, store_key(), std::string(kConsentAudience), *setup.clock);
+        consent.consent_store, std::string(kConsentAudience), *setup.clock,
+        runtime::ConsentBroker::Options{});
     consent.skill_root = tmp / "private" / "skills";
     std::filesystem::create_directory(consent.skill_root);
     std::filesystem::permissions(consent.skill_root, std::filesystem::perms::owner_all,

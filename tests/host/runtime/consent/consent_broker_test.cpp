@@ -14,6 +14,8 @@
 
 #include "host/app/installation.hpp"
 #include "tests/host/runtime/consent/consent_fixture.hpp"
+#include "tests/support/consent/faulty_consent_store.hpp"
+#include "tests/support/consent/mem_consent_store.hpp"
 #include "tests/support/expect_throw.hpp"
 
 namespace ctx::runtime {
@@ -638,6 +640,59 @@ TEST_F(ConsentBrokerTest, DecisionPastItsExpiryNeedsReauthentication) {
   EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kReauthRequired);
   clock_.set("2026-08-03T13:00:01Z");
   EXPECT_EQ(broker_->status(challenge_.challenge_id()).state, ConsentState::kExpired);
+}
+
+// The broker's state machine over the store port alone: the in-memory store carries a grant
+// from publication to settlement, refuses a replayed nonce, and keeps the audience it was made
+// for.
+TEST_F(ConsentBrokerTest, TheStateMachineRunsOverTheInMemoryStore) {
+  auto store = std::make_shared<testing::MemConsentStore>(private_dir() / "consent.mem");
+  ConsentBroker broker(store, kAudience, clock_, ConsentBroker::Options{});
+  EXPECT_EQ(broker.path(), private_dir() / "consent.mem");
+  EXPECT_EQ(broker.prepare(challenge_).state, ConsentState::kPending);
+  const std::string payload = sign(claims_for(challenge_));
+  const VerifiedHumanDecision decision = broker.authenticate(challenge_, payload, *registry_);
+  EXPECT_TRUE(throws_exactly<ConsentBrokerReplay>(
+      [&] { (void)broker.authenticate(challenge_, payload, *registry_); }));
+  ConsentBroker::Guard guard =
+      broker.interactive_guard(decision, challenge_.fields().execution_binding_digest);
+  guard.reserve(reservation_for(challenge_, engine::Decision::kGranted));
+  EXPECT_EQ(broker.status(challenge_.challenge_id()).state, ConsentState::kReserved);
+  EXPECT_EQ(guard.settle().state, ConsentState::kSettled);
+  EXPECT_EQ(store->begin()->nonces_of(challenge_.challenge_id()).size(), 1U);
+  EXPECT_TRUE(throws_exactly<ConsentBrokerDecisionRejected>(
+      [&] { ConsentBroker other(store, "another-audience", clock_, ConsentBroker::Options{}); }));
+}
+
+// A settle write that fails in the store (the seeds' patched _settle) fails settle(), leaves the
+// reservation unsettled, and reconciliation from the journal's evidence settles it.
+TEST_F(ConsentBrokerTest, AFailedSettleWriteLeavesTheDecisionForReconciliation) {
+  auto store = std::make_shared<testing::FaultyConsentStore>(
+      std::make_shared<testing::MemConsentStore>(private_dir() / "consent.mem"));
+  ConsentBroker broker(store, kAudience, clock_, ConsentBroker::Options{});
+  broker.prepare(challenge_);
+  const VerifiedHumanDecision decision =
+      broker.authenticate(challenge_, sign(claims_for(challenge_)), *registry_);
+  {
+    ConsentBroker::Guard guard =
+        broker.interactive_guard(decision, challenge_.fields().execution_binding_digest);
+    guard.reserve(reservation_for(challenge_, engine::Decision::kGranted));
+    store->fail_next(
+        testing::FaultyConsentStore::Op::kUpdateChallenge,
+        [] { throw std::runtime_error("simulated settle failure"); },
+        testing::FaultyConsentStore::to_state(ConsentState::kSettled));
+    CTX_EXPECT_THROW((void)guard.settle(), std::runtime_error, "simulated settle failure");
+    EXPECT_EQ(store->faults_fired(), 1);
+    EXPECT_EQ(broker.status(challenge_.challenge_id()).state, ConsentState::kReserved);
+  }
+  // The unsettled guard released its reservation; the journal says the decision committed.
+  EXPECT_EQ(broker.status(challenge_.challenge_id()).state, ConsentState::kDecisionReady);
+  FixedEvidence committed({JournalEvidence::kCommitted,
+                           "ctx-interactive-install:" + testing::digest_of("event"),
+                           testing::digest_of("event-content")});
+  EXPECT_EQ(broker.reconcile(challenge_.challenge_id(), committed).outcome,
+            ReconcileOutcome::kSettled);
+  EXPECT_EQ(broker.status(challenge_.challenge_id()).state, ConsentState::kSettled);
 }
 
 }  // namespace
