@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "host/app/wire.hpp"
 #include "host/core/crypto.hpp"
 #include "host/engine/replay.hpp"
 #include "host/runtime/crash_point.hpp"
@@ -26,6 +27,7 @@
 #include "host/runtime/service/service_crash_points.hpp"
 #include "host/store/sqlite_journal_store.hpp"
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/runtime/exact_fields.hpp"
 #include "tests/support/runtime/forwarding_installer.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -463,6 +465,11 @@ TEST(ManagedConsentSeed, service_publishes_one_safe_current_consent_challenge_wi
   EXPECT_EQ(setup.facts->calls(), calls_before);
   EXPECT_TRUE(skill_root_empty(setup));
   // Five fields only: no challenge id, binding, selection or scope; repr shows no path.
+  static_assert(ChallengeProjectionAccessors<ManagedConsentChallengeProjection> &&
+                kHoldsExactly<ManagedConsentChallengeProjection, ChallengeProjectionFields>);
+  EXPECT_EQ(keys_of(challenge_json(result.challenge())),
+            (std::set<std::string>{"audience", "capability_id", "challenge_digest", "expires_at",
+                                   "kind"}));
   static_assert(!HasChallengeId<ManagedConsentChallengeProjection>);
   static_assert(!HasExecutionBinding<ManagedConsentChallengeProjection>);
   static_assert(!HasSelection<ManagedConsentChallengeProjection>);

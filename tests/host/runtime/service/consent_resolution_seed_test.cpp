@@ -2,9 +2,11 @@
 // recover_consent, one GoogleTest case per seed test (names from seed-tests.tsv). The decision is
 // published by set_desired through the real consent broker, signed with HMAC-SHA256 and verified
 // by the real hmac-sha256 verifier module; installs run through the real skill-installer module.
-// Crashes go through the named crash points; the concurrency seed races two services on real
-// threads behind a std::barrier. Where the Python seed monkeypatches a broker method to prove it
-// is never reached, the broker is wrapped in a counting ConsentBrokerPort.
+// Crashes go through the named crash points, and failures or changes at one broker store operation
+// through the setup's FaultyConsentStore (the seeds' patched broker store); the concurrency seed
+// races two services on real threads behind a std::barrier. Where the Python seed monkeypatches a
+// broker method to prove it is never reached, the broker is wrapped in a counting
+// ConsentBrokerPort.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +20,7 @@
 #include <thread>
 #include <typeinfo>
 
+#include "host/app/wire.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/crash_point.hpp"
@@ -27,11 +30,13 @@
 #include "host/store/sqlite_journal_store.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/runtime/consent_resolution_support.hpp"
+#include "tests/support/runtime/exact_fields.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::runtime {
 namespace {
 
+using ::ctx::testing::FaultyConsentStore;
 using ::ctx::testing::TempDir;
 using namespace ::ctx::testing::service;  // NOLINT(google-build-using-namespace)
 using ::testing::HasSubstr;
@@ -105,6 +110,25 @@ struct DisplacedRoot {
   std::filesystem::path aside_;
 };
 
+// The broker's settle write (the challenge row updated to settled) runs `fault` instead, once,
+// while this object lives: the seeds' scoped patch of the broker store's _settle.
+class ScopedStoreFault {
+ public:
+  ScopedStoreFault(const ConsentSeed& seed, std::function<void()> fault)
+      : store_(*seed.setup.consent->consent_store), before_(store_.faults_fired()) {
+    store_.fail_next(FaultyConsentStore::Op::kUpdateChallenge, std::move(fault),
+                     FaultyConsentStore::to_state(ConsentState::kSettled));
+  }
+  ~ScopedStoreFault() { store_.disarm(); }
+  ScopedStoreFault(const ScopedStoreFault&) = delete;
+  ScopedStoreFault& operator=(const ScopedStoreFault&) = delete;
+  int fired() const { return store_.faults_fired() - before_; }
+
+ private:
+  FaultyConsentStore& store_;
+  int before_;
+};
+
 // ---------------------------------------------------------------------------------------------
 
 TEST(ManagedConsentSeed, service_resolves_signed_grant_and_recovers_installed_inactive) {
@@ -127,6 +151,13 @@ TEST(ManagedConsentSeed, service_resolves_signed_grant_and_recovers_installed_in
   EXPECT_EQ(result.journal_record_digest().size(), 64U);
   EXPECT_EQ(seed.load_calls(), 1);
   EXPECT_THAT(printed(result), ::testing::Not(HasSubstr(tmp.path().string())));
+  // Exactly the seed's nine fields: accessors, object and wire form.
+  static_assert(ConsentResolutionAccessors<ManagedConsentResolutionResult> &&
+                kHoldsExactly<ManagedConsentResolutionResult, ConsentResolutionFields>);
+  EXPECT_EQ(keys_of(consent_result_json(result)),
+            (std::set<std::string>{"actions", "capability_id", "challenge_digest",
+                                   "journal_record_digest", "journal_revision", "kind",
+                                   "next_challenge", "outcome", "reason_code"}));
   static_assert(kSealed<ManagedConsentResolutionResult>);
   static_assert(!HasScope<ManagedConsentResolutionResult> &&
                 !HasChallengeId<ManagedConsentResolutionResult> &&
@@ -235,14 +266,14 @@ TEST(ManagedConsentSeed, service_recovers_commit_before_broker_settle_without_re
   const auto desired = prepare_public_consent(seed, "postcommit-crash");
   const auto& challenge = *desired.challenge();
   {
-    // The broker's settle fails (the seed's patched _settle): the error surfaces through the
-    // engine's conversion, as the seed asserts.
-    CrashPointArmed failing(crash_points::kBeforeDecisionSettlement, [] {
-      throw std::runtime_error("simulated crash before broker settle");
-    });
+    // The seed's patched SQLiteInstallConsentBrokerStore._settle: the broker store's settle
+    // write fails after the journal committed the decision; resolve_consent reports the guard's
+    // settlement failure.
+    ScopedStoreFault failing(
+        seed, [] { throw std::runtime_error("simulated crash before broker settle"); });
     CTX_EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), std::exception,
                      "guard settlement failed");
-    ASSERT_TRUE(failing.fired());
+    ASSERT_EQ(failing.fired(), 1);
   }
   EXPECT_NE(broker_record(seed, desired).state, ConsentState::kSettled);
   const auto recovered = seed.service().recover_consent(challenge.challenge_digest());
@@ -256,11 +287,11 @@ TEST(ManagedConsentSeed, decision_ready_grant_recovery_after_challenge_ttl_needs
   const auto desired = prepare_public_consent(seed, "decision-ready-expired-grant");
   const auto& challenge = *desired.challenge();
   {
-    CrashPointArmed failing(crash_points::kBeforeDecisionSettlement,
-                            [] { throw std::runtime_error("simulated decision-ready crash"); });
+    ScopedStoreFault failing(seed,
+                             [] { throw std::runtime_error("simulated decision-ready crash"); });
     CTX_EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), std::exception,
                      "guard settlement failed");
-    ASSERT_TRUE(failing.fired());
+    ASSERT_EQ(failing.fired(), 1);
   }
   seed.setup.clock->set("2026-08-03T14:00:00Z");
   DisplacedRoot displaced(seed.skill_root(), "skills-decision-ready-expired-displaced");
@@ -334,16 +365,20 @@ TEST(ManagedConsentSeed,
   auto seed = consent_seed(tmp.path());
   const auto desired = prepare_public_consent(seed, "post-commit-target-drift");
   const auto& challenge = *desired.challenge();
-  // The install root is replaced after the decision commit, inside the same resolve_consent
-  // (the seed's patched _finish_settled_consent): that call fails closed.
+  // The install root is replaced once the decision is committed and the broker settled it,
+  // inside the same resolve_consent (the seed's patched _finish_settled_consent, which runs right
+  // after the settlement): that call fails closed.
   std::optional<DisplacedRoot> displaced;
   {
-    CrashPointArmed replace(consent_crash_points::kAfterDecisionCommit, [&] {
-      displaced.emplace(seed.skill_root(), "skills-post-commit-displaced");
-    });
+    auto& store = *seed.setup.consent->consent_store;
+    store.after_commit(
+        FaultyConsentStore::Op::kUpdateChallenge,
+        [&] { displaced.emplace(seed.skill_root(), "skills-post-commit-displaced"); },
+        FaultyConsentStore::to_state(ConsentState::kSettled));
     CTX_EXPECT_THROW(seed.service().resolve_consent(assertion_payload(challenge)), std::exception,
                      "root changed");
-    ASSERT_TRUE(replace.fired());
+    ASSERT_EQ(store.hooks_fired(), 1);
+    store.disarm();
   }
   ASSERT_TRUE(displaced.has_value());
   EXPECT_EQ(seed.load_calls(), 0);

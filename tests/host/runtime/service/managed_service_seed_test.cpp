@@ -14,11 +14,13 @@
 #include <sstream>
 #include <thread>
 
+#include "host/app/wire.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/service/managed_service.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/file_bytes.hpp"
+#include "tests/support/runtime/exact_fields.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -446,7 +448,15 @@ TEST(ManagedServiceSeed, service_prepares_one_bounded_ready_or_abstained_result)
     } else {
       EXPECT_TRUE(result.actions().empty());
     }
-    // Summaries expose exactly action_id, kind and entity_id; the result is not copyable.
+    // Summaries expose exactly action_id, kind and entity_id (accessors, object and wire form);
+    // the result is not copyable.
+    static_assert(ActionSummaryAccessors<ManagedActionSummary> &&
+                  kHoldsExactly<ManagedActionSummary, ActionSummaryFields>);
+    const auto wire_actions = managed_result_json(result).at("actions");
+    ASSERT_EQ(wire_actions.size(), result.actions().size());
+    for (const auto& summary : wire_actions) {
+      EXPECT_EQ(keys_of(summary), (std::set<std::string>{"action_id", "entity_id", "kind"}));
+    }
     static_assert(kSealed<ManagedActionSummary>);
     static_assert(kSealed<ManagedQueryServiceResult>);
   }
@@ -756,6 +766,12 @@ TEST(ManagedServiceSeed, service_public_surface_and_result_do_not_leak_authority
               ::testing::Not(::testing::HasSubstr("work-one")));
   static_assert(!HasPayload<ManagedActionSummary>);
   static_assert(!HasScope<ManagedActionSummary>);
+  // Every action is exactly {action_id, entity_id, kind}.
+  static_assert(ActionSummaryAccessors<ManagedActionSummary> &&
+                kHoldsExactly<ManagedActionSummary, ActionSummaryFields>);
+  for (const auto& action : managed_result_json(result).at("actions")) {
+    EXPECT_EQ(keys_of(action), (std::set<std::string>{"action_id", "entity_id", "kind"}));
+  }
 }
 
 TEST(ManagedServiceSeed, service_close_is_idempotent_and_fails_closed) {

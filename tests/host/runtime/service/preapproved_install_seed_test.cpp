@@ -15,10 +15,12 @@
 
 #include <barrier>
 #include <csignal>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "host/app/installation.hpp"
+#include "host/app/wire.hpp"
 #include "host/engine/replay.hpp"
 #include "host/plugins/abi_adapters.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
@@ -26,6 +28,7 @@
 #include "host/runtime/service/managed_service.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/runtime/exact_fields.hpp"
 #include "tests/support/runtime/forwarding_installer.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -640,7 +643,15 @@ TEST(ManagedServiceSeed, automatic_desired_result_exposes_no_execution_or_conten
   const auto prepared = setup.service->prepare(query_request("desired-auto-privacy-query"));
   const auto result = setup.service->set_desired(
       desired_request(prepared.query_ref(), "desired-auto-privacy-choice", {"skill:installable"}));
-  // The 14 fields of the seed's __slots__, each an accessor.
+  // The 14 fields of the seed's __slots__, exactly: accessors, object and wire form.
+  static_assert(DesiredSetResultAccessors<ManagedDesiredSetResult> &&
+                kHoldsExactly<ManagedDesiredSetResult, DesiredSetResultFields>);
+  EXPECT_EQ(
+      keys_of(desired_result_json(result)),
+      (std::set<std::string>{"actions", "capability_ids", "challenge", "decision_digest",
+                             "deferred_capability_ids", "desired_set_ref", "failed_capability_ids",
+                             "journal_record_digest", "journal_revision", "logical_choice_id",
+                             "plan_id", "query_ref", "reason_code", "status"}));
   EXPECT_EQ(result.query_ref(), prepared.query_ref());
   EXPECT_FALSE(result.desired_set_ref().empty());
   EXPECT_FALSE(result.logical_choice_id().empty());
