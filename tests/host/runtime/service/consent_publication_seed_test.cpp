@@ -8,6 +8,7 @@
 // behind a std::barrier.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <barrier>
 #include <functional>
@@ -579,27 +580,51 @@ TEST(ManagedConsentSeed, service_rejects_decision_committed_during_registry_bind
   EXPECT_EQ(consent_rows(setup), 0);
 }
 
-// A material port of the same snapshot whose retrieval fails: a plan made with it is degraded
-// ("catalog-unavailable"), the one kind of plan the engine lets replace a plan that still has a
-// pending consent.
-class UnavailableMaterialPort final : public planning::MaterialPort {
- public:
-  std::string material_snapshot_digest() const override {
-    return digest("managed-service-materials");
-  }
-  engine::MaterialDescriptor describe(const std::string&, engine::CapabilityKind) override {
-    throw std::runtime_error("material retrieval is unavailable");
-  }
-};
+// The seed swaps the head snapshot, once the binding is resolved, for one at the same revision
+// whose committed plan is "plan-race-b". Here the journal's rows really are replaced at that
+// moment by those of a second state directory whose plan B reached the same revision.
+// Replaces every journal row of `journal` with those of `other` (one stream each) in one
+// transaction, behind the service's back: the seed's snapshot that answers another head.
+void swap_journal_history(const std::filesystem::path& journal,
+                          const std::filesystem::path& other) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(journal.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  sqlite3_busy_timeout(db, 30000);
+  const std::string sql = "ATTACH DATABASE '" + other.string() +
+                          "' AS other; BEGIN IMMEDIATE; DELETE FROM main.engine_journal; "
+                          "DELETE FROM main.engine_streams; INSERT INTO main.engine_journal "
+                          "SELECT * FROM other.engine_journal; INSERT INTO main.engine_streams "
+                          "SELECT * FROM other.engine_streams; COMMIT; DETACH DATABASE other;";
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+  const std::string message = error != nullptr ? error : "";
+  sqlite3_free(error);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << message;
+}
 
-// The seed swaps the head snapshot for one whose committed plan is "plan-race-b" once the binding
-// is resolved. Here another writer really commits plan B at that moment (a degraded replacement,
-// made through a composition whose material retrieval fails).
 TEST(ManagedConsentSeed, service_never_mixes_plan_a_result_with_plan_b_consent) {
   TempDir tmp;
   auto setup = make_setup(tmp.path(), installable());
   auto [initial, request] = commit_pending_consent(setup);
   const std::string query_ref = initial.query_ref();
+  // Plan B: the same stream (scope) committed with plan "plan-race-b" and its pending consent,
+  // to the same revision, in a second state directory.
+  TempDir race_dir;
+  auto race = make_setup(race_dir.path(), installable());
+  const auto plan_b = [](engine::EngineEvent::Fields& f) { f.correlation_id = "plan-race-b"; };
+  race.managed_input = ManagedQueryInput::create(
+      race.artifact, replace_event(race.managed_input->session_started(), plan_b),
+      replace_event(race.managed_input->decision_event(), plan_b));
+  race.inputs->set("work-one", race.managed_input);
+  commit_pending_consent(race);
+  race.service->close();
+  auto composition = setup.open_composition();
+  const auto& scope = setup.managed_input->decision_event().scope();
+  const auto before = composition->snapshot(scope);
+  composition->close();
+  // The seed's resolve_then_replan + snapshot_with_plan_drift: once the execution binding is
+  // resolved (the installer's target read), the head at the same revision is plan B's.
   auto installer = std::make_shared<InterposedInstaller>(setup.consent->skill_installer);
   auto actuators = std::make_shared<ManagedInstallActuators>(
       std::map<std::string, std::shared_ptr<engine::InstallerPort>>{
@@ -609,32 +634,21 @@ TEST(ManagedConsentSeed, service_never_mixes_plan_a_result_with_plan_b_consent) 
       service_with(setup, [&](ManagedQueryServiceOptions& o) { o.install_actuators = actuators; });
   bool drifted = false;
   installer->after_target_identity = [&] {
-    ManagedCompositionOptions options;
-    options.journal_path = setup.journal_path;
-    options.benefit_audit_path = setup.audit_path;
-    options.benefit_facts_port = setup.facts;
-    options.net_benefit_policy = setup.policy;
-    options.material_port = std::make_shared<UnavailableMaterialPort>();
-    options.install_bundle_port = setup.installs;
-    auto composition =
-        open_managed_engine_composition(*setup.registry, setup.artifact, std::move(options));
-    const auto& original = setup.managed_input->decision_event();
-    composition->process(replace_event(original, [&](engine::EngineEvent::Fields& f) {
-      f.event_id = "event-plan-race-b";
-      f.kind = "DevelopmentObserved";
-      f.expected_revision = 3;
-      f.correlation_id = "plan-race-b";
-      f.causation_id = original.event_id();
-      f.work_signature = digest("plan-race-b-work");
-    }));
-    const auto head = composition->snapshot(original.scope());
-    drifted = head.state && head.state->committed_plan() &&
-              head.state->committed_plan()->plan_id() == "plan-race-b" &&
-              head.state->pending_consents().size() == 1;
-    composition->close();
+    swap_journal_history(setup.journal_path, race.journal_path);
+    drifted = true;
   };
   CTX_EXPECT_THROW(service->reopen(query_ref), ManagedQueryHeadDriftError, "changed");
   EXPECT_TRUE(drifted);
+  composition = setup.open_composition();
+  const auto after = composition->snapshot(scope);
+  composition->close();
+  // A same-revision head swap: the revision is unchanged, the head record and plan are B's.
+  EXPECT_EQ(after.revision, before.revision);
+  EXPECT_NE(after.record_digest, before.record_digest);
+  ASSERT_TRUE(after.state && after.state->committed_plan());
+  EXPECT_EQ(after.state->committed_plan()->plan_id(), "plan-race-b");
+  EXPECT_EQ(before.state->committed_plan()->plan_id(), "plan-initial");
+  EXPECT_EQ(after.state->pending_consents().size(), 1u);
   EXPECT_EQ(consent_rows(setup), 0);
 }
 
