@@ -67,7 +67,12 @@ bool starts_with(std::string_view text, std::string_view prefix) noexcept {
 // A name unique within this process and across processes, for staging entries.
 std::string unique_suffix() {
   static std::atomic<unsigned long> counter{0};
-  return "." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  // Appended, not "." + ... (GCC 12 -O3 reports a false -Wrestrict in operator+ here).
+  std::string out = ".";
+  out += std::to_string(::getpid());
+  out += '.';
+  out += std::to_string(counter.fetch_add(1));
+  return out;
 }
 
 // The root rules: a directory owned by this euid and not writable by group or others.
