@@ -171,8 +171,13 @@ std::string insert_member(std::string_view text, const JsonObjectSpan& object, s
                        !indent.empty() && indent.front() == '\t' ? '\t' : ' ');
       value_text = indented(value, unit, indent, eol_of(ws));
     }
-    out.insert(last.value_end,
-               "," + std::string(ws) + quoted(key) + std::string(separator) + value_text);
+    // Appended, not "," + ... (GCC 12 -O3 reports a false -Wrestrict in operator+ here).
+    std::string member = ",";
+    member += ws;
+    member += quoted(key);
+    member += separator;
+    member += value_text;
+    out.insert(last.value_end, member);
     return out;
   }
   // An empty object: laid out on its own lines, one level deeper than the line of its '{'.
