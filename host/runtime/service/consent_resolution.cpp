@@ -8,11 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -28,7 +25,6 @@
 #include "host/engine/replay.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"
-#include "host/runtime/file_lock.hpp"
 #include "host/runtime/install_execution.hpp"
 #include "host/runtime/service/consent_publication.hpp"
 #include "host/runtime/service/consent_resolution_crash_points.hpp"
@@ -100,21 +96,8 @@ std::ostream& operator<<(std::ostream& out, const ManagedConsentResolutionResult
 
 namespace {
 
-constexpr std::chrono::milliseconds kLifecycleLockTimeout{30'000};
-const core::SystemClock kSystemClock;
-
 bool pending_effect(const engine::EngineState& state, const std::string& action_id) {
   return state.pending_effect(action_id) != nullptr;
-}
-
-std::vector<ManagedActionSummary> summaries(const std::vector<engine::HostAction>& actions) {
-  if (actions.size() > kMaxManagedActionSummaries) {
-    throw ManagedQueryServiceError("managed transition carries too many actions");
-  }
-  std::vector<ManagedActionSummary> out;
-  out.reserve(actions.size());
-  for (const auto& action : actions) out.push_back(ManagedActionSummary::of(action));
-  return out;
 }
 
 // The exact state after `revision` of `stream`, replayed from the verified journal records
@@ -244,22 +227,6 @@ InteractiveInstallDecisionGuard armed_guard(
   };
 }
 
-// Drops the service's kept composition when the resolution fails (the next call opens afresh).
-class DropCompositionOnFailure {
- public:
-  explicit DropCompositionOnFailure(std::function<void()> drop)
-      : drop_(std::move(drop)), exceptions_(std::uncaught_exceptions()) {}
-  ~DropCompositionOnFailure() {
-    if (std::uncaught_exceptions() > exceptions_) drop_();
-  }
-  DropCompositionOnFailure(const DropCompositionOnFailure&) = delete;
-  DropCompositionOnFailure& operator=(const DropCompositionOnFailure&) = delete;
-
- private:
-  std::function<void()> drop_;
-  int exceptions_;
-};
-
 }  // namespace
 
 // The consent half of ManagedQueryService (a friend): §3.14–§3.21 over its captured
@@ -267,9 +234,7 @@ class DropCompositionOnFailure {
 class ConsentResolution {
  public:
   explicit ConsentResolution(ManagedQueryService& service)
-      : service_(service),
-        options_(service.options_),
-        clock_(options_.trusted_clock ? *options_.trusted_clock : kSystemClock) {}
+      : service_(service), options_(service.options_), clock_(service.clock()) {}
 
   ManagedConsentResolutionResult resolve(std::string_view payload);
   ManagedConsentResolutionResult recover(const std::string& challenge_digest);
@@ -555,14 +520,15 @@ ManagedConsentResolutionResult ConsentResolution::result(
   if (committed != nullptr && committed->to_revision() == head.revision) {
     return ManagedConsentResolutionResult::create(
         challenge.digest(), f.capability_id, f.kind, outcome, std::move(reason), std::move(next),
-        summaries(committed->actions()), head.revision, *head.record_digest);
+        ManagedActionSummary::of_all(committed->actions()), head.revision, *head.record_digest);
   }
   auto tail = journal.read(stream, head.revision - 1);
   if (tail.size() != 1) throw ManagedQueryHeadDriftError("managed consent stream head moved");
   const auto transition = engine::Transition::from_json_text(tail.front().transition_json);
-  return ManagedConsentResolutionResult::create(
-      challenge.digest(), f.capability_id, f.kind, outcome, std::move(reason), std::move(next),
-      summaries(transition.actions()), tail.front().revision, tail.front().record_digest);
+  return ManagedConsentResolutionResult::create(challenge.digest(), f.capability_id, f.kind,
+                                                outcome, std::move(reason), std::move(next),
+                                                ManagedActionSummary::of_all(transition.actions()),
+                                                tail.front().revision, tail.front().record_digest);
 }
 
 // §3.19: retires a granted install that expired before any claim (ActionExpired, once).
@@ -811,9 +777,8 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   }
   options_.verifier_registry->resolve(verifier_key_of(assertion));  // before any broker lookup
 
-  std::lock_guard lock(service_.mutex_);
-  service_.assert_usable();
-  ExclusiveFileLock lifecycle(service_.lifecycle_lock_path_, kLifecycleLockTimeout);
+  ManagedQueryService::Operation op(service_);
+  op.lifecycle();
   const ConsentRecord published = consent.status_by_challenge_digest(assertion.challenge_digest());
   if (published.state != ConsentState::kPending &&
       published.state != ConsentState::kReauthRequired) {
@@ -841,8 +806,7 @@ ManagedConsentResolutionResult ConsentResolution::resolve(std::string_view paylo
   }();
   // The service's kept composition (with the captured actuator), whose interactive guard refuses
   // every decision until the broker's guard of the one authenticated below is armed.
-  DropCompositionOnFailure kept([this] { service_.drop_composition(); });
-  EngineComposition& composition = service_.composition_for(owner.input->artifact_handle());
+  EngineComposition& composition = op.composition(owner.input->artifact_handle());
   detail::InteractiveGuardSlot::Scope guard(*service_.interactive_guard_);  // set with a broker
   const ContextRequirements needs{&held.policy(), true, true};
   const ConsentContext before = context(composition, owner, challenge, needs);
@@ -899,9 +863,8 @@ ManagedConsentResolutionResult ConsentResolution::recover(const std::string& cha
   if (!core::is_sha256_hex(challenge_digest)) {
     throw InvalidArgument("challenge_digest must be a lowercase SHA-256 digest");
   }
-  std::lock_guard lock(service_.mutex_);
-  service_.assert_usable();
-  ExclusiveFileLock lifecycle(service_.lifecycle_lock_path_, kLifecycleLockTimeout);
+  ManagedQueryService::Operation op(service_);
+  op.lifecycle();
   ConsentBrokerPort& consent = broker();
   const ConsentRecord record = consent.status_by_challenge_digest(challenge_digest);
   const ConsentChallenge& challenge = record.challenge;

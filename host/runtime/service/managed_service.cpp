@@ -31,16 +31,6 @@ using core::Json;
 constexpr std::chrono::milliseconds kLifecycleLockTimeout{30'000};
 const core::SystemClock kSystemClock;
 
-std::vector<ManagedActionSummary> summaries(const std::vector<engine::HostAction>& actions) {
-  if (actions.size() > kMaxManagedActionSummaries) {
-    throw ManagedQueryServiceError("managed transition carries too many actions");
-  }
-  std::vector<ManagedActionSummary> out;
-  out.reserve(actions.size());
-  for (const auto& action : actions) out.push_back(ManagedActionSummary::of(action));
-  return out;
-}
-
 // Identity of a path for aliasing checks: (device, inode) when it exists, else its resolved form.
 struct PathIdentity {
   std::filesystem::path resolved;
@@ -73,40 +63,6 @@ void require_private_parent(const std::filesystem::path& path, const char* field
   }
 }
 
-std::string desired_owner_id(const engine::ScopeRef& scope) {
-  return "ctx-desired:" + core::canonical_digest({{"schema", "ctx.managed-desired-owner.v1"},
-                                                  {"stream", scope.stream_id().stream_key()}},
-                                                 core::Encoding::kAscii);
-}
-
-std::string lease_id(const engine::PlanCapabilityV3& row, const std::string& owner_id) {
-  return "ctx-lease:" + core::canonical_digest({{"capability_id", row.capability_id()},
-                                                {"kind", row.kind()},
-                                                {"owner_id", owner_id},
-                                                {"schema", "ctx.managed-desired-lease.v1"},
-                                                {"source_digest", row.source_digest()}},
-                                               core::Encoding::kAscii);
-}
-
-Json optional_json(const std::optional<std::string>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
-
-// The head committed plan must still be the parent's (§3.9 step 6).
-const engine::CommittedPlanV3& exact_parent_plan(const EngineSnapshot& snapshot,
-                                                 const ManagedQueryRecord& parent) {
-  if (!snapshot.state || !snapshot.state->committed_plan() ||
-      std::optional<std::string>(snapshot.state->committed_plan()->plan_id()) != parent.plan_id() ||
-      std::optional<std::string>(snapshot.state->committed_plan()->decision_digest()) !=
-          parent.decision_digest() ||
-      snapshot.state->committed_plan()->catalog_snapshot_id() !=
-          parent.planning_environment_digest()) {
-    throw ManagedDesiredSetSupersededError(
-        "managed desired choice's parent plan is no longer authoritative");
-  }
-  return *snapshot.state->committed_plan();
-}
-
 // The port snapshots a managed composition pins must be the handle's. Errors: InvalidArgument.
 void require_ports_match(const ManagedArtifactHandle& artifact,
                          const BenefitFactsPort& facts,
@@ -127,23 +83,6 @@ void require_ports_match(const ManagedArtifactHandle& artifact,
     throw InvalidArgument("managed installation snapshot does not match the handle");
   }
 }
-
-// Drops the service's kept composition unless the operation completed.
-template <typename Drop>
-class KeepOnSuccess {
- public:
-  explicit KeepOnSuccess(Drop drop) : drop_(std::move(drop)) {}
-  ~KeepOnSuccess() {
-    if (!kept_) drop_();
-  }
-  KeepOnSuccess(const KeepOnSuccess&) = delete;
-  KeepOnSuccess& operator=(const KeepOnSuccess&) = delete;
-  void keep() noexcept { kept_ = true; }
-
- private:
-  Drop drop_;
-  bool kept_ = false;
-};
 
 }  // namespace
 
@@ -222,6 +161,17 @@ ManagedActionSummary ManagedActionSummary::of(const engine::HostAction& action) 
   summary.kind_ = action.action_kind();
   summary.entity_id_ = action.entity_id();
   return summary;
+}
+
+std::vector<ManagedActionSummary> ManagedActionSummary::of_all(
+    const std::vector<engine::HostAction>& actions) {
+  if (actions.size() > kMaxManagedActionSummaries) {
+    throw ManagedQueryServiceError("managed transition carries too many actions");
+  }
+  std::vector<ManagedActionSummary> out;
+  out.reserve(actions.size());
+  for (const auto& action : actions) out.push_back(of(action));
+  return out;
 }
 
 std::ostream& operator<<(std::ostream& out, const ManagedQueryServiceResult& value) {
@@ -381,11 +331,6 @@ ManagedCompositionOptions detail::composition_options(const ManagedQueryServiceO
 // ---------------------------------------------------------------------------------------------
 // Service
 
-struct ManagedQueryService::Guard {
-  std::unique_lock<std::mutex> lock;
-  std::optional<ExclusiveFileLock> lifecycle;
-};
-
 std::shared_ptr<ManagedQueryService> open_managed_query_service(
     ManagedQueryServiceOptions options) {
   if (!options.registry) throw InvalidArgument("managed query service requires a registry");
@@ -459,6 +404,31 @@ ManagedQueryService::~ManagedQueryService() {
     static_cast<void>(new std::shared_ptr<store::SqliteJournalStore>(std::move(journal_reader_)));
     static_cast<void>(composition_.release());
   }
+}
+
+ManagedQueryService::Operation::Operation(ManagedQueryService& service)
+    : service_(service), lock_(service.mutex_) {
+  service_.assert_usable();
+}
+
+ManagedQueryService::Operation::~Operation() {
+  if (exceptions_at_composition_ >= 0 && std::uncaught_exceptions() > exceptions_at_composition_) {
+    service_.drop_composition();
+  }
+}
+
+void ManagedQueryService::Operation::lifecycle() {
+  if (!lifecycle_) lifecycle_.emplace(service_.lifecycle_lock_path_, kLifecycleLockTimeout);
+}
+
+EngineComposition& ManagedQueryService::Operation::composition(
+    const std::shared_ptr<const ManagedArtifactHandle>& artifact) {
+  if (exceptions_at_composition_ < 0) exceptions_at_composition_ = std::uncaught_exceptions();
+  return service_.composition_for(artifact);
+}
+
+const core::Clock& ManagedQueryService::clock() const {
+  return options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
 }
 
 store::SqliteJournalStore& ManagedQueryService::journal_reader() {
@@ -599,8 +569,7 @@ std::shared_ptr<const ManagedQueryInput> ManagedQueryService::input_of(
 }
 
 ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest& request) {
-  std::lock_guard lock(mutex_);
-  assert_usable();
+  Operation op(*this);
   // Pure work first, outside the cross-process lifecycle lock: resolving and validating the
   // input read and write nothing the lock orders (the store rows and the journal head are read
   // under it below). The composition is opened under the lock, after the store checks, since a
@@ -610,7 +579,7 @@ ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest
     throw InvalidArgument("input authority must return an exact ManagedQueryInput");
   }
   validate_input(*input);
-  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
+  op.lifecycle();
   const auto& decision = input->decision_event();
   if (options_.query_store->find_pending_desired_set(decision.scope())) {
     throw ManagedDesiredSetBusyError(
@@ -627,8 +596,7 @@ ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest
   // pending consent's install authority has expired).
   ManagedQueryStore::RetirementCheck settled;
   if (options_.journal) {
-    const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
-    settled = [this, &clock](const ManagedQueryRecord& old) {
+    settled = [this, &clock = clock()](const ManagedQueryRecord& old) {
       const auto latest = journal_reader().latest(old.decision_event().scope().stream_id());
       if (!latest) return true;
       const auto state = engine::EngineState::from_json_text(latest->state.text());
@@ -652,31 +620,30 @@ ManagedQueryServiceResult ManagedQueryService::prepare(const ManagedQueryRequest
     throw ManagedQueryStoreConflict("managed query record does not match its input");
   }
   crash_point(service_crash_points::kAfterRegistration);
-  return advance_record(std::move(record), *input);
+  return advance_record(op, std::move(record), *input);
 }
 
 ManagedQueryServiceResult ManagedQueryService::reopen(const std::string& query_ref) {
-  std::lock_guard lock(mutex_);
-  assert_usable();
+  Operation op(*this);
   if (!is_query_ref(query_ref)) {
     throw InvalidArgument("query_ref must be an opaque managed-query reference");
   }
-  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
+  op.lifecycle();
   auto record = options_.query_store->load(query_ref);
   const auto input = input_of(record);
-  return advance_record(std::move(record), *input);
+  return advance_record(op, std::move(record), *input);
 }
 
 // §3.8: commit or exactly replay the plan, mark the row, project the head.
-ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord record,
+ManagedQueryServiceResult ManagedQueryService::advance_record(Operation& op,
+                                                              ManagedQueryRecord record,
                                                               const ManagedQueryInput& input) {
   const auto& decision = input.decision_event();
   std::optional<ManagedAdvanceResult> advanced;
   std::optional<PreparedManagedQuery> projection;
   std::optional<ManagedConsentChallengeProjection> challenge;
   {
-    KeepOnSuccess kept([this] { drop_composition(); });
-    EngineComposition* const composition = &composition_for(input.artifact_handle());
+    EngineComposition* const composition = &op.composition(input.artifact_handle());
     if (record.planned()) {
       const auto head = composition->snapshot(decision.scope());
       if (!head.state || !head.state->committed_plan() ||
@@ -692,7 +659,6 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
             publish_current_consent(*composition, decision.scope(), *decision.correlation_id())) {
       challenge.emplace(std::move(*published));
     }
-    kept.keep();
   }
   if (projection->journal_revision() != advanced->prepared().journal_revision() ||
       projection->decision_digest() != advanced->prepared().decision_digest()) {
@@ -713,7 +679,7 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
       throw ManagedQueryServiceError("managed planning action does not belong to its transition");
     }
   }
-  auto actions = summaries(transition.actions());
+  auto actions = ManagedActionSummary::of_all(transition.actions());
   if (record.planned()) {
     if (record.plan_id() != std::optional<std::string>(prepared.plan_id()) ||
         record.decision_digest() != std::optional<std::string>(prepared.decision_digest())) {
@@ -735,303 +701,6 @@ ManagedQueryServiceResult ManagedQueryService::advance_record(ManagedQueryRecord
   crash_point(service_crash_points::kAfterPlanMark);
   return ManagedQueryServiceResult(record.query_ref(), std::move(*projection), std::move(actions),
                                    std::move(challenge));
-}
-
-// ---------------------------------------------------------------------------------------------
-// set_desired
-
-namespace {
-
-// §3.9.1: a retried choice must name exactly the predecessor its stored event follows.
-void require_retry_predecessor(ManagedQueryStore& store, const ManagedQueryRecord& parent,
-                               const ManagedDesiredSetRecord& stored,
-                               const ManagedDesiredSetRequest& request) {
-  const auto& causation = stored.event().causation_id();
-  if (causation == std::optional<std::string>(parent.decision_event().event_id())) {
-    if (request.expected_previous_desired_set_ref()) {
-      throw ManagedDesiredSetSupersededError("first desired choice cannot name a predecessor");
-    }
-    return;
-  }
-  if (!request.expected_previous_desired_set_ref()) {
-    throw ManagedDesiredSetSupersededError("later desired choice must name its exact predecessor");
-  }
-  std::optional<ManagedDesiredSetRecord> previous;
-  try {
-    previous.emplace(store.load_desired_set(*request.expected_previous_desired_set_ref()));
-  } catch (const ManagedQueryStoreNotFound&) {
-    throw ManagedDesiredSetSupersededError("desired choice predecessor is unavailable");
-  }
-  if (!previous->committed() || previous->query_ref() != parent.query_ref() ||
-      std::optional<std::string>(previous->event().event_id()) != causation) {
-    throw ManagedDesiredSetSupersededError(
-        "desired choice does not name the exact predecessor of its stored event");
-  }
-}
-
-// True when every pending consent of `state` was requested under a policy other than
-// `policy_digest` (so it is deferred rather than offered); false when any is current.
-bool drifted_consents(const engine::EngineState& state, const std::string& policy_digest) {
-  for (const auto& consent : state.pending_consents()) {
-    if (consent.install_action.payload().value("policy_snapshot_digest", Json()) ==
-        Json(policy_digest)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-struct JournalView {
-  engine::JournalRecord desired;
-  std::optional<engine::Transition> head_transition;
-};
-
-}  // namespace
-
-ManagedDesiredSetResult ManagedQueryService::set_desired(const ManagedDesiredSetRequest& request) {
-  std::lock_guard lock(mutex_);
-  assert_usable();
-  ExclusiveFileLock lifecycle(lifecycle_lock_path_, kLifecycleLockTimeout);
-  auto& store = *options_.query_store;
-  const auto parent = store.load(request.query_ref());
-  if (!parent.planned() || !parent.decision_digest()) {
-    throw ManagedDesiredSetConflictError(
-        "managed desired choice requires an exactly planned parent query");
-  }
-  const auto input = input_of(parent);
-  const auto& decision = parent.decision_event();
-  auto latest = store.find_latest_desired_set(parent.query_ref());
-  const bool retry = latest && latest->logical_choice_id() == request.logical_choice_id();
-  if (!latest && request.expected_previous_desired_set_ref()) {
-    throw ManagedDesiredSetSupersededError(
-        "desired choice names a predecessor but the query has none");
-  }
-  if (latest && !retry) {
-    if (!latest->committed()) {
-      throw ManagedDesiredSetBusyError("another managed desired choice is pending on this stream");
-    }
-    if (request.expected_previous_desired_set_ref() !=
-        std::optional<std::string>(latest->desired_set_ref())) {
-      throw ManagedDesiredSetSupersededError(
-          "desired choice does not name the exact latest committed predecessor");
-    }
-  }
-  if (retry) require_retry_predecessor(store, parent, *latest, request);
-  if (auto pending = store.find_pending_desired_set(decision.scope());
-      pending && !(retry && pending->desired_set_ref() == latest->desired_set_ref())) {
-    throw ManagedDesiredSetBusyError("another managed desired choice is pending on this stream");
-  }
-
-  KeepOnSuccess kept([this] { drop_composition(); });
-  EngineComposition* const composition = &composition_for(input->artifact_handle());
-  const auto snapshot = composition->snapshot(decision.scope());
-  const auto& plan = exact_parent_plan(snapshot, parent);
-  std::vector<std::string> plan_order;
-  for (const auto& row : plan.capabilities()) plan_order.push_back(row.capability_id());
-  for (const auto& id : request.capability_ids()) {
-    if (std::find(plan_order.begin(), plan_order.end(), id) == plan_order.end()) {
-      throw ManagedDesiredSetConflictError(
-          "desired capability is not contained in the committed managed plan");
-    }
-  }
-  std::vector<std::string> canonical;
-  for (const auto& id : plan_order) {
-    if (std::find(request.capability_ids().begin(), request.capability_ids().end(), id) !=
-        request.capability_ids().end()) {
-      canonical.push_back(id);
-    }
-  }
-
-  std::optional<ManagedDesiredSetRecord> reserved;
-  if (retry) {
-    if (latest->capability_ids() != canonical) {
-      throw ManagedDesiredSetConflictError(
-          "logical desired choice is already bound to another subset");
-    }
-    reserved.emplace(std::move(*latest));
-  } else {
-    const auto& state = *snapshot.state;
-    const std::string policy_digest = current_install_policy().policy_digest();
-    if (!state.pending_effects().empty() || !drifted_consents(state, policy_digest)) {
-      throw ManagedDesiredSetBusyError("managed stream has an unresolved lifecycle effect");
-    }
-    const std::string owner = desired_owner_id(decision.scope());
-    Json rows = Json::array();
-    for (const auto& id : canonical) {
-      const auto* row = plan.find(id);
-      rows.push_back(
-          {{"actionability", row->actionability()},
-           {"capability_id", row->capability_id()},
-           {"install_descriptor_digest", optional_json(row->install_descriptor_digest())},
-           {"install_plan_digest", optional_json(row->install_plan_digest())},
-           {"kind", row->kind()},
-           {"lease_id", lease_id(*row, owner)},
-           {"source_digest", row->source_digest()}});
-    }
-    const std::string digest =
-        core::canonical_digest({{"capability_ids", canonical},
-                                {"logical_choice_id", request.logical_choice_id()},
-                                {"plan_id", *parent.plan_id()},
-                                {"policy_snapshot_digest", policy_digest},
-                                {"query_ref", parent.query_ref()},
-                                {"revision", snapshot.revision},
-                                {"schema", "ctx.managed-desired-event.v1"}},
-                               core::Encoding::kAscii);
-    engine::EngineEvent::Fields fields = decision.fields();
-    fields.event_id = "ctx-desired:" + digest;
-    fields.kind = "ReassessmentRequested";
-    fields.expected_revision = snapshot.revision;
-    const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
-    fields.occurred_at = core::format_rfc3339(clock.now());
-    fields.payload = {{"desired_capabilities", rows},
-                      {"owner_id", owner},
-                      {"policy_snapshot_digest", policy_digest}};
-    fields.correlation_id = parent.plan_id();
-    fields.causation_id = latest ? latest->event().event_id() : decision.event_id();
-    auto event = engine::EngineEvent::create(std::move(fields));
-    try {
-      reserved.emplace(store.reserve_desired_set(parent.query_ref(), request.logical_choice_id(),
-                                                 canonical, event));
-    } catch (const ManagedQueryStoreConflict&) {
-      auto raced = store.find_latest_desired_set(parent.query_ref());
-      if (raced && raced->logical_choice_id() == request.logical_choice_id() &&
-          raced->capability_ids() == canonical &&
-          raced->event().causation_id() == event.causation_id()) {
-        reserved.emplace(std::move(*raced));
-      } else {
-        throw ManagedDesiredSetBusyError("managed desired choice lost a concurrent stream race");
-      }
-    }
-  }
-  crash_point(service_crash_points::kAfterDesiredReservation);
-
-  // §3.9.3 recover-or-process: the reserved event commits exactly once.
-  const auto& event = reserved->event();
-  engine::Transition transition = [&] {
-    try {
-      return composition->process(event);
-    } catch (const engine::RevisionConflict&) {
-      throw ManagedDesiredSetConflictError(
-          "managed desired-set journal revision was committed by another event");
-    }
-  }();
-  if (transition.event_id() != event.event_id() ||
-      transition.from_revision() != event.expected_revision() ||
-      transition.to_revision() != event.expected_revision() + 1 ||
-      transition.actions().size() > kMaxManagedActionSummaries) {
-    throw ManagedQueryServiceError("managed desired transition does not match its event");
-  }
-  const auto head = composition->snapshot(decision.scope());
-
-  const core::Clock& clock = options_.trusted_clock ? *options_.trusted_clock : kSystemClock;
-  std::optional<JournalView> view;
-  {
-    store::SqliteJournalStore& journal = journal_reader();
-    auto record = journal.find(decision.scope().stream_id(), event.event_id());
-    if (!record || record->revision != event.expected_revision() + 1 ||
-        record->event_content_digest != event.content_digest() ||
-        record->transition_digest != core::sha256_hex(transition.to_json_text())) {
-      throw ManagedDesiredSetConflictError(
-          "managed desired-set journal revision was committed by another event");
-    }
-    view.emplace(JournalView{std::move(*record), std::nullopt});
-    if (head.revision == view->desired.revision) {
-      view->head_transition = transition;
-    } else {
-      auto tail = journal.read(decision.scope().stream_id(), head.revision - 1);
-      if (tail.size() != 1) throw ManagedQueryHeadDriftError("managed stream head moved");
-      view->head_transition = engine::Transition::from_json_text(tail.front().transition_json);
-    }
-  }
-  crash_point(service_crash_points::kAfterDesiredCommit);
-  auto marked = store.mark_desired_set_committed(
-      reserved->desired_set_ref(), view->desired.revision, view->desired.record_digest,
-      view->desired.transition_digest);
-  crash_point(service_crash_points::kAfterDesiredMark);
-
-  // §3.9 steps 11–13: policy drift defers; otherwise the automatic (preapproved) installs run
-  // (preapproved_install.cpp) and the remaining interactive consent, if any, is published.
-  auto progress = detail::progress_desired_installs(
-      *composition, detail::DesiredInstallContext{parent, marked, options_.policy_store_root,
-                                                  options_.install_approvals.get(), clock});
-  std::optional<ManagedConsentChallengeProjection> challenge;
-  if (!progress.policy_drift && progress.indeterminate_ids.empty()) {
-    if (auto published =
-            publish_current_consent(*composition, decision.scope(), *parent.plan_id())) {
-      challenge.emplace(std::move(*published));
-    }
-  }
-  kept.keep();
-
-  // §3.11 status derivation, in its order.
-  const auto& state = *progress.head.state;
-  std::vector<std::string> manual;
-  std::vector<std::string> failed;
-  std::vector<std::string> install_missing;
-  for (const auto& id : marked.capability_ids()) {
-    const auto* row = plan.find(id);
-    if (row->actionability() == engine::Actionability::kManual) manual.push_back(id);
-    if (row->actionability() != engine::Actionability::kInstall) continue;
-    const auto* capability = state.capability(id);
-    const bool absent =
-        capability == nullptr || capability->installation == engine::Installation::kAbsent;
-    const auto& blocked = state.fields().blocked_install_descriptor_digests;
-    const bool descriptor_blocked = row->install_descriptor_digest() &&
-                                    std::find(blocked.begin(), blocked.end(),
-                                              *row->install_descriptor_digest()) != blocked.end();
-    if (absent && descriptor_blocked) {
-      failed.push_back(id);
-    } else if (absent && capability != nullptr && capability->desired()) {
-      install_missing.push_back(id);
-    }
-  }
-  auto actions = summaries(progress.head_actions);
-  ManagedDesiredStatus status = ManagedDesiredStatus::kReconciled;
-  std::optional<std::string> reason;
-  std::vector<std::string> deferred;
-  if (!progress.indeterminate_ids.empty()) {
-    status = ManagedDesiredStatus::kLifecycleDeferred;
-    reason = "automatic-install-indeterminate";
-    for (const auto& id : marked.capability_ids()) {
-      if (std::find(progress.indeterminate_ids.begin(), progress.indeterminate_ids.end(), id) !=
-          progress.indeterminate_ids.end()) {
-        deferred.push_back(id);
-      }
-    }
-  } else if (challenge) {
-    status = ManagedDesiredStatus::kConsentRequired;
-  } else if (progress.policy_drift) {
-    status = ManagedDesiredStatus::kLifecycleDeferred;
-    reason = "install-policy-changed-after-desired-commit";
-    for (const auto& id : marked.capability_ids()) {
-      for (const auto& consent : state.pending_consents()) {
-        if (consent.install_action.entity_id() == std::optional<std::string>(id)) {
-          deferred.push_back(id);
-          break;
-        }
-      }
-    }
-  } else if (!manual.empty()) {
-    status = ManagedDesiredStatus::kManualDeferred;
-    reason = "manual-capability-requires-user-action";
-    deferred = manual;
-  } else if (!state.pending_effects().empty() || !actions.empty()) {
-    status = ManagedDesiredStatus::kEffectPending;
-  } else if (!failed.empty()) {
-    status = ManagedDesiredStatus::kLifecycleDeferred;
-    reason = "automatic-install-failed";
-    deferred = failed;
-  } else if (!state.pending_consents().empty()) {
-    throw ManagedQueryServiceError(
-        "managed pending consent has no publication or automatic installation route");
-  } else if (!install_missing.empty()) {
-    status = ManagedDesiredStatus::kLifecycleDeferred;
-    reason = "install-lifecycle-authority-missing";
-    deferred = install_missing;
-  }
-  return ManagedDesiredSetResult::create(marked, std::move(deferred), std::move(failed), status,
-                                         std::move(reason), std::move(actions),
-                                         std::move(challenge));
 }
 
 }  // namespace ctx::runtime

@@ -31,6 +31,7 @@
 #include "host/runtime/consent/consent_challenge.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
+#include "host/runtime/file_lock.hpp"
 #include "host/runtime/managed_query.hpp"
 #include "host/runtime/planning_ports.hpp"
 #include "host/runtime/service/artifact_registry.hpp"
@@ -160,6 +161,8 @@ class ManagedActionSummary final {
 
   // Summarises `action` (the only way to make one).
   static ManagedActionSummary of(const engine::HostAction& action);
+  // Summarises each of `actions`; ManagedQueryServiceError over kMaxManagedActionSummaries.
+  static std::vector<ManagedActionSummary> of_all(const std::vector<engine::HostAction>& actions);
 
   const std::string& action_id() const noexcept { return action_id_; }
   engine::ActionKind kind() const noexcept { return kind_; }
@@ -504,7 +507,26 @@ class ManagedQueryService final {
   friend class ConsentResolution;  // consent_resolution.cpp
   explicit ManagedQueryService(ManagedQueryServiceOptions options);
 
-  struct Guard;
+  // The service's one place of exclusion: an operation holds mutex_ (after the fork and closed
+  // checks) for its whole length; lifecycle() takes the cross-process lifecycle lock that orders
+  // store rows and journal heads (once); composition() is the kept composition of `artifact`,
+  // dropped when the operation leaves by an exception after taking it (the next opens afresh).
+  class Operation {
+   public:
+    explicit Operation(ManagedQueryService& service);
+    ~Operation();
+    Operation(const Operation&) = delete;
+    Operation& operator=(const Operation&) = delete;
+    void lifecycle();
+    EngineComposition& composition(const std::shared_ptr<const ManagedArtifactHandle>& artifact);
+
+   private:
+    ManagedQueryService& service_;
+    std::lock_guard<std::mutex> lock_;
+    std::optional<ExclusiveFileLock> lifecycle_;
+    int exceptions_at_composition_ = -1;  // uncaught exceptions when composition() was taken
+  };
+
   void assert_usable() const;
   std::unique_ptr<EngineComposition> open_composition(
       const std::shared_ptr<const ManagedArtifactHandle>& artifact) const;
@@ -522,8 +544,10 @@ class ManagedQueryService final {
   // transaction and verifies what it reads, so another process's commits are seen. Caller holds
   // mutex_.
   store::SqliteJournalStore& journal_reader();
+  // The trusted clock of the options, else the system clock.
+  const core::Clock& clock() const;
   void validate_input(const ManagedQueryInput& input) const;
-  ManagedQueryServiceResult advance_record(ManagedQueryRecord record,
+  ManagedQueryServiceResult advance_record(Operation& op, ManagedQueryRecord record,
                                            const ManagedQueryInput& input);
   std::shared_ptr<const ManagedQueryInput> input_of(const ManagedQueryRecord& record) const;
   // The persisted install policy (the safe default when none is), and whether one is persisted.
