@@ -13,7 +13,8 @@
 #   4. One home per low-level concern (issue 33 item 5): no file of host/, plugins/ or sdk/ outside
 #      sdk/support defines its own fd-owning class, directory fsync, token or digest predicate,
 #      or strict JSON reader (nlohmann's sax_parse or parser callback); they use ctx/support
-#      (unique_fd.hpp, fs.hpp, text.hpp, strict_json.hpp).
+#      (unique_fd.hpp, fs.hpp, text.hpp, strict_json.hpp); nor calls OpenSSL for a SHA-256 stream,
+#      an HMAC, a constant-time comparison or cleansing (digest.hpp, ctx::support_digest).
 #   5. A host's own event names stay inside its adapter (issue 33 item 3): no file of host/ quotes
 #      one ("UserPromptSubmit", "PreToolUse", ...) except host/app/hook/hooks_config.{hpp,cpp},
 #      which writes the hosts' own hook configuration, and host/cli/demo_command.cpp, which writes
@@ -103,6 +104,13 @@ foreach(file IN LISTS low_level_sources)
   foreach(line IN LISTS lines)
     string(STRIP "${line}" line)
     string(APPEND violations "  ${rel}: ${line} (one home: use ctx/support)\n")
+  endforeach()
+  # The OpenSSL helpers (SHA-256 streams, HMAC, constant-time comparison, cleansing): digest.hpp.
+  file(STRINGS "${file}" lines REGEX
+    "(EVP_MD_fetch|EVP_MAC_[a-z_]+|EVP_Q_mac|EVP_DigestInit_ex|CRYPTO_memcmp|OPENSSL_cleanse)[ \t]*\\(")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    string(APPEND violations "  ${rel}: ${line} (one home: use ctx/support/digest.hpp)\n")
   endforeach()
 endforeach()
 

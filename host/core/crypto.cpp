@@ -1,48 +1,14 @@
 #include "host/core/crypto.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
 #include <sys/random.h>
 
 #include <cerrno>
 
+#include "ctx/support/digest.hpp"
 #include "host/core/error.hpp"
 
 namespace ctx::core {
-
-namespace {
-
-// The SHA-256 implementation, fetched once: OpenSSL 3 otherwise repeats the provider lookup
-// (locks, property matching) on every EVP_DigestInit_ex with EVP_sha256(). Kept for the process.
-const EVP_MD* sha256_md() {
-  static const EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  return md;
-}
-
-// An HMAC context with its digest (SHA-256) set and no key, made once for the process (as
-// plugin_common's twin): each MAC is a copy of it keyed afresh, which only reads it. EVP_Q_mac
-// would fetch the MAC and the digest by name (locks, property matching) on every call.
-const EVP_MAC_CTX* hmac_sha256_template() {
-  static EVP_MAC_CTX* const context = []() -> EVP_MAC_CTX* {
-    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-    if (mac == nullptr) return nullptr;
-    EVP_MAC_CTX* made = EVP_MAC_CTX_new(mac);
-    EVP_MAC_free(mac);  // the context holds its own reference
-    char digest[] = "SHA256";
-    const OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_END};
-    if (made == nullptr || EVP_MAC_CTX_set_params(made, params) != 1) {
-      EVP_MAC_CTX_free(made);
-      return nullptr;
-    }
-    return made;
-  }();
-  return context;
-}
-
-}  // namespace
 
 void init_crypto_without_config() {
   constexpr std::uint64_t kOptions = OPENSSL_INIT_NO_LOAD_CONFIG |
@@ -54,75 +20,37 @@ void init_crypto_without_config() {
 }
 
 struct Sha256::Ctx {
-  EVP_MD_CTX* md = nullptr;
+  support::Sha256Stream stream;
 };
 
-Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
-  ctx_->md = EVP_MD_CTX_new();
-  if (ctx_->md == nullptr || sha256_md() == nullptr ||
-      EVP_DigestInit_ex(ctx_->md, sha256_md(), nullptr) != 1) {
-    EVP_MD_CTX_free(ctx_->md);
-    throw SystemError("sha256: openssl init failed");
-  }
-}
+Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {}
 
-Sha256::~Sha256() { EVP_MD_CTX_free(ctx_->md); }
+Sha256::~Sha256() = default;
 
 void Sha256::update(const void* data, std::size_t size) {
-  if (size != 0 && EVP_DigestUpdate(ctx_->md, data, size) != 1) {
-    throw SystemError("sha256: openssl update failed");
-  }
+  if (!ctx_->stream.update(data, size)) throw SystemError("sha256: openssl update failed");
 }
 
 Sha256Digest Sha256::finish() {
-  Sha256Digest out{};
-  unsigned int size = 0;
-  if (EVP_DigestFinal_ex(ctx_->md, out.data(), &size) != 1 || size != out.size()) {
-    throw SystemError("sha256: openssl final failed");
-  }
-  return out;
+  const auto digest = ctx_->stream.finish();
+  if (!digest) throw SystemError("sha256: openssl failed");
+  return *digest;
 }
 
 std::string to_hex(const std::uint8_t* data, std::size_t size) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(size * 2, '0');
-  for (std::size_t i = 0; i < size; ++i) {
-    out[2 * i] = kHex[data[i] >> 4];
-    out[2 * i + 1] = kHex[data[i] & 0x0f];
-  }
-  return out;
+  return support::to_hex(data, size);
 }
 
 std::string sha256_hex(std::string_view bytes) {
-  Sha256 hash;
-  hash.update(bytes);
-  return to_hex(hash.finish());
+  const auto digest = support::sha256(bytes);
+  if (!digest) throw SystemError("sha256: openssl failed");
+  return support::to_hex(*digest);
 }
 
 Sha256Digest hmac_sha256(std::string_view key, std::string_view message) {
-  Sha256Digest out{};
-  std::size_t size = 0;
-  // (An empty key is given to EVP_Q_mac: EVP_MAC_init reads "no key" as "keep the last one".)
-  if (const EVP_MAC_CTX* const prototype = key.empty() ? nullptr : hmac_sha256_template()) {
-    EVP_MAC_CTX* const ctx = EVP_MAC_CTX_dup(prototype);
-    const bool ok =
-        ctx != nullptr &&
-        EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
-                     nullptr) == 1 &&
-        EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(message.data()),
-                       message.size()) == 1 &&
-        EVP_MAC_final(ctx, out.data(), &size, out.size()) == 1 && size == out.size();
-    EVP_MAC_CTX_free(ctx);
-    if (!ok) throw SystemError("hmac-sha256: openssl failed");
-    return out;
-  }
-  if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(),
-                reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-                out.data(), out.size(), &size) == nullptr ||
-      size != out.size()) {
-    throw SystemError("hmac-sha256: openssl failed");
-  }
-  return out;
+  const auto mac = support::hmac_sha256(key, message);
+  if (!mac) throw SystemError("hmac-sha256: openssl failed");
+  return *mac;
 }
 
 std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
@@ -130,8 +58,7 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return support::constant_time_equal(a, b);
 }
 
 void random_bytes(std::uint8_t* out, std::size_t size) {

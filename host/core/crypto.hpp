@@ -1,4 +1,5 @@
-// SHA-256, HMAC-SHA256 and constant-time comparison through OpenSSL EVP; random bytes from the
+// SHA-256, HMAC-SHA256 and constant-time comparison with the host's typed errors, over
+// ctx::support_digest (the one OpenSSL helper set host and plugins share); random bytes from the
 // kernel. Thread-safe.
 #ifndef CTX_HOST_CORE_CRYPTO_HPP_
 #define CTX_HOST_CORE_CRYPTO_HPP_

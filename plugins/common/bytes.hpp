@@ -1,5 +1,6 @@
 // Byte encodings and digests for the in-tree plugin cores: hex, strict base64, SHA-256 and
-// HMAC-SHA256 through OpenSSL EVP, constant-time comparison. Byte strings are std::string.
+// HMAC-SHA256 and constant-time comparison (over ctx::support_digest, the one OpenSSL helper set
+// host and plugins share). Byte strings are std::string.
 // Thread-safe (pure functions). Errors never quote the input.
 #ifndef CTX_PLUGINS_COMMON_BYTES_HPP_
 #define CTX_PLUGINS_COMMON_BYTES_HPP_

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <ctx/sdk/error.hpp>
+#include <ctx/support/text.hpp>
 #include <map>
 
 #include "plugins/common/bytes.hpp"
@@ -14,7 +15,6 @@ namespace pc = ctx::plugin_common;
 
 constexpr std::size_t kMaxEventBytes = 64;
 constexpr std::size_t kMaxSessionBytes = 256;
-constexpr std::size_t kMaxEngineTokenChars = 128;
 constexpr std::string_view kWorkRefDomain{"ctx.host.work-ref-v1\0", 21};
 constexpr std::string_view kWorkspaceDomain{"ctx.host.workspace-v1\0", 22};
 constexpr std::string_view kSessionDomain{"ctx.host.session-v1\0", 20};
@@ -24,8 +24,6 @@ char lower(char c) noexcept {
 }
 
 bool is_word_byte(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-bool is_alnum(char c) noexcept { return is_word_byte(c) || (c >= 'A' && c <= 'Z'); }
 
 std::string lowered(std::string_view text) {
   std::string out(text);
@@ -95,13 +93,7 @@ std::string keyed_hex(std::string_view key, std::string_view domain, std::string
 
 }  // namespace
 
-bool is_engine_token(std::string_view text) noexcept {
-  if (text.empty() || text.size() > kMaxEngineTokenChars || !is_alnum(text.front())) return false;
-  for (const char c : text) {
-    if (!(is_alnum(c) || c == '.' || c == '_' || c == ':' || c == '@' || c == '-')) return false;
-  }
-  return true;
-}
+bool is_engine_token(std::string_view text) noexcept { return support::is_token(text); }
 
 bool is_valid_utf8(std::string_view text) noexcept {
   std::size_t i = 0;

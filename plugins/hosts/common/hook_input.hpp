@@ -98,7 +98,7 @@ std::string classify_event(const HookFields& fields, const std::set<std::string>
 // language of tool_input.file_path / path, and the words of a Bash tool_input.command.
 void add_event_signals(const HookFields& fields, std::string_view event, SignalSet& signals);
 
-// [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}: the engine's token grammar.
+// [A-Za-z0-9][A-Za-z0-9._:@-]{0,127}: the engine's token grammar (support::is_token).
 bool is_engine_token(std::string_view text) noexcept;
 
 // A session id usable as an engine token ([A-Za-z0-9][A-Za-z0-9._:@-]{0,127}) as it is; any

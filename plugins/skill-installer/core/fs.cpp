@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctx/sdk/error.hpp>
+#include <ctx/support/digest.hpp>
 
 #include "plugins/common/bytes.hpp"
 
@@ -131,35 +131,25 @@ void write_all(int fd, std::string_view bytes) {
 }
 
 struct Sha256Stream::Context {
-  EVP_MD_CTX* md = nullptr;
-  ~Context() { EVP_MD_CTX_free(md); }
+  support::Sha256Stream stream;
 };
 
-Sha256Stream::Sha256Stream() : context_(std::make_unique<Context>()) {
-  context_->md = EVP_MD_CTX_new();
-  // Fetched once per process (EVP_sha256() repeats OpenSSL 3's implementation lookup per use).
-  static const EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  if (context_->md == nullptr || sha256 == nullptr ||
-      EVP_DigestInit_ex(context_->md, sha256, nullptr) != 1) {
-    throw Error("skill-installer could not start a sha-256 digest", ErrorCode::kInternal);
-  }
-}
+Sha256Stream::Sha256Stream() : context_(std::make_unique<Context>()) {}
 
 Sha256Stream::~Sha256Stream() = default;
 
 void Sha256Stream::update(std::string_view bytes) {
-  if (EVP_DigestUpdate(context_->md, bytes.data(), bytes.size()) != 1) {
+  if (!context_->stream.update(bytes.data(), bytes.size())) {
     throw Error("skill-installer could not update a sha-256 digest", ErrorCode::kInternal);
   }
 }
 
 std::string Sha256Stream::hex() {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_DigestFinal_ex(context_->md, digest, &size) != 1) {
+  const auto digest = context_->stream.finish();
+  if (!digest) {
     throw Error("skill-installer could not finish a sha-256 digest", ErrorCode::kInternal);
   }
-  return plugin_common::to_hex(std::string_view(reinterpret_cast<const char*>(digest), size));
+  return support::to_hex(*digest);
 }
 
 }  // namespace ctx::skill_installer

@@ -72,21 +72,18 @@ struct TreeFile {
 };
 
 namespace skill_tree_internal {
-inline bool is_alnum(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+using ::ctx::support::is_ascii_alnum;
 using ::ctx::support::is_sha256_hex;
 }  // namespace skill_tree_internal
 
 // True for a path component a tree may hold: [A-Za-z0-9_][A-Za-z0-9._-]{0,127} (so never ".",
 // "..", a hidden name or anything with a separator or a NUL).
 inline bool is_tree_component(std::string_view component) noexcept {
-  using skill_tree_internal::is_alnum;
+  using skill_tree_internal::is_ascii_alnum;
   if (component.empty() || component.size() > kMaxTreeComponentChars) return false;
-  if (!is_alnum(component.front()) && component.front() != '_') return false;
-  return std::all_of(component.begin(), component.end(), [](char c) {
-    return is_alnum(c) || c == '.' || c == '_' || c == '-';
-  });
+  if (!is_ascii_alnum(component.front()) && component.front() != '_') return false;
+  return std::all_of(component.begin(), component.end(),
+                     [](char c) { return is_ascii_alnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
 // True for a relative path of 1..kMaxTreeDepth valid components joined by single '/'.
