@@ -337,7 +337,8 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
                                                 std::vector<fs::path>& sources) {
   // Another preparer of other work in the same session can move the stream's head between this
   // registration and its commit; the work is then registered again on the new head.
-  // A session whose first plan another preparer is committing is waited for (up to ~2 s).
+  // What another holds for a moment (kUnavailable: a session's first plan another preparer is
+  // committing, a busy store) is waited for, up to ~2 s.
   constexpr int kConflictAttempts = 8;
   constexpr int kPendingAttempts = 40;
   int conflicts = 0;
@@ -359,18 +360,18 @@ ManagedQueryServiceResult StateService::prepare(CurrentWork work,
                  paths_.registry_artifacts / (artifact.graph_artifact_digest() + ".sqlite3")};
       return service_->prepare(ManagedQueryRequest::create(registration.logical_query_id,
                                                            registration.current_work_ref));
-    } catch (const SessionStartPending&) {
-      // Its own wait (its code is kFailedPrecondition): the session's first plan is being
-      // committed by another preparer.
-      if (++pending == kPendingAttempts) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } catch (const Error& e) {
-      // By the error's retry contract (style §6.2). kAborted: the head moved under this
-      // registration (a revision conflict; this work's plan, the head when it was registered,
-      // superseded since; the head drifted): register again on the new head. kFailedPrecondition:
-      // refused in this state (the session's consent pending, or stranded by a policy change):
-      // an expired consent is settled, once, and the work registers again. Others propagate.
-      if (e.code() == ErrorCode::kAborted) {
+      // By the error's retry contract (style §6.2). kUnavailable: held for a moment elsewhere
+      // (the session's first plan being committed by another preparer, a busy store): back off
+      // and call again. kAborted: the head moved under this registration (a revision conflict;
+      // this work's plan, the head when it was registered, superseded since; the head drifted):
+      // register again on the new head. kFailedPrecondition: refused in this state (the
+      // session's consent pending, or stranded by a policy change): an expired consent is
+      // settled, once, and the work registers again. Others propagate.
+      if (e.code() == ErrorCode::kUnavailable) {
+        if (++pending == kPendingAttempts) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      } else if (e.code() == ErrorCode::kAborted) {
         if (++conflicts == kConflictAttempts) throw;
       } else if (e.code() == ErrorCode::kFailedPrecondition) {
         settle_or_rethrow();
@@ -770,8 +771,8 @@ std::vector<ActivationSummary> StateService::release_deactivations(const std::st
     }
     const auto report = composition->execute_deactivation(
         action, shared || wanted ? DeactivationMode::kRelease : DeactivationMode::kInstaller);
-    released.push_back(ActivationSummary{capability_id, report.outcome, report.settled,
-                                         report.settled && !(shared || wanted)});
+    released.push_back(ActivationSummary{
+        capability_id, report.outcome, report.settled, report.settled && !(shared || wanted), {}});
     if (!report.settled) break;  // indeterminate: a later call asks the installer again
     if (report.outcome == engine::Outcome::kApplied) {
       release_holder(root, capability_id, scope.stream_id());
@@ -868,7 +869,14 @@ std::optional<ActivationSummary> StateService::activate_pending(const ManagedQue
     // will release the session's hold, so it is released now, as SessionEnd would have; the
     // project's recent prompts keep the capability for its next session.
     if (report.settled && report.outcome == engine::Outcome::kApplied) release_if_ended(scope);
-    return ActivationSummary{capability_id, report.outcome, report.settled};
+    ActivationSummary summary{capability_id, report.outcome, report.settled, false, {}};
+    if (const auto target = target_of(scope.repository_id())) {
+      summary.place = capability->kind() == engine::CapabilityKind::kAgent ? target->agents_dir
+                      : capability->kind() == engine::CapabilityKind::kMcpServer
+                          ? target->mcp_file
+                          : target->skills_dir;
+    }
+    return summary;
   }
   composition->close();
   return std::nullopt;

@@ -96,6 +96,11 @@ struct ActivationSummary {
   // A deactivation only: the installer removed it from the host's skills directory (false when
   // another session or a recent prompt of the project keeps it there).
   bool left = false;
+  // An activation only: where the host loads it (the skills or agents directory or the MCP file
+  // that `ctx hooks install` named for the session's project or user); empty when none is named,
+  // so it went to the state dir's default place, which no host reads. Local only: never on the
+  // wire.
+  std::filesystem::path place;
 };
 
 // A consent decision and, after a grant installed the capability, its activation.

@@ -130,21 +130,6 @@ void require_digest(const std::string& digest) {
   }
 }
 
-// What a host loads an active capability of `kind` as (the activation line names it).
-const char* loaded_as(engine::CapabilityKind kind) {
-  switch (kind) {
-    case engine::CapabilityKind::kAgent:
-      return "agents";
-    case engine::CapabilityKind::kMcpServer:
-      return "MCP servers";
-    case engine::CapabilityKind::kHarness:
-      return "harnesses";
-    case engine::CapabilityKind::kSkill:
-      break;
-  }
-  return "skills";
-}
-
 void print_decision(const runtime::ConsentDecisionResult& result, bool json,
                     const std::optional<fs::path>& shown_state, std::ostream& out) {
   if (json) {
@@ -158,10 +143,17 @@ void print_decision(const runtime::ConsentDecisionResult& result, bool json,
     out << ": it is installed and active";
   }
   if (result.activation) {
-    out << "; activation " << engine::to_string(result.activation->outcome)
-        << (result.activation->outcome == engine::Outcome::kApplied
-                ? std::string(" (active where the host loads ") + loaded_as(r.kind()) + ")"
-                : std::string());
+    const auto& activation = *result.activation;
+    out << "; activation " << engine::to_string(activation.outcome);
+    if (activation.outcome == engine::Outcome::kApplied) {
+      // Where the host loads it, or that no host does yet (no `ctx hooks install` named a place).
+      out << (activation.place.empty()
+                  ? " (in the state dir only, where no host loads it: ctx hooks install "
+                    "claude-code --project DIR" +
+                        runtime::state_argument(shown_state) +
+                        " (or codex) makes that project's sessions activate it)"
+                  : " (active in " + activation.place.string() + ")");
+    }
   }
   if (const auto& next = r.next_challenge()) {
     out << "; decide with: "

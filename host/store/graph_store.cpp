@@ -224,13 +224,36 @@ SignalWeight signal_weight(const NodeFacts& node, const std::string& signal, dou
   return out;
 }
 
+// One retrieval's query: its signals (stripped, lower-cased, first occurrence kept:
+// recommend_by_tags' normalisation), their slugs, and the work's text, words and phrase.
+struct RetrievalQuery {
+  std::vector<std::string> signals;
+  std::set<std::string> signal_slugs;
+  std::string raw;                  // the tags joined by spaces, lower-cased
+  std::vector<std::string> tokens;  // raw's words
+  std::string phrase;               // " " + the words + " ", or empty
+};
+
+RetrievalQuery retrieval_query(const std::vector<std::string>& query_tags) {
+  RetrievalQuery query;
+  for (const auto& tag : query_tags) {
+    std::string s = ascii_lower(strip(tag));
+    if (!s.empty() &&
+        std::find(query.signals.begin(), query.signals.end(), s) == query.signals.end()) {
+      query.signals.push_back(std::move(s));
+    }
+  }
+  query.raw = ascii_lower(join(query_tags, " "));
+  query.tokens = text_tokens(query.raw);
+  query.phrase = query.tokens.empty() ? "" : " " + join(query.tokens, " ") + " ";
+  for (const auto& s : query.signals) query.signal_slugs.insert(join(text_tokens(s), "-"));
+  return query;
+}
+
 // The boost of a node named by the work (its label's or name's words): 2000 + 25 per word when a
 // signal is the alias's slug (a one-word alias only when the work is that word alone), 1000 + 25
 // per word when a multi-word alias is in the work's text or (up to two words) its phrase; else 0.
-double alias_boost(const std::string& label, const std::string& id,
-                   const std::vector<std::string>& signals,
-                   const std::set<std::string>& signal_slugs, const std::string& query_raw,
-                   const std::vector<std::string>& query_tokens, const std::string& query_phrase) {
+double alias_boost(const std::string& label, const std::string& id, const RetrievalQuery& query) {
   double boost = 0.0;
   for (const std::string& alias : {label, node_name(id)}) {
     const auto alias_tokens = text_tokens(alias);
@@ -238,17 +261,18 @@ double alias_boost(const std::string& label, const std::string& id,
     const std::string alias_slug = join(alias_tokens, "-");
     const std::string alias_phrase = join(alias_tokens, " ");
     const bool single = alias_tokens.size() == 1;
-    const bool exact_single = single && ((signals.size() == 1 && signals[0] == alias_slug) ||
-                                         query_tokens == alias_tokens);
+    const bool exact_single =
+        single && ((query.signals.size() == 1 && query.signals[0] == alias_slug) ||
+                   query.tokens == alias_tokens);
     const double weight = 25.0 * static_cast<double>(alias_tokens.size());
-    if (signal_slugs.count(alias_slug) && (!single || exact_single)) {
+    if (query.signal_slugs.count(alias_slug) && (!single || exact_single)) {
       boost = std::max(boost, 2000.0 + weight);
     }
-    if (!single && query_raw.find(alias_slug) != std::string::npos) {
+    if (!single && query.raw.find(alias_slug) != std::string::npos) {
       boost = std::max(boost, 1000.0 + weight);
     }
-    if (!single && alias_tokens.size() <= 2 && !query_phrase.empty() &&
-        query_phrase.find(" " + alias_phrase + " ") != std::string::npos) {
+    if (!single && alias_tokens.size() <= 2 && !query.phrase.empty() &&
+        query.phrase.find(" " + alias_phrase + " ") != std::string::npos) {
       boost = std::max(boost, 1000.0 + weight);
     }
   }
@@ -480,16 +504,19 @@ void build_graph_store(const std::filesystem::path& path, const std::vector<Grap
       for (const auto& [term, members] : term_nodes) {
         const auto found = df.find(term);
         const double idf = bm25_idf(found == df.end() ? 0 : found->second, node_total);
+        // What this term alone, as the whole work, would be scored with at retrieval.
         const auto tokens = text_tokens(term);
-        const std::set<std::string> slugs{join(tokens, "-")};
-        const std::string phrase = tokens.empty() ? "" : " " + join(tokens, " ") + " ";
+        const RetrievalQuery alone{{term},
+                                   {join(tokens, "-")},
+                                   term,
+                                   tokens,
+                                   tokens.empty() ? "" : " " + join(tokens, " ") + " "};
         ranked.clear();
         for (const std::size_t at : members) {
           const Indexed& item = indexed[at];
-          const double score =
-              signal_weight(facts[at], term, idf).score +
-              alias_boost(item.label, item.node->id, {term}, slugs, term, tokens, phrase) +
-              std::log1p(static_cast<double>(item.degree));
+          const double score = signal_weight(facts[at], term, idf).score +
+                               alias_boost(item.label, item.node->id, alone) +
+                               std::log1p(static_cast<double>(item.degree));
           ranked.emplace_back(score, at);
         }
         std::sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
@@ -681,129 +708,151 @@ std::vector<std::string> GraphStore::candidate_lookup_plan() const {
   return lines;
 }
 
+namespace {
+
+// One scored candidate of a retrieval.
+struct Scored {
+  double score;
+  engine::CapabilityKind kind;
+  std::string label_lower;
+  std::string id;
+  std::string label;
+  std::vector<std::string> tags;
+};
+
+// The candidate ids of `signals`, one indexed lookup per signal: the first `per_signal` nodes of
+// its term_postings list (the nodes that signal alone scores best, so the read is bounded by the
+// signals, not the catalog; a version 1 artifact's whole node_terms list), plus up to as many
+// labels that contain a signal of 3+ characters, through the trigram index (the substring-only
+// score).
+std::set<std::string> candidate_ids(Database& db, int version,
+                                    const std::vector<std::string>& signals,
+                                    std::int64_t per_signal) {
+  std::set<std::string> ids;
+  auto lookup =
+      version >= 2
+          ? db.cached("SELECT node_id FROM term_postings WHERE term = ?1 ORDER BY rank LIMIT ?2")
+          : db.cached("SELECT node_id FROM node_terms WHERE term = ?1 LIMIT ?2");
+  auto substring = db.cached(
+      "SELECT id FROM nodes WHERE rowid IN"
+      " (SELECT rowid FROM label_trigrams WHERE label_trigrams MATCH ?1 LIMIT ?2)");
+  const std::int64_t limit = version >= 2 ? per_signal : std::int64_t{-1};
+  for (const auto& s : signals) {
+    lookup->bind(1, s).bind(2, limit);
+    while (lookup->step()) ids.insert(lookup->text(0));
+    lookup->reset();
+    if (s.size() < 3) continue;
+    std::string phrase = "\"";
+    for (char c : s) {
+      phrase.push_back(c);
+      if (c == '"') phrase.push_back('"');
+    }
+    phrase.push_back('"');
+    substring->bind(1, phrase).bind(2, limit);
+    while (substring->step()) ids.insert(substring->text(0));
+    substring->reset();
+  }
+  return ids;
+}
+
+// Scores candidate nodes against one query, each term's idf read once. Errors: InvalidArtifact,
+// the store's errors.
+class NodeScorer {
+ public:
+  NodeScorer(Database& db, const RetrievalQuery& query, std::int64_t node_count, double mean_tags)
+      : db_(db), query_(query), node_count_(node_count), mean_tags_(mean_tags) {}
+
+  // The node's score, or nullopt when it is not kept (never loaded, too little evidence, no
+  // positive score). BM25 over the node's tags, its length normalised by the mean tag count; a
+  // signal that is a word of the label counts kLabelWeight times more; a signal only inside a
+  // label word counts a little (signal_weight); a node the work names is boosted (alias_boost);
+  // then log(1 + degree).
+  std::optional<Scored> score(const std::string& id) {
+    auto fetch =
+        db_.cached("SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
+    fetch->bind(1, id);
+    if (!fetch->step()) throw InvalidArtifact{"index names a missing node"};
+    const std::string type = fetch->text(0);
+    std::string label = fetch->text(1);
+    const std::string tags_json = fetch->text(2);
+    const std::int64_t degree = fetch->integer(3);
+    if (fetch->integer(4) != 0) return std::nullopt;  // never_load
+    // The index holds capability-kind nodes only: any other stored type means the index and the
+    // node table disagree (the artifact is inconsistent), never a row to skip.
+    const auto kind = engine::find_enum<engine::CapabilityKind>(type);
+    if (!kind) throw InvalidArtifact{"index names a node of no capability kind"};
+    const NodeFacts facts = node_facts(label, lowered_tags(tags_json), mean_tags_);
+    double score = 0.0;
+    std::size_t matched = 0;  // distinct signals found
+    bool label_match = false;
+    for (const auto& s : query_.signals) {
+      const SignalWeight weight = signal_weight(facts, s, idf(s));
+      score += weight.score;
+      label_match = label_match || weight.label_word;
+      if (weight.found) ++matched;
+    }
+    const double boost = alias_boost(label, id, query_);
+    // Evidence: one incidental word of a long description is not a match. A node is kept when
+    // it is named, when a signal is a word of its label, when it matches two distinct signals,
+    // or when the work has a single signal.
+    if (boost == 0.0 && !label_match && matched < 2 && query_.signals.size() > 1) {
+      return std::nullopt;
+    }
+    score += boost;
+    if (score <= 0.0) return std::nullopt;
+    score += std::log1p(static_cast<double>(degree));
+    return Scored{score,
+                  *kind,
+                  facts.label_lower,
+                  id,
+                  std::move(label),
+                  std::vector<std::string>(facts.tags.begin(), facts.tags.end())};
+  }
+
+ private:
+  static std::set<std::string> lowered_tags(const std::string& tags_json) {
+    std::set<std::string> out;
+    const core::Json tags = core::parse_json(tags_json);
+    if (!tags.is_array()) throw InvalidArtifact{"tags_json is not an array"};
+    for (const auto& tag : tags) {
+      if (!tag.is_string()) throw InvalidArtifact{"tags_json holds a non-string"};
+      out.insert(ascii_lower(tag.get<std::string>()));
+    }
+    return out;
+  }
+
+  double idf(const std::string& term) {
+    const auto it = idf_.find(term);
+    if (it != idf_.end()) return it->second;
+    auto df = db_.cached("SELECT df FROM term_stats WHERE term = ?1");
+    df->bind(1, term);
+    const double value =
+        df->step() ? bm25_idf(std::max<std::int64_t>(df->integer(0), 1), node_count_) : 0.0;
+    idf_.emplace(term, value);
+    return value;
+  }
+
+  Database& db_;
+  const RetrievalQuery& query_;
+  std::int64_t node_count_;
+  double mean_tags_;
+  std::unordered_map<std::string, double> idf_;
+};
+
+}  // namespace
+
 std::vector<RetrievedNode> GraphStore::retrieve(const std::vector<std::string>& query_tags,
                                                 std::int64_t top_n) const {
-  // Signals: stripped, lower-cased, first occurrence kept (recommend_by_tags' normalisation).
-  std::vector<std::string> signals;
-  for (const auto& tag : query_tags) {
-    std::string s = ascii_lower(strip(tag));
-    if (!s.empty() && std::find(signals.begin(), signals.end(), s) == signals.end()) {
-      signals.push_back(std::move(s));
-    }
-  }
-  if (signals.empty() || top_n < 1) return {};
-  const std::set<std::string> signal_set(signals.begin(), signals.end());
-  const std::string query_raw = ascii_lower(join(query_tags, " "));
-  const auto query_tokens = text_tokens(query_raw);
-  const std::string query_phrase = query_tokens.empty() ? "" : " " + join(query_tokens, " ") + " ";
-  std::set<std::string> signal_slugs;
-  for (const auto& s : signals) signal_slugs.insert(join(text_tokens(s), "-"));
-
-  struct Scored {
-    double score;
-    engine::CapabilityKind kind;
-    std::string label_lower;
-    std::string id;
-    std::string label;
-    std::vector<std::string> tags;
-  };
+  const RetrievalQuery query = retrieval_query(query_tags);
+  if (query.signals.empty() || top_n < 1) return {};
   std::vector<Scored> scored;
   std::lock_guard lock(image_->mutex);
-  Database& db = *image_->db;
   try {
-    // Candidate ids, one indexed lookup per signal: the first `per_signal` nodes of its
-    // term_postings list (the nodes that signal alone scores best, so the read is bounded by the
-    // signals, not the catalog; a version 1 artifact's whole node_terms list), plus up to as many
-    // labels that contain a signal of 3+ characters, through the trigram index (the
-    // substring-only score).
-    const std::int64_t per_signal = std::max(top_n, kPostingsPerSignal);
-    std::set<std::string> ids;
-    {
-      auto lookup = image_->version >= 2
-                        ? db.cached(
-                              "SELECT node_id FROM term_postings WHERE term = ?1 ORDER BY rank"
-                              " LIMIT ?2")
-                        : db.cached("SELECT node_id FROM node_terms WHERE term = ?1 LIMIT ?2");
-      auto substring = db.cached(
-          "SELECT id FROM nodes WHERE rowid IN"
-          " (SELECT rowid FROM label_trigrams WHERE label_trigrams MATCH ?1 LIMIT ?2)");
-      for (const auto& s : signals) {
-        lookup->bind(1, s).bind(2, image_->version >= 2 ? per_signal : std::int64_t{-1});
-        while (lookup->step()) ids.insert(lookup->text(0));
-        lookup->reset();
-        if (s.size() < 3) continue;
-        std::string phrase = "\"";
-        for (char c : s) {
-          phrase.push_back(c);
-          if (c == '"') phrase.push_back('"');
-        }
-        phrase.push_back('"');
-        substring->bind(1, phrase).bind(2, image_->version >= 2 ? per_signal : std::int64_t{-1});
-        while (substring->step()) ids.insert(substring->text(0));
-        substring->reset();
-      }
-    }
-    std::unordered_map<std::string, double> idf_cache;
-    auto df_query = db.cached("SELECT df FROM term_stats WHERE term = ?1");
-    const auto idf = [&](const std::string& term) {
-      const auto it = idf_cache.find(term);
-      if (it != idf_cache.end()) return it->second;
-      df_query->bind(1, term);
-      const double value =
-          df_query->step()
-              ? bm25_idf(std::max<std::int64_t>(df_query->integer(0), 1), image_->node_count)
-              : 0.0;
-      df_query->reset();
-      idf_cache.emplace(term, value);
-      return value;
-    };
-    auto fetch =
-        db.cached("SELECT type, label, tags_json, degree, never_load FROM nodes WHERE id = ?1");
-    for (const auto& id : ids) {
-      fetch->bind(1, id);
-      if (!fetch->step()) throw InvalidArtifact{"index names a missing node"};
-      std::string type = fetch->text(0);
-      std::string label = fetch->text(1);
-      const std::string tags_json = fetch->text(2);
-      const std::int64_t degree = fetch->integer(3);
-      const bool never_load = fetch->integer(4) != 0;
-      fetch->reset();
-      if (never_load) continue;
-      // The index holds capability-kind nodes only: any other stored type means the index and
-      // the node table disagree (the artifact is inconsistent), never a row to skip.
-      const auto kind = engine::find_enum<engine::CapabilityKind>(type);
-      if (!kind) throw InvalidArtifact{"index names a node of no capability kind"};
-      std::set<std::string> node_tags;
-      const core::Json tags = core::parse_json(tags_json);
-      if (!tags.is_array()) throw InvalidArtifact{"tags_json is not an array"};
-      for (const auto& tag : tags) {
-        if (!tag.is_string()) throw InvalidArtifact{"tags_json holds a non-string"};
-        node_tags.insert(ascii_lower(tag.get<std::string>()));
-      }
-      const NodeFacts facts = node_facts(label, std::move(node_tags), image_->mean_tags);
-      // BM25 over the node's tags, its length normalised by the mean tag count; a signal that is
-      // a word of the label counts kLabelWeight times more; a signal only inside a label word
-      // counts a little (signal_weight). `matched`: distinct signals found.
-      double score = 0.0;
-      std::size_t matched = 0;
-      bool label_match = false;
-      for (const auto& s : signals) {
-        const SignalWeight weight = signal_weight(facts, s, idf(s));
-        score += weight.score;
-        label_match = label_match || weight.label_word;
-        if (weight.found) ++matched;
-      }
-      const double boost =
-          alias_boost(label, id, signals, signal_slugs, query_raw, query_tokens, query_phrase);
-      // Evidence: one incidental word of a long description is not a match. A node is kept
-      // when it is named, when a signal is a word of its label, when it matches two distinct
-      // signals, or when the work has a single signal.
-      if (boost == 0.0 && !label_match && matched < 2 && signals.size() > 1) continue;
-      score += boost;
-      if (score <= 0.0) continue;
-      score += std::log1p(static_cast<double>(degree));
-      scored.push_back(Scored{score, *kind, facts.label_lower, id, std::move(label),
-                              std::vector<std::string>(facts.tags.begin(), facts.tags.end())});
+    Database& db = *image_->db;
+    NodeScorer scorer(db, query, image_->node_count, image_->mean_tags);
+    for (const auto& id :
+         candidate_ids(db, image_->version, query.signals, std::max(top_n, kPostingsPerSignal))) {
+      if (auto item = scorer.score(id)) scored.push_back(std::move(*item));
     }
   } catch (const InvalidArtifact&) {
     throw CandidateSourceUnavailable("indexed graph candidate retrieval failed");

@@ -191,6 +191,34 @@ TrustedFile open_trusted_file(std::string_view path, Owners owners, std::string_
   return out;
 }
 
+namespace {
+
+// The target of the symlink `name` in `parent` (`shown`: its path for errors).
+std::string read_link(int parent, const std::string& name, const std::string& shown) {
+  std::string target(PATH_MAX, '\0');
+  const ssize_t n = ::readlinkat(parent, name.c_str(), target.data(), target.size());
+  if (n < 0) throw SystemError("cannot read symlink " + shown + ": " + errno_text(errno));
+  target.resize(static_cast<std::size_t>(n));
+  return target;
+}
+
+// The regular file `name` in the walked directory `parent`, opened and checked.
+TrustedFile open_walked_file(int parent, const std::string& name, const std::string& shown,
+                             Owners owners, std::string_view what) {
+  TrustedFile out;
+  out.fd = UniqueFd(
+      ::openat(parent, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!out.fd) walk_error(parent, name, shown, errno, what);
+  if (::fstat(out.fd.get(), &out.st) != 0) {
+    throw SystemError("cannot stat " + shown + ": " + errno_text(errno));
+  }
+  check_file(out.st, shown, owners, what);
+  out.name = name;
+  return out;
+}
+
+}  // namespace
+
 TrustedFile open_system_file(std::string_view path, std::string* real) {
   return SystemFileOpener().open(path, real);
 }
@@ -259,10 +287,7 @@ TrustedFile SystemFileOpener::open(std::string_view path, std::string* real) {
         throw UnsafePluginFile(std::string(kWhat) + " " + std::string(path) +
                                ": too many symlinks");
       }
-      std::string target(PATH_MAX, '\0');
-      const ssize_t n = ::readlinkat(parent, name.c_str(), target.data(), target.size());
-      if (n < 0) throw SystemError("cannot read symlink " + shown + ": " + errno_text(errno));
-      target.resize(static_cast<std::size_t>(n));
+      const std::string target = read_link(parent, name, shown);
       names.pop_back();
       if (!target.empty() && target.front() == '/') {
         dirs.resize(1);
@@ -282,15 +307,7 @@ TrustedFile SystemFileOpener::open(std::string_view path, std::string* real) {
     if (!todo.empty()) {
       throw UnsafePluginFile(std::string(kWhat) + ": " + shown + " is not a directory");
     }
-    TrustedFile out;
-    out.fd = UniqueFd(
-        ::openat(parent, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (!out.fd) walk_error(parent, name, shown, errno, kWhat);
-    if (::fstat(out.fd.get(), &out.st) != 0) {
-      throw SystemError("cannot stat " + shown + ": " + errno_text(errno));
-    }
-    check_file(out.st, shown, kRoot, kWhat);
-    out.name = name;
+    TrustedFile out = open_walked_file(parent, name, shown, kRoot, kWhat);
     if (real != nullptr) *real = shown;
     return out;
   }

@@ -62,10 +62,12 @@ struct CatalogInputAuthorityOptions {
 
 // The session's stream holds a SessionStarted whose first plan (other work) is not committed yet:
 // another preparer is committing it right now, or died between the two commits (then only a
-// retry of that same work finishes it). Code: kFailedPrecondition. Retry: shortly.
+// retry of that same work finishes it). A FailedPrecondition by type (the seeds' class), whose
+// code is kUnavailable: retry shortly, with backoff.
 class SessionStartPending : public FailedPrecondition {
  public:
-  explicit SessionStartPending(const std::string& message) : FailedPrecondition(message) {}
+  explicit SessionStartPending(const std::string& message)
+      : FailedPrecondition(message, ErrorCode::kUnavailable) {}
 };
 
 // A committed plan in outline: its status and the capability ids it selects, in its order (what

@@ -245,10 +245,13 @@ TEST_F(ConsentDecisionTest, ApproveInstallsAndActivatesOnceAndASecondApproveIsRe
     EXPECT_FALSE(result["resolution"].contains(hidden)) << hidden;
   }
   EXPECT_THAT(approved.out, Not(HasSubstr(state_.string())));
-  // Installed content-addressed once, active where the host loads skills.
+  // Installed content-addressed once, active in the state dir's default place (no hooks name a
+  // project here): the line says no host loads it there, and how to name one, as a command that
+  // works when pasted (it names this non-default state dir).
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
   EXPECT_EQ(read_file(active_skill()), catalog_skill());
   EXPECT_TRUE(fs::is_symlink(state_ / "skills" / "active" / "pdf-export"));
+  EXPECT_FALSE(result["activation"].contains("place")) << approved.out;
 
   // The challenge is decided: nothing is pending, a second approve is refused and changes
   // nothing, and recovery finishes without installing again.
@@ -266,6 +269,18 @@ TEST_F(ConsentDecisionTest, ApproveInstallsAndActivatesOnceAndASecondApproveIsRe
   EXPECT_NE(Json::parse(recovered.out)["resolution"]["outcome"], "install-failed");
   EXPECT_EQ(entries_in(state_ / "skills" / "objects"), 1u);
   EXPECT_EQ(read_file(active_skill()), catalog_skill());
+}
+
+TEST_F(ConsentDecisionTest, ApproveWithoutHooksSaysNoHostLoadsItAndHowToNameAProject) {
+  const CtxRun approved =
+      ctx_run(with_state({"consent", "approve", challenge_, "--key", key_.string()}));
+  ASSERT_EQ(approved.code, 0) << approved.err;
+  EXPECT_EQ(read_file(active_skill()), catalog_skill());
+  EXPECT_THAT(approved.out,
+              HasSubstr("activation applied (in the state dir only, where no host loads it: ctx "
+                        "hooks install claude-code --project DIR --state " +
+                        state_.string() + " (or codex)"));
+  EXPECT_THAT(approved.out, Not(HasSubstr("active in")));
 }
 
 // The example pdf-export skill holds a resource (scripts/export.py): the grant installs the whole
@@ -489,7 +504,9 @@ TEST_F(ConsentDecisionTest, HooksInstalledForAProjectMakeApprovedSkillsActiveWhe
       ctx_run(with_state({"consent", "approve", challenge, "--key", key_.string()}));
   ASSERT_EQ(approved.code, 0) << approved.err;
   EXPECT_THAT(approved.out, HasSubstr("installed-inactive"));
-  EXPECT_THAT(approved.out, HasSubstr("activation applied"));
+  // The line says where: the project's skills directory that Claude Code reads.
+  EXPECT_THAT(approved.out, HasSubstr("activation applied (active in " +
+                                      (project / ".claude" / "skills").string() + ")"));
   const fs::path skill = project / ".claude" / "skills" / "pdf-export" / "SKILL.md";
   EXPECT_EQ(read_file(skill), catalog_skill());
   EXPECT_FALSE(fs::exists(active_skill()));
@@ -515,7 +532,8 @@ TEST_F(ConsentDecisionTest, HooksInstalledForTheUserMakeApprovedSkillsActiveInTh
   const CtxRun approved =
       ctx_run(with_state({"consent", "approve", challenge, "--key", key_.string()}));
   ASSERT_EQ(approved.code, 0) << approved.err;
-  EXPECT_THAT(approved.out, HasSubstr("activation applied"));
+  EXPECT_THAT(approved.out, HasSubstr("activation applied (active in " +
+                                      (home / ".claude" / "skills").string() + ")"));
   EXPECT_EQ(read_file(home / ".claude" / "skills" / "pdf-export" / "SKILL.md"), catalog_skill());
   EXPECT_FALSE(fs::exists(active_skill()));
   EXPECT_TRUE(fs::exists(home / ".claude" / "settings.json"));
