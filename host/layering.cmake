@@ -1,7 +1,7 @@
 # The layering rules of host/ (issue 33 item 1), checked on every build (target ctx_layering,
 # built by default) and by ctest (host_layering):
-#   1. host/cli and host/server include no host/runtime header: they reach the runtime through
-#      host/app only.
+#   1. host/cli and host/server include no host/runtime, host/engine, host/store or host/plugins
+#      header: they reach the layers below through host/app only (and host/core, the ground).
 #   2. Only host/plugins/ and host/app/installation.cpp name the plugin loader or an Abi*
 #      adapter (PluginLoader, Abi[A-Z]...) in a .cpp: one place loads plugins and makes ports.
 #   3. Only host/app/state_layout.{hpp,cpp} name a file or folder of the state directory in
@@ -30,7 +30,8 @@ set(violations "")
 file(GLOB_RECURSE front_sources "${CTX_SOURCE_DIR}/host/cli/*.cpp" "${CTX_SOURCE_DIR}/host/cli/*.hpp"
   "${CTX_SOURCE_DIR}/host/server/*.cpp" "${CTX_SOURCE_DIR}/host/server/*.hpp")
 foreach(file IN LISTS front_sources)
-  file(STRINGS "${file}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]host/runtime/")
+  file(STRINGS "${file}" lines REGEX
+    "^[ \t]*#[ \t]*include[ \t]*[<\"]host/(runtime|engine|store|plugins)/")
   foreach(line IN LISTS lines)
     file(RELATIVE_PATH rel "${CTX_SOURCE_DIR}" "${file}")
     string(APPEND violations "  ${rel}: ${line} (include host/app instead)\n")

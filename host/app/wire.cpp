@@ -226,4 +226,68 @@ Json plugin_list_json(const plugins::LockFile& lock) {
   return Json{{"plugins", std::move(list)}};
 }
 
+namespace {
+
+void add_activation_places(core::Json& result, const std::optional<ActivationTarget>& target) {
+  if (!target) return;
+  result["skills_activate_in"] = target->skills_dir.string();
+  if (!target->agents_dir.empty()) result["agents_activate_in"] = target->agents_dir.string();
+  if (!target->mcp_file.empty()) result["mcp_servers_activate_in"] = target->mcp_file.string();
+}
+
+}  // namespace
+
+core::Json hooks_install_json(const HooksInstallReport& report) {
+  const auto& change = report.change;
+  core::Json result = {{"host", report.host},       {"action", "install"},
+                       {"changed", change.changed}, {"file", change.file.string()},
+                       {"events", change.events},   {"notice", change.notice},
+                       {"created", change.created}};
+  if (change.backup) result["backup"] = change.backup->string();
+  add_activation_places(result, report.activation);
+  if (report.project_trusted) result["project_trusted"] = *report.project_trusted;
+  if (report.trusted) {
+    result["trusted_now"] = report.trusted->first;
+    result["trusted"] = report.trusted->second;
+  }
+  return result;
+}
+
+core::Json hooks_uninstall_json(const HooksUninstallReport& report) {
+  const auto& change = report.change;
+  core::Json result = {{"host", report.host},
+                       {"action", "uninstall"},
+                       {"changed", change.changed},
+                       {"file", change.file.string()},
+                       {"events", change.events},
+                       {"restored", change.restored},
+                       {"activation_links_removed", report.links_removed},
+                       {"activation_target_removed", report.target_removed}};
+  if (change.backup) result["backup"] = change.backup->string();
+  if (report.codex_trust) {
+    result["trust_entries_removed"] = report.codex_trust->first;
+    result["codex_config_restored"] = report.codex_trust->second;
+  }
+  return result;
+}
+
+core::Json hooks_status_json(const HooksStatusReport& report) {
+  const auto& installed = report.installed;
+  core::Json result = {{"host", report.host},
+                       {"file", installed.file.string()},
+                       {"installed", installed.missing.empty()},
+                       {"events", installed.events},
+                       {"missing_events", installed.missing},
+                       {"state_dir", report.state_dir ? core::Json(report.state_dir->string())
+                                                      : core::Json(nullptr)},
+                       {"state_dir_default", !installed.state_dir.has_value()}};
+  add_activation_places(result, report.activation);
+  if (report.codex) {
+    if (report.project_trusted) result["project_trusted"] = *report.project_trusted;
+    result["trusted"] = report.trusted ? core::Json(*report.trusted) : core::Json(nullptr);
+    if (report.trust_unknown) result["trust_unknown"] = *report.trust_unknown;
+  }
+  return result;
+}
+
 }  // namespace ctx::runtime

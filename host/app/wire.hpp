@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "host/app/catalog.hpp"
+#include "host/app/hook/hooks_config.hpp"
 #include "host/app/state_service.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/plugins/lock_file.hpp"
@@ -69,6 +70,48 @@ const char* source_kind_name(const SourceOrigin& origin);
 // {"plugins":[{"kind","id","version","sha256","size","abi":{"major","minor"},"platform",
 // "needed"}]} in the lock's (kind, id) order: the server's plugin.list (no paths).
 core::Json plugin_list_json(const plugins::LockFile& lock);
+
+// What `ctx hooks install` did: {"host","action":"install","changed","file","events","notice",
+// "created"}, "backup" when the previous bytes were saved, the activation places
+// ("skills_activate_in", "agents_activate_in", "mcp_servers_activate_in") when a target was
+// recorded, and for Codex "project_trusted" (project scope) and "trusted_now"/"trusted" (--trust).
+// Local only (it names files): the CLI's --json.
+struct HooksInstallReport {
+  std::string host;
+  hooks::HooksChange change;
+  std::optional<ActivationTarget> activation;
+  std::optional<bool> project_trusted;
+  std::optional<std::pair<std::size_t, std::size_t>> trusted;  // trusted now, trusted in all
+};
+core::Json hooks_install_json(const HooksInstallReport& report);
+
+// What `ctx hooks uninstall` did: {"host","action":"uninstall","changed","file","events",
+// "restored","activation_links_removed","activation_target_removed"}, "backup" when kept, and
+// for Codex "trust_entries_removed" and "codex_config_restored".
+struct HooksUninstallReport {
+  std::string host;
+  hooks::HooksChange change;
+  std::vector<std::string> links_removed;
+  bool target_removed = false;
+  std::optional<std::pair<std::size_t, bool>> codex_trust;  // entries removed, config restored
+};
+core::Json hooks_uninstall_json(const HooksUninstallReport& report);
+
+// What `ctx hooks status` found: {"host","file","installed","events","missing_events",
+// "state_dir" (null: the default),"state_dir_default"}, the activation places of the scope's
+// target, and for Codex "project_trusted" (project scope), "trusted" (null when unknown or nothing
+// is installed) and "trust_unknown" (why it is unknown).
+struct HooksStatusReport {
+  std::string host;
+  hooks::InstalledHooks installed;
+  std::optional<std::filesystem::path> state_dir;
+  std::optional<ActivationTarget> activation;
+  bool codex = false;
+  std::optional<bool> project_trusted;
+  std::optional<bool> trusted;
+  std::optional<std::string> trust_unknown;
+};
+core::Json hooks_status_json(const HooksStatusReport& report);
 
 }  // namespace ctx::runtime
 

@@ -5,8 +5,8 @@
 
 #include "host/app/hook/hook_runner.hpp"
 #include "host/app/installation.hpp"
+#include "host/app/plugins.hpp"
 #include "host/app/state_layout.hpp"
-#include "host/plugins/lock_file.hpp"
 
 #ifndef CTX_BUILD_DIR
 #error "CTX_BUILD_DIR must be defined by the build (CMAKE_BINARY_DIR)"

@@ -12,6 +12,7 @@
 
 #include "host/app/consent.hpp"
 #include "host/app/installation.hpp"
+#include "host/app/plugins.hpp"
 #include "host/app/state_service.hpp"
 #include "host/app/wire.hpp"
 #include "host/cli/command_options.hpp"
@@ -19,8 +20,6 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/json_reader.hpp"
-#include "host/engine/lexical.hpp"
-#include "host/plugins/lock_file.hpp"
 
 namespace ctx::cli {
 namespace {

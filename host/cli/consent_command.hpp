@@ -46,8 +46,8 @@
 #include <ostream>
 #include <string>
 
+#include "host/app/vocabulary.hpp"
 #include "host/cli/command_options.hpp"
-#include "host/engine/vocabulary.hpp"
 
 namespace ctx::cli {
 

@@ -11,13 +11,13 @@
 #include "host/app/consent.hpp"
 #include "host/app/hook/hook_runner.hpp"
 #include "host/app/installation.hpp"
+#include "host/app/plugins.hpp"
 #include "host/app/state_layout.hpp"
 #include "host/app/state_service.hpp"
 #include "host/cli/command_options.hpp"
 #include "host/cli/consent_key.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
-#include "host/plugins/lock_file.hpp"
 
 #ifndef CTX_SOURCE_DIR
 #error "CTX_SOURCE_DIR must be defined by the build"

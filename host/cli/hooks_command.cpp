@@ -7,10 +7,11 @@
 #include <optional>
 #include <string_view>
 
+#include "host/app/state_service.hpp"
+#include "host/app/wire.hpp"
 #include "host/cli/codex_app_server.hpp"
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
-#include "host/app/state_service.hpp"
 
 namespace ctx::cli {
 
@@ -150,12 +151,6 @@ std::string activates_line(const runtime::ActivationTarget& target, std::string_
   return line;
 }
 
-void add_activation_places(core::Json& result, const runtime::ActivationTarget& target) {
-  result["skills_activate_in"] = target.skills_dir.string();
-  if (!target.agents_dir.empty()) result["agents_activate_in"] = target.agents_dir.string();
-  if (!target.mcp_file.empty()) result["mcp_servers_activate_in"] = target.mcp_file.string();
-}
-
 // Removes the activation links of `state` (symlinks into <state>/skills/) from `skills_dir`.
 std::vector<std::string> remove_activation_links(const fs::path& skills_dir,
                                                  const fs::path& state) {
@@ -239,23 +234,9 @@ int run_install(const HooksOptions& options, const CommandIo& io, const Where& w
   }
 
   if (options.json) {
-    core::Json result = {{"host", host},
-                         {"action", "install"},
-                         {"changed", change.changed},
-                         {"file", change.file.string()},
-                         {"events", change.events},
-                         {"notice", change.notice},
-                         {"created", change.created}};
-    if (change.backup) result["backup"] = change.backup->string();
-    if (activation) add_activation_places(result, *activation);
-    if (codex) {
-      if (!user) result["project_trusted"] = project_trusted;
-      if (trusted) {
-        result["trusted_now"] = trusted->first;
-        result["trusted"] = trusted->second;
-      }
-    }
-    out << core::canonical_json(result) << "\n";
+    runtime::HooksInstallReport report{host, change, activation, std::nullopt, trusted};
+    if (codex && !user) report.project_trusted = project_trusted;
+    out << core::canonical_json(runtime::hooks_install_json(report)) << "\n";
     return kExitOk;
   }
   const std::string file = change.file.string();
@@ -321,20 +302,9 @@ int run_uninstall(const HooksOptions& options, const CommandIo& io, const Where&
     remove_empty_dirs(change.file.parent_path(), where.project);
   }
   if (options.json) {
-    core::Json result = {{"host", host},
-                         {"action", "uninstall"},
-                         {"changed", change.changed},
-                         {"file", change.file.string()},
-                         {"events", change.events},
-                         {"restored", change.restored},
-                         {"activation_links_removed", links},
-                         {"activation_target_removed", target_removed}};
-    if (change.backup) result["backup"] = change.backup->string();
-    if (options.host == hk::HookHost::kCodex) {
-      result["trust_entries_removed"] = trust.removed;
-      result["codex_config_restored"] = trust.restored;
-    }
-    out << core::canonical_json(result) << "\n";
+    runtime::HooksUninstallReport report{host, change, links, target_removed, std::nullopt};
+    if (options.host == hk::HookHost::kCodex) report.codex_trust = {trust.removed, trust.restored};
+    out << core::canonical_json(runtime::hooks_uninstall_json(report)) << "\n";
     return kExitOk;
   }
   const std::string file = change.file.string();
@@ -386,14 +356,6 @@ int run_status(const HooksOptions& options, const CommandIo& io, const Where& wh
     } catch (const Error&) {
     }
   }
-  core::Json result = {{"host", host},
-                       {"file", installed.file.string()},
-                       {"installed", is_installed},
-                       {"events", installed.events},
-                       {"missing_events", installed.missing},
-                       {"state_dir", state ? core::Json(state->string()) : core::Json(nullptr)},
-                       {"state_dir_default", !installed.state_dir.has_value()}};
-  if (activation) add_activation_places(result, *activation);
   std::optional<bool> project_trusted;
   std::optional<std::string> trust_unknown;
   std::size_t trusted_count = 0;
@@ -402,7 +364,6 @@ int run_status(const HooksOptions& options, const CommandIo& io, const Where& wh
     if (where.scope == hk::HookScope::kProject) {
       project_trusted =
           hk::codex_project_trusted(hk::read_codex_config(where.codex_config()), where.project);
-      result["project_trusted"] = *project_trusted;
     }
     if (!installed.events.empty()) {
       try {
@@ -421,14 +382,17 @@ int run_status(const HooksOptions& options, const CommandIo& io, const Where& wh
         trust_unknown = "Codex does not load ctx's hooks from " + where.target.file.string();
       }
     }
-    result["trusted"] =
-        trust_unknown || installed.events.empty()
-            ? core::Json(nullptr)
-            : core::Json(trusted_count == listed && listed == installed.trust_keys.size());
-    if (trust_unknown) result["trust_unknown"] = *trust_unknown;
   }
+  // Codex: whether every ctx hook it lists is trusted; unknown when it could not be asked or
+  // nothing is installed.
+  const std::optional<bool> trusted =
+      !codex || trust_unknown || installed.events.empty()
+          ? std::nullopt
+          : std::optional<bool>(trusted_count == listed && listed == installed.trust_keys.size());
   if (options.json) {
-    out << core::canonical_json(result) << "\n";
+    const runtime::HooksStatusReport report{host,  installed,       state,   activation,
+                                            codex, project_trusted, trusted, trust_unknown};
+    out << core::canonical_json(runtime::hooks_status_json(report)) << "\n";
     return kExitOk;
   }
   out << host << " hooks in " << installed.file.string() << ": ";
@@ -449,7 +413,7 @@ int run_status(const HooksOptions& options, const CommandIo& io, const Where& wh
     if (!installed.events.empty()) {
       if (trust_unknown) {
         out << "trusted: unknown (" << *trust_unknown << ")\n";
-      } else if (result["trusted"] == true) {
+      } else if (trusted == true) {
         out << "trusted: yes (all " << listed << " ctx hooks)\n";
       } else {
         out << "trusted: no (" << trusted_count << " of " << installed.trust_keys.size()

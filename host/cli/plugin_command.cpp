@@ -5,10 +5,8 @@
 #include <utility>
 
 #include "host/app/installation.hpp"
+#include "host/app/plugins.hpp"
 #include "host/core/canonical_json.hpp"
-#include "host/plugins/errors.hpp"
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/supervised_child.hpp"
 
 namespace ctx::cli {
 namespace {

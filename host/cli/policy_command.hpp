@@ -12,8 +12,8 @@
 #include <string>
 
 #include "host/app/consent.hpp"
+#include "host/app/vocabulary.hpp"
 #include "host/cli/command_options.hpp"
-#include "host/engine/vocabulary.hpp"
 
 namespace ctx::cli {
 

@@ -13,9 +13,9 @@
 #include <ostream>
 #include <tuple>
 
+#include "host/app/plugins.hpp"
 #include "host/app/state_layout.hpp"
 #include "host/app/wire.hpp"
-#include "host/plugins/lock_file.hpp"
 #include "host/server/file_signature.hpp"
 #include "host/server/server.hpp"
 
