@@ -235,15 +235,24 @@ void add_activation_places(core::Json& result, const std::optional<ActivationTar
   if (!target->mcp_file.empty()) result["mcp_servers_activate_in"] = target->mcp_file.string();
 }
 
+// What install and uninstall both say of the hook file they changed.
+core::Json hooks_change_json(const std::string& host, const char* action,
+                             const hooks::HooksChange& change) {
+  core::Json result = {{"host", host},
+                       {"action", action},
+                       {"changed", change.changed},
+                       {"file", change.file.string()},
+                       {"events", change.events}};
+  if (change.backup) result["backup"] = change.backup->string();
+  return result;
+}
+
 }  // namespace
 
 core::Json hooks_install_json(const HooksInstallReport& report) {
-  const auto& change = report.change;
-  core::Json result = {{"host", report.host},       {"action", "install"},
-                       {"changed", change.changed}, {"file", change.file.string()},
-                       {"events", change.events},   {"notice", change.notice},
-                       {"created", change.created}};
-  if (change.backup) result["backup"] = change.backup->string();
+  core::Json result = hooks_change_json(report.host, "install", report.change);
+  result["notice"] = report.change.notice;
+  result["created"] = report.change.created;
   add_activation_places(result, report.activation);
   if (report.project_trusted) result["project_trusted"] = *report.project_trusted;
   if (report.trusted) {
@@ -254,16 +263,10 @@ core::Json hooks_install_json(const HooksInstallReport& report) {
 }
 
 core::Json hooks_uninstall_json(const HooksUninstallReport& report) {
-  const auto& change = report.change;
-  core::Json result = {{"host", report.host},
-                       {"action", "uninstall"},
-                       {"changed", change.changed},
-                       {"file", change.file.string()},
-                       {"events", change.events},
-                       {"restored", change.restored},
-                       {"activation_links_removed", report.links_removed},
-                       {"activation_target_removed", report.target_removed}};
-  if (change.backup) result["backup"] = change.backup->string();
+  core::Json result = hooks_change_json(report.host, "uninstall", report.change);
+  result["restored"] = report.change.restored;
+  result["activation_links_removed"] = report.links_removed;
+  result["activation_target_removed"] = report.target_removed;
   if (report.codex_trust) {
     result["trust_entries_removed"] = report.codex_trust->first;
     result["codex_config_restored"] = report.codex_trust->second;
