@@ -2,6 +2,8 @@
 #include "host/engine/protocol_checks.hpp"
 
 #include <cmath>
+#include <initializer_list>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -270,19 +272,25 @@ void require_json_value(const Json& value, const std::string& field) {
 
 namespace {
 
+// Fails "<name> is required for <what>" for the first of `fields` that is unset.
+void require_fields(
+    std::initializer_list<std::pair<const char*, const std::optional<std::string>*>> fields,
+    const std::string& what) {
+  for (const auto& [name, value] : fields) {
+    if (!*value) fail(std::string(name) + " is required for " + what);
+  }
+}
+
 // A physical action (install, uninstall, activate, deactivate, prepare): its authority fields,
 // and for v3 payloads the typed binding, target, verification and rollback.
 void check_physical_action(const HostAction::Fields& a, ActionKind kind) {
   const Json& payload = a.payload;
-  const std::pair<const char*, const std::optional<std::string>*> required[] = {
-      {"entity_id", &a.entity_id},
-      {"source_digest", &a.source_digest},
-      {"plan_id", &a.plan_id},
-      {"catalog_snapshot_id", &a.catalog_snapshot_id},
-      {"required_host_feature", &a.required_host_feature}};
-  for (const auto& [name, value] : required) {
-    if (!*value) fail(std::string(name) + " is required for physical action " + a.kind);
-  }
+  require_fields({{"entity_id", &a.entity_id},
+                  {"source_digest", &a.source_digest},
+                  {"plan_id", &a.plan_id},
+                  {"catalog_snapshot_id", &a.catalog_snapshot_id},
+                  {"required_host_feature", &a.required_host_feature}},
+                 "physical action " + a.kind);
   if (a.verification.empty()) fail("verification must be a non-empty JSON object");
   if (is_lease_bounded(kind)) {
     if (!a.lease_id) fail("lease_id is required for " + a.kind);
@@ -328,16 +336,13 @@ void check_physical_action(const HostAction::Fields& a, ActionKind kind) {
 // next committed revision.
 void check_request_consent(const HostAction::Fields& a) {
   const Json& payload = a.payload;
-  const std::pair<const char*, const std::optional<std::string>*> required[] = {
-      {"consent_id", &a.consent_id},
-      {"entity_id", &a.entity_id},
-      {"source_digest", &a.source_digest},
-      {"plan_id", &a.plan_id},
-      {"catalog_snapshot_id", &a.catalog_snapshot_id},
-      {"required_host_feature", &a.required_host_feature}};
-  for (const auto& [name, value] : required) {
-    if (!*value) fail(std::string(name) + " is required for RequestConsent");
-  }
+  require_fields({{"consent_id", &a.consent_id},
+                  {"entity_id", &a.entity_id},
+                  {"source_digest", &a.source_digest},
+                  {"plan_id", &a.plan_id},
+                  {"catalog_snapshot_id", &a.catalog_snapshot_id},
+                  {"required_host_feature", &a.required_host_feature}},
+                 "RequestConsent");
   if (!payload.contains("schema") || payload.at("schema") != kInstallConsentRequestSchemaV3) {
     fail("RequestConsent payload schema is unsupported");
   }

@@ -96,17 +96,7 @@ class Builder {
     } else {
       rollback = {{"kind", "ActivateCapability"}, {"source_digest", c.source_digest()}};
     }
-    HostAction::Fields f{
-        .action_id = reducer_action_id(event_.content_digest(), kind, c.capability_id(), ordinal),
-        .kind = kind,
-        .scope = event_.scope(),
-        .precondition_revision = revision_,
-        .payload = material_payload_v3(c),
-        .privacy = event_.privacy()};
-    f.entity_id = c.capability_id();
-    f.source_digest = c.source_digest();
-    f.plan_id = c.plan_id;
-    f.catalog_snapshot_id = c.catalog_snapshot_id;
+    HostAction::Fields f = capability_action(kind, c, ordinal, revision_, material_payload_v3(c));
     f.lease_id = lease_id;
     f.expires_at = plus_one_hour(event_.occurred_at());
     f.required_host_feature = "activation";
@@ -126,18 +116,7 @@ class Builder {
     if (!is_digest(policy)) invalid("policy_snapshot_digest must be a lowercase SHA-256 digest");
     const auto consent_id = reducer_consent_id(event_.content_digest(), c.capability_id());
     const Json typed = install_payload_v3(c, policy);
-    HostAction::Fields install{
-        .action_id =
-            reducer_action_id(event_.content_digest(), "InstallCapability", c.capability_id(), 0),
-        .kind = "InstallCapability",
-        .scope = event_.scope(),
-        .precondition_revision = revision_ + 1,
-        .payload = typed,
-        .privacy = event_.privacy()};
-    install.entity_id = c.capability_id();
-    install.source_digest = c.source_digest();
-    install.plan_id = c.plan_id;
-    install.catalog_snapshot_id = c.catalog_snapshot_id;
+    HostAction::Fields install = capability_action("InstallCapability", c, 0, revision_ + 1, typed);
     install.consent_id = consent_id;
     install.expires_at = plus_one_hour(event_.occurred_at());
     install.required_host_feature = "installation";
@@ -154,17 +133,8 @@ class Builder {
     request_payload["requested_action_content_digest"] = install_action.content_digest();
     request_payload["requested_action_precondition_revision"] =
         install_action.precondition_revision();
-    HostAction::Fields request{.action_id = reducer_action_id(
-                                   event_.content_digest(), "RequestConsent", c.capability_id(), 0),
-                               .kind = "RequestConsent",
-                               .scope = event_.scope(),
-                               .precondition_revision = revision_,
-                               .payload = std::move(request_payload),
-                               .privacy = event_.privacy()};
-    request.entity_id = c.capability_id();
-    request.source_digest = c.source_digest();
-    request.plan_id = c.plan_id;
-    request.catalog_snapshot_id = c.catalog_snapshot_id;
+    HostAction::Fields request =
+        capability_action("RequestConsent", c, 0, revision_, std::move(request_payload));
     request.consent_id = consent_id;
     request.required_host_feature = "installation-consent";
     return {HostAction::create(std::move(request)), std::move(install_action)};
@@ -174,6 +144,25 @@ class Builder {
   std::int64_t revision() const noexcept { return revision_; }
 
  private:
+  // The fields every action on capability `c` has: its id (from the event, kind, capability and
+  // ordinal), scope, precondition, payload and privacy, and c's entity, source, plan and catalog.
+  HostAction::Fields capability_action(const std::string& kind, const CapabilityStateV3& c,
+                                       std::int64_t ordinal, std::int64_t precondition,
+                                       Json payload) const {
+    HostAction::Fields f{
+        .action_id = reducer_action_id(event_.content_digest(), kind, c.capability_id(), ordinal),
+        .kind = kind,
+        .scope = event_.scope(),
+        .precondition_revision = precondition,
+        .payload = std::move(payload),
+        .privacy = event_.privacy()};
+    f.entity_id = c.capability_id();
+    f.source_digest = c.source_digest();
+    f.plan_id = c.plan_id;
+    f.catalog_snapshot_id = c.catalog_snapshot_id;
+    return f;
+  }
+
   const EngineEvent& event_;
   std::int64_t revision_;
 };
