@@ -760,14 +760,15 @@ std::vector<ActivationSummary> StateService::release_deactivations(const std::st
     // capability has the installer deactivate it, and only once none of the project's recent
     // prompts wants it (else it lingers there for the project's next prompts and sessions).
     const bool shared = held_elsewhere(root, capability_id, scope.stream_id());
-    const Json material = action.payload().value("material_identity", Json());
+    const engine::MaterialBinding* material = action.material_payload();
     const bool wanted =
-        !shared && material.is_object() && target_of(scope.repository_id()) &&
+        !shared && material != nullptr && target_of(scope.repository_id()) &&
         ProjectLifecycle(paths_.state_dir, scope.repository_id()).wanted(capability_id);
     // Recorded before the release: a crash leaves a lingering record, which the project's
     // prompts retire (never while a session holds the capability).
     if (wanted) {
-      ProjectLifecycle(paths_.state_dir, scope.repository_id()).linger(capability_id, material);
+      ProjectLifecycle(paths_.state_dir, scope.repository_id())
+          .linger(capability_id, material->material_identity.to_json());
     }
     const auto report = composition->execute_deactivation(
         action, shared || wanted ? DeactivationMode::kRelease : DeactivationMode::kInstaller);

@@ -52,9 +52,7 @@ EngineState replay_record(const EngineState* previous, const JournalRecord& reco
   return std::move(reduction->state);
 }
 
-bool is_v3_material(const HostAction& action) {
-  return action.payload().value("schema", Json()) == kMaterialActionPayloadSchemaV3;
-}
+bool is_v3_material(const HostAction& action) { return action.material_payload() != nullptr; }
 
 const PendingConsent* find_consent(const EngineState& state, const Json& consent_id) {
   for (const auto& c : state.pending_consents()) {
@@ -79,7 +77,7 @@ bool consent_matches(const EngineEvent& event, const HostAction& install) {
          p.value("requested_action_precondition_revision", Json()) ==
              install.precondition_revision() &&
          p.value("policy_snapshot_digest", Json()) ==
-             install.payload().at("policy_snapshot_digest");
+             install.install_payload()->policy_snapshot_digest;
 }
 
 // The exact decision an interactive UserDecision `event` asserts about its pending `install`.
@@ -187,8 +185,7 @@ void authorize_decision(const EngineState& state, const EngineEvent& event,
     }
     const std::string digest = payload.at("policy_snapshot_digest");
     const auto policy = policy_guard.hold(digest);
-    const auto descriptor =
-        InstallPlanDescriptor::from_json(install.payload().at("install_plan_descriptor"));
+    const InstallPlanDescriptor& descriptor = install.install_payload()->install_plan_descriptor;
     const bool by_policy = policy && policy->policy_digest() == digest &&
                            route_install_authorization(*policy, descriptor).decision_basis ==
                                DecisionBasis::kPreapprovedPolicy;
@@ -572,11 +569,10 @@ ActionClaim Engine::authorize_install(const HostAction& action, const PlanCapabi
     throw CtxEngineError("legacy selections cannot authorize physical installation");
   }
   const CapabilityStateV3* capability = snap.state->capability(action.entity_id().value_or(""));
-  const Json& payload = action.payload();
   if (!capability || !(capability->selection == selection) ||
       !(descriptor == *selection.install_descriptor()) ||
       action.catalog_snapshot_id() != expected_catalog_snapshot_digest ||
-      payload.at("policy_snapshot_digest") != expected_policy_digest ||
+      action.install_payload()->policy_snapshot_digest != expected_policy_digest ||
       snap.state->install_policy_snapshot_digest() != expected_policy_digest) {
     throw CtxEngineError(kRefusal);
   }
@@ -639,8 +635,8 @@ SettlementGuard Engine::record_install_outcome(const HostAction& action,
                                                const std::string& verification_digest) {
   std::lock_guard lock(mutex_);
   std::optional<std::string> expected;
-  if (action.payload().contains("result_material")) {
-    expected = action.payload().at("result_material").at("identity_digest").get<std::string>();
+  if (const InstallBinding* install = action.install_payload()) {
+    expected = install->result_material.identity_digest();
   }
   return claims()
       .record_install_outcome(InstallOutcomeRequest{action.scope().stream_id(),

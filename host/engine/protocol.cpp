@@ -304,9 +304,10 @@ HostAction HostAction::create(Fields f) {
     if (!value->is_object()) fail(std::string(name) + " must be a JSON object");
     require_json_value(*value, name);
   }
-  check_action_contract(f);
+  HostAction::TypedPayload typed = check_action_contract(f);
   HostAction out(std::move(f));
   out.kind_ = *kind;
+  out.typed_ = std::move(typed);
   const Fields& a = out.f_;
   out.text_ = CanonicalObject()
                   .string("action_id", a.action_id)

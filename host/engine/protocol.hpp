@@ -7,12 +7,14 @@
 #define CTX_HOST_ENGINE_PROTOCOL_HPP_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
+#include "host/engine/action_payload.hpp"
 #include "host/engine/stream_id.hpp"
 #include "host/engine/vocabulary.hpp"
 
@@ -244,6 +246,22 @@ class HostAction {
   const Json& verification() const noexcept { return f_.verification; }
   const Json& rollback() const noexcept { return f_.rollback; }
 
+  // The typed payload (action_payload.hpp), decoded once by create(); nullptr when the action
+  // carries none of that shape: install_payload() for InstallCapability, material_payload() for
+  // a material action with a v3 payload, consent_request() for RequestConsent.
+  const InstallBinding* install_payload() const noexcept { return typed_.install.get(); }
+  const MaterialBinding* material_payload() const noexcept { return typed_.material.get(); }
+  const ConsentRequestBinding* consent_request() const noexcept {
+    return typed_.consent_request.get();
+  }
+
+  // What create()'s payload checks decoded (shared between copies of one action).
+  struct TypedPayload {
+    std::shared_ptr<const InstallBinding> install;
+    std::shared_ptr<const MaterialBinding> material;
+    std::shared_ptr<const ConsentRequestBinding> consent_request;
+  };
+
   friend bool operator==(const HostAction& a, const HostAction& b) noexcept {
     return a.content_digest_ == b.content_digest_;
   }
@@ -252,6 +270,7 @@ class HostAction {
   explicit HostAction(Fields fields) : f_(std::move(fields)) {}
   Fields f_;
   ActionKind kind_ = ActionKind::kNoChange;  // parsed from f_.kind by create()
+  TypedPayload typed_;                       // decoded from f_.payload by create()
   std::string text_;                         // canon-U of to_json()
   std::string content_digest_;
 };
@@ -286,6 +305,12 @@ class Transition {
   std::vector<HostAction> actions_;
   std::vector<Json> diagnostics_;
 };
+
+// The RequestConsent actions of `transition` that offer exactly `install` (its entity, action id,
+// content digest and revision) under `consent_id`, in transition order.
+std::vector<const HostAction*> consent_requests_offering(const Transition& transition,
+                                                         const std::string& consent_id,
+                                                         const HostAction& install);
 
 }  // namespace ctx::engine
 

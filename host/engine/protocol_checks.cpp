@@ -109,14 +109,15 @@ Capability check_catalog(const Json& payload, const std::string& name) {
   return {catalog.capability_id(), catalog.kind()};
 }
 
-// Install binding (install payload / consent request / install receipt). Returns installer id.
-std::string check_install_binding(const Json& payload, const std::string& name,
-                                  const char* material_key, Capability& out) {
+// Install binding (install payload / consent request / install receipt): the decoded binding;
+// `out` is the capability its identities name.
+InstallBinding check_install_binding(const Json& payload, const std::string& name,
+                                     const char* material_key, Capability& out) {
   out = check_catalog(payload, name);
-  const auto material =
+  auto material =
       typed<MaterialIdentity>([&] { return MaterialIdentity::from_json(payload.at(material_key)); },
                               name + " " + material_key);
-  const auto descriptor = typed<InstallPlanDescriptor>(
+  auto descriptor = typed<InstallPlanDescriptor>(
       [&] { return InstallPlanDescriptor::from_json(payload.at("install_plan_descriptor")); },
       name + " install_plan_descriptor");
   if (descriptor.schema_version() != 2 || !descriptor.matches_result_material(material)) {
@@ -128,16 +129,20 @@ std::string check_install_binding(const Json& payload, const std::string& name,
       descriptor.capability_id() != out.id || descriptor.kind() != out.kind) {
     fail(name + " typed identities do not match one capability");
   }
-  return descriptor.installer_id();
+  return {CatalogCapabilityIdentity::from_json(payload.at("catalog_identity")),
+          std::move(descriptor), payload.at("installer_digest").get<std::string>(),
+          payload.at("policy_snapshot_digest").get<std::string>(), std::move(material)};
 }
 
-Capability check_material_binding(const Json& payload, const std::string& name) {
-  Capability out = check_catalog(payload, name);
-  const auto catalog = CatalogCapabilityIdentity::from_json(payload.at("catalog_identity"));
-  const auto material = typed<MaterialIdentity>(
+// The decoded v3 material payload; `out` is the capability its identities name.
+MaterialBinding check_material_binding(const Json& payload, const std::string& name,
+                                       Capability& out) {
+  out = check_catalog(payload, name);
+  auto catalog = CatalogCapabilityIdentity::from_json(payload.at("catalog_identity"));
+  auto material = typed<MaterialIdentity>(
       [&] { return MaterialIdentity::from_json(payload.at("material_identity")); },
       name + " material_identity");
-  const auto authorized = typed<AuthorizedMaterial>(
+  auto authorized = typed<AuthorizedMaterial>(
       [&] { return AuthorizedMaterial::from_json(payload.at("authorized_material")); },
       name + " authorized_material");
   if (material.capability_id() != out.id || material.kind() != out.kind ||
@@ -146,7 +151,7 @@ Capability check_material_binding(const Json& payload, const std::string& name) 
       authorized.material_identity_digest() != material.identity_digest()) {
     fail(name + " typed identities do not match one capability");
   }
-  return out;
+  return {std::move(authorized), std::move(catalog), std::move(material)};
 }
 
 void check_target(const HostAction::Fields& a, const Capability& capability,
@@ -283,7 +288,8 @@ void require_fields(
 
 // A physical action (install, uninstall, activate, deactivate, prepare): its authority fields,
 // and for v3 payloads the typed binding, target, verification and rollback.
-void check_physical_action(const HostAction::Fields& a, ActionKind kind) {
+// Returns the decoded v3 payload (install or material; none for a schema-less material payload).
+HostAction::TypedPayload check_physical_action(const HostAction::Fields& a, ActionKind kind) {
   const Json& payload = a.payload;
   require_fields({{"entity_id", &a.entity_id},
                   {"source_digest", &a.source_digest},
@@ -311,12 +317,15 @@ void check_physical_action(const HostAction::Fields& a, ActionKind kind) {
                 "installer_digest", "policy_snapshot_digest", "result_material", "schema"},
                name);
     Capability capability;
-    const auto installer = check_install_binding(payload, name, "result_material", capability);
+    auto install = check_install_binding(payload, name, "result_material", capability);
     check_target(a, capability, name);
     check_v3_verification(a.verification, HostState::kInstalled, kInstallReceiptSchemaV3);
-    check_v3_rollback(a, installer);
+    check_v3_rollback(a, install.install_plan_descriptor.installer_id());
+    HostAction::TypedPayload out;
+    out.install = std::make_shared<const InstallBinding>(std::move(install));
+    return out;
   } else if (const auto state = material_expected_state(kind)) {
-    if (!payload.contains("schema")) return;
+    if (!payload.contains("schema")) return {};
     if (payload.at("schema") != kMaterialActionPayloadSchemaV3) {
       fail(a.kind + " payload schema is unsupported");
     }
@@ -325,16 +334,21 @@ void check_physical_action(const HostAction::Fields& a, ActionKind kind) {
                {"authorized_material", "capability_kind", "catalog_identity", "material_identity",
                 "schema"},
                name);
-    const auto capability = check_material_binding(payload, name);
+    Capability capability;
+    auto material = check_material_binding(payload, name, capability);
     check_target(a, capability, name);
     check_v3_verification(a.verification, *state, kMaterialReceiptSchemaV3);
     check_v3_rollback(a, "");
+    HostAction::TypedPayload out;
+    out.material = std::make_shared<const MaterialBinding>(std::move(material));
+    return out;
   }
+  return {};
 }
 
 // A v3 RequestConsent: its authority fields, and a payload naming the install it asks for at the
 // next committed revision.
-void check_request_consent(const HostAction::Fields& a) {
+HostAction::TypedPayload check_request_consent(const HostAction::Fields& a) {
   const Json& payload = a.payload;
   require_fields({{"consent_id", &a.consent_id},
                   {"entity_id", &a.entity_id},
@@ -358,16 +372,22 @@ void check_request_consent(const HostAction::Fields& a) {
     fail("v3 RequestConsent requested_action_kind must be InstallCapability");
   }
   Capability capability;
-  check_install_binding(payload, name, "result_material", capability);
+  auto install = check_install_binding(payload, name, "result_material", capability);
   check_target(a, capability, name);
   if (payload.at("requested_action_precondition_revision") != a.precondition_revision + 1) {
     fail("requested_action_precondition_revision must target the next committed revision");
   }
+  HostAction::TypedPayload out;
+  out.consent_request = std::make_shared<const ConsentRequestBinding>(ConsentRequestBinding{
+      std::move(install), payload.at("requested_action_id").get<std::string>(),
+      payload.at("requested_action_content_digest").get<std::string>(),
+      payload.at("requested_action_precondition_revision").get<std::int64_t>()});
+  return out;
 }
 
 }  // namespace
 
-void check_action_contract(const HostAction::Fields& a) {
+HostAction::TypedPayload check_action_contract(const HostAction::Fields& a) {
   const Json& payload = a.payload;
   const ActionKind kind = kind_of(a);
   if (kind == ActionKind::kPreparePromptContext) {
@@ -379,9 +399,9 @@ void check_action_contract(const HostAction::Fields& a) {
     check_v3_verification(a.verification, HostState::kPromptContextPrepared,
                           kPromptContextReceiptSchemaV1);
   } else if (is_physical(kind)) {
-    check_physical_action(a, kind);
+    return check_physical_action(a, kind);
   } else if (kind == ActionKind::kRequestConsent) {
-    check_request_consent(a);
+    return check_request_consent(a);
   } else if (kind == ActionKind::kPresentBundle) {
     const auto it = payload.find("capabilities");
     if (it == payload.end() || !it->is_array()) {
@@ -395,6 +415,7 @@ void check_action_contract(const HostAction::Fields& a) {
     if (it == payload.end()) fail("Notify payload.message must be a non-empty trimmed string");
     require_trimmed_json(*it, "Notify payload.message");
   }
+  return {};
 }
 
 // ---- event payload checks ----
@@ -472,7 +493,8 @@ void check_applied_verification(const Json& v, ActionKind receipt_action_kind) {
       fail("v3 material receipt host_state must be " + std::string(to_string(*state)));
     }
     check_capability_binding(v.at("capability_id"), v.at("capability_kind"), "v3 material receipt");
-    const auto capability = check_material_binding(v, "v3 material receipt verification");
+    Capability capability;
+    check_material_binding(v, "v3 material receipt verification", capability);
     if (v.at("capability_id") != capability.id) {
       fail("v3 material receipt capability_id does not match typed identities");
     }

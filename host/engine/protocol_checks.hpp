@@ -35,7 +35,7 @@ void require_nonnegative(const Json& value, std::string_view field);
 void require_json_value(const Json& value, const std::string& field);
 
 // An action's kind-specific contract (physical, consent, bundle, notify).
-void check_action_contract(const HostAction::Fields& a);
+HostAction::TypedPayload check_action_contract(const HostAction::Fields& a);
 // ActionApplied / ActionFailed / ActionExpired payloads.
 void check_receipt_payload(EventKind kind, const Json& payload);
 void check_user_decision(const Json& payload, std::int64_t expected_revision);

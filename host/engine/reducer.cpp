@@ -139,7 +139,7 @@ void fail_receipt(W& w, const PendingEffect& pending) {
   const std::string id = pending.action.entity_id().value_or("");
   if (pending.effect == Effect::kInstall) {
     insert_sorted(w.blocked_install_descriptor_digests,
-                  pending.action.payload().at("install_plan_descriptor").at("descriptor_digest"));
+                  pending.action.install_payload()->install_plan_descriptor.descriptor_digest());
   } else if (pending.effect == Effect::kActivate) {
     insert_sorted(w.blocked_capability_ids, id);
     if (pending.rollback_capability_id && w.session_status != SessionStatus::kEnded) {
@@ -184,7 +184,7 @@ Out handle_decision(W& w, const Builder& b) {
       payload.at("requested_action_precondition_revision") != install.precondition_revision()) {
     invalid("UserDecision does not match the exact requested install");
   }
-  if (payload.at("policy_snapshot_digest") != install.payload().at("policy_snapshot_digest")) {
+  if (payload.at("policy_snapshot_digest") != install.install_payload()->policy_snapshot_digest) {
     invalid("UserDecision policy snapshot does not match pending install");
   }
   if (install.precondition_revision() != b.revision()) {
@@ -195,7 +195,7 @@ Out handle_decision(W& w, const Builder& b) {
       core::parse_rfc3339(event.occurred_at()) >= core::parse_rfc3339(*install.expires_at());
   if (find_enum<Decision>(text(payload, "decision", "decision")) == Decision::kDenied || expired) {
     insert_sorted(w.blocked_install_descriptor_digests,
-                  install.payload().at("install_plan_descriptor").at("descriptor_digest"));
+                  install.install_payload()->install_plan_descriptor.descriptor_digest());
     Out out = reconcile(w, b);
     out.diagnostics.insert(
         out.diagnostics.begin(),
@@ -218,7 +218,7 @@ Out handle_consent_expiry(W& w, const Builder& b) {
   }
   const HostAction install = it->install_action;
   if (!(event.scope() == install.scope()) ||
-      payload.at("policy_snapshot_digest") != install.payload().at("policy_snapshot_digest") ||
+      payload.at("policy_snapshot_digest") != install.install_payload()->policy_snapshot_digest ||
       payload.at("requested_action_id") != install.action_id() ||
       !same_action_kind(payload.at("requested_action_kind"), install) ||
       payload.at("requested_action_content_digest") != install.content_digest() ||
@@ -372,8 +372,7 @@ Out handle_event(W& w, const Builder& b) {
     } else if (kind == EventKind::kActionExpired &&
                (pending.effect == Effect::kInstall ||
                 (pending.effect == Effect::kActivate &&
-                 pending.action.payload().value("schema", Json()) ==
-                     kMaterialActionPayloadSchemaV3))) {
+                 pending.action.material_payload() != nullptr))) {
       remove_pending(w, pending.action.action_id());
       if (pending.effect == Effect::kActivate && pending.rollback_capability_id &&
           w.session_status != SessionStatus::kEnded) {

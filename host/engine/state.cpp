@@ -87,21 +87,15 @@ const std::string& installer_digest() {
 }
 
 Json install_payload_v3(const CapabilityStateV3& c, const std::string& policy_snapshot_digest) {
-  return {{"capability_kind", c.kind()},
-          {"catalog_identity", c.selection.catalog_identity().to_json()},
-          {"install_plan_descriptor", c.selection.install_descriptor()->to_json()},
-          {"installer_digest", installer_digest()},
-          {"policy_snapshot_digest", policy_snapshot_digest},
-          {"result_material", c.material_identity.to_json()},
-          {"schema", kInstallActionPayloadSchemaV3}};
+  return InstallBinding{c.selection.catalog_identity(), *c.selection.install_descriptor(),
+                        installer_digest(), policy_snapshot_digest, c.material_identity}
+      .to_json();
 }
 
 Json material_payload_v3(const CapabilityStateV3& c) {
-  return {{"authorized_material", c.current_authorized_material->to_json()},
-          {"capability_kind", c.kind()},
-          {"catalog_identity", c.selection.catalog_identity().to_json()},
-          {"material_identity", c.material_identity.to_json()},
-          {"schema", kMaterialActionPayloadSchemaV3}};
+  return MaterialBinding{*c.current_authorized_material, c.selection.catalog_identity(),
+                         c.material_identity}
+      .to_json();
 }
 
 // ---- records --------------------------------------------------------------------------------

@@ -28,21 +28,12 @@ constexpr std::chrono::milliseconds kExecutionLockTimeout{30'000};
 engine::MaterialIdentity authorized_material(
     const engine::HostAction& action,
     engine::ActionKind kind = engine::ActionKind::kActivateCapability) {
-  if (action.action_kind() != kind || !action.payload().is_object() ||
-      action.payload().value("schema", "") != engine::kMaterialActionPayloadSchemaV3) {
+  if (action.action_kind() != kind || action.material_payload() == nullptr) {
     throw ActivationExecutionError(kind == engine::ActionKind::kActivateCapability
                                        ? "execution requires an exact schema-v3 activation action"
                                        : "execution requires an exact schema-v3 deactivation action");
   }
-  const auto material = action.payload().find("material_identity");
-  if (material == action.payload().end()) {
-    throw ActivationExecutionError("activation action has no material identity");
-  }
-  try {
-    return engine::MaterialIdentity::from_json(*material);
-  } catch (const InvalidArgument&) {
-    throw ActivationExecutionError("activation action has no valid material identity");
-  }
+  return action.material_payload()->material_identity;
 }
 
 // The installer's observation, or indeterminate when the driver cannot be called at all.
@@ -82,19 +73,19 @@ engine::SettlementGuard stored_guard(const engine::HostAction& action,
 engine::EngineEvent receipt_event(const engine::HostAction& action, std::string event_id,
                                   engine::Revision head, const std::string& occurred_at,
                                   bool applied = true) {
-  const auto& payload = action.payload();
   core::Json body = {{"action_id", action.action_id()},
                      {"action_kind", action.action_kind()},
                      {"action_content_digest", action.content_digest()},
                      {"action_precondition_revision", action.precondition_revision()}};
   if (applied) {
+    const engine::MaterialBinding& material = *action.material_payload();
     body["verification"] = {{"schema", engine::kMaterialReceiptSchemaV3},
                             {"host_state", action.verification().at("expected_state")},
                             {"capability_id", action.entity_id().value_or("")},
-                            {"capability_kind", payload.at("capability_kind")},
-                            {"catalog_identity", payload.at("catalog_identity")},
-                            {"material_identity", payload.at("material_identity")},
-                            {"authorized_material", payload.at("authorized_material")}};
+                            {"capability_kind", material.capability_kind()},
+                            {"catalog_identity", material.catalog_identity.to_json()},
+                            {"material_identity", material.material_identity.to_json()},
+                            {"authorized_material", material.authorized_material.to_json()}};
   } else {
     body["error"] = {{"code", "redacted-host-failure"}};
   }

@@ -289,16 +289,14 @@ engine::InstallExecutionBinding EngineComposition::resolve_install_execution_bin
   if (!parts_->install_actuator) {
     throw InstallExecutionError("composition has no physical installation actuator");
   }
-  const auto& payload = action.payload();
-  if (action.action_kind() != engine::ActionKind::kInstallCapability || !payload.is_object() ||
+  const engine::InstallBinding* install = action.install_payload();
+  if (install == nullptr ||
       action.entity_id() != std::optional<std::string>(selection.capability_id()) ||
       action.source_digest() != std::optional<std::string>(selection.source_digest()) ||
       action.catalog_snapshot_id() != std::optional<std::string>(catalog_snapshot_digest_) ||
-      payload.value("catalog_identity", core::Json()) != selection.catalog_identity().to_json() ||
-      payload.value("install_plan_descriptor", core::Json()) !=
-          selection.install_descriptor()->to_json() ||
-      payload.value("result_material", core::Json()) !=
-          selection.install_result_material()->to_json()) {
+      install->catalog_identity != selection.catalog_identity() ||
+      install->install_plan_descriptor != *selection.install_descriptor() ||
+      install->result_material != *selection.install_result_material()) {
     throw InstallExecutionError("install action does not match its selection");
   }
   return resolve_install_binding(parts_->install_actuator.get(), selection);

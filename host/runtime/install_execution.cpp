@@ -225,19 +225,13 @@ std::shared_ptr<engine::InstallerPort> require_captured(
 
 engine::MaterialIdentity result_material(const engine::HostAction& action,
                                          const engine::PlanCapabilityV3& selection) {
-  if (action.action_kind() != engine::ActionKind::kInstallCapability ||
-      !action.payload().is_object() ||
-      action.payload().value("schema", "") != engine::kInstallActionPayloadSchemaV3) {
+  if (action.install_payload() == nullptr) {
     throw InstallExecutionError("execution requires an exact schema-v3 install action");
   }
   if (action.entity_id() != std::optional<std::string>(selection.capability_id())) {
     throw InstallExecutionError("install action does not belong to its selection");
   }
-  try {
-    return engine::MaterialIdentity::from_json(action.payload().at("result_material"));
-  } catch (const std::exception&) {
-    throw InstallExecutionError("install action has no valid result material");
-  }
+  return action.install_payload()->result_material;
 }
 
 // What the driver observed for one install.
@@ -376,22 +370,22 @@ engine::SettlementGuard stored_guard(const engine::HostAction& action,
 engine::EngineEvent receipt_event(const engine::HostAction& action,
                                   const engine::SettlementGuard& guard, engine::Revision head,
                                   const std::string& observed_at) {
-  const auto& payload = action.payload();
   Json body = {{"action_id", action.action_id()},
                {"action_kind", action.action_kind()},
                {"action_content_digest", action.content_digest()},
                {"action_precondition_revision", action.precondition_revision()}};
   const bool applied = guard.mode == engine::GuardMode::kApplied;
   if (applied) {
+    const engine::InstallBinding& install = *action.install_payload();
     body["verification"] = {{"schema", engine::kInstallReceiptSchemaV3},
                             {"host_state", "installed"},
                             {"capability_id", action.entity_id().value_or("")},
-                            {"capability_kind", payload.at("capability_kind")},
-                            {"catalog_identity", payload.at("catalog_identity")},
-                            {"material_identity", payload.at("result_material")},
-                            {"install_plan_descriptor", payload.at("install_plan_descriptor")},
-                            {"installer_digest", payload.at("installer_digest")},
-                            {"policy_snapshot_digest", payload.at("policy_snapshot_digest")}};
+                            {"capability_kind", install.capability_kind()},
+                            {"catalog_identity", install.catalog_identity.to_json()},
+                            {"material_identity", install.result_material.to_json()},
+                            {"install_plan_descriptor", install.install_plan_descriptor.to_json()},
+                            {"installer_digest", install.installer_digest},
+                            {"policy_snapshot_digest", install.policy_snapshot_digest}};
   } else {
     body["error"] = {{"code", "install-driver-verified-absent"}};
   }

@@ -16,13 +16,11 @@ namespace {
 
 using core::Json;
 
-
-std::string string_field(const Json& payload, const char* key) {
-  const auto it = payload.find(key);
-  if (it == payload.end() || !it->is_string()) {
-    throw ManagedQueryServiceError("managed consent request payload is not exact");
-  }
-  return it->get<std::string>();
+// The policy digest a RequestConsent asks under (decoded by HostAction::create).
+const std::string& requested_policy(const engine::HostAction& request) {
+  const auto* binding = request.consent_request();
+  if (!binding) throw ManagedQueryServiceError("managed consent request payload is not exact");
+  return binding->install.policy_snapshot_digest;
 }
 
 bool same_head(const EngineSnapshot& a, const EngineSnapshot& b) {
@@ -33,26 +31,10 @@ bool same_head(const EngineSnapshot& a, const EngineSnapshot& b) {
 
 std::optional<engine::HostAction> consent_request_for(const engine::Transition& transition,
                                                       const engine::PendingConsent& pending) {
-  const auto& install = pending.install_action;
-  std::optional<engine::HostAction> found;
-  int matches = 0;
-  for (const auto& action : transition.actions()) {
-    if (action.action_kind() != engine::ActionKind::kRequestConsent) continue;
-    const Json& payload = action.payload();
-    if (action.consent_id() != std::optional<std::string>(pending.consent_id) ||
-        action.entity_id() != install.entity_id() ||
-        payload.value("requested_action_id", Json()) != Json(install.action_id()) ||
-        payload.value("requested_action_content_digest", Json()) !=
-            Json(install.content_digest()) ||
-        payload.value("requested_action_precondition_revision", Json()) !=
-            Json(install.precondition_revision())) {
-      continue;
-    }
-    ++matches;
-    found.emplace(action);
-  }
-  if (matches != 1) return std::nullopt;
-  return found;
+  const auto found =
+      engine::consent_requests_offering(transition, pending.consent_id, pending.install_action);
+  if (found.size() != 1) return std::nullopt;
+  return *found.front();
 }
 
 ConsentChallenge derive_install_consent_challenge(const engine::EngineState& state,
@@ -121,7 +103,7 @@ ConsentChallenge derive_install_consent_challenge(const engine::EngineState& sta
   f.requested_action_kind = install.action_kind();
   f.requested_action_content_digest = install.content_digest();
   f.requested_action_precondition_revision = install.precondition_revision();
-  f.policy_snapshot_digest = string_field(request.payload(), "policy_snapshot_digest");
+  f.policy_snapshot_digest = requested_policy(request);
   f.release_root_digest = identity.release_root_digest;
   f.permission_expansion = descriptor.permission_expansion();
   f.credential_requirement = descriptor.credential_requirement();
@@ -180,7 +162,7 @@ std::optional<ManagedConsentChallengeProjection> ManagedQueryService::publish_cu
   const auto& descriptor = *capability->selection.install_descriptor();
 
   const auto policy = current_install_policy();
-  if (policy.policy_digest() != string_field(request->payload(), "policy_snapshot_digest")) {
+  if (policy.policy_digest() != requested_policy(*request)) {
     throw ManagedConsentPolicyChangedError(capability->capability_id(),
                                            pending.install_action.expires_at().value_or(""));
   }

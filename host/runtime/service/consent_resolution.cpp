@@ -387,8 +387,7 @@ ConsentContext ConsentResolution::context(EngineComposition& composition,
   }
   std::optional<engine::InstallExecutionBinding> binding;
   engine::InstallExecutionBinding derivation_binding = engine::InstallExecutionBinding::create(
-      descriptor.installer_id(),
-      pending.install_action.payload().at("installer_digest").get<std::string>(),
+      descriptor.installer_id(), pending.install_action.install_payload()->installer_digest,
       std::string(64, '0'), std::string(64, '0'));
   if (needs.resolve_binding) {
     binding.emplace(current_binding(descriptor));
@@ -461,7 +460,7 @@ engine::EngineEvent ConsentResolution::decision_event(const ConsentRecord& recor
       {"consent_id", context.pending.consent_id},
       {"decision", *record.decision},
       {"decision_basis", "interactive"},
-      {"policy_snapshot_digest", install.payload().at("policy_snapshot_digest")},
+      {"policy_snapshot_digest", install.install_payload()->policy_snapshot_digest},
       {"requested_action_content_digest", install.content_digest()},
       {"requested_action_id", install.action_id()},
       {"requested_action_kind", install.action_kind()},
@@ -608,7 +607,7 @@ ManagedConsentResolutionResult ConsentResolution::expire(EngineComposition& comp
   const Json payload = {
       {"consent_id", context.pending.consent_id},
       {"install_expires_at", *install.expires_at()},
-      {"policy_snapshot_digest", install.payload().at("policy_snapshot_digest")},
+      {"policy_snapshot_digest", install.install_payload()->policy_snapshot_digest},
       {"requested_action_content_digest", install.content_digest()},
       {"requested_action_id", install.action_id()},
       {"requested_action_kind", install.action_kind()},
@@ -731,9 +730,8 @@ ManagedConsentResolutionResult ConsentResolution::finish(EngineComposition& comp
         (context.binding && !(binding == *context.binding))) {
       throw ManagedQueryHeadDriftError("current install target no longer matches consent");
     }
-    auto report = composition.execute_install(
-        install, context.selection, binding,
-        install.payload().at("policy_snapshot_digest").get<std::string>());
+    auto report = composition.execute_install(install, context.selection, binding,
+                                              install.install_payload()->policy_snapshot_digest);
     if (report.execution_binding_digest != binding.binding_digest()) {
       throw ManagedQueryServiceError("install report does not name the captured actuator");
     }

@@ -88,8 +88,7 @@ void require_retry_predecessor(ManagedQueryStore& store, const ManagedQueryRecor
 // `policy_digest` (so it is deferred rather than offered); false when any is current.
 bool drifted_consents(const engine::EngineState& state, const std::string& policy_digest) {
   for (const auto& consent : state.pending_consents()) {
-    if (consent.install_action.payload().value("policy_snapshot_digest", Json()) ==
-        Json(policy_digest)) {
+    if (consent.install_action.install_payload()->policy_snapshot_digest == policy_digest) {
       return false;
     }
   }

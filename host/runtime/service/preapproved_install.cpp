@@ -53,24 +53,9 @@ engine::Transition head_transition(EngineComposition& composition, const engine:
 const engine::HostAction* find_request(const engine::Transition& transition,
                                        const std::string& consent_id,
                                        const engine::HostAction& install) {
-  const engine::HostAction* found = nullptr;
-  for (const auto& action : transition.actions()) {
-    if (action.action_kind() != engine::ActionKind::kRequestConsent ||
-        action.consent_id() != std::optional<std::string>(consent_id) ||
-        action.entity_id() != install.entity_id()) {
-      continue;
-    }
-    const auto& p = action.payload();
-    if (p.value("requested_action_id", Json()) != install.action_id() ||
-        p.value("requested_action_content_digest", Json()) != install.content_digest() ||
-        p.value("requested_action_precondition_revision", Json()) !=
-            install.precondition_revision()) {
-      continue;
-    }
-    if (found) throw ManagedQueryServiceError("managed consent request is ambiguous");
-    found = &action;
-  }
-  return found;
+  const auto found = engine::consent_requests_offering(transition, consent_id, install);
+  if (found.size() > 1) throw ManagedQueryServiceError("managed consent request is ambiguous");
+  return found.empty() ? nullptr : found.front();
 }
 
 // The committed-plan row an install action of the desired set installs.
@@ -98,16 +83,16 @@ engine::EngineEvent automatic_decision(const ManagedDesiredSetRecord& desired,
                                        const engine::HostAction& request,
                                        const engine::HostAction& install,
                                        const engine::InstallExecutionBinding& binding) {
-  const Json& r = request.payload();
+  const engine::ConsentRequestBinding& r = *request.consent_request();
   const Json payload = {
       {"consent_id", *request.consent_id()},
       {"decision", "granted"},
       {"decision_basis", "preapproved-policy"},
-      {"policy_snapshot_digest", r.at("policy_snapshot_digest")},
-      {"requested_action_id", r.at("requested_action_id")},
-      {"requested_action_kind", r.at("requested_action_kind")},
-      {"requested_action_content_digest", r.at("requested_action_content_digest")},
-      {"requested_action_precondition_revision", r.at("requested_action_precondition_revision")}};
+      {"policy_snapshot_digest", r.install.policy_snapshot_digest},
+      {"requested_action_id", r.requested_action_id},
+      {"requested_action_kind", engine::ActionKind::kInstallCapability},
+      {"requested_action_content_digest", r.requested_action_content_digest},
+      {"requested_action_precondition_revision", r.requested_action_precondition_revision}};
   const auto& event = desired.event();
   const std::string digest = core::canonical_digest(
       {{"binding_digest", binding.binding_digest()},
@@ -268,7 +253,7 @@ std::optional<NextInstall> next_install(EngineComposition& composition,
       find_request(consent_transition, consent.consent_id, consent.install_action);
   if (request == nullptr) return std::nullopt;  // not offered by the head: nothing automatic
   const InstallConsentPolicy policy = current_install_policy(context.policy_store_root);
-  if (request->payload().value("policy_snapshot_digest", Json()) != policy.policy_digest()) {
+  if (request->consent_request()->install.policy_snapshot_digest != policy.policy_digest()) {
     return std::nullopt;
   }
   const auto& selection = selection_for(plan, context.desired, consent.install_action);
@@ -311,8 +296,7 @@ InstallConsentPolicy current_install_policy(const std::optional<std::filesystem:
 bool install_policy_drifted(const EngineSnapshot& head, const std::string& current_policy_digest) {
   if (!head.state || head.state->pending_consents().empty()) return false;
   for (const auto& consent : head.state->pending_consents()) {
-    if (consent.install_action.payload().value("policy_snapshot_digest", Json()) ==
-        Json(current_policy_digest)) {
+    if (consent.install_action.install_payload()->policy_snapshot_digest == current_policy_digest) {
       return false;
     }
   }
@@ -334,7 +318,7 @@ DesiredProgress progress_desired_installs(EngineComposition& composition,
         throw ManagedQueryServiceError("managed install binding does not name its installer");
       }
       verify_committed_grant(composition, context.desired, next->action, next->binding);
-      const auto policy = next->action.payload().value("policy_snapshot_digest", "");
+      const auto policy = next->action.install_payload()->policy_snapshot_digest;
       std::optional<InstallExecutionReport> report;
       try {
         report.emplace(

@@ -259,6 +259,50 @@ TEST_F(ReducerLifecycle, FullInstallActivateDeactivateLifecycle) {
   EXPECT_TRUE(deactivated.state.capabilities().empty());  // pruned: unselected and inactive
 }
 
+// HostAction::create decodes each v3 capability payload once; the typed view is the payload
+// (its to_json is the same bytes) and survives a round trip through the journal's JSON.
+TEST_F(ReducerLifecycle, TypedPayloadsAreTheDecodedPayloads) {
+  start();
+  plan({plan_row(kInstalled, "install")});
+  const auto offered = desire({desired_row(kInstalled, "install", "lease-1")}, 2);
+  const HostAction request = offered.transition.actions().at(0);
+  ASSERT_NE(request.consent_request(), nullptr);
+  EXPECT_EQ(request.install_payload(), nullptr);
+  EXPECT_EQ(request.material_payload(), nullptr);
+  const ConsentRequestBinding& asked = *request.consent_request();
+  EXPECT_EQ(asked.requested_action_id, request.payload()["requested_action_id"]);
+  EXPECT_EQ(asked.requested_action_content_digest,
+            request.payload()["requested_action_content_digest"]);
+  EXPECT_EQ(asked.requested_action_precondition_revision, 4);
+  const HostAction& pending = offered.state.pending_consents().at(0).install_action;
+  ASSERT_NE(pending.install_payload(), nullptr);
+  EXPECT_EQ(asked.install.to_json(), pending.payload());
+  EXPECT_EQ(asked.requested_action_content_digest, pending.content_digest());
+
+  const auto install = step(decision_event(request, 3)).transition.actions().at(0);
+  ASSERT_NE(install.install_payload(), nullptr);
+  EXPECT_EQ(install, pending);
+  EXPECT_EQ(install.material_payload(), nullptr);
+  EXPECT_EQ(install.install_payload()->to_json(), install.payload());
+  EXPECT_EQ(install.install_payload()->result_material.capability_id(), kInstalled);
+  const HostAction reread = HostAction::from_json_text(install.to_json_text());
+  ASSERT_NE(reread.install_payload(), nullptr);
+  EXPECT_EQ(reread.install_payload()->install_plan_descriptor,
+            install.install_payload()->install_plan_descriptor);
+
+  const auto activate = step(install_receipt(install, 4)).transition.actions().at(0);
+  ASSERT_NE(activate.material_payload(), nullptr);
+  EXPECT_EQ(activate.install_payload(), nullptr);
+  EXPECT_EQ(activate.material_payload()->to_json(), activate.payload());
+  EXPECT_EQ(activate.material_payload()->material_identity,
+            install.install_payload()->result_material);
+
+  // A payload that does not decode is refused when the action is made, naming the field.
+  HostAction::Fields broken = install.fields();
+  broken.payload["result_material"]["content_bytes"] = 7;
+  EXPECT_THROW(HostAction::create(broken), ProtocolValidationError);
+}
+
 TEST_F(ReducerLifecycle, ConsentIdsFollowTheOfferingEvent) {
   start();
   plan({plan_row(kInstalled, "install")});
