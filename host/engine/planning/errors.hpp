@@ -29,22 +29,26 @@ class CandidateSourceUnavailable : public Error {
  public:
   explicit CandidateSourceUnavailable(const std::string& message)
       : Error(message, ErrorCode::kUnavailable) {}
+
+ protected:
+  // For a subclass whose retry contract differs; catching the base still degrades the plan.
+  CandidateSourceUnavailable(const std::string& message, ErrorCode code) : Error(message, code) {}
 };
 
-// The graph artifact's bytes do not hash to the pinned sha256. Code: kUnavailable (it is a
-// CandidateSourceUnavailable, so planning degrades). Retry: no, not with these bytes.
+// The graph artifact's bytes do not hash to the pinned sha256. It is a CandidateSourceUnavailable,
+// so planning degrades. Code: kDataLoss. Retry: never with these bytes.
 class GraphArtifactPinMismatch : public CandidateSourceUnavailable {
  public:
   explicit GraphArtifactPinMismatch(const std::string& message)
-      : CandidateSourceUnavailable(message) {}
+      : CandidateSourceUnavailable(message, ErrorCode::kDataLoss) {}
 };
 
 // One candidate's effect authority (material / install bundle) is missing or malformed; only that
-// candidate is dropped. Code: kUnavailable. Retry: no.
+// candidate is dropped. Code: kFailedPrecondition. Retry: not until the catalog changes.
 class CandidateAuthorityUnavailable : public Error {
  public:
   explicit CandidateAuthorityUnavailable(const std::string& message)
-      : Error(message, ErrorCode::kUnavailable) {}
+      : Error(message, ErrorCode::kFailedPrecondition) {}
 };
 
 // The benefit audit store cannot durably record a result for an operational reason (open, lock,

@@ -250,6 +250,15 @@ TEST_F(GraphStoreTest, PinMismatchIsATypedError) {
   }
   ::chmod(path.c_str(), 0444);
   CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::GraphArtifactPinMismatch, "pin");
+  // Its code says never to retry with these bytes (a CandidateSourceUnavailable of its own is
+  // kUnavailable: retry with a repaired or re-pinned artifact).
+  try {
+    GraphStore::open(path, pin);
+    ADD_FAILURE() << "a tampered artifact opened";
+  } catch (const planning::GraphArtifactPinMismatch& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kDataLoss);
+  }
+  EXPECT_EQ(planning::CandidateSourceUnavailable("x").code(), ErrorCode::kUnavailable);
   // The mismatch is a CandidateSourceUnavailable, so planning degrades instead of trusting it.
   CTX_EXPECT_THROW(GraphStore::open(path, pin), planning::CandidateSourceUnavailable,
                    "indexed graph candidate source is unavailable");

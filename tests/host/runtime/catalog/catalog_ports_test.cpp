@@ -148,6 +148,12 @@ TEST(CatalogPorts, MaterialDescriptorsBindTheStoredSkillBytes) {
                    CandidateAuthorityUnavailable, "not in the imported catalog");
   CTX_EXPECT_THROW(material.describe("skill:pdf-export", engine::CapabilityKind::kAgent),
                    CandidateAuthorityUnavailable, "not in the imported catalog");
+  try {
+    material.describe("skill:nope", engine::CapabilityKind::kSkill);
+    ADD_FAILURE() << "an unknown entry was described";
+  } catch (const CandidateAuthorityUnavailable& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);  // not until the catalog changes
+  }
 }
 
 TEST(CatalogPorts, InstallBundlesFlagPermissionsAndCredentialsByTheDocumentedRule) {
