@@ -84,17 +84,6 @@ void require_retry_predecessor(ManagedQueryStore& store, const ManagedQueryRecor
   }
 }
 
-// True when every pending consent of `state` was requested under a policy other than
-// `policy_digest` (so it is deferred rather than offered); false when any is current.
-bool drifted_consents(const engine::EngineState& state, const std::string& policy_digest) {
-  for (const auto& consent : state.pending_consents()) {
-    if (consent.install_action.install_payload()->policy_snapshot_digest == policy_digest) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // The stream's latest desired set, and whether `request` retries it (same logical choice).
 struct Predecessor {
   std::optional<ManagedDesiredSetRecord> latest;
@@ -200,7 +189,9 @@ engine::EngineEvent desired_event(const DesiredChoice& choice, const core::Clock
 ManagedDesiredSetRecord reserve_choice(ManagedQueryStore& store, const DesiredChoice& choice,
                                        const core::Clock& clock) {
   const auto& state = *choice.snapshot.state;
-  if (!state.pending_effects().empty() || !drifted_consents(state, choice.policy_digest)) {
+  // A consent asked under an older policy is deferred, not pending: it does not hold the stream.
+  if (!state.pending_effects().empty() ||
+      detail::consent_pending_under(state, choice.policy_digest)) {
     throw ManagedDesiredSetBusyError("managed stream has an unresolved lifecycle effect");
   }
   auto event = desired_event(choice, clock);

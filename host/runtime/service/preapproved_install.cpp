@@ -293,14 +293,17 @@ InstallConsentPolicy current_install_policy(const std::optional<std::filesystem:
   return InstallPolicyStore(*root).load();
 }
 
+bool consent_pending_under(const engine::EngineState& state, const std::string& policy_digest) {
+  return std::any_of(state.pending_consents().begin(), state.pending_consents().end(),
+                     [&](const engine::PendingConsent& consent) {
+                       return consent.install_action.install_payload()->policy_snapshot_digest ==
+                              policy_digest;
+                     });
+}
+
 bool install_policy_drifted(const EngineSnapshot& head, const std::string& current_policy_digest) {
-  if (!head.state || head.state->pending_consents().empty()) return false;
-  for (const auto& consent : head.state->pending_consents()) {
-    if (consent.install_action.install_payload()->policy_snapshot_digest == current_policy_digest) {
-      return false;
-    }
-  }
-  return true;
+  return head.state && !head.state->pending_consents().empty() &&
+         !consent_pending_under(*head.state, current_policy_digest);
 }
 
 DesiredProgress progress_desired_installs(EngineComposition& composition,

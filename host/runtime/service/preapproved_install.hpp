@@ -25,6 +25,9 @@ namespace ctx::runtime::detail {
 // no root is configured). Errors: InstallPolicyCorruption, UnsafeStateFile.
 InstallConsentPolicy current_install_policy(const std::optional<std::filesystem::path>& root);
 
+// True when a pending consent of `state` was requested under `policy_digest` (is current).
+bool consent_pending_under(const engine::EngineState& state, const std::string& policy_digest);
+
 // True when the head has pending consents and every one was requested under another policy than
 // `current_policy_digest` (so it is deferred rather than offered or granted).
 bool install_policy_drifted(const EngineSnapshot& head, const std::string& current_policy_digest);
