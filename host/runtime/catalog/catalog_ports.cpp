@@ -160,7 +160,9 @@ bool has_evidence(const planning::CapabilityCandidate& presentation, const Catal
     if (observation.signals.empty() || among(observation.signals, term)) {
       matching.push_back(term);
     } else if (among(observation.languages, term)) {
-      language = true;
+      // A project term that is an everyday English word ("data", "web" and "order" from a
+      // Spring manifest's artifact names) says nothing about which entry fits: no language.
+      language = language || english_commonness(term) != EnglishCommonness::kMostCommon;
       if (!named_language && among(name_words, term)) named_language = term;
     }
   }
@@ -176,8 +178,10 @@ bool has_evidence(const planning::CapabilityCandidate& presentation, const Catal
   // Work in the project's language ("Add an API endpoint" in a Go module) makes the entry named
   // after that language (golang-pro: a name of at most two words) a match as one name word would
   // be, when the work says something more specific than everyday English: a signal that is not
-  // among the most common English words ("api"; not "plan", "next", "step").
+  // among the most common English words ("api"; not "plan", "next", "step"), and more than one
+  // word ("commit it" or "gif" alone in a Go module is not Go work).
   if (matching.empty() && named_language && name_words.size() <= 2 &&
+      observation.signals.size() >= 2 &&
       std::any_of(observation.signals.begin(), observation.signals.end(),
                   [](const std::string& signal) {
                     return english_commonness(signal) != EnglishCommonness::kMostCommon;

@@ -15,12 +15,14 @@
 //                    by at most max(2, 3%) of them ("helm" for helm-chart-scaffolding,
 //                    "terraform" for terraform-module-library; not "table" for
 //                    postgresql-table-design), or one matching signal and a matching language
-//                    (a project term; languages alone are no evidence when the work has
-//                    signals, but for an entry named after one, below), or a language that is a
-//                    word of a name of at most two words, as such a name word would be, when
-//                    the work has a signal that is not among the most common English words
-//                    (golang-pro for "Add an API endpoint" in a Go module; not for "plan the
-//                    next step"). The planner then keeps the relevance of the entries whose
+//                    (a project term that is not among the most common English words: not
+//                    "data", "web" or "order" from a manifest's artifact names; languages alone
+//                    are no evidence when the work has signals, but for an entry named after
+//                    one, below), or a language that is a word of a name of at most two words,
+//                    as such a name word would be, when the work has at least two signals and
+//                    one of them is not among the most common English words (golang-pro for
+//                    "Add an API endpoint" in a Go module; not for "plan the next step" nor for
+//                    "commit it"). The planner then keeps the relevance of the entries whose
 //                    relevance is at least kRelevanceShareOfBestPpm of the best one's in the
 //                    plan's pool (relevance_share_of_best_ppm): the few entries that match about
 //                    as well as the best match with evidence. An entry that scores best on one
