@@ -13,6 +13,8 @@
 //                   and consent_target still counts it when it is shown first;
 //   precision@3     acceptable shown entries / shown entries, over match prompts;
 //   abstain         no-match prompts (no acceptable entry) where nothing is shown;
+// and, as "tune-in-projects", the abstain of tune's no-match prompts (those run without a project)
+// each run once more in every project folder: chit-chat in a project gets nothing either;
 // and `ratio ctx/bm25 METRIC SPLIT: X` (a bm25 value of 0 is floored at one prompt's share).
 // Targets (issue 34): consent_target and hit@3 >= 0.95 and above bm25's, abstain >= 0.95,
 // precision@3 >= 0.70. The holdout and holdout2 prompts are never used to tune the planner.
@@ -354,6 +356,23 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Chit-chat in a project: every tune no-match prompt once in each project folder (the project's
+  // signals must not make a recommendation of their own). Derived from tune prompts, so tuned on.
+  std::vector<std::string> projects;
+  for (const auto& entry : fs::directory_iterator(dir / "projects")) {
+    if (entry.is_directory()) projects.push_back(entry.path().filename().string());
+  }
+  std::sort(projects.begin(), projects.end());
+  for (const Prompt& p : g_prompts) {
+    if (p.split != "tune" || !p.acceptable.empty() || !p.project.empty()) continue;
+    for (const auto& project : projects) {
+      Prompt in_project = p;
+      in_project.project = project;
+      metrics["tune-in-projects"]["ctx"].add(in_project, ctx_shows(in_project));
+      metrics["tune-in-projects"]["bm25"].add(in_project, g_bm25->query(p.text));
+    }
+  }
+
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
@@ -375,6 +394,17 @@ int main(int argc, char** argv) {
       std::printf("ratio ctx/bm25 %s %s: %.3f\n", name, split,
                   cv.at(name) / std::max(bv.at(name), floor));
     }
+  }
+  {
+    const auto& c = metrics["tune-in-projects"]["ctx"];
+    const auto& b = metrics["tune-in-projects"]["bm25"];
+    std::printf("tune-in-projects: %d no-match prompts (tune's, each in every project folder)\n",
+                c.nomatch);
+    std::printf("  %-15s ctx %.3f  bm25 %.3f\n", "abstain", c.values().at("abstain"),
+                b.values().at("abstain"));
+    const double floor = b.nomatch == 0 ? 1.0 : 1.0 / b.nomatch;
+    std::printf("ratio ctx/bm25 abstain tune-in-projects: %.3f\n",
+                c.values().at("abstain") / std::max(b.values().at("abstain"), floor));
   }
   g_runner.reset();
   std::error_code ignored;
