@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string_view>
 #include <vector>
 
 #include "host/core/crypto.hpp"
 #include "host/core/error.hpp"
+#include "host/core/state_fs.hpp"
+#include "host/store/posix_state_fs.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -111,26 +114,32 @@ StateDirInit init_state_dir(const std::filesystem::path& state_dir) {
   core::random_bytes(bytes, sizeof bytes);
   // Written under a temporary name and linked into place: a concurrent init keeps the first key.
   const fs::path temp = state_dir / (".installation.key-" + std::to_string(::getpid()));
-  ::unlink(temp.c_str());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw SystemError("installation key cannot be created");
-  const bool written = ::fchmod(fd, 0600) == 0 &&
-                       ::write(fd, bytes, sizeof bytes) == static_cast<ssize_t>(sizeof bytes) &&
-                       ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written) {
-    ::unlink(temp.c_str());
-    throw SystemError("installation key cannot be written");
+  core::StateFs& state_fs = store::default_state_fs();
+  state_fs.remove(temp);
+  try {
+    state_fs.create_file(temp, std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes),
+                         core::NewFile{});
+  } catch (const core::StateFsError& error) {
+    throw core::StateFsError(error, error.step() == core::StateFsStep::kCreate
+                                        ? "installation key cannot be created"
+                                        : "installation key cannot be written");
   }
-  const int linked = ::link(temp.c_str(), key_path.c_str());
-  const int link_errno = errno;
-  ::unlink(temp.c_str());
-  if (linked != 0 && link_errno != EEXIST) throw SystemError("installation key cannot be placed");
-  out.created_key = linked == 0;
-  const int dir = ::open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
+  bool linked = true;
+  try {
+    state_fs.link(temp, key_path);
+  } catch (const core::StateFsError& error) {
+    state_fs.remove(temp);
+    if (error.error() != EEXIST) {
+      throw core::StateFsError(error, "installation key cannot be placed");
+    }
+    linked = false;
+  }
+  state_fs.remove(temp);
+  out.created_key = linked;
+  try {
+    state_fs.sync_dir(state_dir, support::Follow::kSymlinks);
+  } catch (const core::StateFsError&) {
+    // best effort, as before: the key is read back below
   }
   read_key_file(key_path);
   return out;

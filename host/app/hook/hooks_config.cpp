@@ -97,35 +97,35 @@ fs::path resolved(const fs::path& file) {
 
 // Best effort: the hooks file itself was fsynced; a directory that cannot be synced is not
 // reported.
-using support::fsync_directory;
+void sync_dir_best_effort(core::StateFs& state_fs, const fs::path& dir) {
+  try {
+    state_fs.sync_dir(dir, support::Follow::kSymlinks);
+  } catch (const core::StateFsError&) {
+  }
+}
 
-// Replaces `file` with `bytes` atomically, with permission bits `mode` (nullopt: 0644 less the
-// process umask, for a file that did not exist).
-void write_atomically(const fs::path& file, const std::string& bytes, std::optional<mode_t> mode) {
+// Replaces `file` with `bytes` atomically (core::replace_file through `state_fs`: the stage
+// "<name>.ctx-tmp-<pid>" beside it), with permission bits `mode` (nullopt: 0644 less the process
+// umask, for a file that did not exist). Errors: core::StateFsError ("cannot create <stage>: ...",
+// "cannot write <file>: ..."); the directory fsync is best effort.
+void write_atomically(core::StateFs& state_fs, const fs::path& file, const std::string& bytes,
+                      std::optional<mode_t> mode) {
   const fs::path temp =
       file.parent_path() / (file.filename().string() + ".ctx-tmp-" + std::to_string(::getpid()));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                        mode.value_or(0644));
-  if (fd < 0) {
-    throw SystemError("cannot create " + temp.string() + ": " + std::strerror(errno));
+  state_fs.remove(temp);  // what a process of this pid left
+  const core::NewFile how = mode ? core::NewFile{*mode, /*umask=*/false, /*sync=*/true}
+                                 : core::NewFile{0644, /*umask=*/true, /*sync=*/true};
+  try {
+    core::replace_file(state_fs, file, temp, bytes, how, support::Follow::kSymlinks);
+  } catch (const core::StateFsError& error) {
+    if (error.step() == core::StateFsStep::kSyncDir) return;  // renamed: best effort
+    if (error.step() == core::StateFsStep::kCreate) {
+      throw core::StateFsError(
+          error, "cannot create " + temp.string() + ": " + std::strerror(error.error()));
+    }
+    throw core::StateFsError(error,
+                             "cannot write " + file.string() + ": " + std::strerror(error.error()));
   }
-  std::size_t written = 0;
-  bool ok = !mode || ::fchmod(fd, *mode) == 0;
-  while (ok && written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) written += static_cast<std::size_t>(n);
-  }
-  ok = ok && ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!ok || ::rename(temp.c_str(), file.c_str()) != 0) {
-    const int error = ok ? errno : saved;
-    ::unlink(temp.c_str());
-    throw SystemError("cannot write " + file.string() + ": " + std::strerror(error));
-  }
-  fsync_directory(file.parent_path());
 }
 
 std::optional<mode_t> mode_of(const fs::path& file) {
@@ -278,13 +278,14 @@ std::vector<std::string> remove_ctx_handlers(Json& document, HookHost host,
 }
 
 // Saves `previous` (empty: there was no file) as the backup, then writes `document`.
-void replace(const fs::path& file, const std::optional<std::string>& previous,
-             const std::string& bytes, std::optional<fs::path>& backup) {
+void replace(core::StateFs& state_fs, const fs::path& file,
+             const std::optional<std::string>& previous, const std::string& bytes,
+             std::optional<fs::path>& backup) {
   const std::optional<mode_t> mode = mode_of(file);
   const fs::path saved = backup_path(file);
-  write_atomically(saved, previous.value_or(""), 0600);
+  write_atomically(state_fs, saved, previous.value_or(""), 0600);
   backup = saved;
-  write_atomically(file, bytes, mode);
+  write_atomically(state_fs, file, bytes, mode);
 }
 
 }  // namespace
@@ -400,7 +401,8 @@ std::string hook_command_line(HookHost host, const HookCommand& command) {
   return line;
 }
 
-HooksChange install_hooks(const HookTarget& target, const HookCommand& command) {
+HooksChange install_hooks(const HookTarget& target, const HookCommand& command,
+                          core::StateFs& state_fs) {
   const std::string line = hook_command_line(target.host, command);
   HooksChange change;
   change.file = resolved(target.file);
@@ -436,11 +438,11 @@ HooksChange install_hooks(const HookTarget& target, const HookCommand& command) 
   change.changed = true;
   change.created = !previous;
   fs::create_directories(change.file.parent_path());
-  replace(change.file, previous, render(document), change.backup);
+  replace(state_fs, change.file, previous, render(document), change.backup);
   return change;
 }
 
-HooksChange uninstall_hooks(const HookTarget& target) {
+HooksChange uninstall_hooks(const HookTarget& target, core::StateFs& state_fs) {
   HooksChange change;
   change.file = resolved(target.file);
   const std::optional<std::string> previous = read_file(change.file);
@@ -465,7 +467,7 @@ HooksChange uninstall_hooks(const HookTarget& target) {
       throw SystemError("cannot remove " + change.file.string() + ": " + std::strerror(errno));
     }
     ::unlink(saved.c_str());
-    fsync_directory(change.file.parent_path());
+    sync_dir_best_effort(state_fs, change.file.parent_path());
     change.restored = true;
     return change;
   }
@@ -477,16 +479,16 @@ HooksChange uninstall_hooks(const HookTarget& target) {
       // an unreadable backup is only not used
     }
     if (same) {
-      write_atomically(change.file, *before, mode_of(change.file));
+      write_atomically(state_fs, change.file, *before, mode_of(change.file));
       ::unlink(saved.c_str());
-      fsync_directory(change.file.parent_path());
+      sync_dir_best_effort(state_fs, change.file.parent_path());
       change.restored = true;
       return change;
     }
   }
   // Not what it was before install (edited since): the result, and the bytes it replaces in
   // the backup.
-  replace(change.file, previous, render(document), change.backup);
+  replace(state_fs, change.file, previous, render(document), change.backup);
   return change;
 }
 
@@ -641,13 +643,13 @@ bool codex_project_trusted(const CodexConfigFacts& facts, const fs::path& projec
   return false;
 }
 
-void save_codex_config_backup(const fs::path& config_toml) {
+void save_codex_config_backup(const fs::path& config_toml, core::StateFs& state_fs) {
   const fs::path file = resolved(config_toml);
   const fs::path saved = backup_path(file);
   std::error_code ec;
   if (fs::exists(fs::symlink_status(saved, ec))) return;
   fs::create_directories(file.parent_path());
-  write_atomically(saved, read_file(file).value_or(""), 0600);
+  write_atomically(state_fs, saved, read_file(file).value_or(""), 0600);
 }
 
 std::string without_trust_tables(std::string_view toml, const std::vector<std::string>& keys) {
@@ -699,7 +701,8 @@ std::string without_trust_tables(std::string_view toml, const std::vector<std::s
   return out;
 }
 
-TrustRemoval remove_codex_trust(const fs::path& config_toml, const std::vector<std::string>& keys) {
+TrustRemoval remove_codex_trust(const fs::path& config_toml, const std::vector<std::string>& keys,
+                                core::StateFs& state_fs) {
   TrustRemoval removal;
   const fs::path file = resolved(config_toml);
   const fs::path saved = backup_path(file);
@@ -745,10 +748,10 @@ TrustRemoval remove_codex_trust(const fs::path& config_toml, const std::vector<s
       throw SystemError("cannot remove " + file.string() + ": " + std::strerror(errno));
     }
   } else {
-    write_atomically(file, result, mode_of(file));
+    write_atomically(state_fs, file, result, mode_of(file));
   }
   ::unlink(saved.c_str());
-  fsync_directory(file.parent_path());
+  sync_dir_best_effort(state_fs, file.parent_path());
   removal.changed = true;
   return removal;
 }

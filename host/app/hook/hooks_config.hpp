@@ -30,6 +30,8 @@
 
 #include "host/core/error.hpp"
 #include "host/core/json_reader.hpp"
+#include "host/core/state_fs.hpp"
+#include "host/store/posix_state_fs.hpp"
 
 namespace ctx::runtime::hooks {
 
@@ -121,11 +123,14 @@ std::string snake_event(std::string_view event);
 // Writes the ctx handlers into the target's file (creating it and its directory when needed).
 // Errors: MalformedHooksConfig (nothing changed); InvalidArgument from hook_command_line;
 // SystemError when the file system refuses.
-HooksChange install_hooks(const HookTarget& target, const HookCommand& command);
+// `state_fs` writes the file (the backup first).
+HooksChange install_hooks(const HookTarget& target, const HookCommand& command,
+                          core::StateFs& state_fs = store::default_state_fs());
 
 // Removes every ctx handler of the target's host. A missing file is no change.
 // Errors: MalformedHooksConfig (nothing changed); SystemError.
-HooksChange uninstall_hooks(const HookTarget& target);
+HooksChange uninstall_hooks(const HookTarget& target,
+                            core::StateFs& state_fs = store::default_state_fs());
 
 // ---- Codex's hook trust in $CODEX_HOME/config.toml (host-formats §7) ----------------------
 // Codex runs a hook only when config.toml holds [hooks.state."<key>"] trusted_hash equal to the
@@ -147,7 +152,8 @@ bool codex_project_trusted(const CodexConfigFacts& facts, const std::filesystem:
 // Saves config_toml's bytes to "<config_toml>.ctx-backup" (0600; empty when there is no file)
 // unless that backup exists already (it then holds the bytes before ctx's first trust).
 // Errors: SystemError.
-void save_codex_config_backup(const std::filesystem::path& config_toml);
+void save_codex_config_backup(const std::filesystem::path& config_toml,
+                              core::StateFs& state_fs = store::default_state_fs());
 
 // `toml` without its [hooks.state."KEY"] tables (header and body) for every KEY of `keys`, and
 // without a [hooks.state] table left empty by that. Every other byte is kept.
@@ -163,7 +169,8 @@ struct TrustRemoval {
   std::size_t removed = 0;  // entries of `keys` that were there
 };
 TrustRemoval remove_codex_trust(const std::filesystem::path& config_toml,
-                                const std::vector<std::string>& keys);
+                                const std::vector<std::string>& keys,
+                                core::StateFs& state_fs = store::default_state_fs());
 
 }  // namespace ctx::runtime::hooks
 

@@ -30,6 +30,10 @@
 #include "host/core/error.hpp"
 #include "host/runtime/catalog/catalog_terms.hpp"
 
+namespace ctx::core {
+class StateFs;
+}  // namespace ctx::core
+
 namespace ctx::runtime {
 
 // Bounds of one catalog tree: capabilities (valid or not), directory entries visited and folder
@@ -162,6 +166,8 @@ core::Json catalog_content_json(const std::vector<CatalogEntry>& entries);
 
 struct CatalogImportOptions {
   bool strict = false;  // any skipped file fails the import (all or nothing)
+  // Writes the catalog's files; may be null: store::default_state_fs(). Must outlive the call.
+  core::StateFs* state_fs = nullptr;
 };
 
 struct CatalogImportResult {

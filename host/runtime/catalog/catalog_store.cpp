@@ -14,12 +14,14 @@
 #include <map>
 
 #include "host/core/crypto.hpp"
+#include "host/core/state_fs.hpp"
 #include "host/engine/lexical.hpp"
 #include "host/runtime/catalog/catalog.hpp"
 #include "host/runtime/catalog/catalog_sources.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/store/graph_store.hpp"
+#include "host/store/posix_state_fs.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -50,32 +52,34 @@ CatalogFile file_from(const Json& value) {
                      value.at("bytes").get<std::int64_t>()};
 }
 
-void fsync_path(const fs::path& path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) throw SystemError("catalog store: cannot open for fsync");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw SystemError("catalog store: fsync failed");
+// Runs one StateFs step; its failure is told in the catalog store's words (the same
+// core::StateFsError: step, errno and code kept).
+template <typename Step>
+void step(std::string_view message, Step&& run) {
+  try {
+    run();
+  } catch (const core::StateFsError& error) {
+    throw core::StateFsError(error, std::string(message));
+  }
+}
+
+// Makes the entries of `dir` durable. Errors: core::StateFsError.
+void sync_dir(core::StateFs& state_fs, const fs::path& dir) {
+  step("catalog store: fsync failed", [&] { state_fs.sync_dir(dir, support::Follow::kSymlinks); });
 }
 
 // Writes `bytes` to `path` (which must not exist) with `mode`; fsyncs it when `sync` (callers
-// that write many files pass false and syncfs once).
-void write_new_file(const fs::path& path, std::string_view bytes, mode_t mode, bool sync = true) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw SystemError("catalog store: cannot create a file");
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      throw SystemError("catalog store: write failed");
-    }
-    done += static_cast<std::size_t>(n);
+// that write many files pass false and sync the file system once). Errors: core::StateFsError.
+void write_new_file(core::StateFs& state_fs, const fs::path& path, std::string_view bytes,
+                    mode_t mode, bool sync = true) {
+  try {
+    state_fs.create_file(path, bytes, core::NewFile{mode, /*umask=*/false, sync});
+  } catch (const core::StateFsError& error) {
+    throw core::StateFsError(
+        error, error.step() == core::StateFsStep::kCreate  ? "catalog store: cannot create a file"
+               : error.step() == core::StateFsStep::kWrite ? "catalog store: write failed"
+                                                           : "catalog store: cannot finish a file");
   }
-  const bool ok = ::fchmod(fd, mode) == 0 && (!sync || ::fsync(fd) == 0);
-  ::close(fd);
-  if (!ok) throw SystemError("catalog store: cannot finish a file");
 }
 
 // A private directory (created 0700 if missing); symlinks and foreign owners refused.
@@ -189,7 +193,8 @@ constexpr std::uint64_t kMaxRecordBytes = 1ull << 30;
 
 // Writes `bytes` as dir/name unless it holds exactly them already (temporary file, fsync,
 // rename, directory fsync).
-void write_if_changed(const fs::path& dir, const std::string& name, const std::string& bytes) {
+void write_if_changed(core::StateFs& state_fs, const fs::path& dir, const std::string& name,
+                      const std::string& bytes) {
   const fs::path target = dir / name;
   struct stat st {};
   if (::lstat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
@@ -202,11 +207,9 @@ void write_if_changed(const fs::path& dir, const std::string& name, const std::s
   const fs::path temp = dir / (".tmp-" + name + "-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove(temp, ec);
-  write_new_file(temp, bytes, 0400);
-  if (::rename(temp.c_str(), target.c_str()) != 0) {
-    throw SystemError("catalog store: cannot place a source record");
-  }
-  fsync_path(dir, true);
+  write_new_file(state_fs, temp, bytes, 0400);
+  step("catalog store: cannot place a source record", [&] { state_fs.rename(temp, target); });
+  sync_dir(state_fs, dir);
 }
 
 Json problems_json(const std::vector<CatalogProblem>& problems) {
@@ -337,7 +340,8 @@ std::vector<CatalogEntry> merge_sources(const std::vector<CatalogSource>& source
 // The snapshot half of an import (a friend of ImportedCatalog): imports every recorded source's
 // entries together. The caller holds the import lock and has written their objects.
 struct CatalogStoreAccess {
-  static CatalogImportResult publish(const fs::path& state_dir, const CatalogProgress& progress);
+  static CatalogImportResult publish(const fs::path& state_dir, const CatalogProgress& progress,
+                                     core::StateFs& state_fs);
 };
 
 Json catalog_content_json(const std::vector<CatalogEntry>& entries) {
@@ -418,6 +422,7 @@ CatalogImportResult store_source(const fs::path& state_dir, const CatalogSource&
   const auto report = [&](std::string_view phase, std::size_t done, std::size_t total) {
     if (progress) progress(phase, done, total);
   };
+  core::StateFs& state_fs = options.state_fs ? *options.state_fs : store::default_state_fs();
   require_private_state(state_dir);
   if (!is_source_name(source.name)) throw InvalidArgument("catalog source name is invalid");
   if (!contents.skipped.empty() && (options.strict || contents.entries.empty())) {
@@ -435,7 +440,7 @@ CatalogImportResult store_source(const fs::path& state_dir, const CatalogSource&
   // A catalog imported before sources were recorded becomes the source "local" first.
   if (auto local = unrecorded_catalog(state_dir, /*for_write=*/true)) {
     ensure_private_dir(records);
-    write_if_changed(records, local->name + ".json", record_text(*local));
+    write_if_changed(state_fs, records, local->name + ".json", record_text(*local));
   }
   ensure_private_dir(records);
   sweep(records, ".tmp-");
@@ -466,26 +471,20 @@ CatalogImportResult store_source(const fs::path& state_dir, const CatalogSource&
     }
     const fs::path temp = objects / (".tmp-" + sha + "-" + std::to_string(::getpid()));
     fs::remove(temp, ec);
-    write_new_file(temp, bytes, 0444, /*sync=*/false);
-    if (::rename(temp.c_str(), object.c_str()) != 0) {
-      throw SystemError("catalog store: cannot place an object");
-    }
+    write_new_file(state_fs, temp, bytes, 0444, /*sync=*/false);
+    step("catalog store: cannot place an object", [&] { state_fs.rename(temp, object); });
     wrote_object = true;
     report("objects", ++done, contents.blobs.size());
   }
   if (wrote_object) {
     // One filesystem sync makes every object durable before anything can name it.
-    const int fd = ::open(objects.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) throw SystemError("catalog store: cannot open the object store");
-    const int rc = ::syncfs(fd);
-    ::close(fd);
-    if (rc != 0) throw SystemError("catalog store: syncfs failed");
-    fsync_path(objects, true);
+    step("catalog store: syncfs failed", [&] { state_fs.sync_file_system(objects); });
+    sync_dir(state_fs, objects);
   }
   crash_point("catalog.import.objects-written");
 
-  write_if_changed(records, source.name + ".json", record_text(source));
-  CatalogImportResult result = CatalogStoreAccess::publish(state_dir, progress);
+  write_if_changed(state_fs, records, source.name + ".json", record_text(source));
+  CatalogImportResult result = CatalogStoreAccess::publish(state_dir, progress, state_fs);
   result.object_count = contents.blobs.size();
   std::vector<CatalogProblem> skipped = source.skipped;
   skipped.insert(skipped.end(), result.skipped.begin(), result.skipped.end());
@@ -494,12 +493,13 @@ CatalogImportResult store_source(const fs::path& state_dir, const CatalogSource&
 }
 
 CatalogImportResult remove_source(const fs::path& state_dir, const std::string& name) {
+  core::StateFs& state_fs = store::default_state_fs();
   const fs::path root = catalog_root(state_dir);
   ExclusiveFileLock lock(root / ".lock", kImportLockTimeout);
   const fs::path records = root / "sources";
   if (auto local = unrecorded_catalog(state_dir, /*for_write=*/true)) {
     ensure_private_dir(records);
-    write_if_changed(records, local->name + ".json", record_text(*local));
+    write_if_changed(state_fs, records, local->name + ".json", record_text(*local));
   }
   const fs::path record = records / (name + ".json");
   struct stat st {};
@@ -507,13 +507,14 @@ CatalogImportResult remove_source(const fs::path& state_dir, const std::string& 
     throw NotFound("no catalog source is named " + name);
   }
   if (::unlink(record.c_str()) != 0) throw SystemError("catalog store: cannot remove a source");
-  fsync_path(records, true);
+  sync_dir(state_fs, records);
   remove_staging(root / "git" / (name + ".git"));
-  return CatalogStoreAccess::publish(state_dir, {});
+  return CatalogStoreAccess::publish(state_dir, {}, state_fs);
 }
 
 CatalogImportResult CatalogStoreAccess::publish(const fs::path& state_dir,
-                                                const CatalogProgress& progress) {
+                                                const CatalogProgress& progress,
+                                                core::StateFs& state_fs) {
   const auto report = [&](std::string_view phase, std::size_t done, std::size_t total) {
     if (progress) progress(phase, done, total);
   };
@@ -571,15 +572,13 @@ CatalogImportResult CatalogStoreAccess::publish(const fs::path& state_dir,
                     {"content", content},
                     {"graph_sha256", graph_sha},
                     {"schema", std::string(kCatalogManifestSchema)}};
-      write_new_file(staging / "manifest.json",
+      write_new_file(state_fs, staging / "manifest.json",
                      core::canonical_json(manifest, core::Encoding::kAscii), 0444);
-      fsync_path(staging, true);
+      sync_dir(state_fs, staging);
       ::chmod(staging.c_str(), 0500);
       crash_point("catalog.import.snapshot-staged");
-      if (::rename(staging.c_str(), snapshot.c_str()) != 0) {
-        throw SystemError("catalog store: cannot place the snapshot");
-      }
-      fsync_path(snapshots, true);
+      step("catalog store: cannot place the snapshot", [&] { state_fs.rename(staging, snapshot); });
+      sync_dir(state_fs, snapshots);
       report("graph", 1, 1);
     } catch (const SimulatedCrash&) {
       throw;  // a dead process cleans nothing; the next import sweeps the staging dir
@@ -592,12 +591,11 @@ CatalogImportResult CatalogStoreAccess::publish(const fs::path& state_dir,
   const fs::path current_temp = root / (".CURRENT-" + std::to_string(::getpid()));
   fs::remove(current_temp, ec);
   crash_point("catalog.import.snapshot-placed");
-  write_new_file(current_temp, result.catalog_digest + "\n", 0444);
+  write_new_file(state_fs, current_temp, result.catalog_digest + "\n", 0444);
   crash_point("catalog.import.current-staged");
-  if (::rename(current_temp.c_str(), (root / "CURRENT").c_str()) != 0) {
-    throw SystemError("catalog store: cannot switch CURRENT");
-  }
-  fsync_path(root, true);
+  step("catalog store: cannot switch CURRENT",
+       [&] { state_fs.rename(current_temp, root / "CURRENT"); });
+  sync_dir(state_fs, root);
   const auto opened = ImportedCatalog::open(state_dir);
   result.graph_sha256 = opened->graph_sha256();
   result.changed = true;

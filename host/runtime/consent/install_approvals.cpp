@@ -93,8 +93,8 @@ std::filesystem::path lock_path_of(const std::filesystem::path& file) {
 
 }  // namespace
 
-InstallApprovals::InstallApprovals(std::filesystem::path file, std::string key)
-    : file_(std::move(file)), key_(std::move(key)) {
+InstallApprovals::InstallApprovals(std::filesystem::path file, std::string key, core::StateFs& fs)
+    : file_(std::move(file)), key_(std::move(key)), fs_(fs) {
   if (!file_.is_absolute()) throw InvalidArgument("install approvals path must be absolute");
   if (key_.empty()) throw InvalidArgument("install approvals need the installation key");
 }
@@ -135,7 +135,7 @@ void InstallApprovals::write(const InstallApprovalMap& approvals) const {
   for (const auto& [id, a] : approvals) list[id] = to_json(a);
   Json body = {{"approvals", std::move(list)}, {"schema", std::string(kSchema)}};
   body["mac"] = mac_of(key_, Json{{"approvals", body.at("approvals")}, {"schema", kSchema}});
-  write_private_file(file_, core::canonical_json(body) + "\n", "install approvals");
+  write_private_file(file_, core::canonical_json(body) + "\n", "install approvals", fs_);
 }
 
 void InstallApprovals::record(const InstallApproval& approval) const {

@@ -14,8 +14,10 @@
 #include <string>
 
 #include "host/core/canonical_json.hpp"
+#include "host/core/state_fs.hpp"
 #include "host/engine/identities.hpp"
 #include "host/engine/vocabulary.hpp"
+#include "host/store/posix_state_fs.hpp"
 
 namespace ctx::runtime {
 
@@ -35,9 +37,10 @@ using InstallApprovalMap = std::map<std::string, InstallApproval>;
 
 class InstallApprovals {
  public:
-  // `file` absolute (its parent a private directory); `key` the installation key.
-  // Errors: InvalidArgument (relative path, empty key).
-  InstallApprovals(std::filesystem::path file, std::string key);
+  // `file` absolute (its parent a private directory); `key` the installation key; `fs` (which
+  // must outlive this object) writes the file. Errors: InvalidArgument (relative path, empty key).
+  InstallApprovals(std::filesystem::path file, std::string key,
+                   core::StateFs& fs = store::default_state_fs());
 
   // Every recorded approval (empty when the file does not exist).
   // Errors: DataLoss ("install approvals are altered or malformed"); UnsafeStateFile;
@@ -54,6 +57,7 @@ class InstallApprovals {
 
   std::filesystem::path file_;
   std::string key_;
+  core::StateFs& fs_;
 };
 
 // The approvals of `all` given under `policy_digest` (an approval under another policy asks

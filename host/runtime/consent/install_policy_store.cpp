@@ -116,7 +116,8 @@ InstallRoute route_install_authorization(const InstallConsentPolicy& policy, std
   return route_install_authorization(policy, *typed, permission_expansion, credential_requirement);
 }
 
-InstallPolicyStore::InstallPolicyStore(std::filesystem::path root) : root_(std::move(root)) {
+InstallPolicyStore::InstallPolicyStore(std::filesystem::path root, core::StateFs& fs)
+    : root_(std::move(root)), fs_(&fs) {
   if (!root_.is_absolute()) throw InvalidArgument("install policy root must be absolute");
   root_ = root_.lexically_normal();
   if (!root_.has_filename()) root_ = root_.parent_path();
@@ -163,17 +164,17 @@ bool InstallPolicyStore::has_persisted() const { return read_current().has_value
 std::optional<InstallConsentPolicy> InstallPolicyStore::persisted() const { return read_current(); }
 
 void InstallPolicyStore::persist(const InstallConsentPolicy& policy) const {
-  ensure_private_dir(root_, kWhat);
+  ensure_private_dir(root_, kWhat, DirDurability::kDurable, *fs_);
   ExclusiveFileLock lock(lock_path(), std::chrono::seconds(30));
-  ensure_private_dir(root_ / "snapshots", kWhat);
+  ensure_private_dir(root_ / "snapshots", kWhat, DirDurability::kDurable, *fs_);
   const std::string bytes = file_bytes(policy);
   const std::filesystem::path snapshot = root_ / "snapshots" / (policy.policy_digest() + ".json");
   const auto existing = read_private_file(snapshot, kMaxInstallPolicyBytes, kWhat);
   if (existing && *existing != bytes) {
     throw InstallPolicyCorruption("install policy store corrupt: snapshot differs from its digest");
   }
-  if (!existing) write_private_file(snapshot, bytes, kWhat);
-  write_private_file(root_ / "current.json", bytes, kWhat);
+  if (!existing) write_private_file(snapshot, bytes, kWhat, *fs_);
+  write_private_file(root_ / "current.json", bytes, kWhat, *fs_);
 }
 
 InstallPolicyStore::Hold InstallPolicyStore::hold(std::string_view expected_digest,

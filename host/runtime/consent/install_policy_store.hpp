@@ -16,8 +16,10 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
+#include "host/core/state_fs.hpp"
 #include "host/engine/vocabulary.hpp"
 #include "host/runtime/file_lock.hpp"
+#include "host/store/posix_state_fs.hpp"
 
 namespace ctx::runtime {
 
@@ -115,8 +117,10 @@ class InstallPolicyStore {
     InstallConsentPolicy policy_;
   };
 
-  // `root` must be absolute (InvalidArgument otherwise). Nothing is created until persist().
-  explicit InstallPolicyStore(std::filesystem::path root);
+  // `root` must be absolute (InvalidArgument otherwise). Nothing is created until persist(),
+  // which writes through `fs` (which must outlive this object).
+  explicit InstallPolicyStore(std::filesystem::path root,
+                              core::StateFs& fs = store::default_state_fs());
 
   const std::filesystem::path& root() const noexcept { return root_; }
 
@@ -142,6 +146,7 @@ class InstallPolicyStore {
   std::filesystem::path lock_path() const;
 
   std::filesystem::path root_;
+  core::StateFs* fs_;  // never null; a pointer so that the store stays copyable
 };
 
 }  // namespace ctx::runtime

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctx/support/fs.hpp>
 #include <ctx/support/unique_fd.hpp>
 #include <random>
 
@@ -26,6 +25,14 @@ using Fd = support::UniqueFd;
                     std::strerror(err));
 }
 
+// A failed StateFs step in this file's words: "<what>: <call> failed: <strerror>".
+[[noreturn]] void step_failure(std::string_view what, const core::StateFsError& error) {
+  std::string_view call = core::to_string(error.step());
+  if (error.step() == core::StateFsStep::kCreate) call = "create stage";
+  throw core::StateFsError(error, std::string(what) + ": " + std::string(call) +
+                                      " failed: " + std::strerror(error.error()));
+}
+
 void check_dir_stat(const struct stat& st, std::string_view what) {
   if (!S_ISDIR(st.st_mode)) refuse(what, "directory is not a directory");
   if (st.st_uid != ::geteuid()) refuse(what, "directory is not owned by this user");
@@ -35,7 +42,7 @@ void check_dir_stat(const struct stat& st, std::string_view what) {
 }  // namespace
 
 void ensure_private_dir(const std::filesystem::path& dir, std::string_view what,
-                        DirDurability durability) {
+                        DirDurability durability, core::StateFs& fs) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) system_failure(what, "lstat", errno);
@@ -47,9 +54,10 @@ void ensure_private_dir(const std::filesystem::path& dir, std::string_view what,
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) system_failure(what, "mkdir", errno);
     if (::chmod(dir.c_str(), 0700) != 0) system_failure(what, "chmod", errno);
     if (durability == DirDurability::kDurable && dir.has_parent_path()) {
-      if (const int error =
-              support::fsync_directory(dir.parent_path(), support::Follow::kNoSymlinks)) {
-        system_failure(what, "fsync directory", error);
+      try {
+        fs.sync_dir(dir.parent_path(), support::Follow::kNoSymlinks);
+      } catch (const core::StateFsError& error) {
+        step_failure(what, error);
       }
     }
     if (::lstat(dir.c_str(), &st) != 0) system_failure(what, "lstat", errno);
@@ -88,7 +96,7 @@ std::optional<std::string> read_private_file(const std::filesystem::path& path,
 }
 
 void write_private_file(const std::filesystem::path& path, std::string_view bytes,
-                        std::string_view what) {
+                        std::string_view what, core::StateFs& fs) {
   const std::filesystem::path dir = path.parent_path();
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) system_failure(what, "lstat directory", errno);
@@ -102,34 +110,11 @@ void write_private_file(const std::filesystem::path& path, std::string_view byte
   stage_name +=
       core::sha256_hex(std::to_string(random()) + std::to_string(::getpid())).substr(0, 16);
   stage_name += ".stage";
-  const std::filesystem::path stage = dir / stage_name;
-  {
-    Fd fd(::open(stage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (fd.get() < 0) system_failure(what, "create stage", errno);
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int err = errno;
-        ::unlink(stage.c_str());
-        system_failure(what, "write", err);
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    if (::fchmod(fd.get(), 0600) != 0 || ::fsync(fd.get()) != 0) {
-      const int err = errno;
-      ::unlink(stage.c_str());
-      system_failure(what, "fsync", err);
-    }
-  }
-  if (::rename(stage.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(stage.c_str());
-    system_failure(what, "rename", err);
-  }
-  if (const int error = support::fsync_directory(dir, support::Follow::kNoSymlinks)) {
-    system_failure(what, "fsync directory", error);
+  try {
+    core::replace_file(fs, path, dir / stage_name, bytes, core::NewFile{},
+                       support::Follow::kNoSymlinks);
+  } catch (const core::StateFsError& error) {
+    step_failure(what, error);
   }
 }
 

@@ -12,6 +12,8 @@
 #include <string_view>
 
 #include "host/core/error.hpp"
+#include "host/core/state_fs.hpp"
+#include "host/store/posix_state_fs.hpp"
 
 namespace ctx::runtime {
 
@@ -30,10 +32,12 @@ enum class DirDurability {
 };
 
 // Creates `dir` (and missing parents) 0700 and checks it: a directory (no symlink), owned by
-// this user, mode exactly 0700; kDurable (the default) fsyncs the parent when it created `dir`.
-// Errors: UnsafeStateFile; SystemError.
+// this user, mode exactly 0700; kDurable (the default) fsyncs the parent (through `fs`) when it
+// created `dir`. Errors: UnsafeStateFile; core::StateFsError ("<what>: fsync directory failed:
+// ..."); SystemError.
 void ensure_private_dir(const std::filesystem::path& dir, std::string_view what,
-                        DirDurability durability = DirDurability::kDurable);
+                        DirDurability durability = DirDurability::kDurable,
+                        core::StateFs& fs = store::default_state_fs());
 
 // The bytes of `path`, or std::nullopt when it does not exist. The file must be regular, owned
 // by this user, mode 0600, one link, at most `max_bytes`.
@@ -41,10 +45,14 @@ void ensure_private_dir(const std::filesystem::path& dir, std::string_view what,
 std::optional<std::string> read_private_file(const std::filesystem::path& path,
                                              std::size_t max_bytes, std::string_view what);
 
-// Atomically replaces `path` with `bytes` (0600). The parent must already be private.
-// Errors: UnsafeStateFile; SystemError.
+// Atomically replaces `path` with `bytes` (0600) through `fs` (core::replace_file: an O_EXCL
+// stage ".<name>.<random>.stage" beside it, renamed over it, the directory fsynced). The parent
+// must already be private. A failure leaves `path` as it was (or, when only the directory fsync
+// failed, whole and new) and no stage behind.
+// Errors: UnsafeStateFile; core::StateFsError ("<what>: <step> failed: <strerror>", the steps
+// "create stage", "write", "fsync", "rename", "fsync directory"); SystemError.
 void write_private_file(const std::filesystem::path& path, std::string_view bytes,
-                        std::string_view what);
+                        std::string_view what, core::StateFs& fs = store::default_state_fs());
 
 }  // namespace ctx::runtime
 

@@ -84,8 +84,8 @@ bool PinnedVerifier::verify(const SignedAssertion& assertion, std::string_view w
 }
 
 TrustedVerifierRegistry::TrustedVerifierRegistry(std::filesystem::path state_dir,
-                                                 const PinnedPlugins& plugins)
-    : file_(std::move(state_dir) / kVerifierRegistryFileName), plugins_(plugins) {
+                                                 const PinnedPlugins& plugins, core::StateFs& fs)
+    : file_(std::move(state_dir) / kVerifierRegistryFileName), plugins_(plugins), fs_(fs) {
   const auto bytes = read_private_file(file_, kMaxVerifierRegistryBytes, kWhat);
   if (!bytes) return;
   try {
@@ -117,8 +117,8 @@ void TrustedVerifierRegistry::persist_locked() const {
   if (bytes.size() > kMaxVerifierRegistryBytes) {
     throw InvalidArgument("consent verifier registry would exceed its size limit");
   }
-  ensure_private_dir(file_.parent_path(), kWhat);
-  write_private_file(file_, bytes, kWhat);
+  ensure_private_dir(file_.parent_path(), kWhat, DirDurability::kDurable, fs_);
+  write_private_file(file_, bytes, kWhat, fs_);
 }
 
 void TrustedVerifierRegistry::add(const VerifierKey& key, std::string_view plugin_id,

@@ -18,9 +18,11 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/error.hpp"
+#include "host/core/state_fs.hpp"
 #include "host/engine/ports/verifier_port.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/pinned_plugins.hpp"
+#include "host/store/posix_state_fs.hpp"
 
 namespace ctx::runtime {
 
@@ -104,9 +106,10 @@ class TrustedVerifierRegistry final : public VerifierDirectory {
  public:
   // Opens the registry file `<state_dir>/consent-verifiers.json` (missing: empty registry) and
   // resolves verifiers through `plugins` (the loaded verifier plugins, which host/app fills),
-  // which must outlive this object. Errors: VerifierRegistryCorruption; UnsafeStateFile;
-  // SystemError.
-  TrustedVerifierRegistry(std::filesystem::path state_dir, const PinnedPlugins& plugins);
+  // which must outlive this object; `fs` (which must outlive it too) writes the file.
+  // Errors: VerifierRegistryCorruption; UnsafeStateFile; SystemError.
+  TrustedVerifierRegistry(std::filesystem::path state_dir, const PinnedPlugins& plugins,
+                          core::StateFs& fs = store::default_state_fs());
 
   // Adds a registration pinning the verifier plugin `plugin_id` currently loaded in `plugins`,
   // and persists the file. The plugin is instantiated once to check the config.
@@ -131,6 +134,7 @@ class TrustedVerifierRegistry final : public VerifierDirectory {
 
   std::filesystem::path file_;
   const PinnedPlugins& plugins_;
+  core::StateFs& fs_;
   mutable std::mutex mutex_;
   std::map<VerifierKey, VerifierRegistration> entries_;
   std::map<VerifierKey, std::shared_ptr<const PinnedVerifier>> loaded_;

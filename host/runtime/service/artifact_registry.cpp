@@ -7,7 +7,6 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <ctx/support/fs.hpp>
 #include <ctx/support/unique_fd.hpp>
 #include <ostream>
 #include <set>
@@ -16,8 +15,10 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
+#include "host/core/state_fs.hpp"
 #include "host/runtime/file_lock.hpp"
 #include "host/store/graph_store.hpp"
+#include "host/store/posix_state_fs.hpp"
 #include "host/store/verified_files.hpp"
 
 namespace ctx::runtime {
@@ -124,30 +125,31 @@ bool publish(const std::filesystem::path& final_path, const std::string& stage_p
   }
   const auto dir = final_path.parent_path();
   const auto stage = dir / (stage_prefix + "-" + core::random_hex(16) + ".stage");
-  {
-    Fd fd(::open(stage.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (fd.get() < 0) throw ManagedArtifactRegistryError("managed artifact stage cannot be made");
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      const auto n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-      if (n <= 0) {
-        ::unlink(stage.c_str());
-        throw ManagedArtifactRegistryError("managed artifact stage cannot be written");
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    if (::fchmod(fd.get(), 0400) != 0 || ::fsync(fd.get()) != 0) {
-      ::unlink(stage.c_str());
-      throw ManagedArtifactRegistryError("managed artifact stage cannot be sealed");
-    }
+  core::StateFs& state_fs = store::default_state_fs();
+  try {
+    state_fs.create_file(stage, bytes, core::NewFile{0400, /*umask=*/false, /*sync=*/true});
+  } catch (const core::StateFsError& error) {
+    throw ManagedArtifactRegistryError(
+        error.step() == core::StateFsStep::kCreate  ? "managed artifact stage cannot be made"
+        : error.step() == core::StateFsStep::kWrite ? "managed artifact stage cannot be written"
+                                                    : "managed artifact stage cannot be sealed");
   }
   // rename replaces the name itself (never follows a symlink there) in one step: a reader opens
   // the bad copy or the good one, never neither.
-  const int rc = replace ? ::rename(stage.c_str(), final_path.c_str())
-                         : ::link(stage.c_str(), final_path.c_str());
-  ::unlink(stage.c_str());
-  if (rc != 0) throw ManagedArtifactRegistryError("managed artifact file cannot be published");
-  if (support::fsync_directory(dir) != 0) {
+  try {
+    if (replace) {
+      state_fs.rename(stage, final_path);
+    } else {
+      state_fs.link(stage, final_path);
+    }
+  } catch (const core::StateFsError&) {
+    state_fs.remove(stage);
+    throw ManagedArtifactRegistryError("managed artifact file cannot be published");
+  }
+  state_fs.remove(stage);
+  try {
+    state_fs.sync_dir(dir, support::Follow::kSymlinks);
+  } catch (const core::StateFsError&) {
     throw ManagedArtifactRegistryError("managed artifact registry directory cannot be synced");
   }
   return true;

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/fs/faulty_state_fs.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::runtime::hooks {
@@ -475,6 +477,46 @@ TEST_F(HooksConfigTest, RemoveCodexTrustRefusesWhatItCannotEditAndChangesNothing
   CTX_EXPECT_THROW(remove_codex_trust(config, kCtxKeys), MalformedHooksConfig, "not valid TOML");
   CTX_EXPECT_THROW(read_codex_config(config), MalformedHooksConfig, "not valid TOML");
   EXPECT_EQ(read(config), "this is = = not toml");
+}
+
+// The file system refuses to rename the new settings into place (FaultyStateFs): a typed error
+// naming the file and errno, the user's settings byte-identical with their mode, no stage left;
+// the same install then goes through. A crash just before that rename leaves the settings as they
+// were too, and the next install (same process id: the same stage name) completes.
+TEST_F(HooksConfigTest, AFailedOrCrashedRenameLeavesTheSettingsAsTheyWere) {
+  write(claude().file, kSettings);
+  ::chmod(claude().file.c_str(), 0640);
+  const fs::path dir = claude().file.parent_path();
+  const auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      out.push_back(entry.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  ctx::testing::FaultyStateFs faulty(store::default_state_fs());
+  faulty.fail(core::StateFsStep::kRename, EIO, claude().file.filename().string());
+  CTX_EXPECT_THROW(install_hooks(claude(), kCommand, faulty), core::StateFsError,
+                   "cannot write " + claude().file.string() + ": Input/output error");
+  EXPECT_EQ(faulty.pending(), 0u);
+  EXPECT_EQ(read(claude().file), kSettings);
+  EXPECT_EQ(mode(claude().file), 0640u);
+  const std::string file_name = claude().file.filename().string();
+  EXPECT_THAT(names(), ElementsAreArray({file_name, file_name + ".ctx-backup"}));
+
+  faulty.crash_at(core::StateFsStep::kRename, file_name);
+  EXPECT_THROW(install_hooks(claude(), kCommand, faulty), ctx::testing::StateFsCrash);
+  EXPECT_EQ(read(claude().file), kSettings);
+  EXPECT_EQ(names().size(), 3u);  // the dead process's stage
+
+  const HooksChange change = install_hooks(claude(), kCommand, faulty);
+  EXPECT_TRUE(change.changed);
+  EXPECT_EQ(mode(claude().file), 0640u);
+  EXPECT_EQ(read(*change.backup), kSettings);
+  EXPECT_THAT(names(), ElementsAreArray({file_name, file_name + ".ctx-backup"}));
+  EXPECT_EQ(read_installed_hooks(claude()).events.size(),
+            installed_events(HookHost::kClaudeCode).size());
 }
 
 }  // namespace

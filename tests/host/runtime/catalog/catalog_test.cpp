@@ -14,11 +14,13 @@
 #include <sstream>
 #include <thread>
 
-#include "host/core/crypto.hpp"
 #include "host/app/state_layout.hpp"
+#include "host/core/crypto.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/store/graph_store.hpp"
+#include "host/store/posix_state_fs.hpp"
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/fs/faulty_state_fs.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #ifndef CTX_EXAMPLES_DIR
@@ -495,6 +497,48 @@ TEST(CatalogImport, ACrashAtEveryStepKeepsThePreviousImportAndTheNextImportFinis
       EXPECT_EQ(path.find(".CURRENT-"), std::string::npos) << path;
     }
   }
+}
+
+// The file system refuses the CURRENT rename (FaultyStateFs): a typed error in the store's words,
+// the previous import still current and readable, CURRENT byte-identical; the next import
+// switches. A failed fsync of the snapshots directory stops the import before CURRENT moves.
+TEST(CatalogImport, AFailedCurrentRenameKeepsThePreviousImportCurrent) {
+  Fixture f;
+  const auto first = import_catalog(f.catalog, f.state);
+  const std::string current = read(f.state / "catalog" / "CURRENT");
+  write(f.catalog / "skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "Clean TSV too."));
+  ::ctx::testing::FaultyStateFs faulty(store::default_state_fs());
+  CatalogImportOptions options;
+  options.state_fs = &faulty;
+  faulty.fail(core::StateFsStep::kRename, EIO, "CURRENT");
+  try {
+    import_catalog(f.catalog, f.state, {}, options);
+    ADD_FAILURE() << "the failed CURRENT rename was not reported";
+  } catch (const core::StateFsError& error) {
+    EXPECT_EQ(std::string(error.what()), "catalog store: cannot switch CURRENT");
+    EXPECT_EQ(error.code(), ErrorCode::kInternal);
+  }
+  EXPECT_EQ(faulty.pending(), 0u);
+  EXPECT_EQ(read(f.state / "catalog" / "CURRENT"), current);
+  EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), first.catalog_digest);
+  EXPECT_EQ(ImportedCatalog::open(f.state)->find("skill:csv-cleanup")->description,
+            "Clean CSV data.");
+
+  write(f.catalog / "skills/csv-cleanup/SKILL.md", skill_md("csv-cleanup", "Clean TSV, again."));
+  faulty.fail(core::StateFsStep::kSyncDir, ENOSPC, "snapshots");
+  try {
+    import_catalog(f.catalog, f.state, {}, options);
+    ADD_FAILURE() << "the failed fsync was not reported";
+  } catch (const core::StateFsError& error) {
+    EXPECT_EQ(std::string(error.what()), "catalog store: fsync failed");
+    EXPECT_EQ(error.code(), ErrorCode::kResourceExhausted);
+  }
+  EXPECT_EQ(read(f.state / "catalog" / "CURRENT"), current);
+
+  const auto next = import_catalog(f.catalog, f.state, {}, options);
+  EXPECT_TRUE(next.changed);
+  EXPECT_EQ(ImportedCatalog::open(f.state)->catalog_digest(), next.catalog_digest);
+  EXPECT_NE(next.catalog_digest, first.catalog_digest);
 }
 
 TEST(CatalogImport, ConcurrentImportsOfOneCatalogConverge) {

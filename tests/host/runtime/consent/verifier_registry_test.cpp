@@ -9,6 +9,7 @@
 #include "host/plugins/errors.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "tests/host/runtime/consent/consent_fixture.hpp"
+#include "tests/support/fs/faulty_state_fs.hpp"
 
 namespace ctx::runtime {
 namespace {
@@ -154,6 +155,47 @@ TEST_F(VerifierRegistryTest, TamperedOrUnsafeFilesAreRefused) {
   std::filesystem::create_symlink(state_dir() / "real.json", file);
   EXPECT_TRUE(throws_exactly<UnsafeStateFile>(
       [&] { TrustedVerifierRegistry registry(state_dir(), plugins_); }));
+}
+
+// A registration whose file cannot be renamed into place (FaultyStateFs) is a typed error: the
+// file on disk is byte-identical, the registry in memory unchanged, no stage left; a failed
+// directory fsync after the rename is reported too. The next add goes through.
+TEST_F(VerifierRegistryTest, AFailedRenameOrDirectoryFsyncKeepsTheRegistryAsItWas) {
+  const std::string pem = signers_.ed25519_key("a");
+  const std::string ssh = signers_.ssh_key("s");
+  const VerifierKey ssh_key{kAudience, "ssh-authenticator", kPrincipal};
+  testing::FaultyStateFs faulty(store::default_state_fs());
+  TrustedVerifierRegistry registry(state_dir(), plugins_, faulty);
+  registry.add(key_, "ed25519", core::Json{{"public_key_pem", pem}});
+  const std::filesystem::path file = state_dir() / kVerifierRegistryFileName;
+  const std::string before = read_file(file);
+  const auto entries = [&] {
+    std::vector<std::string> out;
+    for (const auto& entry : std::filesystem::directory_iterator(state_dir())) {
+      out.push_back(entry.path().filename().string());
+    }
+    return out;
+  };
+  faulty.fail(core::StateFsStep::kRename, EIO);
+  try {
+    registry.add(ssh_key, "sshsig", core::Json{{"public_key", ssh}});
+    ADD_FAILURE() << "the failed rename was not reported";
+  } catch (const core::StateFsError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "consent verifier registry: rename failed: Input/output error");
+    EXPECT_EQ(error.code(), ErrorCode::kInternal);
+  }
+  EXPECT_EQ(read_file(file), before);
+  EXPECT_EQ(registry.registrations().size(), 1u);
+  EXPECT_EQ(entries(), std::vector<std::string>{std::string(kVerifierRegistryFileName)});
+  EXPECT_EQ(TrustedVerifierRegistry(state_dir(), plugins_).registrations().size(), 1u);
+
+  faulty.fail(core::StateFsStep::kSyncDir, EIO, state_dir().filename().string());
+  EXPECT_THROW(registry.add(ssh_key, "sshsig", core::Json{{"public_key", ssh}}),
+               core::StateFsError);
+  EXPECT_EQ(faulty.pending(), 0u);
+  registry.add(ssh_key, "sshsig", core::Json{{"public_key", ssh}});
+  EXPECT_EQ(TrustedVerifierRegistry(state_dir(), plugins_).registrations().size(), 2u);
 }
 
 }  // namespace
