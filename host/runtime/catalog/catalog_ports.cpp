@@ -171,7 +171,12 @@ bool has_evidence(const planning::CapabilityCandidate& presentation, const Catal
       english_commonness(matching[1]) == EnglishCommonness::kMostCommon) {
     matching.pop_back();
   }
-  if (matching.size() >= 2 || (matching.size() == 1 && language)) return true;
+  // One word of the work and a project term are two matches when the work says more than that
+  // one word ("great job" or "what time is it?" in a Python project is not Python work).
+  if (matching.size() >= 2 ||
+      (matching.size() == 1 && language && observation.signals.size() >= 2)) {
+    return true;
+  }
   for (const auto& signal : observation.signals) {
     if (signal == entry.name || signal == presentation.capability_id) return true;
   }

@@ -14,9 +14,10 @@
 //                    session-end when nine entries use it) or no common English word and used
 //                    by at most max(2, 3%) of them ("helm" for helm-chart-scaffolding,
 //                    "terraform" for terraform-module-library; not "table" for
-//                    postgresql-table-design), or one matching signal and a matching language
-//                    (a project term that is not among the most common English words: not
-//                    "data", "web" or "order" from a manifest's artifact names; languages alone
+//                    postgresql-table-design), or one matching signal of a work of at least
+//                    two signals and a matching language (a project term that is not among the
+//                    most common English words: not "data", "web" or "order" from a manifest's
+//                    artifact names; not "great job" in a Python project; languages alone
 //                    are no evidence when the work has signals, but for an entry named after
 //                    one, below), or a language that is a word of a name of at most two words,
 //                    as such a name word would be, when the work has at least two signals and

@@ -504,15 +504,19 @@ TEST(CatalogPorts, WorkInTheProjectsLanguageMatchesTheEntryNamedAfterIt) {
 
 // A project term is a second match beside one word of the work ("schedule" in a Celery project),
 // but not when it is an everyday English word ("data", "order" and "web" from a Spring manifest's
-// artifact names): then the one word is as incidental as without a project.
+// artifact names), nor when that word is all the work says ("great job" in a Python project):
+// then the one word is as incidental as without a project.
 TEST(CatalogPorts, AProjectTermThatIsAnEverydayWordIsNoSecondMatch) {
   SmallCatalog catalog({{"report-builder", "Build weekly reports from warehouse data."},
                         {"celery-beat", "Schedule periodic jobs with Celery beat."},
                         {"pdf-export", "Export reports as PDF documents."}});
-  EXPECT_EQ(catalog.relevance("celery-beat", {"celery", "schedule"}, {"schedule"}, {"celery"}),
-            1'000'000);
-  EXPECT_EQ(catalog.relevance("report-builder", {"data", "weekly"}, {"weekly"}, {"data"}), 0);
-  EXPECT_EQ(catalog.relevance("report-builder", {"weekly"}, {"weekly"}), 0);
+  EXPECT_EQ(
+      catalog.relevance("celery-beat", {"celery", "schedule"}, {"reports", "schedule"}, {"celery"}),
+      1'000'000);
+  EXPECT_EQ(catalog.relevance("celery-beat", {"celery", "schedule"}, {"schedule"}, {"celery"}), 0);
+  EXPECT_EQ(catalog.relevance("report-builder", {"data", "weekly"}, {"pdf", "weekly"}, {"data"}),
+            0);
+  EXPECT_EQ(catalog.relevance("report-builder", {"weekly"}, {"pdf", "weekly"}), 0);
 }
 
 // A short form that is no catalog term is read as the term it stands for ("postgres" as
