@@ -107,8 +107,9 @@ bool known_pinned_file(const std::filesystem::path& path, const std::string& sha
 // does not is a copy changed on disk since it was published (its bytes, mode or links): it is
 // never read as trusted, and is replaced. The caller has verified `bytes`.
 // `sha256`, when given, is that of `bytes`: a kept file is remembered with it.
-bool publish(const std::filesystem::path& final_path, const std::string& stage_prefix,
-             const std::string& bytes, const std::string* sha256 = nullptr) {
+bool publish(core::StateFs& state_fs, const std::filesystem::path& final_path,
+             const std::string& stage_prefix, const std::string& bytes,
+             const std::string* sha256 = nullptr) {
   bool replace = false;
   if (std::filesystem::exists(std::filesystem::symlink_status(final_path))) {
     try {
@@ -125,7 +126,6 @@ bool publish(const std::filesystem::path& final_path, const std::string& stage_p
   }
   const auto dir = final_path.parent_path();
   const auto stage = dir / (stage_prefix + "-" + core::random_hex(16) + ".stage");
-  core::StateFs& state_fs = store::default_state_fs();
   try {
     state_fs.create_file(stage, bytes, core::NewFile{0400, /*umask=*/false, /*sync=*/true});
   } catch (const core::StateFsError& error) {
@@ -230,18 +230,19 @@ std::ostream& operator<<(std::ostream& out, const ManagedArtifactRegistry&) {
   return out << "ManagedArtifactRegistry()";
 }
 
-ManagedArtifactRegistry::ManagedArtifactRegistry(std::filesystem::path root, std::string token)
-    : root_(std::move(root)), token_(std::move(token)), pid_(::getpid()) {}
+ManagedArtifactRegistry::ManagedArtifactRegistry(std::filesystem::path root, std::string token,
+                                                 core::StateFs& state_fs)
+    : root_(std::move(root)), token_(std::move(token)), pid_(::getpid()), state_fs_(state_fs) {}
 
 std::shared_ptr<ManagedArtifactRegistry> open_managed_artifact_registry(
-    const std::filesystem::path& root) {
+    const std::filesystem::path& root, core::StateFs& state_fs) {
   if (!root.is_absolute()) throw InvalidArgument("managed artifact registry root must be absolute");
   const auto normal = root.lexically_normal();
   make_private_dir(normal);
   make_private_dir(normal / "artifacts");
   make_private_dir(normal / "manifests");
   return std::shared_ptr<ManagedArtifactRegistry>(
-      new ManagedArtifactRegistry(normal, core::random_hex(32)));
+      new ManagedArtifactRegistry(normal, core::random_hex(32), state_fs));
 }
 
 void ManagedArtifactRegistry::require_process() const {
@@ -341,7 +342,8 @@ std::shared_ptr<const ManagedArtifactHandle> ManagedArtifactRegistry::ingest_gra
     // bytes (compared in publish, or hashed by this process and unchanged since) and is opened,
     // pin and schema checked, by every composition.
     if (!known_pinned_file(artifact_path, graph_digest) &&
-        publish(artifact_path, ".artifact-" + graph_digest, read_graph(), &graph_digest)) {
+        publish(state_fs_, artifact_path, ".artifact-" + graph_digest, read_graph(),
+                &graph_digest)) {
       try {
         store::GraphStore::open(artifact_path, ingest.expected_graph_artifact_digest);
       } catch (const Error&) {
@@ -349,8 +351,8 @@ std::shared_ptr<const ManagedArtifactHandle> ManagedArtifactRegistry::ingest_gra
         throw ManagedArtifactRegistryError("ingested artifact is not a valid graph store");
       }
     }
-    publish(root_ / "manifests" / (manifest_digest + ".json"), ".manifest-" + manifest_digest,
-            manifest_bytes);
+    publish(state_fs_, root_ / "manifests" / (manifest_digest + ".json"),
+            ".manifest-" + manifest_digest, manifest_bytes);
   }
   return reopen(manifest_digest, ingest.planning_environment_digest);
 }

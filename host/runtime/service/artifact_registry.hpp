@@ -17,8 +17,10 @@
 #include <string>
 #include <string_view>
 
+#include "host/core/state_fs.hpp"
 #include "host/engine/replay.hpp"
 #include "host/runtime/service/errors.hpp"
+#include "host/store/posix_state_fs.hpp"
 
 namespace ctx::runtime {
 
@@ -126,21 +128,23 @@ class ManagedArtifactRegistry final {
 
  private:
   friend std::shared_ptr<ManagedArtifactRegistry> open_managed_artifact_registry(
-      const std::filesystem::path& root);
-  ManagedArtifactRegistry(std::filesystem::path root, std::string token);
+      const std::filesystem::path& root, core::StateFs& state_fs);
+  ManagedArtifactRegistry(std::filesystem::path root, std::string token, core::StateFs& state_fs);
 
   void require_process() const;
 
   std::filesystem::path root_;
   std::string token_;
   pid_t pid_;
+  core::StateFs& state_fs_;
 };
 
 // Opens (creating 0700 when missing) the registry at absolute `root`, which must be a directory
 // owned by this user and not accessible to others. Errors: InvalidArgument (relative root),
-// ManagedArtifactRegistryError (unsafe root).
+// ManagedArtifactRegistryError (unsafe root). `state_fs` (which must outlive the registry) writes
+// its files.
 std::shared_ptr<ManagedArtifactRegistry> open_managed_artifact_registry(
-    const std::filesystem::path& root);
+    const std::filesystem::path& root, core::StateFs& state_fs = store::default_state_fs());
 
 }  // namespace ctx::runtime
 

@@ -10,6 +10,7 @@
 
 #include "host/store/verified_files.hpp"
 #include "tests/support/expect_throw.hpp"
+#include "tests/support/fs/faulty_state_fs.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -149,6 +150,54 @@ TEST(ManagedArtifactRegistry, APublishedCopyChangedOnDiskIsReplacedByTheNextInge
   for (const auto& entry : fs::directory_iterator(copy.parent_path())) {
     EXPECT_FALSE(entry.path().filename().string().ends_with(".stage")) << entry.path();
   }
+}
+
+// The file system refuses to publish (FaultyStateFs): a new manifest's link, or the rename over a
+// changed graph copy. A typed error, nothing published or half-written, no stage left; the bad
+// copy is still not trusted, and the next ingest publishes both.
+TEST(ManagedArtifactRegistry, AFailedLinkOrRenamePublishesNothingAndLeavesNoStage) {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  auto setup = make_setup(tmp.path());
+  ::ctx::testing::FaultyStateFs faulty(store::default_state_fs());
+  auto registry = open_managed_artifact_registry(tmp.path() / "registry", faulty);
+  const fs::path root = tmp.path() / "registry";
+  const auto staged = [&] {
+    std::vector<std::string> out;
+    for (const char* dir : {"artifacts", "manifests"}) {
+      for (const auto& entry : fs::directory_iterator(root / dir)) {
+        if (entry.path().filename().string().ends_with(".stage")) out.push_back(entry.path());
+      }
+    }
+    return out;
+  };
+  const auto manifests = [&] {
+    return std::distance(fs::directory_iterator(root / "manifests"), fs::directory_iterator());
+  };
+  const auto before = manifests();
+  faulty.fail(core::StateFsStep::kLink, EIO);
+  CTX_EXPECT_THROW(registry->ingest_graph_store(reingest(setup, surrogate(4))),
+                   ManagedArtifactRegistryError, "managed artifact file cannot be published");
+  EXPECT_EQ(faulty.pending(), 0u);
+  EXPECT_EQ(manifests(), before);
+  EXPECT_THAT(staged(), ::testing::IsEmpty());
+
+  const fs::path copy = setup.registry->graph_artifact_path(*setup.artifact);
+  const std::string good = file_bytes(copy);
+  fs::permissions(copy, fs::perms::owner_write, fs::perm_options::add);  // no longer pinned
+  faulty.fail(core::StateFsStep::kRename, EIO);
+  CTX_EXPECT_THROW(registry->ingest_graph_store(reingest(setup, surrogate(4))),
+                   ManagedArtifactRegistryError, "managed artifact file cannot be published");
+  EXPECT_EQ(file_bytes(copy), good);
+  EXPECT_THAT(staged(), ::testing::IsEmpty());
+
+  const auto published = registry->ingest_graph_store(reingest(setup, surrogate(4)));
+  EXPECT_EQ(manifests(), before + 1);
+  struct stat info {};
+  ASSERT_EQ(::lstat(copy.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0400u);
+  EXPECT_EQ(file_bytes(copy), good);
+  EXPECT_NO_THROW(registry->graph_artifact_path(*published));
 }
 
 // Files this process hashed and that are unchanged since are not read again: the source only when
