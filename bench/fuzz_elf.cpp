@@ -6,10 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <ctx/loader/detail/elf_reader.hpp>
+#include <ctx/loader/errors.hpp>
 #include <span>
-
-#include "host/plugins/detail/elf_reader.hpp"
-#include "host/plugins/errors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

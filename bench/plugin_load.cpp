@@ -23,6 +23,7 @@
 // `ratio plugin_load/raw cpu <N>MiB: X` from CPU time, and `ratio memfd_floor/raw cpu <N>MiB: X`
 // and `ratio plugin_load/memfd_floor cpu <N>MiB: X` (how far the floor is from raw, and the
 // loader from the floor), for information.
+#include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -30,10 +31,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <benchmark/benchmark.h>
-
 #include <algorithm>
 #include <cstdio>
+#include <ctx/loader/lock_file.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -46,8 +47,6 @@
 #include <vector>
 
 #include "host/cli/cli.hpp"
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 
 namespace {
 

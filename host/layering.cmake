@@ -1,7 +1,8 @@
 # The layering rules of host/ (issue 33 item 1), checked on every build (target ctx_layering,
 # built by default) and by ctest (host_layering):
 #   1. host/cli and host/server include no host/runtime, host/engine, host/store or host/plugins
-#      header: they reach the layers below through host/app only (and host/core, the ground).
+#      header, nor the SDK's loader (ctx/loader/): they reach the layers below through host/app
+#      only (and host/core, the ground).
 #   2. Only host/plugins/ and host/app/installation.cpp name the plugin loader or an Abi*
 #      adapter (PluginLoader, Abi[A-Z]...) in a .cpp: one place loads plugins and makes ports.
 #   3. Only host/app/state_layout.{hpp,cpp} name a file or folder of the state directory in
@@ -19,6 +20,8 @@
 #      one ("UserPromptSubmit", "PreToolUse", ...) except host/app/hook/hooks_config.{hpp,cpp},
 #      which writes the hosts' own hook configuration, and host/cli/demo_command.cpp, which writes
 #      Claude Code's payloads for the demo; the rest sees engine::HookEvent.
+#   6. sdk/ never includes a host/ header (issue 33 item 6): the SDK, its loader and the
+#      conformance kit stand on their own; the host depends on them, never the reverse.
 # Usage: cmake -DCTX_SOURCE_DIR=<repo> [-DSTAMP=<file>] -P host/layering.cmake
 # (ctx_runtime not linking the loader, ctx::plugins, is checked at configure time in
 # host/CMakeLists.txt.)
@@ -31,7 +34,7 @@ file(GLOB_RECURSE front_sources "${CTX_SOURCE_DIR}/host/cli/*.cpp" "${CTX_SOURCE
   "${CTX_SOURCE_DIR}/host/server/*.cpp" "${CTX_SOURCE_DIR}/host/server/*.hpp")
 foreach(file IN LISTS front_sources)
   file(STRINGS "${file}" lines REGEX
-    "^[ \t]*#[ \t]*include[ \t]*[<\"]host/(runtime|engine|store|plugins)/")
+    "^[ \t]*#[ \t]*include[ \t]*[<\"](host/(runtime|engine|store|plugins)|ctx/loader)/")
   foreach(line IN LISTS lines)
     file(RELATIVE_PATH rel "${CTX_SOURCE_DIR}" "${file}")
     string(APPEND violations "  ${rel}: ${line} (include host/app instead)\n")
@@ -126,6 +129,15 @@ foreach(file IN LISTS event_scope)
   foreach(line IN LISTS lines)
     string(STRIP "${line}" line)
     string(APPEND violations "  ${rel}: ${line} (a host's event name: use engine::HookEvent)\n")
+  endforeach()
+endforeach()
+
+file(GLOB_RECURSE sdk_sources "${CTX_SOURCE_DIR}/sdk/*.?pp" "${CTX_SOURCE_DIR}/sdk/*.h")
+foreach(file IN LISTS sdk_sources)
+  file(STRINGS "${file}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]host/")
+  foreach(line IN LISTS lines)
+    file(RELATIVE_PATH rel "${CTX_SOURCE_DIR}" "${file}")
+    string(APPEND violations "  ${rel}: ${line} (sdk/ never includes host/)\n")
   endforeach()
 endforeach()
 

@@ -1,6 +1,8 @@
 #include "host/app/installation.hpp"
 
 #include <cstdint>
+#include <ctx/loader/errors.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <set>
 #include <utility>
 
@@ -9,8 +11,6 @@
 #include "host/core/crypto.hpp"
 #include "host/core/error.hpp"
 #include "host/plugins/abi_adapters.hpp"
-#include "host/plugins/errors.hpp"
-#include "host/plugins/plugin_loader.hpp"
 
 namespace ctx::app {
 namespace {

@@ -5,6 +5,7 @@
 #ifndef CTX_HOST_APP_INSTALLATION_HPP_
 #define CTX_HOST_APP_INSTALLATION_HPP_
 
+#include <ctx/loader/lock_file.hpp>
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
@@ -15,7 +16,6 @@
 
 #include "host/core/canonical_json.hpp"
 #include "host/engine/ports/host_adapter_port.hpp"
-#include "host/plugins/lock_file.hpp"
 #include "host/plugins/plugin_registry.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "host/runtime/pinned_plugins.hpp"

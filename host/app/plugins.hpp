@@ -5,8 +5,8 @@
 #ifndef CTX_HOST_APP_PLUGINS_HPP_
 #define CTX_HOST_APP_PLUGINS_HPP_
 
-#include "host/plugins/errors.hpp"            // IWYU pragma: export
-#include "host/plugins/lock_file.hpp"         // IWYU pragma: export
-#include "host/plugins/supervised_child.hpp"  // IWYU pragma: export
+#include <ctx/loader/errors.hpp>            // IWYU pragma: export
+#include <ctx/loader/lock_file.hpp>         // IWYU pragma: export
+#include <ctx/loader/supervised_child.hpp>  // IWYU pragma: export
 
 #endif  // CTX_HOST_APP_PLUGINS_HPP_

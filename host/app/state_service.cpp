@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctx/loader/lock_file.hpp>
 #include <map>
 #include <set>
 #include <thread>
@@ -13,7 +14,6 @@
 #include "host/core/crypto.hpp"
 #include "host/engine/journal_store.hpp"
 #include "host/engine/lexical.hpp"
-#include "host/plugins/lock_file.hpp"
 #include "host/runtime/activation_execution.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/consent/printed_command.hpp"

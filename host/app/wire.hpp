@@ -5,6 +5,7 @@
 #ifndef CTX_HOST_APP_WIRE_HPP_
 #define CTX_HOST_APP_WIRE_HPP_
 
+#include <ctx/loader/lock_file.hpp>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -15,7 +16,6 @@
 #include "host/app/hook/hooks_config.hpp"
 #include "host/app/state_service.hpp"
 #include "host/core/canonical_json.hpp"
-#include "host/plugins/lock_file.hpp"
 
 namespace ctx::runtime {
 

@@ -11,12 +11,7 @@
 namespace ctx::core {
 
 void init_crypto_without_config() {
-  constexpr std::uint64_t kOptions = OPENSSL_INIT_NO_LOAD_CONFIG |
-                                     OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
-                                     OPENSSL_INIT_NO_ADD_ALL_DIGESTS;
-  if (OPENSSL_init_crypto(kOptions, nullptr) != 1) {
-    throw SystemError("openssl init failed");
-  }
+  if (!support::init_openssl_without_config()) throw SystemError("openssl init failed");
 }
 
 struct Sha256::Ctx {
@@ -39,12 +34,6 @@ Sha256Digest Sha256::finish() {
 
 std::string to_hex(const std::uint8_t* data, std::size_t size) {
   return support::to_hex(data, size);
-}
-
-std::string sha256_hex(std::string_view bytes) {
-  const auto digest = support::sha256(bytes);
-  if (!digest) throw SystemError("sha256: openssl failed");
-  return support::to_hex(*digest);
 }
 
 Sha256Digest hmac_sha256(std::string_view key, std::string_view message) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <ctx/support/canonical_json.hpp>
 #include <ctx/support/text.hpp>
 #include <memory>
 #include <string>
@@ -47,8 +48,8 @@ class Sha256 {
 std::string to_hex(const std::uint8_t* data, std::size_t size);
 inline std::string to_hex(const Sha256Digest& d) { return to_hex(d.data(), d.size()); }
 
-// Lower-case 64-hex SHA-256 of `bytes`.
-std::string sha256_hex(std::string_view bytes);
+// Lower-case 64-hex SHA-256 of `bytes` (the one helper, in ctx::support). Errors: SystemError.
+using support::sha256_hex;
 
 // True when `text` is 64 lower-case hex characters (the one rule, in ctx::support).
 using support::is_sha256_hex;

@@ -18,17 +18,10 @@ Json parse_json(std::string_view text, std::size_t max_depth) {
   Json document;
   const auto failure = support::read_strict_json(text, &document, max_depth);
   if (!failure) return document;
-  switch (failure->fault) {
-    case support::JsonFault::kDuplicateKey:
-      throw JsonFieldError(Reason::kDuplicateKey, "", "json has a duplicate key");
-    case support::JsonFault::kTooDeep:
-      throw JsonFieldError(Reason::kTooDeep, "", "json is nested too deeply");
-    case support::JsonFault::kMalformed:
-      break;
-  }
-  throw JsonFieldError(
-      Reason::kMalformed, "",
-      "json is malformed (parse error at byte " + std::to_string(failure->byte) + ")");
+  const Reason reason = failure->fault == support::JsonFault::kDuplicateKey ? Reason::kDuplicateKey
+                        : failure->fault == support::JsonFault::kTooDeep    ? Reason::kTooDeep
+                                                                            : Reason::kMalformed;
+  throw JsonFieldError(reason, "", support::describe(*failure));
 }
 
 // ---- JsonObjectReader -----------------------------------------------------------------------

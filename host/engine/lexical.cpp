@@ -1,6 +1,7 @@
 #include "host/engine/lexical.hpp"
 
 #include <cstdint>
+#include <ctx/support/text.hpp>
 #include <optional>
 
 #include "host/core/crypto.hpp"
@@ -102,17 +103,7 @@ bool is_canonical_token(std::string_view text) noexcept {
   return token_like(text, lower_alnum, [](char c) { return lower_alnum(c) || punct(c, true); });
 }
 
-bool is_plugin_id(std::string_view text) noexcept {
-  if (text.empty() || text.size() > 64) return false;
-  const auto lower_or_digit = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-  };
-  if (!lower_or_digit(text.front())) return false;
-  for (const char c : text.substr(1)) {
-    if (!lower_or_digit(c) && c != '.' && c != '_' && c != '-') return false;
-  }
-  return true;
-}
+bool is_plugin_id(std::string_view text) noexcept { return support::is_plugin_id(text); }
 
 bool is_capability_name(std::string_view text) noexcept {
   return token_like(text, lower_alnum, [](char c) { return lower_alnum(c) || punct(c, false); });

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <ctx/loader/detail/ops_table.hpp>
+#include <ctx/loader/errors.hpp>
 #include <ctx/sdk/error.hpp>
 #include <optional>
 #include <utility>
-
-#include "host/plugins/detail/ops_table.hpp"
-#include "host/plugins/errors.hpp"
 
 namespace ctx::plugins {
 namespace {

@@ -6,6 +6,7 @@
 #ifndef CTX_HOST_PLUGINS_ABI_ADAPTERS_HPP_
 #define CTX_HOST_PLUGINS_ABI_ADAPTERS_HPP_
 
+#include <ctx/loader/plugin_loader.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,7 +16,6 @@
 #include "host/engine/ports/installer_port.hpp"
 #include "host/engine/ports/verifier_port.hpp"
 #include "host/plugins/plugin_instance.hpp"
-#include "host/plugins/plugin_loader.hpp"
 
 namespace ctx::plugins {
 

@@ -7,13 +7,13 @@
 
 #include <ctx/abi/plugin_abi.h>
 
+#include <ctx/loader/plugin_loader.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 
 #include "host/core/time.hpp"
-#include "host/plugins/plugin_loader.hpp"
 
 namespace ctx::plugins {
 

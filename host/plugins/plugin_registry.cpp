@@ -1,7 +1,8 @@
 #include "host/plugins/plugin_registry.hpp"
 
+#include <ctx/loader/errors.hpp>
+
 #include "host/core/error.hpp"
-#include "host/plugins/errors.hpp"
 
 namespace ctx::plugins {
 

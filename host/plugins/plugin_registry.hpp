@@ -3,15 +3,14 @@
 #ifndef CTX_HOST_PLUGINS_PLUGIN_REGISTRY_HPP_
 #define CTX_HOST_PLUGINS_PLUGIN_REGISTRY_HPP_
 
+#include <ctx/loader/lock_file.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 
 namespace ctx::plugins {
 

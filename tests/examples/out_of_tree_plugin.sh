@@ -25,6 +25,11 @@ for f in include/ctx/abi/plugin_abi.h include/ctx/sdk/plugin.hpp include/ctx/sdk
          lib/cmake/ctx-sdk/ctx-sdk-functions.cmake bin/ctx-conformance; do
   [ -e "$work/prefix/$f" ] || { echo "missing from the install: $f" >&2; exit 1; }
 done
+# The SDK stands on its own (issue 33 item 6): no host/ header and no host library is installed.
+if [ -e "$work/prefix/include/ctx/host" ] || ls "$work/prefix"/lib/libctx_core.a \
+     "$work/prefix"/lib/libctx_plugins.a "$work/prefix"/lib/libctx_engine.a >/dev/null 2>&1; then
+  echo "the SDK install carries host/ headers or libraries" >&2; exit 1
+fi
 
 step "configure and build the example with $clangxx"
 run cmake -S "$example_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

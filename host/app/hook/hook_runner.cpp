@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctx/loader/lock_file.hpp>
 #include <exception>
 #include <utility>
 
@@ -12,7 +13,6 @@
 #include "host/core/json_reader.hpp"
 #include "host/engine/errors.hpp"
 #include "host/engine/lexical.hpp"
-#include "host/plugins/lock_file.hpp"
 #include "host/runtime/consent/printed_command.hpp"
 #include "host/runtime/service/errors.hpp"
 

@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ctx/loader/plugin_identity.hpp>
+#include <ctx/support/canonical_json.hpp>
+#include <ctx/support/digest.hpp>
+#include <ctx/support/text.hpp>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
-#include "host/core/crypto.hpp"
-#include "host/plugins/plugin_identity.hpp"
 #include "sdk/conformance/src/plugin_under_test.hpp"
 
 namespace ctx::conformance::detail {
@@ -121,7 +123,7 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   add_plugin_test(plugin, "Pinning", "LockEntryPinsTheExactFileAndDeclaredIdentity", [plugin] {
     const plugins::LockEntry& entry = plugin->entry();
     const std::string bytes = file_bytes(plugin->plugin_path());
-    EXPECT_EQ(entry.sha256, core::sha256_hex(bytes));
+    EXPECT_EQ(entry.sha256, support::sha256_hex(bytes));
     EXPECT_EQ(entry.size, bytes.size());
     EXPECT_EQ(plugin->loaded().identity(), entry.identity());
     EXPECT_EQ(fs::weakly_canonical(entry.path), fs::weakly_canonical(plugin->plugin_path()));

@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctx/support/canonical_json.hpp>
+#include <ctx/support/digest.hpp>
+#include <ctx/support/text.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,8 +21,6 @@
 #include <set>
 #include <sstream>
 
-#include "host/core/canonical_json.hpp"
-#include "host/core/crypto.hpp"
 #include "sdk/conformance/src/plugin_under_test.hpp"
 
 namespace ctx::conformance::detail {
@@ -59,10 +60,10 @@ KindMaterial& kind() {
 std::string material_identity_digest(const std::string& capability_id, const std::string& bytes) {
   const Json identity = {{"capability_id", capability_id},
                          {"content_bytes", bytes.size()},
-                         {"content_sha256", core::sha256_hex(bytes)},
+                         {"content_sha256", support::sha256_hex(bytes)},
                          {"kind", capability_id.substr(0, capability_id.find(':'))},
                          {"schema", "ctx.material-identity-v2"}};
-  return core::canonical_digest(identity, core::Encoding::kAscii);
+  return support::canonical_digest(identity, support::Encoding::kAscii);
 }
 
 namespace fs = std::filesystem;
@@ -72,10 +73,11 @@ namespace fs = std::filesystem;
 std::string tree_manifest(const std::map<std::string, std::string>& files) {
   Json list = Json::array();
   for (const auto& [path, bytes] : files) {  // std::map: bytewise path order
-    list.push_back({{"bytes", bytes.size()}, {"path", path}, {"sha256", core::sha256_hex(bytes)}});
+    list.push_back(
+        {{"bytes", bytes.size()}, {"path", path}, {"sha256", support::sha256_hex(bytes)}});
   }
-  return core::canonical_json(Json{{"files", list}, {"schema", "ctx.skill-tree-v1"}},
-                              core::Encoding::kAscii);
+  return support::canonical_json(Json{{"files", list}, {"schema", "ctx.skill-tree-v1"}},
+                                 support::Encoding::kAscii);
 }
 
 // The tree root of plugin_abi.h ("Tree material"), the tree's material: totals of `files` and the
@@ -84,11 +86,11 @@ std::string tree_root(const std::map<std::string, std::string>& files,
                       const std::string& manifest) {
   std::size_t bytes = 0;
   for (const auto& [path, content] : files) bytes += content.size();
-  return core::canonical_json(Json{{"bytes", bytes},
-                                   {"files", files.size()},
-                                   {"manifest_sha256", core::sha256_hex(manifest)},
-                                   {"schema", "ctx.skill-tree-root-v1"}},
-                              core::Encoding::kAscii);
+  return support::canonical_json(Json{{"bytes", bytes},
+                                      {"files", files.size()},
+                                      {"manifest_sha256", support::sha256_hex(manifest)},
+                                      {"schema", "ctx.skill-tree-root-v1"}},
+                                 support::Encoding::kAscii);
 }
 
 std::map<std::string, std::string> sample_tree(std::size_t resource_bytes) {
@@ -111,7 +113,7 @@ Json tree_request(const fs::path& source, const std::map<std::string, std::strin
   const std::string manifest = tree_manifest(files);
   const std::string root = tree_root(files, manifest);
   return {{"capability_id", kind().capability_id},
-          {"content_sha256", core::sha256_hex(root)},
+          {"content_sha256", support::sha256_hex(root)},
           {"content_bytes", root.size()},
           {"manifest", manifest},
           {"material_identity_digest", material_identity_digest(kind().capability_id, root)},
@@ -121,7 +123,7 @@ Json tree_request(const fs::path& source, const std::map<std::string, std::strin
 Json file_request() {
   return {{"capability_id", kind().capability_id},
           {"content", kind().body},
-          {"content_sha256", core::sha256_hex(kind().body)}};
+          {"content_sha256", support::sha256_hex(kind().body)}};
 }
 
 // Every entry below `dir` (not following symlinks) with what a rewrite would change.
@@ -392,7 +394,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   add_plugin_test(plugin, "Installer", "InstallActivateReconcileRoundTrip", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
-    const std::string digest = core::sha256_hex(kind().body);
+    const std::string digest = support::sha256_hex(kind().body);
     const Json entry = {{"capability_id", kind().capability_id}, {"content_sha256", digest}};
     const Json reconcile = {{"capabilities", Json::array({entry})}};
 
@@ -407,7 +409,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(installed.value("outcome", ""), "applied");
     EXPECT_EQ(installed.value("observed_material_identity_digest", ""), material)
         << "install must report the MaterialIdentity digest (plugin_abi.h), not a content hash";
-    EXPECT_TRUE(core::is_sha256_hex(installed.value("verification_digest", "")))
+    EXPECT_TRUE(support::is_sha256_hex(installed.value("verification_digest", "")))
         << "an applied install needs a sha-256 \"verification_digest\"";
     state = state_of(installer.reconcile(reconcile));
     EXPECT_TRUE(flag(state, "installed"));
@@ -417,14 +419,14 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(activated.value("outcome", ""), "applied");
     EXPECT_EQ(activated.value("observed_material_identity_digest", ""), material)
         << "activate must report the MaterialIdentity digest of the active material";
-    EXPECT_TRUE(core::is_sha256_hex(activated.value("verification_digest", "")))
+    EXPECT_TRUE(support::is_sha256_hex(activated.value("verification_digest", "")))
         << "an applied activation needs a sha-256 \"verification_digest\"";
     state = state_of(installer.reconcile(reconcile));
     EXPECT_TRUE(flag(state, "installed"));
     EXPECT_TRUE(flag(state, "active"));
     EXPECT_EQ(state.value("active_material_identity_digest", Json()), material)
         << "reconcile must report the MaterialIdentity digest of the active material";
-    EXPECT_TRUE(core::is_sha256_hex(state.value("verification_digest", "")))
+    EXPECT_TRUE(support::is_sha256_hex(state.value("verification_digest", "")))
         << "an active reconcile entry needs a sha-256 \"verification_digest\"";
 
     EXPECT_EQ(installer.deactivate({{"capability_id", kind().capability_id}}).value("outcome", ""),
@@ -437,7 +439,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   add_plugin_test(plugin, "Installer", "DigestMismatchIsNeverApplied", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
-    const std::string wrong = core::sha256_hex("other bytes");
+    const std::string wrong = support::sha256_hex("other bytes");
     const Json reply = installer.install({{"capability_id", kind().capability_id},
                                           {"content", kind().body},
                                           {"content_sha256", wrong}});
@@ -465,7 +467,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     EXPECT_EQ(snapshot(root), before)
         << "a second install of installed material rewrote files (inode, size or mtime changed)";
     const Json entry = {{"capability_id", kind().capability_id},
-                        {"content_sha256", core::sha256_hex(kind().body)}};
+                        {"content_sha256", support::sha256_hex(kind().body)}};
     EXPECT_TRUE(flag(state_of(installer.reconcile({{"capabilities", Json::array({entry})}})),
                      "installed"));
   });
@@ -473,7 +475,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
   add_plugin_test(plugin, "Installer", "RefusesAMismatchedMaterialDigest", [plugin] {
     Installer installer(*plugin);
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
-    const std::string digest = core::sha256_hex(kind().body);
+    const std::string digest = support::sha256_hex(kind().body);
     Json other_identity = file_request();
     other_identity["material_identity_digest"] =
         material_identity_digest(kind().capability_id + "-other", kind().body);
@@ -545,7 +547,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       // identity all consistent with that root).
       const std::string mismatched_root = tree_root(files, tree_manifest(altered));
       Json other_root = request;
-      other_root["content_sha256"] = core::sha256_hex(mismatched_root);
+      other_root["content_sha256"] = support::sha256_hex(mismatched_root);
       other_root["content_bytes"] = mismatched_root.size();
       other_root["material_identity_digest"] =
           material_identity_digest(kind().capability_id, mismatched_root);
@@ -628,7 +630,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       const std::string body = kind().large_body();
       request = {{"capability_id", kind().capability_id},
                  {"content", body},
-                 {"content_sha256", core::sha256_hex(body)}};
+                 {"content_sha256", support::sha256_hex(body)}};
     }
     const std::string config = plugin->fresh_config();
     const fs::path root = plugin->last_instance_dir();
@@ -676,7 +678,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
     ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
     ASSERT_EQ(installer.install(file_request()).value("outcome", ""), "applied");
     const Json entry = {{"capability_id", kind().capability_id},
-                        {"content_sha256", core::sha256_hex(kind().body)}};
+                        {"content_sha256", support::sha256_hex(kind().body)}};
     const Json first = installer.activate(entry);
     ASSERT_EQ(first.value("outcome", ""), "applied") << first.dump();
     const Json second = installer.activate(entry);
@@ -700,7 +702,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
       ASSERT_EQ(installer.install(file_request()).value("outcome", ""), "applied");
       const Json entry = {{"capability_id", kind().capability_id},
-                          {"content_sha256", core::sha256_hex(kind().body)}};
+                          {"content_sha256", support::sha256_hex(kind().body)}};
       const Json activated = installer.activate(entry);
       ASSERT_EQ(activated.value("outcome", ""), "applied") << activated.dump();
       const auto during = read_optional(file);
@@ -720,7 +722,7 @@ void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin) {
       ASSERT_TRUE(installer.created()) << "create failed: " << installer.create_message();
       ASSERT_EQ(installer.install(file_request()).value("outcome", ""), "applied");
       const Json entry = {{"capability_id", kind().capability_id},
-                          {"content_sha256", core::sha256_hex(kind().body)}};
+                          {"content_sha256", support::sha256_hex(kind().body)}};
       EXPECT_NE(installer.activate(entry).value("outcome", ""), "applied")
           << "activation over the user's own entry of that name was applied";
       EXPECT_EQ(read_optional(file), host_file->conflicting);

@@ -7,16 +7,24 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctx/sdk/error.hpp>
+#include <ctx/support/strict_json.hpp>
 #include <fstream>
 #include <sstream>
 #include <utility>
 
-#include "host/core/error.hpp"
-
 namespace ctx::conformance::detail {
+
+Json parse_json(std::string_view text) {
+  Json value;
+  if (const auto failure = support::read_strict_json(text, &value, 64)) {
+    throw InvalidArgument(support::describe(*failure));
+  }
+  return value;
+}
 namespace {
 
 namespace fs = std::filesystem;
@@ -144,7 +152,7 @@ PluginUnderTest::PluginUnderTest(fs::path plugin, std::optional<fs::path> config
   std::stringstream text;
   text << in.rdbuf();
   try {
-    kit_config_ = core::parse_json(text.str());
+    kit_config_ = parse_json(text.str());
     if (!kit_config_.is_object()) throw InvalidArgument("the kit config is not a json object");
   } catch (const std::exception& e) {
     failure_ = "kit config " + config_file_->string() + ": " + e.what();
@@ -201,7 +209,7 @@ Probe PluginUnderTest::probe() {
   for (const ChildFailure& f : loaded.failures) add_line(f.message);
   for (const std::string& problem : loaded.problems()) add_line(problem);
   Json report;
-  if (!loaded.reports.empty()) report = core::parse_json(loaded.reports.front());
+  if (!loaded.reports.empty()) report = parse_json(loaded.reports.front());
   if (report.contains("failure")) add_line(report.at("failure").get<std::string>());
   if (!loaded.clean() || !report.contains("kind")) {
     probe.failure = text.empty() ? "the plugin did not report its kind" : text;
@@ -228,7 +236,7 @@ Probe PluginUnderTest::probe() {
         },
         call_deadline_, kit_deadline());
     if (created.clean() && !created.reports.empty()) {
-      const Json answer = core::parse_json(created.reports.front());
+      const Json answer = parse_json(created.reports.front());
       // CTX_INTERNAL and CTX_UNKNOWN are a create that broke, not one that refused: the suites
       // report those.
       const int code = answer.at("code").get<int>();
@@ -437,7 +445,7 @@ Json expect_ok_object(const CallResult& call, const std::string& what) {
   if (call.code != CTX_OK) return Json();
   EXPECT_TRUE(call.error_untouched) << what << " succeeded but wrote into the error buffer";
   try {
-    Json value = core::parse_json(call.output);
+    Json value = parse_json(call.output);
     EXPECT_TRUE(value.is_object()) << what << " wrote JSON that is not an object";
     return value.is_object() ? value : Json();
   } catch (const std::exception& e) {

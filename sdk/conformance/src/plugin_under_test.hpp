@@ -13,22 +13,23 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ctx/loader/lock_file.hpp>
+#include <ctx/loader/plugin_loader.hpp>
+#include <ctx/support/canonical_json.hpp>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "host/core/canonical_json.hpp"
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "sdk/conformance/src/supervisor.hpp"
 
 namespace ctx::conformance::detail {
 
-using core::Json;
+using Json = nlohmann::json;
 
 // Written into *verdict before a verify call, so the suites see whether the plugin wrote it.
 inline constexpr std::uint32_t kVerdictUnset = 0xdeadbeefu;
@@ -200,6 +201,9 @@ void register_abi_suite(const std::shared_ptr<PluginUnderTest>& plugin);
 void register_verifier_suite(const std::shared_ptr<PluginUnderTest>& plugin);
 void register_installer_suite(const std::shared_ptr<PluginUnderTest>& plugin);
 void register_host_adapter_suite(const std::shared_ptr<PluginUnderTest>& plugin);
+
+// `text` read by ctx's one strict JSON reader. Errors: InvalidArgument naming the rule broken.
+Json parse_json(std::string_view text);
 
 // Garbage payloads every JSON-taking op must survive with a code.
 std::vector<std::string> garbage_inputs();

@@ -13,11 +13,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctx/sdk/error.hpp>
 #include <iostream>
 #include <sstream>
 #include <utility>
-
-#include "host/core/error.hpp"
 
 namespace ctx::conformance::detail {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctx/sdk/error.hpp>
 
-#include "host/core/error.hpp"
 #include "sdk/conformance/src/plugin_under_test.hpp"
 
 namespace ctx::conformance::detail {

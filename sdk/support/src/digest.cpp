@@ -121,4 +121,10 @@ void cleanse(std::string& secret) noexcept {
   secret.clear();
 }
 
+bool init_openssl_without_config() noexcept {
+  constexpr std::uint64_t kOptions = OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+                                     OPENSSL_INIT_NO_ADD_ALL_DIGESTS;
+  return OPENSSL_init_crypto(kOptions, nullptr) == 1;
+}
+
 }  // namespace ctx::support

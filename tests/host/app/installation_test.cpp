@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <ctx/loader/errors.hpp>
 #include <filesystem>
 
 #include "host/app/state_layout.hpp"
 #include "host/core/error.hpp"
-#include "host/plugins/errors.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace ctx::app {

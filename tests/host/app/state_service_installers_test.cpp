@@ -8,12 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctx/loader/lock_file.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/app/state_layout.hpp"
 #include "host/app/state_service.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"

@@ -8,22 +8,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctx/loader/lock_file.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "host/core/crypto.hpp"
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/app/state_layout.hpp"
+#include "host/core/crypto.hpp"
 #include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/service/errors.hpp"
 #include "host/runtime/service/service_crash_points.hpp"
+#include "tests/support/expect_throw.hpp"
 #include "tests/support/file_bytes.hpp"
 #include "tests/support/journal/raw_sqlite.hpp"
-#include "tests/support/expect_throw.hpp"
 #include "tests/support/runtime/managed_service_seed_support.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctx/loader/lock_file.hpp>
 #include <string>
 #include <vector>
 
 #include "host/core/crypto.hpp"
-#include "host/plugins/lock_file.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

@@ -1,12 +1,12 @@
 #include "host/cli/cli.hpp"
 
 #include <ctx/abi/plugin_abi.h>
-
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctx/loader/lock_file.hpp>
 #include <map>
 #include <sstream>
 #include <string>
@@ -15,7 +15,6 @@
 #include "host/core/canonical_json.hpp"
 #include "host/core/crypto.hpp"
 #include "host/core/error.hpp"
-#include "host/plugins/lock_file.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

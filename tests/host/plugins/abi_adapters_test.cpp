@@ -1,13 +1,13 @@
 #include "host/plugins/abi_adapters.hpp"
 
 #include <cstring>
+#include <ctx/loader/errors.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "host/core/crypto.hpp"
 #include "host/engine/identities.hpp"
-#include "host/plugins/errors.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

@@ -9,11 +9,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctx/loader/errors.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <filesystem>
 #include <string>
 
-#include "host/plugins/errors.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

@@ -2,10 +2,10 @@
 // same path as any third-party plugin, with a stable identity.
 #include <gtest/gtest.h>
 
+#include <ctx/loader/plugin_loader.hpp>
 #include <string>
 #include <vector>
 
-#include "host/plugins/plugin_loader.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 
 #if defined(CTX_INTREE_PLUGIN_SKILL_INSTALLER) || defined(CTX_INTREE_PLUGIN_HMAC_SHA256) || \

@@ -17,14 +17,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <ctx/loader/detail/elf_reader.hpp>
+#include <ctx/loader/errors.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "host/core/crypto.hpp"
-#include "host/plugins/detail/elf_reader.hpp"
-#include "host/plugins/errors.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

@@ -1,7 +1,7 @@
-#include "host/plugins/lock_file.hpp"
+#include <ctx/loader/errors.hpp>
+#include <ctx/loader/lock_file.hpp>
 
 #include "host/core/canonical_json.hpp"
-#include "host/plugins/errors.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

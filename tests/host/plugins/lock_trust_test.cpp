@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <barrier>
+#include <ctx/loader/errors.hpp>
+#include <ctx/loader/lock_file.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "host/core/canonical_json.hpp"
-#include "host/plugins/errors.hpp"
-#include "host/plugins/lock_file.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

@@ -1,7 +1,6 @@
-#include "host/plugins/plugin_identity.hpp"
-
 #include <ctx/abi/plugin_abi.h>
 
+#include <ctx/loader/plugin_identity.hpp>
 #include <regex>
 #include <string>
 #include <vector>

@@ -1,16 +1,15 @@
-#include "host/plugins/plugin_loader.hpp"
-
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctx/loader/detail/elf_reader.hpp>
+#include <ctx/loader/errors.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <string>
 
 #include "host/core/crypto.hpp"
 #include "host/plugins/abi_adapters.hpp"
-#include "host/plugins/detail/elf_reader.hpp"
-#include "host/plugins/errors.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

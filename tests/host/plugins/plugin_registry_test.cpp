@@ -1,6 +1,7 @@
 #include "host/plugins/plugin_registry.hpp"
 
-#include "host/plugins/errors.hpp"
+#include <ctx/loader/errors.hpp>
+
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

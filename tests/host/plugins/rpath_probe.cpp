@@ -2,9 +2,8 @@
 // what the loader does about its host program's own search path. Usage:
 //   ctx_loader_rpath_probe PLUGIN STATE_DIR   prints "ok" (exit 0) or "error: <what>" (exit 1)
 #include <cstdio>
+#include <ctx/loader/plugin_loader.hpp>
 #include <exception>
-
-#include "host/plugins/plugin_loader.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 3) return 2;

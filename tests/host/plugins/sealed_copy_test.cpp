@@ -2,8 +2,6 @@
 // in the memfd, the memfd is sealed and owner-read-only, both copy strategies agree, a file
 // that shrinks fails cleanly, and a same-uid process racing to chmod and open the memfd for
 // writing through /proc/<pid>/fd never gets a byte into it.
-#include "host/plugins/detail/sealed_copy.hpp"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -15,13 +13,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <ctx/loader/detail/sealed_copy.hpp>
+#include <ctx/loader/errors.hpp>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "host/core/crypto.hpp"
-#include "host/plugins/errors.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 
 namespace ctx::plugins::detail {

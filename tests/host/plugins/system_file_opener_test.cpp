@@ -6,11 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctx/loader/detail/trusted_path.hpp>
+#include <ctx/loader/errors.hpp>
 #include <filesystem>
 #include <string>
 
-#include "host/plugins/detail/trusted_path.hpp"
-#include "host/plugins/errors.hpp"
 #include "tests/host/plugins/plugin_test_support.hpp"
 #include "tests/support/expect_throw.hpp"
 

@@ -13,6 +13,7 @@
 #include <barrier>
 #include <csignal>
 #include <cstdio>
+#include <ctx/loader/lock_file.hpp>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -22,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "host/plugins/lock_file.hpp"
 #include "host/runtime/service/errors.hpp"
 #include "host/server/client.hpp"
 #include "tests/host/server/rpc_client.hpp"

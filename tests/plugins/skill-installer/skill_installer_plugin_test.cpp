@@ -5,10 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <ctx/loader/plugin_loader.hpp>
+
 #include "host/app/installation.hpp"
 #include "host/engine/identities.hpp"
 #include "host/plugins/abi_adapters.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/plugin_ports.hpp"
 #include "tests/plugins/skill-installer/skill_store_fixture.hpp"
 

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <ctx/loader/plugin_loader.hpp>
 #include <ctx/sdk/skill_tree.hpp>
 #include <filesystem>
 #include <fstream>
@@ -34,7 +35,6 @@
 #include "host/core/time.hpp"
 #include "host/engine/planning/candidate_source.hpp"
 #include "host/plugins/abi_adapters.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/composition.hpp"
 #include "host/runtime/consent/consent_broker.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"

@@ -74,6 +74,38 @@ class InvalidArgument : public Error {
       : Error(message, ErrorCode::kInvalidArgument) {}
 };
 
+// The requested thing does not exist. Code: kNotFound. Retry: no.
+class NotFound : public Error {
+ public:
+  explicit NotFound(const std::string& message) : Error(message, ErrorCode::kNotFound) {}
+};
+
+// The system is not in a state where the operation may run. Code: kFailedPrecondition.
+// Retry: not until the state changes.
+class FailedPrecondition : public Error {
+ public:
+  explicit FailedPrecondition(const std::string& message)
+      : Error(message, ErrorCode::kFailedPrecondition) {}
+
+ protected:
+  // For a subclass whose reaction differs (style §6.2): a caller catching FailedPrecondition
+  // still catches it (the tree mirrors the seeds' classes), while its code says whether to retry.
+  FailedPrecondition(const std::string& message, ErrorCode code) : Error(message, code) {}
+};
+
+// Stored bytes are not what was written or pinned. Code: kDataLoss. Retry: never.
+class DataLoss : public Error {
+ public:
+  explicit DataLoss(const std::string& message) : Error(message, ErrorCode::kDataLoss) {}
+};
+
+// An operating-system or library call failed. Code: kInternal (kUnavailable when transient).
+class SystemError : public Error {
+ public:
+  explicit SystemError(const std::string& message, ErrorCode code = ErrorCode::kInternal)
+      : Error(message, code) {}
+};
+
 }  // namespace ctx
 
 #endif  // CTX_SDK_ERROR_HPP_

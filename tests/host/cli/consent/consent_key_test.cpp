@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctx/loader/lock_file.hpp>
+#include <ctx/loader/plugin_loader.hpp>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -25,8 +27,6 @@
 #include "host/app/installation.hpp"
 #include "host/cli/cli.hpp"
 #include "host/core/crypto.hpp"
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/consent/verifier_registry.hpp"
 #include "tests/support/expect_throw.hpp"
 #include "tests/support/temp_dir.hpp"

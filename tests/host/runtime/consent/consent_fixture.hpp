@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <ctx/loader/plugin_loader.hpp>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -15,7 +16,6 @@
 
 #include "host/app/installation.hpp"
 #include "host/core/crypto.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/consent/assertion_codec.hpp"
 #include "host/runtime/consent/consent_challenge.hpp"
 #include "tests/plugins/verifiers/support/wire_fixture.hpp"

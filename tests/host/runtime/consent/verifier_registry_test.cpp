@@ -5,8 +5,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <ctx/loader/errors.hpp>
+
 #include "host/app/installation.hpp"
-#include "host/plugins/errors.hpp"
 #include "host/runtime/consent/private_file.hpp"
 #include "tests/host/runtime/consent/consent_fixture.hpp"
 #include "tests/support/fs/faulty_state_fs.hpp"

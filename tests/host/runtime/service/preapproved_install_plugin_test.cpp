@@ -10,9 +10,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <ctx/loader/plugin_loader.hpp>
+
 #include "host/app/installation.hpp"
 #include "host/plugins/abi_adapters.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "host/runtime/consent/install_policy_store.hpp"
 #include "host/runtime/crash_point.hpp"
 #include "host/runtime/plugin_ports.hpp"

@@ -3,10 +3,10 @@
 // from the host's assertion codec, signed by the real openssl / ssh-keygen (sk: OpenSSL).
 #include <gtest/gtest.h>
 
+#include <ctx/loader/plugin_loader.hpp>
 #include <nlohmann/json.hpp>
 
 #include "host/plugins/abi_adapters.hpp"
-#include "host/plugins/plugin_loader.hpp"
 #include "plugins/common/bytes.hpp"
 #include "tests/plugins/verifiers/sshsig/ssh_test_keys.hpp"
 #include "tests/plugins/verifiers/support/wire_fixture.hpp"

@@ -16,6 +16,10 @@ namespace ctx::support {
 
 using Sha256Bytes = std::array<std::uint8_t, 32>;
 
+// Initialises OpenSSL without reading its configuration file or loading ciphers and digests
+// nobody asked for (call once, first thing in main). False when OpenSSL fails.
+bool init_openssl_without_config() noexcept;
+
 // SHA-256 of `bytes`; nullopt when OpenSSL fails.
 std::optional<Sha256Bytes> sha256(std::string_view bytes) noexcept;
 

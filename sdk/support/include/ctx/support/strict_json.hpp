@@ -28,6 +28,20 @@ struct JsonFailure {
   std::size_t byte = 0;  // kMalformed: the 1-based byte where reading stopped
 };
 
+// The failure in words, never quoting the input: "json has a duplicate key", "json is nested too
+// deeply", "json is malformed (parse error at byte N)".
+inline std::string describe(const JsonFailure& failure) {
+  switch (failure.fault) {
+    case JsonFault::kDuplicateKey:
+      return "json has a duplicate key";
+    case JsonFault::kTooDeep:
+      return "json is nested too deeply";
+    case JsonFault::kMalformed:
+      break;
+  }
+  return "json is malformed (parse error at byte " + std::to_string(failure.byte) + ")";
+}
+
 namespace strict_json_internal {
 
 // nlohmann SAX handler (its public sax_parse interface): builds the document into `*out`, or

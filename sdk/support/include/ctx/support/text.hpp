@@ -32,6 +32,18 @@ constexpr bool is_token(std::string_view text) noexcept {
   return true;
 }
 
+// A plugin id: ^[a-z0-9][a-z0-9._-]{0,63}$ (what a lock entry and a verifier registration name).
+constexpr bool is_plugin_id(std::string_view text) noexcept {
+  const auto lower_or_digit = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  };
+  if (text.empty() || text.size() > 64 || !lower_or_digit(text.front())) return false;
+  for (const char c : text.substr(1)) {
+    if (!lower_or_digit(c) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
 }  // namespace ctx::support
 
 #endif  // CTX_SUPPORT_TEXT_HPP_

@@ -8,18 +8,18 @@
 // Entries are sorted by (kind, id), which is unique (a flat map: lookups are O(log n), parsing
 // and listing linear). A LockFile is a plain value: not synchronised, copyable. Files are read
 // and written only through trusted paths (see detail/trusted_path.hpp).
-#ifndef CTX_HOST_PLUGINS_LOCK_FILE_HPP_
-#define CTX_HOST_PLUGINS_LOCK_FILE_HPP_
+#ifndef CTX_LOADER_LOCK_FILE_HPP_
+#define CTX_LOADER_LOCK_FILE_HPP_
 
 #include <cstdint>
+#include <ctx/loader/plugin_identity.hpp>
+#include <ctx/support/canonical_json.hpp>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "host/core/canonical_json.hpp"
-#include "host/plugins/plugin_identity.hpp"
 
 namespace ctx::plugins {
 
@@ -32,22 +32,22 @@ struct LockEntry {
   PluginKind kind = PluginKind::kInstaller;
   std::string id;
   std::string version;
-  std::string sha256;  // lower-case hex of the exact file bytes
+  std::string sha256;      // lower-case hex of the exact file bytes
   std::uint64_t size = 0;  // byte size of the pinned file
   std::uint32_t abi_major = 0;
-  std::uint32_t abi_minor = 0;        // the minor the plugin requires (its note's abi.minor)
-  std::vector<std::string> needed;    // DT_NEEDED sonames, in the file's order
-  std::string platform;               // e.g. "linux-x86_64"
-  std::string path;                   // absolute, normalised path of the pinned file
+  std::uint32_t abi_minor = 0;      // the minor the plugin requires (its note's abi.minor)
+  std::vector<std::string> needed;  // DT_NEEDED sonames, in the file's order
+  std::string platform;             // e.g. "linux-x86_64"
+  std::string path;                 // absolute, normalised path of the pinned file
 
   // The identity this entry pins (everything but size, needed, platform and path).
   PluginIdentity identity() const;
   // "kind:id".
   std::string label() const { return plugin_label(kind, id); }
   // The entry's canonical JSON object (see the file comment).
-  core::Json to_json() const;
+  Json to_json() const;
   // Parses one entry object. Errors: MalformedLockFile naming the field.
-  static LockEntry from_json(const core::Json& value);
+  static LockEntry from_json(const Json& value);
 
   friend bool operator==(const LockEntry&, const LockEntry&) = default;
 };
@@ -89,8 +89,8 @@ class LockFile {
   const LockEntry* find(PluginKind kind, std::string_view id) const noexcept;
 
   // The whole lock as JSON, and the digest of its canonical form.
-  core::Json to_json() const;
-  std::string digest() const { return core::canonical_digest(to_json()); }
+  Json to_json() const;
+  std::string digest() const { return support::canonical_digest(to_json()); }
 
  private:
   std::vector<LockEntry> entries_;  // sorted by (kind, id)
@@ -98,4 +98,4 @@ class LockFile {
 
 }  // namespace ctx::plugins
 
-#endif  // CTX_HOST_PLUGINS_LOCK_FILE_HPP_
+#endif  // CTX_LOADER_LOCK_FILE_HPP_

@@ -1,11 +1,10 @@
 // Typed errors of the plugin layer. Every message names the plugin (or file) and the reason;
 // the quoted keywords are contract, the rest may change. None of them is worth retrying as is.
-#ifndef CTX_HOST_PLUGINS_ERRORS_HPP_
-#define CTX_HOST_PLUGINS_ERRORS_HPP_
+#ifndef CTX_LOADER_ERRORS_HPP_
+#define CTX_LOADER_ERRORS_HPP_
 
+#include <ctx/sdk/error.hpp>
 #include <string>
-
-#include "host/core/error.hpp"
 
 namespace ctx::plugins {
 
@@ -169,4 +168,4 @@ class PinConflict : public PluginError {
 
 }  // namespace ctx::plugins
 
-#endif  // CTX_HOST_PLUGINS_ERRORS_HPP_
+#endif  // CTX_LOADER_ERRORS_HPP_

@@ -1,5 +1,3 @@
-#include "host/plugins/plugin_loader.hpp"
-
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,6 +8,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <ctx/loader/plugin_loader.hpp>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -22,16 +21,18 @@
 #define BOOST_DLL_USE_STD_FS
 #endif
 #include <boost/dll/shared_library.hpp>
-
-#include "host/core/crypto.hpp"
-#include "host/core/error.hpp"
-#include "host/plugins/detail/dependencies.hpp"
-#include "host/plugins/detail/elf_reader.hpp"
-#include "host/plugins/detail/ops_table.hpp"
-#include "host/plugins/detail/sealed_copy.hpp"
-#include "host/plugins/detail/trusted_path.hpp"
-#include "host/plugins/detail/unique_fd.hpp"
-#include "host/plugins/errors.hpp"
+#include <ctx/loader/detail/dependencies.hpp>
+#include <ctx/loader/detail/elf_reader.hpp>
+#include <ctx/loader/detail/ops_table.hpp>
+#include <ctx/loader/detail/sealed_copy.hpp>
+#include <ctx/loader/detail/trusted_path.hpp>
+#include <ctx/loader/detail/unique_fd.hpp>
+#include <ctx/loader/errors.hpp>
+#include <ctx/sdk/error.hpp>
+#include <ctx/support/canonical_json.hpp>
+#include <ctx/support/check.hpp>
+#include <ctx/support/digest.hpp>
+#include <ctx/support/strict_json.hpp>
 
 namespace ctx::plugins {
 
@@ -86,17 +87,20 @@ PluginIdentity parse_note(const std::string& text, const std::string& label) {
   const auto bad = [&](const std::string& why) {
     return PluginNoteMismatch("plugin " + label + " has an invalid identity note: " + why);
   };
-  core::Json note;
+  Json note;
+  if (const auto failure = support::read_strict_json(text, &note, 64)) {
+    throw bad(support::describe(*failure));
+  }
   try {
-    note = core::parse_canonical_json(text);
-  } catch (const Error& e) {
+    if (support::canonical_json(note) != text) throw bad("json is not canonical");
+  } catch (const InvalidArgument& e) {
     throw bad(e.what());
   }
   if (!note.is_object() || note.size() != 4 || !note.contains("abi") || !note.contains("id") ||
       !note.contains("kind") || !note.contains("version")) {
     throw bad("want exactly the keys abi, id, kind, version");
   }
-  const core::Json& abi = note["abi"];
+  const Json& abi = note["abi"];
   if (!abi.is_object() || abi.size() != 2 || !abi.contains("major") || !abi.contains("minor") ||
       !abi["major"].is_number_unsigned() || !abi["minor"].is_number_unsigned() ||
       abi["major"].get<std::uint64_t>() > 0xffffffffu ||
@@ -139,7 +143,7 @@ std::span<const std::byte> read_private(int in, std::uint64_t size, const std::s
     buffer = std::make_unique_for_overwrite<char[]>(size);
     capacity = size;
   }
-  core::Sha256 hasher;
+  support::Sha256Stream hasher;
   std::uint64_t done = 0;
   while (done < size) {
     const std::size_t want =
@@ -152,10 +156,14 @@ std::span<const std::byte> read_private(int in, std::uint64_t size, const std::s
     if (n == 0) {
       throw UnsafePluginFile("plugin file " + path + " shrank while it was read (size)");
     }
-    hasher.update(buffer.get() + done, static_cast<std::size_t>(n));
+    if (!hasher.update(buffer.get() + done, static_cast<std::size_t>(n))) {
+      throw SystemError("sha256: openssl failed");
+    }
     done += static_cast<std::uint64_t>(n);
   }
-  *sha256 = core::to_hex(hasher.finish());
+  const auto digest = hasher.finish();
+  if (!digest) throw SystemError("sha256: openssl failed");
+  *sha256 = support::to_hex(*digest);
   return {reinterpret_cast<const std::byte*>(buffer.get()), static_cast<std::size_t>(size)};
 }
 

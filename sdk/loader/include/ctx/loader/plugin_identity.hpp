@@ -1,16 +1,19 @@
 // Plugin kinds and PluginIdentity: the exact file bytes (sha256) plus what the plugin declares
 // (kind, id, version, ABI). The identity digest is what engine events and bindings record.
 // Thread-safety: pure functions and immutable values.
-#ifndef CTX_HOST_PLUGINS_PLUGIN_IDENTITY_HPP_
-#define CTX_HOST_PLUGINS_PLUGIN_IDENTITY_HPP_
+#ifndef CTX_LOADER_PLUGIN_IDENTITY_HPP_
+#define CTX_LOADER_PLUGIN_IDENTITY_HPP_
 
 #include <cstdint>
+#include <ctx/support/canonical_json.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-#include "host/core/canonical_json.hpp"
-
 namespace ctx::plugins {
+
+// JSON values of the loader (lock entries, identities): nlohmann's, as everywhere in ctx.
+using Json = nlohmann::json;
 
 // Values equal the ABI's CTX_KIND_*; persisted: never renumber.
 enum class PluginKind : std::uint32_t { kInstaller = 1, kVerifier = 2, kHostAdapter = 3 };
@@ -45,7 +48,7 @@ struct PluginIdentity {
   std::string sha256;           // of the exact file bytes, lower-case hex
 
   // {"abi":{"major","minor"},"id","kind","sha256","version"}.
-  core::Json to_json() const;
+  Json to_json() const;
   // canonical_digest(to_json()): the identity digest.
   std::string digest() const;
   // "kind:id".
@@ -56,4 +59,4 @@ struct PluginIdentity {
 
 }  // namespace ctx::plugins
 
-#endif  // CTX_HOST_PLUGINS_PLUGIN_IDENTITY_HPP_
+#endif  // CTX_LOADER_PLUGIN_IDENTITY_HPP_

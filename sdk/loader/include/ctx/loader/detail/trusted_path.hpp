@@ -2,19 +2,18 @@
 // "/" down is opened with openat(O_NOFOLLOW|O_DIRECTORY) relative to its parent and must be owned
 // by root (or us, when allowed) and not writable by group or other unless sticky. Nothing is
 // looked up by path string twice. Thread-safe (no shared state).
-#ifndef CTX_HOST_PLUGINS_DETAIL_TRUSTED_PATH_HPP_
-#define CTX_HOST_PLUGINS_DETAIL_TRUSTED_PATH_HPP_
+#ifndef CTX_LOADER_DETAIL_TRUSTED_PATH_HPP_
+#define CTX_LOADER_DETAIL_TRUSTED_PATH_HPP_
 
 #include <sys/stat.h>
 
+#include <ctx/loader/detail/unique_fd.hpp>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "host/plugins/detail/unique_fd.hpp"
 
 namespace ctx::plugins::detail {
 
@@ -86,4 +85,4 @@ class SystemFileOpener {
 
 }  // namespace ctx::plugins::detail
 
-#endif  // CTX_HOST_PLUGINS_DETAIL_TRUSTED_PATH_HPP_
+#endif  // CTX_LOADER_DETAIL_TRUSTED_PATH_HPP_

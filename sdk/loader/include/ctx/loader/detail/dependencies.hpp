@@ -11,19 +11,18 @@
 // live filesystem again. A soname this process has loaded already is not looked up: ld.so reuses
 // that object (it matches loaded names and sonames before any search), as it does for the
 // libraries ctx itself runs on.
-#ifndef CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
-#define CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
+#ifndef CTX_LOADER_DETAIL_DEPENDENCIES_HPP_
+#define CTX_LOADER_DETAIL_DEPENDENCIES_HPP_
 
 #include <cstddef>
+#include <ctx/loader/detail/elf_reader.hpp>
+#include <ctx/loader/detail/trusted_path.hpp>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include "host/plugins/detail/elf_reader.hpp"
-#include "host/plugins/detail/trusted_path.hpp"
 
 namespace ctx::plugins::detail {
 
@@ -76,4 +75,4 @@ class DependencyResolver {
 
 }  // namespace ctx::plugins::detail
 
-#endif  // CTX_HOST_PLUGINS_DETAIL_DEPENDENCIES_HPP_
+#endif  // CTX_LOADER_DETAIL_DEPENDENCIES_HPP_

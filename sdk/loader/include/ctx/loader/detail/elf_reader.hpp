@@ -3,8 +3,8 @@
 // looked up through DT_GNU_HASH (or DT_HASH) as ld.so looks it up, and the ctx identity note.
 // Every offset, size and index is bounds-checked against the bytes; malformed input is a
 // MalformedElf error, never a crash. Pure function over a byte view; thread-safe.
-#ifndef CTX_HOST_PLUGINS_DETAIL_ELF_READER_HPP_
-#define CTX_HOST_PLUGINS_DETAIL_ELF_READER_HPP_
+#ifndef CTX_LOADER_DETAIL_ELF_READER_HPP_
+#define CTX_LOADER_DETAIL_ELF_READER_HPP_
 
 #include <cstddef>
 #include <cstdint>
@@ -45,4 +45,4 @@ ElfPluginView read_elf_dependency(std::span<const std::byte> bytes);
 
 }  // namespace ctx::plugins::detail
 
-#endif  // CTX_HOST_PLUGINS_DETAIL_ELF_READER_HPP_
+#endif  // CTX_LOADER_DETAIL_ELF_READER_HPP_

@@ -1,14 +1,12 @@
-#include "host/plugins/detail/elf_reader.hpp"
-
 #include <elf.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <ctx/loader/detail/elf_reader.hpp>
+#include <ctx/loader/errors.hpp>
 #include <limits>
 #include <type_traits>
-
-#include "host/plugins/errors.hpp"
 
 namespace ctx::plugins::detail {
 namespace {

@@ -25,19 +25,18 @@
 //
 // Thread-safety: PluginLoader is immutable and may be used from several threads; a LoadedPlugin
 // is immutable and shared through shared_ptr<const LoadedPlugin>.
-#ifndef CTX_HOST_PLUGINS_PLUGIN_LOADER_HPP_
-#define CTX_HOST_PLUGINS_PLUGIN_LOADER_HPP_
+#ifndef CTX_LOADER_PLUGIN_LOADER_HPP_
+#define CTX_LOADER_PLUGIN_LOADER_HPP_
 
 #include <ctx/abi/plugin_abi.h>
 
 #include <cstdint>
+#include <ctx/loader/lock_file.hpp>
+#include <ctx/loader/plugin_identity.hpp>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include "host/plugins/lock_file.hpp"
-#include "host/plugins/plugin_identity.hpp"
 
 namespace ctx::plugins {
 
@@ -123,4 +122,4 @@ class PluginLoader {
 
 }  // namespace ctx::plugins
 
-#endif  // CTX_HOST_PLUGINS_PLUGIN_LOADER_HPP_
+#endif  // CTX_LOADER_PLUGIN_LOADER_HPP_

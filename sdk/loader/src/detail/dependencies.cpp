@@ -1,5 +1,3 @@
-#include "host/plugins/detail/dependencies.hpp"
-
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,13 +7,14 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <ctx/loader/detail/dependencies.hpp>
+#include <ctx/loader/detail/elf_reader.hpp>
+#include <ctx/loader/detail/trusted_path.hpp>
+#include <ctx/loader/errors.hpp>
+#include <ctx/sdk/error.hpp>
+#include <ctx/support/check.hpp>
 #include <span>
 #include <string>
-
-#include "host/core/error.hpp"
-#include "host/plugins/detail/elf_reader.hpp"
-#include "host/plugins/detail/trusted_path.hpp"
-#include "host/plugins/errors.hpp"
 
 namespace ctx::plugins::detail {
 namespace {

@@ -1,7 +1,7 @@
 // Small RAII helpers for POSIX file descriptors and temporary files. Implementation detail of
 // ctx::plugins; not thread-safe (each object has one owner).
-#ifndef CTX_HOST_PLUGINS_DETAIL_UNIQUE_FD_HPP_
-#define CTX_HOST_PLUGINS_DETAIL_UNIQUE_FD_HPP_
+#ifndef CTX_LOADER_DETAIL_UNIQUE_FD_HPP_
+#define CTX_LOADER_DETAIL_UNIQUE_FD_HPP_
 
 #include <unistd.h>
 
@@ -31,4 +31,4 @@ class TempFileGuard {
 
 }  // namespace ctx::plugins::detail
 
-#endif  // CTX_HOST_PLUGINS_DETAIL_UNIQUE_FD_HPP_
+#endif  // CTX_LOADER_DETAIL_UNIQUE_FD_HPP_

@@ -1,5 +1,3 @@
-#include "host/plugins/detail/sealed_copy.hpp"
-
 #include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -14,6 +12,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <ctx/loader/detail/sealed_copy.hpp>
+#include <ctx/loader/errors.hpp>
+#include <ctx/sdk/error.hpp>
+#include <ctx/support/check.hpp>
+#include <ctx/support/digest.hpp>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -21,10 +24,6 @@
 #include <system_error>
 #include <thread>
 #include <utility>
-
-#include "host/core/crypto.hpp"
-#include "host/core/error.hpp"
-#include "host/plugins/errors.hpp"
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U  // Linux >= 6.3; older kernels reject it with EINVAL
@@ -131,13 +130,13 @@ void write_all(int out, const char* from, std::size_t size) {
 
 // Copies and hashes on the calling thread, one chunk at a time.
 void copy_serial(int in, int out, std::uint64_t size, const std::string& path,
-                 core::Sha256& hasher) {
+                 support::Sha256Stream& hasher) {
   char* const buffer = ring_buffer();
   for (std::uint64_t done = 0; done < size;) {
     const std::size_t want =
         static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kChunkBytes));
     const std::size_t n = read_some(in, buffer, want, done, path);
-    hasher.update(buffer, n);
+    if (!hasher.update(buffer, n)) throw SystemError("sha256: openssl failed");
     write_all(out, buffer, n);
     done += n;
   }
@@ -150,7 +149,7 @@ void copy_serial(int in, int out, std::uint64_t size, const std::string& path,
 // the copier, once the ring is full, sleeps until half of it is free. Returns false, having
 // done nothing, when no thread can be started.
 bool copy_pipelined(int in, int out, std::uint64_t size, const std::string& path,
-                    core::Sha256& hasher) {
+                    support::Sha256Stream& hasher) {
   constexpr std::uint64_t kRingBytes = std::uint64_t{kChunkBytes} * kRingChunks;
   char* const ring = ring_buffer();
   std::mutex mutex;
@@ -289,7 +288,7 @@ SealedCopy make_sealed_copy(int in, std::uint64_t size, const std::string& label
   SealedCopy out;
   const NonDumpableWindow window;  // until the seals are on
   out.memfd = make_private_memfd(label);
-  core::Sha256 hasher;
+  support::Sha256Stream hasher;
   const bool pipelined =
       strategy == CopyStrategy::kPipelined ||
       (strategy == CopyStrategy::kAuto && size > kSerialHashMaxBytes && a_core_is_idle());
@@ -306,7 +305,9 @@ SealedCopy make_sealed_copy(int in, std::uint64_t size, const std::string& label
   if (::fstat(out.memfd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != size) {
     throw SystemError("the sealed copy of plugin " + label + " has the wrong size");
   }
-  out.sha256 = core::to_hex(hasher.finish());
+  const auto digest = hasher.finish();
+  if (!digest) throw SystemError("sha256: openssl failed");
+  out.sha256 = support::to_hex(*digest);
   // ld.so opens /proc/self/fd/N for reading; sealed, the bytes can no longer change.
   if (::fchmod(out.memfd.get(), S_IRUSR) != 0) {
     throw SystemError("cannot make the sealed copy of plugin " + label +

@@ -8,15 +8,14 @@
 // ld.so. A large file on a machine with an idle core is copied by a second thread while the
 // calling thread hashes (CopyStrategy::kAuto). Implementation detail of PluginLoader.
 // Thread-safe; each call may start, and always joins, one helper thread.
-#ifndef CTX_HOST_PLUGINS_DETAIL_SEALED_COPY_HPP_
-#define CTX_HOST_PLUGINS_DETAIL_SEALED_COPY_HPP_
+#ifndef CTX_LOADER_DETAIL_SEALED_COPY_HPP_
+#define CTX_LOADER_DETAIL_SEALED_COPY_HPP_
 
 #include <cstddef>
 #include <cstdint>
+#include <ctx/loader/detail/unique_fd.hpp>
 #include <span>
 #include <string>
-
-#include "host/plugins/detail/unique_fd.hpp"
 
 namespace ctx::plugins::detail {
 
@@ -70,4 +69,4 @@ SealedCopy make_sealed_copy(int in, std::uint64_t size, const std::string& label
 
 }  // namespace ctx::plugins::detail
 
-#endif  // CTX_HOST_PLUGINS_DETAIL_SEALED_COPY_HPP_
+#endif  // CTX_LOADER_DETAIL_SEALED_COPY_HPP_

@@ -1,5 +1,3 @@
-#include "host/plugins/detail/trusted_path.hpp"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -7,11 +5,11 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <ctx/loader/detail/trusted_path.hpp>
+#include <ctx/loader/errors.hpp>
+#include <ctx/sdk/error.hpp>
 #include <memory>
 #include <vector>
-
-#include "host/core/error.hpp"
-#include "host/plugins/errors.hpp"
 
 namespace ctx::plugins::detail {
 namespace {

@@ -1,5 +1,3 @@
-#include "host/plugins/supervised_child.hpp"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,11 +10,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctx/loader/detail/unique_fd.hpp>
+#include <ctx/loader/errors.hpp>
+#include <ctx/loader/supervised_child.hpp>
+#include <ctx/sdk/error.hpp>
 #include <exception>
-
-#include "host/core/error.hpp"
-#include "host/plugins/detail/unique_fd.hpp"
-#include "host/plugins/errors.hpp"
 
 namespace ctx::plugins {
 namespace {

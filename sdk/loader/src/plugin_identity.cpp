@@ -1,12 +1,12 @@
-#include "host/plugins/plugin_identity.hpp"
-
 #include <ctx/abi/plugin_abi.h>
 
 #include <algorithm>
+#include <array>
+#include <ctx/loader/plugin_identity.hpp>
 #include <ctx/sdk/error.hpp>
-
-#include "host/core/json_reader.hpp"
-#include "host/engine/lexical.hpp"
+#include <ctx/support/canonical_json.hpp>
+#include <ctx/support/text.hpp>
+#include <utility>
 
 namespace ctx::plugins {
 
@@ -17,20 +17,24 @@ static_assert(static_cast<std::uint32_t>(PluginKind::kHostAdapter) == CTX_KIND_H
 namespace {
 
 // The plugin kinds' spellings (lock files, CLI, messages), defined once.
-constexpr core::EnumStrings<PluginKind, 3> kPluginKindStrings{
-    "plugin kind",
-    {PluginKind::kInstaller, PluginKind::kVerifier, PluginKind::kHostAdapter},
-    {"installer", "verifier", "host-adapter"}};
+constexpr std::array<std::pair<PluginKind, std::string_view>, 3> kPluginKindStrings{
+    {{PluginKind::kInstaller, "installer"},
+     {PluginKind::kVerifier, "verifier"},
+     {PluginKind::kHostAdapter, "host-adapter"}}};
 
 }  // namespace
 
 std::string_view kind_name(PluginKind kind) noexcept {
-  const std::string_view name = kPluginKindStrings.to_string(kind);
-  return name.empty() ? "unknown" : name;
+  for (const auto& [value, name] : kPluginKindStrings) {
+    if (value == kind) return name;
+  }
+  return "unknown";
 }
 
 PluginKind parse_kind(std::string_view name) {
-  if (const auto kind = kPluginKindStrings.find(name)) return *kind;
+  for (const auto& [kind, spelled] : kPluginKindStrings) {
+    if (spelled == name) return kind;
+  }
   throw InvalidArgument("unknown plugin kind \"" + std::string(name) + "\"");
 }
 
@@ -39,7 +43,7 @@ bool is_known_kind(std::uint32_t value) noexcept {
          value == CTX_KIND_HOST_ADAPTER;
 }
 
-bool is_valid_plugin_id(std::string_view id) noexcept { return engine::is_plugin_id(id); }
+bool is_valid_plugin_id(std::string_view id) noexcept { return support::is_plugin_id(id); }
 
 namespace {
 
@@ -132,14 +136,14 @@ std::string plugin_label(PluginKind kind, std::string_view id) {
   return std::string(kind_name(kind)) + ":" + std::string(id);
 }
 
-core::Json PluginIdentity::to_json() const {
-  return core::Json{{"abi", {{"major", abi_major}, {"minor", abi_minor}}},
-                    {"id", id},
-                    {"kind", std::string(kind_name(kind))},
-                    {"sha256", sha256},
-                    {"version", version}};
+Json PluginIdentity::to_json() const {
+  return Json{{"abi", {{"major", abi_major}, {"minor", abi_minor}}},
+              {"id", id},
+              {"kind", std::string(kind_name(kind))},
+              {"sha256", sha256},
+              {"version", version}};
 }
 
-std::string PluginIdentity::digest() const { return core::canonical_digest(to_json()); }
+std::string PluginIdentity::digest() const { return support::canonical_digest(to_json()); }
 
 }  // namespace ctx::plugins

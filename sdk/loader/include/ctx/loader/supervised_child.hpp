@@ -4,8 +4,8 @@
 // Thread-safety: fork() in a multi-threaded process is only safe if no other thread holds a
 // lock the child needs; call it from single-threaded processes (the CLI) or accept that a
 // deadlocked child is reported as "no answer".
-#ifndef CTX_HOST_PLUGINS_SUPERVISED_CHILD_HPP_
-#define CTX_HOST_PLUGINS_SUPERVISED_CHILD_HPP_
+#ifndef CTX_LOADER_SUPERVISED_CHILD_HPP_
+#define CTX_LOADER_SUPERVISED_CHILD_HPP_
 
 #include <chrono>
 #include <functional>
@@ -24,4 +24,4 @@ std::string run_supervised(const std::string& plugin, std::chrono::milliseconds 
 
 }  // namespace ctx::plugins
 
-#endif  // CTX_HOST_PLUGINS_SUPERVISED_CHILD_HPP_
+#endif  // CTX_LOADER_SUPERVISED_CHILD_HPP_

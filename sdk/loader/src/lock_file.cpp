@@ -1,5 +1,3 @@
-#include "host/plugins/lock_file.hpp"
-
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -8,16 +6,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctx/loader/detail/trusted_path.hpp>
+#include <ctx/loader/detail/unique_fd.hpp>
+#include <ctx/loader/errors.hpp>
+#include <ctx/loader/lock_file.hpp>
+#include <ctx/sdk/error.hpp>
+#include <ctx/support/canonical_json.hpp>
+#include <ctx/support/strict_json.hpp>
+#include <ctx/support/text.hpp>
 #include <limits>
 #include <optional>
 #include <random>
 #include <tuple>
-
-#include "host/core/crypto.hpp"
-#include "host/core/error.hpp"
-#include "host/plugins/detail/trusted_path.hpp"
-#include "host/plugins/detail/unique_fd.hpp"
-#include "host/plugins/errors.hpp"
 
 namespace ctx::plugins {
 namespace {
@@ -40,7 +40,7 @@ bool is_valid_soname(std::string_view name) {
 std::optional<std::string> entry_problem(const LockEntry& entry) {
   if (!is_valid_plugin_id(entry.id)) return "invalid plugin id \"" + entry.id + "\"";
   if (!is_valid_semver(entry.version)) return "invalid version \"" + entry.version + "\"";
-  if (!core::is_sha256_hex(entry.sha256)) return "sha256 must be 64 lower-case hex characters";
+  if (!support::is_sha256_hex(entry.sha256)) return "sha256 must be 64 lower-case hex characters";
   if (entry.platform.empty()) return "platform must not be empty";
   if (const std::string problem = detail::path_problem(entry.path); !problem.empty()) {
     return "path " + problem + " (it must be absolute and normalised)";
@@ -56,7 +56,7 @@ std::optional<std::string> entry_problem(const LockEntry& entry) {
   throw MalformedLockFile("malformed lock file " + std::string(origin) + ": " + reason);
 }
 
-const core::Json& field(const core::Json& object, const char* name, std::string_view where) {
+const Json& field(const Json& object, const char* name, std::string_view where) {
   const auto it = object.find(name);
   if (it == object.end()) {
     throw MalformedLockFile(std::string(where) + " is missing \"" + name + "\"");
@@ -64,17 +64,17 @@ const core::Json& field(const core::Json& object, const char* name, std::string_
   return *it;
 }
 
-std::string string_field(const core::Json& object, const char* name, std::string_view where) {
-  const core::Json& value = field(object, name, where);
+std::string string_field(const Json& object, const char* name, std::string_view where) {
+  const Json& value = field(object, name, where);
   if (!value.is_string()) {
     throw MalformedLockFile(std::string(where) + " field \"" + name + "\" must be a string");
   }
   return value.get<std::string>();
 }
 
-std::uint64_t uint_field(const core::Json& object, const char* name, std::string_view where,
+std::uint64_t uint_field(const Json& object, const char* name, std::string_view where,
                          std::uint64_t max) {
-  const core::Json& value = field(object, name, where);
+  const Json& value = field(object, name, where);
   if (!value.is_number_unsigned() || value.get<std::uint64_t>() > max) {
     throw MalformedLockFile(std::string(where) + " field \"" + name +
                             "\" must be an unsigned integer <= " + std::to_string(max));
@@ -82,7 +82,7 @@ std::uint64_t uint_field(const core::Json& object, const char* name, std::string
   return value.get<std::uint64_t>();
 }
 
-void require_keys(const core::Json& object, std::initializer_list<std::string_view> keys,
+void require_keys(const Json& object, std::initializer_list<std::string_view> keys,
                   std::string_view where) {
   for (const auto& item : object.items()) {
     if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
@@ -178,19 +178,19 @@ PluginIdentity LockEntry::identity() const {
   return PluginIdentity{kind, id, version, abi_major, abi_minor, sha256};
 }
 
-core::Json LockEntry::to_json() const {
-  return core::Json{{"abi", {{"major", abi_major}, {"minor", abi_minor}}},
-                    {"id", id},
-                    {"kind", std::string(kind_name(kind))},
-                    {"needed", needed},
-                    {"path", path},
-                    {"platform", platform},
-                    {"sha256", sha256},
-                    {"size", size},
-                    {"version", version}};
+Json LockEntry::to_json() const {
+  return Json{{"abi", {{"major", abi_major}, {"minor", abi_minor}}},
+              {"id", id},
+              {"kind", std::string(kind_name(kind))},
+              {"needed", needed},
+              {"path", path},
+              {"platform", platform},
+              {"sha256", sha256},
+              {"size", size},
+              {"version", version}};
 }
 
-LockEntry LockEntry::from_json(const core::Json& value) {
+LockEntry LockEntry::from_json(const Json& value) {
   constexpr std::string_view kWhere = "lock entry";
   if (!value.is_object()) throw MalformedLockFile("lock entry must be an object");
   require_keys(value,
@@ -208,13 +208,13 @@ LockEntry LockEntry::from_json(const core::Json& value) {
   entry.size = uint_field(value, "size", kWhere, kMaxPluginBytes);
   entry.platform = string_field(value, "platform", kWhere);
   entry.path = string_field(value, "path", kWhere);
-  const core::Json& needed = field(value, "needed", kWhere);
+  const Json& needed = field(value, "needed", kWhere);
   if (!needed.is_array()) throw MalformedLockFile("lock entry field \"needed\" must be an array");
-  for (const core::Json& name : needed) {
+  for (const Json& name : needed) {
     if (!name.is_string()) throw MalformedLockFile("lock entry \"needed\" holds a non-string");
     entry.needed.push_back(name.get<std::string>());
   }
-  const core::Json& abi = field(value, "abi", kWhere);
+  const Json& abi = field(value, "abi", kWhere);
   if (!abi.is_object()) throw MalformedLockFile("lock entry field \"abi\" must be an object");
   require_keys(abi, {"major", "minor"}, "lock entry abi");
   constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
@@ -233,11 +233,9 @@ LockFile LockFile::parse(std::string_view text, std::string_view origin) {
       "pin --lock FILE PLUGIN.so...`";
   if (text.empty() || text.back() != '\n')
     malformed(origin, "does not end with a newline" + how_to_fix);
-  core::Json root;
-  try {
-    root = core::parse_json(text.substr(0, text.size() - 1));
-  } catch (const Error& e) {
-    malformed(origin, e.what());
+  Json root;
+  if (const auto failure = support::read_strict_json(text.substr(0, text.size() - 1), &root, 64)) {
+    malformed(origin, support::describe(*failure));
   }
   LockFile lock;
   try {
@@ -249,10 +247,10 @@ LockFile LockFile::parse(std::string_view text, std::string_view origin) {
                               std::string(kLockSchema) +
                               "\"; re-pin the plugins with `ctx plugin pin` into a new lock");
     }
-    const core::Json& entries = field(root, "entries", "lock file");
+    const Json& entries = field(root, "entries", "lock file");
     if (!entries.is_array()) throw MalformedLockFile("\"entries\" must be an array");
     lock.entries_.reserve(entries.size());
-    for (const core::Json& item : entries) {
+    for (const Json& item : entries) {
       LockEntry entry = LockEntry::from_json(item);
       if (!lock.entries_.empty() && !(entry_key(lock.entries_.back()) < entry_key(entry))) {
         if (entry_key(lock.entries_.back()) == entry_key(entry)) {
@@ -266,7 +264,7 @@ LockFile LockFile::parse(std::string_view text, std::string_view origin) {
   } catch (const MalformedLockFile& e) {
     malformed(origin, e.what());
   }
-  const std::string canonical = core::canonical_json(lock.to_json()) + "\n";
+  const std::string canonical = support::canonical_json(lock.to_json()) + "\n";
   if (canonical != text) {
     const auto diff = std::mismatch(canonical.begin(), canonical.end(), text.begin(), text.end());
     malformed(origin, "not in canonical form (first difference at byte " +
@@ -298,7 +296,7 @@ LockFile LockFile::update(const std::filesystem::path& path,
   }
   LockFile lock = read_lock(absolute).value_or(LockFile{});
   change(lock);
-  replace_in_dir(dir.get(), name, core::canonical_json(lock.to_json()) + "\n", absolute);
+  replace_in_dir(dir.get(), name, support::canonical_json(lock.to_json()) + "\n", absolute);
   return lock;  // the flock is released when `locked` closes
 }
 
@@ -306,7 +304,7 @@ void LockFile::save(const std::filesystem::path& path) const {
   const std::string absolute = detail::absolute_normal(path);
   const auto [parent, name] = split_parent(absolute);
   const UniqueFd dir = detail::open_trusted_dir(parent, detail::Owners::kRootOrUs, "lock file");
-  replace_in_dir(dir.get(), name, core::canonical_json(to_json()) + "\n", absolute);
+  replace_in_dir(dir.get(), name, support::canonical_json(to_json()) + "\n", absolute);
 }
 
 void LockFile::upsert(LockEntry entry) {
@@ -333,10 +331,10 @@ const LockEntry* LockFile::find(PluginKind kind, std::string_view id) const noex
   return &*it;
 }
 
-core::Json LockFile::to_json() const {
-  core::Json entries = core::Json::array();
+Json LockFile::to_json() const {
+  Json entries = Json::array();
   for (const LockEntry& entry : entries_) entries.push_back(entry.to_json());
-  return core::Json{{"entries", std::move(entries)}, {"schema", std::string(kLockSchema)}};
+  return Json{{"entries", std::move(entries)}, {"schema", std::string(kLockSchema)}};
 }
 
 }  // namespace ctx::plugins
